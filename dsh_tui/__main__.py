@@ -1,0 +1,3 @@
+from dsh_tui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Command line entry point: ``dsh-tui [COMMAND] ...``.
+
+Each command lives in its own module ``dsh_tui.cli.<name>_cmd`` exposing ``HELP``,
+``add_arguments(parser)`` and ``run(args) -> int``; modules are imported lazily so that
+``dsh-tui log ...`` never pays for textual's import. Expected failures raise ``DshError`` and are
+printed as one line, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from dsh_tui import __version__
+from dsh_tui.session.errors import DshError
+
+# name -> module; order is the order of ``dsh-tui --help``.
+COMMANDS: dict[str, str] = {
+    "run": "dsh_tui.cli.run_cmd",
+    "demo": "dsh_tui.cli.demo_cmd",
+    "resume": "dsh_tui.cli.resume_cmd",
+    "fork": "dsh_tui.cli.fork_cmd",
+    "sessions": "dsh_tui.cli.sessions_cmd",
+    "export": "dsh_tui.cli.export_cmd",
+    "log": "dsh_tui.cli.log_cmd",
+}
+
+# One-line help, kept here so ``--help`` does not import every command module.
+SUMMARIES: dict[str, str] = {
+    "run": "start a new session in the current directory (--headless prints the answer)",
+    "demo": "offline tour on a temporary root; needs no API key and no network",
+    "resume": "continue a session by id or --last",
+    "fork": "fork a session at a completed turn; prints the child id",
+    "sessions": "list sessions (--all, --search TEXT, --json)",
+    "export": "export a session as md, html or jsonl",
+    "log": "low-level log tools: check, cat, messages, repair",
+}
+
+
+def _available() -> dict[str, str]:
+    out = {}
+    for name, module in COMMANDS.items():
+        if importlib.util.find_spec(module) is not None:
+            out[name] = module
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dsh-tui",
+        description="A terminal home for DeepSeek Harness sessions. With no command, opens the app.",
+    )
+    parser.add_argument("--version", action="version", version=f"dsh-tui {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, module in _available().items():
+        p = sub.add_parser(name, help=SUMMARIES.get(name, ""), description=SUMMARIES.get(name, ""))
+        mod = importlib.import_module(module)
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command is None:
+            app_mod = importlib.import_module("dsh_tui.cli.app_cmd")
+            return app_mod.run(args)
+        return int(args._module.run(args) or 0)
+    except DshError as err:
+        print(f"dsh-tui: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0

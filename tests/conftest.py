@@ -1,0 +1,26 @@
+"""Shared test fixtures: paths to the handed dsh recordings and isolated user directories."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("DSH_TUI_SHARED", REPO.parent / "shared"))
+FIXTURES = SHARED / "fixtures" / "dsh"
+INTEROP = SHARED / "interop"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_user_dirs(tmp_path_factory, monkeypatch):
+    """No test reads or writes the real ~/.dsh, config or cache directories."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("DSH_HOME", str(home / ".dsh"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
+    yield

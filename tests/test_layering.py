@@ -1,0 +1,58 @@
+"""The layering rule: nothing outside dsh_tui/ui imports textual or rich, and session/ is pure."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import dsh_tui
+
+PKG = Path(dsh_tui.__file__).parent
+
+
+def _modules(exclude_ui: bool = True) -> list[str]:
+    names = []
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG.parent).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__main__":
+            continue
+        if exclude_ui and len(parts) > 1 and parts[1] == "ui":
+            continue
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        names.append(".".join(parts))
+    return names
+
+
+def test_no_textual_or_rich_outside_ui():
+    modules = _modules()
+    code = (
+        "import importlib, json, sys\n"
+        f"for m in {modules!r}:\n"
+        "    importlib.import_module(m)\n"
+        "bad = sorted(k for k in sys.modules if k.split('.')[0] in ('textual', 'rich'))\n"
+        "print(json.dumps(bad))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    assert len(modules) > 5
+
+
+def test_session_layer_imports_nothing_of_the_project_above_it():
+    offenders = []
+    for path in (PKG / "session").rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            mod = node.module if isinstance(node, ast.ImportFrom) else None
+            if mod and mod.startswith("dsh_tui.") and not mod.startswith("dsh_tui.session"):
+                offenders.append(f"{path.name}: {mod}")
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    if top in {"textual", "rich", "httpx", "sqlite3", "sqlite_utils", "asyncio"}:
+                        offenders.append(f"{path.name}: {alias.name}")
+    assert offenders == []
