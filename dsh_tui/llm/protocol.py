@@ -1,0 +1,115 @@
+"""The provider contract between the harness driver (``dsh_tui.runtime``) and model adapters.
+
+A request is a plain dict (lossless JSON) so it can be compared with the log::
+
+    {
+      "config":   {"provider": str, "model": str, "reasoningEffort"?: str, "temperature"?: float,
+                   "maxTokens"?: int, "stop"?: [str]},          # LlmCallConfig (session spec 1.3)
+      "system":   str | None,
+      "tools":    [{"name", "description", "parameters"}],       # ToolSchema list, may be empty
+      "messages": [Message, ...],                                # exactly session.derive_messages()
+      "sessionId": str | None,
+      "purpose":  "turn" | "compaction" | "session-title",
+    }
+
+``Provider.stream(request)`` is an async generator of ``StreamChunk`` dicts (session spec 1.3 /
+runtime spec 2.2): ``block-start``, ``text-delta``, ``reasoning-delta``, ``tool-call-delta``,
+``block-end``, ``usage``, ``finish``. An adapter reports failure by raising ``LlmError`` (before or
+during iteration); the runtime's final adapter boundary turns any failure into one terminal
+``finish {kind: error|aborted, failure}`` chunk. Cancellation is task cancellation: the consumer
+closes the generator (``aclose``) and the adapter must release its connection promptly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from dsh_tui.session.errors import DshError
+
+# Canonical failure codes (runtime spec 6.2 / 6.4).
+AUTH = "AUTH"
+QUOTA = "QUOTA"
+RATE_LIMIT = "RATE_LIMIT"
+CONTEXT_WINDOW_EXCEEDED = "CONTEXT_WINDOW_EXCEEDED"
+INVALID_REQUEST = "INVALID_REQUEST"
+SERVER = "SERVER"
+TRANSPORT = "TRANSPORT"
+TIMEOUT = "TIMEOUT"
+STREAM_CLOSED = "STREAM_CLOSED"
+MALFORMED_RESPONSE = "MALFORMED_RESPONSE"
+EMPTY_RESPONSE = "EMPTY_RESPONSE"
+ABORTED = "ABORTED"
+UNKNOWN = "UNKNOWN"
+MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
+
+
+class LlmError(DshError):
+    """A model call failed. ``failure()`` is the ``LlmFailure`` dict that goes into the log."""
+
+    def __init__(
+        self,
+        message: str,
+        code: str = UNKNOWN,
+        *,
+        status: int | None = None,
+        retry_after_ms: int | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status = status
+        self.retry_after_ms = retry_after_ms
+        self.request_id = request_id
+
+    def failure(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"message": self.message, "code": self.code}
+        if self.status is not None:
+            out["status"] = self.status
+        if self.retry_after_ms is not None:
+            out["providerRetryAfterMs"] = self.retry_after_ms
+        if self.request_id is not None:
+            out["requestId"] = self.request_id
+        return out
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """What the harness needs to know about a model route."""
+
+    context_window: int | None = None
+    default_max_tokens: int | None = None
+    efforts: tuple[str, ...] = ()
+    default_effort: str | None = None
+    # Prices in USD per million tokens (input uncached, cache hit, output); None when unknown.
+    price_input: float | None = None
+    price_cache_hit: float | None = None
+    price_output: float | None = None
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Runtime spec 6.3. ``mode`` is "normal" or "always"."""
+
+    mode: str = "normal"
+    max_retries: int = 5
+    retryable_codes: tuple[str, ...] = (EMPTY_RESPONSE, RATE_LIMIT, SERVER, TIMEOUT, TRANSPORT)
+    initial_delay_ms: int = 500
+    max_delay_ms: int = 10_000
+    jitter_ratio: float = 0.1
+    policy_key: str = field(default="default")
+
+
+@runtime_checkable
+class Provider(Protocol):
+    """One provider route (e.g. ``deepseek-official``)."""
+
+    name: str
+
+    def resolve_model(self, model: str) -> ModelInfo: ...
+
+    def retry_policy(self) -> RetryPolicy: ...
+
+    def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
