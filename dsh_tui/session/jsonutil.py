@@ -1,0 +1,207 @@
+"""JSON text exactly as dsh (JavaScript ``JSON.stringify``) writes it, and the lossless-JSON rule.
+
+* :func:`dumps` — compact (``,`` / ``:``), non-ASCII unescaped, lone surrogates as ``\\udXXX``, numbers
+  formatted like JavaScript (``1e+21``, ``1e-7``, ``5`` for ``5.0``). dict insertion order is kept.
+* :func:`loads` — strict JSON (no ``NaN``/``Infinity`` literals); orjson fast path, stdlib fallback for
+  text orjson refuses but JavaScript accepts (lone surrogate escapes).
+* :func:`check_lossless` — the append-time rule: null/bool/string/finite number except ``-0``/arrays/plain
+  objects with string keys; integers must be safe (|n| <= 2**53 - 1) because JavaScript cannot hold more.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+
+import orjson
+
+from .errors import SessionValidationError
+
+MAX_SAFE_INTEGER = 2**53 - 1
+
+_encode_str = json.encoder.encode_basestring  # C implementation when available; ensure_ascii=False flavour
+_c_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False).encode
+
+# Every float token json emits contains "<digit>.<digit>" or "<digit>e<sign>": one regex pass tells
+# whether the text may contain a float at all (strings can match too; then we take the slow path).
+_MAYBE_FLOAT = re.compile(r"\d(?:\.\d|e[+-]\d)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
+
+
+def js_number(value: float) -> str:
+    """Format a finite float exactly like JavaScript's ``Number.prototype.toString``."""
+    if value == 0:
+        return "0"
+    if value != value or value in (math.inf, -math.inf):
+        raise ValueError(f"{value!r} is not JSON")
+    sign = "-" if value < 0 else ""
+    r = repr(abs(value))  # shortest round-trip digits, same digit string JavaScript picks
+    mant, _, exp = r.partition("e")
+    whole, _, frac = mant.partition(".")
+    if frac == "0":
+        frac = ""
+    digits = (whole + frac).lstrip("0")
+    # decimal exponent n such that value = 0.digits * 10**n
+    n = len(whole) + (int(exp) if exp else 0)
+    if whole == "0":
+        lead = len(frac) - len(frac.lstrip("0"))
+        n = -lead + (int(exp) if exp else 0)
+    digits = digits.rstrip("0") or "0"
+    k = len(digits)
+    if k <= n <= 21:
+        out = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        out = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        out = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        es = ("+" if e >= 0 else "-") + str(abs(e))
+        out = (digits[0] + ("." + digits[1:] if k > 1 else "")) + "e" + es
+    return sign + out
+
+
+def _slow(obj: Any, parts: list[str]) -> None:
+    if isinstance(obj, str):
+        parts.append(_encode_str(obj))
+    elif obj is None:
+        parts.append("null")
+    elif obj is True:
+        parts.append("true")
+    elif obj is False:
+        parts.append("false")
+    elif isinstance(obj, int):
+        parts.append(int.__repr__(obj))
+    elif isinstance(obj, float):
+        parts.append(js_number(obj))
+    elif isinstance(obj, dict):
+        parts.append("{")
+        first = True
+        for k, v in obj.items():
+            if not isinstance(k, str):
+                raise TypeError(f"keys must be str, not {type(k).__name__}")
+            if not first:
+                parts.append(",")
+            first = False
+            parts.append(_encode_str(k))
+            parts.append(":")
+            _slow(v, parts)
+        parts.append("}")
+    elif isinstance(obj, list | tuple):
+        parts.append("[")
+        for i, v in enumerate(obj):
+            if i:
+                parts.append(",")
+            _slow(v, parts)
+        parts.append("]")
+    else:
+        raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+def _fix_surrogates(text: str) -> str:
+    if _SURROGATE_PAIR.search(text):  # two separate code units JavaScript would read as one character
+        text = _SURROGATE_PAIR.sub(
+            lambda m: m.group().encode("utf-16-le", "surrogatepass").decode("utf-16-le"), text
+        )
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def dumps(obj: Any) -> str:
+    """Compact JSON text identical to JavaScript ``JSON.stringify(obj)``."""
+    text = _c_dumps(obj)
+    if _MAYBE_FLOAT.search(text):
+        parts: list[str] = []
+        _slow(obj, parts)
+        text = "".join(parts)
+    if _SURROGATE.search(text):
+        text = _fix_surrogates(text)
+    return text
+
+
+def dumps_bytes(obj: Any) -> bytes:
+    """:func:`dumps` encoded as UTF-8 (lone surrogates are escaped, so this never fails)."""
+    return dumps(obj).encode("utf-8")
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+_std_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+
+
+def loads(text: str | bytes | bytearray | memoryview) -> Any:
+    """Parse strict JSON text (``JSON.parse`` semantics; ``-0`` parses as int 0, ``-0.0`` as float)."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        if isinstance(text, bytes | bytearray | memoryview):
+            text = bytes(text).decode("utf-8")
+        return _std_decoder.decode(text)
+
+
+def _path_key(path: str, key: str) -> str:
+    if key.isidentifier():
+        return f"{path}.{key}"
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def check_lossless(value: Any, where: str = "data") -> None:
+    """Raise :class:`SessionValidationError` naming the path if ``value`` is not lossless JSON."""
+    t = type(value)
+    if t is str or value is None or t is bool:
+        return
+    if t is int:
+        if -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER:
+            return
+        raise SessionValidationError(f"{where}: integer {value} is beyond 2^53 and not lossless JSON")
+    if t is float:
+        if value != value:
+            raise SessionValidationError(f"{where}: NaN is not lossless JSON")
+        if value in (math.inf, -math.inf):
+            raise SessionValidationError(f"{where}: Infinity is not lossless JSON")
+        if value == 0 and math.copysign(1.0, value) < 0:
+            raise SessionValidationError(f"{where}: -0 is not lossless JSON")
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if type(k) is not str:
+                raise SessionValidationError(f"{where}: key {k!r} is not a string (not lossless JSON)")
+            check_lossless(v, _path_key(where, k))
+        return
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            check_lossless(v, f"{where}[{i}]")
+        return
+    if isinstance(value, bool | int | float | str):  # subclasses (IntEnum, str enums ...)
+        raise SessionValidationError(f"{where}: {t.__name__} is not a plain JSON value")
+    raise SessionValidationError(f"{where}: {t.__name__} is not lossless JSON")
+
+
+def find_negative_zero(value: Any, where: str = "data") -> str | None:
+    """Fast scan of parser output for the one non-lossless value a JSON parser yields: float ``-0.0``.
+
+    Returns the path of the first one or None. Only floats are inspected (``-0`` parses as int 0)."""
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            tv = type(v)
+            if tv is dict or tv is list or tv is float:
+                p = find_negative_zero(v, _path_key(where, k))
+                if p is not None:
+                    return p
+        return None
+    if t is list:
+        for i, v in enumerate(value):
+            tv = type(v)
+            if tv is dict or tv is list or tv is float:
+                p = find_negative_zero(v, f"{where}[{i}]")
+                if p is not None:
+                    return p
+        return None
+    if t is float and value == 0 and math.copysign(1.0, value) < 0:
+        return where
+    return None

@@ -1,0 +1,169 @@
+"""jsonutil (JS-compatible JSON text, lossless rule), event vocabulary and session headers."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dsh_tui.session import events, headers, jsonutil
+from dsh_tui.session.errors import SessionFormatUnsupportedError, SessionValidationError
+
+# JavaScript Number#toString outputs, written down from the ECMAScript algorithm.
+JS_NUMBERS = [
+    (1.0, "1"), (0.5, "0.5"), (1e21, "1e+21"), (1e20, "100000000000000000000"), (1e-7, "1e-7"),
+    (1e-6, "0.000001"), (1.5e16, "15000000000000000"), (-2.5, "-2.5"), (5e-324, "5e-324"),
+    (0.1 + 0.2, "0.30000000000000004"), (123456789.125, "123456789.125"), (1.2345e-5, "0.000012345"),
+    (-0.0, "0"), (2.5e25, "2.5e+25"),
+]
+
+
+@pytest.mark.parametrize(("value", "text"), JS_NUMBERS)
+def test_js_number_formatting(value, text):
+    assert jsonutil.js_number(value) == text
+    assert jsonutil.dumps(value) == text
+
+
+def test_dumps_is_compact_unescaped_and_keeps_order():
+    obj = {"z": 1, "a": ["é", "日本", None, True, False], "c": {"q": "\x01\n\"\\"}}
+    assert jsonutil.dumps(obj) == '{"z":1,"a":["é","日本",null,true,false],"c":{"q":"\\u0001\\n\\"\\\\"}}'
+
+
+def test_dumps_lone_surrogates_are_escaped_like_js():
+    assert jsonutil.dumps("a\ud800b") == '"a\\ud800b"'
+    assert jsonutil.dumps("\udfff") == '"\\udfff"'
+    # a pair of separate code units is one character in JavaScript
+    assert jsonutil.dumps("\ud83d\ude00") == '"😀"'
+    assert jsonutil.dumps_bytes({"x": "\ud800"}) == b'{"x":"\\ud800"}'
+    assert jsonutil.loads(jsonutil.dumps("a\ud800b")) == "a\ud800b"
+
+
+def test_dumps_float_inside_strings_takes_slow_path_correctly():
+    obj = {"t": "1.5 and 2e+5", "n": 1e-7, "m": [3.0]}
+    assert jsonutil.dumps(obj) == '{"t":"1.5 and 2e+5","n":1e-7,"m":[3]}'
+
+
+def test_loads_rejects_nan_literals_and_accepts_surrogate_escapes():
+    with pytest.raises(ValueError):
+        jsonutil.loads("NaN")
+    with pytest.raises(ValueError):
+        jsonutil.loads(b'{"a":Infinity}')
+    assert jsonutil.loads(b'"\\udc00"') == "\udc00"
+    assert jsonutil.loads("-0") == 0 and isinstance(jsonutil.loads("-0"), int)
+    assert math.copysign(1, jsonutil.loads("-0.0")) < 0
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**53) + 1, 2**53 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False).filter(lambda f: not (f == 0 and math.copysign(1, f) < 0))
+    | st.text(),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=5), c, max_size=4),
+    max_leaves=20,
+)
+
+
+def _num_norm(v):
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return v
+    if isinstance(v, int | float):
+        return float(v)
+    if isinstance(v, list):
+        return [_num_norm(x) for x in v]
+    return {k: _num_norm(x) for k, x in v.items()}
+
+
+@given(json_values)
+def test_dumps_round_trips(value):
+    text = jsonutil.dumps(value)
+    jsonutil.check_lossless(value)
+    back = jsonutil.loads(text)
+    assert _num_norm(back) == _num_norm(value)
+    assert jsonutil.dumps(back) == text
+    # same text as the stdlib wherever no float is involved
+    if "e" not in json.dumps(value) and "." not in json.dumps(value):
+        assert text == json.dumps(value, ensure_ascii=False, separators=(",", ":")) or "\\ud" in text
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ({"usage": {"inputTokens": float("nan")}}, "data.usage.inputTokens: NaN is not lossless JSON"),
+        ({"a": [1, float("inf")]}, "data.a[1]: Infinity is not lossless JSON"),
+        ({"a": -0.0}, "data.a: -0 is not lossless JSON"),
+        ({"a": (1, 2)}, "data.a: tuple is not lossless JSON"),
+        ({"a": {1, 2}}, "data.a: set is not lossless JSON"),
+        ({"a": object()}, "data.a: object is not lossless JSON"),
+        ({1: "x"}, "data: key 1 is not a string"),
+        ({"a": 2**53}, "data.a: integer 9007199254740992 is beyond 2^53"),
+        ({"a b": {"c": float("-inf")}}, 'data["a b"].c: Infinity'),
+    ],
+)
+def test_check_lossless_rejections_name_the_path(value, message):
+    with pytest.raises(SessionValidationError) as err:
+        jsonutil.check_lossless(value)
+    assert str(err.value).startswith(message)
+
+
+def test_find_negative_zero_scans_parser_output():
+    assert jsonutil.find_negative_zero(jsonutil.loads('{"a":[0,{"b":-0.0}]}')) == "data.a[1].b"
+    assert jsonutil.find_negative_zero(jsonutil.loads('{"a":[-0,0.0,{"b":1.5}]}')) is None
+
+
+def test_event_vocabulary():
+    assert len(events.KNOWN_EVENT_TYPES) == 48
+    assert {"user/message", "assistant/message", "tool/result"} == events.SURFACE_TYPES
+    assert "assistant/attempt" not in events.KNOWN_EVENT_TYPES
+    assert not (events.ROW_TAGS & events.KNOWN_EVENT_TYPES)
+
+
+def test_make_header_key_order_and_validation():
+    h = headers.make_header("s1", cwd="/w", created_at=5, parent_session="p", seed_length=3,
+                            origin="subagent", delegation_depth=1, agent_preset="x")
+    assert list(h) == ["type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "origin",
+                       "delegationDepth", "agentPreset"]
+    assert jsonutil.dumps(headers.make_header("s", created_at=7)) == (
+        '{"type":"session","version":0,"id":"s","createdAt":7,"delegationDepth":0}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("patch", "needle"),
+    [
+        ({"cwd": "relative/dir"}, "absolute"),
+        ({"cwd": "{{cwd}}"}, "absolute"),
+        ({"delegationDepth": None}, "delegationDepth"),
+        ({"delegationDepth": -0.0}, "-0"),
+        ({"createdAt": -0.0}, "-0"),
+        ({"createdAt": 1.5}, "createdAt"),
+        ({"createdAt": True}, "createdAt"),
+        ({"origin": "fork"}, "origin"),
+        ({"agentPreset": 3}, "agentPreset"),
+        ({"sandboxMode": "x"}, "retired"),
+        ({"approvalPolicy": "x"}, "retired"),
+        ({"id": ""}, "id"),
+    ],
+)
+def test_validate_header_rejections(patch, needle):
+    h = {"type": "session", "version": 0, "id": "s", "createdAt": 0, "cwd": "/w", "delegationDepth": 0}
+    for k, v in patch.items():
+        if v is None:
+            h.pop(k)
+        else:
+            h[k] = v
+    with pytest.raises(SessionValidationError, match="invalid session header") as err:
+        headers.validate_header(h)
+    assert needle in str(err.value)
+
+
+def test_validate_header_lenient_accepts_fixture_placeholders():
+    h = {"type": "session", "version": 0, "id": "{{sessionId}}", "createdAt": 0, "cwd": "{{cwd}}"}
+    assert headers.validate_header(h, lenient=True) is h
+
+
+@pytest.mark.parametrize(("version", "needle"), [(1, "newer"), (-1, "no upgrade path")])
+def test_version_refusal_precedes_shape_checks(version, needle):
+    with pytest.raises(SessionFormatUnsupportedError, match=needle):
+        headers.validate_header({"type": "session", "version": version, "createdAt": "garbage"})
