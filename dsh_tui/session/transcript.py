@@ -1,0 +1,616 @@
+"""The human transcript of a session, folded incrementally from its event log.
+
+``TranscriptFold.apply(event)`` returns the item changes that event causes. It reads append-origin
+surface events and their neighbours (chunks, tool calls, turn ends, retries, compaction, todos,
+end-seed) as product.md's event-to-item table says. It never reads ``agent/*`` live events, so a live
+session and the same session reopened from disk produce the same items; the Markdown export reuses
+this fold.
+
+Cost is O(1) per event (streamed text is kept as a list of parts and joined lazily), so a
+200k-event log folds in one pass.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh_tui.session.stats import UsageFold
+
+ADD, UPDATE, REMOVE, PLAN = "add", "update", "remove", "plan"
+
+BASH_TOOLS = frozenset({"bash", "shell", "terminal", "exec", "exec_command"})
+READ_TOOLS = frozenset({"read", "read_file", "read_image", "view"})
+EDIT_TOOLS = frozenset({"write", "edit", "multi_edit", "multiedit", "apply_patch", "str_replace"})
+SEARCH_TOOLS = frozenset({"glob", "grep", "ls", "list", "find", "search"})
+
+
+def tool_kind(name: str) -> str:
+    """bash / read / edit / search / generic: decides how a tool card is drawn."""
+    if name in BASH_TOOLS:
+        return "bash"
+    if name in READ_TOOLS:
+        return "read"
+    if name in EDIT_TOOLS:
+        return "edit"
+    if name in SEARCH_TOOLS:
+        return "search"
+    return "generic"
+
+
+@dataclass(slots=True, eq=False)
+class Item:
+    """One transcript row. ``version`` grows on each change: renderers cache on (key, version, width)."""
+
+    key: str
+    kind: str
+    seq: int
+    turn: int = 0
+    version: int = 0
+
+    def touch(self) -> None:
+        self.version += 1
+
+
+@dataclass(slots=True, eq=False)
+class UserItem(Item):
+    text: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class ContextItem(Item):
+    producer: str = ""
+    text: str = ""
+
+
+@dataclass(slots=True, eq=False)
+class StreamItem(Item):
+    """Assistant text (kind "assistant") or reasoning (kind "thinking").
+
+    ``state`` is "streaming", "final" or "interrupted" (cancelled mid-stream; the prefix stays).
+    """
+
+    state: str = "streaming"
+    step: int = 0
+    parts: list[str] = field(default_factory=list)
+    _joined: str | None = None
+
+    @property
+    def text(self) -> str:
+        if self._joined is None or len(self.parts) != 1:
+            self._joined = "".join(self.parts)
+            self.parts[:] = [self._joined] if self._joined else []
+        return self._joined
+
+    def append(self, text: str) -> None:
+        self.parts.append(text)
+        self._joined = None
+
+    def set_text(self, text: str) -> None:
+        self.parts[:] = [text] if text else []
+        self._joined = text
+
+    def summary(self) -> str:
+        """Latest non-empty line: the one-line summary of a collapsed Thinking row."""
+        for line in reversed(self.text.splitlines()):
+            if line.strip():
+                return line.strip()
+        return ""
+
+
+@dataclass(slots=True, eq=False)
+class ToolItem(Item):
+    """A tool card. ``state``: requested, running, ok, error, aborted, unknown."""
+
+    call_id: str = ""
+    name: str = ""
+    tool: str = "generic"  # tool kind
+    step: int = 0
+    arguments: str = ""
+    state: str = "requested"
+    result: str = ""
+    error_code: str | None = None
+    meta: Any = None
+    approval: str | None = None  # asked / allowed-once / rejected / cancelled / unavailable
+    approval_reason: str | None = None
+
+    def args(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.arguments) if self.arguments else {}
+        except ValueError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+
+@dataclass(slots=True, eq=False)
+class FooterItem(Item):
+    """End of a turn: timing, tokens and, for anything but completed, the reason in words."""
+
+    reason: str = "completed"
+    reason_text: str = ""
+    duration_ms: int | None = None
+    ttft_ms: int | None = None
+    tokens_per_s: float | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class RetryItem(Item):
+    attempt: int = 0
+    max_attempts: int | None = None
+    delay_ms: int = 0
+    code: str = ""
+    message: str = ""
+    started: bool = False
+
+    def describe(self) -> str:
+        of = f"/{self.max_attempts}" if self.max_attempts else ""
+        delay = _seconds(self.delay_ms)
+        why = f" after {self.code}" if self.code else ""
+        return f"Retrying model request ({self.attempt}{of}) in {delay}{why}"
+
+
+@dataclass(slots=True, eq=False)
+class CompactionItem(Item):
+    state: str = "running"  # running / done / error
+    messages: int = 0
+    tokens: int = 0
+    summary: str = ""
+    error: str = ""
+
+    def describe(self) -> str:
+        if self.state == "running":
+            return "Compacting history…"
+        if self.state == "error":
+            return f"Compaction failed: {self.error}"
+        noun = "message" if self.messages == 1 else "messages"
+        return f"Compacted {self.messages} {noun} (~{self.tokens:,} tokens)"
+
+
+@dataclass(slots=True, eq=False)
+class DividerItem(Item):
+    text: str = ""
+
+
+@dataclass(slots=True)
+class PlanState:
+    """The plan strip above the composer (last ``todo/write`` wins)."""
+
+    todos: list[dict[str, Any]] = field(default_factory=list)
+
+    def counts(self) -> tuple[int, int, int]:
+        done = sum(1 for t in self.todos if t.get("status") == "completed")
+        doing = sum(1 for t in self.todos if t.get("status") == "in_progress")
+        return done, doing, len(self.todos) - done - doing
+
+    def describe(self) -> str:
+        done, doing, pending = self.counts()
+        return f"{done} completed · {doing} in progress · {pending} pending"
+
+
+Change = tuple[str, Any]
+
+
+def _seconds(ms: int) -> str:
+    if ms < 1000:
+        return f"{ms} ms"
+    return f"{ms / 1000:.0f} s" if ms % 1000 == 0 else f"{ms / 1000:.1f} s"
+
+
+def _text_of(blocks: Any) -> str:
+    if not isinstance(blocks, list):
+        return ""
+    out = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype in ("text", "reasoning") and isinstance(block.get("text"), str):
+            out.append(block["text"])
+        elif btype == "image":
+            name = ((block.get("attachment") or {}).get("name")) or "image"
+            out.append(f"[{name}]")
+        elif btype == "tool-result":
+            out.append(_text_of(block.get("content")))
+    return "\n".join(out)
+
+
+def reason_text(reason: Any) -> str:
+    """A ``TurnEndReason`` explained in words ("" for completed)."""
+    if not isinstance(reason, dict):
+        return "Ended"
+    kind = reason.get("kind")
+    if kind == "completed":
+        return ""
+    if kind == "aborted":
+        cause = (reason.get("reason") or {}).get("kind")
+        return {
+            "user": "Stopped by you",
+            "parent": "Stopped by the parent agent",
+            "disposed": "Stopped: the agent was shut down",
+            "legacy": "Stopped",
+        }.get(cause, f"Stopped by a hook: {(reason.get('reason') or {}).get('reason', '')}".rstrip(": "))
+    if kind == "blocked":
+        return "Blocked: a hook or policy stopped this turn"
+    if kind == "error":
+        err = reason.get("error") or {}
+        return f"Failed: {err.get('code', 'UNKNOWN')}: {err.get('message', '')}".rstrip(": ")
+    if kind == "max-tokens":
+        return "Output limit reached"
+    if kind == "interrupted":
+        return "Interrupted by a crash"
+    return f"Ended: {kind}"
+
+
+def context_producer(source: dict[str, Any]) -> str:
+    kind = source.get("kind", "?")
+    if kind == "plugin":
+        plugin = str(source.get("plugin", "plugin"))
+        form = source.get("form")
+        short = plugin.rsplit("/", 1)[-1]
+        return f"{short} ({form})" if isinstance(form, str) else short
+    return str(kind)
+
+
+class TranscriptFold:
+    """Incremental fold from events to transcript items (see the module docstring)."""
+
+    def __init__(self, header: dict[str, Any] | None = None) -> None:
+        self.header = header or {}
+        self.items: list[Item] = []
+        self.by_key: dict[str, Item] = {}
+        self.plan = PlanState()
+        self.usage = UsageFold()
+        self.turn = 0
+        self.step = 0
+        self._attempt: list[StreamItem | ToolItem] = []  # items streamed by the current attempt
+        self._stream_index: dict[tuple[str, int], StreamItem | ToolItem] = {}
+        self._tools: dict[str, ToolItem] = {}
+        self._approvals: dict[str, ToolItem] = {}
+        self._retries: dict[str, RetryItem] = {}
+        self._compactions: dict[str, CompactionItem] = {}
+        self._turn_start_time: int | None = None
+        self._first_chunk_time: int | None = None
+        self._last_chunk_time: int | None = None
+        self._counter = 0
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _add(self, item: Item, out: list[Change]) -> Item:
+        self.items.append(item)
+        self.by_key[item.key] = item
+        out.append((ADD, item))
+        return item
+
+    def _update(self, item: Item, out: list[Change]) -> None:
+        item.touch()
+        out.append((UPDATE, item))
+
+    def _remove(self, item: Item, out: list[Change]) -> None:
+        self.by_key.pop(item.key, None)
+        try:
+            self.items.remove(item)
+        except ValueError:
+            return
+        out.append((REMOVE, item))
+
+    def _key(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}{self._counter}"
+
+    def _new_attempt(self) -> None:
+        self._attempt = []
+        self._stream_index = {}
+
+    # -- folding -------------------------------------------------------------------------------
+    def apply_all(self, events: list[dict[str, Any]]) -> None:
+        for event in events:
+            self.apply(event)
+
+    def apply(self, event: dict[str, Any]) -> list[Change]:
+        out: list[Change] = []
+        etype = event.get("type")
+        data = event.get("data")
+        if not isinstance(data, dict):
+            data = {}
+        seq = event.get("seq", 0)
+        self.usage.apply(event)
+        handler = _HANDLERS.get(etype)  # type: ignore[arg-type]
+        if handler is not None:
+            handler(self, event, data, seq, out)
+        return out
+
+    def _on_turn_start(self, event, data, seq, out) -> None:
+        self.turn = data.get("turn", self.turn + 1)
+        self._turn_start_time = event.get("time")
+        self._first_chunk_time = self._last_chunk_time = None
+
+    def _on_step_start(self, event, data, seq, out) -> None:
+        self.step = data.get("step", 0)
+        self._new_attempt()
+
+    def _on_user_message(self, event, data, seq, out) -> None:
+        if event.get("surfaceOp") != "append":
+            return  # replacements (compaction summaries) shadow history for the model only
+        source = data.get("source") or {}
+        text = _text_of(data.get("content"))
+        if source.get("kind") == "user":
+            self._add(UserItem(f"u{seq}", "user", seq, self.turn, text=text), out)
+        else:
+            self._add(ContextItem(f"x{seq}", "context", seq, self.turn, producer=context_producer(source), text=text), out)
+
+    def _on_chunk(self, event, data, seq, out) -> None:
+        chunk = data.get("chunk") or {}
+        ctype = chunk.get("type")
+        time = event.get("time")
+        if ctype in ("text-delta", "reasoning-delta", "tool-call-delta", "block-start"):
+            if self._first_chunk_time is None:
+                self._first_chunk_time = time
+            self._last_chunk_time = time
+        if ctype == "text-delta" or ctype == "reasoning-delta":
+            kind = "assistant" if ctype == "text-delta" else "thinking"
+            index = chunk.get("index", 0)
+            item = self._stream_index.get((kind, index))
+            if item is None:
+                item = StreamItem(self._key("s"), kind, seq, self.turn, step=self.step)
+                self._stream_index[(kind, index)] = item
+                self._attempt.append(item)
+                item.append(chunk.get("text") or "")
+                self._add(item, out)
+            else:
+                item.append(chunk.get("text") or "")
+                self._update(item, out)
+        elif ctype == "tool-call-delta":
+            index = chunk.get("index", 0)
+            item = self._stream_index.get(("tool", index))
+            if item is None:
+                call_id = str(chunk.get("id") or "")
+                name = str(chunk.get("name") or "")
+                item = ToolItem(self._key("t"), "tool", seq, self.turn, call_id=call_id, name=name,
+                                tool=tool_kind(name), step=self.step, state="requested")
+                self._stream_index[("tool", index)] = item
+                self._attempt.append(item)
+                item.arguments = chunk.get("argumentsDelta") or ""
+                self._add(item, out)
+            else:
+                item.arguments += chunk.get("argumentsDelta") or ""
+                if chunk.get("name") and not item.name:
+                    item.name = chunk["name"]
+                    item.tool = tool_kind(item.name)
+                self._update(item, out)
+
+    def _discard_attempt(self, out: list[Change]) -> None:
+        for item in self._attempt:
+            self._remove(item, out)
+        self._new_attempt()
+
+    def _on_assistant_message(self, event, data, seq, out) -> None:
+        if event.get("surfaceOp") not in (None, "append"):
+            return
+        message = data.get("message") or {}
+        interrupted = bool(data.get("interrupted"))
+        leftovers = list(self._attempt)
+        self._new_attempt()
+        for block in message.get("content") or []:
+            if not isinstance(block, dict):
+                continue
+            btype = block.get("type")
+            if btype in ("text", "reasoning"):
+                kind = "assistant" if btype == "text" else "thinking"
+                item = _take(leftovers, kind)
+                text = block.get("text") or ""
+                state = "interrupted" if interrupted else "final"
+                if item is None:
+                    new = StreamItem(self._key("s"), kind, seq, self.turn, step=self.step, state=state)
+                    new.set_text(text)
+                    self._add(new, out)
+                else:
+                    assert isinstance(item, StreamItem)
+                    item.set_text(text)
+                    item.state = state
+                    self._update(item, out)
+            elif btype == "tool-call":
+                call_id = str(block.get("id") or "")
+                name = str(block.get("name") or "")
+                item = _take(leftovers, "tool")
+                if item is None:
+                    item = ToolItem(self._key("t"), "tool", seq, self.turn, call_id=call_id, name=name,
+                                    tool=tool_kind(name), step=self.step)
+                    self._add(item, out)
+                else:
+                    self._update(item, out)
+                assert isinstance(item, ToolItem)
+                item.call_id, item.name, item.tool = call_id, name, tool_kind(name)
+                item.arguments = block.get("arguments") or ""
+                self._tools[call_id] = item
+        for item in leftovers:  # streamed but not kept (a dropped half tool call, a failed attempt)
+            if interrupted and isinstance(item, StreamItem):
+                item.state = "interrupted"
+                self._update(item, out)
+            else:
+                self._remove(item, out)
+
+    def _on_tool_call(self, event, data, seq, out) -> None:
+        call_id = str(data.get("callId") or "")
+        item = self._tools.get(call_id)
+        name = str(data.get("name") or "")
+        if item is None:
+            item = ToolItem(self._key("t"), "tool", seq, self.turn, call_id=call_id, name=name,
+                            tool=tool_kind(name), step=data.get("step", self.step),
+                            arguments=data.get("arguments") or "", state="running")
+            self._tools[call_id] = item
+            self._add(item, out)
+        else:
+            item.state = "running"
+            self._update(item, out)
+
+    def _on_tool_result(self, event, data, seq, out) -> None:
+        if event.get("surfaceOp") != "append":
+            return  # pruned content rewrites keep the original card
+        message = data.get("message") or {}
+        call_id = str((message.get("source") or {}).get("callId") or "")
+        blocks = message.get("content") or []
+        block = blocks[0] if blocks and isinstance(blocks[0], dict) else {}
+        if not call_id:
+            call_id = str(block.get("toolCallId") or "")
+        item = self._tools.get(call_id)
+        if item is None:
+            item = ToolItem(self._key("t"), "tool", seq, self.turn, call_id=call_id, name="?", step=self.step)
+            self._tools[call_id] = item
+            self._add(item, out)
+        else:
+            item.touch()
+            out.append((UPDATE, item))
+        item.result = _text_of(block.get("content"))
+        item.meta = data.get("meta")
+        error = data.get("error") if isinstance(data.get("error"), dict) else None
+        item.error_code = error.get("code") if error else None
+        code = item.error_code or ""
+        if code.startswith("ABORTED"):
+            item.state = "aborted"
+        elif code == "TOOL_OUTCOME_UNKNOWN":
+            item.state = "unknown"
+        elif block.get("isError") or error:
+            item.state = "error"
+        else:
+            item.state = "ok"
+
+    def _on_approval_asked(self, event, data, seq, out) -> None:
+        item = self._tools.get(str(data.get("callId") or ""))
+        if item is not None:
+            item.approval, item.approval_reason = "asked", data.get("reason")
+            self._approvals[str(data.get("id"))] = item
+            self._update(item, out)
+
+    def _on_approval_decided(self, event, data, seq, out) -> None:
+        item = self._approvals.pop(str(data.get("id")), None)
+        if item is not None:
+            item.approval = str(data.get("outcome") or "")
+            self._update(item, out)
+
+    def _on_retry(self, event, data, seq, out) -> None:
+        failure = data.get("failure") or {}
+        self._add(RetryItem(f"r{seq}", "retry", seq, self.turn, attempt=data.get("retry", 0),
+                            max_attempts=data.get("maxRetries"), delay_ms=data.get("delayMs", 0),
+                            code=failure.get("code", ""), message=failure.get("message", "")), out)
+        self._retries[str(data.get("retryId"))] = self.items[-1]  # type: ignore[assignment]
+
+    def _on_retry_started(self, event, data, seq, out) -> None:
+        self._discard_attempt(out)
+        item = self._retries.get(str(data.get("retryId")))
+        if item is not None:
+            item.started = True
+            self._update(item, out)
+
+    def _on_compaction(self, event, data, seq, out) -> None:
+        cid = str(data.get("compactionId") or "")
+        etype = event.get("type")
+        item = self._compactions.get(cid)
+        if etype == "compaction/start" or item is None:
+            item = CompactionItem(f"c{seq}", "compaction", seq, self.turn)
+            self._compactions[cid] = item
+            self._add(item, out)
+        if etype == "compaction/summary":
+            seqs = data.get("shadowedSeqs")
+            item.messages = len(seqs) if isinstance(seqs, list) else 0
+            item.tokens = data.get("shadowedTokenCount") or 0
+            summary = data.get("summary")
+            item.summary = _text_of(summary) if isinstance(summary, list) else str(summary or "")
+            item.state = "done"
+        elif etype == "compaction/prune":
+            seqs = data.get("shadowedSeqs")
+            item.messages = len(seqs) if isinstance(seqs, list) else 0
+            item.tokens = data.get("shadowedTokenCount") or 0
+            item.state = "done"
+        elif etype == "compaction/end":
+            if data.get("error"):
+                item.state, item.error = "error", str(data.get("error"))
+            elif item.state == "running":
+                item.state = "done"
+            # the failed attempt that triggered compaction is not part of the answer
+            self._discard_attempt(out)
+        self._update(item, out)
+
+    def _on_turn_end(self, event, data, seq, out) -> None:
+        turn = data.get("turn", self.turn)
+        reason = data.get("reason")
+        kind = reason.get("kind", "?") if isinstance(reason, dict) else "?"
+        usage = self.usage.turns.get(turn)
+        end = event.get("time")
+        duration = end - self._turn_start_time if isinstance(end, int) and isinstance(self._turn_start_time, int) else None
+        ttft = None
+        if isinstance(self._first_chunk_time, int) and isinstance(self._turn_start_time, int):
+            ttft = self._first_chunk_time - self._turn_start_time
+        rate = None
+        if usage and usage.output and isinstance(self._first_chunk_time, int) and isinstance(self._last_chunk_time, int):
+            span = self._last_chunk_time - self._first_chunk_time
+            if span > 0:
+                rate = usage.output * 1000.0 / span
+        for item in self._attempt:  # a crash or cancel left streamed text without its message
+            if isinstance(item, StreamItem) and item.state == "streaming":
+                item.state = "interrupted"
+                self._update(item, out)
+        self._new_attempt()
+        for tool in self._tools.values():
+            if tool.state in ("requested", "running") and tool.turn == turn:
+                tool.state = "aborted" if kind == "aborted" else "unknown"
+                self._update(tool, out)
+        self._add(FooterItem(f"f{seq}", "footer", seq, turn, reason=kind, reason_text=reason_text(reason),
+                             duration_ms=duration, ttft_ms=ttft, tokens_per_s=rate,
+                             input_tokens=usage.billed_input if usage else 0,
+                             output_tokens=usage.output if usage else 0,
+                             cache_read_tokens=usage.cache_read if usage else 0), out)
+
+    def _on_todo(self, event, data, seq, out) -> None:
+        todos = data.get("todos")
+        self.plan = PlanState([t for t in todos if isinstance(t, dict)] if isinstance(todos, list) else [])
+        out.append((PLAN, self.plan))
+
+    def _on_end_seed(self, event, data, seq, out) -> None:
+        if seq == 0:
+            return  # an empty seed: nothing above to divide from
+        parent = self.header.get("parentSession")
+        seed_length = self.header.get("seedLength")
+        if parent and (seed_length is None or seq <= seed_length):
+            text = f"forked from {parent} here"
+        else:
+            text = "resumed here"
+        self._add(DividerItem(f"d{seq}", "divider", seq, self.turn, text=text), out)
+
+
+def _take(items: list, kind: str) -> Any:
+    for i, item in enumerate(items):
+        if item.kind == kind:
+            return items.pop(i)
+    return None
+
+
+_HANDLERS = {
+    "turn/start": TranscriptFold._on_turn_start,
+    "step/start": TranscriptFold._on_step_start,
+    "user/message": TranscriptFold._on_user_message,
+    "assistant/chunk": TranscriptFold._on_chunk,
+    "assistant/message": TranscriptFold._on_assistant_message,
+    "tool/call": TranscriptFold._on_tool_call,
+    "tool/result": TranscriptFold._on_tool_result,
+    "approval/asked": TranscriptFold._on_approval_asked,
+    "approval/decided": TranscriptFold._on_approval_decided,
+    "llm/retry": TranscriptFold._on_retry,
+    "llm/retry-started": TranscriptFold._on_retry_started,
+    "compaction/start": TranscriptFold._on_compaction,
+    "compaction/summary": TranscriptFold._on_compaction,
+    "compaction/prune": TranscriptFold._on_compaction,
+    "compaction/end": TranscriptFold._on_compaction,
+    "turn/end": TranscriptFold._on_turn_end,
+    "todo/write": TranscriptFold._on_todo,
+    "session/end-seed": TranscriptFold._on_end_seed,
+}
+
+
+def fold_transcript(header: dict[str, Any] | None, events: list[dict[str, Any]]) -> TranscriptFold:
+    """Fold a whole log (cold load); the same items a live view builds event by event."""
+    fold = TranscriptFold(header)
+    fold.apply_all(events)
+    return fold
