@@ -1,0 +1,887 @@
+"""The session catalog: a derived SQLite index (WAL, FTS5) over every session log in the roots.
+
+The catalog never decides what is visible. :meth:`Catalog.scan` walks the roots on disk and returns
+one :class:`SessionRow` per log file it finds; rows whose file revision is unchanged come from the
+index, the others are built from the header alone and flagged ``indexed=False`` until
+:meth:`Catalog.index` reads them. An unreadable log is a row with its reason. Deleting the database
+loses nothing: the next scan rebuilds it from the files.
+
+Indexing is incremental: the byte offset of the last complete line (raw) or frame (zstd) and a
+small fold state are kept per file, so a grown log is read from where the index stopped and an
+unchanged revision (``dev:ino:size:mtimeNs:ctimeNs``) is not read at all.
+
+Threads: a :class:`Catalog` opens one SQLite connection per thread, so a UI thread can scan while a
+worker indexes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import orjson
+import sqlite_utils
+import zstandard
+
+from dsh_tui.session.errors import DshError
+
+RAW_NAME = "session.jsonl"
+ZSTD_NAME = "session.jsonl.zstd"
+SCHEMA_VERSION = 3
+_CHUNK = 1 << 16
+_SID_SHIFT = 32  # FTS rowid = sid << 32 | n, so one session's text is a rowid range.
+_MAX_TEXT = 20_000  # characters of one event kept for content search
+
+# States shown by the browser and `dsh-tui sessions`.
+COMPLETED = "completed"
+INTERRUPTED = "interrupted"
+OPEN_ELSEWHERE = "open elsewhere"
+UNREADABLE = "unreadable"
+BLANK = "blank"
+
+
+class CatalogError(DshError):
+    """The catalog cannot do what was asked (a session id that is not in the roots, ...)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Rows
+
+
+@dataclass
+class SessionRow:
+    """One session log as the browser lists it. ``id`` is ``None`` only when the header is unreadable."""
+
+    path: str
+    root: str
+    revision: str
+    id: str | None = None
+    cwd: str | None = None
+    title: str | None = None
+    title_source: str | None = None
+    created_at: int = 0
+    updated_at: int = 0
+    last_time: int = 0
+    turns: int = 0
+    steps: int = 0
+    events: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tokens_cache: int = 0
+    tokens_reasoning: int = 0
+    state: str = INTERRUPTED
+    reason: str | None = None
+    parent: str | None = None
+    seed_length: int | None = None
+    origin: str | None = None
+    delegation_depth: int = 0
+    agent_preset: str | None = None
+    size: int = 0
+    indexed: bool = False
+    children: list[str] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out + self.tokens_cache
+
+    @property
+    def is_subagent(self) -> bool:
+        return self.origin == "subagent"
+
+    @property
+    def is_fork(self) -> bool:
+        return bool(self.parent) and not self.is_subagent
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d["parent"] = self.parent
+        d["tokens"] = self.tokens
+        return d
+
+
+@dataclass
+class SearchHit:
+    """A content-search match: the session, the event seq it came from, and a snippet."""
+
+    path: str
+    id: str | None
+    seq: int
+    kind: str
+    snippet: str
+
+
+# ---------------------------------------------------------------------------------------------
+# Roots and discovery
+
+
+def default_roots() -> list[Path]:
+    """dsh's session root: ``$DSH_HOME/sessions`` (``~/.dsh/sessions``)."""
+    from dsh_tui.paths import default_sessions_root
+
+    return [default_sessions_root()]
+
+
+def resolve_roots(extra: Iterable[str | os.PathLike] | None = None, *, include_default: bool = True) -> list[Path]:
+    roots = default_roots() if include_default else []
+    for r in extra or ():
+        p = Path(r).expanduser().absolute()
+        if p not in roots:
+            roots.append(p)
+    return roots
+
+
+def default_db_path() -> Path:
+    from dsh_tui.paths import cache_dir
+
+    return cache_dir() / "catalog.sqlite"
+
+
+def _revision(st: os.stat_result) -> str:
+    return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
+
+
+def discover(root: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Every ``<root>/<project>/<session>/session.jsonl[.zstd]`` with its stat."""
+    try:
+        projects = list(os.scandir(root))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for proj in projects:
+        if not proj.is_dir(follow_symlinks=False) or proj.name.startswith(".") or proj.name == "_trash":
+            continue
+        try:
+            sessions = list(os.scandir(proj.path))
+        except OSError:
+            continue
+        for sess in sessions:
+            if not sess.is_dir(follow_symlinks=False):
+                continue
+            for name in (ZSTD_NAME, RAW_NAME):
+                p = sess.path + os.sep + name
+                try:
+                    st = os.stat(p)
+                except OSError:
+                    continue
+                yield p, st
+                break
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading a log: complete records only, from a byte offset
+
+
+def _iter_raw(f, offset: int) -> Iterator[tuple[bytes, int]]:
+    """Yield (line, end offset) for every complete line at or after ``offset``."""
+    f.seek(offset)
+    pos = offset
+    buf = b""
+    while True:
+        chunk = f.read(_CHUNK * 16)
+        if not chunk:
+            return
+        buf += chunk
+        start = 0
+        while True:
+            nl = buf.find(b"\n", start)
+            if nl < 0:
+                break
+            pos += nl + 1 - start
+            yield buf[start:nl], pos
+            start = nl + 1
+        buf = buf[start:]
+
+
+def _iter_zstd(f, offset: int) -> Iterator[tuple[bytes, int]]:
+    """Yield (line, end-of-frame offset) for lines of every complete frame at or after ``offset``.
+
+    A line's offset is the end of its frame only for the frame's last line, else the frame start,
+    so stopping after any yielded line never skips part of a frame."""
+    dctx = zstandard.ZstdDecompressor()
+    f.seek(offset)
+    frame_start = offset
+    pending = b""
+    while True:
+        dobj = dctx.decompressobj()
+        out = []
+        fed = 0
+        data = pending
+        pending = b""
+        while True:
+            if not data:
+                data = f.read(_CHUNK)
+                if not data:
+                    return  # EOF inside a frame (torn) or clean EOF: nothing more complete
+            fed += len(data)
+            try:
+                out.append(dobj.decompress(data))
+            except zstandard.ZstdError as err:
+                raise _Unreadable(f"zstd frame at byte {frame_start} does not decode: {err}") from None
+            data = b""
+            if dobj.eof:
+                pending = dobj.unused_data
+                break
+        frame_end = frame_start + fed - len(pending)
+        text = b"".join(out)
+        lines = text.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        elif lines:
+            raise _Unreadable(f"zstd frame at byte {frame_start} ends inside a record")
+        for i, line in enumerate(lines):
+            yield line, (frame_end if i == len(lines) - 1 else frame_start)
+        frame_start = frame_end
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def read_header(path: str) -> dict:
+    """Only the header record (first line; zstd: first frame). Raises ``_Unreadable``."""
+    with open(path, "rb") as f:
+        it = _iter_zstd(f, 0) if path.endswith(".zstd") else _iter_raw(f, 0)
+        for line, _ in it:
+            return _parse_header(line)
+    raise _Unreadable("no complete header line")
+
+
+def _parse_header(line: bytes) -> dict:
+    try:
+        h = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        raise _Unreadable("first line is not JSON") from None
+    if not isinstance(h, dict) or h.get("type") != "session":
+        raise _Unreadable("first line is not a session header")
+    v = h.get("version", 0)
+    if isinstance(v, int) and v > 0:
+        raise _Unreadable(f"written by a newer harness (format version {v}); upgrade dsh-tui")
+    if isinstance(v, int) and v < 0:
+        raise _Unreadable(f"format version {v} has no upgrade path")
+    if not isinstance(h.get("id"), str) or not h["id"]:
+        raise _Unreadable("header has no id")
+    return h
+
+
+def _known_types() -> frozenset[str] | None:
+    try:
+        from dsh_tui.session.events import KNOWN_EVENT_TYPES
+    except ImportError:
+        return None
+    return frozenset(KNOWN_EVENT_TYPES)
+
+
+_PACKED = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": None}
+
+
+def _expand(obj: dict) -> list[dict]:
+    """Expand a packed chunk row into its ``assistant/chunk`` members (a plain event -> [event])."""
+    if obj.get("type") not in _PACKED or "seq0" not in obj:
+        return [obj]
+    try:
+        from dsh_tui.session.rows import expand_line
+    except ImportError:
+        expand_line = None
+    if expand_line is not None:
+        return expand_line(obj)
+    # Minimal expansion until the session core's rows module is importable.
+    d = obj["data"]
+    seq, t = obj["seq0"], obj["time0"]
+    members = d["texts"] if "texts" in d else d["args"]
+    dts = d["dt"]
+    out = []
+    for k, m in enumerate(members):
+        if k:
+            t += dts[k - 1]
+        if obj["type"] == "tool-call-chunks":
+            chunk = {"type": "tool-call-delta", "index": d["index"], "id": d["id"]}
+            if "name" in d:
+                chunk["name"] = d["name"]
+            chunk["argumentsDelta"] = m
+        else:
+            chunk = {"type": _PACKED[obj["type"]], "index": d["index"], "text": m}
+        out.append({"type": "assistant/chunk", "seq": seq + k, "time": t,
+                    "data": {"turn": d["turn"], "step": d["step"], "chunk": chunk}})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-log fold (incremental; its state is stored in the index)
+
+
+def _text_of(blocks, *, reasoning: bool = True) -> str:
+    parts = []
+    if not isinstance(blocks, list):
+        return ""
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "text" or (reasoning and t == "reasoning"):
+            parts.append(str(b.get("text", "")))
+        elif t == "tool-call":
+            parts.append(f"{b.get('name', '')} {b.get('arguments', '')}")
+        elif t == "tool-result":
+            parts.append(_text_of(b.get("content")))
+    return "\n".join(p for p in parts if p)
+
+
+class _Fold:
+    """Listing facts of one log, folded event by event. ``state`` is a plain dict (stored as JSON)."""
+
+    FIELDS = {
+        "next_seq": 0, "line": 1, "open_turn": None, "open_step": None, "turns": 0, "steps": 0,
+        "title": None, "title_source": None, "updated_at": 0, "last_time": 0,
+        "tin": 0, "tout": 0, "tcache": 0, "treason": 0, "step_usage": False,
+        "preset": None, "problem": None, "problem_line": None, "corrupt": None,
+    }
+
+    def __init__(self, state: dict | None, header: dict, known: frozenset[str] | None) -> None:
+        self.s = dict(self.FIELDS)
+        if state:
+            self.s.update(state)
+        else:
+            ca = header.get("createdAt")
+            self.s["updated_at"] = ca if isinstance(ca, int) else 0
+        self.known = known
+        self.texts: list[tuple[int, str, str]] = []
+
+    def line(self, raw: bytes) -> None:
+        s = self.s
+        s["line"] += 1
+        if s["problem"] is not None:
+            # Past the first problem: only look for a committed turn/end (=> corruption).
+            if s["corrupt"] is None and b'"turn/end"' in raw:
+                s["corrupt"] = s["problem"]
+            return
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            s["problem"] = f"unparsable line {s['line']}"
+            return
+        if not isinstance(obj, dict):
+            s["problem"] = f"line {s['line']} is not an event"
+            return
+        try:
+            events = _expand(obj)
+        except (KeyError, TypeError, IndexError):
+            s["problem"] = f"malformed packed row at line {s['line']}"
+            return
+        for ev in events:
+            seq = ev.get("seq")
+            if seq != s["next_seq"]:
+                s["problem"] = f"seq gap at line {s['line']} (expected {s['next_seq']}, got {seq})"
+                return
+            t = ev.get("type")
+            if self.known is not None and t not in self.known and ev.get("ignorable") is not True:
+                s["problem"] = f"written by a newer harness (unknown event type {t!r} at line {s['line']})"
+                s["corrupt"] = s["problem"]
+                return
+            s["next_seq"] += 1
+            self.event(ev)
+
+    def event(self, ev: dict) -> None:
+        s = self.s
+        t = ev.get("type")
+        d = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        seq = ev["seq"]
+        time = ev.get("time") if isinstance(ev.get("time"), int) else 0
+        s["last_time"] = max(s["last_time"], time)
+        if t == "assistant/chunk":
+            chunk = d.get("chunk") or {}
+            if chunk.get("type") == "usage":
+                self._usage(chunk.get("usage"))
+                s["step_usage"] = True
+            return
+        if t == "turn/start":
+            s["open_turn"] = d.get("turn")
+            s["turns"] += 1
+        elif t == "turn/end":
+            s["open_turn"] = None
+            s["open_step"] = None
+        elif t == "step/start":
+            s["open_step"] = d.get("step")
+            s["steps"] += 1
+            s["step_usage"] = False
+        elif t == "step/end":
+            s["open_step"] = None
+        elif t == "user/message":
+            src = d.get("source") or {}
+            text = _text_of(d.get("content"))
+            if src.get("kind") == "user":
+                s["updated_at"] = max(s["updated_at"], time)
+                self._text(seq, "user", text)
+            elif src.get("kind") == "tool":
+                self._text(seq, "tool", text)
+            else:
+                self._text(seq, "context", text)
+        elif t == "assistant/message":
+            msg = d.get("message") or {}
+            self._text(seq, "assistant", _text_of(msg.get("content")))
+            if not s["step_usage"] and isinstance(d.get("usage"), dict):
+                self._usage(d["usage"])
+        elif t == "tool/call":
+            self._text(seq, "tool-call", f"{d.get('name', '')} {d.get('arguments', '')}")
+        elif t == "tool/result":
+            msg = d.get("message") or {}
+            self._text(seq, "tool", _text_of(msg.get("content")))
+        elif t == "session/title":
+            if isinstance(d.get("title"), str):
+                s["title"] = d["title"]
+                s["title_source"] = (d.get("source") or {}).get("kind")
+        elif t == "agent-preset/selected":
+            s["preset"] = d.get("agentPreset")
+
+    def _usage(self, u) -> None:
+        if not isinstance(u, dict):
+            return
+        s = self.s
+        s["tin"] += _int(u.get("inputTokens"))
+        s["tout"] += _int(u.get("outputTokens"))
+        s["tcache"] += _int(u.get("cacheReadTokens")) + _int(u.get("cacheWriteTokens"))
+        s["treason"] += _int(u.get("reasoningTokens"))
+
+    def _text(self, seq: int, kind: str, text: str) -> None:
+        if text:
+            self.texts.append((seq, kind, text[:_MAX_TEXT]))
+
+
+def _int(v) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The catalog
+
+
+_COLUMNS = [
+    "path", "root", "revision", "id", "cwd", "title", "title_source", "created_at", "updated_at",
+    "last_time", "turns", "steps", "events", "tokens_in", "tokens_out", "tokens_cache",
+    "tokens_reasoning", "state", "reason", "parent", "seed_length", "origin", "delegation_depth",
+    "agent_preset", "size",
+]
+
+
+class Catalog:
+    """The derived index. ``roots`` are session roots (dsh layout); ``db_path`` the SQLite file."""
+
+    def __init__(self, roots: Iterable[str | os.PathLike] | None = None, db_path: str | os.PathLike | None = None,
+                 *, lock_probe: Callable[[str], bool] | None = None) -> None:
+        self.roots = [Path(r) for r in (roots if roots is not None else default_roots())]
+        self.db_path = Path(db_path) if db_path is not None else default_db_path()
+        self._local = threading.local()
+        self._known = _known_types()
+        self._lock_probe = lock_probe if lock_probe is not None else _default_lock_probe()
+        self._write_lock = threading.Lock()
+
+    # -- connection ---------------------------------------------------------------------------
+
+    def _conn(self) -> sqlite3.Connection:
+        """This thread's connection; reopened (and the schema recreated) if the file was deleted."""
+        loc = self._local
+        conn = getattr(loc, "conn", None)
+        ident = _file_ident(self.db_path)
+        if conn is not None and ident == getattr(loc, "ident", None) and ident is not None:
+            return conn
+        if conn is not None:
+            with contextlib.suppress(sqlite3.Error):
+                conn.close()
+        self.db_path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.db_path, timeout=10, check_same_thread=False, isolation_level=None)
+        db = sqlite_utils.Database(conn)
+        with contextlib.suppress(sqlite3.OperationalError):
+            db.enable_wal()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        self._ensure_schema(conn)
+        loc.conn = conn
+        loc.ident = _file_ident(self.db_path)
+        return conn
+
+    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
+        (ver,) = conn.execute("PRAGMA user_version").fetchone()
+        if ver == SCHEMA_VERSION:
+            return
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                (ver,) = conn.execute("PRAGMA user_version").fetchone()
+                if ver != SCHEMA_VERSION:
+                    conn.execute("DROP TABLE IF EXISTS sessions")
+                    conn.execute("DROP TABLE IF EXISTS content")
+                    cols = ",\n".join(
+                        f"{c} {'INTEGER' if c in _INT_COLS else 'TEXT'}" for c in _COLUMNS if c != "path"
+                    )
+                    conn.execute(
+                        f"CREATE TABLE sessions (sid INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, {cols},"
+                        " fold TEXT, header TEXT, offset INTEGER, ident TEXT)"
+                    )
+                    conn.execute("CREATE INDEX sessions_id ON sessions(id)")
+                    conn.execute(
+                        "CREATE VIRTUAL TABLE content USING fts5(text, seq UNINDEXED, kind UNINDEXED,"
+                        " tokenize='unicode61 remove_diacritics 2')"
+                    )
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+    # -- listing ------------------------------------------------------------------------------
+
+    def scan(self) -> list[SessionRow]:
+        """Rows for every log on disk now. Indexed facts where the revision is unchanged; header-only
+        rows (``indexed=False``) for new or changed logs; rows of logs gone from disk are dropped."""
+        conn = self._conn()
+        known = {r[0]: r for r in conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM sessions")}
+        rows: list[SessionRow] = []
+        seen: set[str] = set()
+        for root in self.roots:
+            rroot = str(root)
+            for path, st in discover(root):
+                if path in seen:
+                    continue
+                seen.add(path)
+                rev = _revision(st)
+                rec = known.get(path)
+                if rec is not None and rec[2] == rev:
+                    row = SessionRow(**dict(zip(_COLUMNS, rec, strict=True)), indexed=True)
+                    row.root = rroot
+                else:
+                    row = self._header_row(path, rroot, rev, st.st_size, rec)
+                rows.append(row)
+        gone = [p for p in known if p not in seen and self._under_roots(p)]
+        if gone:
+            self._forget(conn, gone)
+        self._post_process(rows)
+        return rows
+
+    def _under_roots(self, path: str) -> bool:
+        return any(path.startswith(str(r) + os.sep) for r in self.roots)
+
+    def _header_row(self, path: str, root: str, rev: str, size: int, rec) -> SessionRow:
+        if rec is not None:
+            # Known but changed: keep the old facts on display until re-indexed.
+            row = SessionRow(**dict(zip(_COLUMNS, rec, strict=True)), indexed=False)
+            row.revision, row.size, row.root = rev, size, root
+            return row
+        row = SessionRow(path=path, root=root, revision=rev, size=size)
+        try:
+            h = read_header(path)
+        except (_Unreadable, OSError) as err:
+            row.state, row.reason = UNREADABLE, str(err)
+            return row
+        _apply_header(row, h)
+        row.updated_at = row.created_at
+        return row
+
+    def _post_process(self, rows: list[SessionRow]) -> None:
+        by_id = {r.id: r for r in rows if r.id}
+        for r in rows:
+            r.children = []
+        for r in rows:
+            if r.parent and r.parent in by_id:
+                by_id[r.parent].children.append(r.id)
+            if r.state != UNREADABLE and self._lock_probe is not None and r.id:
+                try:
+                    if self._lock_probe(r.path):
+                        r.state = OPEN_ELSEWHERE
+                except OSError:
+                    pass
+
+    def _forget(self, conn: sqlite3.Connection, paths: list[str]) -> None:
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for p in paths:
+                    r = conn.execute("SELECT sid FROM sessions WHERE path=?", (p,)).fetchone()
+                    if r:
+                        self._drop_content(conn, r[0])
+                        conn.execute("DELETE FROM sessions WHERE sid=?", (r[0],))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    @staticmethod
+    def _drop_content(conn: sqlite3.Connection, sid: int) -> None:
+        lo = sid << _SID_SHIFT
+        conn.execute("DELETE FROM content WHERE rowid >= ? AND rowid < ?", (lo, lo + (1 << _SID_SHIFT)))
+
+    # -- indexing -----------------------------------------------------------------------------
+
+    def index(self, rows: Iterable[SessionRow], *, progress: Callable[[int, int, SessionRow], None] | None = None,
+              cancel: threading.Event | None = None) -> list[SessionRow]:
+        """Index every row with ``indexed=False`` (in place) and return them."""
+        todo = [r for r in rows if not r.indexed]
+        for i, row in enumerate(todo):
+            if cancel is not None and cancel.is_set():
+                break
+            self.index_one(row)
+            if progress is not None:
+                progress(i + 1, len(todo), row)
+        return todo
+
+    def refresh(self) -> list[SessionRow]:
+        """Scan and index everything that changed; the rows are complete on return."""
+        rows = self.scan()
+        self.index(rows)
+        self._post_process(rows)
+        return rows
+
+    def index_one(self, row: SessionRow) -> SessionRow:
+        conn = self._conn()
+        rec = conn.execute(
+            "SELECT sid, fold, header, offset, ident, revision FROM sessions WHERE path=?", (row.path,)
+        ).fetchone()
+        try:
+            st = os.stat(row.path)
+        except OSError as err:
+            row.state, row.reason, row.indexed = UNREADABLE, f"cannot stat: {err.strerror}", True
+            return row
+        ident = f"{st.st_dev}:{st.st_ino}"
+        fold_state = header = None
+        offset = 0
+        if rec is not None and rec[4] == ident and rec[3] is not None and rec[3] <= st.st_size and rec[1]:
+            fold_state, header, offset = orjson.loads(rec[1]), orjson.loads(rec[2]), rec[3]
+            if fold_state.get("problem") is not None or fold_state.get("sig") != _tail_sig(row.path, offset):
+                fold_state = header = None
+                offset = 0
+        grown = offset > 0
+        texts: list[tuple[int, str, str]] = []
+        row.revision, row.size = _revision(st), st.st_size
+        try:
+            with open(row.path, "rb") as f:
+                it = _iter_zstd(f, offset) if row.path.endswith(".zstd") else _iter_raw(f, offset)
+                if header is None:
+                    line, offset = next(it, (None, 0))
+                    if line is None:
+                        raise _Unreadable("no complete header line")
+                    header = _parse_header(line)
+                fold = _Fold(fold_state, header, self._known)
+                for line, end in it:
+                    fold.line(line)
+                    if fold.s["problem"] is None:
+                        offset = end
+                texts = fold.texts
+        except _Unreadable as err:
+            self._store_unreadable(conn, row, rec, str(err), ident)
+            return row
+        except OSError as err:
+            self._store_unreadable(conn, row, rec, f"cannot read: {err.strerror or err}", ident)
+            return row
+        _apply_header(row, header)
+        s = fold.s
+        s["sig"] = _tail_sig(row.path, offset)
+        row.title, row.title_source = s["title"], s["title_source"]
+        row.updated_at, row.last_time = s["updated_at"], s["last_time"]
+        row.turns, row.steps, row.events = s["turns"], s["steps"], s["next_seq"]
+        row.tokens_in, row.tokens_out, row.tokens_cache, row.tokens_reasoning = (
+            s["tin"], s["tout"], s["tcache"], s["treason"])
+        if s["preset"]:
+            row.agent_preset = s["preset"]
+        if s["corrupt"]:
+            row.state, row.reason = UNREADABLE, s["corrupt"]
+        elif s["problem"]:
+            row.state, row.reason = INTERRUPTED, f"torn tail: {s['problem']}"
+        elif s["open_turn"] is not None:
+            row.state, row.reason = INTERRUPTED, f"turn {s['open_turn']} is open"
+        elif s["turns"] == 0:
+            row.state, row.reason = BLANK, None
+        else:
+            row.state, row.reason = COMPLETED, None
+        row.indexed = True
+        self._store(conn, row, rec[0] if rec else None, s, header, offset, ident, texts, keep_content=grown)
+        return row
+
+    def _store_unreadable(self, conn, row: SessionRow, rec, reason: str, ident: str) -> None:
+        row.state, row.reason, row.indexed = UNREADABLE, reason, True
+        self._store(conn, row, rec[0] if rec else None, None, None, None, ident, [], keep_content=False)
+
+    def _store(self, conn, row: SessionRow, sid: int | None, fold: dict | None, header: dict | None,
+               offset: int | None, ident: str, texts: list[tuple[int, str, str]], *, keep_content: bool) -> None:
+        values = [getattr(row, c) for c in _COLUMNS]
+        extra = [orjson.dumps(fold).decode() if fold is not None else None,
+                 orjson.dumps(header).decode() if header is not None else None, offset, ident]
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                if sid is None:
+                    # A concurrent indexer may have inserted it meanwhile.
+                    r = conn.execute("SELECT sid FROM sessions WHERE path=?", (row.path,)).fetchone()
+                    sid = r[0] if r else None
+                if sid is None:
+                    cols = _COLUMNS + ["fold", "header", "offset", "ident"]
+                    cur = conn.execute(
+                        f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                        values + extra,
+                    )
+                    sid = cur.lastrowid
+                    base = 0
+                else:
+                    sets = ", ".join(f"{c}=?" for c in _COLUMNS + ["fold", "header", "offset", "ident"])
+                    conn.execute(f"UPDATE sessions SET {sets} WHERE sid=?", values + extra + [sid])
+                    if not keep_content:
+                        self._drop_content(conn, sid)
+                        base = 0
+                    else:
+                        lo = sid << _SID_SHIFT
+                        (mx,) = conn.execute(
+                            "SELECT max(rowid) FROM content WHERE rowid >= ? AND rowid < ?",
+                            (lo, lo + (1 << _SID_SHIFT)),
+                        ).fetchone()
+                        base = (mx - lo + 1) if mx is not None else 0
+                lo = sid << _SID_SHIFT
+                conn.executemany(
+                    "INSERT INTO content (rowid, text, seq, kind) VALUES (?, ?, ?, ?)",
+                    [(lo + base + i, text, seq, kind) for i, (seq, kind, text) in enumerate(texts)],
+                )
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
+    # -- search and lookup --------------------------------------------------------------------
+
+    def search(self, text: str, *, limit: int = 200, paths: Iterable[str] | None = None) -> list[SearchHit]:
+        """Full-text search over messages and tool output; each hit names the event seq it came from."""
+        query = fts_query(text)
+        if not query:
+            return []
+        conn = self._conn()
+        try:
+            cur = conn.execute(
+                "SELECT c.rowid >> 32, c.seq, c.kind, snippet(content, 0, '[', ']', '…', 10)"
+                " FROM content c WHERE content MATCH ? ORDER BY rank LIMIT ?",
+                (query, limit if paths is None else limit * 20),
+            )
+            hits = cur.fetchall()
+        except sqlite3.OperationalError:
+            return []
+        sids = {h[0] for h in hits}
+        info = {}
+        if sids:
+            q = f"SELECT sid, path, id FROM sessions WHERE sid IN ({', '.join('?' * len(sids))})"
+            info = {r[0]: (r[1], r[2]) for r in conn.execute(q, list(sids))}
+        allowed = set(paths) if paths is not None else None
+        out = []
+        for sid, seq, kind, snip in hits:
+            if sid not in info:
+                continue
+            path, sid_id = info[sid]
+            if allowed is not None and path not in allowed:
+                continue
+            out.append(SearchHit(path=path, id=sid_id, seq=int(seq), kind=kind, snippet=snip.replace("\n", " ")))
+            if len(out) >= limit:
+                break
+        return out
+
+    def find(self, rows: list[SessionRow], ident: str) -> SessionRow:
+        """A row by exact id, else by unique id prefix."""
+        exact = [r for r in rows if r.id == ident]
+        if exact:
+            return exact[0]
+        pref = [r for r in rows if r.id and r.id.startswith(ident)]
+        if len(pref) == 1:
+            return pref[0]
+        if len(pref) > 1:
+            raise CatalogError(f"session id {ident!r} is ambiguous ({len(pref)} sessions start with it)")
+        raise CatalogError(f"no session {ident!r} in {', '.join(str(r) for r in self.roots)}")
+
+
+_INT_COLS = {"created_at", "updated_at", "last_time", "turns", "steps", "events", "tokens_in", "tokens_out",
+             "tokens_cache", "tokens_reasoning", "seed_length", "delegation_depth", "size"}
+
+
+def _apply_header(row: SessionRow, h: dict) -> None:
+    row.id = h.get("id")
+    row.cwd = h.get("cwd") if isinstance(h.get("cwd"), str) else None
+    ca = h.get("createdAt")
+    row.created_at = ca if isinstance(ca, int) else 0
+    row.parent = h.get("parentSession") if isinstance(h.get("parentSession"), str) else None
+    sl = h.get("seedLength")
+    row.seed_length = sl if isinstance(sl, int) else None
+    row.origin = h.get("origin") if isinstance(h.get("origin"), str) else None
+    dd = h.get("delegationDepth")
+    row.delegation_depth = dd if isinstance(dd, int) else 0
+    row.agent_preset = h.get("agentPreset") if isinstance(h.get("agentPreset"), str) else None
+
+
+def _tail_sig(path: str, offset: int) -> str:
+    """The 64 bytes before ``offset``: a cheap check that the indexed prefix was not rewritten."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, offset - 64))
+            return f.read(min(64, offset)).hex()
+    except OSError:
+        return ""
+
+
+def _file_ident(p: Path) -> str | None:
+    try:
+        st = os.stat(p)
+    except OSError:
+        return None
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def fts_query(text: str) -> str:
+    """User text -> an FTS5 query: every word must occur, the last one as a prefix."""
+    words = _WORD.findall(text)
+    if not words:
+        return ""
+    parts = [f'"{w}"' for w in words[:-1]] + [f'"{words[-1]}"*']
+    return " ".join(parts)
+
+
+def jsonl_lock_held(log_path: str) -> bool:
+    """A live writer holds ``<session dir>/session.lock`` (the durability engineer's lock)."""
+    lock_file = os.path.join(os.path.dirname(log_path), "session.lock")
+    if not os.path.exists(lock_file):
+        return False
+    from dsh_tui.store.lock import holder
+
+    return holder(lock_file) is not None
+
+
+def _default_lock_probe() -> Callable[[str], bool] | None:
+    return jsonl_lock_held
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers used by the browser and the CLI
+
+
+def sort_rows(rows: list[SessionRow]) -> list[SessionRow]:
+    """Most recent activity first (dsh's ``updatedAt`` rule), ties by id."""
+    return sorted(rows, key=lambda r: (-(r.updated_at or 0), r.id or r.path))
+
+
+def filter_rows(rows: list[SessionRow], text: str) -> list[SessionRow]:
+    """Rows whose title, workspace or id contain every word of ``text`` (case-insensitive)."""
+    words = text.lower().split()
+    if not words:
+        return rows
+    out = []
+    for r in rows:
+        hay = f"{r.title or ''}\n{r.cwd or ''}\n{r.id or ''}\n{r.path}".lower()
+        if all(w in hay for w in words):
+            out.append(r)
+    return out
+
+
+def in_workspace(row: SessionRow, cwd: str) -> bool:
+    return row.cwd == cwd
