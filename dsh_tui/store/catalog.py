@@ -29,7 +29,8 @@ import orjson
 import sqlite_utils
 import zstandard
 
-from dsh_tui.session.errors import DshError
+from dsh_tui.session.errors import DshError, SessionCorruptionError
+from dsh_tui.session.rows import expand_line
 
 RAW_NAME = "session.jsonl"
 ZSTD_NAME = "session.jsonl.zstd"
@@ -276,38 +277,11 @@ def _known_types() -> frozenset[str] | None:
     return frozenset(KNOWN_EVENT_TYPES)
 
 
-_PACKED = {"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": None}
-
-
 def _expand(obj: dict) -> list[dict]:
     """Expand a packed chunk row into its ``assistant/chunk`` members (a plain event -> [event])."""
-    if obj.get("type") not in _PACKED or "seq0" not in obj:
+    if "seq0" not in obj:
         return [obj]
-    try:
-        from dsh_tui.session.rows import expand_line
-    except ImportError:
-        expand_line = None
-    if expand_line is not None:
-        return expand_line(obj)
-    # Minimal expansion until the session core's rows module is importable.
-    d = obj["data"]
-    seq, t = obj["seq0"], obj["time0"]
-    members = d["texts"] if "texts" in d else d["args"]
-    dts = d["dt"]
-    out = []
-    for k, m in enumerate(members):
-        if k:
-            t += dts[k - 1]
-        if obj["type"] == "tool-call-chunks":
-            chunk = {"type": "tool-call-delta", "index": d["index"], "id": d["id"]}
-            if "name" in d:
-                chunk["name"] = d["name"]
-            chunk["argumentsDelta"] = m
-        else:
-            chunk = {"type": _PACKED[obj["type"]], "index": d["index"], "text": m}
-        out.append({"type": "assistant/chunk", "seq": seq + k, "time": t,
-                    "data": {"turn": d["turn"], "step": d["step"], "chunk": chunk}})
-    return out
+    return expand_line(obj)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -369,7 +343,7 @@ class _Fold:
             return
         try:
             events = _expand(obj)
-        except (KeyError, TypeError, IndexError):
+        except (KeyError, TypeError, IndexError, SessionCorruptionError):
             s["problem"] = f"malformed packed row at line {s['line']}"
             return
         for ev in events:

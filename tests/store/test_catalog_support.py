@@ -140,8 +140,8 @@ def current_fixtures() -> list[str]:
     for p in sorted(FIXTURES.rglob("*.jsonl")):
         with open(p) as f:
             first = f.readline()
-        if '"type":"session"' in first and "delegationDepth" in first and "{{" not in first.replace(
-                '"{{cwd}}"', ""):
+        if '"type":"session"' in first and "delegationDepth" in first and '"{{' not in first.replace('"{{cwd}}"', "").replace(
+                '"{{sessionId}}"', ""):
             out.append(str(p.relative_to(FIXTURES)))
     return out
 
