@@ -1,0 +1,317 @@
+"""Packed chunk rows (§3.3): ``text-chunks`` / ``reasoning-chunks`` / ``tool-call-chunks`` storage lines.
+
+A storage line is either an event verbatim or a packed row ``{type, seq0, time0, data}`` standing for a run
+of >= 3 consecutive whitelisted ``assistant/chunk`` delta events. Rows are an encoding, never events.
+
+* :func:`pack_batch` — encode one append batch (runs never cross batch boundaries). ``max_members`` /
+  ``max_bytes`` are the SQLite packer's caps (1,024 members / 1 MiB of row ``data`` JSON).
+* :func:`expand_line` — decode one parsed line into its events; a malformed row raises
+  :class:`SessionCorruptionError` (never silently dropped).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import SessionCorruptionError
+from .events import REASONING_CHUNKS, ROW_TAGS, TEXT_CHUNKS, TOOL_CALL_CHUNKS
+from .jsonutil import MAX_SAFE_INTEGER, dumps
+
+MIN_RUN = 3  # format constant, not a knob
+SQLITE_MAX_MEMBERS = 1024
+SQLITE_MAX_BYTES = 1024 * 1024
+
+_TEXT = "text-delta"
+_REASONING = "reasoning-delta"
+_TOOL = "tool-call-delta"
+_KIND_TAG = {_TEXT: TEXT_CHUNKS, _REASONING: REASONING_CHUNKS, _TOOL: TOOL_CALL_CHUNKS}
+
+_ENV_KEYS = frozenset(("type", "seq", "time", "data"))
+_DATA_KEYS = frozenset(("turn", "step", "chunk"))
+_TEXT_CHUNK_KEYS = frozenset(("type", "index", "text"))
+_TOOL_KEYS = frozenset(("type", "index", "id", "argumentsDelta"))
+_TOOL_KEYS_NAMED = frozenset(("type", "index", "id", "name", "argumentsDelta"))
+_ROW_KEYS = frozenset(("type", "seq0", "time0", "data"))
+_TEXT_ROW_DATA = frozenset(("turn", "step", "index", "dt", "texts"))
+_TOOL_ROW_DATA = frozenset(("turn", "step", "index", "id", "dt", "args"))
+_TOOL_ROW_DATA_NAMED = frozenset(("turn", "step", "index", "id", "name", "dt", "args"))
+
+
+def _is_num(v: Any) -> bool:
+    t = type(v)
+    return t is int or t is float
+
+
+def _safe(v: Any) -> bool:
+    return type(v) is int and -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER
+
+
+def classify(event: Any) -> str | None:
+    """The delta kind of a pack-eligible event (the whole shape whitelisted), else None."""
+    if type(event) is not dict or event.get("type") != "assistant/chunk" or event.keys() != _ENV_KEYS:
+        return None
+    seq = event["seq"]
+    if type(seq) is not int or not 0 <= seq <= MAX_SAFE_INTEGER or not _safe(event["time"]):
+        return None
+    data = event["data"]
+    if type(data) is not dict or data.keys() != _DATA_KEYS:
+        return None
+    if not _is_num(data["turn"]) or not _is_num(data["step"]):
+        return None
+    chunk = data["chunk"]
+    if type(chunk) is not dict or not _is_num(chunk.get("index")):
+        return None
+    ct = chunk.get("type")
+    if ct in (_TEXT, _REASONING):
+        if chunk.keys() == _TEXT_CHUNK_KEYS and type(chunk["text"]) is str:
+            return ct
+        return None
+    if ct == _TOOL:
+        keys = chunk.keys()
+        named_ok = keys == _TOOL_KEYS_NAMED and type(chunk["name"]) is str
+        if (keys == _TOOL_KEYS or named_ok) and type(chunk["id"]) is str and type(chunk["argumentsDelta"]) is str:
+            return ct
+        return None
+    return None
+
+
+def _continues(prev: dict, nxt: dict, kind: str) -> bool:
+    if nxt["seq"] != prev["seq"] + 1:
+        return False
+    if not _safe(nxt["time"] - prev["time"]):
+        return False
+    pd, nd = prev["data"], nxt["data"]
+    if nd["turn"] != pd["turn"] or nd["step"] != pd["step"]:
+        return False
+    # JS compares numbers: 1 == 1.0 but the row keeps the first member's value, so require same type too
+    if type(nd["turn"]) is not type(pd["turn"]) or type(nd["step"]) is not type(pd["step"]):
+        return False
+    pc, nc = pd["chunk"], nd["chunk"]
+    if nc["index"] != pc["index"] or type(nc["index"]) is not type(pc["index"]):
+        return False
+    if kind != _TOOL:
+        return True
+    if pc["id"] != nc["id"]:
+        return False
+    if ("name" in pc) != ("name" in nc):
+        return False
+    return pc.get("name") == nc.get("name")
+
+
+def _member(event: dict, kind: str) -> str:
+    c = event["data"]["chunk"]
+    return c["argumentsDelta"] if kind == _TOOL else c["text"]
+
+
+def _build_row(kind: str, run: list[dict]) -> dict:
+    first = run[0]
+    d = first["data"]
+    c = d["chunk"]
+    times = [e["time"] for e in run]
+    dt = [times[i + 1] - times[i] for i in range(len(times) - 1)]
+    data: dict[str, Any] = {"turn": d["turn"], "step": d["step"], "index": c["index"], "dt": dt}
+    if kind == _TOOL:
+        data["id"] = c["id"]
+        if "name" in c:
+            data["name"] = c["name"]
+        data["args"] = [e["data"]["chunk"]["argumentsDelta"] for e in run]
+    else:
+        data["texts"] = [e["data"]["chunk"]["text"] for e in run]
+    return {"type": _KIND_TAG[kind], "seq0": first["seq"], "time0": first["time"], "data": data}
+
+
+def _row_fixed_bytes(kind: str, first: dict) -> int:
+    """UTF-8 size of the row data JSON with empty ``dt`` and member lists."""
+    d = first["data"]
+    c = d["chunk"]
+    data: dict[str, Any] = {"turn": d["turn"], "step": d["step"], "index": c["index"], "dt": []}
+    if kind == _TOOL:
+        data["id"] = c["id"]
+        if "name" in c:
+            data["name"] = c["name"]
+        data["args"] = []
+    else:
+        data["texts"] = []
+    return len(dumps(data).encode("utf-8"))
+
+
+def _emit_run(kind: str, run: list[dict], out: list[dict], max_members: int | None, max_bytes: int | None) -> None:
+    n = len(run)
+    if n < MIN_RUN:
+        out.extend(run)
+        return
+    if max_members is None and max_bytes is None:
+        out.append(_build_row(kind, run))
+        return
+    cap_m = max_members if max_members is not None else n
+    if cap_m < MIN_RUN:
+        out.extend(run)
+        return
+    i = 0
+    while n - i >= MIN_RUN:
+        limit = min(cap_m, n - i)
+        if max_bytes is not None:
+            size = _row_fixed_bytes(kind, run[i])
+            m = 0
+            while m < limit:
+                e = run[i + m]
+                add = len(dumps(_member(e, kind)).encode("utf-8"))
+                if m > 0:
+                    add += 1 + len(str(e["time"] - run[i + m - 1]["time"])) + (1 if m > 1 else 0)
+                if size + add > max_bytes:
+                    break
+                size += add
+                m += 1
+            limit = m
+        if limit >= MIN_RUN:
+            out.append(_build_row(kind, run[i : i + limit]))
+            i += limit
+        else:
+            out.append(run[i])  # not even a 3-member prefix fits: this member stays scalar
+            i += 1
+    out.extend(run[i:])
+
+
+def pack_batch(
+    events: list[dict], *, max_members: int | None = None, max_bytes: int | None = None
+) -> list[dict]:
+    """Encode one batch: each run of >= 3 eligible same-block delta chunks becomes one packed row; every
+    other event passes through verbatim (the same dict object), in order."""
+    out: list[dict] = []
+    kind: str | None = None
+    run: list[dict] = []
+    for ev in events:
+        k = classify(ev)
+        if k is None:
+            if run:
+                _emit_run(kind, run, out, max_members, max_bytes)  # type: ignore[arg-type]
+                run = []
+                kind = None
+            out.append(ev)
+            continue
+        if k == kind and run and _continues(run[-1], ev, k):
+            run.append(ev)
+            continue
+        if run:
+            _emit_run(kind, run, out, max_members, max_bytes)  # type: ignore[arg-type]
+        kind = k
+        run = [ev]
+    if run:
+        _emit_run(kind, run, out, max_members, max_bytes)  # type: ignore[arg-type]
+    return out
+
+
+def is_packed_row(obj: Any) -> bool:
+    """True for a storage row (a row-tagged value). An event that happens to carry a row tag as its type
+    and is marked ``ignorable: true`` stays a logical event."""
+    return type(obj) is dict and obj.get("type") in ROW_TAGS and obj.get("ignorable") is not True
+
+
+def row_length(row: dict) -> int:
+    d = row["data"]
+    return len(d["args"] if row["type"] == TOOL_CALL_CHUNKS else d["texts"])
+
+
+def _malformed(tag: Any, why: str) -> SessionCorruptionError:
+    return SessionCorruptionError(f"malformed {tag} storage row: {why}")
+
+
+def validate_row(row: dict) -> list[str]:
+    """Validate a row-tagged value; returns its member payload list. Raises SessionCorruptionError."""
+    tag = row.get("type")
+    if row.keys() != _ROW_KEYS:
+        raise _malformed(tag, "envelope must be exactly {type, seq0, time0, data}")
+    seq0 = row["seq0"]
+    if type(seq0) is not int or not 0 <= seq0 <= MAX_SAFE_INTEGER:
+        raise _malformed(tag, "seq0 must be a non-negative safe integer")
+    if not _safe(row["time0"]):
+        raise _malformed(tag, "time0 must be a safe integer")
+    data = row["data"]
+    if type(data) is not dict:
+        raise _malformed(tag, "data must be an object")
+    if tag == TOOL_CALL_CHUNKS:
+        keys = data.keys()
+        named = keys == _TOOL_ROW_DATA_NAMED
+        if not named and keys != _TOOL_ROW_DATA:
+            raise _malformed(tag, "data must be exactly {turn, step, index, id, name?, dt, args}")
+        if type(data["id"]) is not str or (named and type(data["name"]) is not str):
+            raise _malformed(tag, "id (and name when present) must be strings")
+        members = data["args"]
+        pk = "args"
+    else:
+        if data.keys() != _TEXT_ROW_DATA:
+            raise _malformed(tag, "data must be exactly {turn, step, index, dt, texts}")
+        members = data["texts"]
+        pk = "texts"
+    if not (_is_num(data["turn"]) and _is_num(data["step"]) and _is_num(data["index"])):
+        raise _malformed(tag, "turn/step/index must be numbers")
+    if type(members) is not list or not members or any(type(m) is not str for m in members):
+        raise _malformed(tag, f"{pk} must be a non-empty string array")
+    dt = data["dt"]
+    if type(dt) is not list or any(not _safe(g) for g in dt):
+        raise _malformed(tag, "dt must be an array of safe integers")
+    if len(dt) != len(members) - 1:
+        raise _malformed(tag, f"dt length {len(dt)} does not match {len(members)} members")
+    if seq0 + len(members) - 1 > MAX_SAFE_INTEGER:
+        raise _malformed(tag, "member seqs must stay safe integers")
+    t = row["time0"]
+    for g in dt:
+        t += g
+        if not -MAX_SAFE_INTEGER <= t <= MAX_SAFE_INTEGER:
+            raise _malformed(tag, "member times must stay safe integers")
+    return members
+
+
+def expand_row(row: dict) -> list[dict]:
+    members = validate_row(row)
+    tag = row["type"]
+    data = row["data"]
+    turn, step, index = data["turn"], data["step"], data["index"]
+    seq = row["seq0"]
+    t = row["time0"]
+    dt = data["dt"]
+    out: list[dict] = []
+    append = out.append
+    if tag == TOOL_CALL_CHUNKS:
+        cid = data["id"]
+        if "name" in data:
+            name = data["name"]
+            for k, m in enumerate(members):
+                if k:
+                    t += dt[k - 1]
+                append({"type": "assistant/chunk", "seq": seq + k, "time": t, "data": {
+                    "turn": turn, "step": step,
+                    "chunk": {"type": _TOOL, "index": index, "id": cid, "name": name, "argumentsDelta": m}}})
+        else:
+            for k, m in enumerate(members):
+                if k:
+                    t += dt[k - 1]
+                append({"type": "assistant/chunk", "seq": seq + k, "time": t, "data": {
+                    "turn": turn, "step": step,
+                    "chunk": {"type": _TOOL, "index": index, "id": cid, "argumentsDelta": m}}})
+    else:
+        ct = _TEXT if tag == TEXT_CHUNKS else _REASONING
+        for k, m in enumerate(members):
+            if k:
+                t += dt[k - 1]
+            append({"type": "assistant/chunk", "seq": seq + k, "time": t,
+                    "data": {"turn": turn, "step": step, "chunk": {"type": ct, "index": index, "text": m}}})
+    return out
+
+
+def expand_line(obj: Any) -> list[dict]:
+    """Decode one parsed storage line into the logical event(s) it holds."""
+    if type(obj) is dict and obj.get("type") in ROW_TAGS and obj.get("ignorable") is not True:
+        return expand_row(obj)
+    return [obj]
+
+
+def expand_lines(objs: list[Any]) -> list[dict]:
+    """Decode many parsed storage lines into one flat event list."""
+    out: list[dict] = []
+    for obj in objs:
+        if type(obj) is dict and obj.get("type") in ROW_TAGS and obj.get("ignorable") is not True:
+            out.extend(expand_row(obj))
+        else:
+            out.append(obj)
+    return out
