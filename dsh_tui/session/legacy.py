@@ -1,0 +1,183 @@
+"""Read-only import of older same-version (v0) shapes (§3.6) and the format refusals that follow it.
+
+:func:`import_legacy` returns a new list (events that need no change are the same dict objects; changed ones
+are fresh dicts — the input is never mutated). :func:`check_refusals` raises
+:class:`SessionFormatUnsupportedError` for the legacy shapes dsh no longer reads and for unknown event types
+not marked ``ignorable: true``. Anything current-looking but malformed is left alone for validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import SessionFormatUnsupportedError
+from .events import KNOWN_EVENT_TYPES, LEGACY_REFUSED_TYPES, REQUEST_HEADER
+
+_LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message", "user/message", "assistant/message",
+                           "tool/result"})
+
+
+def legacy_message_id(session_id: str, seq: Any) -> str:
+    return f"legacy-message:{session_id}:{seq}"
+
+
+def _is_turn(v: Any) -> bool:
+    return type(v) is int and v >= 1
+
+
+def _import_turn_start(ev: dict) -> dict | None:
+    d = ev.get("data")
+    if type(d) is not dict or "trigger" not in d or set(d) != {"turn", "trigger"}:
+        return None
+    trig = d["trigger"]
+    if not _is_turn(d["turn"]) or type(trig) is not dict:
+        return None
+    kind = trig.get("kind")
+    if type(kind) is not str or not kind:
+        return None
+    return {**ev, "data": {"turn": d["turn"]}}
+
+
+def _import_turn_end(ev: dict) -> dict | None:
+    d = ev.get("data")
+    if type(d) is not dict or type(d.get("reason")) is not dict:
+        return None
+    r = d["reason"]
+    kind = r.get("kind")
+    new: dict | None = None
+    if kind == "aborted" and set(r) == {"kind"}:
+        new = {"kind": "aborted", "reason": {"kind": "legacy"}}
+    elif kind == "disposed" and set(r) == {"kind"}:
+        new = {"kind": "aborted", "reason": {"kind": "disposed"}}
+    elif kind == "error" and "error" not in r and "step" in r:
+        if "failure" in r and set(r) == {"kind", "step", "failure"}:
+            new = {"kind": "error", "error": r["failure"]}
+        elif "message" in r and set(r) <= {"kind", "step", "message", "code"}:
+            code = r.get("code")
+            new = {"kind": "error", "error": {"message": r["message"], "code": "UNKNOWN" if code is None else code}}
+    if new is None:
+        return None
+    return {**ev, "data": {**d, "reason": new}}
+
+
+def _import_steering(ev: dict, sid: str) -> dict | None:
+    d = ev.get("data")
+    if type(d) is not dict:
+        return None
+    if set(d) == {"turn", "message"} and type(d["message"]) is dict:
+        msg = d["message"]
+    elif set(d) == {"turn", "content", "source"}:
+        msg = {"content": d["content"], "source": d["source"], "id": legacy_message_id(sid, ev.get("seq")),
+               "role": "user"}
+    else:
+        return None
+    out = {k: v for k, v in ev.items() if k not in ("type", "data", "surfaceOp")}
+    return {"type": "user/message", **{k: out[k] for k in ("seq", "time") if k in out}, "data": msg,
+            **{k: v for k, v in out.items() if k not in ("seq", "time")}, "surfaceOp": ev.get("surfaceOp", "append")}
+
+
+def _import_user(ev: dict, sid: str) -> dict | None:
+    d = ev.get("data")
+    if type(d) is not dict or "id" in d or "role" in d or "content" not in d or "source" not in d:
+        return None
+    return {**ev, "data": {**d, "role": "user", "id": legacy_message_id(sid, ev.get("seq"))}}
+
+
+def _import_assistant(ev: dict, sid: str) -> dict | None:
+    d = ev.get("data")
+    if type(d) is not dict or "message" in d or "content" not in d or "provenance" not in d:
+        return None
+    prov = d["provenance"]
+    if type(prov) is not dict:
+        return None
+    msg = {"id": legacy_message_id(sid, ev.get("seq")), "role": "assistant", "content": d["content"],
+           "source": {**prov, "kind": "model"}}
+    new: dict[str, Any] = {}
+    for k, v in d.items():
+        if k == "content":
+            new["message"] = msg
+        elif k != "provenance":
+            new[k] = v
+    return {**ev, "data": new}
+
+
+def _import_tool_result(ev: dict, sid: str, by_seq: dict[int, dict]) -> dict | None:
+    d = ev.get("data")
+    if type(d) is not dict or "message" in d or "callId" not in d or "content" not in d:
+        return None
+    call_id = d["callId"]
+    block: dict[str, Any] = {"type": "tool-result", "toolCallId": call_id, "content": d["content"]}
+    if "isError" in d:
+        block["isError"] = d["isError"]
+    mid = legacy_message_id(sid, ev.get("seq"))
+    op = ev.get("surfaceOp")
+    if type(op) is dict and op.get("op") == "replace":
+        target = by_seq.get(op.get("start"))  # a replacing legacy tool/result inherits the shadowed id
+        if target is not None:
+            tm = target.get("data", {}).get("message") if type(target.get("data")) is dict else None
+            if type(tm) is dict and "id" in tm:
+                mid = tm["id"]
+    msg = {"id": mid, "role": "user", "content": [block], "source": {"kind": "tool", "callId": call_id}}
+    new: dict[str, Any] = {}
+    for k, v in d.items():
+        if k == "callId":
+            new["message"] = msg
+        elif k not in ("content", "isError"):
+            new[k] = v
+    return {**ev, "data": new}
+
+
+def import_legacy(events: list[dict], session_id: str) -> list[dict]:
+    """Apply the §3.6 import in log order. Returns ``events`` itself when nothing needed importing."""
+    out: list[dict] | None = None
+    by_seq: dict[int, dict] = {}
+    for i, ev in enumerate(events):
+        new = None
+        if type(ev) is dict:
+            t = ev.get("type")
+            if t in _LEGACY_TYPES:
+                if t == "turn/start":
+                    new = _import_turn_start(ev)
+                elif t == "turn/end":
+                    new = _import_turn_end(ev)
+                elif t == "steering/message":
+                    new = _import_steering(ev, session_id)
+                elif t == "user/message":
+                    new = _import_user(ev, session_id)
+                elif t == "assistant/message":
+                    new = _import_assistant(ev, session_id)
+                else:
+                    new = _import_tool_result(ev, session_id, by_seq)
+        if new is not None and out is None:
+            out = list(events[:i])
+        cur = new if new is not None else ev
+        if out is not None:
+            out.append(cur)
+        if type(cur) is dict and cur.get("type") == "tool/result" and type(cur.get("seq")) is int:
+            by_seq[cur["seq"]] = cur
+    return events if out is None else out
+
+
+def check_refusals(events: list[dict], where: str = "session log") -> None:
+    """Refuse legacy shapes dsh no longer reads and unknown required event types (after import)."""
+    known = KNOWN_EVENT_TYPES
+    for ev in events:
+        if type(ev) is not dict:
+            continue
+        t = ev.get("type")
+        if t in known:
+            if t == REQUEST_HEADER:
+                d = ev.get("data")
+                if type(d) is dict and d.get("reason") == "fallback":
+                    raise SessionFormatUnsupportedError(
+                        f"{where}: unsupported legacy request/header reason 'fallback' at seq {ev.get('seq')}"
+                    )
+            continue
+        if t in LEGACY_REFUSED_TYPES:
+            raise SessionFormatUnsupportedError(f"{where}: unsupported legacy event {t!r} at seq {ev.get('seq')}")
+        if ev.get("ignorable") is True:
+            continue
+        raise SessionFormatUnsupportedError(
+            f"{where}: event type {t!r} at seq {ev.get('seq')} is unknown and not marked ignorable"
+            " (written by a newer harness?)"
+        )
