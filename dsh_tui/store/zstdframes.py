@@ -1,0 +1,121 @@
+"""Zstandard frame container of a ``session.jsonl.zstd`` log (spec session-format.md §3.2).
+
+The file is a concatenation of independent, checksummed frames: frame 1 holds exactly the header
+line, every later frame one durable batch. :func:`scan_frames` finds frame boundaries
+*structurally* (no decompression) so a torn last frame can be cut at its start; every complete
+frame is then decoded (and its checksum verified) by :func:`decode_frame`.
+"""
+
+from __future__ import annotations
+
+import zstandard
+
+from dsh_tui.session.errors import SessionCorruptionError
+
+ZSTD_MAGIC = 0xFD2FB528
+_MAGIC_BYTES = ZSTD_MAGIC.to_bytes(4, "little")
+LEVEL = 3  # zstd's default level, as node:zlib uses
+
+_COMPRESSOR = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
+_DECOMPRESSOR = zstandard.ZstdDecompressor()
+
+
+class FrameScan:
+    """Complete frame ranges plus the start offset of a structurally incomplete last frame."""
+
+    __slots__ = ("frames", "torn_start")
+
+    def __init__(self, frames: list[tuple[int, int]], torn_start: int | None) -> None:
+        self.frames = frames
+        self.torn_start = torn_start
+
+    def __repr__(self) -> str:  # pragma: no cover - debugging aid
+        return f"FrameScan(frames={self.frames!r}, torn_start={self.torn_start!r})"
+
+
+def scan_frames(buf: bytes | memoryview, max_frames: int | None = None) -> FrameScan:
+    """Locate complete frames; EOF inside a frame makes it torn. Bad structure is corruption."""
+    frames: list[tuple[int, int]] = []
+    n = len(buf)
+    offset = 0
+    while offset < n:
+        start = offset
+        if n - offset < 4:
+            return FrameScan(frames, start)
+        if buf[offset : offset + 4] != _MAGIC_BYTES:
+            raise SessionCorruptionError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
+        offset += 4
+        if offset == n:
+            return FrameScan(frames, start)
+        descriptor = buf[offset]
+        offset += 1
+        if descriptor & 0x18:
+            raise SessionCorruptionError(
+                f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}"
+            )
+        fcs_flag = descriptor >> 6
+        single_segment = bool(descriptor & 0x20)
+        checksum = bool(descriptor & 0x04)
+        dict_flag = descriptor & 0x03
+        dict_bytes = 4 if dict_flag == 3 else dict_flag
+        fcs_bytes = (1 if single_segment else 0) if fcs_flag == 0 else 1 << fcs_flag
+        remaining = (0 if single_segment else 1) + dict_bytes + fcs_bytes
+        if n - offset < remaining:
+            return FrameScan(frames, start)
+        offset += remaining
+        while True:
+            if n - offset < 3:
+                return FrameScan(frames, start)
+            block = buf[offset] | (buf[offset + 1] << 8) | (buf[offset + 2] << 16)
+            offset += 3
+            last = block & 1
+            block_type = (block >> 1) & 3
+            size = block >> 3
+            if block_type == 3:
+                raise SessionCorruptionError(
+                    f"corrupt Zstandard session log: reserved block type at byte {offset - 3}"
+                )
+            payload = 1 if block_type == 1 else size
+            if n - offset < payload:
+                return FrameScan(frames, start)
+            offset += payload
+            if last:
+                break
+        if checksum:
+            if n - offset < 4:
+                return FrameScan(frames, start)
+            offset += 4
+        frames.append((start, offset))
+        if max_frames is not None and len(frames) >= max_frames:
+            return FrameScan(frames, None)
+    return FrameScan(frames, None)
+
+
+def compress_frame(data: bytes) -> bytes:
+    """One independent frame, default level, content checksum on."""
+    return _COMPRESSOR.compress(data)
+
+
+def decode_frame(frame: bytes | memoryview, at: int = 0) -> bytes:
+    """Decode one structurally complete frame, verifying its checksum; failure is corruption."""
+    try:
+        dobj = _DECOMPRESSOR.decompressobj()
+        out = dobj.decompress(frame)
+        if not dobj.eof:
+            raise zstandard.ZstdError("frame did not end")
+        if dobj.unused_data:
+            raise zstandard.ZstdError("trailing bytes after frame")
+    except zstandard.ZstdError as err:
+        raise SessionCorruptionError(
+            f"corrupt Zstandard session log: frame at byte {at} failed validation ({err})"
+        ) from None
+    return out
+
+
+def decode_prefix(partial: bytes | memoryview) -> bytes:
+    """Whatever plaintext an incomplete final frame yields (flush semantics); b'' if it yields none."""
+    try:
+        dobj = _DECOMPRESSOR.decompressobj()
+        return dobj.decompress(partial)
+    except zstandard.ZstdError:
+        return b""
