@@ -1,0 +1,100 @@
+"""``dsh-tui sessions [--all] [--search TEXT] [--json] [--root DIR]...``: list sessions.
+
+Rows come from the files on disk; the catalog index fills in counts and titles (logs that are new or
+changed are indexed before printing). Default scope: sessions of the current directory; ``--all``
+lists every workspace. Subagent children are listed under ``--all`` only with ``--subagents``.
+"""
+
+from __future__ import annotations
+
+HELP = "list sessions (--all, --search TEXT, --json)"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--all", action="store_true", help="every workspace, not only the current directory")
+    parser.add_argument("--search", metavar="TEXT", help="full-text search of messages and tool output")
+    parser.add_argument("--json", action="store_true", help="print a JSON array of rows")
+    parser.add_argument("--subagents", action="store_true", help="include subagent children")
+    parser.add_argument("--root", action="append", default=[], metavar="DIR",
+                        help="also read sessions under DIR (repeatable; the default root is always read)")
+
+
+def _row_json(row, hits=None) -> dict:
+    d = {
+        "id": row.id,
+        "title": row.title,
+        "cwd": row.cwd,
+        "created_at": row.created_at,
+        "updated_at": row.updated_at,
+        "turns": row.turns,
+        "steps": row.steps,
+        "events": row.events,
+        "tokens": {"input": row.tokens_in, "output": row.tokens_out, "cache": row.tokens_cache,
+                   "reasoning": row.tokens_reasoning},
+        "state": row.state,
+        "reason": row.reason,
+        "parent": row.parent,
+        "seed_length": row.seed_length,
+        "origin": row.origin,
+        "path": row.path,
+    }
+    if hits is not None:
+        d["hits"] = [{"seq": h.seq, "kind": h.kind, "snippet": h.snippet} for h in hits]
+    return d
+
+
+def _when(ms: int) -> str:
+    import datetime as dt
+
+    if not ms:
+        return "-"
+    return dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M")
+
+
+def run(args) -> int:
+    import json
+    import os
+    import sys
+
+    from dsh_tui.store.catalog import Catalog, resolve_roots, sort_rows
+
+    cat = Catalog(resolve_roots(args.root))
+    try:
+        rows = cat.refresh()
+        cwd = os.getcwd()
+        if not args.all:
+            rows = [r for r in rows if r.cwd == cwd or r.state == "unreadable" and r.cwd is None]
+        if not args.subagents:
+            rows = [r for r in rows if not r.is_subagent]
+        rows = sort_rows(rows)
+        hits_by_path = None
+        if args.search:
+            hits = cat.search(args.search, paths=[r.path for r in rows], limit=1000)
+            hits_by_path = {}
+            for h in hits:
+                hits_by_path.setdefault(h.path, []).append(h)
+            rows = [r for r in rows if r.path in hits_by_path]
+    finally:
+        cat.close()
+    out = sys.stdout
+    if args.json:
+        data = [_row_json(r, hits_by_path.get(r.path) if hits_by_path is not None else None) for r in rows]
+        out.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+        return 0
+    if not rows:
+        scope = "any workspace" if args.all else cwd
+        print(f"no sessions in {scope}" + (f" matching {args.search!r}" if args.search else ""), file=sys.stderr)
+        return 0
+    for r in rows:
+        title = r.title or "(untitled)"
+        state = r.state if not r.reason or r.state != "unreadable" else f"unreadable: {r.reason}"
+        line = f"{(r.id or '?'):<38} {_when(r.updated_at):<16} {r.turns:>4} turns  {state:<12} {title}"
+        if args.all:
+            line += f"  [{r.cwd or '-'}]"
+        if r.parent and not r.is_subagent:
+            line += f"  (fork of {r.parent[:8]})"
+        out.write(line + "\n")
+        if hits_by_path is not None:
+            for h in hits_by_path.get(r.path, [])[:3]:
+                out.write(f"    #{h.seq} {h.kind}: {h.snippet}\n")
+    return 0

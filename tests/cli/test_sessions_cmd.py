@@ -1,0 +1,79 @@
+"""``dsh-tui sessions`` as a real subprocess over real roots."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from tests.store.test_catalog_support import make_header, user_turn, write_session
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "dsh_tui", *args], capture_output=True, text=True,
+                          cwd=cwd, env=os.environ.copy(), timeout=60)
+
+
+def populate(root, here):
+    write_session(root, make_header("here-1", here), user_turn(0, 1, "first about lemons", "ok"))
+    ev = user_turn(0, 1, "second about apples", "ok")
+    ev += user_turn(len(ev), 2, "more apples please", "fine")
+    write_session(root, make_header("here-2", here, createdAt=5), ev, zstd=False)
+    write_session(root, make_header("other-1", "/somewhere/else"), user_turn(0, 1, "elsewhere lemons", "ok"))
+    write_session(root, make_header("sub-1", here, parentSession="here-1", origin="subagent", delegationDepth=1),
+                  user_turn(0, 1, "subagent lemons", "ok"))
+    bad = root / "--broken--" / "bad"
+    bad.mkdir(parents=True)
+    (bad / "session.jsonl").write_text('{"type":"session","version":7,"id":"bad","createdAt":1,"delegationDepth":0}\n')
+
+
+def test_json_rows_scope_and_fields(tmp_path):
+    root = tmp_path / "r"
+    here = tmp_path / "ws"
+    here.mkdir()
+    populate(root, str(here))
+    p = run_cli("sessions", "--json", "--root", str(root), cwd=here)
+    assert p.returncode == 0, p.stderr
+    rows = json.loads(p.stdout)
+    ids = [r["id"] for r in rows]
+    assert set(ids) == {"here-1", "here-2", None}  # unreadable row without an id is still listed
+    for key in ("id", "title", "cwd", "created_at", "updated_at", "turns", "state", "parent"):
+        assert all(key in r for r in rows)
+    by = {r["id"]: r for r in rows}
+    assert by["here-2"]["turns"] == 2 and by["here-2"]["title"] == "second about apples"
+    assert by[None]["state"] == "unreadable" and "newer harness" in by[None]["reason"]
+    assert ids.index("here-2") < ids.index("here-1")  # most recent activity first
+
+    p = run_cli("sessions", "--json", "--all", "--root", str(root), cwd=here)
+    assert {r["id"] for r in json.loads(p.stdout)} == {"here-1", "here-2", "other-1", None}
+    p = run_cli("sessions", "--json", "--all", "--subagents", "--root", str(root), cwd=here)
+    assert "sub-1" in {r["id"] for r in json.loads(p.stdout)}
+
+
+def test_search_and_text_output(tmp_path):
+    root = tmp_path / "r"
+    here = tmp_path / "ws"
+    here.mkdir()
+    populate(root, str(here))
+    p = run_cli("sessions", "--all", "--search", "lemons", "--json", "--root", str(root), cwd=here)
+    rows = json.loads(p.stdout)
+    assert {r["id"] for r in rows} == {"here-1", "other-1"}
+    assert all(h["seq"] == 2 and "[lemons]" in h["snippet"] for r in rows for h in r["hits"])
+    p = run_cli("sessions", "--all", "--root", str(root), cwd=here)
+    assert p.returncode == 0
+    assert "second about apples" in p.stdout and "unreadable: written by a newer harness" in p.stdout
+    p = run_cli("sessions", "--search", "nothing-here", "--root", str(root), cwd=here)
+    assert p.returncode == 0 and p.stdout == "" and "no sessions" in p.stderr
+
+
+def test_default_root_comes_from_dsh_home(tmp_path):
+    root = tmp_path / "dh" / "sessions"
+    write_session(root, make_header("home-1", str(tmp_path)), user_turn(0, 1, "hi", "ok"))
+    env_home = os.environ["DSH_HOME"]
+    try:
+        os.environ["DSH_HOME"] = str(tmp_path / "dh")
+        p = run_cli("sessions", "--json", cwd=tmp_path)
+    finally:
+        os.environ["DSH_HOME"] = env_home
+    assert [r["id"] for r in json.loads(p.stdout)] == ["home-1"]
