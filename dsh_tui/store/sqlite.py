@@ -11,6 +11,7 @@ TEXT below 4 KiB, else zstd level 3 as a BLOB only if that is smaller; ``surface
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import sqlite3
@@ -466,13 +467,21 @@ class SqliteSessionStore:
         from dsh_tui.session import jsonutil, rows
 
         _check_batch(events)
-        for ev in events:
-            jsonutil.check_lossless(ev.get("data"), where=f"event {ev.get('seq')} data")
+        for i, ev in enumerate(events):
+            jsonutil.check_lossless(ev, where=f"events[{i}]")
+            t = ev["type"]
+            if t in ("request/header-delta", "mode/set") or (
+                t == "request/header" and isinstance(ev["data"], dict) and ev["data"].get("reason") == "fallback"
+            ):
+                raise SessionValidationError(f"append to {session_id!r}: unsupported legacy event {t}")
         lines = rows.pack_batch(events, max_members=PACK_MAX_MEMBERS, max_bytes=PACK_MAX_BYTES)
         encoded = [encode_line(line) for line in lines]
         with self._lock:
             conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as err:
+                raise DshError(f"cannot append to session {session_id}: {err}") from err
             try:
                 verify_schema_quick(conn)
                 hrow = self._header_row(session_id)
@@ -504,10 +513,8 @@ class SqliteSessionStore:
                 )
                 conn.execute("COMMIT")
             except BaseException as err:
-                try:
+                with contextlib.suppress(sqlite3.Error):
                     conn.execute("ROLLBACK")
-                except sqlite3.Error:
-                    pass
                 if isinstance(err, sqlite3.Error):
                     raise DshError(f"cannot append to session {session_id}: {err}") from err
                 raise
@@ -586,9 +593,14 @@ class SqliteSessionStore:
             raise
         except DshError as err:
             raise SessionCorruptionError(f"corrupt session {session_id}: {err}") from err
-        events = legacy.import_legacy(scan.events, session_id)
-        _validate_events(scan.header, events, session_id)
-        closers = repair.interrupted_turn_closers(events)
+        try:
+            events = legacy.import_legacy(scan.events, session_id)
+            closers = repair.interrupted_turn_closers(events)
+        except (SessionFormatUnsupportedError, SessionCorruptionError):
+            raise
+        except (DshError, ValueError, TypeError, KeyError, AttributeError) as err:
+            raise SessionCorruptionError(f'stored session "{session_id}" failed validation: {err}') from err
+        _validate_events(scan.header, events + closers, session_id)
         return events, closers
 
     def inspect(self, session_id: str):
@@ -629,7 +641,10 @@ class SqliteSessionStore:
         lines = rows.pack_batch(closers, max_members=PACK_MAX_MEMBERS, max_bytes=PACK_MAX_BYTES) if closers else []
         with self._lock:
             conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as err:
+                raise DshError(f"cannot repair session {session_id}: {err}") from err
             try:
                 rev = conn.execute("SELECT incarnation, revision FROM sessions WHERE id = ?", (session_id,)).fetchone()
                 if rev is None or (rev[0], rev[1]) != (scan.incarnation, scan.revision):
@@ -644,7 +659,8 @@ class SqliteSessionStore:
                 conn.execute("UPDATE sessions SET revision = revision + 1 WHERE id = ?", (session_id,))
                 conn.execute("COMMIT")
             except BaseException as err:
-                conn.execute("ROLLBACK")
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
                 if isinstance(err, sqlite3.Error):
                     raise DshError(f"cannot repair session {session_id}: {err}") from err
                 raise
@@ -741,15 +757,13 @@ def _validate_events(header: dict, events: list[dict], session_id: str) -> None:
     from dsh_tui.session import legacy
     from dsh_tui.session.log import Session
 
-    refuse = getattr(legacy, "check_refusals", None)
-    if refuse is not None:
-        refuse(events)
     try:
+        legacy.check_refusals(events, where=f"session {session_id}")
         Session(header, events)
     except (SessionFormatUnsupportedError, SessionCorruptionError):
         raise
-    except DshError as err:
-        raise SessionCorruptionError(f"corrupt session {session_id}: {err}") from err
+    except (DshError, ValueError, TypeError, KeyError, AttributeError) as err:
+        raise SessionCorruptionError(f'stored session "{session_id}" failed validation: {err}') from err
 
 
 def open_sqlite_store(root: str | Path, **kw) -> SqliteSessionStore:
