@@ -1,0 +1,172 @@
+"""The dsh-tui Textual app: screens, themes, keymap, command palette, harness bridge.
+
+Other screens register through ``SCREEN_FACTORIES`` (name -> ``factory(app) -> Screen``), imported
+lazily so start-up only pays for the first screen. The session browser is ``"browser"``
+(``dsh_tui.ui.screens.browser.BrowserScreen``); ``push_browser()`` opens it when it exists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+
+from dsh_tui.ui.bridge import Bridge, Harness
+from dsh_tui.ui.screens.chat import ChatScreen
+from dsh_tui.ui.settings import UiSettings
+from dsh_tui.ui.themes import DEFAULT_THEME, load_themes
+
+HarnessFactory = Callable[[Bridge], Awaitable[Harness]]
+
+# name -> "module:attribute" of a ``factory(app) -> Screen``; other engineers add theirs here.
+SCREEN_FACTORIES: dict[str, str] = {
+    "browser": "dsh_tui.ui.screens.browser:BrowserScreen",
+    "timeline": "dsh_tui.ui.screens.timeline:TimelineScreen",
+}
+
+
+class EventsReady(Message):
+    """The bridge has queued session events or notices (posted from the harness thread)."""
+
+
+class DshApp(App):
+    """See the module docstring."""
+
+    TITLE = "dsh-tui"
+    CSS = """
+    Screen { background: $background; }
+    """
+    BINDINGS = [
+        Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
+        Binding("f1", "help", "Help", id="app.help"),
+        Binding("ctrl+b", "browser", "Sessions", id="app.browser", show=False),
+    ]
+
+    def __init__(
+        self,
+        harness_factory: HarnessFactory | None = None,
+        *,
+        start: str = "chat",
+        settings: UiSettings | None = None,
+        model_hint: str = "",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        super().__init__()
+        self.settings = settings or UiSettings.load()
+        self.harness_factory = harness_factory
+        self.start_screen = start
+        self.model_hint = model_hint
+        self.clock = clock
+        self.bridge = Bridge(self._wake_from_harness)
+        self.chat: ChatScreen | None = None
+        for theme in load_themes():
+            self.register_theme(theme)
+        for name in (self.settings.get("ui.theme"), DEFAULT_THEME, "textual-dark"):
+            if self._has_theme(name):
+                self.theme = name
+                break
+
+    def _has_theme(self, name: Any) -> bool:
+        return isinstance(name, str) and name in self.available_themes
+
+    # -- start / stop --------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        keymap = self.settings.keymap()
+        if keymap:
+            self.set_keymap(keymap)
+        if self.start_screen == "browser" and self.push_browser():
+            return
+        self.open_chat(self.harness_factory)
+
+    def open_chat(self, factory: HarnessFactory | None, **kwargs: Any) -> ChatScreen:
+        """Show the chat screen and start ``factory`` on the harness thread (None: no harness)."""
+        chat = ChatScreen(self.bridge, enter_steers=bool(self.settings.get("chat.enter_steers", False)),
+                          model_hint=self.model_hint, clock=self.clock,
+                          show_time=bool(self.settings.get("ui.show_time", True)), **kwargs)
+        self.chat = chat
+        self.push_screen(chat)
+        if factory is not None:
+            self.bridge.start(factory)
+        return chat
+
+    def push_browser(self) -> bool:
+        screen = self.make_screen("browser")
+        if screen is None:
+            return False
+        self.push_screen(screen)
+        return True
+
+    def make_screen(self, name: str) -> Screen | None:
+        """Build a registered screen, or None when its module is not installed."""
+        target = SCREEN_FACTORIES.get(name)
+        if target is None:
+            return None
+        module_name, _, attr = target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            return None
+        factory = getattr(module, attr)
+        try:
+            return factory(self)
+        except TypeError:
+            return factory()
+
+    def _wake_from_harness(self, _kind: str) -> None:
+        self.post_message(EventsReady())
+
+    def on_events_ready(self, _message: EventsReady) -> None:
+        if self.chat is not None:
+            self.chat.events_ready()
+
+    async def action_quit(self) -> None:
+        """Flush every session (the harness closes its writers), then leave."""
+        await asyncio.to_thread(self.bridge.stop)
+        self.exit()
+
+    def on_unmount(self) -> None:
+        self.bridge.stop()
+
+    # -- everywhere ----------------------------------------------------------------------------
+    def action_help(self) -> None:
+        if self.screen.query("HelpPanel"):
+            self.action_hide_help_panel()
+        else:
+            self.action_show_help_panel()
+
+    def action_browser(self) -> None:
+        if not self.push_browser():
+            self.notify("The session browser is not available in this build.", timeout=3)
+
+    def watch_theme(self, theme: str) -> None:
+        if getattr(self, "settings", None) is not None and theme != self.settings.get("ui.theme"):
+            self.settings.set("ui.theme", theme)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        chat = self.chat
+        if chat is not None and screen is chat:
+            yield SystemCommand("Cycle tool cards", "Collapsed → expanded → hidden", chat.action_cycle_cards)
+            yield SystemCommand("Toggle reasoning", "Show or hide thinking rows", chat.action_toggle_reasoning)
+            yield SystemCommand("Cancel turn", "Stop the running turn", chat.action_cancel)
+            yield SystemCommand("Back to bottom", "Follow the transcript again", chat.action_back_to_bottom)
+            yield SystemCommand("Load earlier items", "Mount older transcript items", chat.action_load_earlier)
+        for name in self.settings.models():
+            yield SystemCommand(f"Model: {name}", "Use this model for the next request",
+                                lambda name=name: self._choose_model(name))
+        if "browser" in SCREEN_FACTORIES:
+            yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
+
+    def _choose_model(self, name: str) -> None:
+        self.settings.set("model", name)
+        harness = self.bridge.harness
+        if harness is not None and hasattr(harness, "set_model"):
+            self.bridge.call(lambda h: h.set_model(name))  # type: ignore[attr-defined]
+        self.notify(f"Model: {name}", timeout=3)

@@ -1,0 +1,66 @@
+"""A harness that replays a recorded log into the chat screen (read-only view, demos, tests).
+
+``send`` plays the recording's next turn, chunk by chunk, at ``chunk_delay`` seconds per event, so
+the screen streams exactly as it does for a live model; ``cancel`` stops the playback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+
+class RecordedSession:
+    """The observable part of a session the UI needs: header, events, subscribe."""
+
+    def __init__(self, header: dict[str, Any]) -> None:
+        self.header = header
+        self.id = header.get("id")
+        self.events: list[dict[str, Any]] = []
+        self._observers: list[Callable[[Any, dict[str, Any]], None]] = []
+
+    def subscribe(self, fn: Callable[[Any, dict[str, Any]], None]) -> Callable[[], None]:
+        self._observers.append(fn)
+        return lambda: self._observers.remove(fn) if fn in self._observers else None
+
+    def publish(self, event: dict[str, Any]) -> None:
+        self.events.append(event)
+        for fn in list(self._observers):
+            fn(self, event)
+
+
+class ReplayHarness:
+    """Plays ``events`` turn by turn; events before the first ``turn/start`` are shown at once."""
+
+    def __init__(self, header: dict[str, Any], events: list[dict[str, Any]], *, chunk_delay: float = 0.0,
+                 preload_turns: int = 0) -> None:
+        self.session = RecordedSession(header)
+        self._pending = list(events)
+        self.chunk_delay = chunk_delay
+        self._cancel = asyncio.Event()
+        while self._pending and (self._pending[0]["type"] != "turn/start" or preload_turns > 0):
+            event = self._pending.pop(0)
+            if event["type"] == "turn/end":
+                preload_turns -= 1
+            self.session.events.append(event)
+
+    async def send(self, text: str, mode: str) -> None:
+        self._cancel.clear()
+        while self._pending:
+            event = self._pending.pop(0)
+            self.session.publish(event)
+            if event["type"] == "turn/end":
+                break
+            if self.chunk_delay and event["type"] == "assistant/chunk":
+                try:
+                    await asyncio.wait_for(self._cancel.wait(), self.chunk_delay)
+                except TimeoutError:
+                    continue
+                return
+
+    async def cancel(self) -> None:
+        self._cancel.set()
+
+    async def close(self) -> None:
+        self._cancel.set()

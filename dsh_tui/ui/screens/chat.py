@@ -1,0 +1,295 @@
+"""The chat screen: transcript, plan strip, queue, approval takeover, composer and status bar.
+
+Session events reach this screen only through the bridge's queue; they are drained at most
+``1 / FLUSH_INTERVAL`` times per second (20 Hz), folded with the same ``TranscriptFold`` a cold load
+uses, and the resulting item changes are applied in one batch.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.widgets import Input, Static
+
+from dsh_tui.session.transcript import PLAN, TranscriptFold
+from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
+from dsh_tui.ui.widgets.chrome import ApprovalPanel, LightInput, PlanStrip, QueueList, StatusBar
+from dsh_tui.ui.widgets.transcript import TranscriptView, ViewState
+
+FLUSH_INTERVAL = 0.05
+
+
+class ChatScreen(Screen):
+    """One live (or replayed) session."""
+
+    HELP = """
+## Chat
+
+- **Enter** sends while idle. While the agent runs, Enter queues a follow-up for the next turn and
+  **Ctrl+Enter** (or Alt+Enter) steers into the running turn (swap them with `chat.enter_steers`).
+- **Esc** cancels the running turn; the partial answer stays, marked.
+- **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning.
+- **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads earlier items.
+- The queue (above the composer): **e** edits, **Delete** removes, **s** steers the highlighted message.
+"""
+
+    DEFAULT_CSS = """
+    ChatScreen { layout: vertical; }
+    ChatScreen #bottom-hint { height: 1; display: none; color: $accent; text-align: right; padding: 0 1; }
+    ChatScreen #composer { border: tall $primary-muted; height: 3; }
+    ChatScreen #composer:focus { border: tall $primary; }
+    """
+
+    BINDINGS = [
+        Binding("escape", "cancel", "Cancel turn", id="chat.cancel"),
+        Binding("ctrl+o", "cycle_cards", "Tool cards", id="chat.cards"),
+        Binding("ctrl+r", "toggle_reasoning", "Reasoning", id="chat.reasoning"),
+        Binding("ctrl+end", "back_to_bottom", "Bottom", id="chat.bottom", show=False),
+        Binding("ctrl+home", "load_earlier", "Earlier", id="chat.earlier", show=False),
+        Binding("ctrl+enter,alt+enter", "steer", "Steer", id="composer.steer", show=False),
+        Binding("ctrl+down", "focus_queue", "Queue", id="chat.queue", show=False),
+    ]
+
+    def __init__(self, bridge: Bridge, *, enter_steers: bool = False, model_hint: str = "",
+                 clock=time.monotonic, show_time: bool = True) -> None:
+        super().__init__()
+        self.bridge = bridge
+        self.enter_steers = enter_steers
+        self.fold = TranscriptFold()
+        self.state = ViewState()
+        self.state.show_time = show_time
+        self.clock = clock
+        self.queue: list[str] = []
+        self.running = False
+        self.pending_approvals: list[ApprovalRequest] = []
+        self._last_flush = 0.0
+        self._flush_timer = None
+        self._model_hint = model_hint
+        self.flushes = 0  # drains applied (tests and benches read it)
+
+    def compose(self) -> ComposeResult:
+        self.transcript = TranscriptView(self.fold, self.state, id="transcript")
+        yield self.transcript
+        yield Static("↓ back to bottom (Ctrl+End)", id="bottom-hint")
+        self.plan_strip = PlanStrip(id="plan")
+        yield self.plan_strip
+        self.queue_list = QueueList(id="queue")
+        yield self.queue_list
+        self.approval = ApprovalPanel(id="approval")
+        yield self.approval
+        self.composer = LightInput(placeholder="Ask the agent…  (Enter to send, F1 for help)", id="composer")
+        yield self.composer
+        self.status = StatusBar(clock=self.clock, id="status")
+        self.status.model_hint = self._model_hint
+        yield self.status
+
+    def on_mount(self) -> None:
+        self.status.usage = self.fold.usage
+        self.status.redraw()
+        self.composer.focus()
+        self.set_interval(0.25, self._update_bottom_hint)
+
+    # -- harness -> UI ---------------------------------------------------------------------------
+    def events_ready(self) -> None:
+        """Called (on the UI thread) when the bridge has something; coalesces to <= 20 Hz."""
+        now = time.monotonic()
+        wait = FLUSH_INTERVAL - (now - self._last_flush)
+        if wait <= 0:
+            self.flush()
+        elif self._flush_timer is None:
+            self._flush_timer = self.set_timer(wait, self.flush)
+
+    def flush(self) -> None:
+        self._flush_timer = None
+        self._last_flush = time.monotonic()
+        events, notices = self.bridge.drain()
+        if not events and not notices:
+            return
+        self.flushes += 1
+        changes: list[tuple[str, Any]] = []
+        for event in events:
+            if event.get("type") == ATTACH:
+                self._attach_session(event)
+                changes = []
+                continue
+            changes.extend(self.fold.apply(event))
+            self._phase_from_event(event)
+        with self.app.batch_update():
+            if changes:
+                plan = [c for c in changes if c[0] == PLAN]
+                if plan:
+                    self.plan_strip.show_plan(plan[-1][1])
+                self.transcript.apply_changes([c for c in changes if c[0] != PLAN])
+            for kind, value in notices:
+                self._notice(kind, value)
+            self.status.redraw()
+
+    def _attach_session(self, event: dict[str, Any]) -> None:
+        """A (new) session: fold its existing events, then mount only the tail."""
+        fold = TranscriptFold(event.get("header"))
+        fold.apply_all(event.get("events") or [])
+        self.fold = fold
+        self.status.usage = fold.usage
+        self.transcript.fold = fold
+        for view in list(self.transcript.views.values()):
+            view.remove()
+        self.transcript.views.clear()
+        self.transcript.load_tail()
+        self.transcript.anchor()
+        self.plan_strip.show_plan(fold.plan)
+
+    def _phase_from_event(self, event: dict[str, Any]) -> None:
+        etype = event.get("type")
+        status = self.status
+        if etype == "turn/start":
+            self._set_running(True)
+            status.set_phase("waiting")
+        elif etype == "assistant/chunk":
+            ctype = ((event.get("data") or {}).get("chunk") or {}).get("type")
+            if ctype == "reasoning-delta" and status.info.phase != "thinking":
+                status.set_phase("thinking")
+            elif ctype in ("text-delta", "tool-call-delta") and status.info.phase != "responding":
+                status.set_phase("responding")
+        elif etype == "tool/call":
+            status.info.tools_running += 1
+            status.set_phase("tools")
+        elif etype == "tool/result":
+            status.info.tools_running = max(0, status.info.tools_running - 1)
+        elif etype == "step/start":
+            status.info.tools_running = 0
+            status.set_phase("waiting")
+        elif etype == "llm/retry":
+            status.set_phase("retrying")
+        elif etype == "compaction/start":
+            status.set_phase("compacting")
+        elif etype == "approval/asked":
+            status.set_phase("approval")
+        elif etype == "turn/end":
+            self._set_running(False)
+
+    def _notice(self, kind: str, value: Any) -> None:
+        if kind == "status":
+            self._set_running(value == "running")
+        elif kind == "phase":
+            self.status.set_phase(str(value))
+        elif kind == "approval":
+            self.pending_approvals.append(value)
+            if self.approval.request is None:
+                self._show_next_approval()
+        elif kind == "error":
+            self.status.info.notice = str(value)
+            self.app.notify(str(value), title="Error", severity="error", timeout=8)
+        elif kind == "notice":
+            self.app.notify(str(value), timeout=5)
+
+    def _set_running(self, running: bool) -> None:
+        if running == self.running:
+            return
+        self.running = running
+        self.status.set_status("running" if running else "idle")
+        if not running and self.queue:
+            self._send(self.queue.pop(0), "followup")
+            self._show_queue()
+
+    # -- approvals -------------------------------------------------------------------------------
+    def _show_next_approval(self) -> None:
+        if not self.pending_approvals:
+            self.approval.display = False
+            self.composer.display = True
+            self.composer.focus()
+            return
+        request = self.pending_approvals.pop(0)
+        self.composer.display = False
+        self.status.set_phase("approval")
+        self.approval.show_request(request)
+
+    @on(ApprovalPanel.Decided)
+    def _approval_decided(self, message: ApprovalPanel.Decided) -> None:
+        if not message.request.future.done():
+            message.request.future.set_result(message.outcome)
+        self._show_next_approval()
+
+    # -- composer --------------------------------------------------------------------------------
+    def _send(self, text: str, mode: str) -> None:
+        self.status.info.notice = ""
+        self.bridge.send(text, mode)
+        if mode == "followup" and not self.running:
+            self._set_running(True)
+            self.status.set_phase("waiting")
+
+    @on(Input.Submitted, "#composer")
+    def _submitted(self, event: Input.Submitted) -> None:
+        text = event.value.strip()
+        if not text:
+            return
+        self.composer.value = ""
+        if not self.running:
+            self._send(text, "followup")
+        elif self.enter_steers:
+            self._send(text, "steer")
+        else:
+            self.queue.append(text)
+            self._show_queue()
+
+    def action_steer(self) -> None:
+        text = self.composer.value.strip()
+        if not text:
+            return
+        self.composer.value = ""
+        self._send(text, "steer" if self.running else "followup")
+
+    def _show_queue(self) -> None:
+        self.queue_list.show(self.queue)
+        self.status.info.queued = len(self.queue)
+        self.status.redraw()
+
+    @on(QueueList.Action)
+    def _queue_action(self, message: QueueList.Action) -> None:
+        if not 0 <= message.index < len(self.queue):
+            return
+        text = self.queue.pop(message.index)
+        if message.action == "edit":
+            self.composer.value = text
+            self.composer.focus()
+        elif message.action == "steer":
+            self._send(text, "steer" if self.running else "followup")
+        self._show_queue()
+        if not self.queue:
+            self.composer.focus()
+
+    def action_focus_queue(self) -> None:
+        if self.queue:
+            self.queue_list.focus()
+
+    # -- actions ---------------------------------------------------------------------------------
+    def action_cancel(self) -> None:
+        if self.approval.request is not None:
+            self.approval.action_reject()
+            return
+        if self.running:
+            self.bridge.cancel()
+
+    def action_cycle_cards(self) -> None:
+        modes = ViewState.CARD_MODES
+        self.state.card_mode = modes[(modes.index(self.state.card_mode) + 1) % len(modes)]
+        self.transcript.refresh_all()
+        self.app.notify(f"Tool cards: {self.state.card_mode}", timeout=2)
+
+    def action_toggle_reasoning(self) -> None:
+        self.state.reasoning = not self.state.reasoning
+        self.transcript.refresh_all()
+
+    def action_back_to_bottom(self) -> None:
+        self.transcript.back_to_bottom()
+
+    def action_load_earlier(self) -> None:
+        self.transcript.load_earlier()
+
+    def _update_bottom_hint(self) -> None:
+        hint = self.query_one("#bottom-hint", Static)
+        hint.display = not self.transcript.following and not self.transcript.at_bottom()

@@ -1,0 +1,64 @@
+"""The UI's view of the user's settings (``dsh_tui.config``), with in-memory fallback.
+
+Keys used by the UI: ``ui.theme``, ``ui.show_time``, ``chat.enter_steers`` (Enter steers while
+running, Ctrl+Enter queues), ``keymap.<binding id>`` (e.g. ``keymap.chat.cards = "ctrl+k"``),
+``models`` (names offered in the command palette) and ``model``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class UiSettings:
+    """Reads and writes through ``dsh_tui.config.Settings`` when present, else keeps values in memory."""
+
+    def __init__(self, backend: Any = None, values: dict[str, Any] | None = None) -> None:
+        self._backend = backend
+        self._values: dict[str, Any] = dict(values or {})
+
+    @classmethod
+    def load(cls) -> UiSettings:
+        try:
+            from dsh_tui.config import load_settings
+        except ImportError:
+            return cls()
+        try:
+            return cls(load_settings())
+        except Exception:  # noqa: BLE001 - a broken settings file must not stop the app
+            return cls()
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self._values:
+            return self._values[key]
+        if self._backend is not None:
+            try:
+                value = self._backend.get(key)
+            except Exception:  # noqa: BLE001 - unknown key
+                value = None
+            if value is not None:
+                return value
+        return default
+
+    def set(self, key: str, value: Any) -> None:
+        self._values[key] = value
+        if self._backend is not None:
+            try:
+                self._backend.set(key, value)
+            except Exception:  # noqa: BLE001 - unknown key or read-only settings: keep in memory
+                pass
+
+    def keymap(self) -> dict[str, str]:
+        """Binding id -> keys, from ``keymap.*`` settings."""
+        out: dict[str, str] = {}
+        raw = self.get("keymap")
+        if isinstance(raw, dict):
+            out.update({str(k): str(v) for k, v in raw.items()})
+        for key, value in self._values.items():
+            if key.startswith("keymap.") and isinstance(value, str):
+                out[key[len("keymap."):]] = value
+        return out
+
+    def models(self) -> list[str]:
+        models = self.get("models")
+        return [str(m) for m in models] if isinstance(models, list) else []

@@ -1,0 +1,47 @@
+"""Project themes: TOML files in ``themes/`` (and the user's config dir), registered at start-up."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from textual.theme import Theme
+
+THEME_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground",
+              "background", "surface", "panel", "boost")
+DEFAULT_THEME = "dsh-dark"
+
+
+def theme_dirs() -> list[Path]:
+    """Bundled themes (repository ``themes/``, or the package copy) then user themes."""
+    here = Path(__file__).resolve()
+    dirs = [here.parents[2] / "themes", here.parent / "themes"]
+    try:
+        from dsh_tui import paths
+
+        dirs.append(Path(paths.config_dir()) / "themes")
+    except Exception:  # noqa: BLE001 - no paths module / no config dir: bundled themes only
+        pass
+    return [d for d in dirs if d.is_dir()]
+
+
+def load_theme(path: Path) -> Theme:
+    """One theme from a TOML file (keys as in ``textual.theme.Theme``)."""
+    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    kwargs = {k: data[k] for k in THEME_KEYS if isinstance(data.get(k), str)}
+    variables = data.get("variables") if isinstance(data.get("variables"), dict) else {}
+    return Theme(name=str(data.get("name") or path.stem), dark=bool(data.get("dark", True)),
+                 variables={str(k): str(v) for k, v in variables.items()}, **kwargs)
+
+
+def load_themes() -> list[Theme]:
+    """Every readable theme file; a broken file is skipped (and named by ``broken_themes``)."""
+    seen: dict[str, Theme] = {}
+    for directory in theme_dirs():
+        for path in sorted(directory.glob("*.toml")):
+            try:
+                theme = load_theme(path)
+            except (OSError, ValueError, TypeError):
+                continue
+            seen[theme.name] = theme
+    return list(seen.values())

@@ -1,0 +1,237 @@
+"""Small chat widgets: status bar, composer input, queue, plan strip, approval panel."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import Reactive
+from textual.widgets import Button, Input, OptionList, Static
+
+from dsh_tui.session.stats import UsageFold, format_tokens
+from dsh_tui.session.transcript import PlanState
+from dsh_tui.ui.bridge import ApprovalRequest
+from dsh_tui.ui.widgets.render import describe_args
+
+
+class LightInput(Input):
+    """Input whose keystrokes repaint only itself.
+
+    The stock Input sets ``virtual_size`` (a layout reactive) on every keystroke, which reflows the
+    whole screen (118 ms p50 with a long transcript, textual-perf.md §3). Repaint only.
+    """
+
+    virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
+
+
+PHASE_TEXT = {
+    "waiting": "waiting for first token",
+    "thinking": "thinking",
+    "responding": "responding",
+    "tools": "executing tools",
+    "retrying": "retrying",
+    "compacting": "compacting",
+    "approval": "waiting for approval",
+}
+
+
+@dataclass
+class StatusInfo:
+    status: str = "idle"
+    phase: str = ""
+    phase_since: float = 0.0
+    tools_running: int = 0
+    queued: int = 0
+    notice: str = ""
+
+
+class StatusBar(Static):
+    """One line: state + phase clock, model/effort, context %, tokens, cache %, cost, queue."""
+
+    DEFAULT_CSS = """
+    StatusBar { height: 1; background: $panel; color: $text; padding: 0 1; }
+    StatusBar.-running { background: $primary-muted; }
+    """
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.clock = clock
+        self.info = StatusInfo()
+        self.usage: UsageFold | None = None
+        self.model_hint = ""
+
+    def on_mount(self) -> None:
+        self.set_interval(1.0, self._tick)
+
+    def _tick(self) -> None:
+        if self.info.status == "running":
+            self.redraw()
+
+    def set_phase(self, phase: str) -> None:
+        if phase != self.info.phase:
+            self.info.phase = phase
+            self.info.phase_since = self.clock()
+        self.redraw()
+
+    def set_status(self, status: str) -> None:
+        if status != self.info.status:
+            self.info.status = status
+            self.info.phase_since = self.clock()
+            if status == "idle":
+                self.info.phase = ""
+        self.set_class(status == "running", "-running")
+        self.redraw()
+
+    def redraw(self) -> None:
+        self.update(self.build())
+
+    def build(self) -> Text:
+        info = self.info
+        text = Text()
+        if info.status == "running":
+            phase = PHASE_TEXT.get(info.phase, info.phase or "running")
+            if info.phase == "tools" and info.tools_running:
+                phase = f"executing {info.tools_running} tool{'s' if info.tools_running != 1 else ''}"
+            elapsed = max(0, int(self.clock() - info.phase_since))
+            text.append("● ", style="bold green")
+            text.append(f"{phase} {elapsed}s", style="bold")
+        else:
+            text.append("○ idle", style="dim")
+        usage = self.usage
+        if usage is not None and usage.model:
+            text.append("  │ ")
+            text.append(usage.model, style="bold")
+            if usage.effort:
+                text.append(f" ({usage.effort})")
+            text.append(f"  │ ctx {usage.context_percent():.0f}%")
+            total = usage.total
+            text.append(f"  │ ↑{format_tokens(total.billed_input)} ↓{format_tokens(total.output)}")
+            cache = total.cache_percent()
+            if cache is not None:
+                text.append(f"  │ cache {cache:.0f}%")
+            cost = usage.cost_usd()
+            text.append(f"  │ ${cost:.4f}" if cost is not None else "  │ $?")
+        elif self.model_hint:
+            text.append("  │ ")
+            text.append(self.model_hint, style="yellow")
+        if info.queued:
+            text.append(f"  │ {info.queued} queued", style="bold yellow")
+        if info.notice:
+            text.append("  │ ")
+            text.append(info.notice, style="bold red")
+        return text
+
+
+class PlanStrip(Static):
+    """Todo counts above the composer (hidden until the first ``todo/write``)."""
+
+    DEFAULT_CSS = "PlanStrip { height: auto; display: none; color: $text-muted; padding: 0 1; }"
+
+    def show_plan(self, plan: PlanState) -> None:
+        self.display = bool(plan.todos)
+        current = next((t.get("content", "") for t in plan.todos if t.get("status") == "in_progress"), "")
+        text = Text(f"Plan: {plan.describe()}")
+        if current:
+            text.append(f"  ▶ {current}", style="bold")
+        self.update(text)
+
+
+class QueueList(OptionList):
+    """Follow-ups waiting for the next turn: Enter edits, Delete removes, S steers."""
+
+    DEFAULT_CSS = "QueueList { height: auto; max-height: 5; display: none; border: none; padding: 0 1; }"
+
+    BINDINGS = [
+        ("delete", "remove", "Remove"),
+        ("s", "steer", "Steer now"),
+        ("e", "edit", "Edit"),
+    ]
+
+    @dataclass
+    class Action(Message):
+        action: str
+        index: int
+
+    def _fire(self, action: str) -> None:
+        if self.highlighted is not None:
+            self.post_message(self.Action(action, self.highlighted))
+
+    def action_remove(self) -> None:
+        self._fire("remove")
+
+    def action_steer(self) -> None:
+        self._fire("steer")
+
+    def action_edit(self) -> None:
+        self._fire("edit")
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        event.stop()
+        self.post_message(self.Action("edit", event.option_index))
+
+    def show(self, queued: list[str]) -> None:
+        self.clear_options()
+        self.add_options([f"⏳ {q.splitlines()[0][:100] if q else ''}" for q in queued])
+        self.display = bool(queued)
+
+
+class ApprovalPanel(Vertical):
+    """Takes over the composer while a tool call waits: tool, arguments/command, reason, buttons."""
+
+    DEFAULT_CSS = """
+    ApprovalPanel { height: auto; max-height: 16; display: none; border: heavy $warning; padding: 0 1; }
+    ApprovalPanel #approval-args { max-height: 8; overflow-y: auto; }
+    ApprovalPanel Horizontal { height: auto; }
+    ApprovalPanel Button { margin-right: 2; }
+    """
+
+    BINDINGS = [("a", "allow", "Allow once"), ("y", "allow", "Allow once"), ("r", "reject", "Reject"),
+                ("n", "reject", "Reject")]
+
+    @dataclass
+    class Decided(Message):
+        request: ApprovalRequest
+        outcome: str
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.request: ApprovalRequest | None = None
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="approval-title")
+        yield Static(id="approval-args")
+        yield Static(id="approval-reason")
+        with Horizontal():
+            yield Button("Allow once [a]", id="allow", variant="warning")
+            yield Button("Reject [r]", id="reject", variant="error")
+
+    def show_request(self, request: ApprovalRequest) -> None:
+        self.request = request
+        self.query_one("#approval-title", Static).update(Text(f"Approve {request.tool}?", style="bold"))
+        self.query_one("#approval-args", Static).update(Text(describe_args(request.arguments)))
+        self.query_one("#approval-reason", Static).update(Text(request.reason or "", style="italic"))
+        self.display = True
+        self.query_one("#allow", Button).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self._decide("allowed-once" if event.button.id == "allow" else "rejected")
+
+    def action_allow(self) -> None:
+        self._decide("allowed-once")
+
+    def action_reject(self) -> None:
+        self._decide("rejected")
+
+    def _decide(self, outcome: str) -> None:
+        request, self.request = self.request, None
+        if request is None:
+            return
+        self.display = False
+        self.post_message(self.Decided(request, outcome))

@@ -1,0 +1,238 @@
+"""Rich renderables for transcript items (no widgets here: pure item -> renderable).
+
+Finished items render once per (key, version, width, mode) and are cached by the widget; Markdown is
+used only for assistant text, everything else is plain ``Text``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.markdown import Markdown
+from rich.text import Text
+
+from dsh_tui.session.stats import format_tokens
+from dsh_tui.session.transcript import (
+    CompactionItem,
+    ContextItem,
+    DividerItem,
+    FooterItem,
+    Item,
+    RetryItem,
+    StreamItem,
+    ToolItem,
+    UserItem,
+)
+
+HEAD_LINES = 6
+TAIL_LINES = 6
+
+STATE_ICON = {
+    "requested": "…",
+    "running": "⠿",
+    "ok": "✓",
+    "error": "✗",
+    "aborted": "■",
+    "unknown": "?",
+}
+STATE_STYLE = {
+    "requested": "dim",
+    "running": "bold cyan",
+    "ok": "green",
+    "error": "bold red",
+    "aborted": "yellow",
+    "unknown": "magenta",
+}
+
+
+def _clip(text: str, head: int = HEAD_LINES, tail: int = TAIL_LINES) -> str:
+    lines = text.splitlines()
+    if len(lines) <= head + tail + 1:
+        return "\n".join(lines)
+    hidden = len(lines) - head - tail
+    return "\n".join([*lines[:head], f"… {hidden} more lines …", *lines[-tail:]])
+
+
+def _one_line(text: str, width: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _duration(ms: int | None) -> str:
+    if ms is None:
+        return "–"
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:.1f} s"
+    return f"{ms // 60_000} m {ms % 60_000 // 1000} s"
+
+
+def render_user(item: UserItem) -> RenderableType:
+    return Text(item.text, style="bold")
+
+
+def render_context(item: ContextItem, expanded: bool) -> RenderableType:
+    head = Text(f"{'▾' if expanded else '▸'} Context · {item.producer}", style="dim")
+    if not expanded:
+        return head
+    return Group(head, Text(_clip(item.text, 20, 5), style="dim"))
+
+
+def render_thinking(item: StreamItem, expanded: bool) -> RenderableType:
+    live = " …" if item.state == "streaming" else ""
+    if not expanded:
+        return Text(f"▸ Thinking{live} · {_one_line(item.summary(), 100)}", style="dim italic")
+    return Group(Text(f"▾ Thinking{live}", style="dim italic"), Text(item.text, style="dim italic"))
+
+
+def render_assistant(text: str, interrupted: bool = False) -> RenderableType:
+    body = Markdown(text) if text else Text("")
+    if not interrupted:
+        return body
+    return Group(body, Text("⏹ interrupted: the answer above is partial", style="yellow"))
+
+
+def tool_title(item: ToolItem) -> str:
+    args = item.args()
+    if item.tool == "bash":
+        return f"$ {_one_line(str(args.get('command', item.arguments)), 90)}"
+    if item.tool == "read":
+        path = args.get("file_path") or args.get("path") or ""
+        rng = ""
+        if args.get("offset") or args.get("limit"):
+            start = int(args.get("offset") or 1)
+            rng = f" :{start}" + (f"-{start + int(args['limit']) - 1}" if args.get("limit") else "")
+        return f"read {path}{rng}"
+    if item.tool == "edit":
+        return f"{item.name} {args.get('file_path') or args.get('path') or ''}"
+    if item.tool == "search":
+        where = args.get("path") or ""
+        return f"{item.name} {args.get('pattern', '')!s} {where}".rstrip()
+    return f"{item.name} {_one_line(item.arguments, 70)}"
+
+
+def _exit_code(result: str) -> int | None:
+    for line in reversed(result.splitlines()[-3:]):
+        if line.startswith("[exit code: ") and line.endswith("]"):
+            try:
+                return int(line[len("[exit code: "):-1])
+            except ValueError:
+                return None
+    return None
+
+
+def _diff_counts(item: ToolItem) -> tuple[int, int, list[str]]:
+    args = item.args()
+    old = str(args.get("old_string") or "")
+    new = str(args.get("new_string") if "new_string" in args else args.get("content") or "")
+    old_lines, new_lines = old.splitlines(), new.splitlines()
+    body = [f"- {line}" for line in old_lines] + [f"+ {line}" for line in new_lines]
+    return len(new_lines), len(old_lines), body
+
+
+def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
+    icon = STATE_ICON.get(item.state, "·")
+    head = Text()
+    head.append(f"{icon} ", style=STATE_STYLE.get(item.state, ""))
+    head.append(tool_title(item), style="bold")
+    pills: list[tuple[str, str]] = []
+    if item.tool == "bash" and item.state in ("ok", "error"):
+        code = _exit_code(item.result)
+        code = 0 if code is None and item.state == "ok" else code
+        if code is not None:
+            pills.append((f" exit {code} ", "black on green" if code == 0 else "white on red"))
+    if item.tool == "edit":
+        added, removed, _ = _diff_counts(item)
+        pills.append((f" +{added} −{removed} ", "bold"))
+    if item.tool == "search" and item.result:
+        pills.append((f" {len(item.result.splitlines())} lines ", "dim"))
+    if item.state == "aborted":
+        pills.append((" aborted ", "yellow"))
+    elif item.state == "unknown":
+        pills.append((" outcome unknown ", "magenta"))
+    elif item.state == "running":
+        pills.append((" running ", "dim"))
+    if item.approval == "asked":
+        pills.append((" waiting for approval ", "bold yellow"))
+    elif item.approval == "rejected":
+        pills.append((" rejected ", "red"))
+    for label, style in pills:
+        head.append(" ")
+        head.append(label, style=style)
+    if not expanded:
+        return head
+    parts: list[RenderableType] = [head]
+    if item.tool == "edit":
+        _, _, body = _diff_counts(item)
+        diff = Text()
+        for line in body[:40]:
+            diff.append(line + "\n", style="green" if line.startswith("+") else "red")
+        parts.append(diff)
+    elif item.tool not in ("bash", "read", "search"):
+        try:
+            pretty = json.dumps(json.loads(item.arguments), indent=1, ensure_ascii=False) if item.arguments else ""
+        except ValueError:
+            pretty = item.arguments
+        if pretty:
+            parts.append(Text(_clip(pretty, 8, 2), style="dim"))
+    if item.result:
+        style = "red" if item.state == "error" else ""
+        parts.append(Text(_clip(item.result), style=style))
+    return Group(*parts)
+
+
+def render_footer(item: FooterItem, show_time: bool = True) -> RenderableType:
+    bits = []
+    if show_time:
+        bits.append(_duration(item.duration_ms))
+        if item.ttft_ms is not None:
+            bits.append(f"first token {_duration(item.ttft_ms)}")
+        if item.tokens_per_s:
+            bits.append(f"{item.tokens_per_s:.0f} tok/s")
+    bits.append(f"↑{format_tokens(item.input_tokens)} ↓{format_tokens(item.output_tokens)}")
+    text = Text("── " + " · ".join(bits), style="dim")
+    if item.reason_text:
+        text.append("  ")
+        style = "bold red" if item.reason == "error" else "yellow"
+        text.append(item.reason_text, style=style)
+    return text
+
+
+def render_item(item: Item, *, expanded: bool, show_time: bool = True) -> RenderableType:
+    """The renderable for any non-streaming item."""
+    if isinstance(item, UserItem):
+        return render_user(item)
+    if isinstance(item, ContextItem):
+        return render_context(item, expanded)
+    if isinstance(item, StreamItem):
+        if item.kind == "thinking":
+            return render_thinking(item, expanded)
+        return render_assistant(item.text, item.state == "interrupted")
+    if isinstance(item, ToolItem):
+        return render_tool(item, expanded)
+    if isinstance(item, FooterItem):
+        return render_footer(item, show_time)
+    if isinstance(item, RetryItem):
+        return Text(item.describe(), style="dim")
+    if isinstance(item, CompactionItem):
+        head = Text(("▾ " if expanded else "▸ ") + item.describe(), style="dim")
+        if expanded and item.summary:
+            return Group(head, Text(item.summary, style="dim"))
+        return head
+    if isinstance(item, DividerItem):
+        return Text(f"──── {item.text} ────", style="dim", justify="center")
+    return Text(repr(item))
+
+
+def describe_args(arguments: str) -> str:
+    """Approval panel text for a call's arguments: the command for bash, pretty JSON otherwise."""
+    try:
+        value: Any = json.loads(arguments) if arguments else {}
+    except ValueError:
+        return arguments
+    if isinstance(value, dict) and "command" in value:
+        return f"$ {value['command']}"
+    return json.dumps(value, indent=1, ensure_ascii=False)

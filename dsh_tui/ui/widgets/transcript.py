@@ -1,0 +1,266 @@
+"""The transcript: a bounded window of item widgets over the TranscriptFold's items.
+
+Performance design (design/textual-perf.md): every reflow walks every mounted widget, so only the
+latest ``MAX_MOUNTED`` items are mounted (older ones come back with "load earlier" / scrolling to the
+top); finished items are a single ``Static`` each (Textual caches their lines per width); a streaming
+answer is frozen Markdown segments of ~2 KB plus one live tail, so a flush re-parses only the tail;
+the container uses ``layout: stream`` and is anchored to the bottom until the user scrolls away.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.markdown import Markdown
+from rich.text import Text
+from textual.containers import Vertical, VerticalScroll
+from textual.widget import Widget
+from textual.widgets import Static
+
+from dsh_tui.session.transcript import ADD, REMOVE, UPDATE, Item, StreamItem, TranscriptFold
+from dsh_tui.ui.widgets.render import render_item
+
+MAX_MOUNTED = 160
+PAGE = 40
+SEGMENT_CHARS = 2000
+
+
+class ViewState:
+    """Display switches shared by every item view of one chat screen."""
+
+    CARD_MODES = ("collapsed", "expanded", "hidden")
+
+    def __init__(self) -> None:
+        self.card_mode = "collapsed"
+        self.reasoning = False
+        self.show_time = True
+
+
+class ItemView(Static):
+    """One finished (or non-Markdown) transcript item."""
+
+    DEFAULT_CSS = """
+    ItemView { height: auto; padding: 0 1; }
+    ItemView.-user { background: $boost; border-left: thick $primary; margin-top: 1; }
+    ItemView.-footer { margin-bottom: 1; }
+    ItemView.-tool { padding-left: 2; }
+    ItemView.-divider { margin: 1 0; }
+    """
+
+    def __init__(self, item: Item, state: ViewState) -> None:
+        self.item = item
+        self.state = state
+        self._rendered: tuple[int, bool] | None = None
+        super().__init__(classes=f"-{item.kind}")
+        self.refresh_item()
+
+    def expanded(self) -> bool:
+        kind = self.item.kind
+        if kind == "tool":
+            return self.state.card_mode == "expanded"
+        if kind in ("thinking", "context", "compaction"):
+            return self.state.reasoning
+        return True
+
+    def refresh_item(self) -> None:
+        key = (self.item.version, self.expanded())
+        if key == self._rendered:
+            return
+        self._rendered = key
+        self.update(render_item(self.item, expanded=key[1], show_time=self.state.show_time))
+
+
+def _split_point(text: str, start: int, end: int) -> int | None:
+    """Last paragraph break in text[start:end] outside a code fence (a frozen segment's end)."""
+    cut = text.rfind("\n\n", start, end)
+    while cut > start:
+        if text.count("```", start, cut) % 2 == 0:
+            return cut + 2
+        cut = text.rfind("\n\n", start, cut)
+    return None
+
+
+class AnswerView(Vertical):
+    """Streamed assistant Markdown: frozen segments + one live tail (only the tail re-renders)."""
+
+    DEFAULT_CSS = """
+    AnswerView { height: auto; padding: 0 1; layout: stream; }
+    AnswerView > Static { height: auto; }
+    AnswerView > .-interrupted { color: $warning; }
+    """
+
+    def __init__(self, item: StreamItem, state: ViewState) -> None:
+        super().__init__(classes="-assistant")
+        self.item = item
+        self.state = state
+        self._frozen = 0
+        self._tail = Static()
+        self._mark = Static(Text("⏹ interrupted: the answer above is partial"), classes="-interrupted")
+        self._mark.display = False
+        self._rendered: tuple[int, str] | None = None
+        self.refresh_item()
+
+    def compose(self):  # noqa: ANN201 - textual compose
+        yield self._tail
+        yield self._mark
+
+    def on_mount(self) -> None:
+        self._rendered = None
+        self.refresh_item()
+
+    def refresh_item(self) -> None:
+        key = (self.item.version, self.item.state)
+        if key == self._rendered:
+            return
+        self._rendered = key
+        text = self.item.text
+        if len(text) < self._frozen:  # the final message replaced a longer stream: start over
+            for child in list(self.children):
+                if child is not self._tail and child is not self._mark:
+                    child.remove()
+            self._frozen = 0
+        while self.is_mounted and len(text) - self._frozen > SEGMENT_CHARS:
+            cut = _split_point(text, self._frozen, len(text) - 1)
+            if cut is None or cut <= self._frozen:
+                break
+            self.mount(Static(Markdown(text[self._frozen:cut])), before=self._tail)
+            self._frozen = cut
+        tail = text[self._frozen:]
+        self._tail.update(Markdown(tail) if tail else Text(""))
+        self._mark.display = self.item.state == "interrupted"
+
+
+class TranscriptView(VerticalScroll):
+    """The scrolling transcript; see the module docstring."""
+
+    DEFAULT_CSS = """
+    TranscriptView { layout: stream; height: 1fr; scrollbar-size-vertical: 1; }
+    TranscriptView > #earlier { color: $text-muted; padding: 0 1; }
+    TranscriptView.-cards-hidden > .-tool { display: none; }
+    """
+
+    def __init__(self, fold: TranscriptFold, state: ViewState, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fold = fold
+        self.state = state
+        self.views: dict[str, Widget] = {}
+        self._earlier = Static("", id="earlier")
+        self._first_key: str | None = None
+
+    def compose(self):  # noqa: ANN201 - textual compose
+        yield self._earlier
+
+    def on_mount(self) -> None:
+        self.anchor()
+        self.load_tail()
+
+    # -- building views ------------------------------------------------------------------------
+    def make_view(self, item: Item) -> Widget:
+        if isinstance(item, StreamItem) and item.kind == "assistant":
+            return AnswerView(item, self.state)
+        return ItemView(item, self.state)
+
+    def load_tail(self) -> None:
+        """Mount the latest items only (tail-first loading of a long session)."""
+        items = self.fold.items[-MAX_MOUNTED:]
+        views = [self.make_view(item) for item in items]
+        for item, view in zip(items, views):
+            self.views[item.key] = view
+        self._first_key = items[0].key if items else None
+        if views:
+            self.mount_all(views)
+        self._update_earlier()
+
+    def hidden_before(self) -> int:
+        if self._first_key is None:
+            return 0
+        first = self.fold.by_key.get(self._first_key)
+        if first is None:
+            return 0
+        return self.fold.items.index(first)
+
+    def _update_earlier(self) -> None:
+        n = self.hidden_before()
+        self._earlier.display = n > 0
+        if n:
+            self._earlier.update(f"▲ {n} earlier items (scroll to the top or press Home to load more)")
+
+    def load_earlier(self, count: int = PAGE) -> int:
+        """Mount up to ``count`` older items above the window; returns how many were mounted."""
+        end = self.hidden_before()
+        if end <= 0:
+            return 0
+        items = self.fold.items[max(0, end - count):end]
+        views = [self.make_view(item) for item in items]
+        for item, view in zip(items, views):
+            self.views[item.key] = view
+        first_view = self.views.get(self._first_key) if self._first_key else None
+        self._first_key = items[0].key
+        self.release_anchor()
+        self.mount_all(views, after=self._earlier) if first_view is None else self.mount_all(views, before=first_view)
+        self._update_earlier()
+        return len(views)
+
+    # -- applying fold changes -----------------------------------------------------------------
+    def apply_changes(self, changes: list[tuple[str, Any]]) -> None:
+        """Apply one drain's worth of changes; each item is refreshed at most once."""
+        dirty: dict[str, Item] = {}
+        added: list[Widget] = []
+        for op, item in changes:
+            if op == ADD:
+                view = self.make_view(item)
+                self.views[item.key] = view
+                added.append(view)
+                if self._first_key is None:
+                    self._first_key = item.key
+            elif op == UPDATE:
+                dirty[item.key] = item
+            elif op == REMOVE:
+                view = self.views.pop(item.key, None)
+                if view is not None:
+                    if view in added:
+                        added.remove(view)
+                    else:
+                        view.remove()
+                if item.key == self._first_key:
+                    self._first_key = next(iter(self.views), None)
+        if added:
+            self.mount_all(added)
+        for key in dirty:
+            view = self.views.get(key)
+            if view is not None and view not in added:
+                view.refresh_item()  # type: ignore[attr-defined]
+        self._prune()
+
+    def _prune(self) -> None:
+        """Keep at most MAX_MOUNTED item views (oldest go first) while following the bottom."""
+        excess = len(self.views) - MAX_MOUNTED
+        if excess <= 0 or not self.following:
+            return
+        keys = list(self.views)[:excess]
+        for key in keys:
+            self.views.pop(key).remove()
+        self._first_key = next(iter(self.views), None)
+        self._update_earlier()
+
+    @property
+    def following(self) -> bool:
+        """Bottom-follow state: anchored and not released by a user scroll."""
+        return self._anchored and not self._anchor_released
+
+    def refresh_all(self) -> None:
+        """Re-render mounted items after a display switch (card mode, reasoning)."""
+        self.set_class(self.state.card_mode == "hidden", "-cards-hidden")
+        for view in self.views.values():
+            view.refresh_item()  # type: ignore[attr-defined]
+
+    def at_bottom(self) -> bool:
+        return self.scroll_y >= self.max_scroll_y - 1
+
+    def back_to_bottom(self) -> None:
+        self.scroll_end(animate=False)
+        self.anchor()
+
+    def on_scroll_up(self) -> None:  # mouse wheel at the top loads older items
+        if self.scroll_y <= 0 and self.hidden_before():
+            self.load_earlier()
