@@ -1,0 +1,131 @@
+"""Small helpers shared by the built-in tools: errors, JS-compatible number text, spill files, paths."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+from dsh_tui.tools.base import ToolContext, ToolError
+
+# Retrieval hint dsh's local spill store attaches to every saved result (bash-spill fixture).
+SPILL_RETRIEVAL_HINT = "Use read with offset/limit, or grep this path to search within it."
+
+SANDBOX_MODE = "workspace-write"
+SANDBOX_DENIED = "[sandbox: file access denied under {mode} mode]"
+SANDBOX_ESCALATION_HINT = (
+    "[sandbox: escalation available — retry this exact {subject} once with sandbox_permissions "
+    "(the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
+)
+
+
+def fs_error(message: str, code: str) -> ToolError:
+    """dsh's ``FsError`` (a HarnessError): ``tool/result.error = {name: 'FsError', code}``."""
+    return ToolError(message, code=code, name="FsError")
+
+
+def search_error(message: str, code: str) -> ToolError:
+    return ToolError(message, code=code, name="SearchError")
+
+
+def plain_error(message: str) -> ToolError:
+    """A plain JS ``Error``: rendered ``Error: <message>``, no ``error`` info on the row."""
+    return ToolError(message)
+
+
+def aborted_error() -> ToolError:
+    return ToolError("tool call aborted", code="ABORTED", name="AbortError")
+
+
+def js_number(value: Any) -> str:
+    """``JSON.stringify`` of a number (5.0 -> ``5``, 1e21 -> ``1e+21``); non-numbers as JSON."""
+    import json
+
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return "null"
+        if value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        text = repr(value)
+        if "e" in text:
+            mant, exp = text.split("e")
+            sign = "-" if exp.startswith("-") else "+"
+            text = f"{mant}e{sign}{exp.lstrip('+-').lstrip('0') or '0'}"
+        return text
+    return str(value)
+
+
+def utf16_len(text: str) -> int:
+    """Length in JS UTF-16 code units."""
+    n = len(text)
+    if text.isascii():
+        return n
+    return n + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
+
+def utf16_prefix(text: str, units: int) -> str:
+    """``text.substring(0, units)`` in JS terms (may split a surrogate pair like JS does)."""
+    if text.isascii() or utf16_len(text) == len(text):
+        return text[:units]
+    raw = text.encode("utf-16-le", "surrogatepass")[: units * 2]
+    return raw.decode("utf-16-le", "surrogatepass")
+
+
+def utf8_len(text: str) -> int:
+    """``Buffer.byteLength(text, 'utf8')``: lone surrogates count 3 bytes (as U+FFFD)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def head_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
+    """Keep at most ``max_bytes`` UTF-8 bytes of the head without splitting a character."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= max_bytes:
+        return text, False
+    cut = data[:max_bytes]
+    while cut and (cut[-1] & 0xC0) == 0x80:
+        cut = cut[:-1]
+    if cut and cut[-1] >= 0xC0:
+        cut = cut[:-1]
+    return cut.decode("utf-8", "surrogatepass"), True
+
+
+def normalize_newlines(text: str) -> str:
+    return text.replace("\r\n", "\n")
+
+
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def save_spill(ctx: ToolContext, suggested_name: str, content: str | bytes) -> str | None:
+    """Save a complete result to ``ctx.spill_dir``; returns the locator (absolute path) or None.
+
+    Best effort, like dsh's spill store: any failure returns None and the caller reports that the
+    complete result could not be saved. Files are owner-only (0600).
+    """
+    if ctx.spill_dir is None:
+        return None
+    try:
+        directory = Path(ctx.spill_dir)
+        directory.mkdir(parents=True, exist_ok=True)
+        call = _SAFE_NAME.sub("_", ctx.call_id)[:40] or uuid.uuid4().hex[:12]
+        name = _SAFE_NAME.sub("_", suggested_name)
+        path = directory / f"{call}-{name}"
+        data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+        finally:
+            os.close(fd)
+        return str(path)
+    except OSError:
+        return None

@@ -1,0 +1,336 @@
+"""The ``bash`` tool (dsh ``tool-bash`` over ``bash-local``).
+
+Each call is a fresh ``bash -c`` in its own process group (``start_new_session``), cwd = the
+session cwd or ``workdir`` (confined to the workspace unless ``ctx.allow_outside``). Per stream the
+last ``max_output_bytes`` (64,000) bytes stay in memory; once a stream outgrows that, the whole
+stream is copied to a spill file (capped at 64 MiB) and the text gets the
+``[output truncated; full output: <path>]`` marker. Timeout (default 120 s, cap 600 s) and
+cancellation send SIGTERM to the group, then SIGKILL after the grace period. The result text is
+dsh's ``renderResult`` (runtime-corrections B.3): non-zero exits are not errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import signal as signal_mod
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from dsh_tui.tools._common import aborted_error, js_number, plain_error
+from dsh_tui.tools.base import ToolContext, ToolDefinition
+from dsh_tui.tools.paths import confine_dir
+
+DEFAULT_TIMEOUT_MS = 120_000
+MAX_TIMEOUT_MS = 600_000
+MAX_OUTPUT_BYTES = 64_000
+MAX_SPILL_BYTES = 64 * 1024 * 1024
+GRACE_MS = 3_000
+READ_CHUNK = 65_536
+
+ENV_OVERRIDES = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
+# Credentials of the harness itself never reach model-run commands.
+_SCRUB = re.compile(r"^(DEEPSEEK_API_KEY|OPENAI_API_KEY|ANTHROPIC_API_KEY|DSH_TUI_API_KEY)$")
+
+
+class _Capture:
+    """Tail-keeping capture of one output stream, spilling the complete stream once it overflows."""
+
+    def __init__(self, cap: int, spill_max: int, spill_path: Path | None) -> None:
+        self.cap = cap
+        self.spill_max = spill_max
+        self.spill_path = spill_path
+        self.buf = bytearray()
+        self.total = 0
+        self.spilled = 0
+        self.fh: Any = None
+        self.spill_failed = False
+
+    async def push(self, data: bytes) -> None:
+        self.total += len(data)
+        if self.fh is None and not self.spill_failed and self.total > self.cap:
+            self.fh = await asyncio.to_thread(self._open)
+            if self.fh is not None:
+                await self._write(bytes(self.buf))
+        if self.fh is not None:
+            await self._write(data)
+        self.buf += data
+        if len(self.buf) > self.cap:
+            del self.buf[: len(self.buf) - self.cap]
+
+    def _open(self) -> Any:
+        if self.spill_path is None:
+            self.spill_failed = True
+            return None
+        try:
+            self.spill_path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            return os.fdopen(fd, "wb")
+        except OSError:
+            self.spill_failed = True
+            return None
+
+    async def _write(self, data: bytes) -> None:
+        room = self.spill_max - self.spilled
+        if room <= 0 or not data:
+            return
+        chunk = data[:room]
+        try:
+            await asyncio.to_thread(self.fh.write, chunk)
+            self.spilled += len(chunk)
+        except OSError:
+            self.spill_failed = True
+
+    async def close(self) -> None:
+        if self.fh is not None:
+            with contextlib.suppress(OSError):
+                await asyncio.to_thread(self.fh.close)
+
+    def result(self) -> dict[str, Any]:
+        data = bytes(self.buf)
+        truncated = self.total > self.cap
+        if truncated:
+            start = 0
+            while start < len(data) and start < 4 and (data[start] & 0xC0) == 0x80:
+                start += 1
+            data = data[start:]
+        out: dict[str, Any] = {"text": data.decode("utf-8", "replace"), "truncated": truncated}
+        if truncated and self.fh is not None and not self.spill_failed and self.spill_path is not None:
+            out["spillPath"] = str(self.spill_path)
+        return out
+
+
+async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
+    while True:
+        data = await stream.read(READ_CHUNK)
+        if not data:
+            return
+        await capture.push(data)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+async def run_bash(
+    command: str,
+    *,
+    cwd: str,
+    timeout_ms: float,
+    cancelled: asyncio.Event,
+    env: dict[str, str],
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+    max_spill_bytes: int = MAX_SPILL_BYTES,
+    spill_stem: Path | None = None,
+    grace_ms: float = GRACE_MS,
+) -> dict[str, Any]:
+    """Run ``bash -c command`` to completion, timeout or cancellation; returns dsh's ShellRunResult."""
+    out = _Capture(
+        max_output_bytes,
+        max_spill_bytes,
+        spill_stem.with_name(spill_stem.name + "-stdout.txt") if spill_stem else None,
+    )
+    err = _Capture(
+        max_output_bytes,
+        max_spill_bytes,
+        spill_stem.with_name(spill_stem.name + "-stderr.txt") if spill_stem else None,
+    )
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "-c", command, cwd=cwd, env=env,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )  # fmt: skip
+    except FileNotFoundError as exc:
+        raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
+    pgid = proc.pid
+    assert proc.stdout is not None and proc.stderr is not None
+    pumps = [asyncio.ensure_future(_pump(proc.stdout, out)), asyncio.ensure_future(_pump(proc.stderr, err))]
+    waiter = asyncio.ensure_future(proc.wait())
+    cancel_wait = asyncio.ensure_future(cancelled.wait())
+    timed_out = aborted = False
+    grace = grace_ms / 1000
+    try:
+        done, _ = await asyncio.wait(
+            {waiter, cancel_wait}, timeout=timeout_ms / 1000, return_when=asyncio.FIRST_COMPLETED
+        )
+        if waiter not in done:
+            if cancel_wait in done:
+                aborted = True
+            else:
+                timed_out = True
+            _killpg(pgid, signal_mod.SIGTERM)
+            finished, _ = await asyncio.wait({waiter}, timeout=grace)
+            if not finished:
+                _killpg(pgid, signal_mod.SIGKILL)
+                await waiter
+        # Descendants may still hold the pipes open: give them the grace period, then end the group.
+        _, pending = await asyncio.wait(pumps, timeout=grace)
+        if pending:
+            _killpg(pgid, signal_mod.SIGKILL)
+            _, pending = await asyncio.wait(pending, timeout=1.0)
+            for task in pending:
+                task.cancel()
+    except asyncio.CancelledError:
+        _killpg(pgid, signal_mod.SIGKILL)
+        raise
+    finally:
+        cancel_wait.cancel()
+        for task in pumps:
+            if not task.done():
+                task.cancel()
+        if not waiter.done():
+            _killpg(pgid, signal_mod.SIGKILL)
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(waiter), 1.0)
+        await out.close()
+        await err.close()
+    rc = proc.returncode
+    if rc is not None and rc < 0:
+        try:
+            sig_name: str | None = signal_mod.Signals(-rc).name
+        except ValueError:
+            sig_name = f"SIG{-rc}"
+        exit_code: int | None = None
+    else:
+        sig_name, exit_code = None, rc
+    return {
+        "exitCode": exit_code,
+        "signal": sig_name,
+        "timedOut": timed_out,
+        "aborted": aborted,
+        "timeoutMs": timeout_ms,
+        "stdout": out.result(),
+        "stderr": err.result(),
+    }
+
+
+def _stream_text(stream: dict[str, Any]) -> str:
+    text = stream["text"]
+    if stream.get("truncated"):
+        text += f"\n[output truncated; full output: {stream.get('spillPath') or '(unavailable)'}]"
+    return text
+
+
+def render_bash_result(value: dict[str, Any]) -> str:
+    """dsh ``renderResult`` (runtime-corrections B.3); no sandbox markers here (no sandbox)."""
+    if value.get("kind") == "background":
+        return f"started background job {value['jobId']}"
+    body = _stream_text(value["stdout"])
+    err = _stream_text(value["stderr"])
+    if err != "":
+        if body != "" and not body.endswith("\n"):
+            body += "\n"
+        body += "[stderr]\n" + err
+    if body == "":
+        body = "(no output)"
+    markers: list[str] = []
+    if value.get("timedOut"):
+        markers.append(f"[timed out after {js_number(value['timeoutMs'])}ms]")
+    if value.get("signal") is not None:
+        markers.append(f"[killed by signal: {value['signal']}]")
+    elif value.get("exitCode") != 0:
+        markers.append(f"[exit code: {value.get('exitCode')}]")
+    if not markers:
+        return body
+    return (body if body.endswith("\n") else body + "\n") + "\n".join(markers)
+
+
+def _validate(args: Any) -> None:
+    if not isinstance(args, dict):
+        raise plain_error("invalid command: expected a non-empty string")
+    command = args.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise plain_error("invalid command: expected a non-empty string")
+    description = args.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise plain_error("invalid description: expected a non-empty string")
+    timeout = args.get("timeoutMs")
+    if timeout is not None:
+        ok = isinstance(timeout, int | float) and not isinstance(timeout, bool)
+        if not ok or timeout != timeout or timeout in (float("inf"), float("-inf")) or timeout <= 0:
+            raise plain_error(f"invalid timeoutMs: expected a positive number, got {js_number(timeout)}")
+
+
+def bash_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not _SCRUB.match(k)}
+    env.update(ENV_OVERRIDES)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def bash_tool(
+    schema: dict[str, Any],
+    *,
+    background: bool = False,
+    escalation: bool = False,
+    jobs: Any = None,
+    default_timeout_ms: float = DEFAULT_TIMEOUT_MS,
+    max_timeout_ms: float = MAX_TIMEOUT_MS,
+    max_output_bytes: int = MAX_OUTPUT_BYTES,
+    max_spill_bytes: int = MAX_SPILL_BYTES,
+    grace_ms: float = GRACE_MS,
+    env: dict[str, str] | None = None,
+) -> ToolDefinition:
+    async def execute(args: Any, ctx: ToolContext) -> Any:
+        _validate(args)
+        if args.get("sandbox_permissions") is not None and not escalation:
+            raise plain_error(
+                "sandbox_permissions is not available in this composition (no sandboxing executor to escalate)"
+            )
+        workdir = args.get("workdir")
+        if isinstance(workdir, str):
+            cwd = await asyncio.to_thread(confine_dir, ctx, workdir, subject="command", escalation=escalation)
+        else:
+            cwd = str(ctx.cwd)
+        if args.get("run_in_background") is True:
+            if not background:
+                raise plain_error(
+                    "run_in_background is disabled for this deployment (enableRunInBackground: false)"
+                )
+            if jobs is None:
+                raise plain_error(
+                    "background jobs unavailable: load @deepseek-ai/dsh-jobs and @deepseek-ai/dsh-tool-jobs"
+                )
+            if ctx.cancelled.is_set():
+                raise aborted_error()
+            job_id = await jobs.start(args["command"], cwd=cwd, env=bash_env(env))
+            return {"kind": "background", "jobId": str(job_id)}
+        if not os.path.isdir(cwd):
+            raise plain_error(f'workdir "{cwd}" is not a directory')
+        if ctx.cancelled.is_set():
+            raise aborted_error()
+        requested = args.get("timeoutMs")
+        timeout_ms = min(requested if requested is not None else default_timeout_ms, max_timeout_ms)
+        spill_dir = (
+            Path(ctx.spill_dir)
+            if ctx.spill_dir is not None
+            else Path(tempfile.gettempdir()) / (f"dsh-tui-spill-{os.getuid()}")
+        )
+        stem = spill_dir / re.sub(r"[^A-Za-z0-9._-]+", "_", ctx.call_id or "bash")[:60]
+        result = await run_bash(
+            args["command"], cwd=cwd, timeout_ms=timeout_ms, cancelled=ctx.cancelled, env=bash_env(env),
+            max_output_bytes=max_output_bytes, max_spill_bytes=max_spill_bytes, spill_stem=stem, grace_ms=grace_ms,
+        )  # fmt: skip
+        if result["aborted"]:
+            raise aborted_error()
+        return {"kind": "foreground", **result}
+
+    def render(args: Any, value: Any) -> list[dict[str, Any]]:
+        return [{"type": "text", "text": render_bash_result(value)}]
+
+    return ToolDefinition(
+        name="bash",
+        description=schema["description"],
+        parameters=schema["parameters"],
+        execute=execute,
+        render=render,
+        presentation_meta=None,
+        is_concurrency_safe=None,
+        access="exec",
+    )
