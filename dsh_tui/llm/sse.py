@@ -1,0 +1,85 @@
+"""Incremental Server-Sent Events framing (WHATWG ``text/event-stream``), byte oriented.
+
+``SseDecoder.feed(data)`` takes raw bytes exactly as they come off the socket (reads may split
+anywhere, including inside a UTF-8 sequence or between ``\\r`` and ``\\n``) and returns the
+``data`` payloads of every event completed by those bytes, as ``bytes`` (UTF-8, multi-line data
+joined with ``\\n``). An event is dispatched only at its terminating blank line, as in the
+``eventsource-parser`` package dsh uses: a trailing event with no blank line is never delivered.
+Comment lines (``: keep-alive``) produce nothing but are counted in ``comments``; ``event``,
+``id`` and ``retry`` fields are accepted and ignored (chat-completions streams do not use them).
+
+The decoder is on the provider's hot path (one call per socket read, one payload per token), so
+it works on bytes with ``bytes.split`` and keeps the common ``data: {...}\\n\\n`` shape cheap.
+"""
+
+from __future__ import annotations
+
+_CR = b"\r"
+_LF = b"\n"
+_CRLF = b"\r\n"
+
+
+class SseDecoder:
+    __slots__ = ("_buf", "_data", "_has_data", "comments", "lines")
+
+    def __init__(self) -> None:
+        self._buf = b""  # the incomplete last line
+        self._data: list[bytes] = []  # data lines of the event being built
+        self._has_data = False
+        self.comments = 0  # comment lines seen (transport activity, never an event)
+        self.lines = 0  # complete lines seen
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        """Consume bytes; return the payloads of the events they complete, in order."""
+        if self._buf:
+            chunk = self._buf + chunk
+        if _CR in chunk:
+            # A lone CR ends a line too; hold a CR at the very end back, its LF may follow.
+            hold = chunk.endswith(_CR)
+            if hold:
+                chunk = chunk[:-1]
+            chunk = chunk.replace(_CRLF, _LF).replace(_CR, _LF)
+            if hold:
+                chunk += _CR
+        lines = chunk.split(_LF)
+        # The incomplete last line (possibly ending in a held-back CR) waits for more bytes.
+        self._buf = lines.pop()
+        if not lines:
+            return []
+        self.lines += len(lines)
+        out: list[bytes] = []
+        data = self._data
+        for line in lines:
+            if not line:
+                if self._has_data:
+                    out.append(data[0] if len(data) == 1 else _LF.join(data))
+                    data.clear()
+                    self._has_data = False
+                continue
+            if line.startswith(b"data:"):
+                value = line[5:]
+                if value.startswith(b" "):
+                    value = value[1:]
+                data.append(value)
+                self._has_data = True
+                continue
+            if line.startswith(b":"):
+                self.comments += 1
+                continue
+            name, sep, value = line.partition(b":")
+            if name == b"data":  # "data" with no colon: an empty data line
+                data.append(b"")
+                self._has_data = True
+            # event / id / retry / unknown fields: ignored.
+        return out
+
+    def close(self) -> list[bytes]:
+        """End of stream: a held-back CR completes its line; an unterminated event is dropped."""
+        out: list[bytes] = []
+        if self._buf.endswith(_CR):
+            self._buf = self._buf[:-1] + _LF
+            out = self.feed(b"")
+        self._buf = b""
+        self._data.clear()
+        self._has_data = False
+        return out

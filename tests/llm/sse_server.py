@@ -1,0 +1,302 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1 for provider tests.
+
+``ScriptServer`` is a real HTTP/1.1 server (``ThreadingHTTPServer`` in its own thread, port 0). Each
+POST takes the next ``Reply`` from its queue and plays it: status, headers, then either a plain body
+or an SSE body sent with chunked transfer encoding, step by step (bytes to send, or a float = sleep
+that many seconds), and finally ``end``:
+
+* ``"close"`` — the terminating zero-length chunk (a clean end of body, connection kept alive);
+* ``"drop"``  — the socket is shut down mid-body with no terminator (an abrupt connection loss);
+* ``"stall"`` — nothing more is sent; the server waits until the client closes the connection
+  (recorded in ``Reply.client_closed``) or the server stops.
+
+Every request is recorded (``server.requests``: method, path, headers, parsed JSON body) so tests can
+assert what the adapter sent. Run as a script (``python tests/llm/sse_server.py --body-file F``) it
+serves the same pre-rendered SSE body to every POST as fast as the socket takes it and prints
+``PORT <n>`` — the benchmark's server in a separate process.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import select
+import socket
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DONE = b"data: [DONE]\n\n"
+
+
+def sse(obj: Any) -> bytes:
+    """One SSE event carrying ``obj`` as compact JSON."""
+    text = obj if isinstance(obj, str) else json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+    return b"data: " + text.encode() + b"\n\n"
+
+
+def chunk(
+    content: str | None = None,
+    *,
+    reasoning: str | None = None,
+    tool_calls: list[dict] | None = None,
+    finish: str | None = None,
+    usage: dict | None = None,
+    role: str | None = None,
+    no_choices: bool = False,
+) -> dict:
+    """A ``chat.completion.chunk`` object the way DeepSeek streams it."""
+    delta: dict[str, Any] = {}
+    if role is not None:
+        delta["role"] = role
+    if content is not None:
+        delta["content"] = content
+    if reasoning is not None:
+        delta["reasoning_content"] = reasoning
+    if tool_calls is not None:
+        delta["tool_calls"] = tool_calls
+    out: dict[str, Any] = {
+        "id": "chatcmpl-test",
+        "object": "chat.completion.chunk",
+        "created": 1_780_000_000,
+        "model": "deepseek-v4-flash",
+        "system_fingerprint": "fp_test",
+        "choices": []
+        if no_choices
+        else [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+    if usage is not None:
+        out["usage"] = usage
+    return out
+
+
+def tool_call(index: int, *, id: str | None = None, name: str | None = None, args: str | None = None) -> dict:
+    call: dict[str, Any] = {"index": index}
+    if id is not None:
+        call["id"] = id
+        call["type"] = "function"
+    fn: dict[str, Any] = {}
+    if name is not None:
+        fn["name"] = name
+    if args is not None:
+        fn["arguments"] = args
+    call["function"] = fn
+    return call
+
+
+@dataclass
+class Reply:
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    steps: list[bytes | float] = field(default_factory=list)
+    body: bytes | None = None  # a plain (non-SSE) body sent with Content-Length
+    end: str = "close"  # close | drop | stall
+    client_closed: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+
+
+def sse_reply(*objs: Any, done: bool = True, **kw: Any) -> Reply:
+    steps: list[bytes | float] = [sse(o) if not isinstance(o, (bytes, float, int)) else o for o in objs]
+    if done:
+        steps.append(DONE)
+    return Reply(steps=steps, **kw)
+
+
+def json_reply(status: int, obj: Any, headers: dict[str, str] | None = None) -> Reply:
+    h = {"content-type": "application/json"}
+    h.update(headers or {})
+    return Reply(status=status, headers=h, body=json.dumps(obj).encode())
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, *args: Any) -> None:  # quiet
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            parsed = json.loads(raw) if raw else None
+        except ValueError:
+            parsed = None
+        self.server.requests.append(
+            {
+                "method": "POST",
+                "path": self.path,
+                "headers": dict(self.headers.items()),
+                "body": parsed,
+                "raw": raw,
+            }
+        )
+        if self.server.fixed_body is not None:
+            self._send_chunked_blob(self.server.fixed_body)
+            return
+        try:
+            reply = self.server.replies.get_nowait()
+        except queue.Empty:
+            reply = json_reply(500, {"error": {"message": "sse_server: no scripted reply left"}})
+        self._play(reply)
+
+    def _play(self, reply: Reply) -> None:
+        try:
+            self.send_response(reply.status)
+            for k, v in reply.headers.items():
+                self.send_header(k, v)
+            if reply.body is not None:
+                self.send_header("content-length", str(len(reply.body)))
+                self.end_headers()
+                self.wfile.write(reply.body)
+                self.wfile.flush()
+                return
+            if not any(k.lower() == "content-type" for k in reply.headers):
+                self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.send_header("cache-control", "no-cache")
+            self.end_headers()
+            self.wfile.flush()
+            for step in reply.steps:
+                if isinstance(step, (int, float)):
+                    if self._sleep_or_closed(float(step), reply):
+                        return
+                    continue
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(step), step))
+                self.wfile.flush()
+            if reply.end == "close":
+                self.wfile.write(b"0\r\n\r\n")
+                self.wfile.flush()
+            elif reply.end == "drop":
+                self.close_connection = True
+                try:
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            elif reply.end == "stall":
+                self.close_connection = True
+                self._sleep_or_closed(None, reply)
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            reply.client_closed.set()
+        finally:
+            reply.finished.set()
+
+    def _sleep_or_closed(self, seconds: float | None, reply: Reply) -> bool:
+        """Sleep (``None``: until stop); return True if the client closed the connection meanwhile."""
+        deadline = None if seconds is None else time.monotonic() + seconds
+        sock = self.connection
+        while not self.server.stopping.is_set():
+            wait = 0.02 if deadline is None else min(0.02, deadline - time.monotonic())
+            if deadline is not None and wait <= 0:
+                return False
+            r, _, _ = select.select([sock], [], [], max(wait, 0))
+            if r:
+                try:
+                    data = sock.recv(1, socket.MSG_PEEK)
+                except OSError:
+                    data = b""
+                if not data:
+                    self.close_connection = True
+                    reply.client_closed.set()
+                    return True
+                time.sleep(0.01)
+        return True
+
+    def _send_chunked_blob(self, blob: bytes) -> None:
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("transfer-encoding", "chunked")
+        self.end_headers()
+        step = 1 << 16
+        view = memoryview(blob)
+        for i in range(0, len(blob), step):
+            part = view[i : i + step]
+            self.wfile.write(b"%x\r\n" % len(part))
+            self.wfile.write(part)
+            self.wfile.write(b"\r\n")
+        self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    requests: list[dict[str, Any]]
+    replies: queue.Queue[Reply]
+    stopping: threading.Event
+    fixed_body: bytes | None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, OSError)):
+            return  # a client that went away (the tests do that on purpose)
+        super().handle_error(request, client_address)
+
+
+class ScriptServer:
+    """``with ScriptServer() as srv: srv.push(reply); url = srv.base_url``."""
+
+    def __init__(self, fixed_body: bytes | None = None) -> None:
+        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server.requests = []
+        self._server.replies = queue.Queue()
+        self._server.stopping = threading.Event()
+        self._server.fixed_body = fixed_body
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        return self._server.requests
+
+    def push(self, *replies: Reply) -> None:
+        for r in replies:
+            self._server.replies.put(r)
+
+    def start(self) -> ScriptServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.stopping.set()
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+    def __enter__(self) -> ScriptServer:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2 or argv[0] != "--body-file":
+        print("usage: sse_server.py --body-file FILE", file=sys.stderr)
+        return 2
+    with open(argv[1], "rb") as f:
+        blob = f.read()
+    srv = ScriptServer(fixed_body=blob).start()
+    print(f"PORT {srv.port}", flush=True)
+    try:
+        sys.stdin.read()  # until the parent closes our stdin
+    finally:
+        srv.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
