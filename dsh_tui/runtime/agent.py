@@ -1,0 +1,633 @@
+"""The agent: inbox, phase machine and the turn / step driver (runtime spec 3, corrections C1-C22).
+
+One ``Agent`` drives one ``Session`` inside one asyncio loop. Every request is derived from the log:
+messages are ``session.derive_messages()``; config, system prompt and tools are the latest
+``request/header``. The driver is written literally after the TypeScript ``turn()`` / ``step()``
+including its abort checkpoints; the synchronous prefix of a turn (``turn/start`` and the first claim)
+runs inline in the waking ``send()`` (JS runs an async function synchronously up to its first await).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh_tui.llm.protocol import ABORTED, UNKNOWN, LlmError, Provider
+from dsh_tui.runtime import prompt as prompt_mod
+from dsh_tui.runtime.approval import PRESETS, ApprovalService
+from dsh_tui.runtime.assembler import BlockAssembler
+from dsh_tui.runtime.bus import EventBus
+from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN, Inbox
+from dsh_tui.runtime.signal import AbortError, AbortSignal
+from dsh_tui.runtime.tools import Scheduler, ToolService
+from dsh_tui.session.errors import DshError
+from dsh_tui.tools.base import ToolDefinition
+
+log = logging.getLogger("dsh_tui.runtime.agent")
+
+IDLE = "idle"
+RUNNING = "running"
+MAINTENANCE = "maintenance"
+
+
+@dataclass
+class AgentConfig:
+    provider: str = ""
+    model: str = ""
+    reasoning_effort: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    preset: str = "workspace-write"  # 'read-only' | 'workspace-write' | 'full-access'
+    cwd: str | os.PathLike = "."
+    workspace: str | os.PathLike | None = None  # defaults to cwd
+    # System prompt: harness identity (order -100), persona (order 0), extra sections {name, order, text, complete?}.
+    include_harness_identity: bool = True
+    persona: str | None = None
+    system_sections: list[dict] = field(default_factory=list)
+    # Runtime-context sections (list of {name, text}); None = cwd, platform, date, git branch.
+    context_sections: list[dict] | None = None
+    runtime_context: bool = True
+    tool_order: list[str] | None = None
+    max_parallel_tool_calls: int = 10
+    context_window: int | None = None  # overrides the provider's ModelInfo
+    check_requests: bool = False  # runtime spec 2.5 invariant: every request re-derived from the log
+    retry: bool = True
+    compaction: bool = True
+    compaction_threshold_ratio: float = 0.8
+    compaction_retain_ratio: float = 0.16
+    compaction_max_tokens: int = 8192
+    compaction_retries: int = 1
+    max_overflow_retries: int = 1
+    prune_threshold_chars: int = 8192
+    max_inline_bytes: int | None = 50_000
+    spill_dir: str | os.PathLike | None = None
+    approval_policy: str = "ask"  # 'ask' consults answerers; 'never' rejects every approval request
+
+
+class _FailureError(LlmError):
+    """A terminal provider failure carrying the exact ``LlmFailure`` dict of the finish chunk."""
+
+    def __init__(self, failure: dict) -> None:
+        super().__init__(str(failure.get("message", "")), str(failure.get("code", UNKNOWN)))
+        self.failure_dict = dict(failure)
+
+    def failure(self) -> dict[str, Any]:
+        return dict(self.failure_dict)
+
+
+def error_chain(err: BaseException) -> str:
+    parts = []
+    seen = set()
+    cur: BaseException | None = err
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        text = str(cur) or type(cur).__name__
+        parts.append(text)
+        cur = cur.__cause__ or cur.__context__
+    return ": ".join(parts)
+
+
+def to_failure(err: BaseException) -> dict:
+    if isinstance(err, LlmError):
+        return err.failure()
+    return {"message": error_chain(err), "code": UNKNOWN}
+
+
+class _TurnState:
+    __slots__ = ("turn", "opened", "claimed", "exc")
+
+    def __init__(self) -> None:
+        self.turn = 0
+        self.opened = False
+        self.claimed: list[dict] = []
+        self.exc: BaseException | None = None
+
+
+def user_message(content: str | list | dict, source: dict | None = None) -> dict:
+    if isinstance(content, dict) and "role" in content:
+        msg = dict(content)
+        msg.setdefault("id", str(uuid.uuid4()))
+        return msg
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    return {"id": str(uuid.uuid4()), "role": "user", "content": blocks, "source": source or {"kind": "user"}}
+
+
+class Agent:
+    """See ``dsh_tui.runtime`` for the public API."""
+
+    def __init__(
+        self,
+        session: Any,
+        provider: Provider | None,
+        tools: list[ToolDefinition] | None = None,
+        *,
+        config: AgentConfig | None = None,
+        checkpoint: Callable[[str], Awaitable[Any]] | None = None,
+        clock: Callable[[], int] | None = None,
+        sleep: Callable[[float], Awaitable[Any]] | None = None,
+        bus: EventBus | None = None,
+    ) -> None:
+        self.session = session
+        self.provider = provider
+        self.config = config or AgentConfig()
+        if self.config.preset not in PRESETS:
+            raise DshError(f"unknown preset {self.config.preset!r} (expected one of {', '.join(PRESETS)})")
+        if provider is not None and not self.config.provider:
+            self.config.provider = getattr(provider, "name", "") or ""
+        self.checkpoint = checkpoint
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.sleep = sleep or asyncio.sleep
+        self.bus = bus or EventBus()
+        self.id: str = session.id
+        self.tool_state: dict[str, Any] = {}
+        self.spill_dir = Path(self.config.spill_dir) if self.config.spill_dir else (
+            Path(tempfile.gettempdir()) / "dsh-tui-spill" / str(self.id))
+        self.inbox = Inbox(session, self._notify)
+        self.tools = ToolService(self, list(tools or []))
+        self.approval = ApprovalService(self)
+        self.approval.policy = self.config.approval_policy
+        self._context_tracker = prompt_mod.RuntimeContextTracker(session)
+        self._phase = IDLE
+        self._phase_turn = session.last_turn
+        self._phase_step = 0
+        self._abort = AbortSignal()
+        self._wake_requested = False
+        self._driver: asyncio.Task | None = None
+        self._idle_waiters: list[asyncio.Future] = []
+        self._assembly: prompt_mod.Assembly | None = None
+        self._requested_once = False
+        self._last_header: dict | None = None
+        self._last_context: dict | None = None
+        self._disposed = False
+        self.statuses: list[str] = []
+        self.phase_changed_at: int = self.clock()
+        if self.config.retry:
+            from dsh_tui.runtime.retry import RetryExecutor
+
+            self.bus.on("agent/request-error", RetryExecutor(self).on_request_error, scope=self.id)
+        if self.config.compaction:
+            from dsh_tui.runtime.compaction import Compactor
+
+            self.compactor = Compactor(self)
+            self.bus.on("agent/pre-step", self.compactor.on_pre_step, scope=self.id)
+            self.bus.on("agent/request-error", self.compactor.on_request_error, scope=self.id)
+        else:
+            self.compactor = None
+
+    # ---- events --------------------------------------------------------------------------------
+    def on(self, name: str, listener: Callable[..., Any], mode: str | None = None, *, prepend: bool = False,
+           scoped: bool = True) -> Callable[[], None]:
+        """Register a listener for an agent/capability event; returns ``off()``. ``mode`` is informational."""
+        return self.bus.on(name, listener, scope=self.id if scoped else None, prepend=prepend)
+
+    def _notify(self, name: str, payload: dict) -> None:
+        self.bus.emit(name, {"agent": self, **payload}, scope=self.id)
+
+    def _emit_error(self, err: BaseException | dict) -> None:
+        failure = err if isinstance(err, dict) else to_failure(err)
+        self._notify("agent/error", {"turn": self._phase_turn, "step": self._phase_step, "error": failure})
+
+    # ---- status --------------------------------------------------------------------------------
+    @property
+    def status(self) -> str:
+        return RUNNING if self._phase == RUNNING else IDLE
+
+    @property
+    def phase(self) -> dict:
+        out: dict[str, Any] = {"kind": self._phase, "since": self.phase_changed_at}
+        if self._phase == IDLE:
+            out["lastTurn"] = self._phase_turn
+        else:
+            out["wakeRequested"] = self._wake_requested
+            if self._phase == RUNNING:
+                out["turn"], out["step"] = self._phase_turn, self._phase_step
+        return out
+
+    @property
+    def signal(self) -> AbortSignal:
+        return self._abort
+
+    def _set_phase(self, phase: str) -> None:
+        before = self.status
+        self._phase = phase
+        self.phase_changed_at = self.clock()
+        self._notify("agent/phase", {"phase": self.phase})
+        if self.status != before:
+            self.statuses.append(self.status)
+            self._notify("agent/status", {"status": self.status})
+
+    async def wait_idle(self) -> None:
+        while self._phase != IDLE or self._driver is not None:
+            fut = asyncio.get_running_loop().create_future()
+            self._idle_waiters.append(fut)
+            await fut
+
+    # ---- input ---------------------------------------------------------------------------------
+    def send(self, message: str | list | dict, target: str = NEXT_TURN, wakeup: bool = True) -> dict:
+        msg = user_message(message)
+        if wakeup and self._phase != IDLE and (self._phase == MAINTENANCE or self._abort.aborted):
+            target = NEXT_TURN  # a waking send after an abort is retargeted to the next turn
+        self.inbox.append(target, msg)
+        if wakeup:
+            self._wake()
+        return msg
+
+    def followup(self, message: str | list | dict) -> dict:
+        return self.send(message, NEXT_TURN, True)
+
+    def steer(self, message: str | list | dict) -> dict:
+        return self.send(message, NEXT_STEP, True)
+
+    def inject(self, message: str | list | dict) -> dict:
+        return self.send(message, NEXT_STEP, False)
+
+    def cancel(self, reason: dict | None = None, *, keep_inbox: bool = False) -> None:
+        reason = reason or {"kind": "user"}
+        if not keep_inbox:
+            self._wake_requested = False
+            try:
+                self.inbox.clear()
+            except DshError:
+                # Called from inside a session observer: appends are not re-entrant, defer the clear.
+                asyncio.get_running_loop().call_soon(self.inbox.clear)
+        if self._phase != IDLE:
+            self._abort.abort(reason)
+
+    async def dispose(self) -> None:
+        self._disposed = True
+        self.cancel({"kind": "disposed"})
+        await self.wait_idle()
+        self._notify("agent/disposed", {})
+
+    async def run_maintenance(self, job: Callable[[AbortSignal], Awaitable[Any]]) -> Any:
+        """Run non-turn work from idle (status stays idle); waking input is latched until it ends."""
+        if self._phase != IDLE:
+            raise DshError("the agent is busy")
+        self._abort = AbortSignal()
+        self._set_phase(MAINTENANCE)
+        try:
+            return await job(self._abort)
+        finally:
+            self._set_phase(IDLE)
+            self._after_idle()
+
+    # ---- the driver ----------------------------------------------------------------------------
+    def _wake(self) -> None:
+        if self._disposed:
+            return
+        if self._phase == RUNNING and not self._abort.aborted:
+            return
+        if self._phase == MAINTENANCE or self._phase == RUNNING:
+            if (self._abort.reason or {}).get("kind") != "disposed":
+                self._wake_requested = True
+            return
+        loop = asyncio.get_running_loop()
+        self._abort = AbortSignal()
+        self._wake_requested = False
+        self._phase_step = 0
+        self._set_phase(RUNNING)
+        first = self._turn_open()
+        self._driver = loop.create_task(self._drive(first))
+
+    def _turn_open(self) -> _TurnState:
+        """The synchronous prefix of ``turn()``: abort check, ``turn/start``, first claim."""
+        st = _TurnState()
+        try:
+            self._abort.throw_if_aborted()
+            turn = self._phase_turn + 1
+            try:
+                self.session.append("turn/start", {"turn": turn})
+            except Exception as err:
+                self._emit_error(err)
+                raise
+            self._phase_turn = turn
+            self._phase_step = 0
+            st.turn = turn
+            st.opened = True
+            st.claimed = self.inbox.claim(NEXT_TURN, turn)
+        except BaseException as err:  # noqa: BLE001 - handed to the async part
+            st.exc = err
+        return st
+
+    async def _drive(self, first: _TurnState) -> None:
+        try:
+            st = first
+            while True:
+                more = await self._turn_run(st)
+                if not more:
+                    break
+                st = self._turn_open()
+        except AbortError:
+            pass
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:  # noqa: BLE001 - the drain contains every failure
+            log.debug("turn failed: %s", err)
+        finally:
+            self._driver = None
+            self._set_phase(IDLE)
+            self._after_idle()
+
+    def _after_idle(self) -> None:
+        waiters, self._idle_waiters = self._idle_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+        if self._wake_requested and self.inbox.pending() and not self._disposed:
+            self._wake_requested = False
+            self._wake()
+
+    async def _turn_run(self, st: _TurnState) -> bool:
+        if not st.opened:
+            raise st.exc if st.exc is not None else DshError("turn did not open")
+        signal = self._abort
+        turn = st.turn
+        turn_ends: dict | None = None
+        try:
+            if st.exc is not None:
+                raise st.exc
+            target = NEXT_TURN
+            claimed: list[dict] | None = st.claimed
+            while True:
+                signal.throw_if_aborted()
+                step = self._phase_step + 1
+                decision = await self._pre_step(target, turn, step, claimed)
+                claimed = None
+                if decision.get("kind") == "reject":
+                    turn_ends = {"kind": "blocked"}
+                    return False
+                messages = list(decision.get("messages") or [])
+                if turn_ends is not None and not messages:
+                    break
+                if self._phase_step == 0 and not messages:
+                    turn_ends = {"kind": "completed"}
+                    return False
+                signal.throw_if_aborted()
+                self.session.append("step/start", {"turn": turn, "step": step})
+                self._phase_step = step
+                try:
+                    for m in messages:
+                        self.session.append("user/message", m, surface_op="append")
+                    step_end = await self._step(turn, step)
+                    if turn_ends is None or turn_ends.get("kind") != "max-tokens":
+                        turn_ends = step_end
+                finally:
+                    self.session.append("step/end", {"turn": turn, "step": step})
+                signal.throw_if_aborted()
+                if turn_ends is not None and not self.inbox.next_step:
+                    await self.bus.serial("agent/turn-stopping", {"agent": self, "turn": turn, "signal": signal},
+                                          scope=self.id)
+                    signal.throw_if_aborted()
+                if turn_ends is not None and not self.inbox.next_step:
+                    break
+                target = NEXT_STEP
+        except BaseException as err:
+            if isinstance(err, asyncio.CancelledError) and not signal.aborted:
+                signal.abort({"kind": "disposed"})
+            if signal.aborted:
+                turn_ends = {"kind": "aborted", "reason": signal.reason}
+                raise
+            turn_ends = {"kind": "error", "error": to_failure(err)}
+            self._emit_error(turn_ends["error"])
+            raise
+        finally:
+            self.session.append("turn/end", {"turn": turn, "reason": turn_ends})
+        if self.inbox.pending():
+            self._abort = AbortSignal()
+            self._wake_requested = False
+            self._phase_step = 0
+            return True
+        return False
+
+    # ---- pre-step ------------------------------------------------------------------------------
+    def assemble_default(self) -> prompt_mod.Assembly:
+        cfg = self.config
+        sections = []
+        if cfg.include_harness_identity:
+            sections.append(prompt_mod.Section("harness:identity", -100, prompt_mod.HARNESS_IDENTITY))
+        if cfg.persona:
+            sections.append(prompt_mod.Section("deployment:persona", 0, cfg.persona))
+        for s in cfg.system_sections:
+            sections.append(prompt_mod.Section(s["name"], int(s.get("order", 0)), s["text"], bool(s.get("complete"))))
+        if cfg.runtime_context:
+            if cfg.context_sections is None:
+                contexts = prompt_mod.default_context_sections(Path(cfg.cwd), self.clock())
+            else:
+                contexts = [prompt_mod.Section(c["name"], i, c["text"]) for i, c in enumerate(cfg.context_sections)]
+        else:
+            contexts = []
+        variables = {"provider": cfg.provider, "model": cfg.model, "cwd": str(cfg.cwd)}
+        return prompt_mod.Assembly(sections=sections, tools=self.tools.schemas(), variables=variables,
+                                   contexts=contexts)
+
+    async def _pre_step(self, target: str, turn: int, step: int, claimed: list[dict] | None) -> dict:
+        signal = self._abort
+        if claimed is None:
+            claimed = self.inbox.claim(target, turn)
+        if self.checkpoint is not None:
+            await signal.race(self.checkpoint("pre-step"))
+        signal.throw_if_aborted()
+        assembly = await self.bus.waterfall("system-prompt/assemble", {"agent": self, "signal": signal},
+                                            self.assemble_default, scope=self.id)
+        signal.throw_if_aborted()
+        rendered = prompt_mod.render_sections(assembly.contexts, assembly.variables, "context")
+        snapshot = self._context_tracker.project(rendered) if self.config.runtime_context or rendered else None
+        self._assembly = assembly
+        entered = list(claimed) + ([snapshot] if snapshot is not None else [])
+        payload = {"agent": self, "messages": list(claimed), "turn": turn, "step": step, "signal": signal}
+        decision = await self.bus.waterfall("agent/pre-step", payload,
+                                            lambda: {"kind": "enter", "messages": entered}, scope=self.id)
+        signal.throw_if_aborted()
+        if decision is None:
+            decision = {"kind": "enter", "messages": entered}
+        return decision
+
+    # ---- step ----------------------------------------------------------------------------------
+    def _seed_config(self) -> dict:
+        cfg = self.config
+        if self._requested_once and self._last_header is not None:
+            return dict(self._last_header["config"])
+        seed: dict[str, Any] = {"provider": cfg.provider, "model": cfg.model}
+        effort = cfg.reasoning_effort
+        if effort is None:
+            prior = self.session.request_header()
+            if prior and prior.get("config", {}).get("provider") == cfg.provider \
+                    and prior["config"].get("model") == cfg.model \
+                    and not (prior.get("adapterDefaults") or {}).get("reasoningEffort") \
+                    and prior["config"].get("reasoningEffort"):
+                effort = prior["config"]["reasoningEffort"]
+        if effort is not None:
+            seed["reasoningEffort"] = effort
+        if cfg.temperature is not None:
+            seed["temperature"] = cfg.temperature
+        if cfg.max_tokens is not None:
+            seed["maxTokens"] = cfg.max_tokens
+        return seed
+
+    def context_window(self, model: str | None = None) -> int | None:
+        if self.config.context_window:
+            return self.config.context_window
+        if self.provider is None:
+            return None
+        try:
+            return self.provider.resolve_model(model or self.config.model).context_window
+        except Exception:  # noqa: BLE001
+            return None
+
+    def _log_request(self, config: dict, system: str, tools: list[dict]) -> dict:
+        header: dict[str, Any] = {"config": config}
+        if system:
+            header["system"] = system
+        if tools:
+            header["tools"] = tools
+        if not self._requested_once:
+            prior = self.session.request_header()
+            reason = "resume" if prior is not None else "initial"
+            self.session.append("request/header", {"header": header, "reason": reason})
+            self._requested_once = True
+            self._last_context = self.session.request_context()
+        elif header != self._last_header:
+            self.session.append("request/header", {"header": header, "reason": "change"})
+        self._last_header = header
+        ctx: dict[str, Any] = {"provider": config["provider"], "model": config["model"]}
+        cw = self.context_window(config["model"])
+        if cw:
+            ctx["contextWindow"] = cw
+        if ctx != self._last_context:
+            self.session.append("request/context", ctx)
+            self._last_context = ctx
+        return header
+
+    def _check_request(self, request: dict) -> None:
+        derived = self.session.derive_messages()
+        if request["messages"] != derived:
+            raise DshError("request messages differ from session.derive_messages()")
+        header = self.session.request_header() or {}
+        want = {"config": request["config"]}
+        if request.get("system"):
+            want["system"] = request["system"]
+        if request.get("tools"):
+            want["tools"] = request["tools"]
+        got = {k: header[k] for k in ("config", "system", "tools") if header.get(k)}
+        if got != want:
+            raise DshError("request config/system/tools differ from the latest request/header")
+
+    async def _step(self, turn: int, step: int) -> dict | None:
+        signal = self._abort
+        assembly = self._assembly or self.assemble_default()
+        system = prompt_mod.render_system(assembly)
+        tools = assembly.tools
+        while True:
+            messages = self.session.derive_messages()  # C22: snapshotted before agent/request
+            seed = self._seed_config()
+            config = await self.bus.waterfall("agent/request", {"agent": self, "turn": turn, "step": step,
+                                                                "signal": signal}, lambda s=seed: s, scope=self.id)
+            if not config or not config.get("provider") or not config.get("model"):
+                raise DshError(f"agent {self.id} has no provider/model")
+            self._log_request(config, system, tools)
+            request = {"config": config, "system": system or None, "tools": tools, "messages": messages,
+                       "sessionId": self.id, "purpose": "turn"}
+            if self.config.check_requests:
+                self._check_request(request)
+            if self.checkpoint is not None:
+                await signal.race(self.checkpoint("request"))
+            signal.throw_if_aborted()
+            asm, seqs = await self._stream_attempt(request, turn, step, signal)
+            kind = asm.finish_kind
+            if kind in ("error", "aborted"):
+                failure = dict((asm.finish or {}).get("failure") or {"message": "model call failed", "code": UNKNOWN})
+                if kind == "aborted" and "code" not in failure:
+                    failure["code"] = ABORTED
+                payload = {"agent": self, "turn": turn, "step": step, "provider": config["provider"],
+                           "failure": failure, "retryPolicy": self._retry_policy(), "signal": signal}
+                action = await self.bus.waterfall("agent/request-error", payload, lambda: None, scope=self.id)
+                signal.throw_if_aborted()
+                if isinstance(action, dict) and action.get("kind") == "retry":
+                    continue
+                raise _FailureError(failure)
+            source: dict[str, Any] = {"kind": "model", "provider": config["provider"], "model": config["model"]}
+            if asm.replay_state is not None:
+                source["replayState"] = asm.replay_state
+            blocks = asm.blocks()
+            message = {"id": str(uuid.uuid4()), "role": "assistant", "content": blocks, "source": source}
+            data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
+            if asm.usage is not None:
+                data["usage"] = asm.usage
+            self.session.append("assistant/message", data, surface_op="append", source_event_seqs=seqs)
+            if kind == "max-tokens":
+                return {"kind": "max-tokens"}
+            calls = [b for b in blocks if b.get("type") == "tool-call"]
+            if not calls:
+                return {"kind": "completed"}
+            concluded = await Scheduler(self.tools, turn, step, signal).run(calls)
+            return {"kind": "completed"} if concluded else None
+
+    def _retry_policy(self) -> Any:
+        try:
+            return self.provider.retry_policy() if self.provider is not None else None
+        except Exception:  # noqa: BLE001
+            return None
+
+    async def _boundary(self, request: dict, signal: AbortSignal):
+        """The final adapter boundary: any provider failure becomes one terminal finish chunk."""
+        try:
+            if self.provider is None:
+                raise LlmError("no provider is configured", "NO_ADAPTER")
+            if self.bus.has("llm/stream", self.id):
+                stream = await self.bus.waterfall("llm/stream", {"agent": self, "request": request},
+                                                  lambda: self.provider.stream(request), scope=self.id)
+            else:
+                stream = self.provider.stream(request)
+            async for chunk in stream:
+                yield chunk
+                if chunk.get("type") == "finish":
+                    return
+        except (asyncio.CancelledError, GeneratorExit):
+            raise
+        except LlmError as err:
+            failure = err.failure()
+            kind = "aborted" if (signal.aborted or err.code == ABORTED) else "error"
+            yield {"type": "finish", "reason": {"kind": kind, "failure": failure}}
+        except Exception as err:  # noqa: BLE001
+            kind = "aborted" if signal.aborted else "error"
+            yield {"type": "finish", "reason": {"kind": kind, "failure": {"message": error_chain(err), "code": UNKNOWN}}}
+
+    async def _stream_attempt(self, request: dict, turn: int, step: int, signal: AbortSignal):
+        asm = BlockAssembler()
+        seqs: list[int] = []
+        session = self.session
+
+        async def consume() -> None:
+            agen = self._boundary(request, signal)
+            try:
+                async for chunk in agen:
+                    signal.throw_if_aborted()
+                    ev = session.append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk})
+                    seqs.append(ev["seq"])
+                    asm.feed(chunk)
+            finally:
+                await agen.aclose()
+
+        try:
+            await signal.race(consume())
+            signal.throw_if_aborted()
+        except AbortError:
+            blocks = asm.interrupted_blocks()
+            if blocks:
+                source = {"kind": "model", "provider": request["config"]["provider"],
+                          "model": request["config"]["model"]}
+                message = {"id": str(uuid.uuid4()), "role": "assistant", "content": blocks, "source": source}
+                data: dict[str, Any] = {"turn": turn, "step": step, "message": message, "interrupted": True}
+                if asm.usage is not None:
+                    data["usage"] = asm.usage
+                session.append("assistant/message", data, surface_op="append", source_event_seqs=list(seqs))
+            raise
+        return asm, seqs

@@ -1,0 +1,113 @@
+"""Approvals (runtime spec 5.8, corrections C6 / B.2) and the permission presets.
+
+``decide_preset(...)`` is the innermost default of ``tools/pre-execute``: it returns ``allow`` or
+``ask``. An ``ask`` goes through ``ApprovalService.request``, which appends ``approval/asked``, runs the
+``approval/request`` waterfall (innermost ``unavailable``: fail closed when nobody answers) and appends
+``approval/decided``. A listener answers by returning (or awaiting) one of ``allowed-once``,
+``rejected``, ``cancelled``, ``unavailable``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from dsh_tui.runtime.signal import AbortError, AbortSignal
+
+PRESETS = ("read-only", "workspace-write", "full-access")
+OUTCOMES = ("allowed-once", "rejected", "cancelled", "unavailable")
+
+
+def outcome_text(outcome: str, tool_name: str) -> str:
+    """The model-visible refusal for a non-allowed outcome (without the ``Error: `` prefix)."""
+    if outcome == "rejected":
+        return f'the user rejected tool "{tool_name}"'
+    if outcome == "cancelled":
+        return f'approval for tool "{tool_name}" was cancelled'
+    return f'tool "{tool_name}" requires approval, but no approval channel is available'
+
+
+def no_service_text(tool_name: str, reason: str | None) -> str:
+    return reason or f'tool "{tool_name}" requires approval (not yet supported)'
+
+
+def no_agent_text(tool_name: str) -> str:
+    return f'tool "{tool_name}" requires approval, but the call has no agent to route it through'
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+        return True
+    except ValueError:
+        return False
+
+
+def target_path(args: Any, cwd: Path) -> Path | None:
+    if not isinstance(args, dict):
+        return None
+    raw = args.get("file_path", args.get("path"))
+    if not isinstance(raw, str) or not raw:
+        return None
+    p = Path(raw).expanduser()
+    if not p.is_absolute():
+        p = cwd / p
+    try:
+        return p.resolve()
+    except OSError:
+        return p
+
+
+def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Path, tool_name: str) -> dict:
+    """``{"kind": "allow"}`` or ``{"kind": "ask", "reason": ...}`` for one call under a preset."""
+    if preset == "full-access":
+        return {"kind": "allow"}
+    path = target_path(args, cwd)
+    outside = path is not None and not _inside(path, workspace.resolve())
+    if access == "exec":
+        return {"kind": "ask", "reason": f"{tool_name} runs a shell command under the {preset} preset"}
+    if access == "write":
+        if preset == "read-only":
+            return {"kind": "ask", "reason": f"{tool_name} modifies files under the read-only preset"}
+        if outside:
+            return {"kind": "ask", "reason": f"{tool_name} writes outside the workspace: {path}"}
+        return {"kind": "allow"}
+    if outside:
+        return {"kind": "ask", "reason": f"{tool_name} reads outside the workspace: {path}"}
+    return {"kind": "allow"}
+
+
+class ApprovalService:
+    def __init__(self, agent: Any) -> None:
+        self.agent = agent
+        # "ask" consults answerers; "never" rejects every request without asking.
+        self.policy = "ask"
+
+    async def request(self, *, tool_name: str, call_id: str, reason: str | None, signal: AbortSignal) -> str:
+        agent = self.agent
+        req_id = str(uuid.uuid4())
+        asked: dict[str, Any] = {"id": req_id, "toolName": tool_name, "callId": call_id}
+        if reason:
+            asked["reason"] = reason
+        agent.session.append("approval/asked", asked)
+        if self.policy == "never":
+            outcome = "rejected"
+        else:
+            payload = {"agent": agent, "id": req_id, "toolName": tool_name, "callId": call_id,
+                       "reason": reason, "signal": signal}
+            try:
+                outcome = await signal.race(
+                    agent.bus.waterfall("approval/request", payload, lambda: "unavailable", scope=agent.id)
+                )
+            except AbortError:
+                agent.session.append("approval/decided", {"id": req_id, "outcome": "cancelled"})
+                raise
+            except Exception:  # noqa: BLE001 - a failing answerer fails closed
+                outcome = "unavailable"
+            if isinstance(outcome, dict):
+                outcome = outcome.get("outcome", outcome.get("kind"))
+            if outcome not in OUTCOMES:
+                outcome = "unavailable"
+        agent.session.append("approval/decided", {"id": req_id, "outcome": outcome})
+        return outcome

@@ -1,0 +1,144 @@
+"""Typed event dispatch in the four Cordis modes (runtime spec 1).
+
+- ``emit``: fire-and-forget, registration order; a listener's exception (or a failing coroutine it
+  returns) is logged and contained, it can neither veto nor starve later listeners.
+- ``waterfall``: around-middleware ``listener(payload, next)``; ``await next()`` delegates to the next
+  listener and finally to the dispatcher's innermost default; returning without calling ``next``
+  short-circuits. The composed return value is the result. Exceptions propagate.
+- ``serial``: awaited one by one in registration order; an exception propagates.
+- ``parallel``: all awaited concurrently (``asyncio.gather``); the first exception propagates.
+
+Listeners may be plain or ``async`` functions. A listener registered with ``scope=<agent id>`` sees only
+events carried by that agent; a global listener (``scope=None``) sees all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+log = logging.getLogger("dsh_tui.runtime.bus")
+
+Listener = Callable[..., Any]
+
+EMIT = "emit"
+WATERFALL = "waterfall"
+SERIAL = "serial"
+PARALLEL = "parallel"
+
+# Dispatch mode of every event the runtime raises (runtime spec 4.2 / 4.3).
+EVENT_MODES: dict[str, str] = {
+    "agent/created": EMIT,
+    "agent/disposed": EMIT,
+    "agent/session-start": EMIT,
+    "agent/status": EMIT,
+    "agent/phase": EMIT,
+    "agent/inbox/inserted": EMIT,
+    "agent/inbox/claimed": EMIT,
+    "agent/inbox/discarded": EMIT,
+    "agent/pre-step": WATERFALL,
+    "agent/request": WATERFALL,
+    "agent/request-error": WATERFALL,
+    "agent/turn-stopping": SERIAL,
+    "agent/error": EMIT,
+    "system-prompt/assemble": WATERFALL,
+    "llm/stream": WATERFALL,
+    "tools/pre-execute": WATERFALL,
+    "tools/execute": WATERFALL,
+    "tools/post-execute": WATERFALL,
+    "tools/result": EMIT,
+    "approval/request": WATERFALL,
+    "session/flush": PARALLEL,
+}
+
+
+class _Entry:
+    __slots__ = ("fn", "scope")
+
+    def __init__(self, fn: Listener, scope: str | None) -> None:
+        self.fn = fn
+        self.scope = scope
+
+
+def _log_task_failure(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("emit listener failed: %r", task.exception())
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._listeners: dict[str, list[_Entry]] = {}
+
+    def on(self, name: str, fn: Listener, *, scope: str | None = None, prepend: bool = False) -> Callable[[], None]:
+        entry = _Entry(fn, scope)
+        lst = self._listeners.setdefault(name, [])
+        if prepend:
+            lst.insert(0, entry)
+        else:
+            lst.append(entry)
+
+        def off() -> None:
+            current = self._listeners.get(name)
+            if current and entry in current:
+                # Copy-on-write so an ongoing dispatch keeps its snapshot.
+                self._listeners[name] = [e for e in current if e is not entry]
+
+        return off
+
+    def has(self, name: str, scope: str | None = None) -> bool:
+        return bool(self._select(name, scope))
+
+    def _select(self, name: str, scope: str | None) -> list[Listener]:
+        lst = self._listeners.get(name)
+        if not lst:
+            return []
+        return [e.fn for e in lst if e.scope is None or e.scope == scope]
+
+    def emit(self, name: str, payload: Any, *, scope: str | None = None) -> None:
+        for fn in self._select(name, scope):
+            try:
+                out = fn(payload)
+            except Exception as err:  # noqa: BLE001 - contained by contract
+                log.warning("listener for %s failed: %r", name, err)
+                continue
+            if inspect.isawaitable(out):
+                task = asyncio.ensure_future(out)
+                task.add_done_callback(_log_task_failure)
+
+    async def waterfall(
+        self,
+        name: str,
+        payload: Any,
+        innermost: Callable[[], Any],
+        *,
+        scope: str | None = None,
+    ) -> Any:
+        chain = self._select(name, scope)
+
+        async def call(i: int) -> Any:
+            if i >= len(chain):
+                out = innermost()
+            else:
+                out = chain[i](payload, lambda: call(i + 1))
+            if inspect.isawaitable(out):
+                out = await out
+            return out
+
+        return await call(0)
+
+    async def serial(self, name: str, payload: Any, *, scope: str | None = None) -> None:
+        for fn in self._select(name, scope):
+            out = fn(payload)
+            if inspect.isawaitable(out):
+                await out
+
+    async def parallel(self, name: str, payload: Any, *, scope: str | None = None) -> list[Any]:
+        outs: list[Awaitable[Any]] = []
+        for fn in self._select(name, scope):
+            out = fn(payload)
+            if inspect.isawaitable(out):
+                outs.append(out)
+        return list(await asyncio.gather(*outs)) if outs else []

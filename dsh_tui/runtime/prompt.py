@@ -1,0 +1,178 @@
+"""System prompt assembly and the runtime-context snapshot (runtime spec 3.5 items 2-3, C11, C12, B.7).
+
+The system prompt is ordered sections joined by blank lines, with strict ``{{variable}}``
+interpolation at render time. Dynamic facts (cwd, platform, date, git branch, ...) are *context
+sections*: they are never put in the system prompt but rendered into one runtime-context
+``user/message`` that is appended only when its text changes (cache friendly, append-only).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+import sys
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dsh_tui.session.errors import DshError
+
+HARNESS_IDENTITY = "You are an AI agent powered by DeepSeek Harness."
+SNAPSHOT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
+SNAPSHOT_PREFIX = "Current runtime context. This snapshot supersedes earlier runtime-context snapshots.\n\n"
+CLEARED_TEXT = "Current runtime context: none. Earlier runtime-context snapshots no longer apply."
+
+_GROUP = re.compile(r"\{\{(.*?)\}\}", re.S)
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
+
+
+class PromptRenderError(DshError):
+    pass
+
+
+@dataclass
+class Section:
+    name: str
+    order: int
+    text: str
+    complete: bool = False
+
+
+@dataclass
+class Assembly:
+    sections: list[Section] = field(default_factory=list)
+    tools: list[dict] = field(default_factory=list)
+    variables: dict[str, Any] = field(default_factory=dict)
+    contexts: list[Section] = field(default_factory=list)
+
+
+def interpolate(text: str, variables: dict[str, Any], where: str) -> str:
+    def sub(m: re.Match) -> str:
+        name = m.group(1).strip()
+        if not _NAME.match(name):
+            raise PromptRenderError(f'malformed prompt variable "{m.group(0)}" ({where})')
+        value = variables.get(name)
+        if value is None or value == "":
+            raise PromptRenderError(f'prompt variable "{m.group(0)}" has no value for this assembly ({where})')
+        return str(value)
+
+    if "{{" in _GROUP.sub("", text):
+        raise PromptRenderError(f"malformed prompt variable group ({where})")
+    return _GROUP.sub(sub, text)
+
+
+def render_sections(sections: list[Section], variables: dict[str, Any], kind: str = "section") -> list[tuple[str, str]]:
+    ordered = sorted(sections, key=lambda s: s.order)
+    complete = [s for s in ordered if s.complete]
+    if len(complete) == 1:
+        ordered = complete
+    out = []
+    for s in ordered:
+        text = interpolate(s.text, variables, f'{kind} "{s.name}"')
+        if text.strip():
+            out.append((s.name, text))
+    return out
+
+
+def render_system(assembly: Assembly) -> str:
+    return "\n\n".join(text for _, text in render_sections(assembly.sections, assembly.variables))
+
+
+def git_branch(cwd: Path) -> str | None:
+    """The checked-out branch of the repository containing ``cwd`` (reads .git/HEAD; no subprocess)."""
+    try:
+        here = cwd.resolve()
+    except OSError:
+        return None
+    for d in (here, *here.parents):
+        git = d / ".git"
+        try:
+            if git.is_file():
+                line = git.read_text(encoding="utf-8", errors="replace").strip()
+                if line.startswith("gitdir:"):
+                    git = (d / line[7:].strip()).resolve()
+            head = git / "HEAD"
+            if head.is_file():
+                ref = head.read_text(encoding="utf-8", errors="replace").strip()
+                if ref.startswith("ref: refs/heads/"):
+                    return ref[len("ref: refs/heads/") :]
+                return f"(detached at {ref[:12]})" if ref else None
+        except OSError:
+            return None
+    return None
+
+
+def default_context_sections(cwd: Path, now_ms: int) -> list[Section]:
+    date = _dt.datetime.fromtimestamp(now_ms / 1000, tz=_dt.UTC).date().isoformat()
+    out = [
+        Section("environment:cwd", 0, f"Working directory: {cwd}"),
+        Section("environment:platform", 1, f"Platform: {sys.platform}"),
+        Section("environment:date", 2, f"Today's date: {date}"),
+    ]
+    branch = git_branch(cwd)
+    if branch:
+        out.append(Section("environment:git", 3, f"Git branch: {branch}"))
+    return out
+
+
+def _single_text(message: dict) -> str | None:
+    content = message.get("content")
+    if isinstance(content, list) and len(content) == 1 and content[0].get("type") == "text":
+        return content[0].get("text")
+    return None
+
+
+def _owned(message: Any) -> bool:
+    src = message.get("source") if isinstance(message, dict) else None
+    return isinstance(src, dict) and src.get("kind") == "plugin" and src.get("plugin") == SNAPSHOT_PLUGIN
+
+
+class RuntimeContextTracker:
+    """Incrementally tracks the retained snapshot on the surface (C12) without rescanning the log."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self._checked = 0
+        self.ever_logged = False
+        self._retained: dict | None = None  # the last owned message still on the surface
+
+    def _rescan(self) -> None:
+        self._retained = None
+        for m in reversed(self.session.derive_messages()):
+            if _owned(m):
+                self._retained = m
+                break
+
+    def _update(self) -> None:
+        events = self.session.events
+        n = len(events)
+        replaced = False
+        for i in range(self._checked, n):
+            ev = events[i]
+            if ev["type"] == "user/message" and _owned(ev["data"]):
+                self.ever_logged = True
+                self._retained = ev["data"]
+            op = ev.get("surfaceOp")
+            if op is not None and op != "append":
+                replaced = True
+        if replaced:
+            self._rescan()
+        self._checked = n
+
+    def project(self, sections: list[tuple[str, str]]) -> dict | None:
+        """The message to enter at this step, or None when the retained snapshot is current."""
+        self._update()
+        retained = self._retained
+        retained_text = _single_text(retained) if retained is not None else None
+        if sections:
+            text = SNAPSHOT_PREFIX + "\n\n".join(t for _, t in sections)
+            if retained_text == text:
+                return None
+            return {"id": str(uuid.uuid4()), "role": "user", "content": [{"type": "text", "text": text}],
+                    "source": {"kind": "plugin", "plugin": SNAPSHOT_PLUGIN, "form": "snapshot",
+                               "sections": [{"name": n, "text": t} for n, t in sections]}}
+        if not self.ever_logged or retained_text == CLEARED_TEXT:
+            return None
+        return {"id": str(uuid.uuid4()), "role": "user", "content": [{"type": "text", "text": CLEARED_TEXT}],
+                "source": {"kind": "plugin", "plugin": SNAPSHOT_PLUGIN}}

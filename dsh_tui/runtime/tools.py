@@ -1,0 +1,480 @@
+"""The tool service: pipeline (runtime spec 5.3), result format (5.4), scheduler (5.5), spill (5.6).
+
+Per call: ``prepare`` (pre-execute waterfall -> approval -> guards) -> ``dispatch`` (``tools/execute``
+waterfall around argument validation, the body and its timeout) -> ``finish`` (``tools/post-execute``
+waterfall, spill, cancellation override, ``tools/result`` emit). The scheduler runs prepares and
+finishes strictly in model order and overlaps only the bodies of parallel-safe calls, with a rolling
+pool of ``max_parallel_tool_calls`` and exclusive calls acting as barriers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dsh_tui.runtime import approval as approval_mod
+from dsh_tui.runtime.schema import check_schema, violations
+from dsh_tui.runtime.signal import AbortError, AbortSignal
+from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.agent import Agent
+
+ABORTED_INFO = {"name": "AbortError", "code": "ABORTED"}
+ABORTED_BEFORE_INFO = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
+SPILL_HINT = "Use read with offset/limit, or grep this path to search within it."
+# Grace a cancelled or timed-out body gets to stop on its own before its task is cancelled.
+BODY_GRACE_S = 5.0
+
+
+@dataclass
+class RunToolContext(ToolContext):
+    """``ToolContext`` plus the loop-facing capabilities of runtime spec 5.1 (``exec``)."""
+
+    arguments: Any = None
+    turn: int = 0
+    step: int = 0
+    agent: Any = None
+    deferred: list[dict] = field(default_factory=list)
+    concludes: bool = False
+
+    def defer_context(self, message: dict | str) -> None:
+        """Queue a user message for the next step boundary (attached as ``additionalContexts``)."""
+        if isinstance(message, str):
+            message = {"id": str(uuid.uuid4()), "role": "user", "content": [{"type": "text", "text": message}],
+                       "source": {"kind": "plugin", "plugin": "tool", "form": "relay"}}
+        self.deferred.append(message)
+
+    def conclude_turn(self) -> None:
+        self.concludes = True
+
+
+def error_result(message: str, info: dict | None = None) -> dict:
+    err: dict[str, Any] = {"message": message}
+    if info is not None:
+        err["info"] = info
+    return {"isError": True, "error": err, "content": [{"type": "text", "text": f"Error: {message}"}]}
+
+
+def aborted_before_dispatch() -> dict:
+    return error_result("tool call aborted before dispatch", dict(ABORTED_BEFORE_INFO))
+
+
+def aborted_result() -> dict:
+    return error_result("tool call aborted", dict(ABORTED_INFO))
+
+
+def parse_arguments(raw: Any) -> Any:
+    if not isinstance(raw, str):
+        return raw
+    if raw.strip() == "":
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw
+
+
+@dataclass
+class Exec:
+    index: int
+    call: dict
+    args: Any
+    tool: ToolDefinition | None
+    ctx: RunToolContext
+    final: dict | None = None  # set when prepare already decided the outcome
+    skip_post: bool = False
+    body_invoked: bool = False
+    result: dict | None = None
+    call_seq: int = -1
+
+
+class ToolService:
+    def __init__(self, agent: Agent, tools: list[ToolDefinition]) -> None:
+        self.agent = agent
+        self.tools: dict[str, ToolDefinition] = {}
+        self.guards: list[Any] = []
+        for t in tools:
+            self.register(t)
+
+    # ---- registry ----------------------------------------------------------------------------
+    def register(self, tool: ToolDefinition) -> None:
+        if tool.name in self.tools:
+            raise ValueError(f'duplicate tool "{tool.name}"')
+        if tool.name == "run_code":
+            raise ValueError('tool name "run_code" is reserved')
+        check_schema(tool.parameters, f"{tool.name}.parameters")
+        self.tools[tool.name] = tool
+
+    def schemas(self) -> list[dict]:
+        order = self.agent.config.tool_order
+        names = sorted(self.tools)
+        if order:
+            listed = [n for n in order if n != "*"]
+            for n in listed:
+                if n not in self.tools:
+                    raise ValueError(f'tool order lists unregistered tool "{n}"')
+            rest = [n for n in names if n not in listed]
+            if "*" in order:
+                i = order.index("*")
+                names = [n for n in order[:i]] + rest + [n for n in order[i + 1 :]]
+            else:
+                names = listed + rest
+        return [self.tools[n].schema() for n in names]
+
+    def execution_mode(self, call: dict) -> str:
+        tool = self.tools.get(call.get("name"))
+        if tool is None or tool.is_concurrency_safe is None:
+            return "exclusive"
+        args = parse_arguments(call.get("arguments", ""))
+        if not isinstance(args, dict) or violations(tool.parameters, args):
+            return "exclusive"
+        try:
+            return "parallel" if tool.is_concurrency_safe(args) is True else "exclusive"
+        except Exception:  # noqa: BLE001 - fail closed
+            return "exclusive"
+
+    # ---- pipeline ------------------------------------------------------------------------------
+    def make_exec(self, index: int, call: dict, turn: int, step: int) -> Exec:
+        agent = self.agent
+        cfg = agent.config
+        args = parse_arguments(call.get("arguments", ""))
+        ctx = RunToolContext(
+            call_id=call.get("id", ""),
+            name=call.get("name", ""),
+            cwd=Path(cfg.cwd),
+            workspace=Path(cfg.workspace or cfg.cwd),
+            allow_outside=cfg.preset == "full-access",
+            spill_dir=agent.spill_dir,
+            state=agent.tool_state,
+            emit_event=lambda t, d: agent.session.append(t, d),
+            arguments=args,
+            turn=turn,
+            step=step,
+            agent=agent,
+        )
+        return Exec(index=index, call=call, args=args, tool=self.tools.get(call.get("name")), ctx=ctx)
+
+    def _payload(self, ex: Exec, signal: AbortSignal, **extra: Any) -> dict:
+        return {"agent": self.agent, "callId": ex.ctx.call_id, "name": ex.ctx.name, "arguments": ex.args,
+                "exec": ex, "signal": signal, **extra}
+
+    async def prepare(self, ex: Exec, signal: AbortSignal) -> None:
+        agent = self.agent
+        if signal.aborted:
+            ex.final, ex.skip_post = aborted_before_dispatch(), True
+            return
+        try:
+            tool = ex.tool
+            cfg = agent.config
+
+            def preset_default() -> dict:
+                if tool is None:
+                    return {"kind": "allow"}
+                return approval_mod.decide_preset(cfg.preset, tool.access, ex.args, ex.ctx.cwd,
+                                                  ex.ctx.workspace, tool.name)
+
+            decision = await agent.bus.waterfall("tools/pre-execute", self._payload(ex, signal), preset_default,
+                                                 scope=agent.id)
+            kind = (decision or {}).get("kind", "allow")
+            if kind == "deny":
+                ex.final = error_result(decision.get("reason") or f'tool "{ex.ctx.name}" was denied')
+                ex.final["error"].pop("info", None)
+                return
+            if kind == "ask":
+                try:
+                    outcome = await agent.approval.request(tool_name=ex.ctx.name, call_id=ex.ctx.call_id,
+                                                           reason=decision.get("reason"), signal=signal)
+                except AbortError:
+                    ex.final, ex.skip_post = aborted_before_dispatch(), True
+                    return
+                if outcome != "allowed-once":
+                    if signal.aborted:
+                        ex.final, ex.skip_post = aborted_before_dispatch(), True
+                    else:
+                        ex.final = error_result(approval_mod.outcome_text(outcome, ex.ctx.name))
+                    return
+                ex.ctx.allow_outside = True
+            for guard in self.guards:
+                reason = guard(ex)
+                if isinstance(reason, str) and reason:
+                    ex.final = error_result(reason)
+                    return
+        except AbortError:
+            ex.final, ex.skip_post = aborted_before_dispatch(), True
+            return
+        except Exception as err:  # noqa: BLE001 - any pipeline throw becomes a result
+            ex.final, ex.skip_post = self._normalize(err), True
+            return
+        if signal.aborted:
+            ex.final, ex.skip_post = aborted_before_dispatch(), True
+
+    def _normalize(self, err: BaseException) -> dict:
+        if isinstance(err, ToolError):
+            info = {"name": err.name, "code": err.code} if err.code else None
+            return error_result(err.message, info)
+        if isinstance(err, AbortError):
+            return aborted_result()
+        code = getattr(err, "code", None)
+        if isinstance(code, str) and code:
+            return error_result(str(err), {"name": getattr(err, "name", type(err).__name__), "code": code})
+        return error_result(str(err) if str(err) else type(err).__name__)
+
+    async def _run_body(self, ex: Exec, signal: AbortSignal) -> dict:
+        tool = ex.tool
+        if tool is None:
+            return error_result(f'unknown tool "{ex.ctx.name}"', {"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"})
+        bad = violations(tool.parameters, ex.args)
+        if bad:
+            return error_result("invalid arguments: " + "; ".join(bad),
+                                {"name": "ToolArgsError", "code": "INVALID_ARGS"})
+        ex.body_invoked = True
+        ctx = ex.ctx
+        off = signal.on_abort(lambda _r: ctx.cancelled.set())
+        if signal.aborted:
+            ctx.cancelled.set()
+        task = asyncio.ensure_future(tool.execute(ex.args, ctx))
+        timeout = tool.timeout_ms / 1000 if tool.timeout_ms else None
+        timed_out = False
+        try:
+            done, _ = await asyncio.wait({task}, timeout=timeout)
+            if not done:
+                timed_out = True
+                ctx.cancelled.set()
+                done, _ = await asyncio.wait({task}, timeout=BODY_GRACE_S)
+                if not done:
+                    task.cancel()
+                    await asyncio.wait({task})
+        except asyncio.CancelledError:
+            task.cancel()
+            raise
+        finally:
+            off()
+        if timed_out:
+            return error_result(f"tool call timed out after {tool.timeout_ms}ms",
+                                {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"})
+        if task.cancelled():
+            return aborted_result()
+        err = task.exception()
+        if err is not None:
+            return self._normalize(err)
+        value = task.result()
+        try:
+            content = tool.render(ex.args, value)
+            result: dict[str, Any] = {"isError": False, "value": value, "content": list(content)}
+            if tool.presentation_meta is not None:
+                meta = tool.presentation_meta(ex.args, value)
+                if meta is not None:
+                    result["meta"] = meta
+        except Exception as render_err:  # noqa: BLE001
+            return error_result(f'tool "{tool.name}" returned invalid output: {render_err}',
+                                {"name": "ToolOutputError", "code": "INVALID_TOOL_OUTPUT"})
+        if signal.aborted:
+            return aborted_result()
+        return result
+
+    async def dispatch(self, ex: Exec, signal: AbortSignal) -> dict:
+        agent = self.agent
+        try:
+            if agent.checkpoint is not None:
+                try:
+                    await signal.race(agent.checkpoint("tool"))
+                except AbortError:
+                    ex.skip_post = True
+                    return aborted_before_dispatch()
+            result = await agent.bus.waterfall("tools/execute", self._payload(ex, signal),
+                                               lambda: self._run_body(ex, signal), scope=agent.id)
+        except AbortError:
+            return aborted_result() if ex.body_invoked else aborted_before_dispatch()
+        except Exception as err:  # noqa: BLE001
+            ex.skip_post = True
+            return self._normalize(err)
+        if ex.ctx.deferred:
+            result = {**result, "additionalContexts": list(ex.ctx.deferred)}
+        if ex.ctx.concludes and not result.get("isError"):
+            result = {**result, "concludesTurn": True}
+        return result
+
+    async def finish(self, ex: Exec, result: dict, signal: AbortSignal) -> dict:
+        agent = self.agent
+        if not ex.skip_post:
+            try:
+                decision = await agent.bus.waterfall(
+                    "tools/post-execute", self._payload(ex, signal, result=result), lambda: {"kind": "accept"},
+                    scope=agent.id)
+                decision = decision or {"kind": "accept"}
+                if decision.get("kind") == "block":
+                    blocked: dict[str, Any] = {"isError": True, "error": {"message": "blocked by post-execute"},
+                                               "content": list(decision.get("feedback") or [])}
+                    if decision.get("additionalContexts"):
+                        blocked["additionalContexts"] = list(decision["additionalContexts"])
+                    result = blocked
+                else:
+                    if "content" in decision:
+                        result = {**result, "content": list(decision["content"])}
+                    if decision.get("additionalContexts"):
+                        result = {**result, "additionalContexts":
+                                  list(result.get("additionalContexts") or []) + list(decision["additionalContexts"])}
+                    result = self._spill(ex, result)
+            except Exception as err:  # noqa: BLE001
+                result = self._normalize(err)
+        if signal.aborted and not result.get("isError"):
+            contexts = result.get("additionalContexts")
+            result = aborted_result() if ex.body_invoked else aborted_before_dispatch()
+            if contexts:
+                result["additionalContexts"] = contexts
+        agent.bus.emit("tools/result", {"agent": agent, "exec": ex, "result": result}, scope=agent.id)
+        return result
+
+    def _spill(self, ex: Exec, result: dict) -> dict:
+        cap = self.agent.config.max_inline_bytes
+        if not cap or result.get("isError") or ex.ctx.name == "read":
+            return result
+        content = result.get("content") or []
+        if not content or any(b.get("type") != "text" for b in content):
+            return result
+        text = "".join(b.get("text", "") for b in content)
+        data = text.encode("utf-8")
+        if len(data) <= cap:
+            return result
+        try:
+            spill_dir = Path(ex.ctx.spill_dir or tempfile.gettempdir())
+            spill_dir.mkdir(parents=True, exist_ok=True)
+            path = spill_dir / f"{uuid.uuid4().hex[:12]}-{ex.ctx.name}.txt"
+            path.write_bytes(data)
+        except OSError:
+            return result
+        omitted_guess = len(data)
+        for _ in range(3):  # the footer length depends on the omitted count; converge
+            footer = f"\n\n(Omitted {omitted_guess} bytes. Full formatted result stored at: {path}. {SPILL_HINT})"
+            budget = max(0, cap - len(footer.encode("utf-8")))
+            omitted = len(data) - budget
+            if omitted == omitted_guess:
+                break
+            omitted_guess = omitted
+        head_n = budget // 2
+        tail_n = budget - head_n
+        head = data[:head_n].decode("utf-8", "ignore")
+        tail = data[len(data) - tail_n :].decode("utf-8", "ignore") if tail_n else ""
+        kept = len(head.encode("utf-8")) + len(tail.encode("utf-8"))
+        footer = f"\n\n(Omitted {len(data) - kept} bytes. Full formatted result stored at: {path}. {SPILL_HINT})"
+        return {**result, "content": [{"type": "text", "text": head + tail + footer}]}
+
+
+# ---- the scheduler ---------------------------------------------------------------------------------
+def tool_result_data(ex: Exec, result: dict, turn: int, step: int) -> dict:
+    block: dict[str, Any] = {"type": "tool-result", "toolCallId": ex.ctx.call_id,
+                             "content": list(result.get("content") or []), "isError": bool(result.get("isError"))}
+    message = {"id": str(uuid.uuid4()), "role": "user", "content": [block],
+               "source": {"kind": "tool", "callId": ex.ctx.call_id}}
+    data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
+    info = (result.get("error") or {}).get("info")
+    if info:
+        data["error"] = {"name": info["name"], "code": info["code"]}
+    if result.get("meta") is not None:
+        data["meta"] = result["meta"]
+    return data
+
+
+class Scheduler:
+    def __init__(self, service: ToolService, turn: int, step: int, signal: AbortSignal) -> None:
+        self.service = service
+        self.agent = service.agent
+        self.turn = turn
+        self.step = step
+        self.signal = signal
+        self.concluded = False
+
+    def _append_call(self, ex: Exec) -> None:
+        ev = self.agent.session.append("tool/call", {"turn": self.turn, "step": self.step,
+                                                      "callId": ex.ctx.call_id, "name": ex.ctx.name,
+                                                      "arguments": ex.call.get("arguments", "")})
+        ex.call_seq = ev["seq"]
+
+    def _commit(self, ex: Exec, result: dict) -> None:
+        self.agent.session.append("tool/result", tool_result_data(ex, result, self.turn, self.step),
+                                  surface_op="append", source_event_seqs=[ex.call_seq])
+        for msg in result.get("additionalContexts") or []:
+            self.agent.inbox.append("next-step", msg)
+        if result.get("concludesTurn") and not result.get("isError"):
+            self.concluded = True
+
+    async def run(self, calls: list[dict]) -> bool:
+        """Execute ``calls`` (tool-call blocks in model order). True when a committed success concluded the turn."""
+        nxt = 0
+        n = len(calls)
+        while nxt < n:
+            mode = self.service.execution_mode(calls[nxt])
+            group = calls[nxt:] if mode == "parallel" else [calls[nxt]]
+            consumed, aborted = await self._run_group(group, nxt, mode)
+            nxt += consumed
+            if aborted:
+                for i in range(nxt, n):
+                    ex = self.service.make_exec(i, calls[i], self.turn, self.step)
+                    self._append_call(ex)
+                    self._commit(ex, aborted_before_dispatch())
+                return self.concluded
+        return self.concluded
+
+    async def _run_group(self, group: list[dict], base: int, mode: str) -> tuple[int, bool]:
+        svc = self.service
+        signal = self.signal
+        cap = max(1, int(self.agent.config.max_parallel_tool_calls or 1))
+        execs: list[Exec] = []
+        results: dict[int, dict] = {}
+        in_flight: dict[asyncio.Future, int] = {}
+        committed = 0
+        closed = False
+        failure: BaseException | None = None
+
+        async def commit_ready() -> None:
+            nonlocal committed
+            while committed < len(execs) and committed in results:
+                ex = execs[committed]
+                result = await svc.finish(ex, results[committed], signal)
+                self._commit(ex, result)
+                committed += 1
+
+        async def fill_pool() -> None:
+            nonlocal closed
+            while not closed and not signal.aborted and len(execs) < len(group) and len(in_flight) < cap:
+                i = len(execs)
+                call = group[i]
+                if i > 0 and (mode != "parallel" or svc.execution_mode(call) != "parallel"):
+                    closed = True  # barrier: an exclusive call runs alone after this group drains
+                    break
+                ex = svc.make_exec(base + i, call, self.turn, self.step)
+                execs.append(ex)
+                self._append_call(ex)
+                await svc.prepare(ex, signal)
+                if ex.final is not None:
+                    results[i] = ex.final
+                else:
+                    task = asyncio.ensure_future(svc.dispatch(ex, signal))
+                    in_flight[task] = i
+                await commit_ready()
+
+        try:
+            await fill_pool()
+            while in_flight:
+                done, _ = await asyncio.wait(set(in_flight), return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    i = in_flight.pop(task)
+                    results[i] = task.result()
+                await commit_ready()
+                await fill_pool()
+            await commit_ready()
+        except BaseException as err:
+            failure = err
+            if in_flight:
+                await asyncio.gather(*in_flight, return_exceptions=True)
+            raise
+        finally:
+            if failure is None and in_flight:  # pragma: no cover - defensive
+                await asyncio.gather(*in_flight, return_exceptions=True)
+        return len(execs), signal.aborted
