@@ -21,6 +21,7 @@ DEFAULT_PRICES: dict[str, tuple[float, float, float]] = {
     "deepseek-reasoner": (0.55, 0.14, 2.19),
     "deepseek-v4-flash": (0.27, 0.07, 1.10),
     "deepseek-v4-pro": (0.55, 0.14, 2.19),
+    "demo-scripted": (0.0, 0.0, 0.0),  # the offline demo model costs nothing
 }
 
 # Context windows used when the log has no ``request/context.contextWindow``.

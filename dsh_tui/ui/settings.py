@@ -45,7 +45,10 @@ class UiSettings:
         if self._backend is not None:
             try:
                 self._backend.set(key, value)
-            except Exception:  # noqa: BLE001 - unknown key or read-only settings: keep in memory
+                from dsh_tui.config import save_settings
+
+                save_settings(self._backend)
+            except Exception:  # noqa: BLE001 - read-only or broken settings: keep the value in memory
                 pass
 
     def keymap(self) -> dict[str, str]:
@@ -53,7 +56,7 @@ class UiSettings:
         out: dict[str, str] = {}
         raw = self.get("keymap")
         if isinstance(raw, dict):
-            out.update({str(k): str(v) for k, v in raw.items()})
+            out.update(_flatten(raw))
         for key, value in self._values.items():
             if key.startswith("keymap.") and isinstance(value, str):
                 out[key[len("keymap."):]] = value
@@ -62,3 +65,15 @@ class UiSettings:
     def models(self) -> list[str]:
         models = self.get("models")
         return [str(m) for m in models] if isinstance(models, list) else []
+
+
+def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
+    """{"chat": {"cards": "ctrl+k"}} -> {"chat.cards": "ctrl+k"} (binding ids contain dots)."""
+    out: dict[str, str] = {}
+    for key, value in table.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        elif isinstance(value, str):
+            out[name] = value
+    return out

@@ -6,6 +6,7 @@ import html
 import re
 from collections import defaultdict
 
+CHAR_WIDTH = 12.2  # rich's SVG export: 0.61 * font size 20
 _TEXT = re.compile(r'<text class="[^"]*" x="([\d.]+)" y="([\d.]+)"[^>]*>(.*?)</text>', re.S)
 
 
@@ -17,5 +18,9 @@ def screen_text(app) -> str:
         rows[float(y)].append((float(x), html.unescape(re.sub(r"<[^>]+>", "", body))))
     lines = []
     for y in sorted(rows):
-        lines.append("".join(text for _, text in sorted(rows[y])).replace("\xa0", " ").rstrip())
+        line = ""
+        for x, text in sorted(rows[y]):
+            col = round(x / CHAR_WIDTH)
+            line = line.ljust(col) + text
+        lines.append(line.replace("\xa0", " ").rstrip())
     return "\n".join(lines)

@@ -181,6 +181,12 @@ class ChatScreen(Screen):
             self.pending_approvals.append(value)
             if self.approval.request is None:
                 self._show_next_approval()
+        elif kind == "approval-closed":
+            if value in self.pending_approvals:
+                self.pending_approvals.remove(value)
+            if self.approval.request is value:
+                self.approval.request = None
+                self._show_next_approval()
         elif kind == "error":
             self.status.info.notice = str(value)
             self.app.notify(str(value), title="Error", severity="error", timeout=8)
@@ -216,6 +222,9 @@ class ChatScreen(Screen):
 
     # -- composer --------------------------------------------------------------------------------
     def _send(self, text: str, mode: str) -> None:
+        if self.bridge.harness is None:
+            self.app.notify(self._model_hint or "No session is open.", severity="warning", timeout=6)
+            return
         self.status.info.notice = ""
         self.bridge.send(text, mode)
         if mode == "followup" and not self.running:

@@ -1,0 +1,31 @@
+"""``dsh-tui demo``: the offline tour on a temporary root; no API key, no network."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "offline tour on a temporary root; needs no API key and no network"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pace", type=float, default=0.02,
+                        help="seconds between streamed pieces of the scripted model (default 0.02)")
+    parser.add_argument("--root", help="keep the demo's sessions and workspace here instead of a temp dir")
+
+
+def run(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from dsh_tui.demo import DEMO_MODEL, DEMO_PROMPTS, demo_provider, make_workspace
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+    base = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="dsh-tui-demo-"))
+    workspace = make_workspace(base / "workspace")
+    spec = HarnessSpec(root=base / "sessions", cwd=workspace, provider=demo_provider(workspace, args.pace),
+                       model=DEMO_MODEL, preset="full-access", prompts=DEMO_PROMPTS)
+    app = DshApp(lambda bridge: open_harness(bridge, spec))
+    app.run()
+    print(f"dsh-tui demo: the session log and workspace are in {base}")
+    return 0

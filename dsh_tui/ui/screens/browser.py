@@ -1,0 +1,599 @@
+"""The session browser: every session in the roots, scoped, filtered, searched, with lineage and actions.
+
+Rows come from a disk scan (cheap: stat + cached index rows); new or changed logs are indexed by a
+thread worker with its own SQLite connection while the list is already on screen ("indexing n/N").
+Content search runs in a worker too; a hit opens the session at the matching event.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen, Screen
+from textual.widgets import Footer, Input, OptionList, Static
+from textual.widgets.option_list import Option
+
+from dsh_tui.store import catalog as cat
+from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
+from dsh_tui.ui.widgets.sessionlist import ListEntry, SessionList
+
+PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
+
+
+# -------------------------------------------------------------------------------------------------
+# Modals
+
+
+class ChoiceModal(ModalScreen[Any]):
+    """A titled list of choices; dismisses with the chosen value (None on Esc)."""
+
+    DEFAULT_CSS = """
+    ChoiceModal { align: center middle; }
+    ChoiceModal > Vertical { width: 80; max-width: 90%; height: auto; max-height: 80%;
+        border: thick $primary; background: $panel; padding: 0 1; }
+    ChoiceModal #title { text-style: bold; padding: 0 0 1 0; }
+    ChoiceModal OptionList { height: auto; max-height: 20; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
+
+    def __init__(self, title: str, choices: list[tuple[str, Any]]) -> None:
+        super().__init__()
+        self.title_text = title
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.title_text, id="title")
+            yield OptionList(*[Option(label, id=str(i)) for i, (label, _) in enumerate(self.choices)], id="choices")
+
+    def on_mount(self) -> None:
+        self.query_one(OptionList).focus()
+
+    @on(OptionList.OptionSelected)
+    def _chosen(self, event: OptionList.OptionSelected) -> None:
+        self.dismiss(self.choices[int(event.option.id or 0)][1])
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class ConfirmModal(ChoiceModal):
+    def __init__(self, question: str, yes: str = "Yes") -> None:
+        super().__init__(question, [(yes, True), ("Cancel", False)])
+
+
+class TextModal(ModalScreen[str | None]):
+    """One line of text (rename)."""
+
+    DEFAULT_CSS = """
+    TextModal { align: center middle; }
+    TextModal > Vertical { width: 80; max-width: 90%; height: auto; border: thick $primary;
+        background: $panel; padding: 0 1; }
+    """
+    BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
+
+    def __init__(self, title: str, value: str = "") -> None:
+        super().__init__()
+        self.title_text = title
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.title_text)
+            yield Input(self.value, id="text")
+
+    def on_mount(self) -> None:
+        self.query_one(Input).focus()
+
+    @on(Input.Submitted)
+    def _submit(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+# -------------------------------------------------------------------------------------------------
+# The screen
+
+
+class BrowserScreen(Screen):
+    """See the module docstring."""
+
+    HELP = """
+## Sessions
+
+Type to filter by title, workspace or id; **↓** / **Enter** moves to the list.
+**Tab** toggles this workspace / all workspaces. **Ctrl+F** searches message and tool-output text.
+
+In the list: **Enter** open read-only · **r** resume · **f** fork at a turn · **n** rename ·
+**e** export · **a** archive · **d** delete (to the trash) · **t** timeline · **c** show subagents ·
+**T** trash (Enter restores) · **/** back to the filter.
+"""
+
+    DEFAULT_CSS = """
+    BrowserScreen { layout: vertical; }
+    BrowserScreen #scope { height: 1; padding: 0 1; background: $boost; }
+    BrowserScreen #filter { height: 3; border: tall $primary-muted; }
+    BrowserScreen #filter:focus { border: tall $primary; }
+    BrowserScreen #progress { height: 1; padding: 0 1; color: $text-muted; }
+    """
+
+    BINDINGS = [
+        Binding("tab", "toggle_scope", "All/this workspace", id="browser.scope", priority=False),
+        Binding("ctrl+f", "toggle_search", "Search content", id="browser.search"),
+        Binding("escape", "escape", "Clear", id="browser.escape", show=False),
+        Binding("r", "resume", "Resume", id="browser.resume"),
+        Binding("f", "fork", "Fork", id="browser.fork"),
+        Binding("n", "rename", "Rename", id="browser.rename"),
+        Binding("e", "export", "Export", id="browser.export"),
+        Binding("a", "archive", "Archive", id="browser.archive", show=False),
+        Binding("d,delete", "delete", "Delete", id="browser.delete"),
+        Binding("t", "timeline", "Timeline", id="browser.timeline"),
+        Binding("c", "children", "Subagents", id="browser.children", show=False),
+        Binding("T", "trash", "Trash", id="browser.trash", show=False),
+        Binding("slash", "focus_filter", "Filter", id="browser.filter", show=False),
+        Binding("f5", "refresh", "Refresh", id="browser.refresh", show=False),
+    ]
+
+    def __init__(self, app: Any = None, *, roots: list[str | os.PathLike] | None = None,
+                 db_path: str | os.PathLike | None = None, cwd: str | None = None,
+                 now_ms: Callable[[], int] | None = None, index_in_background: bool = True) -> None:
+        super().__init__()
+        extra = roots if roots is not None else list(getattr(app, "session_roots", None) or [])
+        self.catalog = Catalog(cat.resolve_roots(extra), db_path)
+        self.cwd = cwd or os.getcwd()
+        self.now_ms = now_ms or (lambda: int(time.time() * 1000))
+        self.index_in_background = index_in_background
+        self.rows: list[SessionRow] = []
+        self.scope_all = False
+        self.search_mode = False
+        self.trash_mode = False
+        self.expanded: set[str] = set()
+        self.hits: list[SearchHit] = []
+        self.indexing: tuple[int, int] | None = None
+        self.loaded = threading.Event()  # first rows on screen (tests/benches wait on it)
+        self.indexed = threading.Event()  # background indexing finished
+        self._cancel = threading.Event()
+
+    # -- layout -------------------------------------------------------------------------------
+    def compose(self) -> ComposeResult:
+        yield Static("", id="scope")
+        yield Input(placeholder="Filter by title, workspace or id…   (Ctrl+F: search content, Tab: scope)",
+                    id="filter")
+        self.list = SessionList(now_ms=self.now_ms, id="sessions")
+        yield self.list
+        yield Static("", id="progress")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).focus()
+        self._scan()
+
+    def on_unmount(self) -> None:
+        self._cancel.set()
+
+    # -- loading ------------------------------------------------------------------------------
+    @work(thread=True, exclusive=True, group="browser-scan", description="scan session roots")
+    def _scan(self) -> None:
+        rows = self.catalog.scan()
+        self.app.call_from_thread(self._set_rows, rows)
+        todo = [r for r in rows if not r.indexed]
+        if not todo or not self.index_in_background:
+            self.indexed.set()
+            return
+        last = [time.monotonic()]
+
+        def progress(done: int, total: int, _row: SessionRow) -> None:
+            now = time.monotonic()
+            if now - last[0] >= PROGRESS_EVERY or done == total:
+                last[0] = now
+                self.app.call_from_thread(self._progress, done, total)
+
+        self.catalog.index(todo, progress=progress, cancel=self._cancel)
+        if not self._cancel.is_set():
+            self.catalog._post_process(rows)
+            self.app.call_from_thread(self._progress, None, None)
+            self.app.call_from_thread(self._rebuild, True)
+        self.indexed.set()
+
+    def _set_rows(self, rows: list[SessionRow]) -> None:
+        self.rows = rows
+        self._rebuild()
+        self.loaded.set()
+
+    def _progress(self, done: int | None, total: int | None) -> None:
+        self.indexing = (done, total) if done is not None else None
+        self._rebuild(keep_cursor=True)
+
+    def action_refresh(self) -> None:
+        self._scan()
+
+    # -- building the visible list ------------------------------------------------------------
+    def _scoped(self, rows: list[SessionRow], all_scope: bool) -> list[SessionRow]:
+        out = [r for r in rows if not r.is_subagent or r.parent not in self._ids]
+        if not all_scope:
+            out = [r for r in out if r.cwd == self.cwd or (r.cwd is None and r.state == cat.UNREADABLE)]
+        return out
+
+    def _rebuild(self, keep_cursor: bool = False) -> None:
+        self._ids = {r.id for r in self.rows if r.id}
+        text = self.query_one("#filter", Input).value
+        if self.trash_mode:
+            entries = [ListEntry(r) for r in cat.sort_rows(self.rows)]
+        elif self.search_mode:
+            entries = self._search_entries()
+        else:
+            scoped = self._scoped(self.rows, self.scope_all)
+            filtered = cat.sort_rows(cat.filter_rows(scoped, text))
+            entries = self._lineage(filtered)
+        current = self.list.current
+        self.list.set_entries(entries, keep_cursor=keep_cursor)
+        if keep_cursor and current is not None:
+            for i, e in enumerate(entries):
+                if e.row.path == current.row.path and e.hit_seq == current.hit_seq:
+                    self.list.move_to(i)
+                    break
+        self._update_header(len([e for e in entries if e.hit_seq is None]))
+
+    def _lineage(self, rows: list[SessionRow]) -> list[ListEntry]:
+        """Forks under their parent (with the fork point); subagents only under an expanded parent."""
+        present = {r.id for r in rows if r.id}
+        by_parent: dict[str, list[SessionRow]] = {}
+        top: list[SessionRow] = []
+        for r in rows:
+            if r.parent and r.parent in present and r.is_fork:
+                by_parent.setdefault(r.parent, []).append(r)
+            elif not r.is_subagent:
+                top.append(r)
+        subs: dict[str, list[SessionRow]] = {}
+        for r in self.rows:
+            if r.is_subagent and r.parent in self.expanded:
+                subs.setdefault(r.parent, []).append(r)
+        out: list[ListEntry] = []
+
+        def add(r: SessionRow, depth: int, seen: set[str]) -> None:
+            if r.id in seen:
+                return
+            seen = seen | {r.id or r.path}
+            fork_point = r.seed_length if depth and r.is_fork else None
+            out.append(ListEntry(r, depth, fork_point=fork_point))
+            for child in by_parent.get(r.id or "", []):
+                add(child, depth + 1, seen)
+            for child in cat.sort_rows(subs.get(r.id or "", [])):
+                add(child, depth + 1, seen)
+
+        for r in top:
+            add(r, 0, set())
+        return out
+
+    def _search_entries(self) -> list[ListEntry]:
+        scoped = {r.path: r for r in self._scoped(self.rows, self.scope_all)}
+        scoped.update({r.path: r for r in self.rows if r.is_subagent and (self.scope_all or r.cwd == self.cwd)})
+        out: list[ListEntry] = []
+        by_path: dict[str, list[SearchHit]] = {}
+        for h in self.hits:
+            if h.path in scoped:
+                by_path.setdefault(h.path, []).append(h)
+        for path, hits in by_path.items():
+            out.append(ListEntry(scoped[path]))
+            for h in hits[:20]:
+                out.append(ListEntry(scoped[path], hit_seq=h.seq, hit_text=f"{h.kind}: {h.snippet}"))
+        return out
+
+    def _update_header(self, shown: int) -> None:
+        if self.trash_mode:
+            label = f"Trash · {shown} sessions   (Enter restores, Esc goes back)"
+        else:
+            here = len(self._scoped(self.rows, False))
+            every = len(self._scoped(self.rows, True))
+            if self.scope_all:
+                label = f"All workspaces · {every} sessions   [Tab] this workspace: {here}"
+            else:
+                label = f"This workspace ({self.cwd}) · {here} sessions   [Tab] all workspaces: {every}"
+            if self.search_mode:
+                label = f"Content search · {shown} sessions match   " + label
+        self.query_one("#scope", Static).update(label)
+        if self.indexing is not None:
+            done, total = self.indexing
+            prog = f"Indexing {done}/{total}…"
+        else:
+            unreadable = sum(1 for r in self.rows if r.state == cat.UNREADABLE)
+            prog = f"{len(self.rows)} logs on disk" + (f" · {unreadable} unreadable" if unreadable else "")
+        self.query_one("#progress", Static).update(prog)
+
+    # -- input --------------------------------------------------------------------------------
+    @on(Input.Changed, "#filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        if self.search_mode:
+            self._search(event.value)
+        else:
+            self._rebuild()
+
+    @on(Input.Submitted, "#filter")
+    def _filter_submitted(self) -> None:
+        self.list.focus()
+
+    def on_key(self, event) -> None:
+        if event.key == "down" and self.focused is self.query_one("#filter", Input):
+            self.list.focus()
+            event.stop()
+
+    @work(thread=True, exclusive=True, group="browser-search", description="content search")
+    def _search(self, text: str) -> None:
+        hits = self.catalog.search(text, limit=500) if text.strip() else []
+        self.app.call_from_thread(self._show_hits, text, hits)
+
+    def _show_hits(self, text: str, hits: list[SearchHit]) -> None:
+        if text != self.query_one("#filter", Input).value:
+            return  # a newer query is on its way
+        self.hits = hits
+        self._rebuild()
+
+    def action_toggle_scope(self) -> None:
+        self.scope_all = not self.scope_all
+        self._rebuild()
+
+    def action_toggle_search(self) -> None:
+        self.search_mode = not self.search_mode
+        self.trash_mode = False
+        box = self.query_one("#filter", Input)
+        box.placeholder = ("Search messages and tool output…   (Ctrl+F: back to filter)" if self.search_mode
+                           else "Filter by title, workspace or id…   (Ctrl+F: search content, Tab: scope)")
+        box.focus()
+        if self.search_mode:
+            self._search(box.value)
+        else:
+            self._rebuild()
+
+    def action_escape(self) -> None:
+        box = self.query_one("#filter", Input)
+        if self.trash_mode:
+            self.trash_mode = False
+            self.rows = self.catalog.scan()
+            self._rebuild()
+        elif box.value:
+            box.value = ""
+        elif self.search_mode:
+            self.action_toggle_search()
+        box.focus()
+
+    def action_focus_filter(self) -> None:
+        self.query_one("#filter", Input).focus()
+
+    # -- actions ------------------------------------------------------------------------------
+    def _current(self) -> ListEntry | None:
+        entry = self.list.current
+        if entry is None:
+            self.notify("No session selected.", timeout=3)
+        return entry
+
+    def _readable(self) -> SessionRow | None:
+        entry = self._current()
+        if entry is None:
+            return None
+        if entry.row.state == cat.UNREADABLE:
+            self.notify(f"Unreadable: {entry.row.reason}", severity="error", timeout=5)
+            return None
+        return entry.row
+
+    @on(SessionList.Selected)
+    def _selected(self, event: SessionList.Selected) -> None:
+        entry = self.list.current
+        if entry is None:
+            return
+        if self.trash_mode:
+            self._restore(entry.row)
+            return
+        row = self._readable()
+        if row is not None:
+            self.open_session(row, at_seq=entry.hit_seq)
+
+    def open_session(self, row: SessionRow, *, at_seq: int | None = None, resume: bool = False) -> None:
+        """Open ``row`` read-only (or resumed) in the chat screen; ``at_seq`` scrolls to an event."""
+        opener = getattr(self.app, "open_session", None)
+        if opener is not None:
+            opener(row, at_seq=at_seq, resume=resume)
+            return
+        if resume:
+            from dsh_tui.cli.resume_cmd import harness_factory
+
+            self.app.open_chat(harness_factory(Path(row.root), row.id, path=row.path))
+            return
+        self._open_read_only(row, at_seq)
+
+    @work(thread=True, group="browser-open", description="load session")
+    def _open_read_only(self, row: SessionRow, at_seq: int | None) -> None:
+        try:
+            res = cat._store_for(row).inspect(row.id)
+        except Exception as err:  # noqa: BLE001 - shown to the user, never a traceback
+            self.app.call_from_thread(self.notify, f"Cannot open: {err}", severity="error", timeout=6)
+            return
+        self.app.call_from_thread(self._show_read_only, res.header, res.events, at_seq)
+
+    def _show_read_only(self, header: dict, events: list[dict], at_seq: int | None) -> None:
+        from dsh_tui.ui.replay import ReplayHarness
+
+        async def factory(_bridge):
+            return ReplayHarness(header, events, preload_turns=1 << 30)
+
+        chat = self.app.open_chat(factory)
+        if at_seq is not None:
+            scroll = getattr(chat, "scroll_to_seq", None)
+            if scroll is not None:
+                self.app.call_later(lambda: scroll(at_seq))
+            else:
+                # The chat screen cannot scroll to an event yet: show the event in the timeline.
+                self.app.push_screen(self._timeline_screen(header, events, at_seq))
+
+    def _timeline_screen(self, header: dict, events: list[dict], at_seq: int | None):
+        from dsh_tui.ui.screens.timeline import TimelineScreen
+
+        return TimelineScreen(header=header, events=events, focus_seq=at_seq)
+
+    def action_resume(self) -> None:
+        row = self._readable()
+        if row is not None:
+            if row.state == cat.OPEN_ELSEWHERE:
+                self.notify("This session is open in another process.", severity="warning", timeout=5)
+                return
+            self.open_session(row, resume=True)
+
+    def action_timeline(self) -> None:
+        row = self._readable()
+        if row is not None:
+            self._open_timeline(row, self.list.current.hit_seq if self.list.current else None)
+
+    @work(thread=True, group="browser-open", description="load timeline")
+    def _open_timeline(self, row: SessionRow, at_seq: int | None) -> None:
+        try:
+            res = cat._store_for(row).inspect(row.id)
+        except Exception as err:  # noqa: BLE001
+            self.app.call_from_thread(self.notify, f"Cannot open: {err}", severity="error", timeout=6)
+            return
+        self.app.call_from_thread(self.app.push_screen, self._timeline_screen(res.header, res.events, at_seq))
+
+    @work(group="browser-action", description="fork")
+    async def action_fork(self) -> None:
+        row = self._readable()
+        if row is None:
+            return
+        try:
+            turns = cat.completed_turns(row)
+        except Exception as err:  # noqa: BLE001
+            self.notify(f"Cannot read the session: {err}", severity="error", timeout=6)
+            return
+        if not turns:
+            self.notify("No completed turn to fork at.", severity="warning", timeout=4)
+            return
+        choices = [(f"after turn {n}: {text}", n) for n, text in reversed(turns)]
+        turn = await self.app.push_screen_wait(ChoiceModal(f"Fork “{row.title or row.id}” after which turn?",
+                                                           choices))
+        if turn is None:
+            return
+        try:
+            child = cat.fork_at_turn(row, turn, taken_titles=[r.title for r in self.rows])
+        except Exception as err:  # noqa: BLE001
+            self.notify(f"Fork failed: {err}", severity="error", timeout=6)
+            return
+        self.notify(f"Forked after turn {turn}: {child}", timeout=4)
+        self._reload(select=child)
+
+    @work(group="browser-action", description="rename")
+    async def action_rename(self) -> None:
+        row = self._readable()
+        if row is None:
+            return
+        title = await self.app.push_screen_wait(TextModal("New title:", row.title or ""))
+        if title is None or not title.strip():
+            return
+        try:
+            cat.rename(row, title)
+        except Exception as err:  # noqa: BLE001
+            self.notify(f"Rename failed: {err}", severity="error", timeout=6)
+            return
+        self._reload(select=row.id)
+
+    @work(group="browser-action", description="export")
+    async def action_export(self) -> None:
+        row = self._readable()
+        if row is None:
+            return
+        fmt = await self.app.push_screen_wait(ChoiceModal(
+            "Export as", [("Markdown (.md)", "md"), ("HTML (.html)", "html"), ("Raw log (.jsonl)", "jsonl")]))
+        if fmt is None:
+            return
+        self._export(row, fmt)
+
+    @work(thread=True, group="browser-export", description="export")
+    def _export(self, row: SessionRow, fmt: str) -> None:
+        from dsh_tui.export import default_filename, export_session
+
+        try:
+            text = export_session(row.id, fmt, roots=[row.root])
+            out = Path(self.cwd) / default_filename(row.id, fmt)
+            out.write_text(text, encoding="utf-8")
+        except Exception as err:  # noqa: BLE001
+            self.app.call_from_thread(self.notify, f"Export failed: {err}", severity="error", timeout=6)
+            return
+        self.app.call_from_thread(self.notify, f"Exported to {out}", timeout=5)
+
+    def action_archive(self) -> None:
+        row = self._readable()
+        if row is None:
+            return
+        try:
+            dest = cat.archive(row)
+        except Exception as err:  # noqa: BLE001
+            self.notify(f"Archive failed: {err}", severity="error", timeout=6)
+            return
+        self.notify(f"Archived to {dest}", timeout=4)
+        self._reload()
+
+    @work(group="browser-action", description="delete")
+    async def action_delete(self) -> None:
+        entry = self._current()
+        if entry is None or self.trash_mode:
+            return
+        row = entry.row
+        name = row.title or row.id or row.path
+        ok = await self.app.push_screen_wait(ConfirmModal(f"Move “{name}” to the trash? (restorable with T)",
+                                                          "Move to trash"))
+        if not ok:
+            return
+        try:
+            dest = cat.move_to_trash(row)
+        except Exception as err:  # noqa: BLE001
+            self.notify(f"Delete failed: {err}", severity="error", timeout=6)
+            return
+        self.notify(f"Moved to the trash: {dest}", timeout=4)
+        self._reload()
+
+    def action_trash(self) -> None:
+        self.trash_mode = True
+        self.search_mode = False
+        rows: list[SessionRow] = []
+        for root in self.catalog.roots:
+            rows += cat.bucket_rows(root, cat.TRASH_DIR)
+        self.rows = rows
+        self._rebuild()
+        self.list.focus()
+
+    def _restore(self, row: SessionRow) -> None:
+        try:
+            dest = cat.restore(row)
+        except Exception as err:  # noqa: BLE001
+            self.notify(f"Restore failed: {err}", severity="error", timeout=6)
+            return
+        self.notify(f"Restored {row.title or row.id} to {dest.parent}", timeout=4)
+        self.action_trash()
+
+    def action_children(self) -> None:
+        entry = self._current()
+        if entry is None or not entry.row.id:
+            return
+        rid = entry.row.id
+        if not any(r.is_subagent and r.parent == rid for r in self.rows):
+            self.notify("No subagent sessions under this one.", timeout=3)
+            return
+        self.expanded.symmetric_difference_update({rid})
+        self._rebuild(keep_cursor=True)
+
+    def _reload(self, select: str | None = None) -> None:
+        self.trash_mode = False
+        self.rows = self.catalog.refresh()
+        self._rebuild(keep_cursor=select is None)
+        if select is not None:
+            for i, e in enumerate(self.list.entries):
+                if e.row.id == select and e.hit_seq is None:
+                    self.list.move_to(i)
+                    break
