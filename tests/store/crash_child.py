@@ -25,6 +25,7 @@ import time
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+CHILD_REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROVIDER = "deepseek"
 MODEL = "deepseek-chat"
 
@@ -165,8 +166,22 @@ def build_log(turns: int = 2, seed: int = 1, chunks: int = 40, tools: int = 1) -
 # --------------------------------------------------------------------------------------------- child
 
 
+HANG = os.environ.get("CRASH_CHILD_HANG", "")
+
+
 def _say(line: str) -> None:
     os.write(1, (line + "\n").encode())
+
+
+def _milestone(kind: str, line: str) -> None:
+    """Report a milestone; with CRASH_CHILD_HANG=kind:prefix matching it, stop here until killed."""
+    _say(line)
+    if HANG:
+        want_kind, _, prefix = HANG.partition(":")
+        arg = line.split()[-1] if kind == "tool" else line.split()[1]
+        if want_kind == kind and arg.startswith(prefix):
+            while True:
+                time.sleep(60)
 
 
 def _digest(events: list[dict]) -> str:
@@ -205,7 +220,7 @@ def child_main(root: str, backend: str, seed: int, session_id: str) -> None:
             await writer.checkpoint("pre-step")
             request(session, turn, turn == 1)
             await writer.checkpoint("request")
-            _say(f"request {turn} 1")
+            _milestone("request", f"request {turn} 1")
             time.sleep(rng.random() * 0.01)  # the model "thinks"
             calls = [(f"call-{turn}-{i}", "bash", f'{{"cmd":"echo {i}"}}') for i in range(rng.randint(0, 2))]
 
@@ -218,7 +233,7 @@ def child_main(root: str, backend: str, seed: int, session_id: str) -> None:
             for cid, name, args in calls:
                 seq = tool_call(session, turn, 1, cid, name, args)
                 await writer.checkpoint("tool")
-                _say(f"tool {turn} 1 {cid}")
+                _milestone("tool", f"tool {turn} 1 {cid}")
                 time.sleep(rng.random() * 0.01)  # the tool body runs
                 tool_result(session, turn, 1, cid, seq, f"ran {cid}")
             end_step(session, turn, 1)

@@ -1,0 +1,185 @@
+"""Session lifecycles at store level: start, resume (§5.1) and fork (§5.2).
+
+``start``/``resume`` return ``(Session, SessionWriter)``; the writer holds the cross-process session lock and
+releases it on ``close()``. ``fork`` reads the persisted parent (never writes it: it stays byte-identical) and
+writes the child's first batch — header + seed + ``session/end-seed`` — in one durable append.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+import uuid
+from dataclasses import dataclass
+
+from dsh_tui.session.errors import DshError
+from dsh_tui.store import lock as locks
+from dsh_tui.store.writer import DEFAULT_WINDOW_MS, SessionWriter
+
+
+class ForkError(DshError):
+    """A fork request names no legal boundary (code ``OPEN_TURN``, ``INVALID_BOUNDARY``, ...)."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class ResumeFacts:
+    """What the runtime needs to continue: the stored length before this lifecycle, whether the log
+    already has a request header (⇒ the next request logs ``reason: resume``), and the repair done."""
+
+    stored_length: int
+    has_request_header: bool
+    repaired: bool
+    closers: int
+    truncated_bytes: int
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def start(store, header: dict, *, clock=None, window_ms: float = DEFAULT_WINDOW_MS, on_error=None):
+    """A brand-new session: lazy ``create``, lock, empty Session, writer."""
+    from dsh_tui.session.log import Session
+
+    store.create(header)
+    lk = locks.acquire(store, header["id"], header)
+    try:
+        session = Session(header, clock=clock)
+        writer = SessionWriter(store, session, window_ms, persisted=0, lock=lk, on_error=on_error)
+    except BaseException:
+        lk.release()
+        raise
+    return session, writer
+
+
+def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WINDOW_MS, on_error=None):
+    """Resume a stored session: lock, ``load`` (torn tail cut + closers committed), then
+    ``Session(header, events)``, which appends ``session/end-seed`` unless the log already ends with one.
+    The writer persists only what follows the stored prefix. Returns ``(session, writer)``; the facts are
+    on ``writer.resume_facts``."""
+    from dsh_tui.session.log import Session
+
+    lk = locks.acquire(store, session_id)
+    try:
+        res = store.load(session_id)
+        if res.header.get("id") != session_id:
+            raise DshError(f"session {session_id}: stored header names {res.header.get('id')}")
+        stored = len(res.events)
+        session = Session(res.header, res.events, clock=clock)
+        writer = SessionWriter(store, session, window_ms, persisted=stored, lock=lk, on_error=on_error)
+    except BaseException:
+        lk.release()
+        raise
+    writer.resume_facts = ResumeFacts(
+        stored_length=stored,
+        has_request_header=session.request_header() is not None,
+        repaired=bool(res.closers or res.truncated_bytes or res.recovered_events),
+        closers=len(res.closers),
+        truncated_bytes=res.truncated_bytes,
+    )
+    return session, writer
+
+
+def _stored_events(store, session_id: str) -> tuple[dict, list[dict]]:
+    """The parent's persisted logical events (legacy import applied, in-memory closers dropped)."""
+    res = store.inspect(session_id)
+    events = res.events[: len(res.events) - len(res.closers)] if res.closers else res.events
+    return res.header, events
+
+
+def turn_boundary(events: list[dict], turn: int) -> int:
+    """Inclusive seq of "the end of turn N plus the standalone events after it, before the next turn/start"."""
+    end = None
+    for i, ev in enumerate(events):
+        if ev["type"] == "turn/end" and ev["data"].get("turn") == turn:
+            end = i
+            break
+    if end is None:
+        opened = any(ev["type"] == "turn/start" and ev["data"].get("turn") == turn for ev in events)
+        if opened:
+            raise ForkError(f"turn {turn} never ended; cannot fork inside an open turn", "OPEN_TURN")
+        raise ForkError(f"the session has no turn {turn}", "INVALID_BOUNDARY")
+    b = end
+    while b + 1 < len(events) and events[b + 1]["type"] != "turn/start":
+        b += 1
+    return b
+
+
+def default_boundary(events: list[dict]) -> int:
+    """The last completed turn extended through the standalone events after it (web host rule); a log
+    without turns forks whole."""
+    last_end = None
+    for i in range(len(events) - 1, -1, -1):
+        if events[i]["type"] == "turn/end":
+            last_end = i
+            break
+    if last_end is None:
+        if not events:
+            raise ForkError("the session has no events to fork", "INVALID_BOUNDARY")
+        if any(ev["type"] == "turn/start" for ev in events):
+            raise ForkError("the session's only turn is still open", "OPEN_TURN")
+        return len(events) - 1
+    return turn_boundary(events, events[last_end]["data"].get("turn"))
+
+
+def check_boundary(events: list[dict], boundary: int) -> None:
+    if isinstance(boundary, bool) or not isinstance(boundary, int) or not 0 <= boundary < len(events):
+        raise ForkError(f"fork boundary {boundary} names no event (log has {len(events)})", "INVALID_BOUNDARY")
+    for i in range(boundary, -1, -1):
+        t = events[i]["type"]
+        if t == "turn/end":
+            return
+        if t == "turn/start":
+            raise ForkError(
+                f"seq {boundary} is inside open turn {events[i]['data'].get('turn')}; fork at a turn end",
+                "OPEN_TURN",
+            )
+
+
+def fork(
+    store,
+    source_id: str,
+    *,
+    at_seq: int | None = None,
+    at_turn: int | None = None,
+    child_id: str | None = None,
+    clock=None,
+) -> dict:
+    """Fork a persisted session; returns the child header (already durable).
+
+    ``at_seq`` = inclusive boundary seq (must not be inside an open turn: ``OPEN_TURN``); ``at_turn`` = end of
+    turn N plus the standalone events before the next ``turn/start``; neither = last completed turn."""
+    from dsh_tui.session.headers import make_header
+    from dsh_tui.session.log import Session
+
+    if at_seq is not None and at_turn is not None:
+        raise ForkError("give either a seq or a turn, not both", "INVALID_BOUNDARY")
+    parent, events = _stored_events(store, source_id)
+    if at_seq is not None:
+        boundary = at_seq
+    elif at_turn is not None:
+        boundary = turn_boundary(events, at_turn)
+    else:
+        boundary = default_boundary(events)
+    check_boundary(events, boundary)
+    seed = copy.deepcopy(events[: boundary + 1])
+    cid = child_id or f"session-{uuid.uuid4()}"
+    if store.exists(cid):
+        raise ForkError(f"session {cid} already exists", "SESSION_ALREADY_EXISTS")
+    clock = clock or _now_ms
+    header = make_header(
+        cid,
+        cwd=parent.get("cwd"),
+        created_at=clock(),
+        parent_session=source_id,
+        seed_length=len(seed),
+    )
+    child = Session(header, seed, clock=clock)
+    store.create(header)
+    with locks.acquire(store, cid, header):
+        store.append(cid, list(child.events))
+    return header

@@ -1,0 +1,237 @@
+"""Resume (§5.1) and fork (§5.2) at store level, for raw JSONL, zstd JSONL and SQLite; cross-process rules."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from dsh_tui.session.headers import make_header
+from dsh_tui.store import lifecycle
+from dsh_tui.store.lifecycle import ForkError
+from dsh_tui.store.lock import SessionInUseError
+from tests.store import crash_child as cc
+
+BACKENDS = ("none", "zstd", "sqlite")
+SID = "life-1"
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    return request.param
+
+
+def _store(tmp_path, backend):
+    return cc.open_backend(str(tmp_path / "root"), backend)
+
+
+def _fingerprint(store, tmp_path):
+    """Bytes of every file of the root except lock files and SQLite's WAL side files, plus rows for SQLite."""
+    out = {}
+    for d, _, files in os.walk(tmp_path / "root"):
+        for f in files:
+            if f.endswith((".lock", "-wal", "-shm", ".sqlite")):
+                continue
+            p = os.path.join(d, f)
+            out[os.path.relpath(p, tmp_path)] = Path(p).read_bytes()
+    if hasattr(store, "physical_rows"):
+        for h in store.list():
+            out[h["id"]] = (store.physical_rows(h["id"]), store.revision(h["id"]))
+    return out
+
+
+def _parent_fingerprint(store, sid=SID):
+    if hasattr(store, "physical_rows"):
+        return store.physical_rows(sid), store.revision(sid)
+    path = store.locate(store.inspect(sid).header)
+    st = os.stat(path)
+    return path.read_bytes(), st.st_mtime_ns, st.st_ino
+
+
+def _write_session(store, turns=2, *, open_tail=False, sid=SID, seed=1):
+    """A persisted session through the real writer; ``open_tail`` leaves turn N+1 open (a crash)."""
+    header = make_header(sid, cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    rng = random.Random(seed)
+    for t in range(1, turns + 1):
+        cc.scripted_turn(session, t, rng, first=t == 1, chunks=12)
+        session.append("session/title", {"title": f"after {t}", "messageSeqs": [], "source": {"kind": "user"}})
+    if open_tail:
+        cc.begin_turn(session, turns + 1, "unfinished", rng)
+        cc.request(session, turns + 1, turns == 0)
+        cc.stream(session, turns + 1, 1, ["par", "tial"], [("call-x", "bash", "{}")])
+        cc.tool_call(session, turns + 1, 1, "call-x", "bash", "{}")
+    writer.close()
+    return list(session.events)
+
+
+# ------------------------------------------------------------------------------------------- resume
+
+
+def test_resume_repairs_then_persists_end_seed_first(tmp_path, backend):
+    store = _store(tmp_path, backend)
+    stored = _write_session(store, turns=1, open_tail=True)
+    session, writer = lifecycle.resume(_store(tmp_path, backend), SID, clock=lambda: 42)
+    facts = writer.resume_facts
+    assert facts.repaired and facts.closers == 3 and facts.has_request_header
+    closers = session.events[len(stored) : len(stored) + 3]
+    assert [e["type"] for e in closers] == ["tool/result", "step/end", "turn/end"]
+    assert closers[0]["data"]["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+    end_seed = session.events[len(stored) + 3]
+    assert end_seed == {"type": "session/end-seed", "seq": len(stored) + 3, "time": 42, "data": {}}
+    assert facts.stored_length == len(stored) + 3
+    writer.close()
+    loaded = _store(tmp_path, backend).load(SID)
+    assert loaded.events == session.events and loaded.closers == []
+
+
+def test_resume_close_resume_is_byte_identical_the_second_time(tmp_path, backend):
+    store = _store(tmp_path, backend)
+    _write_session(store, turns=2)
+    s1, w1 = lifecycle.resume(_store(tmp_path, backend), SID)
+    assert s1.events[-1]["type"] == "session/end-seed"
+    w1.close()
+    fresh = _store(tmp_path, backend)
+    before = _fingerprint(fresh, tmp_path)
+    s2, w2 = lifecycle.resume(fresh, SID)
+    assert s2.events == s1.events  # the log already ends with end-seed: no second one
+    assert not w2.resume_facts.repaired
+    w2.close()
+    assert _fingerprint(_store(tmp_path, backend), tmp_path) == before
+
+
+def test_resumed_session_continues_after_end_seed(tmp_path, backend):
+    _write_session(_store(tmp_path, backend), turns=1)
+    session, writer = lifecycle.resume(_store(tmp_path, backend), SID)
+    cc.scripted_turn(session, 2, random.Random(2), first=False)
+    writer.close()
+    events = _store(tmp_path, backend).load(SID).events
+    assert events == session.events
+    types = [e["type"] for e in events]
+    i = types.index("session/end-seed")
+    assert types[i + 2] == "turn/start" and events[i + 2]["data"] == {"turn": 2}
+
+
+def test_a_second_process_cannot_resume_a_live_session(tmp_path, backend):
+    _write_session(_store(tmp_path, backend), turns=1)
+    script = textwrap.dedent(
+        """
+        import sys
+        from tests.store import crash_child as cc
+        from dsh_tui.store import lifecycle
+        s, w = lifecycle.resume(cc.open_backend(sys.argv[1], sys.argv[2]), sys.argv[3])
+        print("live", flush=True)
+        sys.stdin.readline()
+        w.close()
+        """
+    )
+    p = subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "root"), backend, SID],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=cc.CHILD_REPO)
+    try:
+        assert p.stdout.readline().strip() == "live"
+        with pytest.raises(SessionInUseError, match=f"^session {SID} is in use by pid {p.pid}$"):
+            lifecycle.resume(_store(tmp_path, backend), SID)
+    finally:
+        p.stdin.write("\n")
+        p.stdin.close()
+        assert p.wait(30) == 0
+    s, w = lifecycle.resume(_store(tmp_path, backend), SID)  # free again
+    w.close()
+
+
+# --------------------------------------------------------------------------------------------- fork
+
+
+def test_fork_at_turn_copies_the_prefix_and_leaves_the_parent_untouched(tmp_path, backend):
+    store = _store(tmp_path, backend)
+    parent = _write_session(store, turns=2)
+    before = _parent_fingerprint(store)
+    header = lifecycle.fork(store, SID, at_turn=1, clock=lambda: 77)
+    end1 = next(i for i, e in enumerate(parent) if e["type"] == "turn/end")
+    # the standalone events after turn 1 (title, the inbox insert of the next prompt) up to turn/start 2
+    assert [e["type"] for e in parent[end1 + 1 : end1 + 4]] == ["session/title", "agent/inbox/spliced", "turn/start"]
+    boundary = end1 + 2
+    assert header["parentSession"] == SID and header["seedLength"] == boundary + 1
+    assert header["cwd"] == "/work/life" and header["createdAt"] == 77 and header["id"] != SID
+    child = _store(tmp_path, backend).load(header["id"])
+    assert child.header == header
+    assert child.events[: boundary + 1] == parent[: boundary + 1]
+    assert child.events[boundary + 1 :] == [{"type": "session/end-seed", "seq": boundary + 1, "time": 77, "data": {}}]
+    assert _parent_fingerprint(store) == before
+
+
+def test_fork_boundaries(tmp_path, backend):
+    store = _store(tmp_path, backend)
+    parent = _write_session(store, turns=2, open_tail=True)
+    before = _parent_fingerprint(store)
+    starts = [i for i, e in enumerate(parent) if e["type"] == "turn/start"]
+    with pytest.raises(ForkError, match="inside open turn 1") as err:
+        lifecycle.fork(store, SID, at_seq=starts[0] + 2)
+    assert err.value.code == "OPEN_TURN"
+    with pytest.raises(ForkError) as err:
+        lifecycle.fork(store, SID, at_turn=3)
+    assert err.value.code == "OPEN_TURN"
+    with pytest.raises(ForkError) as err:
+        lifecycle.fork(store, SID, at_seq=len(parent) + 5)
+    assert err.value.code == "INVALID_BOUNDARY"
+    with pytest.raises(ForkError) as err:
+        lifecycle.fork(store, SID, at_turn=9)
+    assert err.value.code == "INVALID_BOUNDARY"
+    # default: the last completed turn (the crashed turn 3 is left out); the parent is not repaired
+    header = lifecycle.fork(store, SID)
+    assert header["seedLength"] == starts[2]
+    at_seq = lifecycle.fork(store, SID, at_seq=starts[1] - 1)
+    assert at_seq["seedLength"] == starts[1]
+    assert _store(tmp_path, backend).inspect(SID).closers  # still unrepaired on disk
+    assert _parent_fingerprint(store) == before
+
+
+def test_two_processes_forking_one_parent_get_two_children(tmp_path, backend):
+    _write_session(_store(tmp_path, backend), turns=2)
+    script = textwrap.dedent(
+        """
+        import sys, time
+        from tests.store import crash_child as cc
+        from dsh_tui.store import lifecycle
+        store = cc.open_backend(sys.argv[1], sys.argv[2])
+        while time.time() < float(sys.argv[4]):
+            pass
+        print(lifecycle.fork(store, sys.argv[3], at_turn=1)["id"])
+        """
+    )
+    import time
+
+    go = str(time.time() + 1.0)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "root"), backend, SID, go],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=cc.CHILD_REPO)
+             for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [o[1] for o in outs]
+    ids = [o[0].strip() for o in outs]
+    assert len(set(ids)) == 2
+    store = _store(tmp_path, backend)
+    for cid in ids:
+        res = store.load(cid)
+        assert res.header["parentSession"] == SID and res.events[-1]["type"] == "session/end-seed"
+    assert sorted(h["id"] for h in store.list()) == sorted([SID, *ids])
+
+
+def test_fork_command_prints_the_child_id(tmp_path, backend, capsys):
+    from dsh_tui.cli import main
+
+    store = _store(tmp_path, backend)
+    _write_session(store, turns=2)
+    args = ["fork", SID, "--at-turn", "1", "--root", str(tmp_path / "root")]
+    if backend == "sqlite":
+        args += ["--backend", "sqlite"]
+    assert main(args) == 0
+    child = capsys.readouterr().out.strip()
+    assert _store(tmp_path, backend).load(child).header["parentSession"] == SID
+    assert main(["fork", SID, "--at-seq", "3", "--root", str(tmp_path / "root")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dsh-tui: ") and "open turn" in err and err.count("\n") == 1

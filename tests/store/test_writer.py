@@ -1,0 +1,209 @@
+"""The write-behind writer (§3.4): fixed window, flush barriers, failure retention, checkpoints.
+
+The writer runs on its real background thread against real stores (raw JSONL and SQLite). Failures are
+injected by a thin wrapper around the real store (``Flaky``): the only stand-in, since a transient write
+error cannot be produced on demand otherwise (the full-disk test in test_crash_fulldisk.py uses a real
+``RLIMIT_FSIZE``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+
+import pytest
+from dsh_tui.session.log import Session
+
+from dsh_tui.session.headers import make_header
+from dsh_tui.store import lifecycle
+from dsh_tui.store import lock as locks
+from dsh_tui.store.jsonl import JsonlStore
+from dsh_tui.store.lock import SessionInUseError
+from dsh_tui.store.sqlite import SqliteSessionStore
+from dsh_tui.store.writer import CheckpointError, SessionWriter, WriterError
+from tests.store import crash_child as cc
+
+
+def _wait(cond, timeout=10.0):
+    end = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > end:
+            raise AssertionError("condition not reached")
+        time.sleep(0.002)
+
+
+class Flaky:
+    """Delegates to a real store; records each append attempt; can fail or block on demand."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.attempts: list[list[int]] = []
+        self.fail_next = 0
+        self.gate: threading.Event | None = None
+        self.entered = threading.Event()
+
+    def append(self, sid, events):
+        self.attempts.append([e["seq"] for e in events])
+        self.entered.set()
+        if self.gate is not None:
+            self.gate.wait(10)
+        if self.fail_next:
+            self.fail_next -= 1
+            raise OSError(28, "No space left on device")
+        self.inner.append(sid, events)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+@pytest.fixture(params=["jsonl", "sqlite"])
+def store(request, tmp_path):
+    if request.param == "sqlite":
+        s = SqliteSessionStore(tmp_path / "root")
+        yield s
+        s.close()
+    else:
+        yield JsonlStore(tmp_path / "root", "none")
+
+
+def _new(store, sid="w1", window_ms=200, wrap=True):
+    header = make_header(sid, cwd="/work/w", created_at=1_700_000_000_000)
+    store.create(header)
+    flaky = Flaky(store) if wrap else store
+    session = Session(header)
+    return session, SessionWriter(flaky, session, window_ms), flaky
+
+
+def _turn(session, turn=1, chunks=10, seed=1):
+    import random
+
+    rng = random.Random(seed)
+    cc.scripted_turn(session, turn, rng, first=turn == 1, chunks=chunks)
+
+
+def test_flush_drains_everything_and_returns_the_durable_length(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    _turn(session, chunks=50)
+    n = len(session.events)
+    assert writer.flush() == n
+    assert flaky.attempts == [list(range(n))]  # one batch: the window never expired
+    assert store.read_from("w1", 0) == session.events
+    assert writer.flush() == n and len(flaky.attempts) == 1  # nothing pending: no write
+    writer.close()
+
+
+def test_window_is_fixed_and_batches_everything_queued_within_it(store):
+    session, writer, flaky = _new(store, window_ms=400)
+    session.append("turn/start", {"turn": 1})
+    for i in range(1, 20):
+        time.sleep(0.005)
+        session.append("session/title", {"title": f"t{i}", "messageSeqs": [], "source": {"kind": "user"}})
+    _wait(lambda: writer.durable_length == 20)
+    assert flaky.attempts == [list(range(20))]
+    writer.close()
+
+
+def test_window_is_not_reset_by_later_events(store):
+    session, writer, flaky = _new(store, window_ms=100)
+    session.append("turn/start", {"turn": 1})
+    end = time.monotonic() + 0.8
+    while time.monotonic() < end:  # a steady stream, one event per 20 ms: a resetting window never fires
+        session.append("todo/write", {"todos": []})
+        time.sleep(0.02)
+    assert len(flaky.attempts) >= 2
+    writer.close()
+    flat = [s for a in flaky.attempts for s in a]
+    assert flat == list(range(len(session.events)))
+
+
+def test_events_arriving_during_a_write_form_the_next_batch(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.gate = threading.Event()
+    _turn(session, chunks=5)
+    first = len(session.events)
+    fut = writer.flush_future()
+    assert flaky.entered.wait(5)
+    _turn(session, turn=2, chunks=5)  # queued while the first batch is being written
+    flaky.gate.set()
+    assert fut.result(10) == len(session.events)  # the barrier drains to quiescence
+    assert flaky.attempts[0] == list(range(first))
+    assert flaky.attempts[1] == list(range(first, len(session.events)))
+    assert store.read_from("w1", 0) == session.events
+    writer.close()
+
+
+def test_failed_background_write_keeps_its_batch_first_and_pauses_retry(store):
+    errors = []
+    session, writer, flaky = _new(store, window_ms=20)
+    writer.on_error = errors.append
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    _wait(lambda: writer.last_error is not None)
+    time.sleep(0.15)  # several windows: no automatic retry while paused
+    assert flaky.attempts == [[0, 1]]
+    assert len(errors) == 1 and isinstance(errors[0], OSError)
+    session.append("step/end", {"turn": 1, "step": 1})  # a new event re-enables retry
+    _wait(lambda: writer.durable_length == 3)
+    assert flaky.attempts[1] == [0, 1, 2]  # the failed batch stays ahead of the newer event
+    assert store.read_from("w1", 0) == session.events
+    writer.close()
+
+
+def test_flush_retries_a_failed_batch_and_raises_if_it_fails_again(store):
+    session, writer, flaky = _new(store, window_ms=10)
+    flaky.fail_next = 2
+    session.append("turn/start", {"turn": 1})
+    _wait(lambda: writer.last_error is not None)
+    with pytest.raises(WriterError, match="No space left"):
+        writer.flush()
+    assert writer.flush() == 1  # third attempt succeeds
+    assert [a for a in flaky.attempts] == [[0], [0], [0]]
+    writer.close()
+
+
+async def test_checkpoint_fails_closed_and_aflush_does_not_block_the_loop(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(CheckpointError, match="checkpoint before request failed"):
+        await writer.checkpoint("request")
+    flaky.gate = threading.Event()
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while not flaky.gate.is_set():
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    task = asyncio.create_task(ticker())
+    waiter = asyncio.create_task(writer.checkpoint("tool"))
+    await asyncio.sleep(0.05)
+    assert not waiter.done() and ticks > 3  # the loop keeps running while the flush waits
+    flaky.gate.set()
+    assert await waiter == 1
+    await task
+    await writer.aclose()
+    assert store.read_from("w1", 0) == session.events
+
+
+def test_close_flushes_and_the_writer_then_ignores_nothing(store):
+    session, writer, _ = _new(store, window_ms=60_000, wrap=False)
+    _turn(session)
+    writer.close()
+    assert store.read_from("w1", 0) == session.events
+    writer.close()  # idempotent
+
+
+def test_start_takes_the_lock_and_close_releases_it(store):
+    header = make_header("w2", cwd="/work/w", created_at=1)
+    session, writer = lifecycle.start(store, header)
+    with pytest.raises(SessionInUseError, match=f"session w2 is in use by pid {os.getpid()}"):
+        locks.acquire(store, "w2", header)
+    _turn(session)
+    writer.close()
+    assert store.read_from("w2", 0) == session.events
+    locks.acquire(store, "w2", header).release()
