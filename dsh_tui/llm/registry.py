@@ -1,0 +1,196 @@
+"""Build a ``Provider`` from the user's settings and environment.
+
+``build_provider(settings, name)`` never fails for a missing key: the key is resolved on every request
+(so a key exported or stored later reaches the next request), and a request without one raises
+``LlmError(MISSING_CREDENTIAL)`` whose message says exactly what to set. Call
+``provider.check_credential()`` to fail early (``dsh-tui run --headless`` does).
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from dsh_tui.config import (
+    DEEPSEEK_CONTEXT_WINDOW,
+    DEEPSEEK_MAX_TOKENS,
+    ProviderSettings,
+    Settings,
+    SettingsError,
+    config_dir,
+    find_api_key,
+    load_settings,
+    missing_key_message,
+)
+from dsh_tui.llm.openai_compat import OpenAICompatProvider
+from dsh_tui.llm.protocol import MISSING_CREDENTIAL, LlmError, ModelInfo, RetryPolicy
+
+INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
+
+
+def build_provider(
+    settings: Settings | None = None, provider_name: str | None = None
+) -> OpenAICompatProvider:
+    """The provider route ``provider_name`` (default: ``default.provider``, i.e. ``deepseek-official``)."""
+    settings = settings if settings is not None else load_settings()
+    ps = settings.provider(provider_name)
+    models = {mid: _model_info(m) for mid, m in ps.models.items()}
+    default = ModelInfo(
+        context_window=ps.default_context_window,
+        default_max_tokens=ps.default_max_tokens,
+    )
+    effort = ps.reasoning_effort
+    if effort is None and ps.name == settings.default_provider:
+        effort = settings.default_reasoning_effort
+    return OpenAICompatProvider(
+        ps.name,
+        ps.base_url,
+        _key_resolver(ps),
+        models,
+        idle_timeout_s=ps.idle_timeout_s,
+        label=ps.label,
+        thinking_format=ps.thinking_format,
+        thinking=ps.thinking,
+        default_effort=effort,
+        default_model=default,
+        retry=_retry_policy(ps),
+        user_id_resolver=anonymous_user_id,
+    )
+
+
+def _model_info(m: Any) -> ModelInfo:
+    return ModelInfo(
+        context_window=m.context_window,
+        default_max_tokens=m.max_tokens,
+        price_input=m.price_input,
+        price_cache_hit=m.price_cache_hit,
+        price_output=m.price_output,
+    )
+
+
+def _retry_policy(ps: ProviderSettings) -> RetryPolicy:
+    raw = ps.retry
+    if not raw:
+        return RetryPolicy()
+    fields = {
+        "mode": str,
+        "max_retries": int,
+        "initial_delay_ms": int,
+        "max_delay_ms": int,
+        "jitter_ratio": float,
+    }
+    kwargs: dict[str, Any] = {}
+    for key, typ in fields.items():
+        if key in raw:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, (typ, int) if typ is float else typ):
+                raise SettingsError(f"providers.{ps.name}.retry.{key} has the wrong type: {value!r}")
+            kwargs[key] = typ(value)
+    if kwargs.get("mode", "normal") not in ("normal", "always"):
+        raise SettingsError(f'providers.{ps.name}.retry.mode must be "normal" or "always"')
+    if "retryable_codes" in raw:
+        codes = raw["retryable_codes"]
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            raise SettingsError(f"providers.{ps.name}.retry.retryable_codes must be a list of codes")
+        kwargs["retryable_codes"] = tuple(codes)
+    return RetryPolicy(**kwargs)
+
+
+def _key_resolver(ps: ProviderSettings):
+    needs_key = ps.api_key_env is not None
+
+    def resolve() -> str | None:
+        try:
+            key = find_api_key(ps)
+        except SettingsError as err:
+            raise LlmError(str(err), INVALID_CREDENTIAL) from None
+        if key is None and needs_key:
+            raise LlmError(missing_key_message(ps), MISSING_CREDENTIAL)
+        return key
+
+    return resolve
+
+
+def default_route(settings: Settings) -> tuple[str, str]:
+    """The (provider, model) a new session uses, whether or not a key is available."""
+    provider = settings.default_provider
+    model = settings.default_model
+    if not model:
+        raise SettingsError(
+            f'no model for provider "{provider}": set default.model, or list models under [providers.{provider}.models]'
+        )
+    return provider, model
+
+
+def credential_problem(settings: Settings, provider_name: str | None = None) -> str | None:
+    """Why ``provider_name`` cannot be called right now (a one-line message), or ``None`` if it can."""
+    try:
+        ps = settings.provider(provider_name)
+    except SettingsError as err:
+        return str(err)
+    try:
+        key = find_api_key(ps)
+    except SettingsError as err:
+        return str(err)
+    if key is None and ps.api_key_env is not None:
+        return missing_key_message(ps)
+    return None
+
+
+def configured_model(settings: Settings) -> tuple[str, str] | None:
+    """The default (provider, model) when it can actually be called (a key is available), else ``None``."""
+    try:
+        route = default_route(settings)
+    except SettingsError:
+        return None
+    return route if credential_problem(settings, route[0]) is None else None
+
+
+def is_configured(settings: Settings) -> bool:
+    """False means: show the "no model configured" help (see ``credential_problem`` for the reason)."""
+    return configured_model(settings) is not None
+
+
+def available_models(settings: Settings) -> list[tuple[str, str]]:
+    """Every (provider, model) the settings list, default route first."""
+    out: list[tuple[str, str]] = []
+    try:
+        out.append(default_route(settings))
+    except SettingsError:
+        pass
+    for name, ps in settings.providers().items():
+        for mid in ps.models:
+            if (name, mid) not in out:
+                out.append((name, mid))
+    return out
+
+
+def anonymous_user_id() -> str | None:
+    """A random, stable, anonymous id sent as ``x-deepseek-harness-user-id`` (as dsh does)."""
+    path = config_dir() / "anonymous-user-id"
+    try:
+        value = path.read_text(encoding="utf-8").strip()
+        if value:
+            return value
+    except OSError:
+        pass
+    value = str(uuid.uuid4())
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value + "\n", encoding="utf-8")
+    except OSError:
+        return None
+    return value
+
+
+__all__ = [
+    "DEEPSEEK_CONTEXT_WINDOW",
+    "DEEPSEEK_MAX_TOKENS",
+    "anonymous_user_id",
+    "available_models",
+    "build_provider",
+    "configured_model",
+    "credential_problem",
+    "default_route",
+    "is_configured",
+]
