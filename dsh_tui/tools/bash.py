@@ -111,6 +111,13 @@ async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
         await capture.push(data)
 
 
+async def _exited(proc: asyncio.subprocess.Process) -> int:
+    """The exit status as soon as the process ends (``Process.wait`` also waits for the pipes)."""
+    while proc.returncode is None:
+        await asyncio.sleep(0.02)
+    return proc.returncode
+
+
 def _killpg(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
@@ -150,7 +157,7 @@ async def run_bash(
     pgid = proc.pid
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [asyncio.ensure_future(_pump(proc.stdout, out)), asyncio.ensure_future(_pump(proc.stderr, err))]
-    waiter = asyncio.ensure_future(proc.wait())
+    waiter = asyncio.ensure_future(_exited(proc))
     cancel_wait = asyncio.ensure_future(cancelled.wait())
     timed_out = aborted = False
     grace = grace_ms / 1000
