@@ -46,7 +46,7 @@ class AgentConfig:
     max_tokens: int | None = None
     temperature: float | None = None
     preset: str = "workspace-write"  # 'read-only' | 'workspace-write' | 'full-access'
-    cwd: str | os.PathLike = "."
+    cwd: str | os.PathLike | None = None  # defaults to the session's cwd, else the process cwd
     workspace: str | os.PathLike | None = None  # defaults to cwd
     # System prompt: harness identity (order -100), persona (order 0), extra sections {name, order, text, complete?}.
     include_harness_identity: bool = True
@@ -70,6 +70,7 @@ class AgentConfig:
     max_inline_bytes: int | None = 50_000
     spill_dir: str | os.PathLike | None = None
     approval_policy: str = "ask"  # 'ask' consults answerers; 'never' rejects every approval request
+    tool_grace_s: float = 5.0  # a timed-out or cancelled body gets this long to stop before its task is cancelled
 
 
 class _FailureError(LlmError):
@@ -142,6 +143,8 @@ class Agent:
             raise DshError(f"unknown preset {self.config.preset!r} (expected one of {', '.join(PRESETS)})")
         if provider is not None and not self.config.provider:
             self.config.provider = getattr(provider, "name", "") or ""
+        if self.config.cwd is None:
+            self.config.cwd = getattr(session, "cwd", None) or os.getcwd()
         self.checkpoint = checkpoint
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.sleep = sleep or asyncio.sleep
@@ -526,12 +529,14 @@ class Agent:
         system = prompt_mod.render_system(assembly)
         tools = assembly.tools
         while True:
+            signal.throw_if_aborted()
             messages = self.session.derive_messages()  # C22: snapshotted before agent/request
             seed = self._seed_config()
             config = await self.bus.waterfall("agent/request", {"agent": self, "turn": turn, "step": step,
                                                                 "signal": signal}, lambda s=seed: s, scope=self.id)
             if not config or not config.get("provider") or not config.get("model"):
                 raise DshError(f"agent {self.id} has no provider/model")
+            signal.throw_if_aborted()
             self._log_request(config, system, tools)
             request = {"config": config, "system": system or None, "tools": tools, "messages": messages,
                        "sessionId": self.id, "purpose": "turn"}

@@ -246,7 +246,7 @@ class ToolService:
             if not done:
                 timed_out = True
                 ctx.cancelled.set()
-                done, _ = await asyncio.wait({task}, timeout=BODY_GRACE_S)
+                done, _ = await asyncio.wait({task}, timeout=self.agent.config.tool_grace_s)
                 if not done:
                     task.cancel()
                     await asyncio.wait({task})

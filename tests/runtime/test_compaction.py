@@ -1,0 +1,86 @@
+"""Compaction (runtime spec 7 + C15): overflow recovery, pruning, pressure, failures."""
+
+from __future__ import annotations
+
+from dsh_tui.llm import scripted as s
+from dsh_tui.runtime.compaction import PREAMBLE, PRUNE_MARKER
+from tests.runtime.helpers import boundaries, make_agent, make_tool, of_type, run_followup, texts, types
+
+LONG_PROMPT = "Record every part of this historical evidence. " * 60
+
+
+async def test_overflow_compacts_a_balanced_head_and_retries_in_the_same_step():
+    agent = make_agent([s.call("c1", "t", {}), s.finish_error("CONTEXT_WINDOW_EXCEEDED", "too long", status=400),
+                        s.text("The request established a premise."), s.text("COMPACTION RECOVERED")],
+                       [make_tool("t")])
+    await run_followup(agent, LONG_PROMPT)
+    t = types(agent)
+    i = t.index("compaction/start")
+    assert t[i - 1] == "assistant/chunk"  # the failed attempt's finish chunk
+    assert t[i:i + 4] == ["compaction/start", "compaction/summary", "user/message", "compaction/end"]
+    start, summary, checkpoint, end = agent.session.events[i:i + 4]
+    prompt_seq = of_type(agent, "user/message")[0]["seq"]
+    # the newest indivisible unit (assistant tool call + result) stays verbatim; only the prompt is shadowed
+    assert checkpoint["surfaceOp"] == {"op": "replace", "start": prompt_seq, "end": prompt_seq}
+    assert checkpoint["sourceEventSeqs"] == [start["seq"], summary["seq"], prompt_seq]
+    assert checkpoint["data"]["source"] == {"kind": "plugin", "plugin": "compact",
+                                            "compactionId": start["data"]["compactionId"]}
+    assert checkpoint["data"]["content"] == [
+        {"type": "text", "text": f"{PREAMBLE}\n\n<compacted-summary>"},
+        {"type": "text", "text": "The request established a premise."},
+        {"type": "text", "text": "</compacted-summary>"}]
+    assert summary["data"]["shadowedSeqs"] == [prompt_seq] and summary["data"]["maxTokens"] == 8192
+    assert end["data"] == {"compactionId": start["data"]["compactionId"], "turn": 1}
+    assert agent.provider.requests[2]["purpose"] == "compaction"
+    retried = agent.provider.requests[3]["messages"]
+    assert retried[0]["source"]["kind"] == "plugin" and [m["role"] for m in retried] == ["user", "assistant", "user"]
+    assert boundaries(agent)[-1] == ("turn/end", 1, "completed")
+    assert len(of_type(agent, "step/start")) == 2
+
+
+async def test_overflow_without_a_replacement_keeps_the_original_error():
+    agent = make_agent([s.finish_error("CONTEXT_WINDOW_EXCEEDED", "too long", status=400)])
+    await run_followup(agent, "short")
+    end = of_type(agent, "compaction/end")[0]["data"]
+    assert end["error"] == "nothing to compact"
+    reason = of_type(agent, "turn/end")[0]["data"]["reason"]
+    assert reason["kind"] == "error" and reason["error"]["code"] == "CONTEXT_WINDOW_EXCEEDED"
+    assert len(agent.provider.requests) == 1
+
+
+async def test_pruning_alone_clears_pressure_and_skips_the_summarizer():
+    big = "x" * 20_000
+
+    async def body(args, ctx):
+        return big
+
+    agent = make_agent([s.call("c1", "t", {}), s.text("ok")], [make_tool("t", body)], context_window=3000,
+                       max_inline_bytes=None)
+    await run_followup(agent, "go")
+    t = types(agent)
+    i = t.index("compaction/start")
+    assert t[i:i + 4] == ["compaction/start", "compaction/prune", "tool/result", "compaction/end"]
+    assert t[i + 4] == "step/start"  # pressure runs in the pre-step, before the step opens
+    original = of_type(agent, "tool/result")[0]
+    pruned = agent.session.events[i + 2]
+    assert pruned["surfaceOp"] == {"op": "replace", "start": original["seq"], "end": original["seq"]}
+    assert pruned["sourceEventSeqs"] == [original["seq"]]
+    text = texts(pruned["data"]["message"]["content"][0])
+    assert text == "x" * 4096 + PRUNE_MARKER + "x" * 1024
+    assert len(agent.provider.requests) == 2
+    sent = agent.provider.requests[1]["messages"][-1]["content"][0]
+    assert texts(sent) == text
+
+
+async def test_failed_summary_leaves_the_surface_untouched_and_the_turn_continues():
+    agent = make_agent([s.text("first answer " * 200), s.finish_error("SERVER", "summarizer down"),
+                        s.finish_error("SERVER", "summarizer down"), s.text("second answer")],
+                       context_window=400, retry=False)
+    await run_followup(agent, LONG_PROMPT)
+    before = agent.session.derive_messages()
+    await run_followup(agent, "next")
+    ends = of_type(agent, "compaction/end")
+    assert [e["data"].get("error") for e in ends] == ["summarizer down", "summarizer down"]  # 1 + 1 retry
+    assert not [e for e in agent.session.events if isinstance(e.get("surfaceOp"), dict)]
+    assert agent.session.derive_messages()[:2] == before
+    assert boundaries(agent)[-1] == ("turn/end", 2, "completed")
