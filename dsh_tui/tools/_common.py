@@ -89,10 +89,13 @@ def head_utf8(text: str, max_bytes: int) -> tuple[str, bool]:
     if len(data) <= max_bytes:
         return text, False
     cut = data[:max_bytes]
-    while cut and (cut[-1] & 0xC0) == 0x80:
-        cut = cut[:-1]
-    if cut and cut[-1] >= 0xC0:
-        cut = cut[:-1]
+    k = len(cut) - 1
+    while k > 0 and len(cut) - k < 4 and (cut[k] & 0xC0) == 0x80:
+        k -= 1
+    if k >= 0 and cut[k] >= 0xC0:
+        need = 2 if cut[k] < 0xE0 else 3 if cut[k] < 0xF0 else 4
+        if k + need > len(cut):
+            cut = cut[:k]
     return cut.decode("utf-8", "surrogatepass"), True
 
 
