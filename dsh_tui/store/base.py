@@ -29,6 +29,9 @@ class LoadResult:
     path: Path | None = None
     revision: str | None = None
     committed: bool = False  # load(): a repair was written to disk and the file re-read
+    # The validated Session built from ``events`` (its in-memory log ends with the session/end-seed
+    # the constructor appends unless the seed already ends with one), when the backend built one.
+    session: Any = None
 
     @property
     def repaired(self) -> bool:

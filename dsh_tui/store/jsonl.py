@@ -249,9 +249,12 @@ class LineScanner:
         return [obj]
 
     def _slow(self, parts: list[bytes], pos: int) -> None:
-        for line in parts:
+        for i, line in enumerate(parts):
             pos += len(line) + 1
             self._consume(line, pos)
+            if self.issue is None and self.projected is False and i + 1 < len(parts):
+                self._fast(parts[i + 1 :], pos)  # form decided and no damage: back to the hot loop
+                return
 
     def _consume(self, line: bytes, end: int) -> None:
         self.line_no += 1
@@ -544,22 +547,7 @@ def prepare(prefix: StoredPrefix, *, session_id: str | None = None, lenient: boo
 def _construct(header: dict[str, Any], events: list[dict[str, Any]], *, lenient: bool) -> Any:
     from dsh_tui.session.log import Session
 
-    if lenient:
-        try:
-            return Session(header, events, lenient=True)  # type: ignore[call-arg]
-        except TypeError:
-            return Session(_realized_header(header), events)
-    return Session(header, events)
-
-
-def _realized_header(header: dict[str, Any]) -> dict[str, Any]:
-    """A fixture header with placeholder cwd / missing depth made acceptable for validation only."""
-    h = dict(header)
-    cwd = h.get("cwd")
-    if isinstance(cwd, str) and not cwd.startswith("/"):
-        h["cwd"] = "/" + cwd
-    h.setdefault("delegationDepth", 0)
-    return h
+    return Session(header, events, lenient=lenient)
 
 
 def repair_file(path: Path, *, lenient: bool = False) -> tuple[StoredPrefix, Prepared]:
@@ -796,6 +784,7 @@ class JsonlStore:
             path=prefix.path,
             revision=prefix.revision,
             committed=committed,
+            session=prepared.session,
         )
 
     def read_from(self, session_id: str, seq: int) -> list[dict[str, Any]]:

@@ -1,0 +1,186 @@
+"""JsonlStore read path: load/inspect with repair (§3.8), refusals, read_from/read_raw, revisions."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from dsh_tui.session.errors import SessionCorruptionError, SessionFormatUnsupportedError
+from dsh_tui.store import base, jsonl, zstdframes
+from dsh_tui.store.fixture import open_log_file
+from tests.conftest import FIXTURES
+from tests.store.jsonl_helpers import fixture_events, header, write_log
+
+COMPRESSIONS = ["none", "zstd"]
+
+
+def test_store_satisfies_the_protocol(tmp_path):
+    assert isinstance(jsonl.JsonlStore(tmp_path), base.SessionStore)
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_round_trip_read_from_raw_and_revisions(tmp_path, compression):
+    events = fixture_events()
+    store = jsonl.JsonlStore(tmp_path, compression)
+    hdr = header()
+    write_log(store, hdr, events, [2, 1, 5, 3])
+    snap1 = store.list_snapshots()[0]
+    res = store.inspect(hdr["id"])
+    assert res.events == events and not res.repaired and not res.committed
+    assert res.header == hdr
+    assert res.session is not None and res.session.events[-1]["type"] == "session/end-seed"
+    for k in range(len(events) + 1):
+        assert store.read_from(hdr["id"], k) == events[k:]
+    raw = store.read_raw(hdr["id"])
+    assert raw.filename == "session.jsonl"
+    plain = store.locate(hdr).read_bytes()
+    if compression == "zstd":
+        plain = jsonl.decode_raw_text(plain, "zstd")
+    assert raw.content.encode() == plain
+    assert store.list_snapshots()[0].revision == snap1.revision  # reads never change it
+    loaded = store.load(hdr["id"])
+    assert loaded.events == events and not loaded.committed
+    assert store.list_snapshots()[0].revision == snap1.revision  # a balanced load writes nothing
+    more = dict(events[-1], seq=len(events))
+    more["type"] = "session/title"
+    more["data"] = {"title": "again", "messageSeqs": [], "source": {"kind": "fallback"}}
+    store.append(hdr["id"], [more])
+    assert store.list_snapshots()[0].revision != snap1.revision
+    assert jsonl.JsonlStore(tmp_path, compression).inspect(hdr["id"]).events == events + [more]
+
+
+def _open_turn_events() -> list[dict]:
+    events = fixture_events()
+    call = next(i for i, e in enumerate(events) if e["type"] == "tool/call")
+    return events[: call + 1]  # the tool is running: assistant message + tool/call recorded
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_load_repairs_torn_tail_and_open_turn(tmp_path, compression):
+    events = _open_turn_events()
+    store = jsonl.JsonlStore(tmp_path, compression)
+    hdr = header()
+    path = write_log(store, hdr, events, [len(events) - 3, 3])
+    data = path.read_bytes()
+    # tear the last batch: raw = a partial line; zstd = the last frame without its checksum
+    if compression == "none":
+        torn = data + b'{"type":"tool/result","seq":'
+        expect_events = events
+        expect_recovered = 0
+    else:
+        s, e = zstdframes.scan_frames(data).frames[-1]
+        torn = data[: e - 3]
+        expect_events = events
+        expect_recovered = 3
+    path.write_bytes(torn)
+
+    inspected = jsonl.JsonlStore(tmp_path, compression).inspect(hdr["id"])
+    assert path.read_bytes() == torn  # inspect never writes
+    assert [c["type"] for c in inspected.closers] == ["tool/result", "step/end", "turn/end"]
+    closer = inspected.closers[0]
+    assert closer["data"]["message"]["source"]["callId"] == events[-1]["data"]["callId"]
+    assert closer["data"]["message"]["content"][0]["content"][0]["text"].endswith("Do not retry blindly.")
+    assert closer["sourceEventSeqs"] == [len(events) - 1]
+    assert closer["time"] == events[-1]["time"]
+    assert len(inspected.recovered_events) == expect_recovered
+
+    loaded = jsonl.JsonlStore(tmp_path, compression).load(hdr["id"])
+    assert loaded.committed and loaded.repaired
+    assert loaded.events == expect_events + inspected.closers
+    assert loaded.truncated_bytes == len(torn) - (len(data) if compression == "none" else s)
+    assert len(loaded.recovered_events) == expect_recovered
+    # the repair is durable: a cold read sees a balanced, untorn log
+    again = jsonl.JsonlStore(tmp_path, compression).inspect(hdr["id"])
+    assert again.events == loaded.events and not again.repaired
+    if compression == "zstd":
+        frames = zstdframes.scan_frames(path.read_bytes()).frames
+        last = zstdframes.decode_frame(path.read_bytes()[frames[-1][0] : frames[-1][1]])
+        assert last.count(b"\n") == 3 + 3  # recovered events + closers in ONE new frame
+    # and appending continues at the repaired length
+    store2 = jsonl.JsonlStore(tmp_path, compression)
+    n = len(loaded.events)
+    store2.load(hdr["id"])
+    with pytest.raises(Exception, match="seq mismatch"):
+        store2.append(hdr["id"], [dict(events[0], seq=n - 1)])
+
+
+def test_tool_not_started_closer(tmp_path):
+    events = _open_turn_events()[:-1]  # assistant asked for a tool; no tool/call recorded
+    store = jsonl.JsonlStore(tmp_path, "none")
+    write_log(store, header(), events, [100])
+    res = store.load("sess-1")
+    result = res.closers[0]
+    assert result["data"]["message"]["content"][0]["content"][0]["text"] == (
+        "The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."
+    )
+    assert "sourceEventSeqs" not in result
+    assert res.closers[-1]["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
+
+
+def test_refusals_are_not_corruption_and_write_nothing(tmp_path):
+    store = jsonl.JsonlStore(tmp_path, "none")
+    events = fixture_events()
+    hdr = header()
+    path = write_log(store, hdr, events[:5], [5])
+    unknown = {"type": "brand/new", "seq": 5, "time": 1, "data": {}}
+    store.append(hdr["id"], [unknown])
+    data = path.read_bytes()
+    with pytest.raises(SessionFormatUnsupportedError, match="not marked ignorable") as info:
+        jsonl.JsonlStore(tmp_path, "none").load(hdr["id"])
+    assert str(path) in str(info.value)
+    assert path.read_bytes() == data
+    newer = tmp_path / "--v--" / "v1" / "session.jsonl"
+    newer.parent.mkdir(parents=True)
+    newer.write_bytes(b'{"type":"session","version":1,"id":"v1","createdAt":1,"cwd":"/v"}\n')
+    with pytest.raises(SessionFormatUnsupportedError, match="newer"):
+        jsonl.JsonlStore(tmp_path, "none").load("v1")
+
+
+def test_invalid_committed_event_is_corruption(tmp_path):
+    store = jsonl.JsonlStore(tmp_path, "none")
+    events = fixture_events()
+    hdr = header()
+    path = write_log(store, hdr, events, [len(events)])
+    text = path.read_bytes().replace(b'"type":"step/start"', b'"type":"step/start","extra":1', 1)
+    path.write_bytes(text)
+    with pytest.raises(SessionCorruptionError, match="failed validation"):
+        jsonl.JsonlStore(tmp_path, "none").inspect(hdr["id"])
+
+
+def test_legacy_seed_written_through_the_store_is_imported_on_load(tmp_path):
+    """The web ``seed.jsonl`` files are realized and written through the real backend, then cold-opened:
+    the §3.6 import happens on load and the file is never rewritten."""
+    seed = open_log_file(FIXTURES / "apps/web/tests/snapshots/navigation-panes/seed.jsonl")
+    events = []
+    for i, ev in enumerate(seed.events):
+        ev = dict(ev)
+        ev["time"] = 1_000 + i
+        events.append(ev)
+    import orjson
+
+    text = orjson.dumps(events).decode().replace("{{sessionId}}", "seeded").replace("{{cwd}}", "/seeded")
+    events = orjson.loads(text)
+    store = jsonl.JsonlStore(tmp_path, "zstd")
+    hdr = header("seeded", cwd="/seeded")
+    path = write_log(store, hdr, events, [50])
+    data = path.read_bytes()
+    res = jsonl.JsonlStore(tmp_path, "zstd").load("seeded")
+    assert not res.repaired and path.read_bytes() == data
+    assert res.events != events  # imported
+    assert all("trigger" not in e["data"] for e in res.events if e["type"] == "turn/start")
+    assert any(e["data"].get("id", "").startswith("legacy-message:seeded:") for e in res.events
+               if e["type"] == "user/message")
+    assert res.session.derive_messages()
+
+
+def test_zero_event_sessions_are_not_listed_and_pending_creates_conflict(tmp_path):
+    store = jsonl.JsonlStore(tmp_path, "zstd")
+    store.create(header("blank"))
+    assert store.list() == [] and not store.exists("blank")
+    with pytest.raises(jsonl.StoreError):
+        store.create(header("blank"))
+    with pytest.raises(jsonl.StoreError, match="not found"):
+        store.load("missing")
+    assert store.read_raw("missing") is None
+    assert os.listdir(tmp_path) == []
