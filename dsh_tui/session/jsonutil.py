@@ -205,3 +205,33 @@ def find_negative_zero(value: Any, where: str = "data") -> str | None:
     if t is float and value == 0 and math.copysign(1.0, value) < 0:
         return where
     return None
+
+
+def find_bad_float(value: Any, where: str = "data") -> str | None:
+    """Like :func:`find_negative_zero` but also flags NaN/Infinity (programmatic seeds). Returns
+    ``"<path>: <what> is not lossless JSON"`` or None."""
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            tv = type(v)
+            if tv is dict or tv is list or tv is float:
+                p = find_bad_float(v, _path_key(where, k))
+                if p is not None:
+                    return p
+        return None
+    if t is list:
+        for i, v in enumerate(value):
+            tv = type(v)
+            if tv is dict or tv is list or tv is float:
+                p = find_bad_float(v, f"{where}[{i}]")
+                if p is not None:
+                    return p
+        return None
+    if t is float:
+        if value != value:
+            return f"{where}: NaN is not lossless JSON"
+        if value in (math.inf, -math.inf):
+            return f"{where}: Infinity is not lossless JSON"
+        if value == 0 and math.copysign(1.0, value) < 0:
+            return f"{where}: -0 is not lossless JSON"
+    return None

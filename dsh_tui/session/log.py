@@ -1,0 +1,354 @@
+"""The append-only session log: :class:`Session`.
+
+``Session(header, seed=None, *, clock=None)`` validates the header and the seed (§3.7: envelope, payload
+shapes, relational turn/step rules, surface fold — a tight path for ``assistant/chunk``), then appends
+``session/end-seed`` when a seed was supplied (even empty) unless it already ends with one (§5.1).
+
+``append`` assigns ``seq`` (= length) and ``time`` (``clock()``, epoch ms), validates everything before
+touching state (a rejected append leaves the log unchanged), then notifies observers in order. An append
+from inside an observer raises (no re-entrant appends).
+
+``derive_messages()`` is the §2.3 projection with a generation-keyed cache: every surface node is
+projected (frozen) once; the cached list is extended incrementally and rebuilt only when
+``replace_generation`` changed; each call returns a fresh list of shared immutable messages.
+"""
+
+from __future__ import annotations
+
+import time as _time
+from collections.abc import Callable
+from typing import Any
+
+from .errors import SessionValidationError
+from .events import (
+    ASSISTANT_CHUNK,
+    LEGACY_REFUSED_TYPES,
+    REQUEST_CONTEXT,
+    REQUEST_HEADER,
+    SESSION_END_SEED,
+    SESSION_TITLE,
+    SURFACE_TYPES,
+    TODO_WRITE,
+)
+from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_update
+from .headers import validate_header
+from .invariants import Relations, check_envelope, check_payload
+from .jsonutil import MAX_SAFE_INTEGER, check_lossless, find_bad_float
+from .surface import SurfaceFold, event_message, freeze
+
+Observer = Callable[["Session", dict], Any]
+
+_ENV4 = frozenset(("type", "seq", "time", "data"))
+_DELTA_FIELD = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
+_NONE = object()
+
+
+def _default_clock() -> int:
+    return _time.time_ns() // 1_000_000
+
+
+class Session:
+    """One session: header + append-only event list + surface fold + incremental folds."""
+
+    def __init__(
+        self,
+        header: dict[str, Any],
+        seed: list[dict] | None = None,
+        *,
+        clock: Callable[[], int] | None = None,
+        lenient: bool = False,
+        check_relations: bool = True,
+    ) -> None:
+        """``lenient`` accepts fixture placeholders in the header (see ``validate_header``);
+        ``check_relations=False`` skips the §2.6 turn/step rules for the seed only (foreign/replay logs)."""
+        validate_header(header, lenient=lenient)
+        self.header = header
+        self._clock = clock or _default_clock
+        self.events: list[dict] = []
+        self._fold = SurfaceFold(self.events.__getitem__)
+        self._rel = Relations()
+        self._observers: list[Observer] = []
+        self._notifying = False
+        self._msg_cache: dict[int, Any] = {}
+        self._derived: list[Any] = []
+        self._derived_nodes = 0
+        self._derived_gen = 0
+        self._header_ev: dict | None = None
+        self._context_ev: dict | None = None
+        self._title: dict | None = None
+        self._todos_ev: dict | None = None
+        self._end_seed: int | None = None
+        if seed is None:
+            self.first_live_seq = 0
+            return
+        self._load_seed(seed, check_relations)
+        self.first_live_seq = len(self.events)
+        if not self.events or self.events[-1]["type"] != SESSION_END_SEED:
+            self.append(SESSION_END_SEED, {})
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def id(self) -> str:
+        return self.header["id"]
+
+    @property
+    def cwd(self) -> str | None:
+        return self.header.get("cwd")
+
+    @property
+    def open_turn(self) -> int | None:
+        return self._rel.open_turn
+
+    @property
+    def open_step(self) -> int | None:
+        return self._rel.open_step
+
+    @property
+    def last_turn(self) -> int:
+        return self._rel.last_turn
+
+    @property
+    def last_step(self) -> int:
+        """Number of the latest step of the latest turn (0 before the first step of a turn)."""
+        return self._rel.last_step
+
+    @property
+    def surface_nodes(self) -> tuple[int, ...]:
+        return tuple(self._fold.nodes)
+
+    @property
+    def replace_generation(self) -> int:
+        return self._fold.replace_generation
+
+    @property
+    def end_seed_seq(self) -> int | None:
+        """Seq of the last ``session/end-seed`` (None if the log never had a seed)."""
+        return self._end_seed
+
+    def __len__(self) -> int:
+        return len(self.events)
+
+    # ------------------------------------------------------------------ observers
+    def subscribe(self, fn: Observer) -> Callable[[], None]:
+        """Call ``fn(session, event)`` after every committed append; returns an unsubscribe function."""
+        self._observers.append(fn)
+
+        def unsubscribe() -> None:
+            try:
+                self._observers.remove(fn)
+            except ValueError:
+                pass
+
+        return unsubscribe
+
+    # ------------------------------------------------------------------ seed
+    def _load_seed(self, seed: list[dict], check_relations: bool) -> None:
+        events = self.events
+        rel = self._rel
+        fold = self._fold
+        push = events.append
+        lo, hi = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
+        delta_field = _DELTA_FIELD
+        chunk_type = ASSISTANT_CHUNK
+        open_turn = rel.open_turn
+        open_step = rel.open_step
+        i = 0
+        for ev in seed:
+            # Tight path for the vast majority: a well-formed assistant/chunk inside the open step.
+            if ev.__class__ is dict and len(ev) == 4 and open_step is not None:
+                try:
+                    if ev["type"] == chunk_type:
+                        seq = ev["seq"]
+                        t = ev["time"]
+                        d = ev["data"]
+                        if (seq.__class__ is int and seq == i and t.__class__ is int and lo <= t <= hi
+                                and d["step"] == open_step and d["turn"] == open_turn and len(d) == 3):
+                            c = d["chunk"]
+                            f = delta_field.get(c["type"])
+                            if f is None or c["index"].__class__ is not int or c[f].__class__ is not str:
+                                bad = find_bad_float(d)
+                                if bad is not None:
+                                    raise SessionValidationError(f"seq {seq}: {bad}")
+                            push(ev)
+                            i += 1
+                            continue
+                except (KeyError, TypeError, AttributeError):
+                    pass  # not the common shape: the generic path below reports it precisely
+            check_envelope(ev, i)
+            bad = find_bad_float(ev["data"])
+            if bad is not None:
+                raise SessionValidationError(f"seq {i}: {bad}")
+            check_payload(ev)
+            if check_relations:
+                rel.check(ev)
+            plan = fold.plan(ev) if ev["type"] in SURFACE_TYPES or "surfaceOp" in ev or "sourceEventSeqs" in ev \
+                else None
+            push(ev)
+            fold.apply(plan)
+            try:
+                rel.apply(ev)
+            except (KeyError, TypeError, AttributeError):
+                pass  # only reachable with check_relations=False on a malformed boundary event
+            if check_relations:
+                open_turn = rel.open_turn
+                open_step = rel.open_step
+            self._track(ev)
+            i += 1
+
+    # ------------------------------------------------------------------ append
+    def append(
+        self,
+        type: str,  # noqa: A002 - dsh field name
+        data: Any,
+        *,
+        surface_op: Any = None,
+        source_event_seqs: list[int] | None = None,
+    ) -> dict:
+        """Validate and append one event; returns the stored event dict (do not mutate it)."""
+        if self._notifying:
+            raise SessionValidationError("re-entrant append from a session observer is not allowed", "REENTRANT")
+        events = self.events
+        seq = len(events)
+        rel = self._rel
+        # fast path: chunks are the bulk of every log
+        if (type == ASSISTANT_CHUNK and surface_op is None and source_event_seqs is None
+                and builtins_type(data) is dict and rel.open_step is not None
+                and data.get("turn") == rel.open_turn and data.get("step") == rel.open_step):
+            c = data.get("chunk")
+            f = _DELTA_FIELD.get(c.get("type")) if builtins_type(c) is dict else None
+            if (f is None or len(data) != 3 or builtins_type(c.get(f)) is not str
+                    or builtins_type(c.get("index")) is not int or len(c) > 5):
+                check_lossless(data, "data")
+            else:
+                for _k, v in c.items():
+                    if builtins_type(v) is not str and builtins_type(v) is not int:
+                        check_lossless(data, "data")
+                        break
+                if builtins_type(c["index"]) is int and not -MAX_SAFE_INTEGER <= c["index"] <= MAX_SAFE_INTEGER:
+                    check_lossless(data, "data")
+            t = self._now()
+            ev = {"type": type, "seq": seq, "time": t, "data": data}
+            events.append(ev)
+            if self._observers:
+                self._notify(ev)
+            return ev
+        if builtins_type(type) is not str or not type:
+            raise SessionValidationError(f"event type must be a non-empty string, got {type!r}")
+        if type in LEGACY_REFUSED_TYPES:
+            raise SessionValidationError(f"{type} is an unsupported legacy event type", "UNSUPPORTED_LEGACY")
+        check_lossless(data, "data")
+        ev = {"type": type, "seq": seq, "time": 0, "data": data}
+        if source_event_seqs is not None:
+            check_lossless(source_event_seqs, "sourceEventSeqs")
+            ev["sourceEventSeqs"] = source_event_seqs
+        if surface_op is not None:
+            check_lossless(surface_op, "surfaceOp")
+            ev["surfaceOp"] = surface_op
+        check_payload(ev)
+        rel.check(ev)
+        plan = self._fold.plan(ev)
+        ev["time"] = self._now()
+        # commit
+        events.append(ev)
+        self._fold.apply(plan)
+        rel.apply(ev)
+        self._track(ev)
+        if self._observers:
+            self._notify(ev)
+        return ev
+
+    def _now(self) -> int:
+        t = self._clock()
+        if builtins_type(t) is not int:
+            if builtins_type(t) is float and t.is_integer():
+                t = int(t)
+            else:
+                raise SessionValidationError(f"clock returned {t!r}; time must be integer epoch milliseconds")
+        if not -MAX_SAFE_INTEGER <= t <= MAX_SAFE_INTEGER:
+            raise SessionValidationError(f"clock returned {t}; time must be a safe integer")
+        return t
+
+    def _track(self, ev: dict) -> None:
+        t = ev["type"]
+        if t == REQUEST_HEADER:
+            self._header_ev = ev
+        elif t == REQUEST_CONTEXT:
+            self._context_ev = ev
+        elif t == SESSION_TITLE:
+            self._title = title_update(self._title, ev)
+        elif t == TODO_WRITE:
+            self._todos_ev = ev
+        elif t == SESSION_END_SEED:
+            self._end_seed = ev["seq"]
+
+    def _notify(self, ev: dict) -> None:
+        self._notifying = True
+        first_error: BaseException | None = None
+        try:
+            for fn in list(self._observers):
+                try:
+                    fn(self, ev)
+                except Exception as e:  # keep notifying the others, then surface the first failure
+                    if first_error is None:
+                        first_error = e
+        finally:
+            self._notifying = False
+        if first_error is not None:
+            raise first_error
+
+    # ------------------------------------------------------------------ projections
+    def derive_messages(self) -> list[Any]:
+        """What the model sees (§2.3): a fresh list of shared, immutable message objects."""
+        fold = self._fold
+        if fold.replace_generation != self._derived_gen:
+            self._derived = []
+            self._derived_nodes = 0
+            self._derived_gen = fold.replace_generation
+        nodes = fold.nodes
+        n = len(nodes)
+        if self._derived_nodes != n:
+            cache = self._msg_cache
+            events = self.events
+            out = self._derived
+            for s in nodes[self._derived_nodes:]:
+                m = cache.get(s, _NONE)
+                if m is _NONE:
+                    raw = event_message(events[s])
+                    m = None if raw is None else freeze(raw)
+                    cache[s] = m
+                if m is not None:
+                    out.append(m)
+            self._derived_nodes = n
+        return list(self._derived)
+
+    def request_header(self) -> dict | None:
+        """The latest ``request/header`` canonicalized (§2.4), or None."""
+        ev = self._header_ev
+        return None if ev is None else canonical_header(ev["data"]["header"])
+
+    def request_context(self) -> dict | None:
+        ev = self._context_ev
+        return None if ev is None else ev["data"]
+
+    def title(self) -> str | None:
+        return None if self._title is None else self._title["title"]
+
+    def title_data(self) -> dict | None:
+        return self._title
+
+    def todos(self) -> list[dict]:
+        ev = self._todos_ev
+        return [] if ev is None else list(ev["data"].get("todos", []))
+
+    def plan_mode(self) -> bool:
+        return fold_plan_mode(self.events)
+
+    def agent_preset(self) -> str | None:
+        return fold_agent_preset(self.events, self.header)
+
+    def append_origin_events(self) -> list[dict]:
+        """Surface events that entered the log with ``surfaceOp == "append"`` (the human transcript source)."""
+        return [e for e in self.events if e.get("surfaceOp") == "append"]
+
+
+builtins_type = type

@@ -1,0 +1,236 @@
+"""The surface fold (§2.1, §2.2) and the message projection (§2.3).
+
+:class:`SurfaceFold` keeps the ordered model-visible node seqs and ``replace_generation``. ``plan(event)``
+validates a candidate without mutating anything and returns a plan; ``apply(plan)`` commits it. A full
+replay and incremental use run the same code.
+
+:class:`FrozenDict` / :class:`FrozenList` are the immutable message objects ``derive_messages`` shares
+between calls (plain ``dict``/``list`` subclasses, so ``json``/``orjson`` serialize them unchanged).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .errors import SessionValidationError
+from .events import ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
+from .jsonutil import MAX_SAFE_INTEGER
+
+_REPLACE_KEYS = frozenset(("op", "start", "end"))
+
+
+def _frozen(*_a: Any, **_k: Any) -> Any:
+    raise TypeError("session messages are immutable (derive_messages shares them); copy before editing")
+
+
+class FrozenDict(dict):
+    """A dict whose mutators raise. ``copy.deepcopy``/pickle give a FrozenDict back; ``dict(x)`` thaws."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = _frozen  # type: ignore[assignment]
+    update = pop = popitem = clear = setdefault = _frozen  # type: ignore[assignment]
+    __ior__ = _frozen  # type: ignore[assignment]
+
+    def __reduce__(self) -> Any:
+        return (FrozenDict, (dict(self),))
+
+    def __copy__(self) -> FrozenDict:
+        return self
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({dict.__repr__(self)})"
+
+
+class FrozenList(list):
+    """A list whose mutators raise."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = append = extend = insert = pop = remove = clear = _frozen  # type: ignore[assignment]
+    sort = reverse = __iadd__ = __imul__ = _frozen  # type: ignore[assignment]
+
+    def __reduce__(self) -> Any:
+        return (FrozenList, (list(self),))
+
+    def __copy__(self) -> FrozenList:
+        return self
+
+    def __repr__(self) -> str:
+        return f"FrozenList({list.__repr__(self)})"
+
+
+def freeze(value: Any) -> Any:
+    """Deep immutable copy (FrozenDict/FrozenList); already-frozen containers are shared, not copied."""
+    t = type(value)
+    if t is dict:
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if t is list:
+        return FrozenList([freeze(v) for v in value])
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Deep plain (mutable) copy of a frozen value."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    return value
+
+
+def _is_seq(v: Any) -> bool:
+    return type(v) is int and 0 <= v <= MAX_SAFE_INTEGER
+
+
+def event_message(event: dict) -> Any:
+    """The message an event projects to, or None (non-surface, or assistant message with empty content)."""
+    t = event["type"]
+    if t == USER_MESSAGE:
+        return event["data"]
+    if t == ASSISTANT_MESSAGE:
+        msg = event["data"]["message"]
+        return msg if msg["content"] else None
+    if t == TOOL_RESULT:
+        return event["data"]["message"]
+    return None
+
+
+def _invalid(msg: str) -> SessionValidationError:
+    return SessionValidationError(msg, "INVALID_SURFACE")
+
+
+def check_markers(event: dict) -> Any:
+    """Event-local §2.1 checks: returns the surfaceOp ("append", the replace dict, or None for a
+    non-surface event). Raises SessionValidationError."""
+    t = event["type"]
+    seq = event["seq"]
+    if t not in SURFACE_TYPES:
+        if "surfaceOp" in event:
+            raise _invalid(f"seq {seq}: {t} is not a surface event and cannot carry surfaceOp")
+        if "sourceEventSeqs" in event:
+            raise _invalid(f"seq {seq}: {t} is not a surface event and cannot carry sourceEventSeqs")
+        return None
+    if "surfaceOp" not in event:
+        raise _invalid(f"seq {seq}: {t} requires a surfaceOp")
+    op = event["surfaceOp"]
+    if op != "append":
+        if type(op) is not dict or op.keys() != _REPLACE_KEYS or op["op"] != "replace":
+            raise _invalid(f"seq {seq}: surfaceOp must be \"append\" or exactly {{op:'replace', start, end}}")
+        if not _is_seq(op["start"]) or not _is_seq(op["end"]):
+            raise _invalid(f"seq {seq}: surfaceOp.start/end must be non-negative safe integers")
+    if "sourceEventSeqs" in event:
+        src = event["sourceEventSeqs"]
+        if type(src) is not list:
+            raise _invalid(f"seq {seq}: sourceEventSeqs must be an array")
+        if not src and t != ASSISTANT_MESSAGE:
+            raise _invalid(f"seq {seq}: sourceEventSeqs may be empty only on assistant/message")
+        for s in src:
+            if not _is_seq(s):
+                raise _invalid(f"seq {seq}: sourceEventSeqs entries must be non-negative safe integers")
+            if s >= seq:
+                raise _invalid(f"seq {seq}: sourceEventSeqs must reference earlier events ({s} >= {seq})")
+        if len(set(src)) != len(src):
+            raise _invalid(f"seq {seq}: sourceEventSeqs must not contain duplicates")
+    return op
+
+
+def _strip_result_content(data: Any) -> Any:
+    """tool/result data with the inner tool-result block's ``content`` removed (for the content-only rule)."""
+    if type(data) is not dict and not isinstance(data, dict):
+        return data
+    msg = data.get("message")
+    if not isinstance(msg, dict):
+        return data
+    content = msg.get("content")
+    if not isinstance(content, list) or len(content) != 1 or not isinstance(content[0], dict):
+        return data
+    block = {k: v for k, v in content[0].items() if k != "content"}
+    return {**data, "message": {**msg, "content": [block]}}
+
+
+class SurfaceFold:
+    """Ordered surface nodes (event seqs) and the replace generation. ``get_event(seq)`` resolves a seq
+    to its event (needed for the tool/result replacement rule)."""
+
+    __slots__ = ("nodes", "replace_generation", "base_seq", "_pos", "_get_event")
+
+    def __init__(self, get_event: Callable[[int], dict], base_seq: int = 0) -> None:
+        self.nodes: list[int] = []
+        self.replace_generation = 0
+        self.base_seq = base_seq
+        self._pos: dict[int, int] = {}
+        self._get_event = get_event
+
+    def plan(self, event: dict) -> Any:
+        """Validate a candidate; returns None (no surface change), ``("append", seq)`` or
+        ``("replace", seq, i, j)``. Nothing is mutated."""
+        op = check_markers(event)
+        if op is None:
+            return None
+        seq = event["seq"]
+        if op == "append":
+            return ("append", seq)
+        start, end = op["start"], op["end"]
+        if start < self.base_seq or end < self.base_seq:
+            raise _invalid(f"seq {seq}: surface replace range {start}..{end} lies before the loaded window")
+        i = self._pos.get(start)
+        j = self._pos.get(end)
+        if i is None:
+            raise _invalid(f"seq {seq}: surface replace start {start} is not on the surface")
+        if j is None:
+            raise _invalid(f"seq {seq}: surface replace end {end} is not on the surface")
+        if i > j:
+            raise _invalid(f"seq {seq}: surface replace start {start} comes after end {end}")
+        shadowed = self.nodes[i : j + 1]
+        src = event.get("sourceEventSeqs")
+        cited = set(src) if src is not None else set()
+        missing = [s for s in shadowed if s not in cited]
+        if missing:
+            raise _invalid(f"seq {seq}: surface replace must cite every shadowed seq in sourceEventSeqs (missing {missing})")
+        if event["type"] == TOOL_RESULT:
+            if len(shadowed) != 1:
+                raise _invalid(f"seq {seq}: a tool/result replacement must shadow exactly one node")
+            old = self._get_event(shadowed[0])
+            if old["type"] != TOOL_RESULT:
+                raise _invalid(f"seq {seq}: a tool/result replacement must shadow a tool/result")
+            if _strip_result_content(old["data"]) != _strip_result_content(event["data"]):
+                raise _invalid(f"seq {seq}: a tool/result replacement may change only the tool-result content")
+        return ("replace", seq, i, j)
+
+    def apply(self, plan: Any) -> None:
+        if plan is None:
+            return
+        if plan[0] == "append":
+            seq = plan[1]
+            self._pos[seq] = len(self.nodes)
+            self.nodes.append(seq)
+            return
+        _, seq, i, j = plan
+        for s in self.nodes[i : j + 1]:
+            del self._pos[s]
+        self.nodes[i : j + 1] = [seq]
+        for k in range(i, len(self.nodes)):
+            self._pos[self.nodes[k]] = k
+        self.replace_generation += 1
+
+    def fold(self, event: dict) -> None:
+        self.apply(self.plan(event))
+
+
+def fold_surface(events: list[dict], base_seq: int = 0) -> SurfaceFold:
+    """Replay the surface over a contiguous event list (``events[i].seq == base_seq + i``)."""
+    fold = SurfaceFold(lambda s: events[s - base_seq], base_seq)
+    for ev in events:
+        fold.fold(ev)
+    return fold
+
+
+def derive_messages_from(events: list[dict], base_seq: int = 0) -> list[Any]:
+    """From-scratch projection of a log (no caching; messages are the stored objects)."""
+    fold = fold_surface(events, base_seq)
+    out = []
+    for s in fold.nodes:
+        m = event_message(events[s - base_seq])
+        if m is not None:
+            out.append(m)
+    return out
