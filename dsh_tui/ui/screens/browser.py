@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -106,6 +107,13 @@ class TextModal(ModalScreen[str | None]):
 # The screen
 
 
+def _configured_route() -> tuple[Any, str, str]:
+    """(provider, model, hint) from the settings, as ``dsh-tui run`` uses them."""
+    from dsh_tui.cli.app_cmd import model_route
+
+    return model_route()
+
+
 class BrowserScreen(Screen):
     """See the module docstring."""
 
@@ -147,8 +155,10 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     def __init__(self, app: Any = None, *, roots: list[str | os.PathLike] | None = None,
                  db_path: str | os.PathLike | None = None, cwd: str | None = None,
-                 now_ms: Callable[[], int] | None = None, index_in_background: bool = True) -> None:
+                 now_ms: Callable[[], int] | None = None, index_in_background: bool = True,
+                 provider_route: Callable[[], tuple[Any, str, str]] | None = None) -> None:
         super().__init__()
+        self.provider_route = provider_route or _configured_route
         extra = roots if roots is not None else list(getattr(app, "session_roots", None) or [])
         self.catalog = Catalog(cat.resolve_roots(extra), db_path)
         self.cwd = cwd or os.getcwd()
@@ -159,6 +169,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.search_mode = False
         self.trash_mode = False
         self.expanded: set[str] = set()
+        self._ids: set[str] = set()
         self.hits: list[SearchHit] = []
         self.indexing: tuple[int, int] | None = None
         self.loaded = threading.Event()  # first rows on screen (tests/benches wait on it)
@@ -302,14 +313,14 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
                 label = f"This workspace ({self.cwd}) · {here} sessions   [Tab] all workspaces: {every}"
             if self.search_mode:
                 label = f"Content search · {shown} sessions match   " + label
-        self.query_one("#scope", Static).update(label)
+        self.query_one("#scope", Static).update(Text(label))
         if self.indexing is not None:
             done, total = self.indexing
             prog = f"Indexing {done}/{total}…"
         else:
             unreadable = sum(1 for r in self.rows if r.state == cat.UNREADABLE)
             prog = f"{len(self.rows)} logs on disk" + (f" · {unreadable} unreadable" if unreadable else "")
-        self.query_one("#progress", Static).update(prog)
+        self.query_one("#progress", Static).update(Text(prog))
 
     # -- input --------------------------------------------------------------------------------
     @on(Input.Changed, "#filter")
@@ -359,8 +370,8 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         box = self.query_one("#filter", Input)
         if self.trash_mode:
             self.trash_mode = False
-            self.rows = self.catalog.scan()
-            self._rebuild()
+            self.indexed.clear()
+            self._scan()
         elif box.value:
             box.value = ""
         elif self.search_mode:
@@ -405,9 +416,15 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             opener(row, at_seq=at_seq, resume=resume)
             return
         if resume:
-            from dsh_tui.cli.resume_cmd import harness_factory
+            from dsh_tui.ui.harness import HarnessSpec, open_harness
 
-            self.app.open_chat(harness_factory(Path(row.root), row.id, path=row.path))
+            provider, model, hint = self.provider_route()
+            if provider is None:
+                self.notify(hint or "No model provider is configured.", severity="warning", timeout=6)
+                return
+            spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or self.cwd), provider=provider, model=model,
+                               resume_id=row.id)
+            self.app.open_chat(lambda bridge: open_harness(bridge, spec))
             return
         self._open_read_only(row, at_seq)
 
