@@ -30,6 +30,7 @@ class HarnessSpec:
     preset: str = "workspace-write"
     resume_id: str | None = None
     prompts: tuple[str, ...] = ()  # sent one after another, each when the agent is idle (the demo)
+    clock: Any = None  # epoch-ms clock for the session and agent (screenshots freeze it)
     agent_options: dict[str, Any] = field(default_factory=dict)
 
 
@@ -132,14 +133,16 @@ async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
 
     store = open_store(spec.root)
     if spec.resume_id:
-        session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id)
+        session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
     else:
-        header = make_header(str(uuid.uuid4()), cwd=os.fspath(spec.cwd.resolve()))
-        session, writer = lifecycle.start(store, header)
+        header = make_header(str(uuid.uuid4()), cwd=os.fspath(spec.cwd.resolve()),
+                             created_at=spec.clock() if spec.clock else None)
+        session, writer = lifecycle.start(store, header, clock=spec.clock)
     config = AgentConfig(provider=getattr(spec.provider, "name", "") or "", model=spec.model,
                          reasoning_effort=spec.reasoning_effort, preset=spec.preset, cwd=spec.cwd,
                          **spec.agent_options)
-    agent = Agent(session, spec.provider, builtin_tools(), config=config, checkpoint=writer.checkpoint)
+    agent = Agent(session, spec.provider, builtin_tools(), config=config, checkpoint=writer.checkpoint,
+                  clock=spec.clock)
     harness = AgentHarness(bridge, session, writer, agent)
     if spec.prompts:
         harness._script = asyncio.ensure_future(harness.play(spec.prompts))

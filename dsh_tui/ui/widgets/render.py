@@ -148,7 +148,8 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
         added, removed, _ = _diff_counts(item)
         pills.append((f" +{added} −{removed} ", "bold"))
     if item.tool == "search" and item.result:
-        pills.append((f" {len(item.result.splitlines())} lines ", "dim"))
+        n = len(item.result.splitlines())
+        pills.append((f" {n} line{'' if n == 1 else 's'} ", "dim"))
     if item.state == "aborted":
         pills.append((" aborted ", "yellow"))
     elif item.state == "unknown":
@@ -178,10 +179,26 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
             pretty = item.arguments
         if pretty:
             parts.append(Text(_clip(pretty, 8, 2), style="dim"))
-    if item.result:
+    body = _read_lines(item) if item.tool == "read" and item.state == "ok" else None
+    if body is not None:
+        parts.append(Text(_clip(body), style="dim"))
+    elif item.result:
         style = "red" if item.state == "error" else ""
         parts.append(Text(_clip(item.result), style=style))
     return Group(*parts)
+
+
+def _read_lines(item: ToolItem) -> str | None:
+    """A read card's body from its presentation meta: numbered lines, no path wrapper."""
+    meta = item.meta if isinstance(item.meta, dict) else {}
+    lines = meta.get("lines")
+    if not isinstance(lines, list):
+        return None
+    out = [f"{line.get('number', ''):>4}  {line.get('text', '')}" for line in lines if isinstance(line, dict)]
+    total = meta.get("totalLines")
+    if isinstance(total, int) and total > len(out):
+        out.append(f"      … {total} lines in the file")
+    return "\n".join(out)
 
 
 def render_footer(item: FooterItem, show_time: bool = True) -> RenderableType:
