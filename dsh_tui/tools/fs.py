@@ -135,19 +135,44 @@ class _Window:
         self.out_bytes += size
         self.lines.append({"number": self.total, "text": text})
 
+    def _hold(self, rest: str) -> None:
+        """Append to the current partial line, keeping just enough to prove it overflows."""
+        if self._pending_over:
+            return
+        cap = self.max_line + 1
+        self._pending += rest
+        if len(self._pending) > cap + 1:
+            self._pending = self._pending[: cap + 1]
+            self._pending_over = True
+
     def feed(self, chunk: str) -> None:
         cap = self.max_line + 1
         start = 0
         while True:
+            if not self._pending and not self._pending_over:
+                if self._done():
+                    # Past the window: only count the remaining lines.
+                    self.total += chunk.count("\n", start)
+                    last = chunk.rfind("\n", start)
+                    self._pending = chunk[last + 1 : last + 2] if last != -1 else chunk[start : start + 1]
+                    return
+                before = self.offset - 1 - self.total
+                if before > 0:
+                    # Lines ahead of the window are only counted.
+                    if chunk.count("\n", start) <= before:
+                        last = chunk.rfind("\n", start)
+                        if last != -1:
+                            self.total += chunk.count("\n", start)
+                            start = last + 1
+                        self._hold(chunk[start:])
+                        return
+                    for _ in range(before):
+                        start = chunk.index("\n", start) + 1
+                    self.total += before
+                    continue
             nl = chunk.find("\n", start)
             if nl == -1:
-                break
-            if self._done() and not self._pending and not self._pending_over:
-                # Past the window: only count the remaining lines.
-                count = chunk.count("\n", start)
-                self.total += count
-                last = chunk.rfind("\n")
-                self._pending = chunk[last + 1 : last + 2]
+                self._hold(chunk[start:])
                 return
             if not self._pending_over:
                 self._pending += chunk[start:nl]
@@ -155,11 +180,6 @@ class _Window:
             self._pending = ""
             self._pending_over = False
             start = nl + 1
-        if not self._pending_over:
-            self._pending += chunk[start:]
-            if len(self._pending) > cap + 1:
-                self._pending = self._pending[: cap + 1]
-                self._pending_over = True
 
     def finish(self, shown: str) -> None:
         if self._pending or self._pending_over:
