@@ -1,0 +1,158 @@
+"""Replay provider: model scripts derived from a recorded dsh log.
+
+The recorded ``assistant/chunk`` events are grouped by (turn, step) and split at each ``finish`` into
+*attempts*, in log order; ``compaction/summary`` rows with ``llmStreamCall: true`` become synthetic stop
+streams (the summarizer's call) at their position. Each ``stream()`` call plays the next attempt.
+
+Recorded ``session/title-llm-request`` rows are model-call slots too (their chunks are not logged);
+requests of another purpose skip them. ``replay.override.json`` (a list) patches slots by position: ``{"kind": "chunks", "chunks": [...]}``
+replaces the attempt; ``{"kind": "throw", "chunks": [...], "message", "code"}`` plays the chunks then
+raises ``LlmError``; ``{"kind": "hang", "readyFile": "name"}`` plays the recorded chunks (those before
+any finish), creates ``readyFile`` in ``cwd`` and then waits until cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from dsh_tui.llm.protocol import UNKNOWN, LlmError, ModelInfo, RetryPolicy
+from dsh_tui.session import jsonutil, rows
+
+
+def read_log_events(path: Path | str) -> tuple[dict, list[dict]]:
+    """Header and logical events of a raw JSONL log, runtime or projected fixture form."""
+    text = Path(path).read_text(encoding="utf-8")
+    lines = [ln for ln in text.split("\n") if ln.strip()]
+    if not lines:
+        raise LlmError(f"replay log {path} is empty", UNKNOWN)
+    header = jsonutil.loads(lines[0])
+    events: list[dict] = []
+    for line in lines[1:]:
+        obj = jsonutil.loads(line)
+        if rows.is_packed_row(obj):
+            if "seq0" not in obj:
+                obj = {**obj, "seq0": len(events), "time0": 0}
+            events.extend(rows.expand_line(obj))
+        else:
+            obj.setdefault("seq", len(events))
+            obj.setdefault("time", 0)
+            events.append(obj)
+    return header, events
+
+
+def attempts_from_events(events: list[dict]) -> list[dict]:
+    """``[{"turn", "step", "chunks", "finished"}]`` in log order (synthetic summarizer streams included)."""
+    out: list[dict] = []
+    current: dict | None = None
+    for ev in events:
+        t = ev.get("type")
+        if t == "assistant/chunk":
+            d = ev["data"]
+            key = (d.get("turn"), d.get("step"))
+            if current is None or current["key"] != key or current["finished"]:
+                current = {"key": key, "turn": key[0], "step": key[1], "chunks": [], "finished": False}
+                out.append(current)
+            current["chunks"].append(d["chunk"])
+            if d["chunk"].get("type") == "finish":
+                current["finished"] = True
+        elif t == "compaction/summary" and ev["data"].get("llmStreamCall"):
+            d = ev["data"]
+            blocks = d.get("rawOutput") or d.get("summary") or []
+            chunks: list[dict] = []
+            for i, b in enumerate(blocks):
+                chunks.append({"type": "block-start", "index": i, "blockType": b.get("type", "text")})
+                if b.get("type", "text") in ("text", "reasoning"):
+                    chunks.append({"type": f"{b.get('type', 'text')}-delta", "index": i, "text": b.get("text", "")})
+                chunks.append({"type": "block-end", "index": i, "block": b})
+            if d.get("usage"):
+                chunks.append({"type": "usage", "usage": d["usage"]})
+            chunks.append({"type": "finish", "reason": {"kind": "stop"}})
+            out.append({"key": ("compaction", d.get("compactionId")), "turn": None, "step": None,
+                        "chunks": chunks, "finished": True, "purpose": "compaction"})
+            current = None
+        elif t == "session/title-llm-request":
+            out.append({"key": ("title", ev.get("seq")), "turn": None, "step": None, "chunks": None,
+                        "finished": False, "purpose": "session-title"})
+        elif t in ("step/end", "turn/end"):
+            current = None
+    for a in out:
+        a.setdefault("purpose", "turn")
+    return out
+
+
+class ReplayProvider:
+    def __init__(self, attempts: list[dict], *, name: str = "replay", override: list[dict] | None = None,
+                 cwd: Path | str | None = None, context_window: int | None = None,
+                 retry_policy: RetryPolicy | None = None) -> None:
+        self.name = name
+        self.attempts = attempts
+        self.override = list(override or [])
+        self.cwd = Path(cwd) if cwd else None
+        self.context_window = context_window
+        self._retry_policy = retry_policy or RetryPolicy()
+        self.requests: list[dict] = []
+        self.served = 0
+
+    @classmethod
+    def from_file(cls, path: Path | str, *, override: Path | str | None = None, **kwargs: Any) -> ReplayProvider:
+        header, events = read_log_events(path)
+        ov = None
+        candidate = Path(override) if override else Path(path).with_name("replay.override.json")
+        if candidate.is_file():
+            ov = json.loads(candidate.read_text(encoding="utf-8"))
+        kwargs.setdefault("name", cls.recorded_route(events)[0] or "replay")
+        return cls(attempts_from_events(events), override=ov, **kwargs)
+
+    @staticmethod
+    def recorded_route(events: list[dict]) -> tuple[str | None, str | None]:
+        for ev in events:
+            if ev.get("type") == "request/header":
+                cfg = ev["data"]["header"].get("config") or {}
+                return cfg.get("provider"), cfg.get("model")
+        return None, None
+
+    def resolve_model(self, model: str) -> ModelInfo:
+        return ModelInfo(context_window=self.context_window)
+
+    def retry_policy(self) -> RetryPolicy:
+        return self._retry_policy
+
+    async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        self.requests.append(request)
+        purpose = request.get("purpose") or "turn"
+        i = self.served
+        # Model-call slots of another purpose (e.g. session titles we never request) are skipped.
+        while i < len(self.attempts) and self.attempts[i]["purpose"] != purpose:
+            i += 1
+        self.served = i + 1
+        recorded = self.attempts[i]["chunks"] if i < len(self.attempts) else None
+        patch = self.override[i] if i < len(self.override) else None
+        if patch is None:
+            if recorded is None:
+                raise LlmError(f"replay script exhausted after {len(self.attempts)} model calls", UNKNOWN)
+            for chunk in recorded:
+                yield chunk
+            return
+        kind = patch.get("kind")
+        if kind == "chunks":
+            for chunk in patch.get("chunks") or []:
+                yield chunk
+        elif kind == "throw":
+            for chunk in patch.get("chunks") or []:
+                yield chunk
+            raise LlmError(patch.get("message", "replayed provider error"), patch.get("code", UNKNOWN))
+        elif kind == "hang":
+            for chunk in recorded or []:
+                if chunk.get("type") == "finish":
+                    break
+                yield chunk
+            ready = patch.get("readyFile")
+            if ready and self.cwd is not None:
+                (self.cwd / ready).write_text("ready\n", encoding="utf-8")
+            await asyncio.Event().wait()
+        else:
+            raise LlmError(f"unknown replay override kind {kind!r}", UNKNOWN)
