@@ -178,11 +178,11 @@ class Session:
             bad = find_bad_float(ev["data"])
             if bad is not None:
                 raise SessionValidationError(f"seq {i}: {bad}")
+            plan = fold.plan(ev) if ev["type"] in SURFACE_TYPES or "surfaceOp" in ev or "sourceEventSeqs" in ev \
+                else None
             check_payload(ev)
             if check_relations:
                 rel.check(ev)
-            plan = fold.plan(ev) if ev["type"] in SURFACE_TYPES or "surfaceOp" in ev or "sourceEventSeqs" in ev \
-                else None
             push(ev)
             fold.apply(plan)
             try:
@@ -244,9 +244,9 @@ class Session:
         if surface_op is not None:
             check_lossless(surface_op, "surfaceOp")
             ev["surfaceOp"] = surface_op
+        plan = self._fold.plan(ev)
         check_payload(ev)
         rel.check(ev)
-        plan = self._fold.plan(ev)
         ev["time"] = self._now()
         # commit
         events.append(ev)
