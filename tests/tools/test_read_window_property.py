@@ -14,6 +14,7 @@ def reference(text, offset, limit, max_line, max_bytes):
         parts.pop()
     lines, out, capped = [], 0, False
     for number, raw in enumerate(parts, start=1):
+        raw = raw[: max_line + 1]  # dsh buffers one char past the cap, then strips a final CR
         raw = raw[:-1] if raw.endswith("\r") else raw
         if capped or number < offset or len(lines) >= limit:
             continue
