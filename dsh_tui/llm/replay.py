@@ -105,7 +105,12 @@ class ReplayProvider:
         if candidate.is_file():
             ov = json.loads(candidate.read_text(encoding="utf-8"))
         kwargs.setdefault("name", cls.recorded_route(events)[0] or "replay")
-        return cls(attempts_from_events(events), override=ov, **kwargs)
+        attempts = attempts_from_events(events)
+        cwd = kwargs.get("cwd")
+        if cwd is not None:  # realize the fixtures' {{cwd}} placeholder in the model's text and arguments
+            attempts = json.loads(json.dumps(attempts).replace("{{cwd}}", str(cwd)))
+            ov = json.loads(json.dumps(ov).replace("{{cwd}}", str(cwd))) if ov is not None else None
+        return cls(attempts, override=ov, **kwargs)
 
     @staticmethod
     def recorded_route(events: list[dict]) -> tuple[str | None, str | None]:

@@ -1,0 +1,127 @@
+"""``dsh-tui run [PROMPT] [--headless] [--cwd DIR] [--root DIR] [--replay FILE] [--preset NAME] [--model M]``.
+
+With ``--headless`` one turn runs through the real driver and built-in tools in a new session persisted
+under the root (store + write-behind writer with semantic checkpoints); the final answer is printed.
+Exit 0 when the turn completed, 1 otherwise (the turn-end reason goes to stderr). Nobody can answer an
+approval here, so a call the preset does not allow is refused and the model sees the refusal;
+``--preset full-access`` allows everything. ``--replay FILE`` plays a recorded dsh log instead of
+calling a model (offline). Without ``--headless`` the app opens (``dsh_tui.cli.app_cmd.run_chat``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+HELP = "start a new session in the current directory (--headless prints the answer)"
+PRESETS = ("read-only", "workspace-write", "full-access")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("prompt", nargs="?", help="the first prompt")
+    parser.add_argument("--headless", action="store_true", help="run one turn without the UI and print the answer")
+    parser.add_argument("--cwd", help="working directory of the session (default: the current directory)")
+    parser.add_argument("--root", help="session root (default $DSH_HOME/sessions)")
+    parser.add_argument("--replay", metavar="FILE", help="replay the model side of a recorded dsh log (offline)")
+    parser.add_argument("--preset", choices=PRESETS, default="workspace-write",
+                        help="permission preset (default workspace-write)")
+    parser.add_argument("--model", help="model id (default: from settings)")
+
+
+def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
+    from dsh_tui.session.errors import DshError
+
+    if args.replay:
+        from pathlib import Path
+
+        from dsh_tui.llm.replay import ReplayProvider, read_log_events
+
+        path = Path(args.replay)
+        if not path.is_file():
+            raise DshError(f"replay log not found: {path}")
+        provider = ReplayProvider.from_file(path, cwd=cwd)
+        _, model = ReplayProvider.recorded_route(read_log_events(path)[1])
+        return provider, args.model or model or "replay"
+    from dsh_tui.config import load_settings
+    from dsh_tui.llm import registry
+
+    settings = load_settings()
+    problem = registry.credential_problem(settings)
+    if problem:
+        raise DshError(problem.splitlines()[0] if problem else "no model provider configured")
+    provider = registry.build_provider(settings)
+    model = args.model or registry.default_route(settings)[1]
+    return provider, model
+
+
+async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cwd: str,
+                       preset: str) -> tuple[str, dict, str]:
+    """One turn in a new persisted session: (final answer, turn-end reason, session id)."""
+    import asyncio
+    import time
+    import uuid
+
+    from dsh_tui.runtime import Agent, AgentConfig
+    from dsh_tui.session.headers import make_header
+    from dsh_tui.store import lifecycle
+    from dsh_tui.tools import builtin_tools
+
+    header = make_header(str(uuid.uuid4()), cwd=cwd, created_at=int(time.time() * 1000))
+    session, writer = await asyncio.to_thread(lifecycle.start, store, header)
+    try:
+        config = AgentConfig(provider=getattr(provider, "name", "") or "", model=model, cwd=cwd, preset=preset)
+        agent = Agent(session, provider, builtin_tools(), config=config, checkpoint=writer.checkpoint)
+        agent.followup(prompt)
+        await agent.wait_idle()
+        await agent.dispose()
+    finally:
+        await asyncio.to_thread(writer.close)
+    answer, reason = "", {"kind": "none"}
+    for e in session.events:
+        if e["type"] == "assistant/message":
+            text = "".join(b.get("text", "") for b in e["data"]["message"].get("content", []) if b.get("type") == "text")
+            if text:
+                answer = text
+        elif e["type"] == "turn/end":
+            reason = e["data"].get("reason") or {"kind": "none"}
+    return answer, reason, header["id"]
+
+
+def describe(reason: dict) -> str:
+    kind = reason.get("kind", "?")
+    if kind == "error":
+        err = reason.get("error") or {}
+        return f"error: {err.get('message', '')} ({err.get('code', 'UNKNOWN')})"
+    if kind == "aborted":
+        return f"aborted ({(reason.get('reason') or {}).get('kind', '?')})"
+    return kind
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.headless:
+        from dsh_tui.cli.app_cmd import run_chat
+
+        return run_chat(args)
+    import asyncio
+    import os
+    import sys
+    from pathlib import Path
+
+    from dsh_tui.session.errors import DshError
+    from dsh_tui.store.open import open_store
+
+    if not args.prompt:
+        raise DshError('run --headless needs a PROMPT, e.g. dsh-tui run --headless "what does this repo do?"')
+    cwd = Path(args.cwd or os.getcwd()).expanduser().resolve()
+    if not cwd.is_dir():
+        raise DshError(f"not a directory: {cwd}")
+    provider, model = _provider(args, cwd)
+    store = open_store(args.root)
+    answer, reason, _sid = asyncio.run(run_headless(store, provider, model, args.prompt, cwd=str(cwd),
+                                                    preset=args.preset))
+    if answer:
+        print(answer)
+    if reason.get("kind") != "completed":
+        print(f"dsh-tui: turn ended: {describe(reason)}", file=sys.stderr)
+        return 1
+    return 0

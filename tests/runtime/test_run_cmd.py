@@ -1,0 +1,63 @@
+"""``dsh-tui run --headless``: real subprocess, replay provider, real store on disk."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from dsh_tui.store.fixture import open_log_file
+from tests.conftest import FIXTURES
+
+SNAP = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots"
+
+
+def run(*argv: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dsh_tui", "run", *argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+
+
+def stored_events(root) -> list[dict]:
+    logs = [p for p in root.rglob("session.jsonl*")]
+    assert len(logs) == 1
+    return open_log_file(logs[0]).events
+
+
+def tool_result_text(events):
+    r = [e for e in events if e["type"] == "tool/result"][0]
+    return r["data"]["message"]["content"][0]["content"][0]["text"]
+
+
+def test_headless_turn_persists_and_prints_the_answer(tmp_path):
+    root = tmp_path / "root"
+    p = run("--headless", "run it", "--replay", str(SNAP / "tool-call-turn" / "session.jsonl"), "--cwd", str(tmp_path),
+            "--root", str(root), "--preset", "full-access", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "DONE\n"
+    events = stored_events(root)
+    assert tool_result_text(events) == "SNAPSHOT_OK\n"
+    assert events[-1]["type"] == "turn/end" and events[-1]["data"]["reason"] == {"kind": "completed"}
+
+
+def test_headless_refuses_an_approval_nobody_can_answer(tmp_path):
+    root = tmp_path / "root"
+    p = run("--headless", "run it", "--replay", str(SNAP / "tool-call-turn" / "session.jsonl"), "--root", str(root),
+            cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    events = stored_events(root)
+    assert tool_result_text(events) == 'Error: tool "bash" requires approval, but no approval channel is available'
+    assert [e["data"]["outcome"] for e in events if e["type"] == "approval/decided"] == ["unavailable"]
+
+
+def test_headless_failed_turn_exits_1_with_the_reason(tmp_path):
+    p = run("--headless", "hi", "--replay", str(SNAP / "error-finish" / "session.jsonl"), "--root",
+            str(tmp_path / "root"), cwd=tmp_path)
+    assert p.returncode == 1
+    assert p.stderr.strip() == "dsh-tui: turn ended: error: simulated provider error (HTTP 401) (AUTH)"
+
+
+def test_headless_without_a_key_prints_the_clear_message(tmp_path):
+    p = run("--headless", "hi", "--root", str(tmp_path / "root"), cwd=tmp_path)
+    assert p.returncode == 1
+    assert p.stderr.startswith("dsh-tui: ") and "DEEPSEEK_API_KEY" in p.stderr and "Traceback" not in p.stderr
+    assert p.stderr.count("\n") == 1
