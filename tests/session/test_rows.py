@@ -194,31 +194,41 @@ texts = st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from(["\ud800
 times = st.integers(-MAX, MAX) | st.integers(-3, 3)
 
 
+member = st.tuples(
+    st.sampled_from(["text-delta", "text-delta", "reasoning-delta", "tool-call-delta", "other"]),
+    st.sampled_from([1, 1, 1, 1, 2]),  # seq step
+    st.sampled_from([0, 0, 1, -2, None]) ,  # time step (None = jump anywhere)
+    times,
+    texts,
+    st.sampled_from([1, 1, 2]),  # turn
+    st.sampled_from([0, 0, 1]),  # index
+    st.sampled_from(["a", "a", "b"]),  # id
+    st.sampled_from([None, None, "n", "m"]),  # name
+    st.integers(0, 20),  # 0 = off-whitelist extra key
+)
+
+
 @st.composite
 def chunk_batches(draw):
-    n = draw(st.integers(0, 30))
     seq = draw(st.integers(0, 5))
-    out = []
     t = draw(times)
-    for _ in range(n):
-        kind = draw(st.sampled_from(["text-delta", "reasoning-delta", "tool-call-delta", "other"]))
-        seq += draw(st.sampled_from([1, 1, 1, 1, 2]))
-        t = draw(st.sampled_from([t, t + 1, t - 2]) | times)
+    out = []
+    for kind, ds, dt, jump, text, turn, index, cid, name, extra in draw(st.lists(member, max_size=30)):
+        seq += ds
+        t = jump if dt is None else t + dt
         if not -MAX <= t <= MAX:
             t = 0
         if kind == "other":
             out.append({"type": "step/start", "seq": seq, "time": t, "data": {"turn": 1, "step": 1}})
             continue
-        ev = chunk(seq, t, kind=kind, text=draw(texts), turn=draw(st.sampled_from([1, 2])),
-                   index=draw(st.sampled_from([0, 0, 1])), cid=draw(st.sampled_from(["a", "b"])),
-                   name=draw(st.sampled_from([None, "n", "m"])))
-        if draw(st.integers(0, 20)) == 0:
+        ev = chunk(seq, t, kind=kind, text=text, turn=turn, index=index, cid=cid, name=name)
+        if extra == 0:
             ev["extra"] = 1
         out.append(ev)
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(chunk_batches(), st.sampled_from([None, 3, 4, 1024]), st.sampled_from([None, 80, 300]))
 def test_pack_then_expand_reproduces_every_batch_exactly(batch, max_members, max_bytes):
     out = rows.pack_batch(batch, max_members=max_members, max_bytes=max_bytes)
