@@ -160,7 +160,7 @@ def compile_glob(pattern: str, *, allow_negation: bool = False) -> GlobRule:
 
 @dataclass
 class _IgnoreLevel:
-    base: str  # path of the directory holding the files, relative to the walk root ("" = root)
+    base: str  # absolute path of the directory holding the ignore files
     files: list[list[GlobRule]] = field(default_factory=list)  # highest precedence first
 
 
@@ -184,20 +184,33 @@ def _parse_ignore(path: str) -> list[GlobRule]:
     return rules
 
 
-def _in_git_repo(directory: str) -> bool:
+def _git_root(directory: str) -> str | None:
     cur = os.path.abspath(directory)
     while True:
         if os.path.exists(os.path.join(cur, ".git")):
-            return True
+            return cur
         parent = os.path.dirname(cur)
         if parent == cur:
-            return False
+            return None
         cur = parent
 
 
-def _ignored(levels: list[_IgnoreLevel], rel: str, is_dir: bool) -> bool:
+def _level(directory: str, git_root: str | None) -> _IgnoreLevel | None:
+    level = _IgnoreLevel(directory)
+    for name in IGNORE_FILES:
+        if name == ".gitignore" and (
+            git_root is None or not (directory + os.sep).startswith(git_root + os.sep)
+        ):
+            continue
+        p = os.path.join(directory, name)
+        if os.path.isfile(p):
+            level.files.append(_parse_ignore(p))
+    return level if level.files else None
+
+
+def _ignored(levels: list[_IgnoreLevel], abs_path: str, is_dir: bool) -> bool:
     for level in reversed(levels):
-        sub = rel if not level.base else rel[len(level.base) + 1 :]
+        sub = abs_path[len(level.base.rstrip(os.sep)) + 1 :]
         for rules in level.files:
             for rule in reversed(rules):
                 if rule.dir_only and not is_dir:
@@ -247,7 +260,21 @@ def _display(raw: str | None, root_abs: str, rel: str, cwd: str) -> str:
 def _walk_files(root_abs: str, stop: threading.Event, deadline: float, *, respect_ignores: bool):
     """Yield ``(rel_path, abs_path, stat)`` for regular files under root (symlinks not followed)."""
     levels: list[_IgnoreLevel] = []
-    in_git = _in_git_repo(root_abs) if respect_ignores else False
+    git_root = _git_root(root_abs) if respect_ignores else None
+    if respect_ignores:
+        # Ignore files of the parent directories apply too (ripgrep's default).
+        ancestors = []
+        cur = os.path.dirname(os.path.abspath(root_abs))
+        while True:
+            ancestors.append(cur)
+            parent = os.path.dirname(cur)
+            if parent == cur:
+                break
+            cur = parent
+        for directory in reversed(ancestors):
+            level = _level(directory, git_root)
+            if level is not None:
+                levels.append(level)
 
     def visit(dir_abs: str, dir_rel: str):
         _check(stop, deadline)
@@ -257,14 +284,8 @@ def _walk_files(root_abs: str, stop: threading.Event, deadline: float, *, respec
             return
         pushed = False
         if respect_ignores:
-            level = _IgnoreLevel(dir_rel)
-            for name in IGNORE_FILES:
-                if name == ".gitignore" and not in_git:
-                    continue
-                p = os.path.join(dir_abs, name)
-                if os.path.isfile(p):
-                    level.files.append(_parse_ignore(p))
-            if level.files:
+            level = _level(dir_abs, git_root)
+            if level is not None:
                 levels.append(level)
                 pushed = True
         try:
@@ -280,11 +301,11 @@ def _walk_files(root_abs: str, stop: threading.Event, deadline: float, *, respec
                 if is_dir:
                     if name in VCS_DIRS:
                         continue
-                    if respect_ignores and (name.startswith(".") or _ignored(levels, rel, True)):
+                    if respect_ignores and (name.startswith(".") or _ignored(levels, entry.path, True)):
                         continue
                     yield from visit(entry.path, rel)
                     continue
-                if respect_ignores and (name.startswith(".") or _ignored(levels, rel, False)):
+                if respect_ignores and (name.startswith(".") or _ignored(levels, entry.path, False)):
                     continue
                 try:
                     st = entry.stat(follow_symlinks=False)
@@ -310,6 +331,8 @@ def _glob_blocking(ctx: ToolContext, pattern: str, raw: str | None, stop: thread
         if not os.path.exists(root_abs):
             raise _rg_missing("glob", raw)
     found: list[tuple[int, str]] = []
+    if raw is not None and VCS_DIRS & set(os.path.normpath(raw).split(os.sep)):
+        return {"root": _display(raw, root_abs, "", cwd), "paths": []}  # VCS metadata stays excluded
     try:
         if os.path.isfile(root_abs):
             if rule.regex.match(os.path.basename(root_abs)):

@@ -241,3 +241,20 @@ async def test_search_timeout_reports_aborted(tmp_path):
     bench = Bench(ws, options={"search_timeout_ms": 0})
     out = await bench.run("glob", {"pattern": "*"})
     assert out.text == "Error: glob was aborted before completion (tool timeout or caller cancellation)"
+
+
+async def test_parent_ignore_files_apply_and_vcs_roots_stay_excluded(bench):
+    ws = bench.workspace
+    (ws / ".git").mkdir()
+    put(ws, ".gitignore", "*.log\n")
+    put(ws, "sub/a.log", "needle\n")
+    put(ws, "sub/a.txt", "needle\n")
+    put(ws, ".git/config.txt", "needle\n")
+    out = await bench.run("grep", {"pattern": "needle", "path": "sub"})
+    assert out.text == "Found 1 match\n\nsub/a.txt\nLine 1: needle"
+    bench.cwd = ws / "sub"
+    out = await bench.run("grep", {"pattern": "needle"})
+    assert out.text == "Found 1 match\n\na.txt\nLine 1: needle"
+    bench.cwd = None
+    assert (await bench.run("glob", {"pattern": "*", "path": ".git"})).text == "No files found"
+    assert (await bench.run("glob", {"pattern": "*.txt"})).text == "sub/a.txt"
