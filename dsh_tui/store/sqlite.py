@@ -461,14 +461,19 @@ class SqliteSessionStore:
                 raise DshError(f"session {sid} already exists")
             self._intents[sid] = dict(header)
 
-    def append(self, session_id: str, events: list[dict]) -> None:
+    def append(self, session_id: str, events: list[dict], *, trusted: bool = False) -> None:
+        """Durably append one batch (one ``BEGIN IMMEDIATE`` transaction, fsynced at commit).
+
+        ``trusted=True`` (the writer, whose events were validated by ``Session.append``) skips the
+        per-event lossless-JSON walk; the envelope, contiguity and legacy refusals are still checked."""
         if not events:
             return
         from dsh_tui.session import jsonutil, rows
 
         _check_batch(events)
         for i, ev in enumerate(events):
-            jsonutil.check_lossless(ev, where=f"events[{i}]")
+            if not trusted:
+                jsonutil.check_lossless(ev, where=f"events[{i}]")
             t = ev["type"]
             if t in ("request/header-delta", "mode/set") or (
                 t == "request/header" and isinstance(ev["data"], dict) and ev["data"].get("reason") == "fallback"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import inspect
 import logging
 import threading
 import time
@@ -71,6 +72,12 @@ class SessionWriter:
         self._closed = False
         self.batches_written = 0
         self.events_written = 0
+        # events reaching the writer were validated by Session.append: a store that can skip its own
+        # lossless-JSON walk for them says so with a ``trusted`` keyword on ``append``
+        try:
+            self._append_kw = {"trusted": True} if "trusted" in inspect.signature(store.append).parameters else {}
+        except (TypeError, ValueError):
+            self._append_kw = {}
         self._unsubscribe = session.subscribe(self._on_event)
         self._thread = threading.Thread(target=self._run, name=f"dsh-writer-{self.session_id}", daemon=True)
         self._thread.start()
@@ -121,7 +128,7 @@ class SessionWriter:
                     self._cv.wait()
                 batch = list(self._pending)
             try:
-                self.store.append(self.session_id, batch)
+                self.store.append(self.session_id, batch, **self._append_kw)
             except BaseException as err:  # keep the batch at the head; pause until event/flush/close
                 with self._cv:
                     first = self._error is None
