@@ -37,6 +37,8 @@ VCS_DIRS = frozenset({".git", ".svn", ".hg", ".bzr", ".jj", ".sl"})
 SEARCH_TIMEOUT_MS = 30_000
 GREP_MAX_LINE_BYTES = 2000
 SEARCH_META_MAX_BYTES = 65_536
+RAW_OUTPUT_MAX_BYTES = 20_000_000
+STREAM_MIN_BYTES = 8 << 20
 IGNORE_FILES = (".rgignore", ".ignore", ".gitignore")  # highest precedence first
 
 
@@ -338,9 +340,11 @@ def _glob_blocking(ctx: ToolContext, pattern: str, raw: str | None, stop: thread
             if rule.regex.match(os.path.basename(root_abs)):
                 found.append((os.stat(root_abs).st_mtime_ns, _display(raw, root_abs, "", cwd)))
         else:
+            budget = _Budget("glob")
             for rel, _abs, st in _walk_files(root_abs, stop, deadline, respect_ignores=False):
                 if rule.dir_only or not rule.regex.match(rel):
                     continue
+                budget.spend(len(rel) + 1)
                 found.append((st.st_mtime_ns, _display(raw, root_abs, rel, cwd)))
     except _Aborted:
         raise search_error(
@@ -374,6 +378,7 @@ def validate_include(include: str) -> None:
 def compile_rg_regex(pattern: str) -> re.Pattern[str]:
     """ripgrep (Rust regex) syntax for the common subset, as a Python pattern."""
     translated = pattern.replace(r"\z", r"\Z")
+    translated = re.sub(r"\(\?<(?![=!])", "(?P<", translated)
     translated = re.sub(r"\[\[:(alpha|digit|alnum|space|upper|lower|punct|xdigit|word):\]\]",
                         lambda m: {"alpha": "[a-zA-Z]", "digit": "[0-9]", "alnum": "[a-zA-Z0-9]",
                                    "space": r"\s", "upper": "[A-Z]", "lower": "[a-z]",
@@ -393,8 +398,37 @@ def compile_rg_regex(pattern: str) -> re.Pattern[str]:
         ) from None
 
 
-def _grep_file(abs_path: str, regex: re.Pattern[str]) -> list[tuple[int, str]]:
+class _Budget:
+    """dsh caps the raw ``rg`` output it parses (20 MB); ours bounds the collected results the same way."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool, self.cap, self.used = tool, RAW_OUTPUT_MAX_BYTES, 0
+
+    def spend(self, amount: int) -> None:
+        self.used += amount
+        if self.used > self.cap:
+            raise search_error(
+                f"{self.tool} produced more raw output than the subprocess seam retained within the "
+                f"{self.cap}-byte cap; narrow pattern, path, or include and retry",
+                "SEARCH_RAW_OUTPUT_OVERFLOW",
+            )
+
+
+def _hit(number: int, line: str) -> tuple[int, str]:
+    if line.endswith("\r"):
+        line = line[:-1]
+    if any("\udc80" <= ch <= "\udcff" for ch in line):
+        line = "(line is not valid UTF-8)"
+    return number, line
+
+
+def _grep_file(
+    abs_path: str, regex: re.Pattern[str], budget: _Budget, overhead: int
+) -> list[tuple[int, str]]:
     try:
+        size = os.path.getsize(abs_path)
+        if size > STREAM_MIN_BYTES:
+            return _grep_stream(abs_path, regex, budget, overhead)
         with open(abs_path, "rb") as fh:
             data = fh.read()
     except OSError:
@@ -404,17 +438,31 @@ def _grep_file(abs_path: str, regex: re.Pattern[str]) -> list[tuple[int, str]]:
     text = data.decode("utf-8", "surrogateescape")
     if regex.search(text) is None:
         return []
+    lines = text.split("\n")
+    if text.endswith("\n"):
+        lines.pop()  # the empty remainder after a final newline is not a line
     out: list[tuple[int, str]] = []
-    for number, line in enumerate(text.split("\n"), start=1):
-        if regex.search(line) is None:
-            continue
-        if line.endswith("\r"):
-            line = line[:-1]
-        if any("\udc80" <= ch <= "\udcff" for ch in line):
-            line = "(line is not valid UTF-8)"
-        out.append((number, line))
-    if text.endswith("\n") and out and out[-1][0] == text.count("\n") + 1:
-        out.pop()  # the empty remainder after a final newline is not a line
+    for number, line in enumerate(lines, start=1):
+        if regex.search(line) is not None:
+            budget.spend(len(line) + overhead)
+            out.append(_hit(number, line))
+    return out
+
+
+def _grep_stream(
+    abs_path: str, regex: re.Pattern[str], budget: _Budget, overhead: int
+) -> list[tuple[int, str]]:
+    """Large files: line by line, bounded memory; a NUL byte anywhere makes it a skipped binary file."""
+    out: list[tuple[int, str]] = []
+    with open(abs_path, "rb") as fh:
+        for number, raw in enumerate(fh, start=1):
+            if b"\x00" in raw:
+                return []
+            line = raw[:-1] if raw.endswith(b"\n") else raw
+            text = line.decode("utf-8", "surrogateescape")
+            if regex.search(text) is not None:
+                budget.spend(len(text) + overhead)
+                out.append(_hit(number, text))
     return out
 
 
@@ -429,6 +477,7 @@ def _grep_blocking(
     deadline = time.monotonic() + timeout_ms / 1000
     cwd = str(ctx.cwd)
     regex = compile_rg_regex(pattern)
+    budget = _Budget("grep")
     include_rule = compile_glob(include) if include is not None else None
     if raw is None:
         root_abs = cwd
@@ -441,15 +490,15 @@ def _grep_blocking(
         if os.path.isfile(root_abs):
             shown = _display(raw, root_abs, "", cwd)
             if include_rule is None or include_rule.regex.match(os.path.basename(root_abs)):
-                for number, line in _grep_file(root_abs, regex):
+                for number, line in _grep_file(root_abs, regex, budget, len(shown) + 100):
                     matches.append({"path": shown, "lineNumber": number, "line": line})
         else:
             for rel, abs_path, _st in _walk_files(root_abs, stop, deadline, respect_ignores=True):
                 if include_rule is not None and not include_rule.regex.match(rel):
                     continue
-                hits = _grep_file(abs_path, regex)
+                shown = _display(raw, root_abs, rel, cwd)
+                hits = _grep_file(abs_path, regex, budget, len(shown) + 100)
                 if hits:
-                    shown = _display(raw, root_abs, rel, cwd)
                     matches.extend({"path": shown, "lineNumber": n, "line": ln} for n, ln in hits)
                 _check(stop, deadline)
     except _Aborted:

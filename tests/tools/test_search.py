@@ -258,3 +258,36 @@ async def test_parent_ignore_files_apply_and_vcs_roots_stay_excluded(bench):
     bench.cwd = None
     assert (await bench.run("glob", {"pattern": "*", "path": ".git"})).text == "No files found"
     assert (await bench.run("glob", {"pattern": "*.txt"})).text == "sub/a.txt"
+
+
+async def test_grep_streams_large_files_and_named_groups(bench, monkeypatch):
+    import dsh_tui.tools.search as search
+
+    big = bench.workspace / "big.log"
+    with open(big, "w") as fh:
+        for i in range(50_000):
+            fh.write(f"row {i}\n")
+    monkeypatch.setattr(search, "STREAM_MIN_BYTES", 64 * 1024)  # stream anything over 64 KiB
+    out = await bench.run("grep", {"pattern": r"^row (?<n>4999\d)$"})
+    assert out.meta["total"] == 10
+    assert out.meta["files"][0]["matches"][0] == {"lineNumber": 49_991, "line": "row 49990"}
+    with open(big, "ab") as fh:
+        fh.write(b"row 49999\x00\n")
+    assert (await bench.run("grep", {"pattern": "row"})).text == "No matches found"
+
+
+async def test_raw_output_cap(bench, monkeypatch):
+    import dsh_tui.tools.search as search
+
+    monkeypatch.setattr(search, "RAW_OUTPUT_MAX_BYTES", 2_000)
+    put(bench.workspace, "many.txt", "hit\n" * 100)
+    out = await bench.run("grep", {"pattern": "hit"})
+    assert out.text == (
+        "Error: grep produced more raw output than the subprocess seam retained within the 2000-byte cap; "
+        "narrow pattern, path, or include and retry"
+    )
+    assert out.error == {"name": "SearchError", "code": "SEARCH_RAW_OUTPUT_OVERFLOW"}
+    for i in range(300):
+        put(bench.workspace, f"f{i}.txt")
+    out = await bench.run("glob", {"pattern": "*.txt"})
+    assert out.error == {"name": "SearchError", "code": "SEARCH_RAW_OUTPUT_OVERFLOW"}
