@@ -71,20 +71,23 @@ def _log_task_failure(task: asyncio.Task) -> None:
 class EventBus:
     def __init__(self) -> None:
         self._listeners: dict[str, list[_Entry]] = {}
+        self._cache: dict[tuple[str, str | None], list[Listener]] = {}
 
     def on(self, name: str, fn: Listener, *, scope: str | None = None, prepend: bool = False) -> Callable[[], None]:
         entry = _Entry(fn, scope)
-        lst = self._listeners.setdefault(name, [])
+        lst = list(self._listeners.get(name, []))  # copy-on-write: an ongoing dispatch keeps its snapshot
         if prepend:
             lst.insert(0, entry)
         else:
             lst.append(entry)
+        self._listeners[name] = lst
+        self._cache.clear()
 
         def off() -> None:
             current = self._listeners.get(name)
             if current and entry in current:
-                # Copy-on-write so an ongoing dispatch keeps its snapshot.
                 self._listeners[name] = [e for e in current if e is not entry]
+                self._cache.clear()
 
         return off
 
@@ -92,10 +95,12 @@ class EventBus:
         return bool(self._select(name, scope))
 
     def _select(self, name: str, scope: str | None) -> list[Listener]:
-        lst = self._listeners.get(name)
-        if not lst:
-            return []
-        return [e.fn for e in lst if e.scope is None or e.scope == scope]
+        key = (name, scope)
+        cached = self._cache.get(key)
+        if cached is None:
+            lst = self._listeners.get(name) or []
+            cached = self._cache[key] = [e.fn for e in lst if e.scope is None or e.scope == scope]
+        return cached
 
     def emit(self, name: str, payload: Any, *, scope: str | None = None) -> None:
         for fn in self._select(name, scope):
@@ -117,6 +122,11 @@ class EventBus:
         scope: str | None = None,
     ) -> Any:
         chain = self._select(name, scope)
+        if not chain:
+            out = innermost()
+            if inspect.isawaitable(out):
+                out = await out
+            return out
 
         async def call(i: int) -> Any:
             if i >= len(chain):
