@@ -282,6 +282,13 @@ class Agent:
             self._set_phase(IDLE)
             self._after_idle()
 
+    async def compact_now(self) -> bool:
+        """Manual ``/compact``: compaction as maintenance from idle (``turn: null``)."""
+        from dsh_tui.runtime.compaction import Compactor
+
+        compactor = self.compactor or Compactor(self)
+        return await self.run_maintenance(lambda _signal: compactor.compact(mode="manual", turn=None))
+
     # ---- the driver ----------------------------------------------------------------------------
     def _wake(self) -> None:
         if self._disposed:

@@ -277,7 +277,8 @@ class Compactor:
         cid = str(uuid.uuid4())
         session.append("compaction/start", {"compactionId": cid, "turn": turn})
         try:
-            if self._prune() and threshold is not None and self.measure() < threshold:
+            # a replacing tool/result needs an open turn, so manual compaction (turn None) never prunes
+            if turn is not None and self._prune() and threshold is not None and self.measure() < threshold:
                 session.append("compaction/end", {"compactionId": cid, "turn": turn})
                 return True
             events = session.events
@@ -285,6 +286,8 @@ class Compactor:
             cw = agent.context_window((session.request_context() or {}).get("model")) or 0
             retain = 0 if mode == "overflow" else math.floor(cw * agent.config.compaction_retain_ratio)
             cut = self._select(nodes, retain)
+            if cut <= 0 and mode == "manual" and retain > 0:
+                cut = self._select(nodes, 0)  # an explicit /compact keeps only the newest unit if it must
             if cut <= 0:
                 raise CompactionError("nothing to compact")
             shadowed = nodes[:cut]

@@ -84,3 +84,20 @@ async def test_failed_summary_leaves_the_surface_untouched_and_the_turn_continue
     assert not [e for e in agent.session.events if isinstance(e.get("surfaceOp"), dict)]
     assert agent.session.derive_messages()[:2] == before
     assert boundaries(agent)[-1] == ("turn/end", 2, "completed")
+
+
+async def test_manual_compaction_runs_as_maintenance_between_turns():
+    agent = make_agent([s.text("answer one " * 100), s.text("answer two " * 100), s.text("summary of it"),
+                        s.text("three")], context_window=100_000)
+    await run_followup(agent, LONG_PROMPT)
+    await run_followup(agent, "second question " * 50)
+    statuses = list(agent.statuses)
+    assert await agent.compact_now() is True
+    assert agent.statuses == statuses  # maintenance reports idle
+    start = of_type(agent, "compaction/start")[0]
+    assert start["data"]["turn"] is None
+    checkpoint = [e for e in of_type(agent, "user/message") if isinstance(e.get("surfaceOp"), dict)][0]
+    assert checkpoint["data"]["source"]["plugin"] == "compact"
+    await run_followup(agent, "after")
+    first = agent.provider.requests[-1]["messages"][0]
+    assert first["source"]["plugin"] == "compact"

@@ -423,3 +423,16 @@ async def test_19_burst_followups():
     for i in range(n):
         await run_followup(agent2, f"m{i}")
     assert [e["data"]["turn"] for e in of_type(agent2, "turn/start")] == list(range(1, n + 1))
+
+
+async def test_idle_steer_starts_a_turn_synchronously_and_a_same_tick_steer_enters_the_next_step():
+    agent = make_agent([s.text("a"), s.text("b")])
+    agent.steer("first")
+    assert types(agent)[-3:] == ["agent/inbox/spliced", "turn/start", "agent/inbox/spliced"]
+    agent.steer("second")
+    await agent.wait_idle()
+    ums = of_type(agent, "user/message")
+    steps = of_type(agent, "step/start")
+    assert [texts(e["data"]) for e in ums] == ["first", "second"]
+    assert len(steps) == 2 and steps[0]["seq"] < ums[0]["seq"] < steps[1]["seq"] < ums[1]["seq"]
+    assert len(of_type(agent, "turn/start")) == 1
