@@ -297,8 +297,8 @@ def diff_counts(diffs: list[dict[str, Any]]) -> tuple[int, int]:
     """(+added, -removed) line counts over dsh diff hunks (for tool cards)."""
     added = removed = 0
     for hunk in diffs:
-        old = [] if hunk.get("oldText") is None else str(hunk["oldText"]).split("\n")
-        new = str(hunk.get("newText") or "").split("\n") if hunk.get("newText") is not None else []
+        old = str(hunk["oldText"]).split("\n") if hunk.get("oldText") else []
+        new = str(hunk["newText"]).split("\n") if hunk.get("newText") else []
         matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
         for tag, i1, i2, j1, j2 in matcher.get_opcodes():
             if tag in ("replace", "delete"):
