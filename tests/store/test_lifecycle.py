@@ -231,7 +231,18 @@ def test_fork_command_prints_the_child_id(tmp_path, backend, capsys):
         args += ["--backend", "sqlite"]
     assert main(args) == 0
     child = capsys.readouterr().out.strip()
-    assert _store(tmp_path, backend).load(child).header["parentSession"] == SID
+    child_header = _store(tmp_path, backend).load(child).header
+    assert child_header["parentSession"] == SID
+    if backend != "sqlite":  # the log tools report the lineage of the child file
+        import json
+
+        path = _store(tmp_path, backend).locate(child_header)
+        assert main(["fork", str(path), "--at-seq", str(child_header["seedLength"])]) == 0
+        grandchild = capsys.readouterr().out.strip()
+        assert main(["log", "check", str(path)]) == 0
+        row = json.loads(capsys.readouterr().out)
+        assert row["ok"] and row["parent"] == SID and row["seed_length"] == child_header["seedLength"]
+        assert _store(tmp_path, backend).load(grandchild).header["parentSession"] == child
     assert main(["fork", SID, "--at-seq", "3", "--root", str(tmp_path / "root")]) == 1
     err = capsys.readouterr().err
     assert err.startswith("dsh-tui: ") and "open turn" in err and err.count("\n") == 1

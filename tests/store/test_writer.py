@@ -14,9 +14,9 @@ import threading
 import time
 
 import pytest
-from dsh_tui.session.log import Session
 
 from dsh_tui.session.headers import make_header
+from dsh_tui.session.log import Session
 from dsh_tui.store import lifecycle
 from dsh_tui.store import lock as locks
 from dsh_tui.store.jsonl import JsonlStore
@@ -207,3 +207,11 @@ def test_start_takes_the_lock_and_close_releases_it(store):
     writer.close()
     assert store.read_from("w2", 0) == session.events
     locks.acquire(store, "w2", header).release()
+
+
+def test_bench_append_runs_at_tiny_size(capsys):
+    from tests.bench import bench_append
+
+    assert bench_append.main(["--turns", "1", "--paced-seconds", "0.3"]) == 0
+    out = capsys.readouterr().out
+    assert "events/s" in out and "rows=31 inserts=31 updates=0 deletes=0" in out
