@@ -149,8 +149,53 @@ def _path_key(path: str, key: str) -> str:
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
+def _lossless_ok(value: Any) -> bool:
+    """Fast path of :func:`check_lossless` (no path bookkeeping)."""
+    t = type(value)
+    if t is str or value is None or t is bool:
+        return True
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            tv = type(v)
+            if tv is str or v is None or tv is bool:
+                continue
+            if tv is int:
+                if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                    return False
+                continue
+            if not _lossless_ok(v):
+                return False
+        return True
+    if t is list:
+        for v in value:
+            tv = type(v)
+            if tv is str or v is None or tv is bool:
+                continue
+            if tv is int:
+                if not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                    return False
+                continue
+            if not _lossless_ok(v):
+                return False
+        return True
+    if t is int:
+        return -MAX_SAFE_INTEGER <= value <= MAX_SAFE_INTEGER
+    if t is float:
+        return value == value and value not in (math.inf, -math.inf) and not (
+            value == 0 and math.copysign(1.0, value) < 0)
+    return False
+
+
 def check_lossless(value: Any, where: str = "data") -> None:
     """Raise :class:`SessionValidationError` naming the path if ``value`` is not lossless JSON."""
+    if _lossless_ok(value):
+        return
+    _check_lossless_slow(value, where)  # authoritative: raises with the path, or accepts subclasses
+
+
+def _check_lossless_slow(value: Any, where: str) -> None:
     t = type(value)
     if t is str or value is None or t is bool:
         return
@@ -170,11 +215,11 @@ def check_lossless(value: Any, where: str = "data") -> None:
         for k, v in value.items():
             if type(k) is not str:
                 raise SessionValidationError(f"{where}: key {k!r} is not a string (not lossless JSON)")
-            check_lossless(v, _path_key(where, k))
+            _check_lossless_slow(v, _path_key(where, k))
         return
     if isinstance(value, list):
         for i, v in enumerate(value):
-            check_lossless(v, f"{where}[{i}]")
+            _check_lossless_slow(v, f"{where}[{i}]")
         return
     if isinstance(value, bool | int | float | str):  # subclasses (IntEnum, str enums ...)
         raise SessionValidationError(f"{where}: {t.__name__} is not a plain JSON value")
