@@ -46,6 +46,14 @@ def resolve_target(
     """Resolve and confine one model path (blocking: call from a worker thread for slow filesystems)."""
     shown = display_path(ctx, raw)
     real = os.path.realpath(shown)
+    if not os.path.exists(real):
+        ancestor = os.path.dirname(real)
+        while ancestor and not os.path.exists(ancestor) and os.path.dirname(ancestor) != ancestor:
+            ancestor = os.path.dirname(ancestor)
+        if os.path.exists(ancestor) and not os.path.isdir(ancestor):
+            raise fs_error(
+                f'cannot resolve "{shown}": a parent path segment is not a directory', "FS_NOT_FOUND"
+            )
     if not ctx.allow_outside:
         root = os.path.realpath(str(ctx.workspace))
         if not inside(root, real):

@@ -291,3 +291,23 @@ async def test_raw_output_cap(bench, monkeypatch):
         put(bench.workspace, f"f{i}.txt")
     out = await bench.run("glob", {"pattern": "*.txt"})
     assert out.error == {"name": "SearchError", "code": "SEARCH_RAW_OUTPUT_OVERFLOW"}
+
+
+async def test_walks_run_off_the_event_loop(bench):
+    for i in range(1500):
+        put(bench.workspace, f"d{i % 30}/f{i}.txt", "needle\n" * 20)
+    ticks = 0
+    done = asyncio.Event()
+
+    async def ticker():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    t = asyncio.create_task(ticker())
+    out = await bench.run("grep", {"pattern": "needle", "include": "*.txt"})
+    done.set()
+    await t
+    assert out.meta["total"] == 30_000
+    assert ticks > 1

@@ -221,3 +221,16 @@ async def test_version_notices_same_size_rewrite(bench):
     p.write_text("bbbb\n")  # same size; mtime/ctime (ns) move
     out = await bench.run("edit", {"file_path": "v.txt", "old_string": "aaaa", "new_string": "c"})
     assert out.error == {"name": "FsError", "code": "FS_STALE_VERSION"}
+
+
+async def test_parent_segment_that_is_a_file(bench):
+    (bench.workspace / "afile").write_text("x\n")
+    for tool, args in (
+        ("write", {"file_path": "afile/child.txt", "content": "y"}),
+        ("read", {"file_path": "afile/child.txt"}),
+        ("edit", {"file_path": "afile/deep/c.txt", "old_string": "a", "new_string": "b"}),
+    ):
+        out = await bench.run(tool, args)
+        shown = bench.workspace / args["file_path"]
+        assert out.text == f'Error: cannot resolve "{shown}": a parent path segment is not a directory', tool
+        assert out.error == {"name": "FsError", "code": "FS_NOT_FOUND"}
