@@ -109,6 +109,15 @@ class Compactor:
         self._overflow_used: dict[tuple[int, int], int] = {}
         self._gen_checked = 0
         self._gen = 0
+        self._header_obj: dict | None = None
+        self._header_price = 0
+        self._measured_gen = -1
+        self._measured_upto = 0
+        self._surface_total = 0
+        self._anchor: tuple[int, int, dict | None] | None = None
+        self._header_raw: dict | None = None
+        self._nodes: set[int] = set()
+        self._nodes_upto = 0
 
     # ---- measurement -------------------------------------------------------------------------------
     def replace_generation(self) -> int:
@@ -121,9 +130,55 @@ class Compactor:
         return self._gen
 
     def measure(self) -> int:
-        header = self.agent.session.request_header() or {}
-        total = header_price(header.get("system"), header.get("tools"))
-        return total + sum(message_price(m) for m in self.agent.session.derive_messages())
+        """Estimated tokens of the next request (C15): heuristic surface + header price, anchored to the
+        provider's usage of the latest assistant message when its request header is still current.
+        Incremental: only events appended since the last call are priced (a surface replacement rescans)."""
+        session = self.agent.session
+        events = session.events
+        gen = self.replace_generation()
+        if gen != self._measured_gen:
+            self._measured_gen = gen
+            self._surface_total = 0
+            self._anchor = None
+            self._header_raw = None
+            self._measured_upto = 0
+            self._nodes = set(surface_nodes(events))
+            self._nodes_upto = len(events)
+        nodes = self._nodes
+        for i in range(self._measured_upto, len(events)):
+            ev = events[i]
+            t = ev["type"]
+            if t == "request/header":
+                self._header_raw = ev["data"].get("header")
+                continue
+            op = ev.get("surfaceOp")
+            if op is None:
+                continue
+            if op == "append" and i >= self._nodes_upto:
+                nodes.add(ev["seq"])
+            if ev["seq"] not in nodes:
+                continue
+            m = node_message(ev)
+            if m is not None:
+                self._surface_total += message_price(m)
+            if t == "assistant/message" and ev["data"].get("usage"):
+                u = ev["data"]["usage"]
+                provider_total = sum(int(u.get(k) or 0) for k in
+                                     ("inputTokens", "cacheReadTokens", "cacheWriteTokens", "outputTokens"))
+                self._anchor = (provider_total, self._surface_total, self._header_raw)
+        self._measured_upto = len(events)
+        header = self._header_raw or {}
+        if header is not self._header_obj:
+            self._header_obj = header
+            self._header_price = header_price(header.get("system"), header.get("tools"))
+        heuristic = self._header_price + self._surface_total
+        if self._anchor is not None:
+            provider_total, surface_at_anchor, anchor_header = self._anchor
+            if anchor_header == header:
+                at_anchor = self._header_price + surface_at_anchor
+                baseline = provider_total if provider_total >= at_anchor else at_anchor
+                return baseline + (heuristic - at_anchor)
+        return heuristic
 
     def _threshold(self) -> int | None:
         ctx = self.agent.session.request_context() or {}

@@ -101,3 +101,25 @@ async def test_manual_compaction_runs_as_maintenance_between_turns():
     await run_followup(agent, "after")
     first = agent.provider.requests[-1]["messages"][0]
     assert first["source"]["plugin"] == "compact"
+
+
+async def test_meter_is_incremental_and_anchored_to_provider_usage():
+    from dsh_tui.runtime.compaction import Compactor, header_price, message_price
+
+    big_usage = {"inputTokens": 5000, "outputTokens": 10, "cacheReadTokens": 1000}
+    agent = make_agent([s.text("one", usage=big_usage), s.text("two", usage={"inputTokens": 1, "outputTokens": 1})],
+                       compaction=False)
+    await run_followup(agent, "first")
+    meter = Compactor(agent)
+    header = agent.session.request_header()
+    heuristic = header_price(header.get("system"), header.get("tools")) + sum(
+        message_price(m) for m in agent.session.derive_messages())
+    assert heuristic < 6010
+    assert meter.measure() == 6010  # provider total wins when it is above the estimate at the anchor
+    agent.inject("more context " * 10)
+    await run_followup(agent, "second")
+    # the second answer's usage (2 tokens) is below the heuristic: the heuristic baseline is used
+    heuristic = header_price(header.get("system"), header.get("tools")) + sum(
+        message_price(m) for m in agent.session.derive_messages())
+    assert meter.measure() == heuristic
+    assert Compactor(agent).measure() == heuristic  # incremental == from scratch
