@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 ABORTED_INFO = {"name": "AbortError", "code": "ABORTED"}
 ABORTED_BEFORE_INFO = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
 SPILL_HINT = "Use read with offset/limit, or grep this path to search within it."
-# Grace a cancelled or timed-out body gets to stop on its own before its task is cancelled.
-BODY_GRACE_S = 5.0
 
 
 @dataclass
@@ -235,10 +233,18 @@ class ToolService:
                                 {"name": "ToolArgsError", "code": "INVALID_ARGS"})
         ex.body_invoked = True
         ctx = ex.ctx
-        off = signal.on_abort(lambda _r: ctx.cancelled.set())
-        if signal.aborted:
-            ctx.cancelled.set()
         task = asyncio.ensure_future(tool.execute(ex.args, ctx))
+        grace = self.agent.config.tool_grace_s
+        timers: list[asyncio.TimerHandle] = []
+
+        def on_abort(_reason: Any = None) -> None:
+            # The body sees ``cancelled`` and should stop; one that ignores it is cancelled after the grace.
+            ctx.cancelled.set()
+            timers.append(asyncio.get_running_loop().call_later(grace, task.cancel))
+
+        off = signal.on_abort(on_abort)
+        if signal.aborted:
+            on_abort()
         timeout = tool.timeout_ms / 1000 if tool.timeout_ms else None
         timed_out = False
         try:
@@ -246,7 +252,7 @@ class ToolService:
             if not done:
                 timed_out = True
                 ctx.cancelled.set()
-                done, _ = await asyncio.wait({task}, timeout=self.agent.config.tool_grace_s)
+                done, _ = await asyncio.wait({task}, timeout=grace)
                 if not done:
                     task.cancel()
                     await asyncio.wait({task})
@@ -255,6 +261,8 @@ class ToolService:
             raise
         finally:
             off()
+            for timer in timers:
+                timer.cancel()
         if timed_out:
             return error_result(f"tool call timed out after {tool.timeout_ms}ms",
                                 {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"})

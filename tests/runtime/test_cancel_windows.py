@@ -157,3 +157,17 @@ async def test_approval_wait_cancelled_gives_aborted_before_dispatch():
     res = of_type(agent, "tool/result")[0]["data"]
     assert res["error"]["code"] == "ABORTED_BEFORE_DISPATCH"
     assert [e["data"]["outcome"] for e in of_type(agent, "approval/decided")] == ["cancelled"]
+
+
+async def test_a_body_that_ignores_cancellation_is_cancelled_after_the_grace():
+    async def stubborn(args, ctx):
+        await asyncio.sleep(3600)
+
+    agent = make_agent([s.call("c1", "t", {})], [make_tool("t", stubborn)], tool_grace_s=0.01)
+    agent.followup("go")
+    while not of_type(agent, "tool/call"):
+        await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    agent.cancel()
+    await asyncio.wait_for(agent.wait_idle(), 5)
+    assert of_type(agent, "tool/result")[0]["data"]["error"]["code"] == "ABORTED"
