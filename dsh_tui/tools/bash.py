@@ -263,9 +263,18 @@ def _validate(args: Any) -> None:
             raise plain_error(f"invalid timeoutMs: expected a positive number, got {js_number(timeout)}")
 
 
-def bash_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not _SCRUB.match(k)}
+def bash_env(extra: dict[str, str] | None = None, ctx: ToolContext | None = None) -> dict[str, str]:
+    """The command environment: ambient env minus harness credentials and stale ``DSH_*`` values,
+    the model-friendly overrides, then the managed ``DSH_*`` facts (dsh ``shell-env``)."""
+    home = os.environ.get("DSH_HOME") or os.path.join(os.path.expanduser("~"), ".dsh")
+    env = {k: v for k, v in os.environ.items() if not _SCRUB.match(k) and not k.startswith("DSH_")}
     env.update(ENV_OVERRIDES)
+    env["DSH_HOME"] = home
+    env["DSH_SHELL"] = "1"
+    session = getattr(getattr(ctx, "agent", None), "session", None)
+    session_id = getattr(session, "id", None)
+    if isinstance(session_id, str) and session_id:
+        env["DSH_SESSION_ID"] = session_id
     if extra:
         env.update(extra)
     return env
@@ -306,7 +315,7 @@ def bash_tool(
                 )
             if ctx.cancelled.is_set():
                 raise aborted_error()
-            job_id = await jobs.start(args["command"], cwd=cwd, env=bash_env(env))
+            job_id = await jobs.start(args["command"], cwd=cwd, env=bash_env(env, ctx))
             return {"kind": "background", "jobId": str(job_id)}
         if not os.path.isdir(cwd):
             raise plain_error(f'workdir "{cwd}" is not a directory')
@@ -321,7 +330,7 @@ def bash_tool(
         )
         stem = spill_dir / re.sub(r"[^A-Za-z0-9._-]+", "_", ctx.call_id or "bash")[:60]
         result = await run_bash(
-            args["command"], cwd=cwd, timeout_ms=timeout_ms, cancelled=ctx.cancelled, env=bash_env(env),
+            args["command"], cwd=cwd, timeout_ms=timeout_ms, cancelled=ctx.cancelled, env=bash_env(env, ctx),
             max_output_bytes=max_output_bytes, max_spill_bytes=max_spill_bytes, spill_stem=stem, grace_ms=grace_ms,
         )  # fmt: skip
         if result["aborted"]:

@@ -70,13 +70,18 @@ async def test_runs_in_session_cwd_and_workdir(bench):
 
 async def test_fresh_shell_and_model_friendly_env(bench, monkeypatch):
     monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-secret")
-    bench = Bench(bench.workspace, options={"bash_env": {"DSH_SESSION_ID": "s-1"}})
+    monkeypatch.setenv("DSH_STALE", "old")
+    home = os.environ["DSH_HOME"]
+    bench = Bench(bench.workspace, options={"bash_env": {"DSH_SESSION_JSONL": "/x/s.jsonl"}})
     await bench.run("bash", sh("export FOO=1; cd /"))
     out = await bench.run(
         "bash",
-        sh('echo "$FOO|$NO_COLOR|$TERM|$PAGER|$GIT_PAGER|$DSH_SESSION_ID|${DEEPSEEK_API_KEY-unset}|$PWD"'),
+        sh(
+            'echo "$FOO|$NO_COLOR|$TERM|$PAGER|$GIT_PAGER|${DEEPSEEK_API_KEY-unset}|$PWD|'
+            '${DSH_STALE-gone}|$DSH_SHELL|$DSH_HOME|$DSH_SESSION_JSONL"'
+        ),
     )
-    assert out.text == f"|1|dumb|cat|cat|s-1|unset|{bench.workspace}\n"
+    assert out.text == f"|1|dumb|cat|cat|unset|{bench.workspace}|gone|1|{home}|/x/s.jsonl\n"
 
 
 async def test_stdin_is_closed(bench):
@@ -230,3 +235,26 @@ async def test_event_loop_keeps_running_during_a_command(bench):
     await t
     assert out.text == "ok\n"
     assert ticks >= 5
+
+
+async def test_session_id_from_the_calling_agent(tmp_path):
+    from dataclasses import dataclass
+    from types import SimpleNamespace
+
+    from dsh_tui.tools import builtin_tools
+    from dsh_tui.tools.base import ToolContext
+
+    @dataclass
+    class AgentContext(ToolContext):
+        agent: object = None
+
+    bash = builtin_tools(names=["bash"])[0]
+    ctx = AgentContext(
+        call_id="c",
+        name="bash",
+        cwd=tmp_path,
+        workspace=tmp_path,
+        agent=SimpleNamespace(session=SimpleNamespace(id="sess-42")),
+    )
+    value = await bash.execute(sh("echo $DSH_SESSION_ID"), ctx)
+    assert bash.render({}, value)[0]["text"] == "sess-42\n"
