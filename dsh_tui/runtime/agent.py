@@ -167,6 +167,7 @@ class Agent:
         self._idle_waiters: list[asyncio.Future] = []
         self._assembly: prompt_mod.Assembly | None = None
         self._requested_once = False
+        self._seed_facts: tuple | None = None
         self._last_header: dict | None = None
         self._last_context: dict | None = None
         self._disposed = False
@@ -461,10 +462,17 @@ class Agent:
         return decision
 
     # ---- step ----------------------------------------------------------------------------------
+    def _config_facts(self) -> tuple:
+        cfg = self.config
+        return (cfg.provider, cfg.model, cfg.reasoning_effort, cfg.temperature, cfg.max_tokens)
+
     def _seed_config(self) -> dict:
         cfg = self.config
-        if self._requested_once and self._last_header is not None:
+        facts = self._config_facts()
+        if self._requested_once and self._last_header is not None and facts == self._seed_facts:
             return dict(self._last_header["config"])
+        # first request of this loop instance, or the host changed the model settings (e.g. a model switch)
+        self._seed_facts = facts
         seed: dict[str, Any] = {"provider": cfg.provider, "model": cfg.model}
         effort = cfg.reasoning_effort
         if effort is None:

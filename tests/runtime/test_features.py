@@ -207,7 +207,9 @@ async def test_request_header_reasons_and_context():
     agent.config.temperature = 0.5
     await run_followup(agent, "c")
     reasons = [e["data"]["reason"] for e in of_type(agent, "request/header")]
-    assert reasons == ["initial"]  # later config changes only through agent/request or a new loop instance
+    assert reasons == ["initial", "change"]  # a host-side settings change (model switch) is a header change
+    assert of_type(agent, "request/header")[1]["data"]["header"]["config"] == {
+        "provider": "mock", "model": "mock-model", "temperature": 0.5}
     assert [e["data"] for e in of_type(agent, "request/context")] == [
         {"provider": "mock", "model": "mock-model", "contextWindow": 1000}]
 
@@ -219,7 +221,7 @@ async def test_request_header_reasons_and_context():
     agent2.on("agent/request", lambda p, nxt: {"provider": "mock", "model": "other"})
     await run_followup(agent2, "e")
     reasons = [e["data"]["reason"] for e in of_type(agent2, "request/header")]
-    assert reasons == ["initial", "resume", "change"]
+    assert reasons == ["initial", "change", "resume", "change"]
     assert of_type(agent2, "request/context")[-1]["data"] == {"provider": "mock", "model": "other"}
     assert [e["data"]["turn"] for e in of_type(agent2, "turn/start")] == [1, 2, 3, 4, 5]
 
