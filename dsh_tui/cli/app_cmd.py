@@ -71,12 +71,13 @@ def run(args: argparse.Namespace) -> int:
     from dsh_tui.ui.app import DshApp
 
     provider, model, hint = model_route()
+    roots = [args.root] if getattr(args, "root", None) else []
     if provider is None:
-        app = DshApp(None, start="browser", model_hint=hint)
+        app = DshApp(None, start="browser", model_hint=hint, session_roots=roots)
     else:
         from dsh_tui.ui.harness import HarnessSpec, open_harness
 
         spec = HarnessSpec(root=_root(args), cwd=Path.cwd(), provider=provider, model=model)
-        app = DshApp(lambda bridge: open_harness(bridge, spec), start="browser")
+        app = DshApp(lambda bridge: open_harness(bridge, spec), start="browser", session_roots=roots)
     app.run()
     return 0

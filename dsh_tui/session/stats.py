@@ -156,6 +156,24 @@ class UsageFold:
         else:
             self.cost += cost_of(one, price) or 0.0
 
+    def merge_head(self, head: UsageFold) -> None:
+        """Add the figures of a fold over the events before this one's (tail-first loading)."""
+        self.total.add_usage(head.total)
+        for key, step in head.steps.items():
+            self.steps.setdefault(key, step)
+        for turn, usage in head.turns.items():
+            if turn in self.turns:
+                self.turns[turn].add_usage(usage)
+            else:
+                self.turns[turn] = usage
+        self.cost += head.cost
+        self.cost_known = self.cost_known and head.cost_known
+        self.provider = self.provider or head.provider
+        self.model = self.model or head.model
+        self.effort = self.effort or head.effort
+        self.context_window = self.context_window or head.context_window
+        self.last_request_tokens = self.last_request_tokens or head.last_request_tokens
+
     # -- figures -------------------------------------------------------------------------------
     def price(self) -> tuple[float, float, float] | None:
         return self.prices.get(self.model or "")

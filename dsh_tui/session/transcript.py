@@ -275,7 +275,6 @@ class TranscriptFold:
         self._turn_start_time: int | None = None
         self._first_chunk_time: int | None = None
         self._last_chunk_time: int | None = None
-        self._counter = 0
 
     # -- helpers -------------------------------------------------------------------------------
     def _add(self, item: Item, out: list[Change]) -> Item:
@@ -296,9 +295,11 @@ class TranscriptFold:
             return
         out.append((REMOVE, item))
 
-    def _key(self, prefix: str) -> str:
-        self._counter += 1
-        return f"{prefix}{self._counter}"
+    @staticmethod
+    def _key(prefix: str, seq: int, part: int = 0) -> str:
+        # the creating event's seq (and block index) keeps keys unique and identical between a full
+        # fold and a tail fold with its head prepended
+        return f"{prefix}{seq}.{part}"
 
     def _new_attempt(self) -> None:
         self._attempt = []
@@ -315,11 +316,30 @@ class TranscriptFold:
         data = event.get("data")
         if not isinstance(data, dict):
             data = {}
-        seq = event.get("seq", 0)
-        self.usage.apply(event)
+        if etype == "assistant/chunk":
+            # hot path: a 200k-event log is mostly text/reasoning deltas of an existing item
+            chunk = data.get("chunk")
+            if isinstance(chunk, dict):
+                ctype = chunk.get("type")
+                if ctype == "text-delta" or ctype == "reasoning-delta":
+                    item = self._stream_index.get(
+                        ("assistant" if ctype == "text-delta" else "thinking", chunk.get("index", 0)))
+                    if item is not None:
+                        item.parts.append(chunk.get("text") or "")
+                        item._joined = None
+                        item.version += 1
+                        self._last_chunk_time = event.get("time")
+                        out.append((UPDATE, item))
+                        return out
+                elif ctype == "usage":
+                    self.usage.apply(event)
+            self._on_chunk(event, data, event.get("seq", 0), out)
+            return out
+        if etype in _USAGE_TYPES:
+            self.usage.apply(event)
         handler = _HANDLERS.get(etype)  # type: ignore[arg-type]
         if handler is not None:
-            handler(self, event, data, seq, out)
+            handler(self, event, data, event.get("seq", 0), out)
         return out
 
     def _on_turn_start(self, event, data, seq, out) -> None:
@@ -354,7 +374,7 @@ class TranscriptFold:
             index = chunk.get("index", 0)
             item = self._stream_index.get((kind, index))
             if item is None:
-                item = StreamItem(self._key("s"), kind, seq, self.turn, step=self.step)
+                item = StreamItem(self._key("s", seq), kind, seq, self.turn, step=self.step)
                 self._stream_index[(kind, index)] = item
                 self._attempt.append(item)
                 item.append(chunk.get("text") or "")
@@ -368,7 +388,7 @@ class TranscriptFold:
             if item is None:
                 call_id = str(chunk.get("id") or "")
                 name = str(chunk.get("name") or "")
-                item = ToolItem(self._key("t"), "tool", seq, self.turn, call_id=call_id, name=name,
+                item = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name=name,
                                 tool=tool_kind(name), step=self.step, state="requested")
                 self._stream_index[("tool", index)] = item
                 self._attempt.append(item)
@@ -393,7 +413,7 @@ class TranscriptFold:
         interrupted = bool(data.get("interrupted"))
         leftovers = list(self._attempt)
         self._new_attempt()
-        for block in message.get("content") or []:
+        for part, block in enumerate(message.get("content") or []):
             if not isinstance(block, dict):
                 continue
             btype = block.get("type")
@@ -403,7 +423,7 @@ class TranscriptFold:
                 text = block.get("text") or ""
                 state = "interrupted" if interrupted else "final"
                 if item is None:
-                    new = StreamItem(self._key("s"), kind, seq, self.turn, step=self.step, state=state)
+                    new = StreamItem(self._key("s", seq, part), kind, seq, self.turn, step=self.step, state=state)
                     new.set_text(text)
                     self._add(new, out)
                 else:
@@ -416,7 +436,7 @@ class TranscriptFold:
                 name = str(block.get("name") or "")
                 item = _take(leftovers, "tool")
                 if item is None:
-                    item = ToolItem(self._key("t"), "tool", seq, self.turn, call_id=call_id, name=name,
+                    item = ToolItem(self._key("t", seq, part), "tool", seq, self.turn, call_id=call_id, name=name,
                                     tool=tool_kind(name), step=self.step)
                     self._add(item, out)
                 else:
@@ -437,7 +457,7 @@ class TranscriptFold:
         item = self._tools.get(call_id)
         name = str(data.get("name") or "")
         if item is None:
-            item = ToolItem(self._key("t"), "tool", seq, self.turn, call_id=call_id, name=name,
+            item = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name=name,
                             tool=tool_kind(name), step=data.get("step", self.step),
                             arguments=data.get("arguments") or "", state="running")
             self._tools[call_id] = item
@@ -457,7 +477,7 @@ class TranscriptFold:
             call_id = str(block.get("toolCallId") or "")
         item = self._tools.get(call_id)
         if item is None:
-            item = ToolItem(self._key("t"), "tool", seq, self.turn, call_id=call_id, name="?", step=self.step)
+            item = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name="?", step=self.step)
             self._tools[call_id] = item
             self._add(item, out)
         else:
@@ -580,12 +600,42 @@ class TranscriptFold:
         self._add(DividerItem(f"d{seq}", "divider", seq, self.turn, text=text), out)
 
 
+    def prepend(self, head: TranscriptFold) -> None:
+        """Put the items of ``head`` (a fold of the events before this fold's first turn) in front.
+
+        Tail-first loading: a long log's last turns are folded and shown first; the head is folded
+        in the background and prepended. A turn boundary separates the two, so no per-turn state
+        crosses it; only the plan and the usage totals carry over.
+        """
+        self.items[:0] = head.items
+        for item in head.items:
+            self.by_key[item.key] = item
+        if not self.plan.todos and head.plan.todos:
+            self.plan = head.plan
+        self.usage.merge_head(head.usage)
+        for call_id, tool in head._tools.items():
+            self._tools.setdefault(call_id, tool)
+
+
+def tail_start(events: list[dict[str, Any]], min_events: int) -> int:
+    """Index of the ``turn/start`` at or before ``len(events) - min_events`` (0 for a short log)."""
+    if len(events) <= min_events:
+        return 0
+    for i in range(len(events) - min_events, 0, -1):
+        if events[i].get("type") == "turn/start":
+            return i
+    return 0
+
+
 def _take(items: list, kind: str) -> Any:
     for i, item in enumerate(items):
         if item.kind == kind:
             return items.pop(i)
     return None
 
+
+_USAGE_TYPES = frozenset({"assistant/message", "step/start", "llm/retry-started", "compaction/end",
+                          "request/header", "request/context"})
 
 _HANDLERS = {
     "turn/start": TranscriptFold._on_turn_start,

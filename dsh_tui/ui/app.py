@@ -57,8 +57,10 @@ class DshApp(App):
         settings: UiSettings | None = None,
         model_hint: str = "",
         clock: Callable[[], float] = time.monotonic,
+        session_roots: list[Any] | None = None,
     ) -> None:
         super().__init__()
+        self.session_roots = list(session_roots or [])  # extra roots for the browser (``--root``)
         self.settings = settings or UiSettings.load()
         self.harness_factory = harness_factory
         self.start_screen = start
@@ -87,6 +89,9 @@ class DshApp(App):
 
     def open_chat(self, factory: HarnessFactory | None, **kwargs: Any) -> ChatScreen:
         """Show the chat screen and start ``factory`` on the harness thread (None: no harness)."""
+        if self.bridge.harness is not None or self.bridge.loop is not None:
+            self.bridge.stop()  # one live harness at a time: flush and close the previous session
+            self.bridge = Bridge(self._wake_from_harness)
         chat = ChatScreen(self.bridge, enter_steers=bool(self.settings.get("chat.enter_steers", False)),
                           model_hint=self.model_hint, clock=self.clock,
                           show_time=bool(self.settings.get("ui.show_time", True)), **kwargs)

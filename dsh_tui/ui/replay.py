@@ -44,6 +44,7 @@ class ReplayHarness:
             if event["type"] == "turn/end":
                 preload_turns -= 1
             self.session.events.append(event)
+        self.read_only = not self._pending  # nothing left to play: a read-only view
 
     async def send(self, text: str, mode: str) -> None:
         self._cancel.clear()

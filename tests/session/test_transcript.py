@@ -212,3 +212,21 @@ def test_fold_is_linear_on_a_long_stream():
         if seq % 50_000 == 0:
             assert len(fold.items[0].text) == (seq - 1) * 2
     assert len(fold.items[0].text) == 400_000
+
+
+def test_tail_first_fold_plus_prepended_head_equals_the_full_fold():
+    from dsh_tui.session.transcript import tail_start
+    from tests.ui.synthetic import long_session
+
+    header, events = long_session(60)
+    start = tail_start(events, 500)
+    assert 0 < start < len(events) - 500 + 1 and events[start]["type"] == "turn/start"
+    full = fold_transcript(header, events)
+    tail = fold_transcript(header, events[start:])
+    head = fold_transcript(header, events[:start])
+    tail.prepend(head)
+    assert [i.key for i in tail.items] == [i.key for i in full.items]
+    assert [_snapshot(i) for i in tail.items] == [_snapshot(i) for i in full.items]
+    assert tail.usage.total == full.usage.total and tail.usage.turns.keys() == full.usage.turns.keys()
+    assert tail.usage.model == full.usage.model
+    assert tail_start(events[:100], 500) == 0

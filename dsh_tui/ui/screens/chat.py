@@ -10,18 +10,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Input, Static
 
-from dsh_tui.session.transcript import PLAN, TranscriptFold
+from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.widgets.chrome import ApprovalPanel, LightInput, PlanStrip, QueueList, StatusBar
 from dsh_tui.ui.widgets.transcript import TranscriptView, ViewState
 
 FLUSH_INTERVAL = 0.05
+TAIL_EVENTS = 20_000  # a longer log shows its last turns first and folds the rest in the background
 
 
 class ChatScreen(Screen):
@@ -71,6 +72,7 @@ class ChatScreen(Screen):
         self._flush_timer = None
         self._model_hint = model_hint
         self.flushes = 0  # drains applied (tests and benches read it)
+        self.loading_head = False
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -130,9 +132,16 @@ class ChatScreen(Screen):
             self.status.redraw()
 
     def _attach_session(self, event: dict[str, Any]) -> None:
-        """A (new) session: fold its existing events, then mount only the tail."""
-        fold = TranscriptFold(event.get("header"))
-        fold.apply_all(event.get("events") or [])
+        """A (new) session: fold its last turns, mount only the tail, fold the head in the background."""
+        header = event.get("header")
+        events = event.get("events") or []
+        start = tail_start(events, TAIL_EVENTS)
+        fold = TranscriptFold(header)
+        for i in range(start, len(events)):
+            fold.apply(events[i])
+        if start:
+            self.loading_head = True
+            self._fold_head(header, events, start, fold)
         self.fold = fold
         self.status.usage = fold.usage
         self.transcript.fold = fold
@@ -142,6 +151,22 @@ class ChatScreen(Screen):
         self.transcript.load_tail()
         self.transcript.anchor()
         self.plan_strip.show_plan(fold.plan)
+
+    @work(thread=True, group="chat-head", description="fold the older part of a long session")
+    def _fold_head(self, header: Any, events: list[dict[str, Any]], start: int, tail: TranscriptFold) -> None:
+        head = TranscriptFold(header)
+        for i in range(start):
+            head.apply(events[i])
+        self.app.call_from_thread(self._prepend_head, head, tail)
+
+    def _prepend_head(self, head: TranscriptFold, tail: TranscriptFold) -> None:
+        self.loading_head = False
+        if self.fold is not tail:
+            return  # another session was attached meanwhile
+        tail.prepend(head)
+        self.transcript._update_earlier()
+        self.plan_strip.show_plan(tail.plan)
+        self.status.redraw()
 
     def _phase_from_event(self, event: dict[str, Any]) -> None:
         etype = event.get("type")
@@ -225,6 +250,10 @@ class ChatScreen(Screen):
         if self.bridge.harness is None:
             self.app.notify(self._model_hint or "No session is open.", severity="warning", timeout=6)
             return
+        if getattr(self.bridge.harness, "read_only", False):
+            self.app.notify("This is a read-only view: resume the session from the browser (r) to continue.",
+                            severity="warning", timeout=6)
+            return
         self.status.info.notice = ""
         self.bridge.send(text, mode)
         if mode == "followup" and not self.running:
@@ -293,6 +322,30 @@ class ChatScreen(Screen):
         self.state.reasoning = not self.state.reasoning
         self.transcript.refresh_all()
 
+    def scroll_to_seq(self, seq: int) -> bool:
+        """Show the item built from event ``seq`` (or the last item before it), e.g. a search hit."""
+        index = -1
+        for i, item in enumerate(self.fold.items):
+            if item.seq > seq:
+                break
+            index = i
+        if index < 0:
+            return False
+        transcript = self.transcript
+        view = transcript.views.get(self.fold.items[index].key)
+        if view is None:
+            view = transcript.show_around(index)
+        if view is None:
+            return False
+        transcript.anchor(False)
+
+        def scroll() -> None:
+            # the re-windowed views are laid out one refresh after they mount
+            transcript.call_after_refresh(lambda: transcript.scroll_to_widget(view, animate=False, top=True))
+
+        self.call_after_refresh(scroll)
+        return True
+
     def action_back_to_bottom(self) -> None:
         self.transcript.back_to_bottom()
 
@@ -301,4 +354,4 @@ class ChatScreen(Screen):
 
     def _update_bottom_hint(self) -> None:
         hint = self.query_one("#bottom-hint", Static)
-        hint.display = not self.transcript.following and not self.transcript.at_bottom()
+        hint.display = self.transcript.detached or (not self.transcript.following and not self.transcript.at_bottom())

@@ -146,6 +146,9 @@ class TranscriptView(VerticalScroll):
         self.views: dict[str, Widget] = {}
         self._earlier = Static("", id="earlier")
         self._first_key: str | None = None
+        # True while the window shows older items without the tail (after a jump to an old event):
+        # new items are then not mounted until "back to bottom" reloads the tail.
+        self.detached = False
 
     def compose(self):  # noqa: ANN201 - textual compose
         yield self._earlier
@@ -160,8 +163,34 @@ class TranscriptView(VerticalScroll):
             return AnswerView(item, self.state)
         return ItemView(item, self.state)
 
+    def clear_views(self) -> None:
+        for view in self.views.values():
+            view.remove()
+        self.views.clear()
+        self._first_key = None
+
+    def show_around(self, index: int) -> Widget | None:
+        """Re-window the transcript around item ``index`` (a jump far back); returns its view."""
+        items = self.fold.items
+        if not 0 <= index < len(items):
+            return None
+        self.clear_views()
+        start = max(0, index - PAGE // 4)
+        end = min(len(items), start + MAX_MOUNTED)
+        window = items[start:end]
+        views = [self.make_view(item) for item in window]
+        for item, view in zip(window, views):
+            self.views[item.key] = view
+        self._first_key = window[0].key
+        self.detached = end < len(items)
+        self.anchor(False)  # stop following: the user jumped back in history
+        self.mount_all(views)
+        self._update_earlier()
+        return self.views[items[index].key]
+
     def load_tail(self) -> None:
         """Mount the latest items only (tail-first loading of a long session)."""
+        self.detached = False
         items = self.fold.items[-MAX_MOUNTED:]
         views = [self.make_view(item) for item in items]
         for item, view in zip(items, views):
@@ -208,6 +237,8 @@ class TranscriptView(VerticalScroll):
         added: list[Widget] = []
         for op, item in changes:
             if op == ADD:
+                if self.detached:
+                    continue  # shown when the user goes back to the bottom
                 view = self.make_view(item)
                 self.views[item.key] = view
                 added.append(view)
@@ -258,6 +289,9 @@ class TranscriptView(VerticalScroll):
         return self.scroll_y >= self.max_scroll_y - 1
 
     def back_to_bottom(self) -> None:
+        if self.detached:
+            self.clear_views()
+            self.load_tail()
         self.scroll_end(animate=False)
         self.anchor()
 
