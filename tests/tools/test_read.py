@@ -153,3 +153,16 @@ async def test_read_of_large_file_streams_and_counts_exactly(bench):
         {"number": 300_000, "text": "line 299999"},
     ]
     assert out.meta["totalLines"] == 300_000
+
+
+async def test_cancelled_calls_stop_before_touching_files(bench):
+    import asyncio
+
+    (bench.workspace / "a.txt").write_text("a\n")
+    cancelled = asyncio.Event()
+    cancelled.set()
+    out = await bench.run("read", {"file_path": "a.txt"}, cancelled)
+    assert out.text == "Error: tool call aborted" and out.error == {"name": "AbortError", "code": "ABORTED"}
+    out = await bench.run("write", {"file_path": "b.txt", "content": "x"}, cancelled)
+    assert out.error == {"name": "AbortError", "code": "ABORTED"}
+    assert not (bench.workspace / "b.txt").exists()
