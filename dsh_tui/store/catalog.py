@@ -21,12 +21,12 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import orjson
-import sqlite_utils
 import zstandard
 
 from dsh_tui.session.errors import DshError, SessionCorruptionError
@@ -38,6 +38,9 @@ SCHEMA_VERSION = 3
 _CHUNK = 1 << 16
 _SID_SHIFT = 32  # FTS rowid = sid << 32 | n, so one session's text is a rowid range.
 _MAX_TEXT = 20_000  # characters of one event kept for content search
+_BATCH_SECONDS = 0.1
+_CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
+
 
 # States shown by the browser and `dsh-tui sessions`.
 COMPLETED = "completed"
@@ -333,6 +336,14 @@ class _Fold:
             if s["corrupt"] is None and b'"turn/end"' in raw:
                 s["corrupt"] = s["problem"]
             return
+        if raw.startswith(_CHUNK_PREFIX) and b'"usage"' not in raw and raw.endswith(b"}"):
+            # Fast path for the bulk of a log (dsh writes type, seq first): a streamed delta only
+            # advances the seq; nothing in it is listed or searched.
+            end = raw.find(b",", len(_CHUNK_PREFIX))
+            digits = raw[len(_CHUNK_PREFIX):end]
+            if digits.isdigit() and int(digits) == s["next_seq"]:
+                s["next_seq"] += 1
+                return
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -467,9 +478,10 @@ class Catalog:
                 conn.close()
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.db_path, timeout=10, check_same_thread=False, isolation_level=None)
-        db = sqlite_utils.Database(conn)
+        # Plain sqlite3 pragmas: sqlite_utils.Database() loads setuptools entry points (~100 ms),
+        # which alone would blow the warm-open budget.
         with contextlib.suppress(sqlite3.OperationalError):
-            db.enable_wal()
+            conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")
         self._ensure_schema(conn)
         loc.conn = conn
@@ -598,12 +610,30 @@ class Catalog:
               cancel: threading.Event | None = None) -> list[SessionRow]:
         """Index every row with ``indexed=False`` (in place) and return them."""
         todo = [r for r in rows if not r.indexed]
-        for i, row in enumerate(todo):
+        i = 0
+        while i < len(todo):
             if cancel is not None and cancel.is_set():
                 break
-            self.index_one(row)
+            conn = self._conn()
+            start = i
+            deadline = time.monotonic() + _BATCH_SECONDS
+            # Many logs per transaction: one commit per ~0.1 s of work instead of one per log.
+            with self._write_lock:
+                conn.execute("BEGIN IMMEDIATE")
+                self._local.batch = True
+                try:
+                    while i < len(todo) and (i == start or time.monotonic() < deadline):
+                        self.index_one(todo[i], conn=conn)
+                        i += 1
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+                finally:
+                    self._local.batch = False
             if progress is not None:
-                progress(i + 1, len(todo), row)
+                for k in range(start, i):
+                    progress(k + 1, len(todo), todo[k])
         return todo
 
     def refresh(self) -> list[SessionRow]:
@@ -613,8 +643,8 @@ class Catalog:
         self._post_process(rows)
         return rows
 
-    def index_one(self, row: SessionRow) -> SessionRow:
-        conn = self._conn()
+    def index_one(self, row: SessionRow, *, conn: sqlite3.Connection | None = None) -> SessionRow:
+        conn = conn if conn is not None else self._conn()
         rec = conn.execute(
             "SELECT sid, fold, header, offset, ident, revision FROM sessions WHERE path=?", (row.path,)
         ).fetchone()
@@ -687,43 +717,50 @@ class Catalog:
         values = [getattr(row, c) for c in _COLUMNS]
         extra = [orjson.dumps(fold).decode() if fold is not None else None,
                  orjson.dumps(header).decode() if header is not None else None, offset, ident]
+        if getattr(self._local, "batch", False):
+            self._write(conn, row, sid, values, extra, texts, keep_content)
+            return
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                if sid is None:
-                    # A concurrent indexer may have inserted it meanwhile.
-                    r = conn.execute("SELECT sid FROM sessions WHERE path=?", (row.path,)).fetchone()
-                    sid = r[0] if r else None
-                if sid is None:
-                    cols = _COLUMNS + ["fold", "header", "offset", "ident"]
-                    cur = conn.execute(
-                        f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                        values + extra,
-                    )
-                    sid = cur.lastrowid
-                    base = 0
-                else:
-                    sets = ", ".join(f"{c}=?" for c in _COLUMNS + ["fold", "header", "offset", "ident"])
-                    conn.execute(f"UPDATE sessions SET {sets} WHERE sid=?", values + extra + [sid])
-                    if not keep_content:
-                        self._drop_content(conn, sid)
-                        base = 0
-                    else:
-                        lo = sid << _SID_SHIFT
-                        (mx,) = conn.execute(
-                            "SELECT max(rowid) FROM content WHERE rowid >= ? AND rowid < ?",
-                            (lo, lo + (1 << _SID_SHIFT)),
-                        ).fetchone()
-                        base = (mx - lo + 1) if mx is not None else 0
-                lo = sid << _SID_SHIFT
-                conn.executemany(
-                    "INSERT INTO content (rowid, text, seq, kind) VALUES (?, ?, ?, ?)",
-                    [(lo + base + i, text, seq, kind) for i, (seq, kind, text) in enumerate(texts)],
-                )
+                self._write(conn, row, sid, values, extra, texts, keep_content)
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
+
+    def _write(self, conn, row: SessionRow, sid: int | None, values: list, extra: list,
+               texts: list[tuple[int, str, str]], keep_content: bool) -> None:
+        if sid is None:
+            # A concurrent indexer may have inserted it meanwhile.
+            r = conn.execute("SELECT sid FROM sessions WHERE path=?", (row.path,)).fetchone()
+            sid = r[0] if r else None
+        if sid is None:
+            cols = _COLUMNS + ["fold", "header", "offset", "ident"]
+            cur = conn.execute(
+                f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
+                values + extra,
+            )
+            sid = cur.lastrowid
+            base = 0
+        else:
+            sets = ", ".join(f"{c}=?" for c in _COLUMNS + ["fold", "header", "offset", "ident"])
+            conn.execute(f"UPDATE sessions SET {sets} WHERE sid=?", values + extra + [sid])
+            if not keep_content:
+                self._drop_content(conn, sid)
+                base = 0
+            else:
+                lo = sid << _SID_SHIFT
+                (mx,) = conn.execute(
+                    "SELECT max(rowid) FROM content WHERE rowid >= ? AND rowid < ?",
+                    (lo, lo + (1 << _SID_SHIFT)),
+                ).fetchone()
+                base = (mx - lo + 1) if mx is not None else 0
+        lo = sid << _SID_SHIFT
+        conn.executemany(
+            "INSERT INTO content (rowid, text, seq, kind) VALUES (?, ?, ?, ?)",
+            [(lo + base + i, text, seq, kind) for i, (seq, kind, text) in enumerate(texts)],
+        )
 
     # -- search and lookup --------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ import pytest
 from dsh_tui.store import catalog as cat
 from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.screens.browser import BrowserScreen, ChoiceModal, TextModal
+from dsh_tui.ui.screens.chat import ChatScreen
 from dsh_tui.ui.screens.timeline import TimelineScreen
 from tests.store.test_catalog_support import make_header, user_turn, write_session
 
@@ -136,12 +137,21 @@ async def test_content_hit_opens_the_session_at_the_matching_event(world):
         assert hit[0] == "alpha" and hit[2] is not None
         await pilot.press("enter")  # to the list
         screen.list.move_to(1)
-        await pilot.press("enter")
+        # the timeline opens at the hit too
+        await pilot.press("t")
         await until(pilot, lambda: isinstance(app.screen, TimelineScreen))
-        tl = app.screen
-        seq = tl.ledger.current_seq
-        assert seq == hit[2]
-        assert "water the roses" in json.dumps(tl.events[seq])
+        assert app.screen.ledger.current_seq == hit[2]
+        assert "water the roses" in json.dumps(app.screen.events[hit[2]])
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is screen)
+        await pilot.press("enter")
+        await until(pilot, lambda: screen.opened_at == hit[2])
+        chat = app.screen
+        assert isinstance(chat, ChatScreen)
+        shown = [i for i in chat.fold.items if i.seq <= hit[2]][-1]
+        assert shown.kind == "user" and "water the roses" in shown.text
+        view = chat.transcript.views.get(shown.key)
+        assert view is not None  # mounted (windowed around the hit)
 
 
 async def test_fork_picker_forks_at_the_chosen_turn(world):

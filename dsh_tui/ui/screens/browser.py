@@ -170,11 +170,15 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.trash_mode = False
         self.expanded: set[str] = set()
         self._ids: set[str] = set()
+        self._rows_version = 0
+        self._scope_cache: dict[tuple, list[SessionRow]] = {}
+        self._sort_cache: tuple[Any, list[SessionRow]] = (None, [])
         self.hits: list[SearchHit] = []
         self.indexing: tuple[int, int] | None = None
         self.loaded = threading.Event()  # first rows on screen (tests/benches wait on it)
         self.indexed = threading.Event()  # background indexing finished
         self._cancel = threading.Event()
+        self.opened_at: int | None = None  # the event a content hit scrolled the chat to (tests read it)
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -231,13 +235,22 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     # -- building the visible list ------------------------------------------------------------
     def _scoped(self, rows: list[SessionRow], all_scope: bool) -> list[SessionRow]:
+        key = (id(rows), len(rows), all_scope, self._rows_version)
+        cached = self._scope_cache.get(key)
+        if cached is not None:
+            return cached
         out = [r for r in rows if not r.is_subagent or r.parent not in self._ids]
         if not all_scope:
             out = [r for r in out if r.cwd == self.cwd or (r.cwd is None and r.state == cat.UNREADABLE)]
+        if len(self._scope_cache) > 8:
+            self._scope_cache.clear()
+        self._scope_cache[key] = out
         return out
 
-    def _rebuild(self, keep_cursor: bool = False) -> None:
-        self._ids = {r.id for r in self.rows if r.id}
+    def _rebuild(self, keep_cursor: bool = False, *, rows_changed: bool = True) -> None:
+        if rows_changed:
+            self._rows_version += 1
+            self._ids = {r.id for r in self.rows if r.id}
         text = self.query_one("#filter", Input).value
         if self.trash_mode:
             entries = [ListEntry(r) for r in cat.sort_rows(self.rows)]
@@ -245,7 +258,10 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             entries = self._search_entries()
         else:
             scoped = self._scoped(self.rows, self.scope_all)
-            filtered = cat.sort_rows(cat.filter_rows(scoped, text))
+            if not text.strip():
+                filtered = self._sorted(scoped)
+            else:
+                filtered = cat.filter_rows(self._sorted(scoped), text)  # keeps the sorted order
             entries = self._lineage(filtered)
         current = self.list.current
         self.list.set_entries(entries, keep_cursor=keep_cursor)
@@ -255,6 +271,12 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
                     self.list.move_to(i)
                     break
         self._update_header(len([e for e in entries if e.hit_seq is None]))
+
+    def _sorted(self, rows: list[SessionRow]) -> list[SessionRow]:
+        key = (id(rows), self._rows_version)
+        if self._sort_cache[0] != key:
+            self._sort_cache = (key, cat.sort_rows(rows))
+        return self._sort_cache[1]
 
     def _lineage(self, rows: list[SessionRow]) -> list[ListEntry]:
         """Forks under their parent (with the fork point); subagents only under an expanded parent."""
@@ -328,7 +350,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         if self.search_mode:
             self._search(event.value)
         else:
-            self._rebuild()
+            self._rebuild(rows_changed=False)
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:
@@ -352,7 +374,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     def action_toggle_scope(self) -> None:
         self.scope_all = not self.scope_all
-        self._rebuild()
+        self._rebuild(rows_changed=False)
 
     def action_toggle_search(self) -> None:
         self.search_mode = not self.search_mode
@@ -444,13 +466,24 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             return ReplayHarness(header, events, preload_turns=1 << 30)
 
         chat = self.app.open_chat(factory)
-        if at_seq is not None:
-            scroll = getattr(chat, "scroll_to_seq", None)
-            if scroll is not None:
-                self.app.call_later(lambda: scroll(at_seq))
-            else:
-                # The chat screen cannot scroll to an event yet: show the event in the timeline.
-                self.app.push_screen(self._timeline_screen(header, events, at_seq))
+        self.opened_at = None
+        if at_seq is None:
+            return
+        if getattr(chat, "scroll_to_seq", None) is None:
+            # A chat screen that cannot scroll to an event: show the event in the timeline instead.
+            self.app.push_screen(self._timeline_screen(header, events, at_seq))
+            return
+        deadline = time.monotonic() + 10
+
+        def try_scroll() -> None:
+            # The session reaches the chat through the bridge; retry until it is folded.
+            if chat.is_attached and chat.fold.items and chat.scroll_to_seq(at_seq):
+                self.opened_at = at_seq
+                return
+            if time.monotonic() < deadline:
+                self.set_timer(0.05, try_scroll)
+
+        self.set_timer(0.05, try_scroll)
 
     def _timeline_screen(self, header: dict, events: list[dict], at_seq: int | None):
         from dsh_tui.ui.screens.timeline import TimelineScreen

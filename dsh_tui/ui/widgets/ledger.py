@@ -10,8 +10,6 @@ from array import array
 from collections.abc import Sequence
 from typing import Any
 
-from rich.text import Text
-
 from dsh_tui.session.timeline import summarize
 from dsh_tui.ui.widgets.sessionlist import LineList
 
@@ -112,18 +110,13 @@ class Ledger(LineList):
             return True
         return False
 
-    def _format(self, row: int, width: int) -> Text:
+    def _format(self, row: int, width: int) -> list[tuple[str, str]]:
         seq = self.seq_at(row)
         e = self.events[seq]
         etype = e.get("type", "?")
         t = e.get("time") if isinstance(e.get("time"), int) else 0
         rel = (t - self.t0) / 1000 if self.t0 and t else 0.0
         turn = self.turn_of[seq] if self.turn_of is not None and seq < len(self.turn_of) else 0
-        text = Text(no_wrap=True, overflow="ellipsis")
-        text.append(f"{seq:>7} ", "dim")
-        text.append(f"{rel:>9.3f}s ", "dim")
-        text.append(f"{turn or '':>4} ", "dim")
-        text.append(f"{etype:<20} ", TYPE_STYLE.get(etype, ""))
-        used = 7 + 1 + 11 + 5 + 21
-        text.append(summarize(e, max(0, width - used)))
-        return text
+        head = f"{seq:>7} {rel:>9.3f}s {turn or '':>4} "
+        used = len(head) + 21
+        return [(head, "dim"), (f"{etype:<20} ", TYPE_STYLE.get(etype, "")), (summarize(e, max(0, width - used)), "")]

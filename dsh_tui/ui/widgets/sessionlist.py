@@ -12,9 +12,9 @@ import datetime as _dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len, set_cell_size
 from rich.segment import Segment
 from rich.style import Style
-from rich.text import Text
 from textual.binding import Binding
 from textual.events import Click
 from textual.geometry import Region, Size
@@ -25,7 +25,8 @@ from textual.strip import Strip
 
 from dsh_tui.store.catalog import SessionRow
 
-Formatter = Callable[[int, int], Text]  # (row, width) -> one line of rich Text
+Spans = list[tuple[str, str]]  # (text, rich style string) pieces of one line
+Formatter = Callable[[int, int], Spans]  # (row, width) -> one line
 
 
 class LineList(ScrollView, can_focus=True):
@@ -64,7 +65,8 @@ class LineList(ScrollView, can_focus=True):
     def __init__(self, formatter: Formatter | None = None, count: int = 0, *, empty_text: str = "Nothing here",
                  name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
-        self.formatter: Formatter = formatter or (lambda row, width: Text(str(row)))
+        self.formatter: Formatter = formatter or (lambda row, width: [(str(row), "")])
+        self._styles: dict[tuple[Style, str], Style] = {}
         self.count = count
         self.empty_text = empty_text
         self._cache: dict[int, tuple[int, Strip]] = {}
@@ -75,9 +77,18 @@ class LineList(ScrollView, can_focus=True):
         """Replace the data: ``count`` rows, optionally a new formatter. O(1)."""
         if formatter is not None:
             self.formatter = formatter
+        old = self.count
         self.count = count
         self._cache.clear()
-        self.virtual_size = Size(self.size.width or 1, count)
+        new_size = Size(self.size.width or 1, count)
+        h = self.size.height
+        if self.is_mounted and h and (old > h) == (count > h):
+            # Same scrollbar need: skip the screen-wide reflow a virtual_size change would trigger
+            # (the list's own size never depends on its rows).
+            self.set_reactive(ScrollView.virtual_size, new_size)
+            self._scroll_update(new_size)
+        else:
+            self.virtual_size = new_size
         new = min(self.cursor, max(0, count - 1)) if keep_cursor else 0
         self.set_reactive(LineList.cursor, new)
         if not keep_cursor:
@@ -113,10 +124,8 @@ class LineList(ScrollView, can_focus=True):
         if cached is not None and cached[0] == width:
             strip = cached[1]
         else:
-            text = self.formatter(row, width)
-            text.no_wrap = True
-            segments = list(text.render(self.app.console))
-            strip = Strip(segments).crop_extend(0, width, base).simplify()
+            segments = [Segment(text, self._style(base, style)) for text, style in self.formatter(row, width)]
+            strip = Strip(segments).crop_extend(0, width, base)
             if len(self._cache) > 4096:
                 self._cache.clear()
             self._cache[row] = (width, strip)
@@ -126,6 +135,13 @@ class LineList(ScrollView, can_focus=True):
             cursor_style = self.get_component_rich_style("linelist--cursor")
             strip = strip.apply_style(cursor_style)
         return strip
+
+    def _style(self, base: Style, style: str) -> Style:
+        key = (base, style)
+        cached = self._styles.get(key)
+        if cached is None:
+            cached = self._styles[key] = base + Style.parse(style) if style else base
+        return cached
 
     # -- cursor -------------------------------------------------------------------------------
     def watch_cursor(self, old: int, new: int) -> None:
@@ -186,6 +202,7 @@ class LineList(ScrollView, can_focus=True):
 # The browser's session rows
 
 
+UNREADABLE_STATE = "unreadable"
 STATE_STYLE = {
     "completed": "green",
     "interrupted": "yellow",
@@ -249,38 +266,45 @@ class SessionList(LineList):
             return self.entries[self.cursor]
         return None
 
-    def _format(self, index: int, width: int) -> Text:
+    def _format(self, index: int, width: int) -> Spans:
         e = self.entries[index]
         r = e.row
-        t = Text(no_wrap=True, overflow="ellipsis")
         indent = "  " * e.depth
         if e.hit_seq is not None:
-            t.append(f"{indent}    #{e.hit_seq} ", "dim")
-            t.append(e.hit_text.replace("\n", " "), "italic")
-            return t
+            return [(f"{indent}    #{e.hit_seq} ", "dim"), (e.hit_text.replace("\n", " "), "italic")]
         state = r.state
-        when = ago(r.updated_at, self.now_ms())
-        right = f" {when:>5} {r.turns:>4}t {short_tokens(r.tokens):>6} "
-        t.append(f"{indent}")
+        right = f" {ago(r.updated_at, self.now_ms()):>5} {r.turns:>4}t {short_tokens(r.tokens):>6} "
+        state_col = f"{state[:11]:<11} "
+        room = max(1, width - len(right) - len(state_col))
+        left: Spans = [(indent, "")]
         if e.depth:
             label = "↳ sub " if r.is_subagent else "↳ fork "
             if e.fork_point is not None:
                 label += f"@{e.fork_point} "
-            t.append(label, "dim")
-        if state == "unreadable":
-            name = r.title or r.id or r.path
-            t.append(f"{name}", "red")
-            t.append(f"  unreadable: {r.reason}", "red italic")
+            left.append((label, "dim"))
+        if state == UNREADABLE_STATE:
+            left.append((r.title or r.id or r.path, "red"))
+            left.append((f"  unreadable: {r.reason}", "red italic"))
         else:
-            t.append(r.title or "(untitled)", "bold" if r.state != "blank" else "dim")
+            left.append((r.title or "(untitled)", "bold" if state != "blank" else "dim"))
             if not r.indexed:
-                t.append(" …", "dim")
+                left.append((" …", "dim"))
         if self.show_workspace and r.cwd:
-            t.append(f"  {r.cwd}", "dim")
+            left.append((f"  {r.cwd}", "dim"))
         if r.children and e.depth == 0:
-            t.append(f"  [{len(r.children)}↳]", "dim")
-        t.truncate(max(1, width - len(right) - 12), overflow="ellipsis")
-        t.pad_right(max(0, width - len(right) - 12 - t.cell_len))
-        t.append(right, "dim")
-        t.append(f"{state[:11]:<11} ", Style.parse(STATE_STYLE.get(state, "")))
-        return t
+            left.append((f"  [{len(r.children)}↳]", "dim"))
+        out: Spans = []
+        used = 0
+        for text, style in left:
+            n = cell_len(text)
+            if used + n > room:
+                text = set_cell_size(text, max(0, room - used - 1)) + "…"
+                out.append((text, style))
+                used = room
+                break
+            out.append((text, style))
+            used += n
+        out.append((" " * (room - used), ""))
+        out.append((right, "dim"))
+        out.append((state_col, STATE_STYLE.get(state, "")))
+        return out
