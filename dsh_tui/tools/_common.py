@@ -119,7 +119,7 @@ def save_spill(ctx: ToolContext, suggested_name: str, content: str | bytes) -> s
         directory.mkdir(parents=True, exist_ok=True)
         call = _SAFE_NAME.sub("_", ctx.call_id)[:40] or uuid.uuid4().hex[:12]
         name = _SAFE_NAME.sub("_", suggested_name)
-        path = directory / f"{call}-{name}"
+        path = directory / f"{call}-{uuid.uuid4().hex[:8]}-{name}"
         data = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:

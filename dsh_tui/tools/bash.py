@@ -17,6 +17,7 @@ import os
 import re
 import signal as signal_mod
 import tempfile
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -328,7 +329,8 @@ def bash_tool(
             if ctx.spill_dir is not None
             else Path(tempfile.gettempdir()) / (f"dsh-tui-spill-{os.getuid()}")
         )
-        stem = spill_dir / re.sub(r"[^A-Za-z0-9._-]+", "_", ctx.call_id or "bash")[:60]
+        call = re.sub(r"[^A-Za-z0-9._-]+", "_", ctx.call_id or "bash")[:60]
+        stem = spill_dir / f"{call}-{uuid.uuid4().hex[:8]}"
         result = await run_bash(
             args["command"], cwd=cwd, timeout_ms=timeout_ms, cancelled=ctx.cancelled, env=bash_env(env, ctx),
             max_output_bytes=max_output_bytes, max_spill_bytes=max_spill_bytes, spill_stem=stem, grace_ms=grace_ms,
