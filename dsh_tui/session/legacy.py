@@ -101,7 +101,18 @@ def _import_assistant(ev: dict, sid: str) -> dict | None:
     return {**ev, "data": new}
 
 
-def _import_tool_result(ev: dict, sid: str, by_seq: dict[int, dict]) -> dict | None:
+def _event_at(events: list[dict], seq: Any) -> dict | None:
+    if type(seq) is int and 0 <= seq < len(events):
+        ev = events[seq]
+        if type(ev) is dict and ev.get("seq") == seq:
+            return ev
+    for ev in events:  # seq != index (a window or a hand-built list)
+        if type(ev) is dict and ev.get("seq") == seq:
+            return ev
+    return None
+
+
+def _import_tool_result(ev: dict, sid: str, events: list[dict]) -> dict | None:
     d = ev.get("data")
     if type(d) is not dict or "message" in d or "callId" not in d or "content" not in d:
         return None
@@ -112,7 +123,7 @@ def _import_tool_result(ev: dict, sid: str, by_seq: dict[int, dict]) -> dict | N
     mid = legacy_message_id(sid, ev.get("seq"))
     op = ev.get("surfaceOp")
     if type(op) is dict and op.get("op") == "replace":
-        target = by_seq.get(op.get("start"))  # a replacing legacy tool/result inherits the shadowed id
+        target = _event_at(events, op.get("start"))  # a replacing legacy tool/result inherits the shadowed id
         if target is not None:
             tm = target.get("data", {}).get("message") if type(target.get("data")) is dict else None
             if type(tm) is dict and "id" in tm:
@@ -128,40 +139,44 @@ def _import_tool_result(ev: dict, sid: str, by_seq: dict[int, dict]) -> dict | N
 
 
 def import_legacy(events: list[dict], session_id: str) -> list[dict]:
-    """Apply the §3.6 import in log order. Returns ``events`` itself when nothing needed importing."""
+    """Apply the §3.6 import in log order. Returns ``events`` itself when nothing needed importing; otherwise
+    a new list where only the imported events are new dicts."""
+    legacy_types = _LEGACY_TYPES
+    try:  # fast scan: only a small fraction of events can be legacy shapes
+        candidates = [i for i, ev in enumerate(events) if ev["type"] in legacy_types]
+    except (KeyError, TypeError, IndexError):
+        candidates = [i for i, ev in enumerate(events) if type(ev) is dict and ev.get("type") in legacy_types]
     out: list[dict] | None = None
-    by_seq: dict[int, dict] = {}
-    for i, ev in enumerate(events):
-        new = None
-        if type(ev) is dict:
-            t = ev.get("type")
-            if t in _LEGACY_TYPES:
-                if t == "turn/start":
-                    new = _import_turn_start(ev)
-                elif t == "turn/end":
-                    new = _import_turn_end(ev)
-                elif t == "steering/message":
-                    new = _import_steering(ev, session_id)
-                elif t == "user/message":
-                    new = _import_user(ev, session_id)
-                elif t == "assistant/message":
-                    new = _import_assistant(ev, session_id)
-                else:
-                    new = _import_tool_result(ev, session_id, by_seq)
-        if new is not None and out is None:
-            out = list(events[:i])
-        cur = new if new is not None else ev
-        if out is not None:
-            out.append(cur)
-        if type(cur) is dict and cur.get("type") == "tool/result" and type(cur.get("seq")) is int:
-            by_seq[cur["seq"]] = cur
+    for i in candidates:
+        ev = events[i]
+        t = ev.get("type")
+        if t == "turn/start":
+            new = _import_turn_start(ev)
+        elif t == "turn/end":
+            new = _import_turn_end(ev)
+        elif t == "steering/message":
+            new = _import_steering(ev, session_id)
+        elif t == "user/message":
+            new = _import_user(ev, session_id)
+        elif t == "assistant/message":
+            new = _import_assistant(ev, session_id)
+        else:
+            new = _import_tool_result(ev, session_id, out if out is not None else events)
+        if new is not None:
+            if out is None:
+                out = list(events)
+            out[i] = new
     return events if out is None else out
 
 
 def check_refusals(events: list[dict], where: str = "session log") -> None:
     """Refuse legacy shapes dsh no longer reads and unknown required event types (after import)."""
     known = KNOWN_EVENT_TYPES
-    for ev in events:
+    try:
+        suspects = [ev for ev in events if (t := ev["type"]) not in known or t == REQUEST_HEADER]
+    except (KeyError, TypeError, IndexError):
+        suspects = [ev for ev in events if type(ev) is dict]
+    for ev in suspects:
         if type(ev) is not dict:
             continue
         t = ev.get("type")

@@ -17,6 +17,10 @@ NOT_STARTED_TEXT = (
 )
 
 
+_BOUNDARY_TYPES = frozenset({"turn/start", "turn/end", "step/start", "step/end", "assistant/message", "tool/call",
+                             "tool/result"})
+
+
 def interrupted_turn_closers(events: list[dict]) -> list[dict]:
     """The synthetic events that balance a log ending inside a turn; ``[]`` for a balanced or empty log.
 
@@ -26,10 +30,9 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
     open_turn: Any = None
     open_step: Any = None
     pending: dict[Any, dict[str, Any]] = {}
-    for ev in events:
+    boundary = _BOUNDARY_TYPES
+    for ev in [ev for ev in events if ev["type"] in boundary]:
         t = ev["type"]
-        if t == "assistant/chunk":
-            continue
         if t == "turn/start":
             open_turn = ev["data"]["turn"]
             open_step = None
