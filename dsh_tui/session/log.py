@@ -152,25 +152,23 @@ class Session:
         chunk_type = ASSISTANT_CHUNK
         open_turn = rel.open_turn
         open_step = rel.open_step
-        i = 0
-        for ev in seed:
+        for i, ev in enumerate(seed):
             # Tight path for the vast majority: a well-formed assistant/chunk inside the open step.
-            if ev.__class__ is dict and len(ev) == 4 and open_step is not None:
+            if type(ev) is dict and len(ev) == 4 and open_step is not None:
                 try:
                     if ev["type"] == chunk_type:
                         seq = ev["seq"]
                         t = ev["time"]
                         d = ev["data"]
-                        if (seq.__class__ is int and seq == i and t.__class__ is int and lo <= t <= hi
+                        if (type(seq) is int and seq == i and type(t) is int and lo <= t <= hi
                                 and d["step"] == open_step and d["turn"] == open_turn and len(d) == 3):
                             c = d["chunk"]
                             f = delta_field.get(c["type"])
-                            if f is None or c["index"].__class__ is not int or c[f].__class__ is not str:
+                            if f is None or type(c["index"]) is not int or type(c[f]) is not str:
                                 bad = find_bad_float(d)
                                 if bad is not None:
                                     raise SessionValidationError(f"seq {seq}: {bad}")
                             push(ev)
-                            i += 1
                             continue
                 except (KeyError, TypeError, AttributeError):
                     pass  # not the common shape: the generic path below reports it precisely
@@ -193,7 +191,6 @@ class Session:
                 open_turn = rel.open_turn
                 open_step = rel.open_step
             self._track(ev)
-            i += 1
 
     # ------------------------------------------------------------------ append
     def append(
