@@ -66,17 +66,35 @@ def attempts_from_events(events: list[dict]) -> list[dict]:
             for i, b in enumerate(blocks):
                 chunks.append({"type": "block-start", "index": i, "blockType": b.get("type", "text")})
                 if b.get("type", "text") in ("text", "reasoning"):
-                    chunks.append({"type": f"{b.get('type', 'text')}-delta", "index": i, "text": b.get("text", "")})
+                    chunks.append(
+                        {"type": f"{b.get('type', 'text')}-delta", "index": i, "text": b.get("text", "")}
+                    )
                 chunks.append({"type": "block-end", "index": i, "block": b})
             if d.get("usage"):
                 chunks.append({"type": "usage", "usage": d["usage"]})
             chunks.append({"type": "finish", "reason": {"kind": "stop"}})
-            out.append({"key": ("compaction", d.get("compactionId")), "turn": None, "step": None,
-                        "chunks": chunks, "finished": True, "purpose": "compaction"})
+            out.append(
+                {
+                    "key": ("compaction", d.get("compactionId")),
+                    "turn": None,
+                    "step": None,
+                    "chunks": chunks,
+                    "finished": True,
+                    "purpose": "compaction",
+                }
+            )
             current = None
         elif t == "session/title-llm-request":
-            out.append({"key": ("title", ev.get("seq")), "turn": None, "step": None, "chunks": None,
-                        "finished": False, "purpose": "session-title"})
+            out.append(
+                {
+                    "key": ("title", ev.get("seq")),
+                    "turn": None,
+                    "step": None,
+                    "chunks": None,
+                    "finished": False,
+                    "purpose": "session-title",
+                }
+            )
         elif t in ("step/end", "turn/end"):
             current = None
     for a in out:
@@ -85,9 +103,16 @@ def attempts_from_events(events: list[dict]) -> list[dict]:
 
 
 class ReplayProvider:
-    def __init__(self, attempts: list[dict], *, name: str = "replay", override: list[dict] | None = None,
-                 cwd: Path | str | None = None, context_window: int | None = None,
-                 retry_policy: RetryPolicy | None = None) -> None:
+    def __init__(
+        self,
+        attempts: list[dict],
+        *,
+        name: str = "replay",
+        override: list[dict] | None = None,
+        cwd: Path | str | None = None,
+        context_window: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+    ) -> None:
         self.name = name
         self.attempts = attempts
         self.override = list(override or [])
@@ -98,7 +123,9 @@ class ReplayProvider:
         self.served = 0
 
     @classmethod
-    def from_file(cls, path: Path | str, *, override: Path | str | None = None, **kwargs: Any) -> ReplayProvider:
+    def from_file(
+        cls, path: Path | str, *, override: Path | str | None = None, **kwargs: Any
+    ) -> ReplayProvider:
         header, events = read_log_events(path)
         ov = None
         candidate = Path(override) if override else Path(path).with_name("replay.override.json")

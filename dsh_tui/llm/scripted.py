@@ -48,8 +48,15 @@ def _chunked(text: str, size: int | None) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def text(s: str, *, usage: dict | None = None, reasoning: str | None = None, chunk_size: int | None = None,
-         finish: str = "stop", delay: float = 0.0) -> list:
+def text(
+    s: str,
+    *,
+    usage: dict | None = None,
+    reasoning: str | None = None,
+    chunk_size: int | None = None,
+    finish: str = "stop",
+    delay: float = 0.0,
+) -> list:
     steps: list = []
     index = 0
     if reasoning:
@@ -75,28 +82,49 @@ def call(call_id: str, name: str, args: Any = None, *, usage: dict | None = None
     return calls([(call_id, name, args)], usage=usage)
 
 
-def calls(items: list[tuple[str, str, Any]], *, usage: dict | None = None, text_before: str | None = None) -> list:
+def calls(
+    items: list[tuple[str, str, Any]], *, usage: dict | None = None, text_before: str | None = None
+) -> list:
     steps: list = []
     index = 0
     if text_before:
-        steps += [{"type": "block-start", "index": 0, "blockType": "text"},
-                  {"type": "text-delta", "index": 0, "text": text_before},
-                  {"type": "block-end", "index": 0, "block": {"type": "text", "text": text_before}}]
+        steps += [
+            {"type": "block-start", "index": 0, "blockType": "text"},
+            {"type": "text-delta", "index": 0, "text": text_before},
+            {"type": "block-end", "index": 0, "block": {"type": "text", "text": text_before}},
+        ]
         index = 1
     for call_id, name, args in items:
-        raw = args if isinstance(args, str) else json.dumps(args if args is not None else {}, separators=(",", ":"))
+        raw = (
+            args
+            if isinstance(args, str)
+            else json.dumps(args if args is not None else {}, separators=(",", ":"))
+        )
         steps.append({"type": "block-start", "index": index, "blockType": "tool-call"})
-        steps.append({"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": raw})
-        steps.append({"type": "block-end", "index": index,
-                      "block": {"type": "tool-call", "id": call_id, "name": name, "arguments": raw}})
+        steps.append(
+            {"type": "tool-call-delta", "index": index, "id": call_id, "name": name, "argumentsDelta": raw}
+        )
+        steps.append(
+            {
+                "type": "block-end",
+                "index": index,
+                "block": {"type": "tool-call", "id": call_id, "name": name, "arguments": raw},
+            }
+        )
         index += 1
     steps.append({"type": "usage", "usage": dict(usage or DEFAULT_USAGE)})
     steps.append({"type": "finish", "reason": {"kind": "tool-calls"}})
     return steps
 
 
-def finish_error(code: str, message: str, *, status: int | None = None, retry_after_ms: int | None = None,
-                 kind: str = "error") -> list:
+def finish_error(
+    code: str,
+    message: str,
+    *,
+    status: int | None = None,
+    retry_after_ms: int | None = None,
+    kind: str = "error",
+) -> list:
     failure: dict[str, Any] = {"message": message, "code": code}
     if status is not None:
         failure["status"] = status
@@ -107,31 +135,48 @@ def finish_error(code: str, message: str, *, status: int | None = None, retry_af
 
 def empty(usage: dict | None = None) -> list:
     """What the DeepSeek adapter emits for a completed response with no content."""
-    return [{"type": "usage", "usage": dict(usage or DEFAULT_USAGE)},
-            *finish_error("EMPTY_RESPONSE", "model returned a completed response with no content")]
+    return [
+        {"type": "usage", "usage": dict(usage or DEFAULT_USAGE)},
+        *finish_error("EMPTY_RESPONSE", "model returned a completed response with no content"),
+    ]
 
 
 def max_tokens(partial_text: str = "", *, partial_call: tuple[str, str, str] | None = None) -> list:
     steps: list = []
     index = 0
     if partial_text:
-        steps += [{"type": "block-start", "index": 0, "blockType": "text"},
-                  {"type": "text-delta", "index": 0, "text": partial_text}]
+        steps += [
+            {"type": "block-start", "index": 0, "blockType": "text"},
+            {"type": "text-delta", "index": 0, "text": partial_text},
+        ]
         index = 1
     if partial_call:
         cid, name, raw = partial_call
-        steps += [{"type": "block-start", "index": index, "blockType": "tool-call"},
-                  {"type": "tool-call-delta", "index": index, "id": cid, "name": name, "argumentsDelta": raw}]
-    steps += [{"type": "usage", "usage": dict(DEFAULT_USAGE)}, {"type": "finish", "reason": {"kind": "max-tokens"}}]
+        steps += [
+            {"type": "block-start", "index": index, "blockType": "tool-call"},
+            {"type": "tool-call-delta", "index": index, "id": cid, "name": name, "argumentsDelta": raw},
+        ]
+    steps += [
+        {"type": "usage", "usage": dict(DEFAULT_USAGE)},
+        {"type": "finish", "reason": {"kind": "max-tokens"}},
+    ]
     return steps
 
 
 class ScriptedProvider:
     """Plays a fixed list of responses; records every request it served in ``requests``."""
 
-    def __init__(self, responses: list | None = None, *, name: str = "mock", context_window: int | None = None,
-                 retry_policy: RetryPolicy | None = None, default_max_tokens: int | None = None,
-                 fallback: Callable[[dict], list] | None = None) -> None:
+    def __init__(
+        self,
+        responses: list | None = None,
+        *,
+        name: str = "mock",
+        context_window: int | None = None,
+        retry_policy: RetryPolicy | None = None,
+        default_max_tokens: int | None = None,
+        fallback: Callable[[dict], list] | None = None,
+        record: bool = True,
+    ) -> None:
         self.name = name
         self.responses: list = list(responses or [])
         self.requests: list[dict] = []
@@ -139,6 +184,8 @@ class ScriptedProvider:
         self._retry_policy = retry_policy or RetryPolicy()
         self.default_max_tokens = default_max_tokens
         self.fallback = fallback
+        self.record = record  # keep every served request in ``requests`` (off for long benchmarks)
+        self.calls = 0
         self.active = 0  # streams currently open (to test prompt release on cancel)
 
     def add(self, *responses: list) -> ScriptedProvider:
@@ -152,7 +199,9 @@ class ScriptedProvider:
         return self._retry_policy
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        self.requests.append(request)
+        self.calls += 1
+        if self.record:
+            self.requests.append(request)
         if self.responses:
             response = self.responses.pop(0)
         elif self.fallback is not None:
@@ -184,15 +233,24 @@ class ScriptedProvider:
             chunk_size = item.get("chunkSize", 8 if delay else None)
             if "error" in item:
                 e = item["error"]
-                responses.append(finish_error(e.get("code", UNKNOWN), e.get("message", "error"),
-                                              status=e.get("status")))
+                responses.append(
+                    finish_error(e.get("code", UNKNOWN), e.get("message", "error"), status=e.get("status"))
+                )
             elif "calls" in item:
-                steps = calls([(c["id"], c["name"], c.get("arguments", {})) for c in item["calls"]],
-                              text_before=item.get("text"))
+                steps = calls(
+                    [(c["id"], c["name"], c.get("arguments", {})) for c in item["calls"]],
+                    text_before=item.get("text"),
+                )
                 responses.append(([Delay(delay)] if delay else []) + steps)
             elif "chunks" in item:
                 responses.append(list(item["chunks"]))
             else:
-                responses.append(text(item.get("text", ""), reasoning=item.get("reasoning"),
-                                      chunk_size=chunk_size, delay=delay))
+                responses.append(
+                    text(
+                        item.get("text", ""),
+                        reasoning=item.get("reasoning"),
+                        chunk_size=chunk_size,
+                        delay=delay,
+                    )
+                )
         return cls(responses, **kwargs)

@@ -32,7 +32,7 @@ def noop_tool(parallel: bool = False) -> ToolDefinition:
 
 def _agent(responses: list, parallel: bool = False, cap: int = 10) -> Agent:
     session = Session(make_header("bench", cwd="/bench", created_at=1))
-    provider = s.ScriptedProvider(responses, name="bench")
+    provider = s.ScriptedProvider(responses, name="bench", record=False)
     config = AgentConfig(model="bench-model", cwd="/bench", runtime_context=False, preset="full-access",
                          compaction=False, max_parallel_tool_calls=cap)
     return Agent(session, provider, [noop_tool(parallel)], config=config)

@@ -62,7 +62,15 @@ async def test_title_slots_are_skipped_and_compaction_summaries_are_streams():
     p = ReplayProvider.from_file(SNAP / "session-title-after-turn" / "session.jsonl")
     chunks = await collect(p)
     assert chunks[-3]["block"]["text"] == "TITLE_DONE"
-    cr = FIXTURES / "examples" / "headless-agent" / "tests" / "snapshots" / "compaction-recovery" / "session.jsonl"
+    cr = (
+        FIXTURES
+        / "examples"
+        / "headless-agent"
+        / "tests"
+        / "snapshots"
+        / "compaction-recovery"
+        / "session.jsonl"
+    )
     p = ReplayProvider.from_file(cr)
     assert p.name == "deepseek-official"
     summary = await collect(p, "compaction")
@@ -76,9 +84,15 @@ async def test_title_slots_are_skipped_and_compaction_summaries_are_streams():
 
 def test_runtime_form_log_with_seq(tmp_path):
     f = tmp_path / "s.jsonl"
-    lines = [{"type": "session", "version": 0, "id": "x", "createdAt": 1, "delegationDepth": 0},
-             {"type": "assistant/chunk", "seq": 0, "time": 5, "data": {"turn": 1, "step": 1,
-                                                                      "chunk": {"type": "finish", "reason": {"kind": "stop"}}}}]
+    lines = [
+        {"type": "session", "version": 0, "id": "x", "createdAt": 1, "delegationDepth": 0},
+        {
+            "type": "assistant/chunk",
+            "seq": 0,
+            "time": 5,
+            "data": {"turn": 1, "step": 1, "chunk": {"type": "finish", "reason": {"kind": "stop"}}},
+        },
+    ]
     f.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     header, events = read_log_events(f)
     assert header["id"] == "x" and events[0]["time"] == 5

@@ -26,8 +26,13 @@ async def test_plays_responses_in_order_and_records_requests():
 
 
 async def test_raise_hang_and_callable():
-    p = s.ScriptedProvider([[{"type": "block-start", "index": 0, "blockType": "text"}, s.Raise(LlmError("x", "SERVER"))],
-                            [s.Hang()], lambda req: s.text(f"echo {len(req['messages'])}")])
+    p = s.ScriptedProvider(
+        [
+            [{"type": "block-start", "index": 0, "blockType": "text"}, s.Raise(LlmError("x", "SERVER"))],
+            [s.Hang()],
+            lambda req: s.text(f"echo {len(req['messages'])}"),
+        ]
+    )
     with pytest.raises(LlmError):
         await collect(p)
     task = asyncio.ensure_future(collect(p))
@@ -42,11 +47,13 @@ async def test_raise_hang_and_callable():
 
 
 async def test_json_script_with_reasoning_chunks_and_calls():
-    p = s.ScriptedProvider.from_json([
-        {"text": "hello world", "reasoning": "thinking", "chunkSize": 4},
-        {"calls": [{"id": "c1", "name": "read", "arguments": {"file_path": "a"}}], "text": "reading"},
-        {"error": {"code": "RATE_LIMIT", "message": "busy", "status": 429}},
-    ])
+    p = s.ScriptedProvider.from_json(
+        [
+            {"text": "hello world", "reasoning": "thinking", "chunkSize": 4},
+            {"calls": [{"id": "c1", "name": "read", "arguments": {"file_path": "a"}}], "text": "reading"},
+            {"error": {"code": "RATE_LIMIT", "message": "busy", "status": 429}},
+        ]
+    )
     a = await collect(p)
     deltas = [c["text"] for c in a if c["type"] == "text-delta"]
     assert deltas == ["hell", "o wo", "rld"]
@@ -54,5 +61,9 @@ async def test_json_script_with_reasoning_chunks_and_calls():
     b = await collect(p)
     assert b[-1]["reason"]["kind"] == "tool-calls" and b[0]["blockType"] == "text"
     c = await collect(p)
-    assert c == [{"type": "finish", "reason": {"kind": "error", "failure": {"message": "busy", "code": "RATE_LIMIT",
-                                                                            "status": 429}}}]
+    assert c == [
+        {
+            "type": "finish",
+            "reason": {"kind": "error", "failure": {"message": "busy", "code": "RATE_LIMIT", "status": 429}},
+        }
+    ]
