@@ -25,7 +25,8 @@ from tests.conftest import FIXTURES
 from tests.runtime.helpers import FakeSleep
 
 EXAMPLES = FIXTURES / "examples"
-SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "promptAndCancel", "waitForTurnEnd"}
+SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "promptAndCancel", "waitForTurnEnd",
+                 "waitForTitleAfterTurnEnd"}  # titles are the host's job; the loop part is compared
 # Tools whose output depends only on the workspace and arguments.
 DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
@@ -130,7 +131,7 @@ async def run_scenario(d: Path, tmp: Path) -> Outcome:
                 await asyncio.sleep(0.001)
             agent.cancel({"kind": "user"})
             await asyncio.wait_for(agent.wait_idle(), 60)
-        elif op == "waitForTurnEnd":
+        elif op in ("waitForTurnEnd", "waitForTitleAfterTurnEnd"):
             await asyncio.wait_for(agent.wait_idle(), 60)
     return compare(Outcome(list(session.events), recorded, work))
 
