@@ -25,6 +25,7 @@ from .events import (
     LEGACY_REFUSED_TYPES,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
+    ROW_TAGS,
     SESSION_END_SEED,
     SESSION_TITLE,
     SURFACE_TYPES,
@@ -233,6 +234,8 @@ class Session:
             raise SessionValidationError(f"event type must be a non-empty string, got {type!r}")
         if type in LEGACY_REFUSED_TYPES:
             raise SessionValidationError(f"{type} is an unsupported legacy event type", "UNSUPPORTED_LEGACY")
+        if type in ROW_TAGS:
+            raise SessionValidationError(f"{type!r} is a storage row tag, not an event type")
         check_lossless(data, "data")
         ev = {"type": type, "seq": seq, "time": 0, "data": data}
         if source_event_seqs is not None:

@@ -214,6 +214,8 @@ def test_relational_rules_accept_the_canonical_sequences():
          "data.reason"),
         ("request/header-delta", {}, {}, "legacy"),
         ("mode/set", {}, {}, "legacy"),
+        ("text-chunks", {}, {}, "storage row tag"),
+        ("", {}, {}, "non-empty string"),
         ("turn/start", [1], {}, "data must be an object"),
     ],
 )

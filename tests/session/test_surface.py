@@ -190,6 +190,7 @@ def test_incremental_derive_equals_scratch_after_every_append_and_replace(script
         got = s.derive_messages()
         assert jsonutil.dumps(got) == jsonutil.dumps(derive_messages_from(s.events))
         assert jsonutil.dumps(got) == jsonutil.dumps(independent_projection(s.events))
+    assert [e["seq"] for e in s.events] == list(range(len(s.events)))
     # replay from seed reproduces the projection; non-message events never change it
     s2 = Session(s.header, list(s.events), clock=lambda: 0)
     assert jsonutil.dumps(s2.derive_messages()) == jsonutil.dumps(s.derive_messages())
