@@ -11,6 +11,8 @@ import textwrap
 import orjson
 import pytest
 import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from dsh_tui.session import rows
 from dsh_tui.session.errors import SessionCorruptionError, SessionFormatUnsupportedError
@@ -491,3 +493,52 @@ def test_append_failing_part_way_leaves_previous_length(tmp_path):
     fresh._cursor[hdr["id"]] = (hdr, 20)
     fresh.append(hdr["id"], events[20:])
     assert jsonl.scan_buffer(path.read_bytes()).events == events
+
+
+# ------------------------------------------------------------- fast row expansion == session core
+
+
+_ints = st.integers(min_value=-(2**53) - 3, max_value=2**53 + 3)
+_small = st.integers(min_value=-5, max_value=5)
+
+
+@st.composite
+def _rows(draw):
+    tag = draw(st.sampled_from(["text-chunks", "reasoning-chunks", "tool-call-chunks"]))
+    n = draw(st.integers(min_value=0, max_value=6))
+    members = draw(st.lists(st.one_of(st.text(max_size=3), st.just(1)) if draw(st.booleans()) and
+                            draw(st.integers(0, 9)) == 0 else st.text(max_size=3), min_size=n, max_size=n))
+    dt_len = max(0, n - 1) if draw(st.integers(0, 9)) else max(0, n + draw(_small))
+    dt = draw(st.lists(st.one_of(_small, _ints) if draw(st.booleans()) else _small, min_size=dt_len,
+                       max_size=dt_len))
+    data = {"turn": draw(st.sampled_from([1, 2, 1.5, True, "1"])), "step": 1, "index": draw(st.sampled_from([0, 3]))}
+    if tag == "tool-call-chunks":
+        data["id"] = draw(st.sampled_from(["call_1", 7]))
+        if draw(st.booleans()):
+            data["name"] = draw(st.sampled_from(["bash", None]))
+        data["dt"] = dt
+        data["args"] = members
+    else:
+        data["dt"] = dt
+        data["texts"] = members
+    if draw(st.integers(0, 9)) == 0:
+        data["extra"] = 1
+    row = {"type": tag, "seq0": draw(st.one_of(st.integers(0, 10), _ints)),
+           "time0": draw(st.one_of(_small, _ints)), "data": data}
+    if draw(st.integers(0, 12)) == 0:
+        row["ignorable"] = True
+    return row
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_rows())
+def test_fast_row_expansion_matches_session_core(row):
+    try:
+        expected = rows.expand_line(row)
+    except SessionCorruptionError:
+        with pytest.raises(SessionCorruptionError):
+            jsonl._expand_row(row)
+        return
+    got = jsonl._expand_row(row)
+    assert got == expected
+    assert orjson.dumps(got) == orjson.dumps(expected)
