@@ -423,10 +423,11 @@ def _hit(number: int, line: str) -> tuple[int, str]:
 
 
 def _grep_file(
-    abs_path: str, regex: re.Pattern[str], budget: _Budget, overhead: int
+    abs_path: str, regex: re.Pattern[str], budget: _Budget, overhead: int, size: int | None = None
 ) -> list[tuple[int, str]]:
     try:
-        size = os.path.getsize(abs_path)
+        if size is None:
+            size = os.path.getsize(abs_path)
         if size > STREAM_MIN_BYTES:
             return _grep_stream(abs_path, regex, budget, overhead)
         with open(abs_path, "rb") as fh:
@@ -436,16 +437,30 @@ def _grep_file(
     if b"\x00" in data:
         return []
     text = data.decode("utf-8", "surrogateescape")
-    if regex.search(text) is None:
-        return []
-    lines = text.split("\n")
-    if text.endswith("\n"):
-        lines.pop()  # the empty remainder after a final newline is not a line
     out: list[tuple[int, str]] = []
-    for number, line in enumerate(lines, start=1):
-        if regex.search(line) is not None:
+    pos = counted = 0
+    number = 1
+    end = len(text)
+    while pos < end:
+        m = regex.search(text, pos)
+        if m is None:
+            break
+        start = text.rfind("\n", 0, m.start()) + 1
+        if start == end:  # the empty remainder after a final newline is not a line
+            break
+        stop = text.find("\n", m.start())
+        if stop == -1:
+            stop = end
+        if start < pos:  # an empty match at a line end: it belongs to this line
+            start = pos
+        number += text.count("\n", counted, start)
+        counted = start
+        line = text[start:stop]
+        # A match may not cross lines (ripgrep's default): the line must match on its own.
+        if m.end() <= stop or regex.search(line) is not None:
             budget.spend(len(line) + overhead)
             out.append(_hit(number, line))
+        pos = stop + 1
     return out
 
 
@@ -493,11 +508,11 @@ def _grep_blocking(
                 for number, line in _grep_file(root_abs, regex, budget, len(shown) + 100):
                     matches.append({"path": shown, "lineNumber": number, "line": line})
         else:
-            for rel, abs_path, _st in _walk_files(root_abs, stop, deadline, respect_ignores=True):
+            for rel, abs_path, st in _walk_files(root_abs, stop, deadline, respect_ignores=True):
                 if include_rule is not None and not include_rule.regex.match(rel):
                     continue
                 shown = _display(raw, root_abs, rel, cwd)
-                hits = _grep_file(abs_path, regex, budget, len(shown) + 100)
+                hits = _grep_file(abs_path, regex, budget, len(shown) + 100, st.st_size)
                 if hits:
                     matches.extend({"path": shown, "lineNumber": n, "line": ln} for n, ln in hits)
                 _check(stop, deadline)

@@ -51,3 +51,30 @@ def test_window_matches_reference(text, cuts, offset, limit, max_line, max_bytes
     assert window.lines == want_lines
     assert window.total == want_total
     assert window.capped == want_capped
+
+
+def _grep_reference(text, regex):
+    lines = text.split("\n") if text else []
+    if text.endswith("\n"):
+        lines.pop()
+    out = []
+    for number, line in enumerate(lines, start=1):
+        if regex.search(line):
+            out.append((number, line[:-1] if line.endswith("\r") else line))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    text=st.text(alphabet="ab \r\n", max_size=120),
+    pattern=st.sampled_from(["a", "^a", "a$", r"a\s+b", "b*", "^", "$", r"\s", "ab|ba", r"^\s*$", "(?s)a.b"]),
+)
+def test_grep_line_scan_matches_per_line_reference(tmp_path_factory, text, pattern):
+    import re
+
+    from dsh_tui.tools.search import _Budget, _grep_file
+
+    path = tmp_path_factory.getbasetemp() / "grep-property.txt"
+    path.write_bytes(text.encode())
+    regex = re.compile(pattern, re.MULTILINE)
+    assert _grep_file(str(path), regex, _Budget("grep"), 0) == _grep_reference(text, regex)
