@@ -97,6 +97,8 @@ class ToolService:
         self.agent = agent
         self.tools: dict[str, ToolDefinition] = {}
         self.guards: list[Any] = []
+        self._paths_key: tuple | None = None
+        self._paths: tuple[Path, Path] = (Path("."), Path("."))
         for t in tools:
             self.register(t)
 
@@ -142,11 +144,16 @@ class ToolService:
         agent = self.agent
         cfg = agent.config
         args = parse_arguments(call.get("arguments", ""))
+        key = (cfg.cwd, cfg.workspace)
+        if key != self._paths_key:
+            self._paths_key = key
+            self._paths = (Path(cfg.cwd), Path(cfg.workspace or cfg.cwd))
+        cwd, workspace = self._paths
         ctx = RunToolContext(
             call_id=call.get("id", ""),
             name=call.get("name", ""),
-            cwd=Path(cfg.cwd),
-            workspace=Path(cfg.workspace or cfg.cwd),
+            cwd=cwd,
+            workspace=workspace,
             allow_outside=cfg.preset == "full-access",
             spill_dir=agent.spill_dir,
             state=agent.tool_state,
@@ -177,8 +184,11 @@ class ToolService:
                 return approval_mod.decide_preset(cfg.preset, tool.access, ex.args, ex.ctx.cwd,
                                                   ex.ctx.workspace, tool.name)
 
-            decision = await agent.bus.waterfall("tools/pre-execute", self._payload(ex, signal), preset_default,
-                                                 scope=agent.id)
+            if agent.bus.has("tools/pre-execute", agent.id):
+                decision = await agent.bus.waterfall("tools/pre-execute", self._payload(ex, signal), preset_default,
+                                                     scope=agent.id)
+            else:
+                decision = preset_default()
             kind = (decision or {}).get("kind", "allow")
             if kind == "deny":
                 ex.final = error_result(decision.get("reason") or f'tool "{ex.ctx.name}" was denied')
@@ -295,8 +305,11 @@ class ToolService:
                 except AbortError:
                     ex.skip_post = True
                     return aborted_before_dispatch()
-            result = await agent.bus.waterfall("tools/execute", self._payload(ex, signal),
-                                               lambda: self._run_body(ex, signal), scope=agent.id)
+            if agent.bus.has("tools/execute", agent.id):
+                result = await agent.bus.waterfall("tools/execute", self._payload(ex, signal),
+                                                   lambda: self._run_body(ex, signal), scope=agent.id)
+            else:
+                result = await self._run_body(ex, signal)
         except AbortError:
             return aborted_result() if ex.body_invoked else aborted_before_dispatch()
         except Exception as err:  # noqa: BLE001
@@ -310,7 +323,9 @@ class ToolService:
 
     async def finish(self, ex: Exec, result: dict, signal: AbortSignal) -> dict:
         agent = self.agent
-        if not ex.skip_post:
+        if not ex.skip_post and not agent.bus.has("tools/post-execute", agent.id):
+            result = self._spill(ex, result)
+        elif not ex.skip_post:
             try:
                 decision = await agent.bus.waterfall(
                     "tools/post-execute", self._payload(ex, signal, result=result), lambda: {"kind": "accept"},
@@ -336,7 +351,8 @@ class ToolService:
             result = aborted_result() if ex.body_invoked else aborted_before_dispatch()
             if contexts:
                 result["additionalContexts"] = contexts
-        agent.bus.emit("tools/result", {"agent": agent, "exec": ex, "result": result}, scope=agent.id)
+        if agent.bus.has("tools/result", agent.id):
+            agent.bus.emit("tools/result", {"agent": agent, "exec": ex, "result": result}, scope=agent.id)
         return result
 
     def _spill(self, ex: Exec, result: dict) -> dict:
