@@ -114,8 +114,10 @@ async def _pump(stream: asyncio.StreamReader, capture: _Capture) -> None:
 
 async def _exited(proc: asyncio.subprocess.Process) -> int:
     """The exit status as soon as the process ends (``Process.wait`` also waits for the pipes)."""
+    delay = 0.001
     while proc.returncode is None:
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.025)
     return proc.returncode
 
 
