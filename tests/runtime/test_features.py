@@ -323,3 +323,74 @@ async def test_events_and_phase_for_the_status_bar():
     await run_followup(agent, "hi")
     assert seen == ["running", "idle"] and inserted == ["hi"] and claimed == [1]
     assert agent.phase["kind"] == "idle" and agent.phase["lastTurn"] == 1
+
+
+async def test_capability_waterfalls_wrap_stream_prompt_and_execute():
+    agent = make_agent([s.call("c1", "t", {}), s.text("ok")], [make_tool("t")])
+    seen = {"stream": 0, "exec": []}
+
+    async def wrap_stream(p, nxt):
+        seen["stream"] += 1
+        inner = await nxt()
+
+        async def gen():
+            async for chunk in inner:
+                yield chunk
+        return gen()
+
+    async def wrap_exec(p, nxt):
+        seen["exec"].append(p["callId"])
+        result = await nxt()
+        return {**result, "content": [{"type": "text", "text": "wrapped"}]}
+
+    async def assemble(p, nxt):
+        assembly = await nxt()
+        assembly.sections = [sec for sec in assembly.sections if sec.name != "harness:identity"]
+        return assembly
+
+    agent.on("llm/stream", wrap_stream)
+    agent.on("tools/execute", wrap_exec)
+    agent.on("system-prompt/assemble", assemble)
+    await run_followup(agent, "go")
+    assert seen == {"stream": 2, "exec": ["c1"]}
+    assert result_text(of_type(agent, "tool/result")[0]) == "wrapped"
+    assert "system" not in of_type(agent, "request/header")[0]["data"]["header"]
+
+
+async def test_missing_model_fails_the_step():
+    agent = make_agent([s.text("x")], model="")
+    await run_followup(agent, "hi")
+    err = of_type(agent, "turn/end")[0]["data"]["reason"]["error"]
+    assert err["code"] == "UNKNOWN" and "has no provider/model" in err["message"]
+    assert types(agent)[-3:] == ["user/message", "step/end", "turn/end"]
+
+
+async def test_emit_listener_failures_are_contained():
+    agent = make_agent([s.text("ok")])
+
+    def bad(p):
+        raise RuntimeError("observer bug")
+
+    async def bad_async(p):
+        raise RuntimeError("async observer bug")
+
+    agent.on("agent/status", bad)
+    agent.on("agent/status", bad_async)
+    got = []
+    agent.on("agent/status", lambda p: got.append(p["status"]))
+    await run_followup(agent, "hi")
+    assert got == ["running", "idle"]
+    assert boundaries(agent)[-1] == ("turn/end", 1, "completed")
+
+
+async def test_global_and_scoped_listeners():
+    from dsh_tui.runtime import EventBus
+    bus = EventBus()
+    a1 = make_agent([s.text("1")])
+    a1.bus = bus
+    seen = []
+    bus.on("agent/status", lambda p: seen.append(("global", p["agent"].id)))
+    bus.on("agent/status", lambda p: seen.append(("scoped-other", p["agent"].id)), scope="someone-else")
+    bus.on("agent/status", lambda p: seen.append(("scoped", p["agent"].id)), scope=a1.id)
+    await run_followup(a1, "hi")
+    assert seen == [("global", a1.id), ("scoped", a1.id)] * 2
