@@ -47,7 +47,7 @@ def lanes_text(screen) -> str:
 async def test_lanes_show_requests_parallel_tools_and_step_tokens():
     header, events, screen = fixture_screen()
     async with Host(screen).run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+        await until(pilot, screen.folded.is_set)
         text = lanes_text(screen)
         assert "Turn 1" in text and "completed" in text
         assert "tools[0]" in text and "tools[1]" in text  # the two reads side by side
@@ -109,10 +109,10 @@ async def test_turn_navigation_and_filter_parsing():
     assert parse_filter("type:tool/ turn:3 hello world") == ("tool/", 3, "hello world")
     assert parse_filter("") == ("", None, "")
     header, events, screen = fixture_screen()
-    lane = screen.fold.turns[0]
-    assert "Turn 1" in str(render_lane(lane, 80))
     async with Host(screen).run_test(size=(100, 30)) as pilot:
-        await pilot.pause()
+        await until(pilot, screen.folded.is_set)
+        lane = screen.fold.turns[0]
+        assert "Turn 1" in str(render_lane(lane, 80))
         await pilot.press("left_square_bracket")
         await pilot.pause()
         assert screen.turn_index == 0

@@ -11,6 +11,7 @@ exactly as the model received them (``derive_messages`` over the log before the 
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 from rich.text import Text
@@ -182,8 +183,12 @@ The inspector shows the raw event and, inside a model request, what the model re
         self.header = header or {}
         self.events: list[dict] = events or []
         self.focus_seq = focus_seq
-        self.fold: TimelineFold = fold_timeline(self.events)
-        self.turn_index = len(self.fold.turns) - 1
+        # The ledger paints as soon as the events exist; the lanes fold (O(events)) runs in a worker.
+        self.fold: TimelineFold = TimelineFold()
+        self.turn_index = 0
+        self.folded = threading.Event()  # lanes shown (UI thread)
+        self._fold_done = threading.Event()  # fold computed (worker)
+        self._fold_result: TimelineFold | None = None
 
     @staticmethod
     def _from_chat(app: Any) -> tuple[dict | None, list[dict]]:
@@ -207,17 +212,42 @@ The inspector shows the raw event and, inside a model request, what the model re
         yield Footer()
 
     def on_mount(self) -> None:
-        self.ledger.set_events(self.events, self.fold.turn_of)
+        self.ledger.set_events(self.events, None)
         self.ledger.focus()
         if self.focus_seq is not None:
             self.ledger.show_seq(self.focus_seq)
         elif self.events:
             self.ledger.move_to(len(self.events) - 1)
+        self.query_one("#lanes", Static).update(Text("Folding the timeline…", "dim"))
+        self.call_after_refresh(self._fold)  # paint the ledger first; the fold holds the GIL for a while
+
+    @work(thread=True, exclusive=True, group="timeline-fold", description="fold timeline")
+    def _fold(self) -> None:
+        fold = fold_timeline(self.events)
+        self._fold_result = fold
+        self._fold_done.set()
+        self.app.call_from_thread(self._folded, fold)
+
+    def _folded(self, fold: TimelineFold) -> None:
+        if self.folded.is_set():
+            return
+        self.fold = fold
+        self.ledger.turn_of = fold.turn_of
+        self.ledger.invalidate()
+        self.turn_index = len(fold.turns) - 1
+        seq = self.ledger.current_seq
+        if seq is not None and seq < len(fold.turn_of) and fold.turn_of[seq]:
+            for i, lane in enumerate(fold.turns):
+                if lane.turn == fold.turn_of[seq]:
+                    self.turn_index = i
         self._show_turn()
+        self.folded.set()
 
     # -- lanes --------------------------------------------------------------------------------
     def _show_turn(self) -> None:
         lanes = self.query_one("#lanes", Static)
+        if not self.folded.is_set() and not self.fold.turns:
+            return
         if not self.fold.turns:
             lanes.update(Text("No turns in this session.", "dim"))
             return
@@ -291,6 +321,8 @@ The inspector shows the raw event and, inside a model request, what the model re
     @on(Input.Changed, "#ledger-filter")
     def _filter(self, event: Input.Changed) -> None:
         types, turn, text = parse_filter(event.value)
+        if turn is not None and not self.folded.is_set() and self._fold_done.wait(30):
+            self._folded(self._fold_result)  # a turn filter needs the turn of each event
         self.ledger.apply_filter(types=types, turn=turn, text=text)
 
     @on(Input.Submitted, "#ledger-filter")

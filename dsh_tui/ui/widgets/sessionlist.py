@@ -9,6 +9,7 @@ needs 20 s). Formatted rows are cached per (row, width) until the data changes.
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -71,6 +72,7 @@ class LineList(ScrollView, can_focus=True):
         self.empty_text = empty_text
         self._cache: dict[int, tuple[int, Strip]] = {}
         self.paints = 0  # render_line calls (tests/benches read it)
+        self.first_paint_at: float | None = None  # perf_counter() of the first row painted
 
     # -- data ---------------------------------------------------------------------------------
     def set_rows(self, count: int, formatter: Formatter | None = None, *, keep_cursor: bool = False) -> None:
@@ -109,6 +111,8 @@ class LineList(ScrollView, can_focus=True):
     # -- painting -----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         self.paints += 1
+        if self.first_paint_at is None and self.count:
+            self.first_paint_at = time.perf_counter()
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.size.width
