@@ -464,6 +464,13 @@ class Scheduler:
                 self._commit(ex, result)
                 committed += 1
 
+        settled: list[asyncio.Future] = []
+        wake = asyncio.Event()
+
+        def on_settled(task: asyncio.Future) -> None:
+            settled.append(task)
+            wake.set()
+
         async def fill_pool() -> None:
             nonlocal closed
             while not closed and not signal.aborted and len(execs) < len(group) and len(in_flight) < cap:
@@ -481,13 +488,17 @@ class Scheduler:
                 else:
                     task = asyncio.ensure_future(svc.dispatch(ex, signal))
                     in_flight[task] = i
+                    task.add_done_callback(on_settled)
                 await commit_ready()
 
         try:
             await fill_pool()
             while in_flight:
-                done, _ = await asyncio.wait(set(in_flight), return_when=asyncio.FIRST_COMPLETED)
-                for task in done:
+                if not settled:
+                    wake.clear()
+                    await wake.wait()
+                batch, settled[:] = list(settled), []
+                for task in batch:
                     i = in_flight.pop(task)
                     results[i] = task.result()
                 await commit_ready()
