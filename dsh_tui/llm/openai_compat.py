@@ -43,7 +43,7 @@ from dsh_tui.llm.protocol import (
     RetryPolicy,
 )
 from dsh_tui.llm.redact import redact, redact_url
-from dsh_tui.llm.sse import SseDecoder
+from dsh_tui.llm.sse import DATA, SseDecoder
 
 UNSUPPORTED_REASONING_EFFORT = "UNSUPPORTED_REASONING_EFFORT"
 INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
@@ -56,7 +56,7 @@ OPENAI_EFFORTS = ("off", "low", "medium", "high")
 THINKING_FORMATS = ("deepseek", "openai", "none")
 IMAGE_PLACEHOLDER = "[image omitted: this model route does not accept image input]"
 
-_DONE = b"[DONE]"
+_FRAMED_DONE = b"data: [DONE]"
 _LEGAL_KEY = re.compile(r"^[\x21-\x7e]+$")
 
 
@@ -367,12 +367,36 @@ class _Block:
         return {"type": self.kind, "text": text}
 
 
+# Fast path. Within one stream every chunk repeats the same head (id, object, created, model,
+# system_fingerprint) and nearly every chunk is one choice whose delta is a single content or
+# reasoning string. Once a chunk has been fully parsed and its head checked, a later payload that is
+# byte-for-byte that head + one of these fixed middles + one JSON string token + one of these fixed
+# tails is translated from the string token alone (parsed by orjson, which rejects anything but a
+# single string). The result is identical to the full parse; anything else takes the full parse.
+_MARK = b',"choices":[{"index":0,"delta":{'
+_FAST_MIDDLES = (
+    (_MARK + b'"role":"assistant","content":null,"reasoning_content":', "reasoning"),
+    (_MARK + b'"content":null,"reasoning_content":', "reasoning"),
+    (_MARK + b'"reasoning_content":', "reasoning"),
+    (_MARK + b'"role":"assistant","content":', "text"),
+    (_MARK + b'"content":', "text"),
+)
+_FAST_TAILS = (
+    b'},"logprobs":null,"finish_reason":null}]}',
+    b'},"finish_reason":null}]}',
+    b'},"logprobs":null,"finish_reason":null}],"usage":null}',
+    b'},"finish_reason":null}],"usage":null}',
+)
+_HEAD_SCALARS = (str, int, float, bool, type(None))
+_NOTHING: list[dict[str, Any]] = []
+
+
 class Translator:
     """Stateful wire → StreamChunk translation: one text block, one reasoning block, one tool-call block
     per wire ``tool_calls[].index``, indices in opening order; ``block-end``s, ``usage`` and ``finish``
     are deferred to ``[DONE]``."""
 
-    def __init__(self, *, secrets: tuple[str, ...] = ()) -> None:
+    def __init__(self, *, secrets: tuple[str, ...] = (), fast: bool = True) -> None:
         self._next = 0
         self._text: _Block | None = None
         self._reasoning: _Block | None = None
@@ -381,6 +405,14 @@ class Translator:
         self._finish: dict[str, Any] | None = None
         self._usage: dict[str, Any] | None = None
         self._secrets = secrets
+        self._fast_ok = fast
+        self._head: bytes | None = None  # validated head of this stream's chunks
+        self._lead: bytes | None = None  # head + middle of the last fast-path chunk
+        self._lead_len = 0
+        self._tail = b""
+        self._tail_len = 0
+        self._kind = "text"
+        self.error: LlmError | None = None
         self.done = False
 
     def _open(self, kind: str, out: list[dict[str, Any]]) -> _Block:
@@ -392,6 +424,20 @@ class Translator:
 
     def feed(self, payload: bytes) -> list[dict[str, Any]]:
         """Translate one SSE data payload (not ``[DONE]``)."""
+        lead = self._lead
+        if lead is not None and payload.startswith(lead) and payload.endswith(self._tail):
+            # The same shape as the previous chunk: only the string token differs.
+            try:
+                text = orjson.loads(payload[self._lead_len : -self._tail_len])
+            except orjson.JSONDecodeError:
+                text = None
+            if type(text) is str:
+                return self._emit(self._kind, text)
+        head = self._head
+        if head is not None and payload.startswith(head):
+            out = self._fast(payload, head)
+            if out is not None:
+                return out
         try:
             chunk = orjson.loads(payload)
         except orjson.JSONDecodeError:
@@ -446,6 +492,108 @@ class Translator:
         usage = chunk.get("usage")
         if usage and type(usage) is dict:
             self._usage = map_usage(usage)
+        if head is None and choices and self._fast_ok:
+            self._learn_head(payload)
+        return out
+
+    def feed_all(self, events: list[bytes]) -> tuple[list[dict[str, Any]], bool]:
+        """Translate the events of one read, each framed as ``b"data: " + payload``
+        (``SseDecoder.feed_framed``): returns (chunks, done). ``done`` means ``[DONE]`` was seen and the
+        chunks end with the ``finish``; events after it are ignored. A payload that fails sets
+        ``self.error`` and ends the batch with the chunks before it. Same output as ``feed`` per
+        payload; the common same-shape chunk is matched on the whole line, inline (the hot loop)."""
+        out: list[dict[str, Any]] = []
+        append = out.append
+        loads = orjson.loads
+        lead = tail = block = None
+        lead_len = tail_len = 0
+        delta_type = ""
+        for event in events:
+            if block is not None and event.startswith(lead) and event.endswith(tail):
+                try:
+                    text = loads(event[lead_len:-tail_len])
+                except orjson.JSONDecodeError:
+                    text = None
+                if type(text) is str:
+                    if text:
+                        block.parts.append(text)
+                        append({"type": delta_type, "index": block.index, "text": text})
+                    continue
+            if event == _FRAMED_DONE:
+                out += self.finish()
+                return out, True
+            try:
+                out += self.feed(event[6:])
+            except LlmError as err:
+                # The chunks before the bad payload are still delivered, then the error.
+                self.error = err
+                return out, False
+            if self._lead is not None:
+                lead = DATA + self._lead
+                lead_len, tail, tail_len = len(lead), self._tail, self._tail_len
+                if self._kind == "text":
+                    block, delta_type = self._text, "text-delta"
+                else:
+                    block, delta_type = self._reasoning, "reasoning-delta"
+            else:
+                block = None
+        return out, False
+
+    def _learn_head(self, payload: bytes) -> None:
+        cut = payload.find(_MARK)
+        if cut <= 0:
+            return
+        head = payload[:cut]
+        try:
+            fields = orjson.loads(head + b"}")
+        except orjson.JSONDecodeError:
+            return
+        if (
+            type(fields) is dict
+            and not ({"choices", "usage", "error"} & fields.keys())
+            and all(isinstance(v, _HEAD_SCALARS) for v in fields.values())
+        ):
+            self._head = head
+
+    def _fast(self, payload: bytes, head: bytes) -> list[dict[str, Any]] | None:
+        start = len(head)
+        for tail in _FAST_TAILS:
+            if payload.endswith(tail):
+                break
+        else:
+            return None
+        for middle, kind in _FAST_MIDDLES:
+            if payload.startswith(middle, start):
+                try:
+                    text = orjson.loads(payload[start + len(middle) : len(payload) - len(tail)])
+                except orjson.JSONDecodeError:
+                    return None
+                if type(text) is not str:
+                    continue
+                self._lead = lead = head + middle
+                self._lead_len = len(lead)
+                self._tail = tail
+                self._tail_len = len(tail)
+                self._kind = kind
+                return self._emit(kind, text)
+        return None
+
+    def _emit(self, kind: str, text: str) -> list[dict[str, Any]]:
+        if not text:
+            return _NOTHING
+        out: list[dict[str, Any]] = []
+        if kind == "text":
+            block = self._text
+            if block is None:
+                block = self._text = self._open("text", out)
+            block.parts.append(text)
+            out.append({"type": "text-delta", "index": block.index, "text": text})
+        else:
+            block = self._reasoning
+            if block is None:
+                block = self._reasoning = self._open("reasoning", out)
+            block.parts.append(text)
+            out.append({"type": "reasoning-delta", "index": block.index, "text": text})
         return out
 
     def _tool_delta(self, call: dict[str, Any], out: list[dict[str, Any]]) -> None:
@@ -671,23 +819,23 @@ class OpenAICompatProvider:
                     raise LlmError(f"{label} API returned no response body", EMPTY_RESPONSE)
                 decoder = SseDecoder()
                 translator = Translator(secrets=secrets)
-                feed = decoder.feed
-                translate = translator.feed
+                feed = decoder.feed_framed
+                translate = translator.feed_all
                 async for raw in response.aiter_bytes():
-                    for payload in feed(raw):
-                        if payload == _DONE:
-                            for chunk in translator.finish():
-                                yield chunk
-                            return
-                        for chunk in translate(payload):
-                            yield chunk
-                for payload in decoder.close():
-                    if payload == _DONE:
-                        for chunk in translator.finish():
-                            yield chunk
-                        return
-                    for chunk in translate(payload):
+                    chunks, done = translate(feed(raw))
+                    for chunk in chunks:
                         yield chunk
+                    if done:
+                        return
+                    if translator.error is not None:
+                        raise translator.error
+                chunks, done = translate(decoder.close_framed())
+                for chunk in chunks:
+                    yield chunk
+                if done:
+                    return
+                if translator.error is not None:
+                    raise translator.error
                 raise LlmError("SSE stream ended without [DONE]", STREAM_CLOSED)
         except httpx.TimeoutException as err:
             ms = round(self.idle_timeout_s * 1000)

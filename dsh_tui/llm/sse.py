@@ -19,18 +19,24 @@ _LF = b"\n"
 _CRLF = b"\r\n"
 
 
+DATA = b"data: "
+
+
 class SseDecoder:
-    __slots__ = ("_buf", "_data", "_has_data", "comments", "lines")
+    __slots__ = ("_buf", "_data", "comments")
 
     def __init__(self) -> None:
         self._buf = b""  # the incomplete last line
-        self._data: list[bytes] = []  # data lines of the event being built
-        self._has_data = False
+        self._data: list[bytes] = []  # data lines of the event being built, each as b"data: <value>"
         self.comments = 0  # comment lines seen (transport activity, never an event)
-        self.lines = 0  # complete lines seen
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Consume bytes; return the payloads of the events they complete, in order."""
+        return [event[6:] for event in self.feed_framed(chunk)]
+
+    def feed_framed(self, chunk: bytes) -> list[bytes]:
+        """Like ``feed``, but each payload comes as ``b"data: " + payload`` (for a one-line event, the
+        very line received: no copy). The provider's hot loop matches whole lines this way."""
         if self._buf:
             chunk = self._buf + chunk
         if _CR in chunk:
@@ -44,42 +50,34 @@ class SseDecoder:
         lines = chunk.split(_LF)
         # The incomplete last line (possibly ending in a held-back CR) waits for more bytes.
         self._buf = lines.pop()
-        if not lines:
-            return []
-        self.lines += len(lines)
         out: list[bytes] = []
+        append = out.append
         data = self._data
         for line in lines:
-            if not line:
-                if self._has_data:
-                    out.append(data[0] if len(data) == 1 else _LF.join(data))
+            if not line:  # blank line: dispatch the event, if it has data
+                if data:
+                    append(data[0] if len(data) == 1 else DATA + _LF.join(d[6:] for d in data))
                     data.clear()
-                    self._has_data = False
-                continue
-            if line.startswith(b"data:"):
-                value = line[5:]
-                if value.startswith(b" "):
-                    value = value[1:]
-                data.append(value)
-                self._has_data = True
-                continue
-            if line.startswith(b":"):
+            elif line.startswith(DATA):
+                data.append(line)
+            elif line.startswith(b"data:"):
+                data.append(DATA + line[5:])
+            elif line.startswith(b":"):
                 self.comments += 1
-                continue
-            name, sep, value = line.partition(b":")
-            if name == b"data":  # "data" with no colon: an empty data line
-                data.append(b"")
-                self._has_data = True
+            elif line == b"data":  # a "data" field with no colon: an empty data line
+                data.append(DATA)
             # event / id / retry / unknown fields: ignored.
         return out
 
     def close(self) -> list[bytes]:
         """End of stream: a held-back CR completes its line; an unterminated event is dropped."""
+        return [event[6:] for event in self.close_framed()]
+
+    def close_framed(self) -> list[bytes]:
         out: list[bytes] = []
         if self._buf.endswith(_CR):
             self._buf = self._buf[:-1] + _LF
-            out = self.feed(b"")
+            out = self.feed_framed(b"")
         self._buf = b""
         self._data.clear()
-        self._has_data = False
         return out

@@ -303,6 +303,14 @@ async def test_malformed_json_payload(server):
     ]
 
 
+async def test_malformed_payload_in_the_same_read_as_good_ones(server):
+    # One write: the adapter still delivers the deltas before the bad payload, then fails.
+    server.push(Reply(steps=[sse(chunk("a")) + sse(chunk("b")) + b"data: [1,\n\n" + sse(chunk("c"))]))
+    err, got = await fail(make(server))
+    assert err.code == P.MALFORMED_RESPONSE
+    assert [c.get("text") for c in got if c["type"] == "text-delta"] == ["a", "b"]
+
+
 async def test_stream_without_done_is_stream_closed(server):
     server.push(sse_reply(chunk("a"), chunk("", finish="stop"), done=False))
     err, got = await fail(make(server))

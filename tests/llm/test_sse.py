@@ -58,42 +58,66 @@ def test_utf8_split_inside_a_character():
     assert out == ['{"t":"héllo→"}'.encode()]
 
 
-EVENT = st.one_of(
-    st.tuples(
-        st.just("data"),
-        st.text(
-            alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=20
-        ),
-    ),
-    st.tuples(
-        st.just("comment"),
-        st.text(
-            alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=10
-        ),
-    ),
+def reference(raw: bytes) -> list[bytes]:
+    """The WHATWG algorithm, line by line on the whole stream (events dispatched at blank lines)."""
+    text = raw.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    lines = text.split(b"\n")
+    lines.pop()  # the unterminated last line never counts
+    out, data = [], None
+    for line in lines:
+        if line == b"":
+            if data is not None:
+                out.append(b"\n".join(data))
+            data = None
+            continue
+        if line.startswith(b":"):
+            continue
+        name, colon, value = line.partition(b":")
+        if colon and value.startswith(b" "):
+            value = value[1:]
+        if name == b"data":
+            data = [*(data or []), value]
+    return out
+
+
+VALUE = st.text(
+    alphabet=st.characters(blacklist_characters="\r\n", blacklist_categories=("Cs",)), max_size=20
+)
+LINE = st.one_of(
+    VALUE.map(lambda v: f"data: {v}"),
+    VALUE.map(lambda v: f"data:{v}"),
+    st.just("data"),
+    VALUE.map(lambda v: f":{v}"),
+    VALUE.map(lambda v: f"event: {v}"),
+    st.just("id: 3"),
+    st.just(""),
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
-    events=st.lists(EVENT, max_size=12),
+    lines=st.lists(LINE, max_size=30),
     eol=st.sampled_from(["\n", "\r\n", "\r"]),
-    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+    cuts=st.lists(st.integers(min_value=0, max_value=1000), max_size=8),
 )
-def test_any_split_gives_the_same_events(events, eol, cuts):
-    text = ""
-    expected = []
-    for kind, value in events:
-        if kind == "data":
-            text += f"data: {value}{eol}{eol}"
-            expected.append(value.encode())
-        else:
-            text += f":{value}{eol}"
-    raw = text.encode()
+def test_any_split_matches_the_reference_algorithm(lines, eol, cuts):
+    raw = "".join(line + eol for line in lines).encode()
+    expected = reference(raw)
     points = sorted({c % (len(raw) + 1) for c in cuts})
     parts = [raw[a:b] for a, b in zip([0, *points], [*points, len(raw)])]
     assert decode_all(parts)[0] == expected
     assert decode_all([raw])[0] == expected
+
+
+def test_long_run_without_blank_lines_is_parsed_incrementally():
+    d = SseDecoder()
+    out = []
+    for _ in range(3000):
+        out += d.feed(b": keep-alive\ndata: part\n")
+    assert out == [] and d.comments == 3000
+    out += d.feed(b"\n")
+    assert out == [b"\n".join([b"part"] * 3000)]
+    assert len(d._buf) < 100
 
 
 def test_redact_whole_and_partial_keys_and_bearer():
