@@ -68,6 +68,10 @@ def _split_alternatives(body: str) -> list[str]:
     return parts
 
 
+class GlobSyntaxError(ValueError):
+    """A glob ripgrep's globset would refuse (the message is globset's)."""
+
+
 def _glob_body(pat: str) -> str:
     out: list[str] = []
     i, n = 0, len(pat)
@@ -100,13 +104,13 @@ def _glob_body(pat: str) -> str:
             while j < n and pat[j] != "]":
                 j += 1
             if j >= n:
-                out.append(re.escape(ch))
+                raise GlobSyntaxError("unclosed character class; missing ']'")
             else:
                 inner = pat[i + 1 : j]
                 neg = inner[:1] in ("!", "^")
                 if neg:
                     inner = inner[1:]
-                inner = inner.replace("\\", "\\\\")
+                inner = inner.replace("\\", "\\\\").replace("[", "\\[")
                 out.append(f"[{'^' if neg else ''}{inner}]")
                 i = j
         elif ch == "{":
@@ -118,12 +122,14 @@ def _glob_body(pat: str) -> str:
                 depth += {"{": 1, "}": -1}.get(pat[j], 0)
                 j += 1
             if depth:
-                out.append(re.escape(ch))
+                raise GlobSyntaxError("unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)")
             else:
                 alts = _split_alternatives(pat[i + 1 : j - 1])
                 out.append("(?:" + "|".join(_glob_body(a) for a in alts) + ")")
                 i = j
                 continue
+        elif ch == "}":
+            raise GlobSyntaxError("unopened alternate group; missing '{' (maybe escape '}' with '[}]'?)")
         elif ch == "\\" and i + 1 < n:
             out.append(re.escape(pat[i + 1]))
             i += 2
@@ -157,6 +163,16 @@ def compile_glob(pattern: str, *, allow_negation: bool = False) -> GlobRule:
     return GlobRule(re.compile(f"^{prefix}{body}$", re.DOTALL), negated, dir_only)
 
 
+def _compile_user_glob(tool: str, pattern: str) -> GlobRule:
+    try:
+        return compile_glob(pattern)
+    except (GlobSyntaxError, re.error) as exc:
+        raise search_error(
+            f"{tool} pattern rejected by ripgrep: rg: error parsing glob '{pattern}': {exc}",
+            "SEARCH_INVALID_PATTERN",
+        ) from None
+
+
 # --------------------------------------------------------------------------- ignore files
 
 
@@ -176,11 +192,13 @@ def _parse_ignore(path: str) -> list[GlobRule]:
                     continue
                 if not line.endswith("\\ "):
                     line = line.rstrip(" ")
-                if line.startswith("\\#") or line.startswith("\\!"):
-                    line = line[1:]
-                    rules.append(compile_glob(line))
-                    continue
-                rules.append(compile_glob(line, allow_negation=True))
+                try:
+                    if line.startswith("\\#") or line.startswith("\\!"):
+                        rules.append(compile_glob(line[1:]))
+                    else:
+                        rules.append(compile_glob(line, allow_negation=True))
+                except (GlobSyntaxError, re.error):
+                    continue  # ripgrep warns and skips a bad ignore pattern
     except OSError:
         pass
     return rules
@@ -325,7 +343,7 @@ def _walk_files(root_abs: str, stop: threading.Event, deadline: float, *, respec
 def _glob_blocking(ctx: ToolContext, pattern: str, raw: str | None, stop: threading.Event, timeout_ms: int):
     deadline = time.monotonic() + timeout_ms / 1000
     cwd = str(ctx.cwd)
-    rule = compile_glob(pattern)
+    rule = _compile_user_glob("glob", pattern)
     if raw is None:
         root_abs = cwd
     else:
@@ -493,7 +511,7 @@ def _grep_blocking(
     cwd = str(ctx.cwd)
     regex = compile_rg_regex(pattern)
     budget = _Budget("grep")
-    include_rule = compile_glob(include) if include is not None else None
+    include_rule = _compile_user_glob("grep", include) if include is not None else None
     if raw is None:
         root_abs = cwd
     else:

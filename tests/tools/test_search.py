@@ -311,3 +311,21 @@ async def test_walks_run_off_the_event_loop(bench):
     await t
     assert out.meta["total"] == 2_000
     assert ticks > 1
+
+
+async def test_invalid_globs_are_rejected_and_bad_ignore_lines_skipped(bench):
+    out = await bench.run("glob", {"pattern": "src/[ab"})
+    assert (
+        out.text
+        == "Error: glob pattern rejected by ripgrep: rg: error parsing glob 'src/[ab': unclosed character class; missing ']'"
+    )
+    assert out.error == {"name": "SearchError", "code": "SEARCH_INVALID_PATTERN"}
+    out = await bench.run("grep", {"pattern": "x", "include": "*.{ts"})
+    assert out.error == {"name": "SearchError", "code": "SEARCH_INVALID_PATTERN"}
+    assert "unclosed alternate group" in out.text
+    put(bench.workspace, ".ignore", "[broken\nskip.txt\n")
+    put(bench.workspace, "skip.txt", "x\n")
+    put(bench.workspace, "keep.txt", "x\n")
+    assert (await bench.run("grep", {"pattern": "x"})).text == "Found 1 match\n\nkeep.txt\nLine 1: x"
+    put(bench.workspace, "a[1].txt")
+    assert (await bench.run("glob", {"pattern": "a[[]1].txt"})).text == "a[1].txt"
