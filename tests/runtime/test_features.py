@@ -394,3 +394,23 @@ async def test_global_and_scoped_listeners():
     bus.on("agent/status", lambda p: seen.append(("scoped", p["agent"].id)), scope=a1.id)
     await run_followup(a1, "hi")
     assert seen == [("global", a1.id), ("scoped", a1.id)] * 2
+
+
+async def test_resume_continues_turn_numbers_and_logs_a_resume_header():
+    from dsh_tui.runtime import Agent, AgentConfig
+    from dsh_tui.session.log import Session
+
+    agent = make_agent([s.text("one")])
+    await run_followup(agent, "first")
+    agent.inject("parked context")
+    seeded = Session(agent.session.header, seed=list(agent.session.events))
+    assert seeded.events[-1]["type"] == "session/end-seed"
+    provider = s.ScriptedProvider([s.text("two")], name="mock")
+    resumed = Agent(seeded, provider, [], config=AgentConfig(model="mock-model", runtime_context=False,
+                                                             check_requests=True))
+    assert [texts(m) for m in resumed.inbox.next_step] == ["parked context"]
+    await run_followup(resumed, "second")
+    assert [e["data"]["turn"] for e in of_type(resumed, "turn/start")] == [1, 2]
+    assert [e["data"]["reason"] for e in of_type(resumed, "request/header")] == ["initial", "resume"]
+    sent = [texts(m) for m in provider.requests[0]["messages"]]
+    assert sent == ["first", "one", "parked context", "second"]
