@@ -414,3 +414,11 @@ async def test_resume_continues_turn_numbers_and_logs_a_resume_header():
     assert [e["data"]["reason"] for e in of_type(resumed, "request/header")] == ["initial", "resume"]
     sent = [texts(m) for m in provider.requests[0]["messages"]]
     assert sent == ["first", "one", "parked context", "second"]
+
+
+async def test_context_section_render_failure_is_a_no_step_error_turn():  # C11
+    agent = make_agent([s.text("never")], runtime_context=True,
+                       context_sections=[{"name": "env:x", "text": "value {{nowhere}}"}])
+    await run_followup(agent, "hi")
+    assert boundaries(agent) == [("turn/start", 1), ("turn/end", 1, "error")]
+    assert "user/message" not in types(agent)
