@@ -797,7 +797,9 @@ class OpenAICompatProvider:
             request,
             thinking_format=self.thinking_format,
             thinking=self.thinking,
-            default_effort=None,  # the runtime materializes the default effort into the request config
+            # The configured default effort goes on the wire when the request names none (as dsh's
+            # adapter does); resolve_model's "high" fallback is only what the UI shows as default.
+            default_effort=self.default_effort,
         )
 
     async def _stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:

@@ -167,6 +167,20 @@ async def test_custom_openai_compatible_provider(server):
     assert "thinking" not in r["body"]
 
 
+async def test_configured_default_effort_reaches_the_wire(server, monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", server.base_url)
+    server.push(sse_reply(chunk("a", finish="stop")), sse_reply(chunk("b", finish="stop")))
+    await run(build_provider(Settings({"default": {"reasoning_effort": "low"}})), req())
+    await run(build_provider(Settings()), req())
+    assert server.requests[0]["body"]["reasoning_effort"] == "low"
+    assert server.requests[0]["body"]["thinking"] == {"type": "enabled"}
+    # Nothing configured: no thinking fields at all (the API's own default applies).
+    assert (
+        "thinking" not in server.requests[1]["body"] and "reasoning_effort" not in server.requests[1]["body"]
+    )
+
+
 def test_deepseek_defaults_for_resolve_model(monkeypatch):
     settings = Settings({"default": {"reasoning_effort": "max"}})
     provider = build_provider(settings)
