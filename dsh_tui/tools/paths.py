@@ -26,7 +26,9 @@ class Target:
 
 
 def display_path(ctx: ToolContext, raw: str) -> str:
-    return os.path.normpath(os.path.join(str(ctx.cwd), raw))
+    """Node ``path.resolve(cwd, raw)``: absolute, ``.``/``..`` collapsed, no symlink resolution."""
+    shown = os.path.normpath(os.path.join(str(ctx.cwd), raw))
+    return "/" + shown.lstrip("/") if shown.startswith("//") else shown
 
 
 def inside(root: str, path: str) -> bool:
