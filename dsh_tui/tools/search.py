@@ -31,7 +31,7 @@ from typing import Any
 
 from dsh_tui.tools._common import SPILL_RETRIEVAL_HINT, head_utf8, plain_error, save_spill, search_error
 from dsh_tui.tools.base import ToolContext, ToolDefinition
-from dsh_tui.tools.paths import display_path, resolve_target
+from dsh_tui.tools.paths import resolve_target
 
 VCS_DIRS = frozenset({".git", ".svn", ".hg", ".bzr", ".jj", ".sl"})
 SEARCH_TIMEOUT_MS = 30_000
@@ -644,6 +644,9 @@ async def _watch_cancel(ctx: ToolContext, fn, *args, tool: str):
         if work in done:
             return work.result()
         stop.set()
+        work.add_done_callback(
+            lambda f: None if f.cancelled() else f.exception()
+        )  # the thread ends on its own
         raise search_error(
             f"{tool} was aborted before completion (tool timeout or caller cancellation)", "SEARCH_ABORTED"
         )
@@ -738,4 +741,4 @@ def grep_tool(
     )
 
 
-__all__ = ["glob_tool", "grep_tool", "compile_glob", "display_path"]
+__all__ = ["glob_tool", "grep_tool", "compile_glob"]
