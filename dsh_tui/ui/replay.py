@@ -7,6 +7,7 @@ the screen streams exactly as it does for a live model; ``cancel`` stops the pla
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -36,20 +37,21 @@ class ReplayHarness:
     def __init__(self, header: dict[str, Any], events: list[dict[str, Any]], *, chunk_delay: float = 0.0,
                  preload_turns: int = 0) -> None:
         self.session = RecordedSession(header)
-        self._pending = list(events)
         self.chunk_delay = chunk_delay
         self._cancel = asyncio.Event()
-        while self._pending and (self._pending[0]["type"] != "turn/start" or preload_turns > 0):
-            event = self._pending.pop(0)
-            if event["type"] == "turn/end":
+        start = 0
+        while start < len(events) and (events[start]["type"] != "turn/start" or preload_turns > 0):
+            if events[start]["type"] == "turn/end":
                 preload_turns -= 1
-            self.session.events.append(event)
+            start += 1
+        self.session.events = list(events[:start])
+        self._pending = deque(events[start:])
         self.read_only = not self._pending  # nothing left to play: a read-only view
 
     async def send(self, text: str, mode: str) -> None:
         self._cancel.clear()
         while self._pending:
-            event = self._pending.pop(0)
+            event = self._pending.popleft()
             self.session.publish(event)
             if event["type"] == "turn/end":
                 break

@@ -28,7 +28,8 @@ def long_session(steps: int, *, tools_every: int = 4, chunks_per_step: int = 80)
                                  "content": [{"type": "text", "text": f"Question {turn}: please look at module {turn}."}]},
                 surfaceOp="append")
         text = f"Step {s}: here is **what I found** in `module_{turn}.py`.\n\n" + "lorem ipsum dolor sit amet " * 6
-        pieces = [text[i:i + max(1, len(text) // chunks_per_step)] for i in range(0, len(text), max(1, len(text) // chunks_per_step))]
+        n = len(text)
+        pieces = [text[i * n // chunks_per_step:(i + 1) * n // chunks_per_step] for i in range(chunks_per_step)]
         first = len(events)
         add("assistant/chunk", {"turn": turn, "step": step, "chunk": {"type": "block-start", "index": 0, "blockType": "text"}})
         for piece in pieces:

@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import Reactive
+from textual.widget import Widget
 from textual.widgets import Button, Input, OptionList, Static
 
 from dsh_tui.session.stats import UsageFold, format_tokens
@@ -51,7 +52,7 @@ class StatusInfo:
     notice: str = ""
 
 
-class StatusBar(Static):
+class StatusBar(Widget):
     """One line: state + phase clock, model/effort, context %, tokens, cache %, cost, queue."""
 
     DEFAULT_CSS = """
@@ -62,6 +63,7 @@ class StatusBar(Static):
     def __init__(self, clock: Callable[[], float] = time.monotonic, **kwargs) -> None:
         super().__init__(**kwargs)
         self.clock = clock
+        self._text = Text()
         self.info = StatusInfo()
         self.usage: UsageFold | None = None
         self.model_hint = ""
@@ -89,7 +91,12 @@ class StatusBar(Static):
         self.redraw()
 
     def redraw(self) -> None:
-        self.update(self.build())
+        # repaint only: the bar is one line, so a change never needs a screen-wide layout pass
+        self._text = self.build()
+        self.refresh()
+
+    def render(self) -> Text:
+        return self._text
 
     def build(self) -> Text:
         info = self.info

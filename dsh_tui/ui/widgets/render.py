@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from rich.console import Group, RenderableType
-from rich.markdown import Markdown
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.segment import Segment
 from rich.text import Text
 
 from dsh_tui.session.stats import format_tokens
@@ -88,8 +89,47 @@ def render_thinking(item: StreamItem, expanded: bool) -> RenderableType:
     return Group(Text(f"▾ Thinking{live}", style="dim italic"), Text(item.text, style="dim italic"))
 
 
+class CachedLines:
+    """Wraps a renderable and caches its rendered lines per width.
+
+    Textual re-renders a Rich renderable whenever it lays out (to measure its height), so a
+    transcript of Markdown items would re-parse every message on every reflow. Finished items are
+    wrapped once and cost a list copy afterwards.
+    """
+
+    __slots__ = ("inner", "_width", "_lines")
+
+    def __init__(self, inner: RenderableType) -> None:
+        self.inner = inner
+        self._width = -1
+        self._lines: list[list[Segment]] = []
+
+    def lines(self, console: Console, options: ConsoleOptions) -> list[list[Segment]]:
+        width = options.max_width
+        if width != self._width:
+            self._lines = console.render_lines(self.inner, options.update(height=None), pad=False)
+            self._width = width
+        return self._lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        new_line = Segment.line()
+        for line in self.lines(console, options):
+            yield from line
+            yield new_line
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.inner)
+
+
+def markdown(text: str) -> RenderableType:
+    """Rich Markdown, imported on first use (markdown-it and Pygments stay off the start-up path)."""
+    from rich.markdown import Markdown
+
+    return Markdown(text)
+
+
 def render_assistant(text: str, interrupted: bool = False) -> RenderableType:
-    body = Markdown(text) if text else Text("")
+    body = markdown(text) if text else Text("")
     if not interrupted:
         return body
     return Group(body, Text("⏹ interrupted: the answer above is partial", style="yellow"))

@@ -9,6 +9,7 @@ needs 20 s). Formatted rows are cached per (row, width) until the data changes.
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ class LineList(ScrollView, can_focus=True):
     """A cursor list of ``count`` one-line rows, each formatted lazily by ``formatter(row, width)``."""
 
     DEFAULT_CSS = """
-    LineList { height: 1fr; background: $surface; }
+    LineList { height: 1fr; background: $surface; overflow-x: hidden; }
     LineList > .linelist--cursor { background: $accent 40%; }
     LineList:focus > .linelist--cursor { background: $accent 70%; text-style: bold; }
     LineList > .linelist--empty { color: $text-muted; text-style: italic; }
@@ -107,6 +108,7 @@ class LineList(ScrollView, can_focus=True):
     def on_resize(self) -> None:
         self.virtual_size = Size(self.size.width, self.count)
         self._cache.clear()
+        self.call_after_refresh(self._scroll_to_cursor)  # a cursor set before the first layout
 
     # -- painting -----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
@@ -162,7 +164,7 @@ class LineList(ScrollView, can_focus=True):
 
     def _scroll_to_cursor(self) -> None:
         top = self.scroll_offset.y
-        h = max(1, self.size.height)
+        h = max(1, self.scrollable_content_region.height)
         if self.cursor < top:
             self.scroll_to(y=self.cursor, animate=False, immediate=True)
         elif self.cursor >= top + h:
@@ -179,10 +181,10 @@ class LineList(ScrollView, can_focus=True):
         self.move_to(self.cursor + 1)
 
     def action_page_up(self) -> None:
-        self.move_to(self.cursor - max(1, self.size.height - 1))
+        self.move_to(self.cursor - max(1, self.scrollable_content_region.height - 1))
 
     def action_page_down(self) -> None:
-        self.move_to(self.cursor + max(1, self.size.height - 1))
+        self.move_to(self.cursor + max(1, self.scrollable_content_region.height - 1))
 
     def action_first(self) -> None:
         self.move_to(0)
@@ -287,7 +289,7 @@ class SessionList(LineList):
                 label += f"@{e.fork_point} "
             left.append((label, "dim"))
         if state == UNREADABLE_STATE:
-            left.append((r.title or r.id or r.path, "red"))
+            left.append((r.title or r.id or os.path.relpath(r.path, r.root), "red"))
             left.append((f"  unreadable: {r.reason}", "red italic"))
         else:
             left.append((r.title or "(untitled)", "bold" if state != "blank" else "dim"))

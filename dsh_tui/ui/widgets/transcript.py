@@ -11,18 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.markdown import Markdown
 from rich.text import Text
 from textual.containers import Vertical, VerticalScroll
 from textual.widget import Widget
 from textual.widgets import Static
 
 from dsh_tui.session.transcript import ADD, REMOVE, UPDATE, Item, StreamItem, TranscriptFold
-from dsh_tui.ui.widgets.render import render_item
+from dsh_tui.ui.widgets.render import CachedLines, markdown, render_item
 
-MAX_MOUNTED = 160
+MAX_MOUNTED = 150
 PAGE = 40
-SEGMENT_CHARS = 2000
+SEGMENT_CHARS = 600
 
 
 class ViewState:
@@ -67,7 +66,7 @@ class ItemView(Static):
         if key == self._rendered:
             return
         self._rendered = key
-        self.update(render_item(self.item, expanded=key[1], show_time=self.state.show_time))
+        self.update(CachedLines(render_item(self.item, expanded=key[1], show_time=self.state.show_time)))
 
 
 def _split_point(text: str, start: int, end: int) -> int | None:
@@ -123,10 +122,10 @@ class AnswerView(Vertical):
             cut = _split_point(text, self._frozen, len(text) - 1)
             if cut is None or cut <= self._frozen:
                 break
-            self.mount(Static(Markdown(text[self._frozen:cut])), before=self._tail)
+            self.mount(Static(CachedLines(markdown(text[self._frozen:cut]))), before=self._tail)
             self._frozen = cut
         tail = text[self._frozen:]
-        self._tail.update(Markdown(tail) if tail else Text(""))
+        self._tail.update(CachedLines(markdown(tail)) if tail else Text(""))
         self._mark.display = self.item.state == "interrupted"
 
 
@@ -159,7 +158,8 @@ class TranscriptView(VerticalScroll):
 
     # -- building views ------------------------------------------------------------------------
     def make_view(self, item: Item) -> Widget:
-        if isinstance(item, StreamItem) and item.kind == "assistant":
+        # only a streaming answer needs segments; finished ones are one cached Static (one widget)
+        if isinstance(item, StreamItem) and item.kind == "assistant" and item.state == "streaming":
             return AnswerView(item, self.state)
         return ItemView(item, self.state)
 

@@ -1,0 +1,224 @@
+"""UI benchmark: startup, and opening a long session (200,000 events, 2,000 steps, 1,500 tool cards).
+
+Run:  .venv/bin/python tests/bench/bench_ui_long.py [--runs 3] [--events 200000]
+
+Each figure is measured in a fresh process (headless app, like design/textual-perf.md §5/§6):
+- startup: process start -> first paint of dsh-tui's chat screen, beside a trivial Textual app (baseline);
+- long session: process start -> first paint showing the latest turn, split into store load and UI;
+  peak RSS; keystroke-to-paint in the composer (keys posted through the driver, as a terminal does).
+Targets (textual-perf.md): startup <= 0.35 s p50; first paint <= 0.8 s p50; RSS <= 250 MB; echo <= 5 ms p50 /
+<= 17 ms p95. No assertions: figures are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+SESSION_ID = "bench-long"
+
+
+def _pct(values: list[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+# -- child processes ---------------------------------------------------------------------------------
+def child_trivial(t0: float) -> None:
+    from textual.app import App
+    from textual.widgets import Static
+
+    class Trivial(App):
+        def compose(self):
+            yield Static("hello")
+
+        def on_mount(self) -> None:
+            self.call_after_refresh(self.painted)
+
+        def painted(self) -> None:
+            print(json.dumps({"first_paint": time.perf_counter() - t0}), flush=True)
+            self.exit()
+
+    Trivial().run(headless=True, size=(120, 40))
+
+
+def child_startup(t0: float) -> None:
+    from dsh_tui.ui.app import DshApp
+
+    class App(DshApp):
+        def on_mount(self) -> None:
+            super().on_mount()
+            self.call_after_refresh(self.painted)
+
+        def painted(self) -> None:
+            print(json.dumps({"first_paint": time.perf_counter() - t0}), flush=True)
+            self.exit()
+
+    App(None).run(headless=True, size=(120, 40))
+
+
+def child_long(t0: float, root: str) -> None:
+    import asyncio
+    import resource
+
+    from textual import events
+
+    from dsh_tui.store.open import open_store
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.replay import ReplayHarness
+
+    out: dict[str, float] = {}
+    t_load = time.perf_counter()
+    out["imports"] = t_load - t0
+    res = open_store(root).inspect(SESSION_ID)
+    out["load"] = time.perf_counter() - t_load
+    out["events"] = len(res.events)
+    last_turn = max((e["data"].get("turn", 0) for e in res.events[-50:] if e["type"] == "turn/end"), default=0)
+
+    paints: list[float] = []
+
+    class Bench(DshApp):
+        def _display(self, screen, renderable) -> None:  # noqa: ANN001
+            super()._display(screen, renderable)
+            if renderable is not None:
+                renderable.render_segments(self.console)  # the work a terminal write needs
+                paints.append(time.perf_counter())
+
+    async def factory(_bridge):
+        return ReplayHarness(res.header, res.events, preload_turns=1 << 30)
+
+    app = Bench(factory)
+
+    async def run() -> None:
+        async with app.run_test(size=(120, 40)) as pilot:
+            t_ui = time.perf_counter()
+            while True:
+                chat = app.chat
+                if chat is not None and chat.fold.items and any(
+                        i.kind == "footer" and i.turn == last_turn for i in chat.fold.items[-5:]) \
+                        and chat.transcript.views and paints and paints[-1] > t_ui:
+                    break
+                await asyncio.sleep(0.001)
+            n = len(paints)
+            while len(paints) == n:
+                await asyncio.sleep(0.001)
+            out["first_paint"] = paints[-1] - t0
+            out["ui_after_load"] = paints[-1] - t_ui
+            while app.chat.loading_head:
+                await asyncio.sleep(0.01)
+            out["head_folded"] = time.perf_counter() - t0
+            out["mounted_views"] = len(app.chat.transcript.views)
+            # keystroke echo: key posted through the driver -> Input changed -> next paint
+            composer = app.chat.composer
+            composer.focus()
+            await pilot.pause(0.2)
+            echoes = []
+            for i in range(40):
+                before = composer.value
+                n = len(paints)
+                k0 = time.perf_counter()
+                app._driver.send_message(events.Key("a", "a"))
+                while composer.value == before:
+                    await asyncio.sleep(0)
+                while len(paints) == n:
+                    await asyncio.sleep(0.0005)
+                echoes.append((paints[n] - k0) * 1000)
+                await asyncio.sleep(0.05 if i % 2 else 0.1)
+            out["echo_p50"] = _pct(echoes, 50)
+            out["echo_p95"] = _pct(echoes, 95)
+            out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            app.exit()
+
+    asyncio.run(run())
+    print(json.dumps(out), flush=True)
+
+
+# -- parent ------------------------------------------------------------------------------------------
+def spawn(kind: str, *extra: str) -> dict:
+    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "PYTHONPATH": str(REPO)}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, __file__, "--child", kind, repr(t0), *extra], capture_output=True,
+                          text=True, env=env, timeout=300)
+    for line in reversed(proc.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    raise RuntimeError(f"child {kind} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-3000:]}")
+
+
+def make_session(root: Path, steps: int, chunks: int) -> int:
+    sys.path.insert(0, str(REPO))
+    from dsh_tui.store.open import open_store
+    from tests.ui.synthetic import long_session
+
+    header, events = long_session(steps, chunks_per_step=chunks)
+    header = {**header, "id": SESSION_ID, "cwd": str(root)}
+    store = open_store(root)
+    store.create(header)
+    for i in range(0, len(events), 10_000):
+        store.append(SESSION_ID, events[i:i + 10_000])
+    tools = sum(1 for e in events if e["type"] == "tool/call")
+    print(f"session: {len(events):,} events, {steps:,} steps, {tools:,} tool cards")
+    return len(events)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--chunks", type=int, default=91, help="text chunks per step (91 -> ~200k events)")
+    args = parser.parse_args()
+
+    trivial = [spawn("trivial")["first_paint"] for _ in range(args.runs + 2)]
+    startup = [spawn("startup")["first_paint"] for _ in range(args.runs + 2)]
+    base = statistics.median(trivial)
+    print(f"startup to first paint: dsh-tui {statistics.median(startup) * 1000:.0f} ms p50 "
+          f"(max {max(startup) * 1000:.0f}) vs trivial Textual app {base * 1000:.0f} ms "
+          f"-> ratio {statistics.median(startup) / base:.2f}  [target <= 350 ms]")
+
+    tmp = Path(tempfile.mkdtemp(prefix="dsh-bench-long-"))
+    try:
+        make_session(tmp, args.steps, args.chunks)
+        runs = [spawn("long", str(tmp)) for _ in range(args.runs)]
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    def med(key: str) -> float:
+        return statistics.median(r[key] for r in runs)
+
+    print(f"machine load average now: {os.getloadavg()[0]:.1f} (figures scale with it; compare the ratios)")
+    print(f"long session ({int(runs[0]['events']):,} events), median of {args.runs} fresh processes:")
+    print(f"  first paint of the latest turn: {med('first_paint'):.2f} s  [target <= 0.8 s] "
+          f"= start+imports {med('imports'):.2f} s + store load {med('load'):.2f} s + app to first paint "
+          f"{med('first_paint') - med('imports') - med('load'):.2f} s (of which transcript after attach "
+          f"{med('ui_after_load'):.2f} s); "
+          f"ratio to the trivial app's first paint {med('first_paint') / base:.1f}")
+    print(f"  whole history folded (background) at {med('head_folded'):.2f} s; mounted item views "
+          f"{int(med('mounted_views'))}")
+    print(f"  peak RSS {med('rss_mb'):.0f} MB  [target <= 250 MB]")
+    print(f"  composer keystroke -> paint: p50 {med('echo_p50'):.1f} ms, p95 {med('echo_p95'):.1f} ms "
+          f"[target <= 5 / <= 17 ms]")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--child":
+        kind, t0 = sys.argv[2], float(sys.argv[3])
+        sys.path.insert(0, str(REPO))
+        if kind == "trivial":
+            child_trivial(t0)
+        elif kind == "startup":
+            child_startup(t0)
+        else:
+            child_long(t0, sys.argv[4])
+    else:
+        main()
