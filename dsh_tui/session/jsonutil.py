@@ -24,9 +24,10 @@ MAX_SAFE_INTEGER = 2**53 - 1
 _encode_str = json.encoder.encode_basestring  # C implementation when available; ensure_ascii=False flavour
 _c_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False).encode
 
-# Every float token json emits contains "<digit>.<digit>" or "<digit>e<sign>": one regex pass tells
-# whether the text may contain a float at all (strings can match too; then we take the slow path).
-_MAYBE_FLOAT = re.compile(r"\d(?:\.\d|e[+-]\d)")
+# Every float token json emits is a number with "." or "e<sign>" that follows ":", ",", "[" (or starts the
+# text) and precedes ",", "]", "}" (or ends it). One regex pass tells whether the text may contain a float
+# (a string can match too, e.g. "a,1.5,b"; then we merely take the exact slow path).
+_MAYBE_FLOAT = re.compile(r"(?:^|[:,\[])-?\d+(?:\.\d+(?:e[+-]\d+)?|e[+-]\d+)(?:$|[,\]}])")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_PAIR = re.compile("[\ud800-\udbff][\udc00-\udfff]")
 

@@ -167,3 +167,16 @@ def test_validate_header_lenient_accepts_fixture_placeholders():
 def test_version_refusal_precedes_shape_checks(version, needle):
     with pytest.raises(SessionFormatUnsupportedError, match=needle):
         headers.validate_header({"type": "session", "version": version, "createdAt": "garbage"})
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_js_number_round_trips_and_uses_exponents_only_outside_js_range(f):
+    text = jsonutil.js_number(f)
+    assert float(text) == f
+    if f != 0 and (abs(f) >= 1e21 or abs(f) < 1e-6):
+        assert "e" in text
+    else:
+        assert "e" not in text
+    if f == int(f) and abs(f) < 1e21:
+        assert "." not in text
+    assert jsonutil.dumps([f, {"k": f}]) == f"[{text},{{\"k\":{text}}}]"
