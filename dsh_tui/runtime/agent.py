@@ -185,6 +185,11 @@ class Agent:
             self.bus.on("agent/request-error", self.compactor.on_request_error, scope=self.id)
         else:
             self.compactor = None
+        # Creation: agent/created, then agent/session-start once before any turn (global listeners of a
+        # shared bus see these; a listener may inject() context for the first turn).
+        self._notify("agent/created", {})
+        resumed = getattr(session, "end_seed_seq", None) is not None
+        self._notify("agent/session-start", {"source": "resume" if resumed else "startup"})
 
     # ---- events --------------------------------------------------------------------------------
     def on(self, name: str, listener: Callable[..., Any], mode: str | None = None, *, prepend: bool = False,

@@ -422,3 +422,27 @@ async def test_context_section_render_failure_is_a_no_step_error_turn():  # C11
     await run_followup(agent, "hi")
     assert boundaries(agent) == [("turn/start", 1), ("turn/end", 1, "error")]
     assert "user/message" not in types(agent)
+
+
+async def test_creation_events_on_a_shared_bus():
+    from dsh_tui.runtime import Agent, AgentConfig, EventBus
+    from dsh_tui.session.log import Session
+
+    bus = EventBus()
+    seen = []
+    bus.on("agent/created", lambda p: seen.append(("created", p["agent"].id)))
+
+    def seed_context(p):
+        seen.append(("session-start", p["source"]))
+        p["agent"].inject("AGENTS.md says hi")
+
+    bus.on("agent/session-start", seed_context)
+    agent = make_agent([s.text("ok")])
+    a = Agent(agent.session, s.ScriptedProvider([s.text("ok")], name="mock"), [],
+              config=AgentConfig(model="m", runtime_context=False), bus=bus)
+    await run_followup(a, "hi")
+    assert seen == [("created", a.id), ("session-start", "startup")]
+    assert [texts(e["data"]) for e in of_type(a, "user/message")] == ["AGENTS.md says hi", "hi"]
+    resumed = Session(a.session.header, seed=list(a.session.events))
+    Agent(resumed, None, [], config=AgentConfig(model="m"), bus=bus)
+    assert seen[-1] == ("session-start", "resume")
