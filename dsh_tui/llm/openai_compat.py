@@ -505,19 +505,20 @@ class Translator:
         out: list[dict[str, Any]] = []
         append = out.append
         loads = orjson.loads
-        lead = tail = block = None
-        lead_len = tail_len = 0
+        lead = tail = None
+        add = None  # the current fast block's parts.append
+        lead_len = tail_len = index = 0
         delta_type = ""
         for event in events:
-            if block is not None and event.startswith(lead) and event.endswith(tail):
+            if add is not None and event.startswith(lead) and event.endswith(tail):
                 try:
                     text = loads(event[lead_len:-tail_len])
                 except orjson.JSONDecodeError:
                     text = None
                 if type(text) is str:
                     if text:
-                        block.parts.append(text)
-                        append({"type": delta_type, "index": block.index, "text": text})
+                        add(text)
+                        append({"type": delta_type, "index": index, "text": text})
                     continue
             if event == _FRAMED_DONE:
                 out += self.finish()
@@ -528,6 +529,7 @@ class Translator:
                 # The chunks before the bad payload are still delivered, then the error.
                 self.error = err
                 return out, False
+            add = None
             if self._lead is not None:
                 lead = DATA + self._lead
                 lead_len, tail, tail_len = len(lead), self._tail, self._tail_len
@@ -535,8 +537,8 @@ class Translator:
                     block, delta_type = self._text, "text-delta"
                 else:
                     block, delta_type = self._reasoning, "reasoning-delta"
-            else:
-                block = None
+                if block is not None:
+                    add, index = block.parts.append, block.index
         return out, False
 
     def _learn_head(self, payload: bytes) -> None:

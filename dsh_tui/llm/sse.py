@@ -23,11 +23,12 @@ DATA = b"data: "
 
 
 class SseDecoder:
-    __slots__ = ("_buf", "_data", "comments")
+    __slots__ = ("_buf", "_data", "_one", "comments")
 
     def __init__(self) -> None:
         self._buf = b""  # the incomplete last line
         self._data: list[bytes] = []  # data lines of the event being built, each as b"data: <value>"
+        self._one: bytes | None = None
         self.comments = 0  # comment lines seen (transport activity, never an event)
 
     def feed(self, chunk: bytes) -> list[bytes]:
@@ -53,20 +54,35 @@ class SseDecoder:
         out: list[bytes] = []
         append = out.append
         data = self._data
+        # ``one``: the only data line of the event being built (the common case, no list needed).
+        one = self._one
         for line in lines:
             if not line:  # blank line: dispatch the event, if it has data
-                if data:
-                    append(data[0] if len(data) == 1 else DATA + _LF.join(d[6:] for d in data))
+                if one is not None:
+                    append(one)
+                    one = None
+                elif data:
+                    append(DATA + _LF.join(d[6:] for d in data))
                     data.clear()
-            elif line.startswith(DATA):
-                data.append(line)
+                continue
+            if line.startswith(DATA):
+                pass
             elif line.startswith(b"data:"):
-                data.append(DATA + line[5:])
-            elif line.startswith(b":"):
-                self.comments += 1
+                line = DATA + line[5:]
             elif line == b"data":  # a "data" field with no colon: an empty data line
-                data.append(DATA)
-            # event / id / retry / unknown fields: ignored.
+                line = DATA
+            else:
+                if line.startswith(b":"):
+                    self.comments += 1
+                continue  # a comment, or event / id / retry / unknown fields: ignored
+            if one is None and not data:
+                one = line
+            else:
+                if one is not None:
+                    data.append(one)
+                    one = None
+                data.append(line)
+        self._one = one
         return out
 
     def close(self) -> list[bytes]:
@@ -80,4 +96,5 @@ class SseDecoder:
             out = self.feed_framed(b"")
         self._buf = b""
         self._data.clear()
+        self._one = None
         return out
