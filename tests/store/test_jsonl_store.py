@@ -132,9 +132,13 @@ def test_refusals_are_not_corruption_and_write_nothing(tmp_path):
     assert path.read_bytes() == data
     newer = tmp_path / "--v--" / "v1" / "session.jsonl"
     newer.parent.mkdir(parents=True)
-    newer.write_bytes(b'{"type":"session","version":1,"id":"v1","createdAt":1,"cwd":"/v"}\n')
+    newer.write_bytes(b'{"type":"session","version":1,"id":"v1","createdAt":1,"cwd":"/v","delegationDepth":0}\n')
+    fresh = jsonl.JsonlStore(tmp_path, "none")
+    assert "v1" in [h["id"] for h in fresh.list()]  # listed like dsh does; only loading refuses
     with pytest.raises(SessionFormatUnsupportedError, match="newer"):
-        jsonl.JsonlStore(tmp_path, "none").load("v1")
+        fresh.load("v1")
+    with pytest.raises(SessionFormatUnsupportedError):
+        fresh.read_from(hdr["id"], 0)
 
 
 def test_invalid_committed_event_is_corruption(tmp_path):
