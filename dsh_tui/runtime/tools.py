@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from dsh_tui.runtime import approval as approval_mod
 from dsh_tui.runtime.schema import check_schema, violations
 from dsh_tui.runtime.signal import AbortError, AbortSignal
+from dsh_tui.session.jsonutil import check_lossless
 from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
 
 if TYPE_CHECKING:
@@ -284,10 +285,14 @@ class ToolService:
         value = task.result()
         try:
             content = tool.render(ex.args, value)
+            if not isinstance(content, list) or not all(isinstance(b, dict) and b.get("type") for b in content):
+                raise ValueError('"value" must render to a list of content blocks')
+            check_lossless(content, "value")
             result: dict[str, Any] = {"isError": False, "value": value, "content": list(content)}
             if tool.presentation_meta is not None:
                 meta = tool.presentation_meta(ex.args, value)
                 if meta is not None:
+                    check_lossless(meta, "value")
                     result["meta"] = meta
         except Exception as render_err:  # noqa: BLE001
             return error_result(f'tool "{tool.name}" returned invalid output: {render_err}',

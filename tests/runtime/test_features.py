@@ -446,3 +446,14 @@ async def test_creation_events_on_a_shared_bus():
     resumed = Session(a.session.header, seed=list(a.session.events))
     Agent(resumed, None, [], config=AgentConfig(model="m"), bus=bus)
     assert seen[-1] == ("session-start", "resume")
+
+
+async def test_invalid_tool_output_is_a_result_not_a_crash():
+    tool = make_tool("bad")
+    tool.render = lambda a, v: [{"type": "text", "text": "x", "n": float("nan")}]
+    agent = make_agent([s.call("c1", "bad", {}), s.text("ok")], [tool])
+    await run_followup(agent, "go")
+    res = of_type(agent, "tool/result")[0]
+    assert result_text(res).startswith('Error: tool "bad" returned invalid output: ')
+    assert res["data"]["error"] == {"name": "ToolOutputError", "code": "INVALID_TOOL_OUTPUT"}
+    assert boundaries(agent)[-1] == ("turn/end", 1, "completed")
