@@ -116,6 +116,7 @@ def user_message(content: str | list | dict, source: dict | None = None) -> dict
     if isinstance(content, dict) and "role" in content:
         msg = dict(content)
         msg.setdefault("id", str(uuid.uuid4()))
+        msg.setdefault("source", source or {"kind": "user"})
         return msg
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
     return {"id": str(uuid.uuid4()), "role": "user", "content": blocks, "source": source or {"kind": "user"}}
