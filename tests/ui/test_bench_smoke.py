@@ -1,0 +1,17 @@
+"""Tiny-size run of the UI streaming benchmark: proves it works (no timing assertions)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_ui_stream.py"
+
+
+async def test_stream_bench_runs_and_drains_the_whole_answer():
+    spec = importlib.util.spec_from_file_location("bench_ui_stream", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = await bench.measure(200, 0.5)
+    assert set(result) >= {"lag_p99", "backlog_p99", "echo_p95", "drain_ms", "flushes"}
+    assert result["flushes"] >= 1 and result["drain_ms"] >= 0
