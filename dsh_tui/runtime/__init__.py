@@ -15,10 +15,12 @@ Public API (stable; the UI and CLI drive this)::
     agent.status                       # "idle" | "running"
     agent.phase                        # {"kind": idle|running|maintenance, "since": ms, ...}
     agent.on(name, listener)           # event bus (scoped to this agent); returns off()
-    await agent.dispose()
+    await agent.compact_now()          # manual /compact (maintenance from idle)
+    await agent.dispose()              # cancel {"kind": "disposed"}, wait, emit agent/disposed
 
 Session events come from ``session.subscribe``; live agent events come from ``agent.on``:
 
+- ``agent/created``, ``agent/session-start {source: startup|resume}`` at construction,
 - ``agent/status {status}`` and ``agent/phase {phase}`` on every change (status bar),
 - ``agent/error {turn, step, error}``, ``agent/inbox/inserted|claimed|discarded {message}``,
 - waterfalls ``agent/pre-step`` (``{"kind": "enter", "messages": [...]}`` / ``{"kind": "reject"}``),
