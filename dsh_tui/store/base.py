@@ -65,9 +65,10 @@ class SessionStore(Protocol):
         """Record intent only (lazy); nothing is written until the first non-empty append.
         Fails if the id already has an artifact or a pending create."""
 
-    def append(self, session_id: str, events: list[dict[str, Any]]) -> None:
+    def append(self, session_id: str, events: list[dict[str, Any]], *, trusted: bool = False) -> None:
         """Durably (fsync) append a batch; the first seq must equal the stored length,
-        seqs contiguous, data lossless JSON. A failed append leaves the store unchanged."""
+        seqs contiguous, data lossless JSON (``trusted=True``: already validated by ``Session.append``,
+        the lossless walk may be skipped). A failed append leaves the store unchanged."""
 
     def load(self, session_id: str) -> LoadResult:
         """Read, validate and repair (torn tail cut, closers appended) durably, then re-read."""

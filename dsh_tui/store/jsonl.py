@@ -809,7 +809,9 @@ class JsonlStore:
                                                  layout.opposite(self.compression)))
         self._pending[sid] = {k: header[k] for k in HEADER_ORDER if k in header}
 
-    def append(self, session_id: str, events: list[dict[str, Any]]) -> None:
+    def append(self, session_id: str, events: list[dict[str, Any]], *, trusted: bool = False) -> None:
+        """Durably append one batch. ``trusted=True`` (the writer, whose events ``Session.append``
+        already validated) skips the lossless-JSON walk; seq contiguity is always checked."""
         from dsh_tui.session import jsonutil
 
         events = list(events)
@@ -818,7 +820,8 @@ class JsonlStore:
         for i, ev in enumerate(events):
             if not isinstance(ev, dict):
                 raise SessionValidationError(f"append to {session_id!r}: event {i} is not an object")
-            jsonutil.check_lossless(ev, where=f"events[{i}]")
+            if not trusted:
+                jsonutil.check_lossless(ev, where=f"events[{i}]")
             if ev.get("type") in ("request/header-delta", "mode/set") or (
                 ev.get("type") == "request/header" and isinstance(ev.get("data"), dict)
                 and ev["data"].get("reason") == "fallback"
