@@ -30,6 +30,7 @@ from dsh_tui.llm.protocol import (
     AUTH,
     CONTEXT_WINDOW_EXCEEDED,
     EMPTY_RESPONSE,
+    INVALID_CREDENTIAL,
     INVALID_REQUEST,
     MALFORMED_RESPONSE,
     QUOTA,
@@ -38,15 +39,13 @@ from dsh_tui.llm.protocol import (
     STREAM_CLOSED,
     TIMEOUT,
     TRANSPORT,
+    UNSUPPORTED_REASONING_EFFORT,
     LlmError,
     ModelInfo,
     RetryPolicy,
 )
 from dsh_tui.llm.redact import redact, redact_url
 from dsh_tui.llm.sse import DATA, SseDecoder
-
-UNSUPPORTED_REASONING_EFFORT = "UNSUPPORTED_REASONING_EFFORT"
-INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
 
 HARNESS_VERSION = "0.1.1-rc.2"  # the dsh release whose wire behaviour this adapter reproduces
 DEFAULT_USER_AGENT = f"deepseek-harness/{HARNESS_VERSION} (+https://github.com/deepseek-ai/deepseek-harness) dsh-tui/{__version__}"

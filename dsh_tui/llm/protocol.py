@@ -43,6 +43,8 @@ EMPTY_RESPONSE = "EMPTY_RESPONSE"
 ABORTED = "ABORTED"
 UNKNOWN = "UNKNOWN"
 MISSING_CREDENTIAL = "MISSING_CREDENTIAL"
+INVALID_CREDENTIAL = "INVALID_CREDENTIAL"  # a key that is blank or not header-safe, or an unreadable credentials file
+UNSUPPORTED_REASONING_EFFORT = "UNSUPPORTED_REASONING_EFFORT"  # refused before any request is sent
 
 
 class LlmError(DshError):

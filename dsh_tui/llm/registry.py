@@ -23,9 +23,7 @@ from dsh_tui.config import (
     missing_key_message,
 )
 from dsh_tui.llm.openai_compat import OpenAICompatProvider
-from dsh_tui.llm.protocol import MISSING_CREDENTIAL, LlmError, ModelInfo, RetryPolicy
-
-INVALID_CREDENTIAL = "INVALID_CREDENTIAL"
+from dsh_tui.llm.protocol import INVALID_CREDENTIAL, MISSING_CREDENTIAL, LlmError, ModelInfo, RetryPolicy
 
 
 def build_provider(
