@@ -19,21 +19,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def model_route(model: str | None = None) -> tuple[Any, str, str]:
     """(provider, model, hint): the configured model route, or (None, "", how to configure one)."""
-    from dsh_tui.config import find_api_key, load_settings, missing_key_message
+    from dsh_tui.config import load_settings
+    from dsh_tui.llm import registry
 
-    settings = load_settings()
-    provider_settings = settings.provider()
-    name = model or settings.default_model or ""
-    if find_api_key(provider_settings) is None and getattr(provider_settings, "api_key_env", None):
-        return None, "", _one_line(missing_key_message(provider_settings))
     try:
-        from dsh_tui.llm import registry
-    except ImportError:
-        return None, "", "No model provider in this build: run `dsh-tui demo` for the offline tour"
-    try:
-        provider = registry.build_provider(settings, provider_settings.name)
-    except Exception as err:  # noqa: BLE001 - shown in the status bar, the app still opens
-        return None, "", _one_line(str(err))
+        settings = load_settings()
+        problem = registry.credential_problem(settings)
+        if problem is not None:
+            return None, "", _one_line(f"No model configured: {problem} (or try `dsh-tui demo`)")
+        provider = registry.build_provider(settings)
+        name = model or registry.default_route(settings)[1]
+    except Exception as err:  # noqa: BLE001 - shown in the status bar; the app still opens
+        return None, "", _one_line(f"No model configured: {err}")
     return provider, name, ""
 
 

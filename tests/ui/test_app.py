@@ -108,3 +108,14 @@ async def test_queue_edit_remove_and_steer(tmp_path):
         await wait_for(pilot, lambda: len(items(app, "footer")) == 2)
         assert items(app, "footer")[0].reason_text == "Stopped by you"
         assert [i.text for i in items(app, "user")] == ["one", "a"]
+
+
+def test_model_route_says_how_to_configure_or_builds_the_provider(monkeypatch):
+    from dsh_tui.cli.app_cmd import model_route
+
+    provider, model, hint = model_route()
+    assert provider is None and model == "" and "DEEPSEEK_API_KEY" in hint and "dsh-tui demo" in hint
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-real")
+    provider, model, hint = model_route()
+    assert provider is not None and provider.name == "deepseek-official" and model and hint == ""
+    assert model_route("deepseek-v4-pro")[1] == "deepseek-v4-pro"
