@@ -97,6 +97,7 @@ class TimelineFold:
         self._active_slots: set[int] = set()
         self._retries: dict[str, Span] = {}
         self._compactions: dict[str, Span] = {}
+        self._model = "request"
 
     # -- folding ------------------------------------------------------------------------------
     def apply_all(self, events: list[dict[str, Any]]) -> None:
@@ -158,7 +159,7 @@ class TimelineFold:
 
     def _open_request(self, lane: TurnLane, seq: int, t: int) -> None:
         step = self._step.step if self._step else 0
-        self._request = Span("request", lane.turn, step, seq, t, label=f"request {lane.turn}.{step}")
+        self._request = Span("request", lane.turn, step, seq, t, label=f"{self._model} {lane.turn}.{step}")
         lane.spans.append(self._request)
 
     def _close_request(self, t: int, seq: int, state: str | None = None) -> None:
@@ -179,7 +180,8 @@ class TimelineFold:
         r = self._request
         if r is not None and r.first_token is None:
             config = ((data.get("header") or {}).get("config")) or {}
-            r.label = f"{config.get('model', '?')} {lane.turn}.{r.step}"
+            self._model = str(config.get("model") or self._model)
+            r.label = f"{self._model} {lane.turn}.{r.step}"
             r.start = t  # dispatch follows the header
 
     def _on_chunk(self, lane: TurnLane, data, seq, t) -> None:

@@ -216,10 +216,14 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
         self.catalog.index(todo, progress=progress, cancel=self._cancel)
         if not self._cancel.is_set():
-            self.catalog._post_process(rows)
-            self.app.call_from_thread(self._progress, None, None)
-            self.app.call_from_thread(self._rebuild, True)
+            self.app.call_from_thread(self._index_done, rows)
         self.indexed.set()
+
+    def _index_done(self, rows: list[SessionRow]) -> None:
+        # lineage and lock states are recomputed on the UI thread, so no paint sees them half-done
+        self.catalog._post_process(rows)
+        self.indexing = None
+        self._rebuild(keep_cursor=True)
 
     def _set_rows(self, rows: list[SessionRow]) -> None:
         self.rows = rows
@@ -334,7 +338,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             else:
                 label = f"This workspace ({self.cwd}) · {here} sessions   [Tab] all workspaces: {every}"
             if self.search_mode:
-                label = f"Content search · {shown} sessions match   " + label
+                label = f"Content search · {shown} session{'' if shown == 1 else 's'} match   " + label
         self.query_one("#scope", Static).update(Text(label))
         if self.indexing is not None:
             done, total = self.indexing
