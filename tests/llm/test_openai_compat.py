@@ -11,7 +11,7 @@ import time
 import pytest
 
 from dsh_tui.llm import protocol as P
-from dsh_tui.llm.openai_compat import OpenAICompatProvider
+from dsh_tui.llm.openai_compat import OpenAICompatProvider, parse_retry_after
 from dsh_tui.llm.protocol import LlmError, ModelInfo, Provider
 from tests.llm.sse_server import DONE, Reply, ScriptServer, chunk, json_reply, sse, sse_reply, tool_call
 
@@ -490,12 +490,30 @@ async def test_429_with_retry_after_seconds(server):
 
 
 async def test_429_with_retry_after_http_date(server):
-    when = email.utils.formatdate(time.time() + 120, usegmt=True)
-    server.push(json_reply(429, {"error": {"message": "slow down"}}, headers={"retry-after": when}))
+    when = int(time.time()) + 120
+    server.push(
+        json_reply(
+            429,
+            {"error": {"message": "slow down"}},
+            headers={"retry-after": email.utils.formatdate(when, usegmt=True)},
+        )
+    )
+    before = time.time()
     err, _ = await fail(make(server))
+    after = time.time()
     assert err.code == P.RATE_LIMIT
-    # An HTTP date has one-second resolution: the delay lands within (118s, 121s].
-    assert 118_000 < err.retry_after_ms <= 121_000
+    # The delay is measured from the moment the header was parsed, somewhere between before and after.
+    assert round((when - after) * 1000) <= err.retry_after_ms <= round((when - before) * 1000)
+
+
+def test_parse_retry_after_forms():
+    now = 1_780_000_000.0
+    assert parse_retry_after("3", now=now) == 3000
+    assert parse_retry_after(" 12 ", now=now) == 12000
+    assert parse_retry_after(email.utils.formatdate(now + 90, usegmt=True), now=now) == 90_000
+    assert parse_retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now=now) is None
+    for bad in (None, "", "soon", "1.5", "-4", "0"):
+        assert parse_retry_after(bad, now=now) is None
 
 
 async def test_retry_after_in_the_past_or_zero_is_ignored(server):
