@@ -163,14 +163,25 @@ class DshApp(App):
             yield SystemCommand("Cancel turn", "Stop the running turn", chat.action_cancel)
             yield SystemCommand("Back to bottom", "Follow the transcript again", chat.action_back_to_bottom)
             yield SystemCommand("Load earlier items", "Mount older transcript items", chat.action_load_earlier)
-        for name in self.settings.models():
-            yield SystemCommand(f"Model: {name}", "Use this model for the next request",
+        for name in self._model_names():
+            yield SystemCommand(f"Model: {name}", "Use this model for new sessions",
                                 lambda name=name: self._choose_model(name))
         if "browser" in SCREEN_FACTORIES:
             yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
 
+    def _model_names(self) -> list[str]:
+        names = list(self.settings.models())
+        try:
+            from dsh_tui.config import load_settings
+            from dsh_tui.llm.registry import available_models
+
+            names += [model for _provider, model in available_models(load_settings())]
+        except Exception:  # noqa: BLE001 - a broken settings file: offer what we have
+            pass
+        return list(dict.fromkeys(names))
+
     def _choose_model(self, name: str) -> None:
-        self.settings.set("model", name)
+        self.settings.set("default.model", name)
         harness = self.bridge.harness
         if harness is not None and hasattr(harness, "set_model"):
             self.bridge.call(lambda h: h.set_model(name))  # type: ignore[attr-defined]

@@ -90,6 +90,10 @@ class AgentHarness:
         else:
             self.agent.followup(text)
 
+    async def set_model(self, model: str) -> None:
+        """Use ``model`` from the next request on (logged as a ``request/header`` change)."""
+        self.agent.config.model = model
+
     async def cancel(self) -> None:
         self.agent.cancel({"kind": "user"})
 

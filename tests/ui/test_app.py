@@ -119,3 +119,26 @@ def test_model_route_says_how_to_configure_or_builds_the_provider(monkeypatch):
     provider, model, hint = model_route()
     assert provider is not None and provider.name == "deepseek-official" and model and hint == ""
     assert model_route("deepseek-v4-pro")[1] == "deepseek-v4-pro"
+
+
+async def test_command_palette_runs_chat_actions_and_switches_models(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("one"), scripted.text("two")])
+    app.settings.set("models", ["mock-model-2"])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"Cycle tool cards")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.chat.state.card_mode == "expanded"
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.2)
+        await pilot.press(*"Model: mock-model-2")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.bridge.harness.agent.config.model == "mock-model-2")
+        await submit(pilot, "hi")
+        await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
+        assert app.provider.requests[-1]["config"]["model"] == "mock-model-2"
