@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import inspect
 import logging
 import threading
@@ -191,10 +192,16 @@ class SessionWriter:
         fut: concurrent.futures.Future = concurrent.futures.Future()
 
         def run():
+            # an awaiting task may be cancelled meanwhile (asyncio cancels this future): the flush still
+            # completes, its outcome is then simply dropped
             try:
-                fut.set_result(self.flush())
+                result = self.flush()
             except BaseException as err:  # noqa: BLE001
-                fut.set_exception(err)
+                with contextlib.suppress(concurrent.futures.InvalidStateError):
+                    fut.set_exception(err)
+                return
+            with contextlib.suppress(concurrent.futures.InvalidStateError):
+                fut.set_result(result)
 
         threading.Thread(target=run, name=f"dsh-flush-{self.session_id}", daemon=True).start()
         return fut

@@ -215,3 +215,26 @@ def test_bench_append_runs_at_tiny_size(capsys):
     assert bench_append.main(["--turns", "1", "--paced-seconds", "0.3"]) == 0
     out = capsys.readouterr().out
     assert "events/s" in out and "rows=31 inserts=31 updates=0 deletes=0" in out
+
+
+async def test_a_cancelled_checkpoint_still_completes_its_flush(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    seen = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: seen.append(args.exc_value)
+    try:
+        task = asyncio.create_task(writer.checkpoint("tool"))
+        await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        flaky.gate.set()
+        _wait(lambda: writer.durable_length == 1)
+        await asyncio.sleep(0.05)
+    finally:
+        threading.excepthook = old_hook
+    assert seen == []
+    assert await writer.aflush() == 1
+    await writer.aclose()
