@@ -683,7 +683,10 @@ class OpenAICompatProvider:
         if thinking_format not in THINKING_FORMATS:
             raise ValueError(f"thinking_format must be one of {THINKING_FORMATS}")
         self.name = name
-        self.base_url = base_url.rstrip("/")
+        base = base_url.rstrip("/")
+        if base.endswith("/chat/completions"):  # a pasted endpoint URL instead of the base URL
+            base = base[: -len("/chat/completions")]
+        self.base_url = base
         self.api_key_resolver = api_key_resolver
         self.models = dict(models or {})
         self.idle_timeout_s = float(idle_timeout_s)

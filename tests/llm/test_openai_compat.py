@@ -705,6 +705,63 @@ async def test_keep_alive_connection_is_reused_across_calls(server):
     assert len(server.requests) == 2
 
 
+async def test_ollama_and_llama_cpp_shaped_streams(server):
+    ollama = {
+        "id": "chatcmpl-7",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "qwen3:8b",
+        "system_fingerprint": "fp_ollama",
+    }
+
+    def o(delta, finish=None):
+        return dict(ollama, choices=[{"index": 0, "delta": delta, "finish_reason": finish}])
+
+    server.push(
+        sse_reply(
+            o({"role": "assistant", "content": "", "reasoning": "Hm"}),
+            o({"role": "assistant", "content": "Hi"}),
+            o({"role": "assistant", "content": " there"}),
+            o({"role": "assistant", "content": ""}, "stop"),
+            dict(ollama, choices=[], usage={"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}),
+        ),
+        # llama.cpp puts "choices" first and the head after it
+        sse_reply(
+            {
+                "choices": [{"finish_reason": None, "index": 0, "delta": {"content": "A"}}],
+                "created": 1,
+                "id": "x",
+            },
+            {
+                "choices": [{"finish_reason": None, "index": 0, "delta": {"content": "B"}}],
+                "created": 1,
+                "id": "x",
+            },
+            {"choices": [{"finish_reason": "stop", "index": 0, "delta": {}}], "created": 1, "id": "x"},
+        ),
+    )
+    p = OpenAICompatProvider(
+        "ollama", server.base_url + "/v1/chat/completions", lambda: None, thinking_format="none"
+    )
+    a = [c async for c in p.stream(req())]
+    b = [c async for c in p.stream(req())]
+    await p.aclose()
+    assert server.requests[0]["path"] == "/v1/chat/completions"
+    assert a == [
+        {"type": "block-start", "index": 0, "blockType": "reasoning"},
+        {"type": "reasoning-delta", "index": 0, "text": "Hm"},
+        {"type": "block-start", "index": 1, "blockType": "text"},
+        {"type": "text-delta", "index": 1, "text": "Hi"},
+        {"type": "text-delta", "index": 1, "text": " there"},
+        {"type": "block-end", "index": 0, "block": {"type": "reasoning", "text": "Hm"}},
+        {"type": "block-end", "index": 1, "block": {"type": "text", "text": "Hi there"}},
+        {"type": "usage", "usage": {"inputTokens": 5, "outputTokens": 3}},
+        {"type": "finish", "reason": {"kind": "stop"}},
+    ]
+    assert [c.get("text") for c in b if c["type"] == "text-delta"] == ["A", "B"]
+    assert b[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+
+
 def test_resolve_model_defaults():
     p = OpenAICompatProvider(
         "deepseek-official",
