@@ -1,8 +1,9 @@
 """Choose the session backend for a root from configuration.
 
 Order: an explicit ``backend`` argument; else ``$DSH_TUI_BACKEND``; else a ``sessions.sqlite`` file present in
-the root means SQLite; else JSONL. JSONL compression: explicit argument, else ``$DSH_TUI_COMPRESSION``, else the
-encoding already used by the root's logs (one root = one encoding), else dsh's default, zstd.
+the root means SQLite; else the ``storage.backend`` setting (settings.toml); else JSONL. JSONL compression:
+explicit argument, else ``$DSH_TUI_COMPRESSION``, else the encoding already used by the root's logs (one root =
+one encoding), else the ``storage.compression`` setting, else dsh's default, zstd.
 """
 
 from __future__ import annotations
@@ -15,12 +16,24 @@ from dsh_tui.session.errors import DshError
 BACKENDS = ("jsonl", "sqlite")
 
 
+def _setting(key: str) -> str | None:
+    from dsh_tui.config import load_settings
+
+    value = load_settings().get(key)
+    if value is not None and not isinstance(value, str):
+        raise DshError(f"setting {key} must be a string")
+    return value or None
+
+
 def backend_for(root: str | Path, backend: str | None = None) -> str:
     choice = backend or os.environ.get("DSH_TUI_BACKEND") or None
     if choice is None:
         from dsh_tui.store.sqlite import DB_FILENAME
 
-        choice = "sqlite" if (Path(root) / DB_FILENAME).is_file() else "jsonl"
+        if (Path(root) / DB_FILENAME).is_file():
+            choice = "sqlite"
+        else:
+            choice = _setting("storage.backend") or "jsonl"
     choice = choice.lower()
     if choice not in BACKENDS:
         raise DshError(f"unknown session backend {choice!r} (expected jsonl or sqlite)")
@@ -58,7 +71,8 @@ def open_store(root: str | Path | None = None, *, backend: str | None = None, co
         return SqliteSessionStore(root)
     from dsh_tui.store.jsonl import JsonlStore
 
-    comp = compression or os.environ.get("DSH_TUI_COMPRESSION") or _detect_compression(root) or "zstd"
+    comp = (compression or os.environ.get("DSH_TUI_COMPRESSION") or _detect_compression(root)
+            or _setting("storage.compression") or "zstd")
     if comp not in ("zstd", "none"):
         raise DshError(f"unknown compression {comp!r} (expected zstd or none)")
     return JsonlStore(root, comp)
