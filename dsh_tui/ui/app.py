@@ -47,6 +47,8 @@ class DshApp(App):
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
         Binding("f1", "help", "Help", id="app.help"),
         Binding("ctrl+b", "browser", "Sessions", id="app.browser", show=False),
+        # [browser/timeline engineer] the timeline of the chat's session
+        Binding("ctrl+t", "timeline", "Timeline", id="app.timeline", show=False),
     ]
 
     def __init__(
@@ -150,6 +152,14 @@ class DshApp(App):
         if not self.push_browser():
             self.notify("The session browser is not available in this build.", timeout=3)
 
+    # [browser/timeline engineer] open the timeline inspector on the chat's session
+    def action_timeline(self) -> None:
+        if self.chat is None or self.screen is not self.chat:
+            return
+        screen = self.make_screen("timeline")
+        if screen is not None:
+            self.push_screen(screen)
+
     def watch_theme(self, theme: str) -> None:
         if getattr(self, "settings", None) is not None and theme != self.settings.get("ui.theme"):
             self.settings.set("ui.theme", theme)
@@ -168,6 +178,8 @@ class DshApp(App):
                                 lambda name=name: self._choose_model(name))
         if "browser" in SCREEN_FACTORIES:
             yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
+        if chat is not None and screen is chat and "timeline" in SCREEN_FACTORIES:  # [browser/timeline engineer]
+            yield SystemCommand("Timeline", "Lanes, event ledger and request inspector", self.action_timeline)
 
     def _model_names(self) -> list[str]:
         names = list(self.settings.models())

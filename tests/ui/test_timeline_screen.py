@@ -117,3 +117,26 @@ async def test_turn_navigation_and_filter_parsing():
         await pilot.pause()
         assert screen.turn_index == 0
         assert screen.ledger.current_seq == lane.seq  # jumped to the turn's start
+
+
+async def test_reachable_from_the_chat_screen(tmp_path):
+    """Ctrl+T in the chat opens the timeline of the live session (the app's screen hook)."""
+    from dsh_tui.llm import scripted
+    from tests.ui.conftest import scripted_app, submit, wait_for
+
+    app = scripted_app(tmp_path, [scripted.text("hello there")])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "say hello")
+        session = app.bridge.harness.session
+        await wait_for(pilot, lambda: any(e["type"] == "turn/end" for e in session.events))
+        await pilot.pause(0.1)
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen))
+        screen = app.screen
+        await until(pilot, screen.folded.is_set)
+        assert screen.ledger.count == len(session.events)
+        assert [lane.reason for lane in screen.fold.turns] == ["completed"]
+        assert "Turn 1" in lanes_text(screen)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.chat)
