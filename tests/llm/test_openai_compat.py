@@ -382,13 +382,14 @@ async def test_stall_before_response_headers_times_out():
 
 
 async def test_comments_keep_a_slow_stream_alive(server):
-    # Gaps longer than the idle timeout overall, but every gap is bridged by a keep-alive comment.
+    # 1.5 s of stream in all, longer than the 1 s idle timeout, but every 0.3 s gap is bridged by a
+    # keep-alive comment (comments count as activity).
     steps: list = [sse(chunk("a"))]
-    for _ in range(4):
-        steps += [0.15, b": keep-alive\n\n"]
+    for _ in range(5):
+        steps += [0.3, b": keep-alive\n\n"]
     steps += [sse(chunk("b", finish="stop")), DONE]
     server.push(Reply(steps=steps))
-    chunks = await collect(make(server, idle_timeout_s=0.4))
+    chunks = await collect(make(server, idle_timeout_s=1.0))
     assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
     assert chunks[-2] == {"type": "block-end", "index": 0, "block": {"type": "text", "text": "ab"}}
 
