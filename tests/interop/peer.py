@@ -38,9 +38,10 @@ def install(peer_dir: Path = PEER_DIR, timeout: float = 600) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             peer_dir.mkdir(exist_ok=True)
-            for src in INTEROP.iterdir():  # refresh the harness scripts every time (cheap)
-                if src.is_file():
-                    shutil.copy2(src, peer_dir / src.name)
+            for src in INTEROP.iterdir():  # refresh the harness scripts when they changed
+                dst = peer_dir / src.name
+                if src.is_file() and (not dst.exists() or dst.read_bytes() != src.read_bytes()):
+                    shutil.copy2(src, dst)
             node = peer_dir / "node_modules" / ".bin" / "node"
             marker = peer_dir / MARKER
             installed = marker.read_text() if marker.exists() else ""
