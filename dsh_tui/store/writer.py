@@ -60,7 +60,7 @@ class SessionWriter:
         self.lock = lock
         self.on_error = on_error
         self.on_flush = on_flush  # called on the writer thread with the durable length after each write
-        self._cv = threading.Condition()
+        self._cv = threading.Condition(threading.Lock())
         self._pending: list[dict] = list(session.events[persisted:])
         self._durable = persisted
         self._observed = persisted + len(self._pending)
