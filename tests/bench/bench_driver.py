@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import time
 
@@ -83,6 +84,7 @@ def main(argv: list[str]) -> None:
           f"{a['baseline_s']:.3f} s (ratio {a['ratio']:.1f}x); driver overhead {a['overhead_ms_per_step']:.3f} ms/step "
           f"(target <= 1 ms/step); CPU time: driver {a['driver_cpu_s']:.3f} s, appends {a['baseline_cpu_s']:.3f} s, "
           f"overhead {a['overhead_cpu_ms_per_step']:.3f} ms/step")
+    gc.collect()
     b = asyncio.run(bench_parallel(calls))
     print(f"parallel: {b['calls']} no-op calls in one step: {b['wall_s'] * 1000:.1f} ms wall (whole turn incl. "
           f"tool/call + tool/result commits; {b['cpu_s'] * 1000:.1f} ms CPU), bare asyncio.gather "
