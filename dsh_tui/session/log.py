@@ -16,7 +16,9 @@ projected (frozen) once; the cached list is extended incrementally and rebuilt o
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterable
+from itertools import islice
 from typing import Any
 
 from .errors import SessionValidationError
@@ -44,6 +46,10 @@ _DELTA_FIELD = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delt
 _NONE = object()
 
 
+def _consume(iterator: Any, n: int) -> None:
+    deque(islice(iterator, n), maxlen=0)
+
+
 def _default_clock() -> int:
     return _time.time_ns() // 1_000_000
 
@@ -59,9 +65,14 @@ class Session:
         clock: Callable[[], int] | None = None,
         lenient: bool = False,
         check_relations: bool = True,
+        packed_runs: Iterable[tuple[int, int]] | None = None,
     ) -> None:
         """``lenient`` accepts fixture placeholders in the header (see ``validate_header``);
-        ``check_relations=False`` skips the §2.6 turn/step rules for the seed only (foreign/replay logs)."""
+        ``check_relations=False`` skips the §2.6 turn/step rules for the seed only (foreign/replay logs);
+        ``packed_runs`` — ``(index, count)`` spans of the seed that ``rows.expand_row`` produced (see
+        ``rows.expand_lines_with_runs``): their members are trusted as decoded and only the span's first
+        event (turn/step relation, floats) and its boundary seqs are checked. Only pass spans you got from
+        the row decoder for exactly this list."""
         validate_header(header, lenient=lenient)
         self.header = header
         self._clock = clock or _default_clock
@@ -82,7 +93,7 @@ class Session:
         if seed is None:
             self.first_live_seq = 0
             return
-        self._load_seed(seed, check_relations)
+        self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None)
         self.first_live_seq = len(self.events)
         if not self.events or self.events[-1]["type"] != SESSION_END_SEED:
             self.append(SESSION_END_SEED, {})
@@ -143,7 +154,7 @@ class Session:
         return unsubscribe
 
     # ------------------------------------------------------------------ seed
-    def _load_seed(self, seed: list[dict], check_relations: bool) -> None:
+    def _load_seed(self, seed: list[dict], check_relations: bool, runs: dict[int, int] | None) -> None:
         events = self.events
         rel = self._rel
         fold = self._fold
@@ -153,11 +164,24 @@ class Session:
         chunk_type = ASSISTANT_CHUNK
         open_turn = rel.open_turn
         open_step = rel.open_step
-        for i, ev in enumerate(seed):
+        n_seed = len(seed)
+        it = enumerate(seed)
+        for i, ev in it:
             # Tight path for the vast majority: a well-formed assistant/chunk inside the open step.
             if type(ev) is dict and len(ev) == 4 and open_step is not None:
                 try:
                     if ev["type"] == chunk_type:
+                        if runs is not None and i in runs:
+                            n = runs[i]
+                            j = i + n - 1
+                            d = ev["data"]
+                            if (n >= 1 and j < n_seed and ev["seq"] == i and type(seed[j]) is dict
+                                    and seed[j].get("seq") == j and d["step"] == open_step
+                                    and d["turn"] == open_turn and find_bad_float(d) is None):
+                                events.extend(seed[i : j + 1])
+                                if n > 1:
+                                    _consume(it, n - 1)
+                                continue
                         seq = ev["seq"]
                         t = ev["time"]
                         d = ev["data"]

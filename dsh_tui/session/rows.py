@@ -11,6 +11,7 @@ of >= 3 consecutive whitelisted ``assistant/chunk`` delta events. Rows are an en
 
 from __future__ import annotations
 
+from itertools import accumulate
 from typing import Any
 
 from .errors import SessionCorruptionError
@@ -32,6 +33,8 @@ _TEXT_CHUNK_KEYS = frozenset(("type", "index", "text"))
 _TOOL_KEYS = frozenset(("type", "index", "id", "argumentsDelta"))
 _TOOL_KEYS_NAMED = frozenset(("type", "index", "id", "name", "argumentsDelta"))
 _ROW_KEYS = frozenset(("type", "seq0", "time0", "data"))
+_STR_ONLY = {str}
+_INT_ONLY = {int}
 _TEXT_ROW_DATA = frozenset(("turn", "step", "index", "dt", "texts"))
 _TOOL_ROW_DATA = frozenset(("turn", "step", "index", "id", "dt", "args"))
 _TOOL_ROW_DATA_NAMED = frozenset(("turn", "step", "index", "id", "name", "dt", "args"))
@@ -245,19 +248,20 @@ def validate_row(row: dict) -> list[str]:
         pk = "texts"
     if not (_is_num(data["turn"]) and _is_num(data["step"]) and _is_num(data["index"])):
         raise _malformed(tag, "turn/step/index must be numbers")
-    if type(members) is not list or not members or any(type(m) is not str for m in members):
+    if type(members) is not list or not members or set(map(type, members)) != _STR_ONLY:
         raise _malformed(tag, f"{pk} must be a non-empty string array")
     dt = data["dt"]
-    if type(dt) is not list or any(not _safe(g) for g in dt):
+    if type(dt) is not list or (dt and set(map(type, dt)) != _INT_ONLY):
+        raise _malformed(tag, "dt must be an array of safe integers")
+    if dt and (min(dt) < -MAX_SAFE_INTEGER or max(dt) > MAX_SAFE_INTEGER):
         raise _malformed(tag, "dt must be an array of safe integers")
     if len(dt) != len(members) - 1:
         raise _malformed(tag, f"dt length {len(dt)} does not match {len(members)} members")
     if seq0 + len(members) - 1 > MAX_SAFE_INTEGER:
         raise _malformed(tag, "member seqs must stay safe integers")
-    t = row["time0"]
-    for g in dt:
-        t += g
-        if not -MAX_SAFE_INTEGER <= t <= MAX_SAFE_INTEGER:
+    if dt:
+        times = list(accumulate(dt, initial=row["time0"]))
+        if min(times) < -MAX_SAFE_INTEGER or max(times) > MAX_SAFE_INTEGER:
             raise _malformed(tag, "member times must stay safe integers")
     return members
 
@@ -267,36 +271,24 @@ def expand_row(row: dict) -> list[dict]:
     tag = row["type"]
     data = row["data"]
     turn, step, index = data["turn"], data["step"], data["index"]
-    seq = row["seq0"]
-    t = row["time0"]
-    dt = data["dt"]
-    out: list[dict] = []
-    append = out.append
+    seq0 = row["seq0"]
+    times = accumulate(data["dt"], initial=row["time0"])
+    seqs = range(seq0, seq0 + len(members))
     if tag == TOOL_CALL_CHUNKS:
         cid = data["id"]
         if "name" in data:
             name = data["name"]
-            for k, m in enumerate(members):
-                if k:
-                    t += dt[k - 1]
-                append({"type": "assistant/chunk", "seq": seq + k, "time": t, "data": {
-                    "turn": turn, "step": step,
-                    "chunk": {"type": _TOOL, "index": index, "id": cid, "name": name, "argumentsDelta": m}}})
-        else:
-            for k, m in enumerate(members):
-                if k:
-                    t += dt[k - 1]
-                append({"type": "assistant/chunk", "seq": seq + k, "time": t, "data": {
-                    "turn": turn, "step": step,
-                    "chunk": {"type": _TOOL, "index": index, "id": cid, "argumentsDelta": m}}})
-    else:
-        ct = _TEXT if tag == TEXT_CHUNKS else _REASONING
-        for k, m in enumerate(members):
-            if k:
-                t += dt[k - 1]
-            append({"type": "assistant/chunk", "seq": seq + k, "time": t,
-                    "data": {"turn": turn, "step": step, "chunk": {"type": ct, "index": index, "text": m}}})
-    return out
+            return [{"type": "assistant/chunk", "seq": q, "time": t, "data": {
+                "turn": turn, "step": step,
+                "chunk": {"type": _TOOL, "index": index, "id": cid, "name": name, "argumentsDelta": m}}}
+                for q, t, m in zip(seqs, times, members)]
+        return [{"type": "assistant/chunk", "seq": q, "time": t, "data": {
+            "turn": turn, "step": step, "chunk": {"type": _TOOL, "index": index, "id": cid, "argumentsDelta": m}}}
+            for q, t, m in zip(seqs, times, members)]
+    ct = _TEXT if tag == TEXT_CHUNKS else _REASONING
+    return [{"type": "assistant/chunk", "seq": q, "time": t,
+             "data": {"turn": turn, "step": step, "chunk": {"type": ct, "index": index, "text": m}}}
+            for q, t, m in zip(seqs, times, members)]
 
 
 def expand_line(obj: Any) -> list[dict]:
@@ -315,3 +307,19 @@ def expand_lines(objs: list[Any]) -> list[dict]:
         else:
             out.append(obj)
     return out
+
+
+def expand_lines_with_runs(objs: list[Any]) -> tuple[list[dict], list[tuple[int, int]]]:
+    """Like :func:`expand_lines`, plus the ``(index, count)`` of every expanded packed row in the output.
+    Those runs' shapes, seqs and times were validated by the row decoder, so ``Session(header, seed,
+    packed_runs=runs)`` can skip re-checking their members one by one."""
+    out: list[dict] = []
+    runs: list[tuple[int, int]] = []
+    for obj in objs:
+        if type(obj) is dict and obj.get("type") in ROW_TAGS and obj.get("ignorable") is not True:
+            evs = expand_row(obj)
+            runs.append((len(out), len(evs)))
+            out.extend(evs)
+        else:
+            out.append(obj)
+    return out, runs

@@ -401,3 +401,49 @@ def test_derived_messages_are_shared_immutable_and_serializable():
     assert orjson.dumps(m2).decode() == jsonutil.dumps([user_msg()])
     assert copy.deepcopy(msg) == user_msg()
     assert s.events[0]["data"] == user_msg()  # the log is untouched
+
+
+# ---------------------------------------------------------------- trusted packed runs (cold-load fast path)
+
+def test_packed_runs_load_the_same_log_and_still_check_relations():
+    from dsh_tui.session import legacy, rows
+    from tests.session.fixture_logs import load_fixture, session_fixture_paths
+
+    checked = 0
+    for p in session_fixture_paths():
+        h, evs = load_fixture(p)
+        lines = rows.pack_batch(evs)
+        flat, runs = rows.expand_lines_with_runs(lines)
+        assert flat == evs
+        assert all(flat[i]["seq"] == i and n >= 3 for i, n in runs)
+        evs = legacy.import_legacy(evs, h["id"])
+        try:
+            plain = Session(h, evs, clock=lambda: 0, lenient=True)
+        except SessionValidationError:
+            with pytest.raises(SessionValidationError):
+                Session(h, evs, clock=lambda: 0, lenient=True, packed_runs=runs)
+            continue
+        fast = Session(h, evs, clock=lambda: 0, lenient=True, packed_runs=runs)
+        assert fast.events == plain.events and fast.surface_nodes == plain.surface_nodes
+        checked += bool(runs)
+    assert checked >= 40
+
+
+def test_packed_runs_outside_the_open_step_are_rejected():
+    from dsh_tui.session import rows
+
+    seed = [{"type": "turn/start", "seq": 0, "time": 0, "data": {"turn": 1}},
+            {"type": "step/start", "seq": 1, "time": 0, "data": {"turn": 1, "step": 1}}]
+    row = {"type": "text-chunks", "seq0": 2, "time0": 0,
+           "data": {"turn": 1, "step": 2, "index": 0, "dt": [0, 0], "texts": ["a", "b", "c"]}}
+    flat, runs = rows.expand_lines_with_runs([*seed, row])
+    assert runs == [(2, 3)]
+    with pytest.raises(SessionValidationError, match="must name the open"):
+        new_session(seed=flat, packed_runs=runs)
+    # a span whose boundaries do not match the list falls back to per-event checks
+    row["data"]["step"] = 1
+    flat, _ = rows.expand_lines_with_runs([*seed, row])
+    new_session(seed=flat, packed_runs=[(2, 3)])
+    flat[4] = {**flat[4], "seq": 9}
+    with pytest.raises(SessionValidationError, match="seq must equal"):
+        new_session(seed=flat, packed_runs=[(2, 3)])
