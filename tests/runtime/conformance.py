@@ -3,7 +3,9 @@
 Used by ``test_conformance.py``. For a scenario directory (``input.json`` + ``session.jsonl`` [+
 ``workspace/``, ``replay.override.json``]) it runs the prompts of ``input.json`` against a
 ``ReplayProvider`` built from the recording, in a copy of the workspace, then compares our log with
-dsh's: turn/step boundaries and turn-end reasons, tool calls (name, arguments) in order, assistant
+dsh's: the order of the loop's durable rows (turn/step, assistant/message, tool/call, tool/result,
+retry, compaction, approval, todo rows), turn/step boundaries and turn-end reasons, tool calls (name,
+arguments) in order, assistant
 messages, and tool results where the tool output is deterministic.
 """
 
@@ -164,10 +166,21 @@ def _results(events: list[dict]) -> list[dict]:
     return [e["data"] for e in events if e["type"] == "tool/result" and e.get("surfaceOp") == "append"]
 
 
+SKELETON = {"turn/start", "turn/end", "step/start", "step/end", "assistant/message", "tool/call", "tool/result",
+            "llm/retry", "llm/retry-started", "compaction/start", "compaction/summary", "compaction/end",
+            "compaction/prune", "approval/asked", "approval/decided", "todo/write"}
+
+
+def _skeleton(events: list[dict]) -> list[str]:
+    """The order of the loop's durable rows (chunks, prompts and host-only rows left out)."""
+    return [e["type"] for e in events if e["type"] in SKELETON]
+
+
 def compare(o: Outcome) -> Outcome:
     ours = _normalize(o.ours, o.cwd)
     rec = o.recorded
-    for name, fn in (("boundaries", _boundaries), ("assistant messages", _assistant), ("tool calls", _calls)):
+    for name, fn in (("event order", _skeleton), ("boundaries", _boundaries), ("assistant messages", _assistant),
+                     ("tool calls", _calls)):
         a, b = fn(ours), fn(rec)
         if a != b:
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
