@@ -5,8 +5,7 @@ Used by ``test_conformance.py``. For a scenario directory (``input.json`` + ``se
 ``ReplayProvider`` built from the recording, in a copy of the workspace, then compares our log with
 dsh's: the order of the loop's durable rows (turn/step, assistant/message, tool/call, tool/result,
 retry, compaction, approval, todo rows), turn/step boundaries and turn-end reasons, tool calls (name,
-arguments) in order, assistant
-messages, and tool results where the tool output is deterministic.
+arguments) in order, assistant messages, and tool results where the tool output is deterministic.
 """
 
 from __future__ import annotations
