@@ -25,7 +25,8 @@ def _frozen(*_a: Any, **_k: Any) -> Any:
 
 
 class FrozenDict(dict):
-    """A dict whose mutators raise. ``copy.deepcopy``/pickle give a FrozenDict back; ``dict(x)`` thaws."""
+    """A dict whose mutators raise. ``copy.deepcopy`` gives a plain mutable deep copy (the way to edit one);
+    pickle gives a FrozenDict back; ``copy.copy`` returns the object itself."""
 
     __slots__ = ()
     __setitem__ = __delitem__ = _frozen  # type: ignore[assignment]
@@ -37,6 +38,9 @@ class FrozenDict(dict):
 
     def __copy__(self) -> FrozenDict:
         return self
+
+    def __deepcopy__(self, memo: Any) -> dict:
+        return thaw(self)
 
     def __repr__(self) -> str:
         return f"FrozenDict({dict.__repr__(self)})"
@@ -54,6 +58,9 @@ class FrozenList(list):
 
     def __copy__(self) -> FrozenList:
         return self
+
+    def __deepcopy__(self, memo: Any) -> list:
+        return thaw(self)
 
     def __repr__(self) -> str:
         return f"FrozenList({list.__repr__(self)})"

@@ -399,7 +399,16 @@ def test_derived_messages_are_shared_immutable_and_serializable():
             attempt()
     assert json.dumps(m2, separators=(",", ":"), ensure_ascii=False) == jsonutil.dumps([user_msg()])
     assert orjson.dumps(m2).decode() == jsonutil.dumps([user_msg()])
-    assert copy.deepcopy(msg) == user_msg()
+    thawed = copy.deepcopy(msg)
+    assert thawed == user_msg() and type(thawed) is dict and type(thawed["content"][0]) is dict
+    thawed["content"].append({"type": "text", "text": "edit"})  # a deep copy is the caller's to edit
+    assert len(msg["content"]) == 1 and copy.copy(msg) is msg
+    import pickle
+
+    again = pickle.loads(pickle.dumps(msg))
+    assert again == msg
+    with pytest.raises(TypeError):
+        again["id"] = "x"
     assert s.events[0]["data"] == user_msg()  # the log is untouched
 
 
