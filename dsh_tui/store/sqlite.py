@@ -540,18 +540,35 @@ class SqliteSessionStore:
         return evs[-1]["seq"] + 1
 
     # -- reads
-    def _scan(self, session_id: str) -> _Scan:
+    def _snapshot(self, fn):
+        """Run ``fn()`` inside one read transaction: header row and event rows from the same commit."""
         with self._lock:
+            try:
+                self._conn.execute("BEGIN")
+            except sqlite3.Error as err:
+                raise DshError(f"cannot read the session database: {err}") from err
+            try:
+                return fn()
+            finally:
+                with contextlib.suppress(sqlite3.Error):
+                    self._conn.execute("COMMIT")
+
+    def _scan(self, session_id: str) -> _Scan:
+        def read():
             hrow = self._header_row(session_id)
             if hrow is None:
-                if session_id in self._intents:
-                    raise DshError(f"session {session_id} has no events yet")
-                raise DshError(f"session {session_id} not found")
-            rows_ = self._conn.execute(
+                return None, []
+            return hrow, self._conn.execute(
                 "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events"
                 " WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
+
+        hrow, rows_ = self._snapshot(read)
+        if hrow is None:
+            if session_id in self._intents:
+                raise DshError(f"session {session_id} has no events yet")
+            raise DshError(f"session {session_id} not found")
         header = row_to_header(hrow)
         if header["version"] != 0:
             raise SessionFormatUnsupportedError(
@@ -672,17 +689,21 @@ class SqliteSessionStore:
 
     def read_from(self, session_id: str, from_seq: int) -> list[dict]:
         """Stored events with ``seq >= from_seq``: no repair, no closers."""
-        with self._lock:
+        def read():
             if self._header_row(session_id) is None:
                 raise DshError(f"session {session_id} not found")
             start = self._conn.execute(
                 "SELECT max(seq) FROM events WHERE session_id = ? AND seq <= ?", (session_id, from_seq)
             ).fetchone()[0]
-            rows_ = self._conn.execute(
+            return self._conn.execute(
                 "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events"
                 " WHERE session_id = ? AND seq >= ? ORDER BY seq",
                 (session_id, start if start is not None else 0),
             ).fetchall()
+
+        if isinstance(from_seq, bool) or not isinstance(from_seq, int) or from_seq < 0:
+            raise DshError(f"read_from seq must be a non-negative integer, got {from_seq!r}")
+        rows_ = self._snapshot(read)
         out: list[dict] = []
         for row in rows_:
             try:
