@@ -275,15 +275,19 @@ def test_header_rules(tmp_path):
 # ------------------------------------------------------------------ torn tail versus corruption
 
 
-def _raw_log(tmp_path, batches=(13,)):
-    events = fixture_events()
+def _raw_log(tmp_path, batches=(13,), scenario="tool-call-turn"):
+    events = fixture_events(scenario)
     store = jsonl.JsonlStore(tmp_path / "raw", "none")
     path = write_log(store, header(), events, list(batches))
     return events, path.read_bytes()
 
 
-def test_raw_truncation_at_every_byte_offset(tmp_path):
-    events, data = _raw_log(tmp_path)
+TRUNCATION_SCENARIOS = ["tool-call-turn", "cancel", "error-finish"]
+
+
+@pytest.mark.parametrize("scenario", TRUNCATION_SCENARIOS)
+def test_raw_truncation_at_every_byte_offset(tmp_path, scenario):
+    events, data = _raw_log(tmp_path, scenario=scenario)
     ends = line_ends(data)
     # logical events per line
     counts = [len(rows.expand_line(orjson.loads(data[a:b]))) for a, b in zip(ends, ends[1:])]
@@ -303,8 +307,9 @@ def test_raw_truncation_at_every_byte_offset(tmp_path):
             assert prefix.torn.truncate_to == committed
 
 
-def test_zstd_truncation_at_every_byte_offset(tmp_path):
-    events = fixture_events()
+@pytest.mark.parametrize("scenario", TRUNCATION_SCENARIOS)
+def test_zstd_truncation_at_every_byte_offset(tmp_path, scenario):
+    events = fixture_events(scenario)
     store = jsonl.JsonlStore(tmp_path / "z", "zstd")
     path = write_log(store, header(), events, [9, 4, 30])
     data = path.read_bytes()
