@@ -11,9 +11,12 @@ arguments) in order, assistant messages, and tool results where the tool output 
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
 import json
 import re
 import shutil
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +30,8 @@ from tests.runtime.helpers import FakeSleep
 
 EXAMPLES = FIXTURES / "examples"
 SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "promptAndCancel", "waitForTurnEnd",
-                 "waitForTitleAfterTurnEnd"}  # titles are the host's job; the loop part is compared
+                 "waitForTitleAfterTurnEnd",  # titles are the host's job; the loop part is compared
+                 "promptContent"}
 # Tools whose output depends only on the workspace and arguments.
 DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
@@ -52,7 +56,7 @@ def applicability(d: Path) -> str | None:
     ops = {s.get("op") for s in spec.get("steps", [])}
     if ops - SUPPORTED_OPS:
         return f"needs ACP host ops {sorted(ops - SUPPORTED_OPS)}"
-    if not ops & {"prompt", "promptExpectError", "promptAndCancel"}:
+    if not ops & {"prompt", "promptExpectError", "promptAndCancel", "promptContent"}:
         return "no prompt (protocol handshake only)"
     _, events = read_log_events(d / "session.jsonl")
     names = sorted({e["data"]["name"] for e in events if e["type"] == "tool/call"})
@@ -78,6 +82,19 @@ class Outcome:
     cwd: Path
     mismatches: list[str] = field(default_factory=list)
     compared_results: int = 0
+
+
+def _acp_block(b: dict) -> dict:
+    """An ACP prompt block as a harness content block (images become attachment references)."""
+    if b.get("type") != "image":
+        return dict(b)
+    data = base64.b64decode(b["data"])
+    width = height = 0
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        width, height = struct.unpack(">II", data[16:24])
+    return {"type": "image", "attachment": {"attachmentId": "sha256:" + hashlib.sha256(data).hexdigest(),
+                                            "mediaType": b.get("mimeType", "application/octet-stream"),
+                                            "width": width, "height": height, "bytes": len(data)}}
 
 
 def _realize(obj, cwd: Path):
@@ -122,6 +139,9 @@ async def run_scenario(d: Path, tmp: Path) -> Outcome:
         op = step.get("op")
         if op in ("prompt", "promptExpectError"):
             agent.followup(step["text"])
+            await asyncio.wait_for(agent.wait_idle(), 60)
+        elif op == "promptContent":
+            agent.followup([_acp_block(b) for b in step["content"]])
             await asyncio.wait_for(agent.wait_idle(), 60)
         elif op == "promptAndCancel":
             agent.followup(step["text"])
