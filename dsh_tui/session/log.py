@@ -175,7 +175,8 @@ class Session:
                             n = runs[i]
                             j = i + n - 1
                             d = ev["data"]
-                            if (n >= 1 and j < n_seed and ev["seq"] == i and type(seed[j]) is dict
+                            if (n >= 1 and j < n_seed and type(ev["seq"]) is int and ev["seq"] == i
+                                    and type(seed[j]) is dict and type(seed[j].get("seq")) is int
                                     and seed[j].get("seq") == j and d["step"] == open_step
                                     and d["turn"] == open_turn and find_bad_float(d) is None):
                                 events.extend(seed[i : j + 1])
