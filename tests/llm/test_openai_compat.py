@@ -763,6 +763,52 @@ async def test_ollama_and_llama_cpp_shaped_streams(server):
     assert b[-1] == {"type": "finish", "reason": {"kind": "stop"}}
 
 
+async def test_byte_by_byte_delivery_gives_the_same_chunks(server):
+    import random
+
+    body = b"".join(
+        [
+            sse(chunk("", role="assistant", reasoning="")),
+            sse(chunk(None, reasoning="Plan: ")),
+            sse(chunk(None, reasoning="read → write ü")),
+            b": keep-alive\r\n\r\n",
+            sse(chunk("Text \u2603 ")),
+            sse(chunk("more")),
+            sse(chunk(None, tool_calls=[tool_call(0, id="call_1", name="read", args='{"file_path"')])),
+            sse(chunk(None, tool_calls=[tool_call(1, id="call_2", name="glob", args='{"pattern":"*"}')])),
+            sse(chunk(None, tool_calls=[tool_call(0, args=':"a"}')])),
+            sse(chunk(None, finish="tool_calls")),
+            sse(
+                chunk(
+                    None,
+                    no_choices=True,
+                    usage={"prompt_tokens": 9, "completion_tokens": 4, "prompt_cache_hit_tokens": 8},
+                )
+            ),
+            DONE,
+        ]
+    )
+    rng = random.Random(7)
+    pieces, i = [], 0
+    while i < len(body):
+        n = rng.randint(1, 9)
+        pieces.append(body[i : i + n])
+        i += n
+    server.push(Reply(steps=[body]), Reply(steps=pieces))
+    p = make(server)
+    whole = [c async for c in p.stream(req())]
+    split = [c async for c in p.stream(req())]
+    await p.aclose()
+    assert split == whole
+    assert [c["type"] for c in whole].count("block-start") == 4
+    assert whole[-1] == {"type": "finish", "reason": {"kind": "tool-calls"}}
+    assert {
+        "type": "block-end",
+        "index": 0,
+        "block": {"type": "reasoning", "text": "Plan: read → write ü"},
+    } in whole
+
+
 def test_resolve_model_defaults():
     p = OpenAICompatProvider(
         "deepseek-official",
