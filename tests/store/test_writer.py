@@ -95,7 +95,7 @@ def test_flush_drains_everything_and_returns_the_durable_length(store):
 
 
 def test_window_is_fixed_and_batches_everything_queued_within_it(store):
-    session, writer, flaky = _new(store, window_ms=400)
+    session, writer, flaky = _new(store, window_ms=1500)
     session.append("turn/start", {"turn": 1})
     for i in range(1, 20):
         time.sleep(0.005)
@@ -136,13 +136,13 @@ def test_events_arriving_during_a_write_form_the_next_batch(store):
 
 def test_failed_background_write_keeps_its_batch_first_and_pauses_retry(store):
     errors = []
-    session, writer, flaky = _new(store, window_ms=20)
+    session, writer, flaky = _new(store, window_ms=100)
     writer.on_error = errors.append
     flaky.fail_next = 1
     session.append("turn/start", {"turn": 1})
     session.append("step/start", {"turn": 1, "step": 1})
     _wait(lambda: writer.last_error is not None)
-    time.sleep(0.15)  # several windows: no automatic retry while paused
+    time.sleep(0.5)  # several windows: no automatic retry while paused
     assert flaky.attempts == [[0, 1]]
     assert len(errors) == 1 and isinstance(errors[0], OSError)
     session.append("step/end", {"turn": 1, "step": 1})  # a new event re-enables retry
