@@ -79,32 +79,48 @@ def render_system(assembly: Assembly) -> str:
     return "\n\n".join(text for _, text in render_sections(assembly.sections, assembly.variables))
 
 
-def git_branch(cwd: Path) -> str | None:
-    """The checked-out branch of the repository containing ``cwd`` (reads .git/HEAD; no subprocess)."""
+_HEAD_CACHE: dict[str, Path | None] = {}
+
+
+def _head_file(cwd: Path) -> Path | None:
+    """Where the HEAD of the repository containing ``cwd`` lives (looked up once per directory)."""
+    key = str(cwd)
+    if key in _HEAD_CACHE:
+        return _HEAD_CACHE[key]
+    found: Path | None = None
     try:
         here = cwd.resolve()
-    except OSError:
-        return None
-    for d in (here, *here.parents):
-        git = d / ".git"
-        try:
+        for d in (here, *here.parents):
+            git = d / ".git"
             if git.is_file():
                 line = git.read_text(encoding="utf-8", errors="replace").strip()
                 if line.startswith("gitdir:"):
                     git = (d / line[7:].strip()).resolve()
-            head = git / "HEAD"
-            if head.is_file():
-                ref = head.read_text(encoding="utf-8", errors="replace").strip()
-                if ref.startswith("ref: refs/heads/"):
-                    return ref[len("ref: refs/heads/") :]
-                return f"(detached at {ref[:12]})" if ref else None
-        except OSError:
-            return None
-    return None
+            if (git / "HEAD").is_file():
+                found = git / "HEAD"
+                break
+    except OSError:
+        found = None
+    _HEAD_CACHE[key] = found
+    return found
+
+
+def git_branch(cwd: Path) -> str | None:
+    """The checked-out branch of the repository containing ``cwd`` (reads .git/HEAD; no subprocess)."""
+    head = _head_file(cwd)
+    if head is None:
+        return None
+    try:
+        ref = head.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    if ref.startswith("ref: refs/heads/"):
+        return ref[len("ref: refs/heads/") :]
+    return f"(detached at {ref[:12]})" if ref else None
 
 
 def default_context_sections(cwd: Path, now_ms: int) -> list[Section]:
-    date = _dt.datetime.fromtimestamp(now_ms / 1000, tz=_dt.UTC).date().isoformat()
+    date = _dt.datetime.fromtimestamp(now_ms / 1000).date().isoformat()  # local date
     out = [
         Section("environment:cwd", 0, f"Working directory: {cwd}"),
         Section("environment:platform", 1, f"Platform: {sys.platform}"),

@@ -191,12 +191,17 @@ async def test_runtime_context_snapshot_only_when_changed():
 async def test_default_runtime_context_has_cwd_platform_date(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/feature-x\n")
-    agent = make_agent([s.text("1")], runtime_context=True, tmp_path=tmp_path)
+    agent = make_agent([s.text("1"), s.text("2"), s.text("3")], runtime_context=True, tmp_path=tmp_path)
     await run_followup(agent, "hi")
     snap = [e["data"] for e in of_type(agent, "user/message") if e["data"]["source"]["kind"] == "plugin"][0]
     names = [x["name"] for x in snap["source"]["sections"]]
     assert names == ["environment:cwd", "environment:platform", "environment:date", "environment:git"]
     assert f"Working directory: {tmp_path}" in texts(snap) and "Git branch: feature-x" in texts(snap)
+    await run_followup(agent, "same context")
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    await run_followup(agent, "after checkout")
+    snaps = [texts(e["data"]) for e in of_type(agent, "user/message") if e["data"]["source"]["kind"] == "plugin"]
+    assert len(snaps) == 2 and "Git branch: main" in snaps[1]
 
 
 # ---- request derivation ----------------------------------------------------------------------------------
