@@ -3,7 +3,8 @@
 1. STEPS (default 10,000) steps in one turn with a zero-latency scripted provider and a no-op tool. The
    baseline (same run) appends exactly the same events directly to a fresh Session; the difference per
    step is the driver's own overhead (target <= 1 ms/step).
-2. CALLS (default 1,000) parallel no-op tool calls in one step: wall time of the scheduler (tool/call and
+2. One step streaming 20,000 one-character text deltas: the driver's cost per chunk beside direct appends.
+3. CALLS (default 1,000) parallel no-op tool calls in one step: wall time of the scheduler (tool/call and
    tool/result commits included) beside a bare ``asyncio.gather`` of the same bodies.
 """
 
@@ -76,6 +77,23 @@ async def bench_parallel(calls: int) -> dict:
     return {"calls": calls, "wall_s": wall, "cpu_s": cpu, "gather_s": gather, "ratio": wall / gather}
 
 
+async def bench_stream(chunks: int) -> dict:
+    """One step streaming ``chunks`` text deltas: per-chunk cost of the driver beside direct appends."""
+    agent = _agent([s.text("x" * chunks, chunk_size=1)])
+    t0, c0 = time.perf_counter(), time.process_time()
+    agent.followup("go")
+    await agent.wait_idle()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    events = agent.session.events
+    fresh = Session(make_header("baseline", cwd="/bench", created_at=1))
+    c0 = time.process_time()
+    for e in events:
+        fresh.append(e["type"], e["data"], surface_op=e.get("surfaceOp"), source_event_seqs=e.get("sourceEventSeqs"))
+    base_cpu = time.process_time() - c0
+    return {"chunks": chunks, "wall_s": wall, "cpu_s": cpu, "baseline_cpu_s": base_cpu,
+            "us_per_chunk": (cpu - base_cpu) * 1e6 / chunks}
+
+
 def main(argv: list[str]) -> None:
     steps = int(argv[1]) if len(argv) > 1 else 10_000
     calls = int(argv[2]) if len(argv) > 2 else 1_000
@@ -84,6 +102,10 @@ def main(argv: list[str]) -> None:
           f"{a['baseline_s']:.3f} s (ratio {a['ratio']:.1f}x); driver overhead {a['overhead_ms_per_step']:.3f} ms/step "
           f"(target <= 1 ms/step); CPU time: driver {a['driver_cpu_s']:.3f} s, appends {a['baseline_cpu_s']:.3f} s, "
           f"overhead {a['overhead_cpu_ms_per_step']:.3f} ms/step")
+    gc.collect()
+    c = asyncio.run(bench_stream(20_000))
+    print(f"stream: {c['chunks']} text deltas in one step: {c['cpu_s'] * 1000:.0f} ms CPU, direct appends "
+          f"{c['baseline_cpu_s'] * 1000:.0f} ms; driver overhead {c['us_per_chunk']:.1f} us/chunk")
     gc.collect()
     b = asyncio.run(bench_parallel(calls))
     print(f"parallel: {b['calls']} no-op calls in one step: {b['wall_s'] * 1000:.1f} ms wall (whole turn incl. "
