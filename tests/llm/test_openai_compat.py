@@ -381,6 +381,41 @@ async def test_stall_before_response_headers_times_out():
     lsock.close()
 
 
+async def test_cancellation_while_waiting_for_the_response_closes_the_connection():
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(1)
+    got_request, closed = threading.Event(), threading.Event()
+
+    def silent():
+        conn, _ = lsock.accept()
+        conn.settimeout(20)
+        try:
+            while data := conn.recv(65536):
+                if b"\r\n\r\n" in data or got_request.is_set():
+                    got_request.set()
+        except OSError:
+            pass
+        closed.set()
+        conn.close()
+
+    threading.Thread(target=silent, daemon=True).start()
+    p = OpenAICompatProvider("deepseek-official", f"http://127.0.0.1:{lsock.getsockname()[1]}", lambda: KEY)
+
+    async def consume():
+        async for _ in p.stream(req()):
+            pass
+
+    task = asyncio.create_task(consume())
+    assert await asyncio.to_thread(got_request.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(closed.wait, 10)
+    await p.aclose()
+    lsock.close()
+
+
 async def test_comments_keep_a_slow_stream_alive(server):
     # 1.5 s of stream in all, longer than the 1 s idle timeout, but every 0.3 s gap is bridged by a
     # keep-alive comment (comments count as activity).
