@@ -462,3 +462,21 @@ async def test_invalid_tool_output_is_a_result_not_a_crash():
     assert result_text(res).startswith('Error: tool "bad" returned invalid output: ')
     assert res["data"]["error"] == {"name": "ToolOutputError", "code": "INVALID_TOOL_OUTPUT"}
     assert boundaries(agent)[-1] == ("turn/end", 1, "completed")
+
+
+async def test_failing_checkpoint_before_a_tool_body_does_not_run_it():
+    ran = []
+
+    async def checkpoint(reason):
+        if reason == "tool":
+            raise OSError("disk full")
+
+    async def body(args, ctx):
+        ran.append(1)
+        return "ran"
+
+    agent = make_agent([s.call("c1", "t", {}), s.text("ok")], [make_tool("t", body)])
+    agent.checkpoint = checkpoint
+    await run_followup(agent, "go")
+    assert ran == []
+    assert result_text(of_type(agent, "tool/result")[0]) == "Error: disk full"
