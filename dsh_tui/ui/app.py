@@ -32,6 +32,15 @@ SCREEN_FACTORIES: dict[str, str] = {
 }
 
 
+def _prewarm_markdown() -> None:
+    from rich.console import Console
+    from rich.markdown import Markdown
+
+    console = Console(file=None, width=80, color_system=None, record=False, force_terminal=False)
+    with console.capture():
+        console.print(Markdown("# warm\n\n**up** `code`\n\n```python\ndef f(x):\n    return x\n```\n"))
+
+
 class EventsReady(Message):
     """The bridge has queued session events or notices (posted from the harness thread)."""
 
@@ -82,6 +91,10 @@ class DshApp(App):
 
     # -- start / stop --------------------------------------------------------------------------
     def on_mount(self) -> None:
+        # Markdown + Pygments cost ~0.2 s on first use (imports, lexer regexes): pay it in the
+        # background after the first paint, not in the middle of the first streamed code block.
+        self.call_after_refresh(lambda: self.run_worker(_prewarm_markdown, thread=True, group="prewarm",
+                                                        description="prewarm markdown"))
         keymap = self.settings.keymap()
         if keymap:
             self.set_keymap(keymap)

@@ -173,6 +173,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self._rows_version = 0
         self._scope_cache: dict[tuple, list[SessionRow]] = {}
         self._sort_cache: tuple[Any, list[SessionRow]] = (None, [])
+        self._hay_cache: tuple[Any, list[tuple[SessionRow, str]]] = (None, [])
         self.hits: list[SearchHit] = []
         self.indexing: tuple[int, int] | None = None
         self.loaded = threading.Event()  # first rows on screen (tests/benches wait on it)
@@ -262,10 +263,12 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             entries = self._search_entries()
         else:
             scoped = self._scoped(self.rows, self.scope_all)
-            if not text.strip():
+            words = text.lower().split()
+            if not words:
                 filtered = self._sorted(scoped)
             else:
-                filtered = cat.filter_rows(self._sorted(scoped), text)  # keeps the sorted order
+                # same rule as catalog.filter_rows, over lower-cased haystacks cached per row set
+                filtered = [r for r, hay in self._hays(scoped) if all(w in hay for w in words)]
             entries = self._lineage(filtered)
         current = self.list.current
         self.list.set_entries(entries, keep_cursor=keep_cursor)
@@ -281,6 +284,12 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         if self._sort_cache[0] != key:
             self._sort_cache = (key, cat.sort_rows(rows))
         return self._sort_cache[1]
+
+    def _hays(self, rows: list[SessionRow]) -> list[tuple[SessionRow, str]]:
+        key = (id(rows), self._rows_version)
+        if self._hay_cache[0] != key:
+            self._hay_cache = (key, [(r, cat.haystack(r)) for r in self._sorted(rows)])
+        return self._hay_cache[1]
 
     def _lineage(self, rows: list[SessionRow]) -> list[ListEntry]:
         """Forks under their parent (with the fork point); subagents only under an expanded parent."""

@@ -72,6 +72,7 @@ class ChatScreen(Screen):
         self._flush_timer = None
         self._model_hint = model_hint
         self.flushes = 0  # drains applied (tests and benches read it)
+        self._flush_cost = 0.0
         self.loading_head = False
 
     def compose(self) -> ComposeResult:
@@ -100,7 +101,9 @@ class ChatScreen(Screen):
     def events_ready(self) -> None:
         """Called (on the UI thread) when the bridge has something; coalesces to <= 20 Hz."""
         now = time.monotonic()
-        wait = FLUSH_INTERVAL - (now - self._last_flush)
+        # adaptive coalescing: never spend more than about a third of the loop on transcript updates
+        interval = max(FLUSH_INTERVAL, 2 * self._flush_cost)
+        wait = interval - (now - self._last_flush)
         if wait <= 0:
             self.flush()
         elif self._flush_timer is None:
@@ -109,6 +112,7 @@ class ChatScreen(Screen):
     def flush(self) -> None:
         self._flush_timer = None
         self._last_flush = time.monotonic()
+        self.call_after_refresh(self._measure_flush, self._last_flush)
         events, notices = self.bridge.drain()
         if not events and not notices:
             return
@@ -130,6 +134,11 @@ class ChatScreen(Screen):
             for kind, value in notices:
                 self._notice(kind, value)
             self.status.redraw()
+
+    def _measure_flush(self, started: float) -> None:
+        # time from the drain to the screen settled (fold + layout + paint), smoothed
+        cost = min(0.5, time.monotonic() - started)
+        self._flush_cost = 0.7 * self._flush_cost + 0.3 * cost
 
     def _attach_session(self, event: dict[str, Any]) -> None:
         """A (new) session: fold its last turns, mount only the tail, fold the head in the background."""

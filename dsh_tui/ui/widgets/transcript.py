@@ -19,7 +19,7 @@ from textual.widgets import Static
 from dsh_tui.session.transcript import ADD, REMOVE, UPDATE, Item, StreamItem, TranscriptFold
 from dsh_tui.ui.widgets.render import CachedLines, markdown, render_item
 
-MAX_MOUNTED = 150
+MAX_MOUNTED = 100
 PAGE = 40
 SEGMENT_CHARS = 600
 
@@ -35,7 +35,31 @@ class ViewState:
         self.show_time = True
 
 
-class ItemView(Static):
+class CachedStatic(Static):
+    """A Static whose content height is measured once per (content, width).
+
+    Textual measures every widget's height on every reflow by rendering its content again; a
+    streamed line therefore re-rendered the whole mounted transcript. Content only changes through
+    ``update``, so the height for a width stays valid until then.
+    """
+
+    _height_key: tuple[int, int] | None = None
+    _height = 0
+    _generation = 0
+
+    def update(self, content="", *, layout: bool = True) -> None:  # noqa: ANN001
+        self._generation += 1
+        super().update(content, layout=layout)
+
+    def get_content_height(self, container, viewport, width: int) -> int:  # noqa: ANN001
+        key = (self._generation, width)
+        if key != self._height_key:
+            self._height = super().get_content_height(container, viewport, width)
+            self._height_key = key
+        return self._height
+
+
+class ItemView(CachedStatic):
     """One finished (or non-Markdown) transcript item."""
 
     DEFAULT_CSS = """
@@ -122,10 +146,17 @@ class AnswerView(Vertical):
             cut = _split_point(text, self._frozen, len(text) - 1)
             if cut is None or cut <= self._frozen:
                 break
-            self.mount(Static(CachedLines(markdown(text[self._frozen:cut]))), before=self._tail)
+            self.mount(CachedStatic(CachedLines(markdown(text[self._frozen:cut]))), before=self._tail)
             self._frozen = cut
         tail = text[self._frozen:]
-        self._tail.update(CachedLines(markdown(tail)) if tail else Text(""))
+        if not tail:
+            self._tail.update(Text(""))
+        elif self.item.state == "streaming" and tail.count("```") % 2 == 1:
+            # an open code fence: highlighting it on every flush is the costliest part of a stream;
+            # show it plain until the fence closes and the segment freezes into Markdown
+            self._tail.update(Text(tail))
+        else:
+            self._tail.update(CachedLines(markdown(tail)))
         self._mark.display = self.item.state == "interrupted"
 
 
