@@ -547,3 +547,15 @@ def test_fast_row_expansion_matches_session_core(row):
     got = jsonl._expand_row(row)
     assert got == expected
     assert orjson.dumps(got) == orjson.dumps(expected)
+
+
+def test_row_tagged_ignorable_event_stays_logical(tmp_path):
+    """dsh 0.1.1's backend differential: an ignorable event whose type is a storage-row tag is a logical
+    event, not a row (the npm peer 0.1.0-rc.8 still reads such a line as a malformed row)."""
+    events = fixture_events()
+    odd = {"type": "text-chunks", "seq": len(events), "time": 5, "data": {"x": 1}, "ignorable": True}
+    store = jsonl.JsonlStore(tmp_path, "zstd")
+    hdr = header()
+    path = write_log(store, hdr, events + [odd], [200])
+    prefix = jsonl.scan_buffer(path.read_bytes(), "zstd")
+    assert prefix.events == events + [odd] and prefix.torn is None
