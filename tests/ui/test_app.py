@@ -142,3 +142,19 @@ async def test_command_palette_runs_chat_actions_and_switches_models(tmp_path):
         await submit(pilot, "hi")
         await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
         assert app.provider.requests[-1]["config"]["model"] == "mock-model-2"
+
+
+async def test_a_harness_that_cannot_start_is_reported_not_raised():
+    from dsh_tui.session.errors import DshError
+
+    async def factory(_bridge):
+        raise DshError("session abc is open in another process")
+
+    app = DshApp(factory, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: "open in another process" in app.chat.status.info.notice)
+        assert app.bridge.harness is None
+        app.chat.composer.value = "hello"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert not app.chat.running
