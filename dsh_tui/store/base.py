@@ -93,3 +93,11 @@ class SessionStore(Protocol):
 
     def exists(self, session_id: str) -> bool:
         """True if the id has a stored artifact (a pending, unmaterialized create does not count)."""
+
+
+def open_log_file(path: Path | str, mode: str = "auto") -> Any:
+    """Read an arbitrary log file (raw, zstd or the projected fixture form); see
+    :func:`dsh_tui.store.fixture.open_log_file` (``mode``: ``auto`` | ``strict`` | ``lenient``)."""
+    from dsh_tui.store.fixture import open_log_file as _open
+
+    return _open(path, mode)
