@@ -110,7 +110,13 @@ class EventBus:
                 log.warning("listener for %s failed: %r", name, err)
                 continue
             if inspect.isawaitable(out):
-                task = asyncio.ensure_future(out)
+                try:
+                    task = asyncio.ensure_future(out)
+                except RuntimeError as err:  # no running loop: the coroutine cannot be scheduled
+                    if inspect.iscoroutine(out):
+                        out.close()
+                    log.warning("listener for %s returned an awaitable outside a loop: %r", name, err)
+                    continue
                 task.add_done_callback(_log_task_failure)
 
     async def waterfall(
