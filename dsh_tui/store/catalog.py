@@ -39,6 +39,7 @@ _CHUNK = 1 << 16
 _SID_SHIFT = 32  # FTS rowid = sid << 32 | n, so one session's text is a rowid range.
 _MAX_TEXT = 20_000  # characters of one event kept for content search
 _BATCH_SECONDS = 0.1
+LOCK_PROBE_WINDOW = 24 * 3600  # seconds
 _CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
 
 
@@ -58,7 +59,7 @@ class CatalogError(DshError):
 # Rows
 
 
-@dataclass
+@dataclass(slots=True)
 class SessionRow:
     """One session log as the browser lists it. ``id`` is ``None`` only when the header is unreadable."""
 
@@ -146,6 +147,13 @@ def default_db_path() -> Path:
     return cache_dir() / "catalog.sqlite"
 
 
+def _revision_mtime(revision: str) -> int:
+    try:
+        return int(revision.split(":")[3])
+    except (IndexError, ValueError):
+        return 0
+
+
 def _revision(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
@@ -156,6 +164,7 @@ def discover(root: Path) -> Iterator[tuple[str, os.stat_result]]:
         projects = list(os.scandir(root))
     except (FileNotFoundError, NotADirectoryError):
         return
+    names = (ZSTD_NAME, RAW_NAME)
     for proj in projects:
         if not proj.is_dir(follow_symlinks=False) or proj.name.startswith(".") or proj.name == "_trash":
             continue
@@ -166,12 +175,14 @@ def discover(root: Path) -> Iterator[tuple[str, os.stat_result]]:
         for sess in sessions:
             if not sess.is_dir(follow_symlinks=False):
                 continue
-            for name in (ZSTD_NAME, RAW_NAME):
+            for name in names:
                 p = sess.path + os.sep + name
                 try:
                     st = os.stat(p)
                 except OSError:
                     continue
+                if name != names[0]:
+                    names = (name, names[0])  # one root, one encoding: try the one just seen first
                 yield p, st
                 break
 
@@ -541,7 +552,7 @@ class Catalog:
                 rev = _revision(st)
                 rec = known.get(path)
                 if rec is not None and rec[2] == rev:
-                    row = SessionRow(**dict(zip(_COLUMNS, rec, strict=True)), indexed=True)
+                    row = SessionRow(*rec, True)  # _COLUMNS is the dataclass's field order
                     row.root = rroot
                 else:
                     row = self._header_row(path, rroot, rev, st.st_size, rec)
@@ -558,7 +569,7 @@ class Catalog:
     def _header_row(self, path: str, root: str, rev: str, size: int, rec) -> SessionRow:
         if rec is not None:
             # Known but changed: keep the old facts on display until re-indexed.
-            row = SessionRow(**dict(zip(_COLUMNS, rec, strict=True)), indexed=False)
+            row = SessionRow(*rec, False)
             row.revision, row.size, row.root = rev, size, root
             return row
         row = SessionRow(path=path, root=root, revision=rev, size=size)
@@ -575,15 +586,22 @@ class Catalog:
         by_id = {r.id: r for r in rows if r.id}
         for r in rows:
             r.children = []
+        # A live writer elsewhere is probed only where one is plausible (an open turn, or a log written
+        # in the last LOCK_PROBE_WINDOW): one stat per session would dominate a warm scan of 10k logs.
+        # Resume, rename and delete always check the lock themselves.
+        recent_ns = (time.time() - LOCK_PROBE_WINDOW) * 1e9
         for r in rows:
             if r.parent and r.parent in by_id:
                 by_id[r.parent].children.append(r.id)
-            if r.state != UNREADABLE and self._lock_probe is not None and r.id:
-                try:
-                    if self._lock_probe(r.path):
-                        r.state = OPEN_ELSEWHERE
-                except OSError:
-                    pass
+            if r.state == UNREADABLE or self._lock_probe is None or not r.id:
+                continue
+            if r.state != INTERRUPTED and _revision_mtime(r.revision) < recent_ns:
+                continue
+            try:
+                if self._lock_probe(r.path):
+                    r.state = OPEN_ELSEWHERE
+            except OSError:
+                pass
 
     def _forget(self, conn: sqlite3.Connection, paths: list[str]) -> None:
         with self._write_lock:
@@ -886,12 +904,12 @@ def filter_rows(rows: list[SessionRow], text: str) -> list[SessionRow]:
     words = text.lower().split()
     if not words:
         return rows
-    out = []
-    for r in rows:
-        hay = f"{r.title or ''}\n{r.cwd or ''}\n{r.id or ''}\n{r.path}".lower()
-        if all(w in hay for w in words):
-            out.append(r)
-    return out
+    return [r for r in rows if all(w in haystack(r) for w in words)]
+
+
+def haystack(row: SessionRow) -> str:
+    """What the instant filter matches: title, workspace, id and path, lower-cased."""
+    return f"{row.title or ''}\n{row.cwd or ''}\n{row.id or ''}\n{row.path}".lower()
 
 
 def in_workspace(row: SessionRow, cwd: str) -> bool:

@@ -76,7 +76,9 @@ def gen_session(root: Path, i: int, n_turns: int, rng: random.Random, cwd: str, 
             sourceEventSeqs=[first])
         add("step/end", {"turn": turn, "step": 1})
         add("turn/end", {"turn": turn, "reason": {"kind": "completed"}})
-    (d / "session.jsonl").write_text("".join(out), encoding="utf-8")
+    log = d / "session.jsonl"
+    log.write_text("".join(out), encoding="utf-8")
+    os.utime(log, (t / 1000, t / 1000))  # historical sessions: last written when their last event was
     return seq
 
 
