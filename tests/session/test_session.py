@@ -7,6 +7,8 @@ import json
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dsh_tui.session import jsonutil
 from dsh_tui.session.errors import SessionValidationError
@@ -456,3 +458,87 @@ def test_packed_runs_outside_the_open_step_are_rejected():
     flat[4] = {**flat[4], "seq": 9}
     with pytest.raises(SessionValidationError, match="seq must equal"):
         new_session(seed=flat, packed_runs=[(2, 3)])
+
+
+# ---------------------------------------------------------------- relational rules vs an independent model
+
+def _model_accepts(state, kind, turn, step, call):
+    """A straightforward restatement of §2.6 over (open turn, last turn, open step, last step, step calls)."""
+    ot, lt, os_, ls, calls = state
+    if kind == "turn/start":
+        return ot is None and turn == lt + 1
+    if kind == "turn/end":
+        return ot is not None and turn == ot and os_ is None
+    if kind == "step/start":
+        return ot is not None and turn == ot and os_ is None and step == ls + 1
+    if kind in ("step/end", "assistant/chunk", "tool/call"):
+        return ot is not None and os_ is not None and (turn, step) == (ot, os_)
+    if kind == "tool/result":
+        return ot is not None and os_ is not None and (turn, step) == (ot, os_) and call in calls
+    if kind in ("todo/write", "request/context"):
+        return ot is not None
+    return True  # user/message, plugins, end-seed
+
+
+def _model_apply(state, kind, turn, step, call):
+    ot, lt, os_, ls, calls = state
+    if kind == "turn/start":
+        return (turn, turn, None, 0, frozenset())
+    if kind == "turn/end":
+        return (None, lt, None, ls, frozenset())
+    if kind == "step/start":
+        return (ot, lt, step, step, frozenset())
+    if kind == "step/end":
+        return (ot, lt, None, ls, frozenset())
+    if kind == "tool/call":
+        return (ot, lt, os_, ls, calls | {call})
+    return state
+
+
+REL_KINDS = ["turn/start", "turn/end", "step/start", "step/end", "assistant/chunk", "tool/call", "tool/result",
+             "todo/write", "request/context", "feedback/record"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(REL_KINDS), st.integers(0, 3), st.integers(0, 3),
+                          st.sampled_from(["a", "b"])), max_size=40))
+def test_relational_rules_match_an_independent_model(script):
+    s = new_session()
+    state = (None, 0, None, 0, frozenset())
+    for kind, dturn, dstep, call in script:
+        # bias towards plausible numbers: offsets from the model's current view
+        turn = (state[0] if state[0] is not None else state[1]) + (dturn - 1 if dturn else 0) + (kind == "turn/start")
+        step = (state[2] if state[2] is not None else state[3]) + (dstep - 1 if dstep else 0) + (kind == "step/start")
+        if kind in ("turn/start",):
+            data = {"turn": turn}
+        elif kind == "turn/end":
+            data = {"turn": turn, "reason": {"kind": "completed"}}
+        elif kind in ("step/start", "step/end"):
+            data = {"turn": turn, "step": step}
+        elif kind == "assistant/chunk":
+            data = {"turn": turn, "step": step, "chunk": {"type": "text-delta", "index": 0, "text": "x"}}
+        elif kind == "tool/call":
+            data = {"turn": turn, "step": step, "callId": call, "name": "n", "arguments": "{}"}
+        elif kind == "tool/result":
+            data = {"turn": turn, "step": step, "message": tool_msg(call)}
+        elif kind == "todo/write":
+            data = {"todos": []}
+        elif kind == "request/context":
+            data = {"provider": "p", "model": "m"}
+        else:
+            data = {"text": "x"}
+        kw = {"surface_op": "append"} if kind == "tool/result" else {}
+        expected = _model_accepts(state, kind, turn, step, call)
+        n = len(s.events)
+        try:
+            s.append(kind, data, **kw)
+            accepted = True
+        except SessionValidationError:
+            accepted = False
+            assert len(s.events) == n
+        assert accepted == expected, (kind, turn, step, state)
+        if accepted:
+            state = _model_apply(state, kind, turn, step, call)
+        assert (s.open_turn, s.last_turn, s.open_step) == state[:3]
+    # the appended log re-validates as a seed
+    assert Session(s.header, list(s.events), clock=lambda: 0).events[: len(s.events)] == s.events
