@@ -258,12 +258,13 @@ def context_producer(source: dict[str, Any]) -> str:
 class TranscriptFold:
     """Incremental fold from events to transcript items (see the module docstring)."""
 
-    def __init__(self, header: dict[str, Any] | None = None) -> None:
+    def __init__(self, header: dict[str, Any] | None = None,
+                 prices: dict[str, tuple[float, float, float]] | None = None) -> None:
         self.header = header or {}
         self.items: list[Item] = []
         self.by_key: dict[str, Item] = {}
         self.plan = PlanState()
-        self.usage = UsageFold()
+        self.usage = UsageFold(prices)
         self.turn = 0
         self.step = 0
         self._attempt: list[StreamItem | ToolItem] = []  # items streamed by the current attempt

@@ -109,7 +109,8 @@ class DshApp(App):
             self.bridge = Bridge(self._wake_from_harness)
         chat = ChatScreen(self.bridge, enter_steers=bool(self.settings.get("chat.enter_steers", False)),
                           model_hint=self.model_hint, clock=self.clock,
-                          show_time=bool(self.settings.get("ui.show_time", True)), **kwargs)
+                          show_time=bool(self.settings.get("ui.show_time", True)),
+                          prices=self.settings.prices(), **kwargs)
         self.chat = chat
         self.push_screen(chat)
         if factory is not None:

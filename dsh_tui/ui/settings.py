@@ -62,6 +62,30 @@ class UiSettings:
                 out[key[len("keymap."):]] = value
         return out
 
+    def prices(self) -> dict[str, tuple[float, float, float]]:
+        """Model -> (input, cache hit, output) USD per 1M tokens: defaults, then the providers' model
+        tables in ``settings.toml``, then ``prices.<model> = {input, cache_read, output}``."""
+        from dsh_tui.session.stats import DEFAULT_PRICES
+
+        table = dict(DEFAULT_PRICES)
+        if self._backend is not None:
+            try:
+                for provider in self._backend.providers().values():
+                    for model_id, model in provider.models.items():
+                        if model.price_input is not None and model.price_output is not None:
+                            cached = model.price_cache_hit if model.price_cache_hit is not None else model.price_input
+                            table[model_id] = (model.price_input, cached, model.price_output)
+            except Exception:  # noqa: BLE001 - a broken providers table must not hide the app
+                pass
+        raw = self.get("prices")
+        if isinstance(raw, dict):
+            for model_id, p in raw.items():
+                if isinstance(p, dict) and isinstance(p.get("input"), (int, float)) \
+                        and isinstance(p.get("output"), (int, float)):
+                    cached = p.get("cache_read", p["input"])
+                    table[str(model_id)] = (float(p["input"]), float(cached), float(p["output"]))
+        return table
+
     def models(self) -> list[str]:
         models = self.get("models")
         return [str(m) for m in models] if isinstance(models, list) else []

@@ -158,3 +158,9 @@ async def test_a_harness_that_cannot_start_is_reported_not_raised():
         await pilot.press("enter")
         await pilot.pause()
         assert not app.chat.running
+
+
+def test_price_table_from_settings():
+    settings = UiSettings(values={"prices": {"my-model": {"input": 1.0, "cache_read": 0.5, "output": 4.0}}})
+    table = settings.prices()
+    assert table["my-model"] == (1.0, 0.5, 4.0) and "deepseek-chat" in table

@@ -57,11 +57,13 @@ class ChatScreen(Screen):
     ]
 
     def __init__(self, bridge: Bridge, *, enter_steers: bool = False, model_hint: str = "",
-                 clock=time.monotonic, show_time: bool = True) -> None:
+                 clock=time.monotonic, show_time: bool = True,
+                 prices: dict[str, tuple[float, float, float]] | None = None) -> None:
         super().__init__()
         self.bridge = bridge
         self.enter_steers = enter_steers
-        self.fold = TranscriptFold()
+        self.prices = prices
+        self.fold = TranscriptFold(prices=prices)
         self.state = ViewState()
         self.state.show_time = show_time
         self.clock = clock
@@ -145,7 +147,7 @@ class ChatScreen(Screen):
         header = event.get("header")
         events = event.get("events") or []
         start = tail_start(events, TAIL_EVENTS)
-        fold = TranscriptFold(header)
+        fold = TranscriptFold(header, self.prices)
         for i in range(start, len(events)):
             fold.apply(events[i])
         if start:
@@ -163,7 +165,7 @@ class ChatScreen(Screen):
 
     @work(thread=True, group="chat-head", description="fold the older part of a long session")
     def _fold_head(self, header: Any, events: list[dict[str, Any]], start: int, tail: TranscriptFold) -> None:
-        head = TranscriptFold(header)
+        head = TranscriptFold(header, self.prices)
         for i in range(start):
             head.apply(events[i])
         self.app.call_from_thread(self._prepend_head, head, tail)

@@ -138,7 +138,8 @@ def render_assistant(text: str, interrupted: bool = False) -> RenderableType:
 def tool_title(item: ToolItem) -> str:
     args = item.args()
     if item.tool == "bash":
-        return f"$ {_one_line(str(args.get('command', item.arguments)), 90)}"
+        where = f"({args['workdir']}) " if isinstance(args.get("workdir"), str) and args["workdir"] else ""
+        return f"{where}$ {_one_line(str(args.get('command', item.arguments)), 90)}"
     if item.tool == "read":
         path = args.get("file_path") or args.get("path") or ""
         rng = ""
