@@ -34,9 +34,9 @@ def make_session(cwd: str = "/work") -> Session:
 
 
 def make_agent(responses: list | None = None, tools: list[ToolDefinition] | None = None, *, session=None,
-               provider: ScriptedProvider | None = None, tmp_path=None, **cfg: Any) -> Agent:
+               provider: ScriptedProvider | None = None, tmp_path=None, fallback=None, **cfg: Any) -> Agent:
     session = session or make_session(str(tmp_path) if tmp_path else "/work")
-    provider = provider or ScriptedProvider(responses or [], name="mock")
+    provider = provider or ScriptedProvider(responses or [], name="mock", fallback=fallback)
     cfg.setdefault("model", "mock-model")
     cfg.setdefault("runtime_context", False)
     cfg.setdefault("check_requests", True)
