@@ -602,7 +602,7 @@ class Translator:
         block = self._tools.get(key)
         if block is None:
             block = self._tools[key] = self._open("tool-call", out)
-        if call.get("id") is not None:
+        if call.get("id"):  # some gateways repeat an empty or null id on continuation deltas: keep the first
             block.call_id = str(call["id"])
         fn = call.get("function")
         fragment = ""
@@ -642,6 +642,20 @@ class Translator:
 
 # --------------------------------------------------------------------------------------------------
 # The provider
+
+
+DRAIN_S = 0.1
+
+
+async def _drain(body: AsyncIterator[bytes]) -> None:
+    """Consume what is left of a finished stream, giving up after ``DRAIN_S`` (the connection is
+    then closed instead of reused)."""
+    try:
+        async with asyncio.timeout(DRAIN_S):
+            async for _ in body:
+                pass
+    except (TimeoutError, httpx.HTTPError, OSError):
+        pass
 
 
 def _is_loopback(url: str) -> bool:
@@ -827,12 +841,20 @@ class OpenAICompatProvider:
                 translator = Translator(secrets=secrets)
                 feed = decoder.feed_framed
                 translate = translator.feed_all
-                async for raw in response.aiter_bytes():
+                body = response.aiter_bytes()
+                async for raw in body:
                     chunks, done = translate(feed(raw))
+                    if done:
+                        try:
+                            for chunk in chunks:
+                                yield chunk
+                        finally:
+                            # Read the end of the body (usually already here) so the connection
+                            # goes back to the pool: the next request skips a TCP/TLS handshake.
+                            await _drain(body)
+                        return
                     for chunk in chunks:
                         yield chunk
-                    if done:
-                        return
                     if translator.error is not None:
                         raise translator.error
                 chunks, done = translate(decoder.close_framed())

@@ -132,6 +132,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "headers": dict(self.headers.items()),
                 "body": parsed,
                 "raw": raw,
+                "client": self.client_address,  # (host, port): the same port means a reused connection
             }
         )
         if self.server.fixed_body is not None:

@@ -739,6 +739,7 @@ async def test_keep_alive_connection_is_reused_across_calls(server):
     await p.aclose()
     assert a[-2]["block"]["text"] == "1" and b[-2]["block"]["text"] == "2"
     assert len(server.requests) == 2
+    assert server.requests[0]["client"] == server.requests[1]["client"]
 
 
 async def test_ollama_and_llama_cpp_shaped_streams(server):
@@ -842,6 +843,15 @@ async def test_byte_by_byte_delivery_gives_the_same_chunks(server):
         "index": 0,
         "block": {"type": "reasoning", "text": "Plan: read → write ü"},
     } in whole
+
+
+async def test_server_holding_the_stream_open_after_done(server):
+    # Nothing follows [DONE]: the stream still ends (the bounded drain gives up) and the connection closes.
+    reply = sse_reply(chunk("ok", finish="stop"), end="stall")
+    server.push(reply)
+    chunks = await collect(make(server, idle_timeout_s=30))
+    assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
+    assert await asyncio.to_thread(reply.client_closed.wait, 10)
 
 
 def test_resolve_model_defaults():
