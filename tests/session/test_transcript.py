@@ -230,3 +230,12 @@ def test_tail_first_fold_plus_prepended_head_equals_the_full_fold():
     assert tail.usage.total == full.usage.total and tail.usage.turns.keys() == full.usage.turns.keys()
     assert tail.usage.model == full.usage.model
     assert tail_start(events[:100], 500) == 0
+
+
+@pytest.mark.parametrize("path", all_fixture_paths()[:20], ids=lambda p: p.parent.name)
+def test_store_reader_and_minimal_parser_agree_on_the_fixtures(path):
+    from tests.ui.fixture_logs import read_projected
+
+    header, events = read_fixture(path)
+    header2, events2 = read_projected(path)
+    assert [(e["type"], e["seq"], e["data"]) for e in events] == [(e["type"], e["seq"], e["data"]) for e in events2]

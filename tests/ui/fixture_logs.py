@@ -1,8 +1,7 @@
 """Read the committed dsh fixture logs (the *projected* form, spec §1.1) for UI and fold tests.
 
-Uses the store's fixture reader when it has landed; until then a small parser of the projected
-form: restores ``seq`` (running count) and ``time`` (0; packed members get cumulative ``dt``) and
-expands packed chunk rows (§3.3).
+``read_fixture`` goes through the store's fixture reader (``dsh_tui.store.fixture``); the small
+parser of the projected form below (``read_projected``) is kept as an independent cross-check.
 """
 
 from __future__ import annotations
@@ -55,7 +54,15 @@ def _expand(obj: dict[str, Any], seq: int) -> list[dict[str, Any]]:
 
 
 def read_fixture(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(header, events) of a projected fixture log."""
+    """(header, events) of a fixture log, decoded by the store's reader."""
+    from dsh_tui.store.fixture import open_log_file
+
+    log = open_log_file(path)
+    return log.header, log.events
+
+
+def read_projected(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, events) of a projected fixture log (independent minimal parser)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     header = json.loads(lines[0])
     events: list[dict[str, Any]] = []
