@@ -62,6 +62,7 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
     import uuid
 
     from dsh_tui.runtime import Agent, AgentConfig
+    from dsh_tui.runtime.prompt import DEFAULT_PERSONA
     from dsh_tui.session.headers import make_header
     from dsh_tui.store import lifecycle
     from dsh_tui.tools import builtin_tools
@@ -69,7 +70,8 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
     header = make_header(str(uuid.uuid4()), cwd=cwd, created_at=int(time.time() * 1000))
     session, writer = await asyncio.to_thread(lifecycle.start, store, header)
     try:
-        config = AgentConfig(provider=getattr(provider, "name", "") or "", model=model, cwd=cwd, preset=preset)
+        config = AgentConfig(provider=getattr(provider, "name", "") or "", model=model, cwd=cwd, preset=preset,
+                             persona=DEFAULT_PERSONA)
         agent = Agent(session, provider, builtin_tools(), config=config, checkpoint=writer.checkpoint)
         agent.followup(prompt)
         await agent.wait_idle()

@@ -52,6 +52,7 @@ class AgentConfig:
     include_harness_identity: bool = True
     persona: str | None = None
     system_sections: list[dict] = field(default_factory=list)
+    tool_guidance: bool = True  # dsh's per-tool guidance sections for the registered built-in tools
     # Runtime-context sections (list of {name, text}); None = cwd, platform, date, git branch.
     context_sections: list[dict] | None = None
     runtime_context: bool = True
@@ -432,6 +433,11 @@ class Agent:
             sections.append(prompt_mod.Section("harness:identity", -100, prompt_mod.HARNESS_IDENTITY))
         if cfg.persona:
             sections.append(prompt_mod.Section("deployment:persona", 0, cfg.persona))
+        if cfg.tool_guidance:
+            for name in self.tools.tools:
+                guide = prompt_mod.TOOL_GUIDANCE.get(name)
+                if guide is not None:
+                    sections.append(prompt_mod.Section(f"tool:{name}", guide[0], guide[1]))
         for s in cfg.system_sections:
             sections.append(prompt_mod.Section(s["name"], int(s.get("order", 0)), s["text"], bool(s.get("complete"))))
         if cfg.runtime_context:

@@ -23,6 +23,26 @@ SNAPSHOT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
 SNAPSHOT_PREFIX = "Current runtime context. This snapshot supersedes earlier runtime-context snapshots.\n\n"
 CLEARED_TEXT = "Current runtime context: none. Earlier runtime-context snapshots no longer apply."
 
+# The ACP deployment persona of dsh (order 0), minus its sandbox sentence (dsh-tui has no OS sandbox).
+DEFAULT_PERSONA = (
+    "You are a coding assistant powered by the {{model}} model. Your working directory is {{cwd}}.\n\n"
+    "Verify your work by running the code or tests. Keep answers brief and factual."
+)
+# Per-tool guidance sections (orders 100-199) as dsh renders them for its built-in tools.
+TOOL_GUIDANCE: dict[str, tuple[int, str]] = {
+    "read": (110, "Use the read tool — not shell commands like cat — to inspect text files. Results include line "
+                  "numbers. Use offset and limit to continue reading large files."),
+    "write": (111, "Use the write tool to create files or completely replace file contents. Existing files are "
+                   "overwritten, so read an existing file first (the default fs-observation-policy requires it) "
+                   "and prefer edit for targeted changes."),
+    "edit": (112, "Use the edit tool for targeted changes to existing UTF-8 text files. It replaces literal "
+                  "old_string with new_string; by default old_string must appear exactly once. If old_string "
+                  "appears multiple times, provide a more specific old_string or set replace_all to true. Read "
+                  "the file first (the default fs-observation-policy requires it), unless you just created or "
+                  "edited it in this session."),
+    "bash": (113, "Check the [exit code: N] marker on every bash result; investigate failures before moving on."),
+}
+
 _GROUP = re.compile(r"\{\{(.*?)\}\}", re.S)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
 

@@ -480,3 +480,20 @@ async def test_failing_checkpoint_before_a_tool_body_does_not_run_it():
     await run_followup(agent, "go")
     assert ran == []
     assert result_text(of_type(agent, "tool/result")[0]) == "Error: disk full"
+
+
+async def test_default_persona_and_tool_guidance_render_like_dsh():
+    from dsh_tui.runtime.prompt import DEFAULT_PERSONA, TOOL_GUIDANCE
+    from tests.conftest import FIXTURES
+
+    tools = [make_tool(n) for n in ("bash", "edit", "read", "write", "zzz")]
+    agent = make_agent([s.text("ok")], tools, persona=DEFAULT_PERSONA, model="deepseek-v4-flash")
+    await run_followup(agent, "hi")
+    system = of_type(agent, "request/header")[0]["data"]["header"]["system"]
+    assert system.startswith(HARNESS_IDENTITY + "\n\nYou are a coding assistant powered by the deepseek-v4-flash "
+                                                "model. Your working directory is /work.")
+    expected = (FIXTURES / "examples/acp-agent/tests/snapshots/text-turn/system-prompt.expected.md").read_text()
+    for name in ("read", "write", "edit", "bash"):
+        assert TOOL_GUIDANCE[name][1] in expected and TOOL_GUIDANCE[name][1] in system
+    order = [system.index(TOOL_GUIDANCE[n][1]) for n in ("read", "write", "edit", "bash")]
+    assert order == sorted(order)
