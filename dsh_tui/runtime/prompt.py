@@ -139,7 +139,16 @@ def git_branch(cwd: Path) -> str | None:
     return f"(detached at {ref[:12]})" if ref else None
 
 
-def default_context_sections(cwd: Path, now_ms: int) -> list[Section]:
+PRESET_TEXTS = {
+    "read-only": "Permission preset: read-only. Reading files inside the workspace needs no approval; file "
+                 "changes, shell commands and anything outside the workspace ask the user first.",
+    "workspace-write": "Permission preset: workspace-write. File changes inside the workspace need no approval; "
+                       "shell commands and anything outside the workspace ask the user first.",
+    "full-access": "Permission preset: full-access. No tool call asks for approval.",
+}
+
+
+def default_context_sections(cwd: Path, now_ms: int, preset: str | None = None) -> list[Section]:
     date = _dt.datetime.fromtimestamp(now_ms / 1000).date().isoformat()  # local date
     out = [
         Section("environment:cwd", 0, f"Working directory: {cwd}"),
@@ -149,6 +158,8 @@ def default_context_sections(cwd: Path, now_ms: int) -> list[Section]:
     branch = git_branch(cwd)
     if branch:
         out.append(Section("environment:git", 3, f"Git branch: {branch}"))
+    if preset in PRESET_TEXTS:
+        out.append(Section("permission:preset", 4, PRESET_TEXTS[preset]))
     return out
 
 

@@ -195,7 +195,9 @@ async def test_default_runtime_context_has_cwd_platform_date(tmp_path):
     await run_followup(agent, "hi")
     snap = [e["data"] for e in of_type(agent, "user/message") if e["data"]["source"]["kind"] == "plugin"][0]
     names = [x["name"] for x in snap["source"]["sections"]]
-    assert names == ["environment:cwd", "environment:platform", "environment:date", "environment:git"]
+    assert names == ["environment:cwd", "environment:platform", "environment:date", "environment:git",
+                     "permission:preset"]
+    assert "Permission preset: full-access." in texts(snap)
     assert f"Working directory: {tmp_path}" in texts(snap) and "Git branch: feature-x" in texts(snap)
     await run_followup(agent, "same context")
     (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
