@@ -99,6 +99,8 @@ class DshApp(App):
         if keymap:
             self.set_keymap(keymap)
         if self.start_screen == "browser" and self.push_browser():
+            if self.model_hint:  # the chat's status bar is not on screen yet: say it once here
+                self.notify(self.model_hint, title="No model configured", severity="warning", timeout=15)
             return
         self.open_chat(self.harness_factory)
 

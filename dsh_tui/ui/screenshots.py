@@ -115,7 +115,7 @@ def build_app(state: State, base: Path) -> DshApp:
                                          fallback=lambda _r: scripted.text("…"))
     spec = HarnessSpec(root=base / "sessions", cwd=ws, provider=provider, model="deepseek-v4-flash",
                        preset=state.preset, clock=step_clock(), agent_options={"runtime_context": False})
-    settings = UiSettings(values={"ui.theme": "dsh-dark", "ui.show_time": True})
+    settings = UiSettings(values={"ui.theme": "dsh-dark", "ui.show_time": True, "ui.cursor_blink": False})
     return DshApp(lambda bridge: open_harness(bridge, spec), settings=settings, clock=lambda: 0.0)
 
 

@@ -170,6 +170,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.trash_mode = False
         self.expanded: set[str] = set()
         self._ids: set[str] = set()
+        self._has_lineage = False
         self._rows_version = 0
         self._scope_cache: dict[tuple, list[SessionRow]] = {}
         self._sort_cache: tuple[Any, list[SessionRow]] = (None, [])
@@ -256,6 +257,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         if rows_changed:
             self._rows_version += 1
             self._ids = {r.id for r in self.rows if r.id}
+            self._has_lineage = any(r.parent for r in self.rows)
         text = self.query_one("#filter", Input).value
         if self.trash_mode:
             entries = [ListEntry(r) for r in cat.sort_rows(self.rows)]
@@ -268,7 +270,12 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
                 filtered = self._sorted(scoped)
             else:
                 # same rule as catalog.filter_rows, over lower-cased haystacks cached per row set
-                filtered = [r for r, hay in self._hays(scoped) if all(w in hay for w in words)]
+                hays = self._hays(scoped)
+                if len(words) == 1:
+                    (w,) = words
+                    filtered = [r for r, hay in hays if w in hay]
+                else:
+                    filtered = [r for r, hay in hays if all(w in hay for w in words)]
             entries = self._lineage(filtered)
         current = self.list.current
         self.list.set_entries(entries, keep_cursor=keep_cursor)
@@ -292,34 +299,44 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         return self._hay_cache[1]
 
     def _lineage(self, rows: list[SessionRow]) -> list[ListEntry]:
-        """Forks under their parent (with the fork point); subagents only under an expanded parent."""
-        present = {r.id for r in rows if r.id}
+        """Forks under their parent (with the fork point); subagents only under an expanded parent.
+
+        Linear in the rows (this runs on every filter keystroke over up to ~10k rows)."""
+        present = {r.id for r in rows if r.id} if self._has_lineage else ()
         by_parent: dict[str, list[SessionRow]] = {}
         top: list[SessionRow] = []
+        ids = self._ids
         for r in rows:
-            if r.parent and r.parent in present and r.is_fork:
-                by_parent.setdefault(r.parent, []).append(r)
-            elif not r.is_subagent:
+            parent = r.parent
+            if parent is None:
                 top.append(r)
-        subs: dict[str, list[SessionRow]] = {}
-        for r in self.rows:
-            if r.is_subagent and r.parent in self.expanded:
-                subs.setdefault(r.parent, []).append(r)
+            elif r.origin != "subagent":
+                if parent in present:
+                    by_parent.setdefault(parent, []).append(r)
+                else:
+                    top.append(r)
+            elif parent not in ids:
+                top.append(r)  # an orphan subagent session stays visible
+        for pid in self.expanded:
+            subs = [r for r in self.rows if r.parent == pid and r.origin == "subagent"]
+            if subs:
+                by_parent.setdefault(pid, []).extend(cat.sort_rows(subs))
+        if not by_parent:
+            return [ListEntry(r) for r in top]
         out: list[ListEntry] = []
 
-        def add(r: SessionRow, depth: int, seen: set[str]) -> None:
-            if r.id in seen:
-                return
-            seen = seen | {r.id or r.path}
-            fork_point = r.seed_length if depth and r.is_fork else None
+        def add(r: SessionRow, depth: int, seen: frozenset[str]) -> None:
+            fork_point = r.seed_length if depth and r.origin != "subagent" else None
             out.append(ListEntry(r, depth, fork_point=fork_point))
-            for child in by_parent.get(r.id or "", []):
-                add(child, depth + 1, seen)
-            for child in cat.sort_rows(subs.get(r.id or "", [])):
-                add(child, depth + 1, seen)
+            children = by_parent.get(r.id) if r.id else None
+            if children:
+                seen = seen | {r.id}
+                for child in children:
+                    if child.id not in seen:
+                        add(child, depth + 1, seen)
 
         for r in top:
-            add(r, 0, set())
+            add(r, 0, frozenset())
         return out
 
     def _search_entries(self) -> list[ListEntry]:

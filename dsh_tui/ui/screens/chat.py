@@ -94,6 +94,8 @@ class ChatScreen(Screen):
         yield self.status
 
     def on_mount(self) -> None:
+        self.composer.cursor_blink = bool(self.app.settings.get("ui.cursor_blink", True)) \
+            if hasattr(self.app, "settings") else True
         self.status.usage = self.fold.usage
         self.status.redraw()
         self.composer.focus()
