@@ -253,15 +253,38 @@ def find_negative_zero(value: Any, where: str = "data") -> str | None:
     return None
 
 
+def _floats_ok(value: Any) -> bool:
+    """True when no float anywhere in ``value`` is NaN, ±Infinity or -0 (path-free fast walk)."""
+    t = type(value)
+    if t is dict:
+        value = value.values()
+    elif t is not list:
+        if t is float:
+            return value == value and value not in (math.inf, -math.inf) and not (
+                value == 0 and math.copysign(1.0, value) < 0)
+        return True
+    for v in value:
+        tv = type(v)
+        if (tv is dict or tv is list or tv is float) and not _floats_ok(v):
+            return False
+    return True
+
+
 def find_bad_float(value: Any, where: str = "data") -> str | None:
     """Like :func:`find_negative_zero` but also flags NaN/Infinity (programmatic seeds). Returns
     ``"<path>: <what> is not lossless JSON"`` or None."""
+    if _floats_ok(value):
+        return None
+    return _find_bad_float(value, where)
+
+
+def _find_bad_float(value: Any, where: str) -> str | None:
     t = type(value)
     if t is dict:
         for k, v in value.items():
             tv = type(v)
             if tv is dict or tv is list or tv is float:
-                p = find_bad_float(v, _path_key(where, k))
+                p = _find_bad_float(v, _path_key(where, k))
                 if p is not None:
                     return p
         return None
@@ -269,7 +292,7 @@ def find_bad_float(value: Any, where: str = "data") -> str | None:
         for i, v in enumerate(value):
             tv = type(v)
             if tv is dict or tv is list or tv is float:
-                p = find_bad_float(v, f"{where}[{i}]")
+                p = _find_bad_float(v, f"{where}[{i}]")
                 if p is not None:
                     return p
         return None
