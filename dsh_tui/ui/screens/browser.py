@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 
 from dsh_tui.store import catalog as cat
 from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
+from dsh_tui.ui.widgets.chrome import LightInput
 from dsh_tui.ui.widgets.sessionlist import ListEntry, SessionList
 
 PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
@@ -171,6 +172,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.expanded: set[str] = set()
         self._ids: set[str] = set()
         self._has_lineage = False
+        self._labels: dict[str, str] = {}
         self._rows_version = 0
         self._scope_cache: dict[tuple, list[SessionRow]] = {}
         self._sort_cache: tuple[Any, list[SessionRow]] = (None, [])
@@ -185,8 +187,8 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static("", id="scope")
-        yield Input(placeholder="Filter by title, workspace or id…   (Ctrl+F: search content, Tab: scope)",
-                    id="filter")
+        yield LightInput(placeholder="Filter by title, workspace or id…   (Ctrl+F: search content, Tab: scope)",
+                         id="filter")
         self.list = SessionList(now_ms=self.now_ms, id="sessions")
         yield self.list
         yield Static("", id="progress")
@@ -365,14 +367,20 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
                 label = f"This workspace ({self.cwd}) · {here} sessions   [Tab] all workspaces: {every}"
             if self.search_mode:
                 label = f"Content search · {shown} session{'' if shown == 1 else 's'} match   " + label
-        self.query_one("#scope", Static).update(Text(label))
+        self._set_label("#scope", label)
         if self.indexing is not None:
             done, total = self.indexing
             prog = f"Indexing {done}/{total}…"
         else:
             unreadable = sum(1 for r in self.rows if r.state == cat.UNREADABLE)
             prog = f"{len(self.rows)} logs on disk" + (f" · {unreadable} unreadable" if unreadable else "")
-        self.query_one("#progress", Static).update(Text(prog))
+        self._set_label("#progress", prog)
+
+    def _set_label(self, selector: str, text: str) -> None:
+        # Static.update reflows the screen; most keystrokes leave these lines unchanged.
+        if self._labels.get(selector) != text:
+            self._labels[selector] = text
+            self.query_one(selector, Static).update(Text(text))
 
     # -- input --------------------------------------------------------------------------------
     @on(Input.Changed, "#filter")

@@ -31,6 +31,7 @@ from dsh_tui.session.timeline import (
     fold_timeline,
     request_header_at,
 )
+from dsh_tui.ui.widgets.chrome import LightInput
 from dsh_tui.ui.widgets.ledger import Ledger
 
 
@@ -203,7 +204,7 @@ The inspector shows the raw event and, inside a model request, what the model re
 
     def compose(self) -> ComposeResult:
         yield Static("", id="lanes")
-        yield Input(placeholder="Filter events: type:tool/  turn:2  text…", id="ledger-filter")
+        yield LightInput(placeholder="Filter events: type:tool/  turn:2  text…", id="ledger-filter")
         with Horizontal(id="body"):
             self.ledger = Ledger(id="ledger")
             yield self.ledger

@@ -74,6 +74,7 @@ class LineList(ScrollView, can_focus=True):
         self._cache: dict[int, tuple[int, Strip]] = {}
         self.paints = 0  # render_line calls (tests/benches read it)
         self.first_paint_at: float | None = None  # perf_counter() of the first row painted
+        self.last_paint_at = 0.0
 
     # -- data ---------------------------------------------------------------------------------
     def set_rows(self, count: int, formatter: Formatter | None = None, *, keep_cursor: bool = False) -> None:
@@ -113,8 +114,10 @@ class LineList(ScrollView, can_focus=True):
     # -- painting -----------------------------------------------------------------------------
     def render_line(self, y: int) -> Strip:
         self.paints += 1
+        now = time.perf_counter()
+        self.last_paint_at = now
         if self.first_paint_at is None and self.count:
-            self.first_paint_at = time.perf_counter()
+            self.first_paint_at = now
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.size.width
@@ -131,7 +134,14 @@ class LineList(ScrollView, can_focus=True):
             strip = cached[1]
         else:
             segments = [Segment(text, self._style(base, style)) for text, style in self.formatter(row, width)]
-            strip = Strip(segments).crop_extend(0, width, base)
+            used = sum(cell_len(seg.text) for seg in segments)
+            if used < width:
+                segments.append(Segment(" " * (width - used), base))
+                strip = Strip(segments, width)  # one Strip per row: each costs a few caches
+            elif used == width:
+                strip = Strip(segments, width)
+            else:
+                strip = Strip(segments, used).crop(0, width)
             if len(self._cache) > 4096:
                 self._cache.clear()
             self._cache[row] = (width, strip)
