@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 from typing import Any
 
 from .errors import SessionFormatUnsupportedError, SessionValidationError
@@ -36,9 +37,11 @@ def make_header(
     delegation_depth: int = 0,
     agent_preset: str | None = None,
 ) -> dict[str, Any]:
-    """Build a header dict in dsh's key order (``delegationDepth`` always present). Validated strictly."""
-    h: dict[str, Any] = {"type": "session", "version": SESSION_FORMAT_VERSION, "id": id,
-                         "createdAt": 0 if created_at is None else created_at}
+    """Build a header dict in dsh's key order (``delegationDepth`` always present). Validated strictly.
+    ``created_at`` defaults to now (epoch milliseconds)."""
+    if created_at is None:
+        created_at = time.time_ns() // 1_000_000
+    h: dict[str, Any] = {"type": "session", "version": SESSION_FORMAT_VERSION, "id": id, "createdAt": created_at}
     if cwd is not None:
         h["cwd"] = cwd
     if parent_session is not None:

@@ -158,6 +158,14 @@ def test_validate_header_rejections(patch, needle):
     assert needle in str(err.value)
 
 
+def test_make_header_created_at_defaults_to_now():
+    import time
+
+    before = time.time_ns() // 1_000_000
+    h = headers.make_header("s")
+    assert before <= h["createdAt"] <= time.time_ns() // 1_000_000
+
+
 def test_validate_header_lenient_accepts_fixture_placeholders():
     h = {"type": "session", "version": 0, "id": "{{sessionId}}", "createdAt": 0, "cwd": "{{cwd}}"}
     assert headers.validate_header(h, lenient=True) is h
