@@ -559,3 +559,16 @@ def test_row_tagged_ignorable_event_stays_logical(tmp_path):
     path = write_log(store, hdr, events + [odd], [200])
     prefix = jsonl.scan_buffer(path.read_bytes(), "zstd")
     assert prefix.events == events + [odd] and prefix.torn is None
+
+
+def test_lone_surrogates_round_trip(tmp_path):
+    """JavaScript strings may hold lone surrogates; dsh writes them as \\udXXX escapes."""
+    events = fixture_events()[:3]
+    odd = {"type": "session/title", "seq": 3, "time": 9,
+           "data": {"title": "a\ud800b\udfff😀", "messageSeqs": [], "source": {"kind": "fallback"}}}
+    for comp in ("none", "zstd"):
+        store = jsonl.JsonlStore(tmp_path / comp, comp)
+        path = write_log(store, header(), events + [odd, dict(events[2], seq=4)], [2, 3])
+        plain = jsonl.decode_raw_text(path.read_bytes(), comp)
+        assert b"\\ud800" in plain and b"\\udfff" in plain and "😀".encode() in plain
+        assert jsonl.scan_buffer(path.read_bytes(), comp).events == events + [odd, dict(events[2], seq=4)]
