@@ -27,7 +27,7 @@ def _mixed_events() -> list[dict]:
         ev = dict(ev)
         ev["time"] = t + (i * 11 if i % 17 else -i * 5)  # a clock step backwards now and then
         out.append(ev)
-    unknown = {"type": "x-future/hint", "seq": len(out), "time": t, "data": {"note": "é😀"}, "ignorable": True}
+    unknown = {"type": "x-future/hint", "seq": len(out), "time": t, "data": {"note": "é😀\ud800x"}, "ignorable": True}
     step_end = next(i for i, e in enumerate(out) if e["type"] == "step/end")
     out.insert(step_end, unknown)
     for i, ev in enumerate(out):
