@@ -67,3 +67,23 @@ async def test_fixture_replay_is_read_only_and_matches_the_cold_fold():
         await pilot.press("enter")
         await pilot.pause()
         assert "Notify" in notes and not app.chat.running
+
+
+async def test_jump_requested_before_the_session_is_folded_happens_after(monkeypatch):
+    import dsh_tui.ui.screens.chat as chat_mod
+
+    monkeypatch.setattr(chat_mod, "TAIL_EVENTS", 2_000)
+    header, events = long_session(200, chunks_per_step=10)
+    target = next(e["seq"] for e in events if e["type"] == "user/message" and e["data"]["id"] == "u3")
+
+    async def factory(_bridge):
+        return ReplayHarness(header, events, preload_turns=1 << 30)
+
+    app = DshApp(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    async with app.run_test(size=(100, 30)) as pilot:
+        chat = app.open_chat(factory)  # what the browser does for a content-search hit
+        assert chat.scroll_to_seq(target)  # not attached yet: remembered
+        await wait_for(pilot, lambda: chat.attached and not chat.loading_head)
+        await pilot.pause(0.3)
+        assert chat.transcript.detached
+        assert "Question 3:" in screen_text(app)

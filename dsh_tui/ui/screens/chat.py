@@ -76,6 +76,8 @@ class ChatScreen(Screen):
         self.flushes = 0  # drains applied (tests and benches read it)
         self._flush_cost = 0.0
         self.loading_head = False
+        self.attached = False  # a session's events have been received
+        self._pending_seq: int | None = None
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -164,6 +166,10 @@ class ChatScreen(Screen):
         self.transcript.load_tail()
         self.transcript.anchor()
         self.plan_strip.show_plan(fold.plan)
+        self.attached = True
+        if self._pending_seq is not None:
+            seq, self._pending_seq = self._pending_seq, None
+            self.call_after_refresh(self.scroll_to_seq, seq)
 
     @work(thread=True, group="chat-head", description="fold the older part of a long session")
     def _fold_head(self, header: Any, events: list[dict[str, Any]], start: int, tail: TranscriptFold) -> None:
@@ -180,6 +186,9 @@ class ChatScreen(Screen):
         self.transcript._update_earlier()
         self.plan_strip.show_plan(tail.plan)
         self.status.redraw()
+        if self._pending_seq is not None:
+            seq, self._pending_seq = self._pending_seq, None
+            self.scroll_to_seq(seq)
 
     def _phase_from_event(self, event: dict[str, Any]) -> None:
         etype = event.get("type")
@@ -336,7 +345,12 @@ class ChatScreen(Screen):
         self.transcript.refresh_all()
 
     def scroll_to_seq(self, seq: int) -> bool:
-        """Show the item built from event ``seq`` (or the last item before it), e.g. a search hit."""
+        """Show the item built from event ``seq`` (or the last item before it), e.g. a search hit.
+
+        Called before the session is attached, the jump happens right after it attaches."""
+        if not self.attached or (self.loading_head and (not self.fold.items or seq < self.fold.items[0].seq)):
+            self._pending_seq = seq  # jump once the session (or its older part) is folded
+            return True
         index = -1
         for i, item in enumerate(self.fold.items):
             if item.seq > seq:
