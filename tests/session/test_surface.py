@@ -275,3 +275,24 @@ def test_tool_outcome_unknown_resume_reproduces_the_fixture():
     assert s.first_live_seq == 8
     assert jsonutil.dumps(s.events) == jsonutil.dumps(evs[:9])
     assert s.events[8]["type"] == "session/end-seed" and s.open_turn is None
+
+
+@pytest.mark.parametrize("path", LOADABLE, ids=fixture_id)
+def test_incremental_folds_equal_whole_log_folds(path):
+    from dsh_tui.session import folds
+
+    h, evs = load_fixture(path)
+    evs = legacy.import_legacy(evs, h["id"])
+    s = Session(h, evs, clock=lambda: 0, lenient=True)
+    assert s.request_header() == folds.fold_request_header(s.events)
+    assert s.request_context() == folds.fold_request_context(s.events)
+    assert s.title() == folds.fold_title(s.events)
+    assert s.todos() == folds.fold_todos(s.events)
+    assert s.plan_mode() == folds.fold_plan_mode(s.events)
+    assert s.end_seed_seq == folds.last_end_seed(s.events)
+    titles = [e for e in s.events if e["type"] == "session/title"]
+    if titles and all(t["data"]["source"]["kind"] != "user" for t in titles):
+        assert s.title() == titles[-1]["data"]["title"]
+    headers = [e for e in s.events if e["type"] == "request/header"]
+    if headers:
+        assert folds.header_equals(s.request_header(), headers[-1]["data"]["header"])
