@@ -163,21 +163,27 @@ def available_models(settings: Settings) -> list[tuple[str, str]]:
     return out
 
 
+_USER_IDS: dict[str, str] = {}
+
+
 def anonymous_user_id() -> str | None:
     """A random, stable, anonymous id sent as ``x-deepseek-harness-user-id`` (as dsh does)."""
     path = config_dir() / "anonymous-user-id"
+    cached = _USER_IDS.get(str(path))
+    if cached is not None:
+        return cached
     try:
         value = path.read_text(encoding="utf-8").strip()
-        if value:
-            return value
     except OSError:
-        pass
-    value = str(uuid.uuid4())
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(value + "\n", encoding="utf-8")
-    except OSError:
-        return None
+        value = ""
+    if not value:
+        value = str(uuid.uuid4())
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(value + "\n", encoding="utf-8")
+        except OSError:
+            return None
+    _USER_IDS[str(path)] = value
     return value
 
 
