@@ -128,6 +128,9 @@ class SessionWriter:
                         return
                     self._cv.wait()
                 batch = list(self._pending)
+                # the queue behind this batch is empty now: the first event arriving during the write
+                # arms the next fixed window at its own arrival (not at the end of this write)
+                self._deadline = None
             try:
                 self.store.append(self.session_id, batch, **self._append_kw)
             except BaseException as err:  # keep the batch at the head; pause until event/flush/close
@@ -152,8 +155,9 @@ class SessionWriter:
                 self.batches_written += 1
                 self.events_written += len(batch)
                 self._error = None
-                # events that arrived during the write form the next batch on a fresh fixed window
-                self._deadline = time.monotonic() + self.window if self._pending else None
+                # events that arrived during the write form the next batch; their window is already armed
+                if not self._pending:
+                    self._deadline = None
                 durable = self._durable
                 self._cv.notify_all()
             if self.on_flush is not None:
