@@ -93,8 +93,8 @@ class DshApp(App):
     def on_mount(self) -> None:
         # Markdown + Pygments cost ~0.2 s on first use (imports, lexer regexes): pay it in the
         # background after the first paint, not in the middle of the first streamed code block.
-        self.call_after_refresh(lambda: self.run_worker(_prewarm_markdown, thread=True, group="prewarm",
-                                                        description="prewarm markdown"))
+        self.set_timer(1.0, lambda: self.run_worker(_prewarm_markdown, thread=True, group="prewarm",
+                                                    description="prewarm markdown"))
         keymap = self.settings.keymap()
         if keymap:
             self.set_keymap(keymap)
