@@ -42,6 +42,7 @@ PACK_MAX_MEMBERS = 1024
 PACK_MAX_BYTES = 1 << 20
 BUSY_TIMEOUT_MS = 5000
 PACKED_TAGS = ("text-chunks", "reasoning-chunks", "tool-call-chunks")
+_REFUSED_AT_APPEND = frozenset({"request/header-delta", "mode/set"})
 
 SCHEMA_STATEMENTS = (
     """CREATE TABLE persistence_state (
@@ -470,12 +471,17 @@ class SqliteSessionStore:
             return
         from dsh_tui.session import jsonutil, rows
 
-        _check_batch(events)
-        for i, ev in enumerate(events):
-            if not trusted:
+        if trusted:  # Session.append already checked envelope and seqs; keep the cheap contiguity check
+            first = events[0].get("seq")
+            if events[-1].get("seq") != (first if isinstance(first, int) else -(1 << 60)) + len(events) - 1:
+                _check_batch(events)
+        else:
+            _check_batch(events)
+            for i, ev in enumerate(events):
                 jsonutil.check_lossless(ev, where=f"events[{i}]")
+        for ev in events:
             t = ev["type"]
-            if t in ("request/header-delta", "mode/set") or (
+            if t in _REFUSED_AT_APPEND or (
                 t == "request/header" and isinstance(ev["data"], dict) and ev["data"].get("reason") == "fallback"
             ):
                 raise SessionValidationError(f"append to {session_id!r}: unsupported legacy event {t}")
