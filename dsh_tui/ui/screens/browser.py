@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from textual.widgets.option_list import Option
 from dsh_tui.store import catalog as cat
 from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
 from dsh_tui.ui.widgets.chrome import LightInput
-from dsh_tui.ui.widgets.sessionlist import ListEntry, SessionList
+from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
 PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
 
@@ -196,7 +196,9 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).focus()
-        self._scan()
+        # Start the scan once the screen has painted: a worker that stats 10k files while the UI
+        # thread is busy mounting loses the GIL on every syscall and runs several times slower.
+        self.call_after_refresh(self._scan)
 
     def on_unmount(self) -> None:
         self._cancel.set()
@@ -281,12 +283,14 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             entries = self._lineage(filtered)
         current = self.list.current
         self.list.set_entries(entries, keep_cursor=keep_cursor)
+        plain = isinstance(entries, PlainEntries)
         if keep_cursor and current is not None:
-            for i, e in enumerate(entries):
-                if e.row.path == current.row.path and e.hit_seq == current.hit_seq:
+            pairs = ((e.path, None) for e in entries.rows) if plain else ((e.row.path, e.hit_seq) for e in entries)
+            for i, key in enumerate(pairs):
+                if key == (current.row.path, current.hit_seq):
                     self.list.move_to(i)
                     break
-        self._update_header(len([e for e in entries if e.hit_seq is None]))
+        self._update_header(len(entries) if plain else sum(1 for e in entries if e.hit_seq is None))
 
     def _sorted(self, rows: list[SessionRow]) -> list[SessionRow]:
         key = (id(rows), self._rows_version)
@@ -300,7 +304,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             self._hay_cache = (key, [(r, cat.haystack(r)) for r in self._sorted(rows)])
         return self._hay_cache[1]
 
-    def _lineage(self, rows: list[SessionRow]) -> list[ListEntry]:
+    def _lineage(self, rows: list[SessionRow]) -> Sequence[ListEntry]:
         """Forks under their parent (with the fork point); subagents only under an expanded parent.
 
         Linear in the rows (this runs on every filter keystroke over up to ~10k rows)."""
@@ -324,7 +328,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             if subs:
                 by_parent.setdefault(pid, []).extend(cat.sort_rows(subs))
         if not by_parent:
-            return [ListEntry(r) for r in top]
+            return PlainEntries(top)  # no lineage to show: entries are made only when read
         out: list[ListEntry] = []
 
         def add(r: SessionRow, depth: int, seen: frozenset[str]) -> None:

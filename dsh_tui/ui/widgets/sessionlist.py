@@ -263,6 +263,23 @@ class ListEntry:
     fork_point: int | None = None  # seq where a fork child leaves its parent
 
 
+class PlainEntries(Sequence):
+    """Top-level entries over a list of rows, made on access (a 10k-row filter result costs no objects)."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self, rows: list[SessionRow]) -> None:
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, index):  # noqa: ANN001 - Sequence protocol (int or slice)
+        if isinstance(index, slice):
+            return [ListEntry(r) for r in self.rows[index]]
+        return ListEntry(self.rows[index])
+
+
 class SessionList(LineList):
     """The browser's list: title, workspace, last activity, turns, tokens, state (one line each)."""
 
