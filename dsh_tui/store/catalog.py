@@ -540,7 +540,10 @@ class Catalog:
         """Rows for every log on disk now. Indexed facts where the revision is unchanged; header-only
         rows (``indexed=False``) for new or changed logs; rows of logs gone from disk are dropped."""
         conn = self._conn()
-        known = {r[0]: r for r in conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM sessions")}
+        # One JSON value for the whole table: sqlite3 releases the GIL on every row step, and 10k
+        # hand-offs with a busy UI thread cost more than building and parsing one string.
+        (blob,) = conn.execute(f"SELECT json_group_array(json_array({', '.join(_COLUMNS)})) FROM sessions").fetchone()
+        known = {r[0]: r for r in orjson.loads(blob)}
         rows: list[SessionRow] = []
         seen: set[str] = set()
         for root in self.roots:
