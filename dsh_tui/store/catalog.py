@@ -488,15 +488,30 @@ class Catalog:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.db_path, timeout=10, check_same_thread=False, isolation_level=None)
-        # Plain sqlite3 pragmas: sqlite_utils.Database() loads setuptools entry points (~100 ms),
-        # which alone would blow the warm-open budget.
-        with contextlib.suppress(sqlite3.OperationalError):
-            conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        self._ensure_schema(conn)
+        try:
+            conn = self._open()
+        except sqlite3.DatabaseError:
+            # A damaged catalog is only a cache: start a new one (the logs are the truth).
+            for suffix in ("", "-wal", "-shm"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(str(self.db_path) + suffix)
+            conn = self._open()
         loc.conn = conn
         loc.ident = _file_ident(self.db_path)
+        return conn
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.db_path, timeout=10, check_same_thread=False, isolation_level=None)
+        try:
+            # Plain sqlite3 pragmas: sqlite_utils.Database() loads setuptools entry points (~100 ms),
+            # which alone would blow the warm-open budget.
+            with contextlib.suppress(sqlite3.OperationalError):
+                conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            self._ensure_schema(conn)
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
         return conn
 
     def _ensure_schema(self, conn: sqlite3.Connection) -> None:

@@ -292,3 +292,13 @@ def test_filter_sort_find_and_query_building(root, tmp_path):
     with pytest.raises(CatalogError, match="no session"):
         c.find(rows, "zzz")
     assert fts_query('he said "x" o\'k') == '"he" "said" "x" "o" "k"*'
+
+
+def test_a_damaged_catalog_file_is_replaced(root, tmp_path):
+    two_turns("s1", root=root)
+    db = tmp_path / "cache" / "catalog.sqlite"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"this is not a database" * 100)
+    rows = Catalog([root], db).refresh()
+    assert [r.id for r in rows] == ["s1"] and rows[0].turns == 2
+    assert db.read_bytes()[:16] == b"SQLite format 3\x00"
