@@ -108,6 +108,7 @@ class ProviderSettings:
     retry: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
     builtin: bool = False
+    headers: dict[str, str] = field(default_factory=dict)  # extra request headers (gateways)
 
 
 def _builtin_deepseek() -> dict[str, Any]:
@@ -206,6 +207,12 @@ def _parse_provider(name: str, raw: dict[str, Any], builtin: bool) -> ProviderSe
     retry = raw.get("retry") or {}
     if not isinstance(retry, dict):
         raise SettingsError(f"{where}.retry must be a table")
+    headers = raw.get("headers") or {}
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and re.fullmatch(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+", k)
+        for k, v in headers.items()
+    ):
+        raise SettingsError(f"{where}.headers must be a table of header names to string values")
     return ProviderSettings(
         name=name,
         base_url=base_url,
@@ -220,6 +227,7 @@ def _parse_provider(name: str, raw: dict[str, Any], builtin: bool) -> ProviderSe
         retry=dict(retry),
         label=_opt(raw, "label", (str,), where),
         builtin=builtin,
+        headers=dict(headers),
     )
 
 
@@ -466,12 +474,12 @@ def missing_key_message(provider: ProviderSettings) -> str:
 # --------------------------------------------------------------------------------------------------
 # A small TOML writer (the inverse of tomllib for plain data)
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 
 
 def _key(k: str) -> str:
-    return k if _BARE_KEY.match(k) else _string(k)
+    return k if _BARE_KEY.fullmatch(k) else _string(k)
 
 
 def _string(s: str) -> str:

@@ -823,7 +823,8 @@ class OpenAICompatProvider:
     async def _stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         body = encode_body(self.build_body(request))
         key = self._api_key()
-        secrets = (key,) if key else ()
+        # Extra header values (a gateway's own key header, say) are redacted like the key itself.
+        secrets = tuple(v for v in (key, *self.extra_headers.values()) if v and len(v) >= 8)
         headers = self._headers(key, request)
         client = self._get_client()
         where = redact_url(self.base_url)

@@ -53,6 +53,7 @@ def build_provider(
         default_model=default,
         retry=_retry_policy(ps),
         user_id_resolver=anonymous_user_id,
+        extra_headers=ps.headers,
     )
 
 

@@ -17,7 +17,7 @@ from dsh_tui.llm.registry import (
     default_route,
     is_configured,
 )
-from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+from tests.llm.sse_server import ScriptServer, chunk, json_reply, sse_reply
 
 KEY = "sk-registry-abcdefghijklmnop"
 
@@ -179,6 +179,30 @@ async def test_configured_default_effort_reaches_the_wire(server, monkeypatch):
     assert (
         "thinking" not in server.requests[1]["body"] and "reasoning_effort" not in server.requests[1]["body"]
     )
+
+
+async def test_gateway_headers_are_sent_and_redacted(server):
+    secret = "azure-key-0123456789abcdef"
+    settings = Settings(
+        {
+            "providers": {
+                "azure": {"base_url": server.base_url, "headers": {"api-key": secret, "X-Title": "dsh-tui"}}
+            }
+        }
+    )
+    server.push(json_reply(401, {"error": {"message": f"bad api-key {secret}"}}))
+    with pytest.raises(LlmError) as info:
+        await run(build_provider(settings, "azure"), req("gpt-x", "azure"))
+    h = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
+    assert h["api-key"] == secret and h["x-title"] == "dsh-tui"
+    assert "authorization" not in h
+    assert secret not in info.value.message and info.value.code == P.AUTH
+    from dsh_tui.config import SettingsError
+
+    with pytest.raises(SettingsError, match="headers must be a table"):
+        Settings({"providers": {"bad": {"base_url": "http://h", "headers": {"bad header": "x"}}}}).provider(
+            "bad"
+        )
 
 
 def test_deepseek_defaults_for_resolve_model(monkeypatch):
