@@ -167,14 +167,18 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("cache-control", "no-cache")
             self.end_headers()
             self.wfile.flush()
-            for step in reply.steps:
+            last = len(reply.steps) - 1
+            for i, step in enumerate(reply.steps):
                 if isinstance(step, (int, float)):
                     if self._sleep_or_closed(float(step), reply):
                         return
                     continue
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(step), step))
+                frame = b"%x\r\n%s\r\n" % (len(step), step)
+                if i == last and reply.end == "close":
+                    frame += b"0\r\n\r\n"  # the end of the body travels with the last event
+                self.wfile.write(frame)
                 self.wfile.flush()
-            if reply.end == "close":
+            if reply.end == "close" and (last < 0 or isinstance(reply.steps[last], (int, float))):
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
             elif reply.end == "drop":
