@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 import zstandard
@@ -33,6 +34,7 @@ from dsh_tui.session.errors import DshError, SessionCorruptionError
 from dsh_tui.session.rows import expand_line
 
 RAW_NAME = "session.jsonl"
+SQLITE_DB = "sessions.sqlite"  # dsh's SQLite backend (store/sqlite.py) when present in a root
 ZSTD_NAME = "session.jsonl.zstd"
 SCHEMA_VERSION = 3
 _CHUNK = 1 << 16
@@ -145,6 +147,24 @@ def default_db_path() -> Path:
     from dsh_tui.paths import cache_dir
 
     return cache_dir() / "catalog.sqlite"
+
+
+def _is_sqlite_path(path: str) -> bool:
+    return "#" in path and path.rsplit("#", 1)[0].endswith(os.sep + SQLITE_DB)
+
+
+_SQLITE_STORES: dict[tuple[str, int], Any] = {}
+
+
+def _sqlite_store(root: Path):
+    """One SqliteSessionStore per (root, thread): its connection is guarded by its own lock."""
+    from dsh_tui.store.sqlite import SqliteSessionStore
+
+    key = (str(root), threading.get_ident())
+    store = _SQLITE_STORES.get(key)
+    if store is None:
+        store = _SQLITE_STORES[key] = SqliteSessionStore(root)
+    return store
 
 
 def _revision_mtime(revision: str) -> int:
@@ -563,6 +583,9 @@ class Catalog:
         seen: set[str] = set()
         for root in self.roots:
             rroot = str(root)
+            if (Path(root) / SQLITE_DB).is_file():
+                self._scan_sqlite(Path(root), known, rows, seen)
+                continue
             for path, st in discover(root):
                 if path in seen:
                     continue
@@ -580,6 +603,64 @@ class Catalog:
             self._forget(conn, gone)
         self._post_process(rows)
         return rows
+
+    def _scan_sqlite(self, root: Path, known: dict, rows: list[SessionRow], seen: set[str]) -> None:
+        """A root holding dsh's SQLite store: one row per stored session (``<db>#<id>`` as its path)."""
+        try:
+            snapshots = _sqlite_store(root).list_snapshots()
+        except Exception as err:  # noqa: BLE001 - the whole store is unreadable: one row says why
+            path = str(root / SQLITE_DB)
+            seen.add(path)
+            rows.append(SessionRow(path=path, root=str(root), revision="", state=UNREADABLE,
+                                   reason=f"SQLite store: {err}", indexed=True))
+            return
+        for snap in snapshots:
+            sid = snap.header.get("id")
+            path = f"{root / SQLITE_DB}#{sid}"
+            seen.add(path)
+            rec = known.get(path)
+            if rec is not None and rec[2] == snap.revision:
+                row = SessionRow(*rec, True)
+            else:
+                row = SessionRow(*rec, False) if rec is not None else SessionRow(path=path, root=str(root),
+                                                                                 revision=snap.revision)
+                row.revision = snap.revision
+                if rec is None:
+                    _apply_header(row, snap.header)
+                    row.updated_at = row.created_at
+            row.root = str(root)
+            rows.append(row)
+
+    def _index_sqlite(self, row: SessionRow, conn: sqlite3.Connection) -> SessionRow:
+        """Index a session of a SQLite root: events past the indexed seq while its incarnation holds."""
+        root = Path(row.root)
+        sid = row.path.rsplit("#", 1)[1]
+        rec = conn.execute("SELECT sid, fold, header, offset, ident FROM sessions WHERE path=?", (row.path,)).fetchone()
+        ident = row.revision.rsplit(":revision:", 1)[0]  # store + incarnation: same history, maybe grown
+        fold_state = header = None
+        start = 0
+        if rec is not None and rec[4] == ident and rec[1]:
+            fold_state, header, start = orjson.loads(rec[1]), orjson.loads(rec[2]), rec[3] or 0
+        try:
+            store = _sqlite_store(root)
+            if header is None:
+                header = next(s.header for s in store.list_snapshots() if s.header.get("id") == sid)
+                start = 0
+            events = store.read_from(sid, start)
+        except Exception as err:  # noqa: BLE001 - an unreadable session is a row with its reason
+            self._store_unreadable(conn, row, rec, str(err) or type(err).__name__, ident)
+            return row
+        fold = _Fold(fold_state, header, self._known)
+        for ev in events:
+            if ev.get("seq") != fold.s["next_seq"]:
+                fold.s["problem"] = fold.s["corrupt"] = f"seq gap at seq {ev.get('seq')} (expected {fold.s['next_seq']})"
+                break
+            fold.s["next_seq"] += 1
+            fold.event(ev)
+        self._finish_row(row, header, fold)
+        self._store(conn, row, rec[0] if rec else None, fold.s, header, fold.s["next_seq"], ident, fold.texts,
+                    keep_content=start > 0)
+        return row
 
     def _under_roots(self, path: str) -> bool:
         return any(path.startswith(str(r) + os.sep) for r in self.roots)
@@ -681,6 +762,8 @@ class Catalog:
 
     def index_one(self, row: SessionRow, *, conn: sqlite3.Connection | None = None) -> SessionRow:
         conn = conn if conn is not None else self._conn()
+        if _is_sqlite_path(row.path):
+            return self._index_sqlite(row, conn)
         rec = conn.execute(
             "SELECT sid, fold, header, offset, ident, revision FROM sessions WHERE path=?", (row.path,)
         ).fetchone()
@@ -720,9 +803,14 @@ class Catalog:
         except OSError as err:
             self._store_unreadable(conn, row, rec, f"cannot read: {err.strerror or err}", ident)
             return row
+        fold.s["sig"] = _tail_sig(row.path, offset)
+        self._finish_row(row, header, fold)
+        self._store(conn, row, rec[0] if rec else None, fold.s, header, offset, ident, texts, keep_content=grown)
+        return row
+
+    def _finish_row(self, row: SessionRow, header: dict, fold: _Fold) -> None:
         _apply_header(row, header)
         s = fold.s
-        s["sig"] = _tail_sig(row.path, offset)
         row.title, row.title_source = s["title"], s["title_source"]
         row.updated_at, row.last_time = s["updated_at"], s["last_time"]
         row.turns, row.steps, row.events = s["turns"], s["steps"], s["next_seq"]
@@ -741,8 +829,6 @@ class Catalog:
         else:
             row.state, row.reason = COMPLETED, None
         row.indexed = True
-        self._store(conn, row, rec[0] if rec else None, s, header, offset, ident, texts, keep_content=grown)
-        return row
 
     def _store_unreadable(self, conn, row: SessionRow, rec, reason: str, ident: str) -> None:
         row.state, row.reason, row.indexed = UNREADABLE, reason, True
@@ -895,8 +981,15 @@ def fts_query(text: str) -> str:
 
 
 def jsonl_lock_held(log_path: str) -> bool:
-    """A live writer holds ``<session dir>/session.lock`` (the durability engineer's lock)."""
-    lock_file = os.path.join(os.path.dirname(log_path), "session.lock")
+    """A live writer holds ``<session dir>/session.lock`` (the durability engineer's lock); for a
+    SQLite root, ``<root>/sessions.locks/<id>.lock``."""
+    if _is_sqlite_path(log_path):
+        from dsh_tui.store.lock import lock_file_name
+
+        db, sid = log_path.rsplit("#", 1)
+        lock_file = os.path.join(os.path.dirname(db), "sessions.locks", lock_file_name(sid))
+    else:
+        lock_file = os.path.join(os.path.dirname(log_path), "session.lock")
     if not os.path.exists(lock_file):
         return False
     from dsh_tui.store.lock import holder
@@ -944,6 +1037,8 @@ ARCHIVE_DIR = ".archive"
 def _store_for(row: SessionRow):
     from dsh_tui.store.open import open_store
 
+    if _is_sqlite_path(row.path):
+        return open_store(row.root, backend="sqlite")
     return open_store(row.root, backend="jsonl", compression="zstd" if row.path.endswith(".zstd") else "none")
 
 
@@ -1016,6 +1111,8 @@ def fork_at_turn(row: SessionRow, turn: int, *, taken_titles: Iterable[str | Non
 
 
 def _move(row_path: str, root: str, bucket: str) -> Path:
+    if _is_sqlite_path(row_path):
+        raise CatalogError("archive and trash move session directories; a SQLite root has none")
     sess_dir = Path(row_path).parent
     rel = sess_dir.relative_to(root)
     dest = Path(root) / bucket / rel

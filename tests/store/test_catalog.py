@@ -302,3 +302,34 @@ def test_a_damaged_catalog_file_is_replaced(root, tmp_path):
     rows = Catalog([root], db).refresh()
     assert [r.id for r in rows] == ["s1"] and rows[0].turns == 2
     assert db.read_bytes()[:16] == b"SQLite format 3\x00"
+
+
+def test_a_sqlite_root_is_listed_indexed_incrementally_and_searchable(tmp_path):
+    from dsh_tui.store import catalog as catmod
+    from dsh_tui.store.sqlite import SqliteSessionStore
+
+    root = tmp_path / "sq"
+    root.mkdir()
+    store = SqliteSessionStore(root)
+    header = make_header("sq-1")
+    header.pop("type")
+    store.create(header)
+    ev = user_turn(0, 1, "sqlite question about quinces", "answer")
+    store.append("sq-1", ev)
+    c = Catalog([root], tmp_path / "cat.sqlite")
+    (row,) = c.refresh()
+    assert (row.id, row.turns, row.state, row.title) == ("sq-1", 1, COMPLETED, "sqlite question about quinces")
+    assert row.path.endswith("sessions.sqlite#sq-1")
+    assert [h.seq for h in c.search("quinces")] == [2]
+    more = user_turn(len(ev), 2, "second sqlite turn about plums", "ok")
+    store.append("sq-1", more)
+    rows = c.scan()
+    assert rows[0].indexed is False
+    c.index(rows)
+    assert rows[0].turns == 2 and rows[0].events == len(ev) + len(more)
+    assert c.search("plums") and c.search("quinces")
+    catmod.rename(rows[0], "Renamed in SQLite")
+    assert c.refresh()[0].title == "Renamed in SQLite"
+    with pytest.raises(CatalogError, match="SQLite root"):
+        catmod.move_to_trash(rows[0])
+    store.close()
