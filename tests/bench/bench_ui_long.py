@@ -101,8 +101,8 @@ def child_long(t0: float, root: str) -> None:
     app = Bench(factory)
 
     async def run() -> None:
+        t_ui = time.perf_counter()
         async with app.run_test(size=(120, 40)) as pilot:
-            t_ui = time.perf_counter()
             while True:
                 chat = app.chat
                 if chat is not None and chat.fold.items and any(
@@ -114,7 +114,6 @@ def child_long(t0: float, root: str) -> None:
             while len(paints) == n:
                 await asyncio.sleep(0.001)
             out["first_paint"] = paints[-1] - t0
-            out["ui_after_load"] = paints[-1] - t_ui
             while app.chat.loading_head:
                 await asyncio.sleep(0.01)
             out["head_folded"] = time.perf_counter() - t0
@@ -129,11 +128,13 @@ def child_long(t0: float, root: str) -> None:
                 n = len(paints)
                 k0 = time.perf_counter()
                 app._driver.send_message(events.Key("a", "a"))
-                while composer.value == before:
+                give_up = time.perf_counter() + 5
+                while composer.value == before and time.perf_counter() < give_up:
                     await asyncio.sleep(0)
-                while len(paints) == n:
+                while len(paints) == n and time.perf_counter() < give_up:
                     await asyncio.sleep(0.0005)
-                echoes.append((paints[n] - k0) * 1000)
+                if len(paints) > n:
+                    echoes.append((paints[n] - k0) * 1000)
                 await asyncio.sleep(0.05 if i % 2 else 0.1)
             out["echo_p50"] = _pct(echoes, 50)
             out["echo_p95"] = _pct(echoes, 95)
@@ -199,9 +200,8 @@ def main() -> None:
     print(f"machine load average now: {os.getloadavg()[0]:.1f} (figures scale with it; compare the ratios)")
     print(f"long session ({int(runs[0]['events']):,} events), median of {args.runs} fresh processes:")
     print(f"  first paint of the latest turn: {med('first_paint'):.2f} s  [target <= 0.8 s] "
-          f"= start+imports {med('imports'):.2f} s + store load {med('load'):.2f} s + app to first paint "
-          f"{med('first_paint') - med('imports') - med('load'):.2f} s (of which transcript after attach "
-          f"{med('ui_after_load'):.2f} s); "
+          f"= start+imports {med('imports'):.2f} s + store load {med('load'):.2f} s + app start, tail fold "
+          f"and first paint {med('first_paint') - med('imports') - med('load'):.2f} s; "
           f"ratio to the trivial app's first paint {med('first_paint') / base:.1f}")
     print(f"  whole history folded (background) at {med('head_folded'):.2f} s; mounted item views "
           f"{int(med('mounted_views'))}")

@@ -22,7 +22,7 @@ from dsh_tui.ui.widgets.chrome import ApprovalPanel, LightInput, PlanStrip, Queu
 from dsh_tui.ui.widgets.transcript import TranscriptView, ViewState
 
 FLUSH_INTERVAL = 0.05
-TAIL_EVENTS = 20_000  # a longer log shows its last turns first and folds the rest in the background
+TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the rest in the background
 
 
 class ChatScreen(Screen):
@@ -155,8 +155,9 @@ class ChatScreen(Screen):
         for i in range(start, len(events)):
             fold.apply(events[i])
         if start:
+            # fold the older part only after the tail is on screen: the worker holds the GIL
             self.loading_head = True
-            self._fold_head(header, events, start, fold)
+            self.call_after_refresh(lambda: self.set_timer(0.05, lambda: self._fold_head(header, events, start, fold)))
         self.fold = fold
         self.status.usage = fold.usage
         self.transcript.fold = fold
