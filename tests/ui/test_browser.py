@@ -232,3 +232,20 @@ async def test_list_opens_before_indexing_finishes(world):
         await pilot.pause()
         rows = {e.row.id: e.row for e in screen.list.entries if e.row.id}
         assert rows["alpha"].indexed and rows["alpha"].turns == 2
+
+
+async def test_catalog_deleted_while_open_loses_no_rows(world):
+    app, screen = make_app(world)
+    async with app.run_test(size=(110, 30)) as pilot:
+        await open_browser(pilot, app, screen)
+        before = sorted(str(i) for i, _, _ in ids(screen))
+        for p in world["tmp"].glob("catalog.sqlite*"):
+            p.unlink()
+        screen.indexed.clear()
+        screen.list.focus()
+        await pilot.press("f5")
+        await until(pilot, lambda: screen.indexed.is_set() and screen.indexing is None)
+        await pilot.pause()
+        assert sorted(str(i) for i, _, _ in ids(screen)) == before
+        assert (world["tmp"] / "catalog.sqlite").exists()
+        assert all(e.row.indexed for e in screen.list.entries)
