@@ -7,6 +7,7 @@ uses, and the resulting item changes are applied in one batch.
 
 from __future__ import annotations
 
+import gc
 import time
 from typing import Any
 
@@ -22,6 +23,7 @@ from dsh_tui.ui.widgets.chrome import ApprovalPanel, LightInput, PlanStrip, Queu
 from dsh_tui.ui.widgets.transcript import TranscriptView, ViewState
 
 FLUSH_INTERVAL = 0.05
+FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams
 TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the rest in the background
 
 
@@ -75,6 +77,7 @@ class ChatScreen(Screen):
         self._model_hint = model_hint
         self.flushes = 0  # drains applied (tests and benches read it)
         self._flush_cost = 0.0
+        self._last_freeze = 0.0
         self.loading_head = False
         self.attached = False  # a session's events have been received
         self._pending_seq: int | None = None
@@ -108,7 +111,7 @@ class ChatScreen(Screen):
         """Called (on the UI thread) when the bridge has something; coalesces to <= 20 Hz."""
         now = time.monotonic()
         # adaptive coalescing: never spend more than about a third of the loop on transcript updates
-        interval = max(FLUSH_INTERVAL, 2 * self._flush_cost)
+        interval = max(FLUSH_INTERVAL, 1.5 * self._flush_cost)
         wait = interval - (now - self._last_flush)
         if wait <= 0:
             self.flush()
@@ -123,6 +126,10 @@ class ChatScreen(Screen):
         if not events and not notices:
             return
         self.flushes += 1
+        if self.running and self._last_flush - self._last_freeze > FREEZE_EVERY:
+            # a long stream allocates fast; full GC passes over it would stall the loop
+            gc.freeze()
+            self._last_freeze = self._last_flush
         changes: list[tuple[str, Any]] = []
         for event in events:
             if event.get("type") == ATTACH:
@@ -168,6 +175,9 @@ class ChatScreen(Screen):
         self.transcript.anchor()
         self.plan_strip.show_plan(fold.plan)
         self.attached = True
+        # the log and its views live as long as the screen: keep them out of the cyclic GC, whose
+        # full collections otherwise stall the loop for ~100 ms each while a stream allocates
+        gc.freeze()
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
             self.call_after_refresh(self.scroll_to_seq, seq)
@@ -184,6 +194,7 @@ class ChatScreen(Screen):
         if self.fold is not tail:
             return  # another session was attached meanwhile
         tail.prepend(head)
+        gc.freeze()
         self.transcript._update_earlier()
         self.plan_strip.show_plan(tail.plan)
         self.status.redraw()
@@ -219,6 +230,7 @@ class ChatScreen(Screen):
             status.set_phase("approval")
         elif etype == "turn/end":
             self._set_running(False)
+            gc.freeze()  # the finished turn's events and views are long-lived now
 
     def _notice(self, kind: str, value: Any) -> None:
         if kind == "status":
