@@ -22,7 +22,17 @@ from .errors import SessionValidationError
 MAX_SAFE_INTEGER = 2**53 - 1
 
 _encode_str = json.encoder.encode_basestring  # C implementation when available; ensure_ascii=False flavour
-_c_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False).encode
+
+
+def _array_default(obj: Any) -> Any:
+    """Encoder hook: sequence views that declare ``__json_array__`` (``surface.MessagesView``) are arrays."""
+    if getattr(obj, "__json_array__", False):
+        return list(obj)
+    raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
+
+
+_c_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False, check_circular=False,
+                            default=_array_default).encode
 
 # Every float token json emits is a number with "." or "e<sign>" that follows ":", ",", "[" (or starts the
 # text) and precedes ",", "]", "}" (or ends it). One regex pass tells whether the text may contain a float
@@ -98,6 +108,8 @@ def _slow(obj: Any, parts: list[str]) -> None:
                 parts.append(",")
             _slow(v, parts)
         parts.append("]")
+    elif getattr(obj, "__json_array__", False):
+        _slow(list(obj), parts)
     else:
         raise TypeError(f"Object of type {type(obj).__name__} is not JSON serializable")
 

@@ -11,6 +11,7 @@ from inside an observer raises (no re-entrant appends).
 ``derive_messages()`` is the §2.3 projection with a generation-keyed cache: every surface node is
 projected (frozen) once; the cached list is extended incrementally and rebuilt only when
 ``replace_generation`` changed; each call returns a fresh list of shared immutable messages.
+``messages_view()`` returns the same messages as an O(1) snapshot (``surface.MessagesView``).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_up
 from .headers import validate_header
 from .invariants import Relations, check_envelope, check_payload
 from .jsonutil import MAX_SAFE_INTEGER, check_lossless, find_bad_float
-from .surface import SurfaceFold, event_message, freeze
+from .surface import MessagesView, SurfaceFold, event_message, freeze
 
 Observer = Callable[["Session", dict], Any]
 
@@ -323,7 +324,21 @@ class Session:
 
     # ------------------------------------------------------------------ projections
     def derive_messages(self) -> list[Any]:
-        """What the model sees (§2.3): a fresh list of shared, immutable message objects."""
+        """What the model sees (§2.3): a fresh list of shared, immutable message objects (O(messages) copy;
+        :meth:`messages_view` is the O(1) equivalent)."""
+        return list(self._refresh_derived())
+
+    def messages_view(self) -> MessagesView:
+        """:meth:`derive_messages` without the copy: an O(1) read-only snapshot (``MessagesView``) equal to
+        the list ``derive_messages()`` returns; later appends and replaces never change it; mutating it
+        copies it first (copy-on-write). ``jsonutil.dumps`` serialises it; use ``to_list()`` for other
+        encoders."""
+        derived = self._refresh_derived()
+        return MessagesView(derived, len(derived))
+
+    def _refresh_derived(self) -> list[Any]:
+        """The cache list, brought up to date. It is only appended to: a replace generation starts a new list,
+        so earlier views keep their snapshot."""
         fold = self._fold
         if fold.replace_generation != self._derived_gen:
             self._derived = []
@@ -344,7 +359,7 @@ class Session:
                 if m is not None:
                     out.append(m)
             self._derived_nodes = n
-        return list(self._derived)
+        return self._derived
 
     def request_header(self) -> dict | None:
         """The latest ``request/header`` canonicalized (§2.4), or None."""

@@ -10,7 +10,8 @@ between calls (plain ``dict``/``list`` subclasses, so ``json``/``orjson`` serial
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, MutableSequence
+from itertools import islice
 from typing import Any
 
 from .errors import SessionValidationError
@@ -64,6 +65,116 @@ class FrozenList(list):
 
     def __repr__(self) -> str:
         return f"FrozenList({list.__repr__(self)})"
+
+
+class MessagesView(MutableSequence):
+    """An O(1) snapshot of the first ``n`` messages of a cache list that only ever grows (``derive_messages``'s
+    cache between replace generations). Reads never copy; it compares equal to a list (or another view) of the
+    same messages; ``to_list()`` / ``list(view)`` give a plain list and :mod:`jsonutil` serialises it as an
+    array. The snapshot is the caller's: the first mutation copies it (copy-on-write), never touching the
+    shared cache. Slices return plain lists."""
+
+    __slots__ = ("_items", "_n", "_own")
+    __json_array__ = True
+    __hash__ = None  # type: ignore[assignment]  # mutable, like list
+
+    def __init__(self, items: list[Any], n: int | None = None) -> None:
+        self._items = items
+        self._n = len(items) if n is None else n
+        self._own = False
+
+    def _mine(self) -> list[Any]:
+        if not self._own:
+            self._items = self._items[: self._n]
+            self._own = True
+        return self._items
+
+    def __len__(self) -> int:
+        return len(self._items) if self._own else self._n
+
+    def __getitem__(self, index: Any) -> Any:
+        if self._own:
+            return self._items[index]
+        n = self._n
+        if type(index) is slice:
+            return self._items[:n][index] if n != len(self._items) else self._items[index]
+        i = index.__index__()
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError("list index out of range")
+        return self._items[i]
+
+    def __iter__(self) -> Any:
+        if self._own or self._n == len(self._items):
+            return iter(self._items)
+        return islice(self._items, self._n)
+
+    def __reversed__(self) -> Any:
+        items = self._items
+        return (items[i] for i in range(len(self) - 1, -1, -1))
+
+    def __contains__(self, value: Any) -> bool:
+        return any(m is value or m == value for m in self)
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, list | MessagesView):
+            return NotImplemented
+        if len(self) != len(other):
+            return False
+        return all(a is b or a == b for a, b in zip(self, other, strict=True))
+
+    def __ne__(self, other: Any) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __add__(self, other: Any) -> list[Any]:
+        return self.to_list() + list(other)
+
+    def __radd__(self, other: Any) -> list[Any]:
+        return list(other) + self.to_list()
+
+    def to_list(self) -> list[Any]:
+        """A plain list of the same (shared, immutable) messages."""
+        return list(self._items) if self._own else self._items[: self._n]
+
+    # copy-on-write mutators (the snapshot is the caller's, as a fresh list was)
+    def __setitem__(self, index: Any, value: Any) -> None:
+        self._mine()[index] = value
+
+    def __delitem__(self, index: Any) -> None:
+        del self._mine()[index]
+
+    def insert(self, index: int, value: Any) -> None:
+        self._mine().insert(index, value)
+
+    def append(self, value: Any) -> None:
+        self._mine().append(value)
+
+    def extend(self, values: Any) -> None:
+        self._mine().extend(values)
+
+    def sort(self, *, key: Any = None, reverse: bool = False) -> None:
+        self._mine().sort(key=key, reverse=reverse)
+
+    def reverse(self) -> None:
+        self._mine().reverse()
+
+    def __iadd__(self, values: Any) -> MessagesView:
+        self._mine().extend(values)
+        return self
+
+    def copy(self) -> list[Any]:
+        return self.to_list()
+
+    def __copy__(self) -> list[Any]:
+        return self.to_list()
+
+    def __reduce__(self) -> Any:
+        return (MessagesView, (self.to_list(),))
+
+    def __repr__(self) -> str:
+        return f"MessagesView({self.to_list()!r})"
 
 
 def freeze(value: Any) -> Any:

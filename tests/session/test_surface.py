@@ -4,6 +4,8 @@ fixture projections computed independently in the test."""
 from __future__ import annotations
 
 import copy
+import pickle
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import given, settings
@@ -154,6 +156,7 @@ def test_incremental_derive_equals_scratch_after_every_append_and_replace(script
     s = new_session()
     open_step(s)
     n_calls = 0
+    views = []
     for kind, a, b in script:
         if kind == "user":
             s.append("user/message", user_msg(f"u{a}", f"u{len(s.events)}"), surface_op="append")
@@ -190,6 +193,12 @@ def test_incremental_derive_equals_scratch_after_every_append_and_replace(script
         got = s.derive_messages()
         assert jsonutil.dumps(got) == jsonutil.dumps(derive_messages_from(s.events))
         assert jsonutil.dumps(got) == jsonutil.dumps(independent_projection(s.events))
+        view = s.messages_view()
+        assert view == got and got == view and len(view) == len(got) and view.to_list() == got
+        views.append((view, jsonutil.dumps(got)))
+        # every earlier O(1) snapshot still holds exactly what derive_messages returned at its time
+        for old_view, text in views:
+            assert jsonutil.dumps(old_view) == text
     assert [e["seq"] for e in s.events] == list(range(len(s.events)))
     # replay from seed reproduces the projection; non-message events never change it
     s2 = Session(s.header, list(s.events), clock=lambda: 0)
@@ -209,6 +218,45 @@ def test_each_node_is_projected_once_and_shared_across_calls():
     s.append("user/message", user_msg("r", "r"), surface_op=rep(6, 6), source_event_seqs=[6])
     third = s.derive_messages()  # rebuilt after a replace, but unchanged nodes keep their frozen objects
     assert third[0] is first[0] and third[-2]["id"] == "r"
+
+
+def test_messages_view_is_an_o1_snapshot_equal_to_the_list():
+    s = _base()
+    view = s.messages_view()
+    lst = s.derive_messages()
+    assert isinstance(view, Sequence) and not isinstance(view, list)
+    assert view == lst and lst == view and (view != lst) is False and view == s.messages_view()
+    assert view != lst[:-1] and view != lst + [lst[0]] and view != tuple(lst) and view != "x"
+    assert [m["id"] for m in view] == [m["id"] for m in lst] == ["u1", "a1", "r-c1", "u2"]
+    assert view[0] is lst[0] and view[-1] is lst[-1] and view[1:3] == lst[1:3] and view[::-1] == lst[::-1]
+    assert list(reversed(view)) == list(reversed(lst)) and lst[2] in view and view.index(lst[3]) == 3
+    with pytest.raises(IndexError):
+        view[4]
+    with pytest.raises(IndexError):
+        view[-5]
+    with pytest.raises(TypeError):
+        hash(view)
+    # later appends and replaces do not change the snapshot
+    text = jsonutil.dumps(view)
+    s.append("user/message", user_msg("three", "u3"), surface_op="append")
+    assert len(view) == 4 and view[-1] is lst[-1] and jsonutil.dumps(view) == text
+    assert list(reversed(view))[0] is lst[-1] and view[1:] == lst[1:]
+    s.append("user/message", user_msg("r", "r"), surface_op=rep(2, 6), source_event_seqs=[2, 3, 5, 6])
+    assert jsonutil.dumps(view) == text and [m["id"] for m in s.messages_view()] == ["r", "u3"]
+    # the snapshot is the caller's: mutating copies it first, the session and other views are untouched
+    shared = s.messages_view()
+    mine = s.messages_view()
+    mine.append("x")
+    mine[0] = "y"
+    del mine[1]
+    assert mine == ["y", "x"] and shared == s.derive_messages() and len(s.messages_view()) == 2
+    mine += ["z"]
+    assert mine.to_list() == ["y", "x", "z"] and jsonutil.dumps(mine) == '["y","x","z"]'
+    assert pickle.loads(pickle.dumps(view)) == lst and copy.copy(view) == lst and type(copy.copy(view)) is list
+    # the slow (float-exact) encoder path serialises it too
+    s.append("user/message", {**user_msg("f", "f"), "meta": 1.5}, surface_op="append")
+    assert jsonutil.dumps({"m": s.messages_view()}) == jsonutil.dumps({"m": s.derive_messages()})
+    assert '"meta":1.5' in jsonutil.dumps(s.messages_view())
 
 
 # ---------------------------------------------------------------- fixtures
