@@ -45,8 +45,12 @@ class CountingStore:
         self.appends = 0
         self.boundaries: list[int] = []
 
-    def append(self, sid, events):
-        self.inner.append(sid, events)
+    def append(self, sid, events, *, trusted=False):
+        # forwards the writer's ``trusted`` flag (the writer probes this signature, as it would the store's)
+        if trusted:
+            self.inner.append(sid, events, trusted=True)
+        else:
+            self.inner.append(sid, events)
         self.appends += 1
         self.boundaries.append(events[-1]["seq"] + 1)
 
