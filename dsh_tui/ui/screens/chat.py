@@ -20,7 +20,7 @@ from textual.widgets import Input, Static
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.widgets.chrome import ApprovalPanel, LightInput, PlanStrip, QueueList, StatusBar
-from dsh_tui.ui.widgets.transcript import TranscriptView, ViewState
+from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView, ViewState
 
 FLUSH_INTERVAL = 0.05
 FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams
@@ -171,8 +171,10 @@ class ChatScreen(Screen):
         for view in list(self.transcript.views.values()):
             view.remove()
         self.transcript.views.clear()
-        self.transcript.load_tail()
+        self.transcript.load_tail(FIRST_PAINT_ITEMS)
         self.transcript.anchor()
+        if len(fold.items) > FIRST_PAINT_ITEMS:
+            self.call_after_refresh(self._fill_window)
         self.plan_strip.show_plan(fold.plan)
         self.attached = True
         # the log and its views live as long as the screen: keep them out of the cyclic GC, whose
@@ -181,6 +183,12 @@ class ChatScreen(Screen):
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
             self.call_after_refresh(self.scroll_to_seq, seq)
+
+    def _fill_window(self) -> None:
+        """After the first paint: mount the rest of the item window above the visible tail."""
+        transcript = self.transcript
+        if not transcript.detached:
+            transcript.load_earlier(MAX_MOUNTED - len(transcript.views), keep_following=transcript.following)
 
     @work(thread=True, group="chat-head", description="fold the older part of a long session")
     def _fold_head(self, header: Any, events: list[dict[str, Any]], start: int, tail: TranscriptFold) -> None:

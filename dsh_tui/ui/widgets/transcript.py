@@ -20,6 +20,7 @@ from dsh_tui.session.transcript import ADD, REMOVE, UPDATE, Item, StreamItem, Tr
 from dsh_tui.ui.widgets.render import CachedLines, markdown, render_item
 
 MAX_MOUNTED = 100
+FIRST_PAINT_ITEMS = 24  # mounted before the first paint; the rest of the window right after
 PAGE = 40
 SEGMENT_CHARS = 600
 
@@ -219,10 +220,10 @@ class TranscriptView(VerticalScroll):
         self._update_earlier()
         return self.views[items[index].key]
 
-    def load_tail(self) -> None:
-        """Mount the latest items only (tail-first loading of a long session)."""
+    def load_tail(self, count: int = MAX_MOUNTED) -> None:
+        """Mount the latest ``count`` items only (tail-first loading of a long session)."""
         self.detached = False
-        items = self.fold.items[-MAX_MOUNTED:]
+        items = self.fold.items[-count:]
         views = [self.make_view(item) for item in items]
         for item, view in zip(items, views):
             self.views[item.key] = view
@@ -245,7 +246,7 @@ class TranscriptView(VerticalScroll):
         if n:
             self._earlier.update(f"▲ {n} earlier items (scroll to the top or press Home to load more)")
 
-    def load_earlier(self, count: int = PAGE) -> int:
+    def load_earlier(self, count: int = PAGE, *, keep_following: bool = False) -> int:
         """Mount up to ``count`` older items above the window; returns how many were mounted."""
         end = self.hidden_before()
         if end <= 0:
@@ -256,7 +257,8 @@ class TranscriptView(VerticalScroll):
             self.views[item.key] = view
         first_view = self.views.get(self._first_key) if self._first_key else None
         self._first_key = items[0].key
-        self.release_anchor()
+        if not keep_following:
+            self.release_anchor()
         self.mount_all(views, after=self._earlier) if first_view is None else self.mount_all(views, before=first_view)
         self._update_earlier()
         return len(views)
