@@ -11,12 +11,16 @@ of >= 3 consecutive whitelisted ``assistant/chunk`` delta events. Rows are an en
 
 from __future__ import annotations
 
+import json
 from itertools import accumulate
+from operator import sub
 from typing import Any
 
 from .errors import SessionCorruptionError
 from .events import REASONING_CHUNKS, ROW_TAGS, TEXT_CHUNKS, TOOL_CALL_CHUNKS
 from .jsonutil import MAX_SAFE_INTEGER, dumps
+
+_encode_str = json.encoder.encode_basestring  # == dumps(str) for text without surrogates
 
 MIN_RUN = 3  # format constant, not a knob
 SQLITE_MAX_MEMBERS = 1024
@@ -111,7 +115,7 @@ def _build_row(kind: str, run: list[dict]) -> dict:
     d = first["data"]
     c = d["chunk"]
     times = [e["time"] for e in run]
-    dt = [times[i + 1] - times[i] for i in range(len(times) - 1)]
+    dt = list(map(sub, times[1:], times))
     data: dict[str, Any] = {"turn": d["turn"], "step": d["step"], "index": c["index"], "dt": dt}
     if kind == _TOOL:
         data["id"] = c["id"]
@@ -138,6 +142,14 @@ def _row_fixed_bytes(kind: str, first: dict) -> int:
     return len(dumps(data).encode("utf-8"))
 
 
+def _json_str_bytes(text: str) -> int:
+    """UTF-8 size of ``dumps(text)`` (a JSON string literal)."""
+    try:
+        return len(_encode_str(text).encode("utf-8"))
+    except UnicodeEncodeError:  # lone surrogates: dumps escapes them as \\udXXX
+        return len(dumps(text).encode("utf-8"))
+
+
 def _emit_run(kind: str, run: list[dict], out: list[dict], max_members: int | None, max_bytes: int | None) -> None:
     n = len(run)
     if n < MIN_RUN:
@@ -158,7 +170,7 @@ def _emit_run(kind: str, run: list[dict], out: list[dict], max_members: int | No
             m = 0
             while m < limit:
                 e = run[i + m]
-                add = len(dumps(_member(e, kind)).encode("utf-8"))
+                add = _json_str_bytes(_member(e, kind))
                 if m > 0:
                     add += 1 + len(str(e["time"] - run[i + m - 1]["time"])) + (1 if m > 1 else 0)
                 if size + add > max_bytes:
@@ -183,22 +195,64 @@ def pack_batch(
     out: list[dict] = []
     kind: str | None = None
     run: list[dict] = []
+    # The open run's continuation state: an event continues a text/reasoning run exactly when
+    # ``classify(ev) == kind and _continues(run[-1], ev, kind)``; the inline test below accepts only events
+    # that satisfy both (same-type equality is transitive, so comparing with the run's first turn/step/index
+    # equals comparing with the previous member's); anything else takes the general path.
+    p_seq = p_time = 0
+    r_turn: Any = None
+    r_step: Any = None
+    r_index: Any = None
+    tt = ts = ti = None
+    hi = MAX_SAFE_INTEGER
+    lo = -hi
+    fast = False  # the open run is a text/reasoning run
     for ev in events:
+        if fast and type(ev) is dict and len(ev) == 4:
+            # len() + four present keys == exactly the envelope keys (likewise for data and chunk)
+            try:
+                seq = ev["seq"]
+                t = ev["time"]
+                d = ev["data"]
+                if (type(seq) is int and seq == p_seq + 1 and seq <= hi and type(t) is int and lo <= t <= hi
+                        and lo <= t - p_time <= hi and ev["type"] == "assistant/chunk"
+                        and type(d) is dict and len(d) == 3):
+                    c = d["chunk"]
+                    dt_ = d["turn"]
+                    ds_ = d["step"]
+                    if (type(dt_) is tt and dt_ == r_turn and type(ds_) is ts and ds_ == r_step
+                            and type(c) is dict and len(c) == 3):
+                        ci = c["index"]
+                        if (type(ci) is ti and ci == r_index and c["type"] == kind
+                                and type(c["text"]) is str):
+                            run.append(ev)
+                            p_seq = seq
+                            p_time = t
+                            continue
+            except KeyError:
+                pass  # not the whitelisted shape: the general path decides
         k = classify(ev)
         if k is None:
             if run:
                 _emit_run(kind, run, out, max_members, max_bytes)  # type: ignore[arg-type]
                 run = []
                 kind = None
+                fast = False
             out.append(ev)
             continue
         if k == kind and run and _continues(run[-1], ev, k):
             run.append(ev)
+            p_seq, p_time = ev["seq"], ev["time"]
             continue
         if run:
             _emit_run(kind, run, out, max_members, max_bytes)  # type: ignore[arg-type]
         kind = k
         run = [ev]
+        d = ev["data"]
+        p_seq, p_time = ev["seq"], ev["time"]
+        r_turn, r_step, r_index = d["turn"], d["step"], d["chunk"]["index"]
+        tt, ts, ti = type(r_turn), type(r_step), type(r_index)
+        fast = k != _TOOL
     if run:
         _emit_run(kind, run, out, max_members, max_bytes)  # type: ignore[arg-type]
     return out

@@ -271,3 +271,102 @@ def test_fixture_sizes_match_the_spec_inventory(name, figures):
     path = FIXTURES / name
     _, events = load_fixture(path)
     assert (path.stat().st_size, len(events)) == figures
+
+
+# ---------------------------------------------------------------- the fused packer equals the plain definition
+
+def reference_pack(events, max_members=None, max_bytes=None):
+    """pack_batch by its definition: a run continues while ``classify`` gives the run's kind and
+    ``_continues`` holds; byte sizes measured with ``jsonutil.dumps`` (the fused packer inlines all this)."""
+    out, run, kind = [], [], None
+
+    def emit():
+        n = len(run)
+        if n < rows.MIN_RUN:
+            out.extend(run)
+            return
+        cap = max_members if max_members is not None else n
+        i = 0
+        while n - i >= rows.MIN_RUN and cap >= rows.MIN_RUN:
+            m = min(cap, n - i)
+            if max_bytes is not None:
+                while m >= rows.MIN_RUN and len(jsonutil.dumps(rows._build_row(kind, run[i:i + m])["data"])
+                                                .encode("utf-8")) > max_bytes:
+                    m -= 1
+            if m >= rows.MIN_RUN:
+                out.append(rows._build_row(kind, run[i:i + m]))
+                i += m
+            else:
+                out.append(run[i])
+                i += 1
+        out.extend(run[i:])
+
+    for ev in events:
+        k = rows.classify(ev)
+        if k is not None and k == kind and run and rows._continues(run[-1], ev, k):
+            run.append(ev)
+            continue
+        if run:
+            emit()
+        run, kind = ([ev], k) if k is not None else ([], None)
+        if k is None:
+            out.append(ev)
+    if run:
+        emit()
+    return out
+
+
+MUTATIONS = [
+    lambda e: e["data"].__setitem__("turn", 1.0),
+    lambda e: e["data"].__setitem__("step", True),
+    lambda e: e["data"]["chunk"].__setitem__("index", 0.0),
+    lambda e: e["data"]["chunk"].__setitem__("text", 5),
+    lambda e: e["data"]["chunk"].__setitem__("type", "reasoning-delta"),
+    lambda e: e["data"]["chunk"].pop("text"),
+    lambda e: e["data"]["chunk"].__setitem__("extra", "x"),
+    lambda e: e["data"]["chunk"].update({"index": 0}) or e["data"]["chunk"].pop("type"),
+    lambda e: e["data"].pop("step"),
+    lambda e: e["data"].__setitem__("x", 1),
+    lambda e: e.__setitem__("data", ["not", "a", "dict"]),
+    lambda e: e.__setitem__("data", {"turn": 1, "step": 1, "chunk": "str"}),
+    lambda e: e.pop("time"),
+    lambda e: e.__setitem__("time", 1.0),
+    lambda e: e.__setitem__("time", MAX),
+    lambda e: e.__setitem__("seq", float(e["seq"])),
+    lambda e: e.__setitem__("seq", MAX + 1),
+    lambda e: e.__setitem__("type", "assistant/chunk2"),
+    lambda e: e.__setitem__("surfaceOp", "append"),
+    lambda e: e.pop("type") and e.__setitem__("kind", "assistant/chunk"),
+    lambda e: None,
+]
+
+
+@st.composite
+def near_miss_batches(draw):
+    n = draw(st.integers(0, 14))
+    t0 = draw(st.sampled_from([0, -MAX, MAX - 20, 1_700_000_000_000]))
+    seq0 = draw(st.sampled_from([0, 7, MAX - 20]))
+    kind = draw(st.sampled_from(["text-delta", "reasoning-delta", "tool-call-delta"]))
+    texts = st.text(alphabet=st.sampled_from(["a", "é", "\U0001f600", "\ud800", "\udc00", '"', "\n"]), max_size=6)
+    batch = [chunk(seq0 + i, t0 + i, kind=kind, text=draw(texts), name=draw(st.sampled_from([None, "n"])))
+             for i in range(n)]
+    for i in draw(st.lists(st.integers(0, max(n - 1, 0)), max_size=3)) if n else []:
+        try:
+            MUTATIONS[draw(st.integers(0, len(MUTATIONS) - 1))](batch[i])
+        except (KeyError, TypeError, AttributeError):
+            pass  # an earlier mutation of the same event removed what this one edits
+    return batch
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(near_miss_batches(), chunk_batches()), st.sampled_from([None, 3, 1024]),
+       st.sampled_from([None, 60, 90, 1 << 20]))
+def test_pack_batch_equals_the_reference_definition(batch, max_members, max_bytes):
+    got = rows.pack_batch(batch, max_members=max_members, max_bytes=max_bytes)
+    want = reference_pack(batch, max_members, max_bytes)
+    assert jsonutil.dumps(got) == jsonutil.dumps(want)
+    assert [type(x) for x in got] == [type(x) for x in want]
+    for g, w in zip(got, want, strict=True):
+        assert rows.is_packed_row(g) == rows.is_packed_row(w)
+        if not rows.is_packed_row(g):
+            assert g is w  # verbatim events pass through as the same object
