@@ -122,8 +122,50 @@ def _fix_surrogates(text: str) -> str:
     return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
+def _plain_no_float(value: Any) -> bool:
+    """True when ``value`` holds only str / int / bool / None / dict with str keys / list — no float, no
+    subclass, nothing else. For such values orjson's compact output is byte-identical to ``JSON.stringify``
+    (it refuses lone surrogates and integers beyond 64 bits by raising, which falls back to the exact path)."""
+    t = type(value)
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str:
+                return False
+            tv = type(v)
+            if tv is str or tv is int or v is None or tv is bool:
+                continue
+            if (tv is dict or tv is list) and _plain_no_float(v):
+                continue
+            return False
+        return True
+    if t is list:
+        for v in value:
+            tv = type(v)
+            if tv is str or tv is int or v is None or tv is bool:
+                continue
+            if (tv is dict or tv is list) and _plain_no_float(v):
+                continue
+            return False
+        return True
+    return t is str or t is int or value is None or t is bool
+
+
+_orjson_dumps = orjson.dumps
+_OrjsonError = orjson.JSONEncodeError
+
+
 def dumps(obj: Any) -> str:
     """Compact JSON text identical to JavaScript ``JSON.stringify(obj)``."""
+    if _plain_no_float(obj):
+        try:
+            return _orjson_dumps(obj).decode("utf-8")
+        except _OrjsonError:
+            pass  # lone surrogates, integers beyond 64 bits, nesting deeper than orjson allows
+    return _dumps_exact(obj)
+
+
+def _dumps_exact(obj: Any) -> str:
+    """The reference encoder (stdlib C encoder + JavaScript number formatting + surrogate escapes)."""
     text = _c_dumps(obj)
     if _MAYBE_FLOAT.search(text):
         parts: list[str] = []
@@ -136,7 +178,12 @@ def dumps(obj: Any) -> str:
 
 def dumps_bytes(obj: Any) -> bytes:
     """:func:`dumps` encoded as UTF-8 (lone surrogates are escaped, so this never fails)."""
-    return dumps(obj).encode("utf-8")
+    if _plain_no_float(obj):
+        try:
+            return _orjson_dumps(obj)
+        except _OrjsonError:
+            pass
+    return _dumps_exact(obj).encode("utf-8")
 
 
 def _reject_constant(name: str) -> Any:

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from dsh_tui.session import events, headers, jsonutil
 from dsh_tui.session.errors import SessionFormatUnsupportedError, SessionValidationError
+from dsh_tui.session.surface import FrozenDict
 
 # JavaScript Number#toString outputs, written down from the ECMAScript algorithm.
 JS_NUMBERS = [
@@ -188,3 +189,47 @@ def test_js_number_round_trips_and_uses_exponents_only_outside_js_range(f):
     if f == int(f) and abs(f) < 1e21:
         assert "." not in text
     assert jsonutil.dumps([f, {"k": f}]) == f"[{text},{{\"k\":{text}}}]"
+
+
+# ---------------------------------------------------------------- the orjson fast path is byte-exact
+
+any_text = st.text(st.characters(min_codepoint=0, max_codepoint=0x10FFFF, blacklist_categories=()), max_size=12)
+wide_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(-(2**64), 2**64)
+    | st.floats(allow_nan=False, allow_infinity=False) | any_text
+    | st.sampled_from(["\ud83d\ude00", "\ud800", "a\udfffb", "\x7f", "\u2028\u2029", "\x00\x1f\b\f\n\r\t", "</", "1.5"]),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(any_text, c, max_size=4)
+    | st.tuples(c, c) | st.builds(lambda d: FrozenDict(d), st.dictionaries(st.text(max_size=3), c, max_size=3))
+    | st.builds(lambda d: {1: d}, c) | st.builds(lambda d: {True: d, "k": d}, c),
+    max_leaves=25,
+)
+
+
+@given(wide_values)
+def test_dumps_fast_path_equals_the_exact_encoder(value):
+    try:
+        want = jsonutil._dumps_exact(value)
+    except (TypeError, ValueError, RecursionError) as err:
+        with pytest.raises(type(err)):
+            jsonutil.dumps(value)
+        with pytest.raises(type(err)):
+            jsonutil.dumps_bytes(value)
+        return
+    assert jsonutil.dumps(value) == want
+    assert jsonutil.dumps_bytes(value) == want.encode("utf-8")
+
+
+def test_dumps_fast_path_edge_cases():
+    deep: list = []
+    cur = deep
+    for _ in range(300):  # deeper than orjson's limit: the exact encoder takes over
+        cur.append([])
+        cur = cur[0]
+    for value in (deep, {"n": 2**64}, {"n": -(2**63) - 1}, ["\ud800"], {"\udc00": 1}, ["\ud83d\ude00"],
+                  {"f": 1e21, "g": 5.0, "h": 1e-7}, [True, False, None, 0, -1], {"\x7f\u2028": "\x00"}):
+        assert jsonutil.dumps(value) == jsonutil._dumps_exact(value)
+        assert jsonutil.dumps_bytes(value) == jsonutil._dumps_exact(value).encode("utf-8")
+    assert jsonutil.dumps(["\ud83d\ude00", "\ud800"]) == '["\U0001f600","\\ud800"]'
+    for bad in ({"a": object()}, {"a": {1, 2}}, {"a": float("nan")}):
+        with pytest.raises((TypeError, ValueError)):
+            jsonutil.dumps(bad)
