@@ -16,11 +16,15 @@ from itertools import accumulate
 from operator import sub
 from typing import Any
 
+import orjson
+
 from .errors import SessionCorruptionError
 from .events import REASONING_CHUNKS, ROW_TAGS, TEXT_CHUNKS, TOOL_CALL_CHUNKS
 from .jsonutil import MAX_SAFE_INTEGER, dumps
 
 _encode_str = json.encoder.encode_basestring  # == dumps(str) for text without surrogates
+_orjson_dumps = orjson.dumps
+_OrjsonError = orjson.JSONEncodeError
 
 MIN_RUN = 3  # format constant, not a knob
 SQLITE_MAX_MEMBERS = 1024
@@ -150,6 +154,20 @@ def _json_str_bytes(text: str) -> int:
         return len(dumps(text).encode("utf-8"))
 
 
+def _fits(kind: str, members: list[dict], max_bytes: int) -> bool:
+    """True when the row of all ``members`` stays within ``max_bytes`` (then the member-by-member sizing below
+    would take them all). The member-array and ``dt`` JSON sizes are measured in one go: they equal the
+    per-member sums plus the commas. Lone surrogates (orjson refuses them) answer False: measure one by one."""
+    texts = [_member(e, kind) for e in members]
+    times = [e["time"] for e in members]
+    try:
+        texts_len = len(_orjson_dumps(texts))
+    except _OrjsonError:
+        return False
+    dt_len = len(_orjson_dumps(list(map(sub, times[1:], times))))
+    return _row_fixed_bytes(kind, members[0]) + (texts_len - 2) + (dt_len - 2) <= max_bytes
+
+
 def _emit_run(kind: str, run: list[dict], out: list[dict], max_members: int | None, max_bytes: int | None) -> None:
     n = len(run)
     if n < MIN_RUN:
@@ -165,7 +183,7 @@ def _emit_run(kind: str, run: list[dict], out: list[dict], max_members: int | No
     i = 0
     while n - i >= MIN_RUN:
         limit = min(cap_m, n - i)
-        if max_bytes is not None:
+        if max_bytes is not None and not _fits(kind, run[i : i + limit], max_bytes):
             size = _row_fixed_bytes(kind, run[i])
             m = 0
             while m < limit:

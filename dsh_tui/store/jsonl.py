@@ -727,6 +727,21 @@ def _is_file(path: Path) -> bool:
         return False
 
 
+_REFUSAL_CANDIDATES = frozenset(("request/header-delta", "mode/set", "request/header"))
+
+
+def _check_seqs(session_id: str, events: list[dict[str, Any]], cursor: int) -> None:
+    for i, ev in enumerate(events):
+        if ev.get("seq") != cursor + i or type(ev.get("seq")) is not int:
+            raise SessionValidationError(
+                f'append seq mismatch for "{session_id}": expected {cursor + i} at index {i}, '
+                f"got {ev.get('seq')}", "SEQ_MISMATCH",
+            )
+        t = ev.get("time")
+        if type(t) is not int or abs(t) > MAX_SAFE:
+            raise SessionValidationError(f'append to "{session_id}": event {i} time must be a safe integer')
+
+
 class JsonlStore:
     """dsh's JSONL backend over one root (one encoding per root)."""
 
@@ -829,14 +844,13 @@ class JsonlStore:
         if not events:
             return
         for i, ev in enumerate(events):
-            if not isinstance(ev, dict):
+            if type(ev) is not dict and not isinstance(ev, dict):
                 raise SessionValidationError(f"append to {session_id!r}: event {i} is not an object")
             if not trusted:
                 jsonutil.check_lossless(ev, where=f"events[{i}]")
-            if ev.get("type") in ("request/header-delta", "mode/set") or (
-                ev.get("type") == "request/header" and isinstance(ev.get("data"), dict)
-                and ev["data"].get("reason") == "fallback"
-            ):
+            t = ev.get("type")
+            if t in _REFUSAL_CANDIDATES and (t != "request/header" or (
+                    isinstance(ev.get("data"), dict) and ev["data"].get("reason") == "fallback")):
                 raise SessionValidationError(f"append to {session_id!r}: unsupported legacy event {ev.get('type')}")
         if session_id in self._pending:
             header, cursor, materialized = self._pending[session_id], 0, False
@@ -845,15 +859,11 @@ class JsonlStore:
                 self.load(session_id)
             header, cursor = self._cursor[session_id]
             materialized = True
-        for i, ev in enumerate(events):
-            if ev.get("seq") != cursor + i or type(ev.get("seq")) is not int:
-                raise SessionValidationError(
-                    f'append seq mismatch for "{session_id}": expected {cursor + i} at index {i}, '
-                    f"got {ev.get('seq')}", "SEQ_MISMATCH",
-                )
-            t = ev.get("time")
-            if type(t) is not int or abs(t) > MAX_SAFE:
-                raise SessionValidationError(f'append to "{session_id}": event {i} time must be a safe integer')
+        seqs = [ev.get("seq") for ev in events]
+        times = [ev.get("time") for ev in events]
+        if (seqs != list(range(cursor, cursor + len(events))) or set(map(type, seqs)) != _INT_ONLY
+                or set(map(type, times)) != _INT_ONLY or min(times) < -MAX_SAFE or max(times) > MAX_SAFE):
+            _check_seqs(session_id, events, cursor)  # one pass that raises the precise error
         self._check_encoding()
         path = self.locate(header)
         if materialized:

@@ -120,10 +120,20 @@ def _unzigzag(z: int) -> int:
 def encode_seqs(seqs: list[int]) -> bytes:
     """First seq as unsigned LEB128, then zigzag deltas: ``[19, 20, 4]`` -> ``13 02 1f``."""
     out = bytearray()
-    prev = None
-    for s in seqs:
-        out += encode_varint(s) if prev is None else encode_varint(_zigzag(s - prev))
+    it = iter(seqs)
+    for s in it:
+        out += encode_varint(s)
         prev = s
+        break
+    push = out.append
+    for s in it:
+        d = s - prev
+        prev = s
+        z = d * 2 if d >= 0 else -d * 2 - 1
+        if 0 <= z < 0x80:  # one byte: the common case (consecutive cited seqs give 0x02)
+            push(z)
+        else:
+            out += encode_varint(z)
     return bytes(out)
 
 
@@ -229,6 +239,19 @@ def decode_row(row: tuple) -> list[dict]:
     elif ignorable is not None:
         raise ValueError("bad ignorable column")
     return [event]
+
+
+def row_last_seq(row: tuple) -> int:
+    """Seq of the last logical event in a row, with exactly :func:`decode_row`'s validation (a packed row's
+    members are validated but not expanded into event dicts). Raises ValueError (or the decoder's error)."""
+    from dsh_tui.session import rows
+
+    seq, typ, time, data, seqs, op, ignorable = row
+    if ignorable == 0 and isinstance(seq, int) and isinstance(time, int) and isinstance(typ, str) \
+            and typ in PACKED_TAGS and seqs is None and op is None:
+        payload = decode_data(data)  # what expand_line would expand: validate, count
+        return seq + len(rows.validate_row({"type": typ, "seq0": seq, "time0": time, "data": payload})) - 1
+    return decode_row(row)[-1]["seq"]
 
 
 # -------------------------------------------------------------------------------------------- headers
@@ -540,10 +563,10 @@ class SqliteSessionStore:
         if row is None:
             return 0
         try:
-            evs = decode_row(row)
+            last = row_last_seq(row)
         except Exception as err:
             raise SessionCorruptionError(f"session {session_id}: undecodable last row at seq {row[0]}: {err}") from err
-        return evs[-1]["seq"] + 1
+        return last + 1
 
     # -- reads
     def _snapshot(self, fn):

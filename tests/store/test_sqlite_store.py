@@ -182,3 +182,34 @@ def test_sqlite_errors_surface_as_dsh_errors_and_leave_no_rows(tmp_path):
     blocker.close()
     store.append("s1", events[3:6])
     assert store.read_from("s1", 0) == events[:6]
+
+
+def test_row_last_seq_matches_the_decoder_on_good_and_damaged_rows():
+    from dsh_tui.session import rows
+
+    def chunk(q, text="t"):
+        return {"type": "assistant/chunk", "seq": q, "time": 100 + q,
+                "data": {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": text}}}
+
+    events = [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}}] + [chunk(q) for q in range(1, 8)]
+    lines = rows.pack_batch(events)
+    encoded = [sq.encode_line(line) for line in lines]
+    assert [r[1] for r in encoded] == ["turn/start", "text-chunks"]
+    damaged = [
+        (1, "text-chunks", 101, '{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b","c"]}', None, None, 0),
+        (1, "text-chunks", 101, '{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":[]}', None, None, 0),
+        (1, "text-chunks", 101, "not json", None, None, 0),
+        (1, "text-chunks", "101", '{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}', None, None, 0),
+        (1, "turn/start", 101, '{"turn":1}', None, None, 0),
+        (1, "text-chunks", 101, '{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}', b"\x01", None, 0),
+        (1, "turn/start", 101, '{"turn":1}', None, None, 7),
+    ]
+    for row in encoded + damaged:
+        try:
+            want = sq.decode_row(row)[-1]["seq"]
+        except Exception as err:  # noqa: BLE001 - the same failure must come out of both
+            with pytest.raises(type(err)):
+                sq.row_last_seq(row)
+        else:
+            assert sq.row_last_seq(row) == want
+    assert sq.row_last_seq(encoded[-1]) == 7 and sq.row_last_seq(encoded[0]) == 0
