@@ -157,7 +157,8 @@ async def ui_measure(root: Path, db: Path, cwd: str, n_rows: int) -> dict:
             rows = min(max(1, lst.scrollable_content_region.height), max(1, lst.count))
             t1 = time.perf_counter()
             screen._rebuild(rows_changed=False)  # what a keystroke in the filter runs
-            while lst.paints < p0 + rows:  # until the visible rows are painted again
+            deadline = time.perf_counter() + 5
+            while lst.paints < p0 + rows and time.perf_counter() < deadline:  # visible rows painted again
                 await asyncio.sleep(0.0005)
             lat.append((lst.last_paint_at - t1) * 1000)
         results["filter_p50_ms"] = statistics.median(lat)
