@@ -27,7 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def find_session(session: str | None, last: bool, roots: list[str], cwd: str):
     """The catalog row to resume (id / prefix, or the latest here with ``last``)."""
     from dsh_tui.session.errors import DshError
-    from dsh_tui.store.catalog import UNREADABLE, Catalog, resolve_roots, sort_rows
+    from dsh_tui.store.catalog import UNREADABLE, Catalog, resolve_roots, sort_rows, workspace_rows
 
     if not session and not last:
         raise DshError("give a session id or --last")
@@ -41,7 +41,7 @@ def find_session(session: str | None, last: bool, roots: list[str], cwd: str):
     if session:
         row = cat.find(rows, session)
     else:
-        here = [r for r in sort_rows(rows) if r.cwd == cwd and r.state != UNREADABLE and not r.is_subagent]
+        here = [r for r in workspace_rows(sort_rows(rows), cwd) if r.state != UNREADABLE and not r.is_subagent]
         if not here:
             raise DshError(f"no session to resume in {cwd}")
         row = here[0]

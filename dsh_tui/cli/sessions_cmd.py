@@ -56,14 +56,15 @@ def run(args) -> int:
     import os
     import sys
 
-    from dsh_tui.store.catalog import Catalog, resolve_roots, sort_rows
+    from dsh_tui.store.catalog import Catalog, resolve_roots, sort_rows, workspace_rows
 
     cat = Catalog(resolve_roots(args.root))
     try:
         rows = cat.refresh()
         cwd = os.getcwd()
         if not args.all:
-            rows = [r for r in rows if r.cwd == cwd or r.state == "unreadable" and r.cwd is None]
+            here = {id(r) for r in workspace_rows(rows, cwd)}
+            rows = [r for r in rows if id(r) in here or r.state == "unreadable" and r.cwd is None]
         if not args.subagents:
             rows = [r for r in rows if not r.is_subagent]
         rows = sort_rows(rows)

@@ -1023,8 +1023,38 @@ def haystack(row: SessionRow) -> str:
     return f"{row.title or ''}\n{row.cwd or ''}\n{row.id or ''}\n{row.path}".lower()
 
 
+def workspace_names(cwd: str) -> frozenset[str]:
+    """The spellings of a workspace a header's cwd may use: as given and with symlinks resolved."""
+    names = {cwd}
+    with contextlib.suppress(OSError):
+        names.add(os.path.realpath(cwd))
+    return frozenset(names)
+
+
 def in_workspace(row: SessionRow, cwd: str) -> bool:
-    return row.cwd == cwd
+    return row.cwd is not None and bool(workspace_rows([row], cwd))
+
+
+def workspace_rows(rows: Iterable[SessionRow], cwd: str) -> list[SessionRow]:
+    """The rows of workspace ``cwd``; a header cwd spelled through a symlink counts too (one
+    realpath per distinct cwd, not per row)."""
+    names = workspace_names(cwd)
+    resolved: dict[str, bool] = {}
+    out = []
+    for r in rows:
+        c = r.cwd
+        if c is None:
+            continue
+        hit = resolved.get(c)
+        if hit is None:
+            hit = c in names
+            if not hit:
+                with contextlib.suppress(OSError):
+                    hit = os.path.realpath(c) in names
+            resolved[c] = hit
+        if hit:
+            out.append(r)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -333,3 +333,17 @@ def test_a_sqlite_root_is_listed_indexed_incrementally_and_searchable(tmp_path):
     with pytest.raises(CatalogError, match="SQLite root"):
         catmod.move_to_trash(rows[0])
     store.close()
+
+
+def test_workspace_scope_follows_symlinks_both_ways(tmp_path):
+    from dsh_tui.store.catalog import SessionRow, workspace_rows
+
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    rows = [SessionRow(path="a", root="r", revision="", cwd=str(real)),
+            SessionRow(path="b", root="r", revision="", cwd=str(link)),
+            SessionRow(path="c", root="r", revision="", cwd=str(tmp_path))]
+    assert [r.path for r in workspace_rows(rows, str(real))] == ["a", "b"]
+    assert [r.path for r in workspace_rows(rows, str(link))] == ["a", "b"]

@@ -163,6 +163,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         extra = roots if roots is not None else list(getattr(app, "session_roots", None) or [])
         self.catalog = Catalog(cat.resolve_roots(extra), db_path)
         self.cwd = cwd or os.getcwd()
+        self._cwds = cat.workspace_names(self.cwd)
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.index_in_background = index_in_background
         self.rows: list[SessionRow] = []
@@ -251,7 +252,8 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             return cached
         out = [r for r in rows if not r.is_subagent or r.parent not in self._ids]
         if not all_scope:
-            out = [r for r in out if r.cwd == self.cwd or (r.cwd is None and r.state == cat.UNREADABLE)]
+            here = {id(r) for r in cat.workspace_rows(out, self.cwd)}
+            out = [r for r in out if id(r) in here or (r.cwd is None and r.state == cat.UNREADABLE)]
         if len(self._scope_cache) > 8:
             self._scope_cache.clear()
         self._scope_cache[key] = out
@@ -347,7 +349,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     def _search_entries(self) -> list[ListEntry]:
         scoped = {r.path: r for r in self._scoped(self.rows, self.scope_all)}
-        scoped.update({r.path: r for r in self.rows if r.is_subagent and (self.scope_all or r.cwd == self.cwd)})
+        scoped.update({r.path: r for r in self.rows if r.is_subagent and (self.scope_all or r.cwd in self._cwds)})
         out: list[ListEntry] = []
         by_path: dict[str, list[SearchHit]] = {}
         for h in self.hits:
