@@ -234,27 +234,39 @@ class Session:
         events = self.events
         seq = len(events)
         rel = self._rel
+        T = builtins_type
         # fast path: chunks are the bulk of every log
         if (type == ASSISTANT_CHUNK and surface_op is None and source_event_seqs is None
-                and builtins_type(data) is dict and rel.open_step is not None
+                and T(data) is dict and rel.open_step is not None
                 and data.get("turn") == rel.open_turn and data.get("step") == rel.open_step):
             c = data.get("chunk")
-            f = _DELTA_FIELD.get(c.get("type")) if builtins_type(c) is dict else None
-            if (f is None or len(data) != 3 or builtins_type(c.get(f)) is not str
-                    or builtins_type(c.get("index")) is not int or len(c) > 5):
+            f = _DELTA_FIELD.get(c.get("type")) if T(c) is dict else None
+            if (f is None or len(data) != 3 or T(c.get(f)) is not str
+                    or T(c.get("index")) is not int or len(c) > 5):
                 check_lossless(data, "data")
             else:
-                for _k, v in c.items():
-                    if builtins_type(v) is not str and builtins_type(v) is not int:
-                        check_lossless(data, "data")
+                for v in c.values():
+                    tv = T(v)
+                    if tv is str:
+                        continue
+                    if tv is not int or not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
+                        check_lossless(data, "data")  # raises with the path
                         break
-                if builtins_type(c["index"]) is int and not -MAX_SAFE_INTEGER <= c["index"] <= MAX_SAFE_INTEGER:
-                    check_lossless(data, "data")
-            t = self._now()
+            t = self._clock()
+            if T(t) is not int or not -MAX_SAFE_INTEGER <= t <= MAX_SAFE_INTEGER:
+                t = self._check_time(t)
             ev = {"type": type, "seq": seq, "time": t, "data": data}
             events.append(ev)
-            if self._observers:
-                self._notify(ev)
+            obs = self._observers
+            if obs:
+                if len(obs) == 1:
+                    self._notifying = True
+                    try:
+                        obs[0](self, ev)
+                    finally:
+                        self._notifying = False
+                else:
+                    self._notify(ev)
             return ev
         if builtins_type(type) is not str or not type:
             raise SessionValidationError(f"event type must be a non-empty string, got {type!r}")
@@ -284,7 +296,10 @@ class Session:
         return ev
 
     def _now(self) -> int:
-        t = self._clock()
+        return self._check_time(self._clock())
+
+    @staticmethod
+    def _check_time(t: Any) -> int:
         if builtins_type(t) is not int:
             if builtins_type(t) is float and t.is_integer():
                 t = int(t)

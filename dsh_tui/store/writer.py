@@ -60,7 +60,8 @@ class SessionWriter:
         self.lock = lock
         self.on_error = on_error
         self.on_flush = on_flush  # called on the writer thread with the durable length after each write
-        self._cv = threading.Condition(threading.Lock())
+        self._mutex = threading.Lock()
+        self._cv = threading.Condition(self._mutex)
         self._pending: list[dict] = list(session.events[persisted:])
         self._durable = persisted
         self._observed = persisted + len(self._pending)
@@ -85,7 +86,7 @@ class SessionWriter:
 
     # ------------------------------------------------------------------ producer side (any thread)
     def _on_event(self, _session, event: dict) -> None:
-        with self._cv:
+        with self._mutex:  # the condition's own lock, entered without Condition.__enter__'s Python frame
             if self._closed:
                 return
             self._pending.append(event)

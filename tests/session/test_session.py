@@ -96,8 +96,27 @@ def test_chunk_fast_path_still_checks_lossless_and_relations():
         s.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": {1}}})
     with pytest.raises(SessionValidationError, match="integer"):
         s.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 2**53, "text": "a"}})
+    # an unsafe integer in any chunk field, not only the index (the fast path used to check the index alone)
+    with pytest.raises(SessionValidationError, match=r"data\.chunk\.extra: integer"):
+        s.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "a",
+                                                                      "extra": -(2**60)}})
+    with pytest.raises(SessionValidationError, match="time must be integer"):
+        Session(s.header, clock=lambda: 1.5).append("turn/start", {"turn": 1})
     s.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0, "text": "a"}})
     assert len(s.events) == 3
+    clocked = new_session(clock=lambda: 7.0)  # an integral float clock is accepted as an int on the fast path too
+    open_step(clocked)
+    ev = clocked.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0,
+                                                                            "text": "a"}})
+    assert ev["time"] == 7 and type(ev["time"]) is int
+    with pytest.raises(SessionValidationError, match="safe integer"):
+        Session(s.header, clock=lambda: 2**53)._now()
+    late = new_session(clock=iter([1, 2, 2**53]).__next__)
+    open_step(late)
+    with pytest.raises(SessionValidationError, match="safe integer"):
+        late.append("assistant/chunk", {"turn": 1, "step": 1, "chunk": {"type": "text-delta", "index": 0,
+                                                                        "text": "a"}})
+    assert late.events[-1]["type"] == "step/start"
 
 
 # ---------------------------------------------------------------- relational rules (§2.6)
