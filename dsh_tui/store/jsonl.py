@@ -796,6 +796,12 @@ class JsonlStore:
     def locate(self, header: dict[str, Any]) -> Path:
         return layout.log_path(self.root, header.get("cwd"), header["id"], self.compression)
 
+    def find(self, session_id: str) -> Path | None:
+        """The stored log file of ``session_id`` in this root, or None when there is none (a session only
+        created, not yet appended to, has no file). Raises StoreError for a duplicate id across project
+        directories, the unsupported flat-file layout, or a log of the other compression."""
+        return self._find(session_id)
+
     def _find(self, session_id: str) -> Path | None:
         self._check_encoding()
         seg = layout.encode_segment(session_id)

@@ -147,7 +147,7 @@ def lock_path_for(store, session_id: str, header: dict | None = None) -> Path:
     if fn is not None:
         return Path(fn(session_id))
     if header is None:
-        finder = getattr(store, "_find", None)  # JSONL: the stored log of this id, without listing the root
+        finder = getattr(store, "find", None)  # JSONL: the stored log of this id, without listing the root
         found = finder(session_id) if finder is not None else None
         if found is not None:
             return Path(found).parent / LOCK_NAME

@@ -224,3 +224,27 @@ def test_any_batch_partition_round_trips(tmp_path_factory, compression, pack, si
             j += 1
             n_batches += 1
         assert len(frames) == 1 + n_batches
+
+
+def test_find_returns_the_stored_log_and_the_lock_sits_beside_it(tmp_path):
+    from dsh_tui.store import lock as lk
+
+    store = jsonl.JsonlStore(tmp_path, "zstd")
+    assert store.find("s1") is None
+    h = header("s1")
+    store.create(h)
+    assert store.find("s1") is None  # created, nothing appended: no file yet
+    path = write_log(jsonl.JsonlStore(tmp_path, "zstd"), header("s2", cwd="/elsewhere"), fixture_events()[:5], [5])
+    assert store.find("s2") == path == store.locate(header("s2", cwd="/elsewhere"))
+    assert lk.lock_path_for(store, "s2") == path.parent / lk.LOCK_NAME  # no header needed: found on disk
+    # the same id in two project directories is refused, as every lookup by id is
+    dup = store.locate(header("s2", cwd="/third"))
+    dup.parent.mkdir(parents=True)
+    dup.write_bytes(path.read_bytes())
+    with pytest.raises(jsonl.StoreError, match="duplicate"):
+        store.find("s2")
+    # a log of the other compression is a mismatch, not "not found"
+    raw = jsonl.JsonlStore(tmp_path / "raw", "none")
+    write_log(raw, header("s3"), fixture_events()[:3], [3])
+    with pytest.raises(jsonl.StoreError):
+        jsonl.JsonlStore(tmp_path / "raw", "zstd").find("s3")
