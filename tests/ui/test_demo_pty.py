@@ -72,3 +72,25 @@ def test_demo_runs_in_a_real_terminal_and_quits_cleanly(tmp_path):
     assert list((tmp_path / "demo" / "sessions").rglob("session.jsonl*"))
     check = subprocess.run([sys.executable, "-m", "unittest", "-q"], cwd=workspace, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
+
+
+def test_app_without_a_model_opens_and_says_how_to_configure_one(tmp_path):
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color"}
+    env.pop("DEEPSEEK_API_KEY", None)
+    proc = subprocess.Popen([str(DSH_TUI)], cwd=tmp_path, stdin=slave, stdout=slave, stderr=slave, env=env,
+                            start_new_session=True, close_fds=True)
+    os.close(slave)
+    buf = bytearray()
+    try:
+        assert _read_until(master, buf, lambda b: "DEEPSEEK_API_KEY" in _plain(b), 30), _plain(buf)[-2000:]
+        os.write(master, b"\x11")
+        _read_until(master, buf, lambda b: proc.poll() is not None, 20)
+        assert proc.wait(10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    assert b"\x1b[?1049l" in bytes(buf[buf.rfind(b"\x1b[?1049h"):])
