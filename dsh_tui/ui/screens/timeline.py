@@ -165,8 +165,8 @@ The inspector shows the raw event and, inside a model request, what the model re
     TimelineScreen #ledger-filter { height: 3; border: tall $primary-muted; }
     TimelineScreen #ledger-filter:focus { border: tall $primary; }
     TimelineScreen #body { height: 1fr; }
-    TimelineScreen Ledger { width: 3fr; }
-    TimelineScreen #inspector { width: 2fr; border-left: solid $primary-muted; padding: 0 1; }
+    TimelineScreen Ledger { width: 3fr; min-width: 60; }
+    TimelineScreen #inspector { width: 2fr; max-width: 72; border-left: solid $primary-muted; padding: 0 1; }
     """
 
     BINDINGS = [
