@@ -39,7 +39,7 @@ class ReplayHarness:
         self.session = RecordedSession(header)
         self.chunk_delay = chunk_delay
         self._cancel = asyncio.Event()
-        start = 0
+        start = len(events) if preload_turns >= len(events) else 0  # "everything" needs no scan
         while start < len(events) and (events[start]["type"] != "turn/start" or preload_turns > 0):
             if events[start]["type"] == "turn/end":
                 preload_turns -= 1
