@@ -80,7 +80,7 @@ def _import_user(ev: dict, sid: str) -> dict | None:
     d = ev.get("data")
     if type(d) is not dict or "id" in d or "role" in d or "content" not in d or "source" not in d:
         return None
-    return {**ev, "data": {**d, "role": "user", "id": legacy_message_id(sid, ev.get("seq"))}}
+    return {**ev, "data": {**d, "id": legacy_message_id(sid, ev.get("seq")), "role": "user"}}  # dsh's key order
 
 
 def _import_assistant(ev: dict, sid: str) -> dict | None:
@@ -92,12 +92,9 @@ def _import_assistant(ev: dict, sid: str) -> dict | None:
         return None
     msg = {"id": legacy_message_id(sid, ev.get("seq")), "role": "assistant", "content": d["content"],
            "source": {**prov, "kind": "model"}}
-    new: dict[str, Any] = {}
-    for k, v in d.items():
-        if k == "content":
-            new["message"] = msg
-        elif k != "provenance":
-            new[k] = v
+    # dsh's key order: the remaining data keys as they were, then ``message``
+    new: dict[str, Any] = {k: v for k, v in d.items() if k != "content" and k != "provenance"}
+    new["message"] = msg
     return {**ev, "data": new}
 
 
@@ -129,12 +126,9 @@ def _import_tool_result(ev: dict, sid: str, events: list[dict]) -> dict | None:
             if type(tm) is dict and "id" in tm:
                 mid = tm["id"]
     msg = {"id": mid, "role": "user", "content": [block], "source": {"kind": "tool", "callId": call_id}}
-    new: dict[str, Any] = {}
-    for k, v in d.items():
-        if k == "callId":
-            new["message"] = msg
-        elif k not in ("content", "isError"):
-            new[k] = v
+    # dsh's key order: the remaining data keys as they were, then ``message``
+    new: dict[str, Any] = {k: v for k, v in d.items() if k not in ("callId", "content", "isError")}
+    new["message"] = msg
     return {**ev, "data": new}
 
 
