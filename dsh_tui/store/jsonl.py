@@ -213,7 +213,7 @@ class LineScanner:
     """
 
     __slots__ = ("header", "events", "input_bytes", "committed_bytes", "line_no", "issue",
-                 "_frag", "projected")
+                 "_frag", "projected", "runs")
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
@@ -224,6 +224,9 @@ class LineScanner:
         self.issue: SessionCorruptionError | None = None
         self._frag = b""
         self.projected = projected
+        # (index, count) of every packed row the hot loop expanded into ``events`` (for
+        # ``Session(..., packed_runs=...)``: the row decoder already validated those members)
+        self.runs: list[tuple[int, int]] = []
 
     def write(self, chunk: bytes) -> None:
         if not chunk:
@@ -244,6 +247,7 @@ class LineScanner:
         events = self.events
         append = events.append
         extend = events.extend
+        add_run = self.runs.append
         loads = orjson.loads
         row_tags = ROW_TAGS
         n = len(events)
@@ -268,6 +272,8 @@ class LineScanner:
                         self.line_no = line_no - 1
                         self._slow(parts[i:], pos)
                         return
+                    if expanded[0] is not obj:  # a decoded row (not an ignorable row-tagged event)
+                        add_run((n, len(expanded)))
                     extend(expanded)
                     n += len(expanded)
                 else:
@@ -388,6 +394,7 @@ class StoredPrefix:
     projected: bool = False
     revision: str | None = None
     path: Path | None = None
+    runs: list[tuple[int, int]] | None = None  # packed-row spans of ``events`` (see LineScanner.runs)
 
 
 def detect_compression(buf: bytes) -> str:
@@ -462,7 +469,8 @@ def _scan_raw_stream(f: BinaryIO, *, lenient: bool, projected: bool | None) -> S
         scanner.write(block)
     scanner.finish()
     torn = TornMarker(scanner.committed_bytes) if scanner.committed_bytes < total else None
-    return StoredPrefix(scanner.header, scanner.events, "none", torn, total, record, bool(scanner.projected))
+    return StoredPrefix(scanner.header, scanner.events, "none", torn, total, record, bool(scanner.projected),
+                        runs=scanner.runs)
 
 
 def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPrefix:
@@ -497,7 +505,7 @@ def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPr
         scanner.finish()
         torn = TornMarker(fs.torn_start, scanner.events[complete:])
     return StoredPrefix(scanner.header, scanner.events, "zstd", torn, len(buf), record,
-                        bool(scanner.projected))
+                        bool(scanner.projected), runs=scanner.runs)
 
 
 def decode_raw_text(buf: bytes, compression: str | None = None) -> bytes:
@@ -675,7 +683,9 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool) -> P
         closers = repair.interrupted_turn_closers(events)
         prepared = Prepared(prefix.header, events, closers)
         if validate:
-            prepared.session = _construct(prefix.header, prepared.events, lenient=lenient)
+            # legacy import keeps every index (it rewrites turn/message events in place, never chunks), so
+            # the scanner's packed-row spans still point at the same decoded members
+            prepared.session = _construct(prefix.header, prepared.events, lenient=lenient, packed_runs=prefix.runs)
         return prepared
     except (SessionFormatUnsupportedError, SessionCorruptionError):
         raise
@@ -683,10 +693,11 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool) -> P
         raise SessionCorruptionError(f'stored session "{sid}" failed validation: {err}') from None
 
 
-def _construct(header: dict[str, Any], events: list[dict[str, Any]], *, lenient: bool) -> Any:
+def _construct(header: dict[str, Any], events: list[dict[str, Any]], *, lenient: bool,
+               packed_runs: list[tuple[int, int]] | None = None) -> Any:
     from dsh_tui.session.log import Session
 
-    return Session(header, events, lenient=lenient)
+    return Session(header, events, lenient=lenient, packed_runs=packed_runs)
 
 
 def repair_file(path: Path, *, lenient: bool = False) -> tuple[StoredPrefix, Prepared]:

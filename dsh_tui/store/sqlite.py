@@ -430,6 +430,7 @@ class _Scan:
     incarnation: str = ""
     revision: int = 0
     problems: list[str] = field(default_factory=list)
+    runs: list[tuple[int, int]] = field(default_factory=list)  # decoded packed-row spans of ``events``
 
 
 class SqliteSessionStore:
@@ -615,6 +616,8 @@ class SqliteSessionStore:
             except Exception as err:
                 problem = f"undecodable row at seq {row[0]}: {err}"
             if problem is None:
+                if row[6] == 0:  # a packed row, expanded (and validated) by the row decoder
+                    scan.runs.append((len(scan.events), len(evs)))
                 scan.events.extend(evs)
                 expected = evs[-1]["seq"] + 1
                 continue
@@ -651,7 +654,8 @@ class SqliteSessionStore:
             raise
         except (DshError, ValueError, TypeError, KeyError, AttributeError) as err:
             raise SessionCorruptionError(f'stored session "{session_id}" failed validation: {err}') from err
-        _validate_events(scan.header, events + closers, session_id)
+        # legacy import keeps every index, so the scan's packed-row spans still address the decoded members
+        _validate_events(scan.header, events + closers, session_id, packed_runs=scan.runs)
         return events, closers
 
     def inspect(self, session_id: str):
@@ -807,14 +811,15 @@ def _check_batch(events: list[dict]) -> None:
         prev = seq
 
 
-def _validate_events(header: dict, events: list[dict], session_id: str) -> None:
+def _validate_events(header: dict, events: list[dict], session_id: str,
+                     packed_runs: list[tuple[int, int]] | None = None) -> None:
     """§3.6 refusals + §3.7 seed validation, delegated to the session core."""
     from dsh_tui.session import legacy
     from dsh_tui.session.log import Session
 
     try:
         legacy.check_refusals(events, where=f"session {session_id}")
-        Session(header, events)
+        Session(header, events, packed_runs=packed_runs)
     except (SessionFormatUnsupportedError, SessionCorruptionError):
         raise
     except (DshError, ValueError, TypeError, KeyError, AttributeError) as err:

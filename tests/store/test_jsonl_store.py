@@ -248,3 +248,38 @@ def test_find_returns_the_stored_log_and_the_lock_sits_beside_it(tmp_path):
     write_log(raw, header("s3"), fixture_events()[:3], [3])
     with pytest.raises(jsonl.StoreError):
         jsonl.JsonlStore(tmp_path / "raw", "zstd").find("s3")
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_packed_rows_are_trusted_only_for_what_the_row_decoder_checked(tmp_path, compression):
+    """The scanner hands its decoded row spans to Session validation (packed_runs); a row that decodes fine
+    but breaks the session rules (chunks outside the open step, a float that is not lossless) is still refused."""
+    def log(row_turn, row_step=1, index=0):
+        return [{"type": "turn/start", "seq": 0, "time": 1, "data": {"turn": 1}},
+                {"type": "step/start", "seq": 1, "time": 2, "data": {"turn": 1, "step": 1}},
+                {"type": "text-chunks", "seq0": 2, "time0": 3,
+                 "data": {"turn": row_turn, "step": row_step, "index": index, "dt": [1, 1], "texts": ["a", "b", "c"]}},
+                {"type": "step/end", "seq": 5, "time": 9, "data": {"turn": 1, "step": 1}},
+                {"type": "turn/end", "seq": 6, "time": 9, "data": {"turn": 1, "reason": {"kind": "completed"}}}]
+
+    def store_with(name, lines):
+        store = jsonl.JsonlStore(tmp_path / name, compression)
+        h = header(name)
+        path = store.locate(h)
+        path.parent.mkdir(parents=True)
+        from dsh_tui.session import jsonutil
+
+        head = jsonutil.dumps_bytes(h) + b"\n"
+        body = b"".join(jsonutil.dumps_bytes(x) + b"\n" for x in lines).replace(b'"index":-1', b'"index":-0.0')
+        path.write_bytes(zstdframes.compress_frame(head) + zstdframes.compress_frame(body) if compression == "zstd"
+                         else head + body)
+        return store
+
+    good = store_with("good", log(1))
+    res = good.inspect("good")
+    assert [e["seq"] for e in res.events] == list(range(7)) and res.session is not None
+    assert [e["data"]["chunk"]["text"] for e in res.events[2:5]] == ["a", "b", "c"]
+    for name, lines, needle in (("turn", log(2), "turn"), ("step", log(1, 2), "step"),
+                                ("negzero", log(1, 1, -1), "-0")):
+        with pytest.raises(SessionCorruptionError, match=needle):
+            store_with(name, lines).inspect(name)
