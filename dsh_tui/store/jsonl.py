@@ -667,14 +667,14 @@ class Prepared:
 
 
 def prepare(prefix: StoredPrefix, *, session_id: str | None = None, lenient: bool = False,
-            validate: bool = True) -> Prepared:
-    """§3.6 import + refusals, §3.8 closers, §3.7 validation (by constructing a Session)."""
+            validate: bool = True, clock: Any = None) -> Prepared:
+    """§3.6 import + refusals, §3.8 closers, §3.7 validation (by constructing a Session, with ``clock``)."""
     sid = session_id or prefix.header.get("id") or ""
     with bulk_load():
-        return _prepare(prefix, sid, lenient, validate)
+        return _prepare(prefix, sid, lenient, validate, clock)
 
 
-def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool) -> Prepared:
+def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, clock: Any = None) -> Prepared:
     from dsh_tui.session import legacy, repair
 
     try:
@@ -685,7 +685,8 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool) -> P
         if validate:
             # legacy import keeps every index (it rewrites turn/message events in place, never chunks), so
             # the scanner's packed-row spans still point at the same decoded members
-            prepared.session = _construct(prefix.header, prepared.events, lenient=lenient, packed_runs=prefix.runs)
+            prepared.session = _construct(prefix.header, prepared.events, lenient=lenient, packed_runs=prefix.runs,
+                                          clock=clock)
         return prepared
     except (SessionFormatUnsupportedError, SessionCorruptionError):
         raise
@@ -694,10 +695,10 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool) -> P
 
 
 def _construct(header: dict[str, Any], events: list[dict[str, Any]], *, lenient: bool,
-               packed_runs: list[tuple[int, int]] | None = None) -> Any:
+               packed_runs: list[tuple[int, int]] | None = None, clock: Any = None) -> Any:
     from dsh_tui.session.log import Session
 
-    return Session(header, events, lenient=lenient, packed_runs=packed_runs)
+    return Session(header, events, lenient=lenient, packed_runs=packed_runs, clock=clock)
 
 
 def repair_file(path: Path, *, lenient: bool = False) -> tuple[StoredPrefix, Prepared]:
@@ -906,10 +907,10 @@ class JsonlStore:
         layout.check_identity(path, self.root, prefix.header, self.compression, expected_id=session_id)
         return prefix
 
-    def _prepare(self, session_id: str) -> tuple[StoredPrefix, Prepared]:
+    def _prepare(self, session_id: str, clock: Any = None) -> tuple[StoredPrefix, Prepared]:
         prefix = self._read_prefix(session_id)
         try:
-            return prefix, prepare(prefix, session_id=session_id)
+            return prefix, prepare(prefix, session_id=session_id, clock=clock)
         except SessionCorruptionError as err:
             raise SessionCorruptionError(f"{prefix.path}: {err}") from None
 
@@ -917,8 +918,11 @@ class JsonlStore:
         prefix, prepared = self._prepare(session_id)
         return self._result(prefix, prepared, committed=False)
 
-    def load(self, session_id: str) -> LoadResult:
-        prefix, prepared = self._prepare(session_id)
+    def load(self, session_id: str, *, clock: Any = None) -> LoadResult:
+        """Load with crash repair committed (§3.8). ``result.session`` is the validated Session of
+        ``result.events``, built with ``clock`` (its constructor appends ``session/end-seed`` at
+        ``clock()``), so a resume can use it as is instead of validating the log a second time."""
+        prefix, prepared = self._prepare(session_id, clock)
         committed = False
         truncated = 0
         recovered: list[dict[str, Any]] = []
@@ -930,7 +934,7 @@ class JsonlStore:
                 recovered = prefix.torn.recovered_events
             commit_repair(prefix.path, prefix, prepared)
             committed = True
-            prefix, prepared = self._prepare(session_id)  # the revision changed: re-read
+            prefix, prepared = self._prepare(session_id, clock)  # the revision changed: re-read
             if prefix.torn is not None or prepared.closers:
                 raise SessionCorruptionError(f"{prefix.path}: repair did not produce a balanced log")
         result = self._result(prefix, prepared, committed=committed)

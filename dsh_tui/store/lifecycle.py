@@ -8,6 +8,7 @@ writes the child's first batch — header + seed + ``session/end-seed`` — in o
 from __future__ import annotations
 
 import copy
+import inspect
 import time
 import uuid
 from dataclasses import dataclass
@@ -56,6 +57,13 @@ def start(store, header: dict, *, clock=None, window_ms: float = DEFAULT_WINDOW_
     return session, writer
 
 
+def _accepts_clock(fn) -> bool:
+    try:
+        return "clock" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+
+
 def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WINDOW_MS, on_error=None):
     """Resume a stored session: lock, ``load`` (torn tail cut + closers committed), then
     ``Session(header, events)``, which appends ``session/end-seed`` unless the log already ends with one.
@@ -65,11 +73,16 @@ def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WIN
 
     lk = locks.acquire(store, session_id)
     try:
-        res = store.load(session_id)
+        # a store whose load takes the clock builds (validates) the Session once, with that clock
+        takes_clock = _accepts_clock(store.load)
+        res = store.load(session_id, clock=clock) if takes_clock else store.load(session_id)
         if res.header.get("id") != session_id:
             raise DshError(f"session {session_id}: stored header names {res.header.get('id')}")
         stored = len(res.events)
-        session = Session(res.header, res.events, clock=clock)
+        session = res.session if takes_clock else None
+        if (session is None or session.header is not res.header or session.first_live_seq != stored
+                or (stored and session.events[stored - 1] is not res.events[-1])):
+            session = Session(res.header, res.events, clock=clock)
         writer = SessionWriter(store, session, window_ms, persisted=stored, lock=lk, on_error=on_error)
     except BaseException:
         lk.release()

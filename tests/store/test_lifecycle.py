@@ -90,6 +90,27 @@ def test_resume_repairs_then_persists_end_seed_first(tmp_path, backend):
     assert loaded.events == session.events and loaded.closers == []
 
 
+def test_jsonl_resume_validates_the_log_once_and_uses_the_clock(tmp_path, monkeypatch):
+    from dsh_tui.session.log import Session
+
+    store = _store(tmp_path, "zstd")
+    stored = _write_session(store, turns=2)
+    seeds = []
+    real = Session._load_seed
+
+    def counting(self, seed, *a, **kw):
+        seeds.append(len(seed))
+        return real(self, seed, *a, **kw)
+
+    monkeypatch.setattr(Session, "_load_seed", counting)
+    session, writer = lifecycle.resume(_store(tmp_path, "zstd"), SID, clock=lambda: 7)
+    assert seeds == [len(stored)]  # the store's validated Session is the resumed one
+    assert session.events[-1] == {"type": "session/end-seed", "seq": len(stored), "time": 7, "data": {}}
+    assert session.events[:-1] == stored and session.first_live_seq == len(stored)
+    writer.close()
+    assert _store(tmp_path, "zstd").load(SID).events == session.events
+
+
 def test_resume_close_resume_is_byte_identical_the_second_time(tmp_path, backend):
     store = _store(tmp_path, backend)
     _write_session(store, turns=2)
