@@ -541,20 +541,26 @@ def read_tool(
     )
 
 
+async def _resolve_for_change(ctx: ToolContext, file_path: str, schema: dict[str, Any]) -> Target:
+    """Resolve a write/edit target (escalation when the schema advertises it); refuse once cancelled."""
+    target = await asyncio.to_thread(
+        resolve_target,
+        ctx,
+        file_path,
+        subject="operation",
+        escalation="sandbox_permissions" in schema["parameters"]["properties"],
+    )
+    if ctx.cancelled.is_set():
+        raise aborted_error()
+    return target
+
+
 def write_tool(schema: dict[str, Any]) -> ToolDefinition:
     async def execute(args: Any, ctx: ToolContext) -> Any:
         if not isinstance(args, dict):
             raise plain_error("file_path must be a non-empty string")
         file_path, content = parse_write_args(args)
-        target = await asyncio.to_thread(
-            resolve_target,
-            ctx,
-            file_path,
-            subject="operation",
-            escalation="sandbox_permissions" in schema["parameters"]["properties"],
-        )
-        if ctx.cancelled.is_set():
-            raise aborted_error()
+        target = await _resolve_for_change(ctx, file_path, schema)
         return await asyncio.to_thread(_write_blocking, ctx, target, content)
 
     def render(args: Any, value: Any) -> list[dict[str, Any]]:
@@ -582,15 +588,7 @@ def edit_tool(schema: dict[str, Any]) -> ToolDefinition:
         if not isinstance(args, dict):
             raise plain_error("file_path must be a non-empty string")
         file_path, old, new, replace_all = parse_edit_args(args)
-        target = await asyncio.to_thread(
-            resolve_target,
-            ctx,
-            file_path,
-            subject="operation",
-            escalation="sandbox_permissions" in schema["parameters"]["properties"],
-        )
-        if ctx.cancelled.is_set():
-            raise aborted_error()
+        target = await _resolve_for_change(ctx, file_path, schema)
         return await asyncio.to_thread(_edit_blocking, ctx, target, old, new, replace_all)
 
     def render(args: Any, value: Any) -> list[dict[str, Any]]:

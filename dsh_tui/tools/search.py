@@ -252,6 +252,22 @@ def _check(stop: threading.Event, deadline: float) -> None:
         raise _Aborted
 
 
+def _aborted(tool: str) -> Exception:
+    return search_error(
+        f"{tool} was aborted before completion (tool timeout or caller cancellation)", "SEARCH_ABORTED"
+    )
+
+
+def _search_root(ctx: ToolContext, raw: str | None, tool: str) -> str:
+    """The absolute root of a search: the session cwd, or the given ``path`` (which must exist)."""
+    if raw is None:
+        return str(ctx.cwd)
+    root_abs = resolve_target(ctx, raw, subject="operation").display_path
+    if not os.path.exists(root_abs):
+        raise _rg_missing(tool, raw)
+    return root_abs
+
+
 def _rg_missing(tool: str, shown: str) -> Exception:
     return search_error(
         f"{tool} search failed (exit 2): rg: {shown}: IO error for operation on {shown}: "
@@ -340,16 +356,11 @@ def _walk_files(root_abs: str, stop: threading.Event, deadline: float, *, respec
     yield from visit(root_abs, "")
 
 
-def _glob_blocking(ctx: ToolContext, pattern: str, raw: str | None, stop: threading.Event, timeout_ms: int):
+def _glob_blocking(ctx: ToolContext, pattern: str, raw: str | None, timeout_ms: int, stop: threading.Event):
     deadline = time.monotonic() + timeout_ms / 1000
     cwd = str(ctx.cwd)
     rule = _compile_user_glob("glob", pattern)
-    if raw is None:
-        root_abs = cwd
-    else:
-        root_abs = resolve_target(ctx, raw, subject="operation").display_path
-        if not os.path.exists(root_abs):
-            raise _rg_missing("glob", raw)
+    root_abs = _search_root(ctx, raw, "glob")
     found: list[tuple[int, str]] = []
     if raw is not None and VCS_DIRS & set(os.path.normpath(raw).split(os.sep)):
         return {"root": _display(raw, root_abs, "", cwd), "paths": []}  # VCS metadata stays excluded
@@ -365,9 +376,7 @@ def _glob_blocking(ctx: ToolContext, pattern: str, raw: str | None, stop: thread
                 budget.spend(len(rel) + 1)
                 found.append((st.st_mtime_ns, _display(raw, root_abs, rel, cwd)))
     except _Aborted:
-        raise search_error(
-            "glob was aborted before completion (tool timeout or caller cancellation)", "SEARCH_ABORTED"
-        ) from None
+        raise _aborted("glob") from None
     found.sort(key=lambda item: (item[0], item[1]))
     root = "." if raw is None else _display(raw, root_abs, "", cwd)
     return {"root": root, "paths": [p for _, p in found]}
@@ -504,20 +513,15 @@ def _grep_blocking(
     pattern: str,
     raw: str | None,
     include: str | None,
-    stop: threading.Event,
     timeout_ms: int,
+    stop: threading.Event,
 ):
     deadline = time.monotonic() + timeout_ms / 1000
     cwd = str(ctx.cwd)
     regex = compile_rg_regex(pattern)
     budget = _Budget("grep")
     include_rule = _compile_user_glob("grep", include) if include is not None else None
-    if raw is None:
-        root_abs = cwd
-    else:
-        root_abs = resolve_target(ctx, raw, subject="operation").display_path
-        if not os.path.exists(root_abs):
-            raise _rg_missing("grep", raw)
+    root_abs = _search_root(ctx, raw, "grep")
     matches: list[dict[str, Any]] = []
     try:
         if os.path.isfile(root_abs):
@@ -535,9 +539,7 @@ def _grep_blocking(
                     matches.extend({"path": shown, "lineNumber": n, "line": ln} for n, ln in hits)
                 _check(stop, deadline)
     except _Aborted:
-        raise search_error(
-            "grep was aborted before completion (tool timeout or caller cancellation)", "SEARCH_ABORTED"
-        ) from None
+        raise _aborted("grep") from None
     return {"matches": matches}
 
 
@@ -634,10 +636,17 @@ def grep_meta(value: dict[str, Any], max_matches: int) -> dict[str, Any]:
     return _cap_meta(meta, "files")
 
 
+def _path_arg(args: dict[str, Any]) -> str | None:
+    raw = args.get("path")
+    if raw is not None and (not isinstance(raw, str) or not raw.strip()):
+        raise plain_error("path must be a non-empty string when given")
+    return raw
+
+
 async def _watch_cancel(ctx: ToolContext, fn, *args, tool: str):
-    """Run a walk in a worker thread; ``ctx.cancelled`` stops it promptly."""
+    """Run ``fn(*args, stop)`` (a walk) in a worker thread; ``ctx.cancelled`` sets ``stop`` promptly."""
     stop = threading.Event()
-    work = asyncio.ensure_future(asyncio.to_thread(fn, *args[:-1], stop, args[-1]))
+    work = asyncio.ensure_future(asyncio.to_thread(fn, *args, stop))
     cancel = asyncio.ensure_future(ctx.cancelled.wait())
     try:
         done, _ = await asyncio.wait({work, cancel}, return_when=asyncio.FIRST_COMPLETED)
@@ -647,9 +656,7 @@ async def _watch_cancel(ctx: ToolContext, fn, *args, tool: str):
         work.add_done_callback(
             lambda f: None if f.cancelled() else f.exception()
         )  # the thread ends on its own
-        raise search_error(
-            f"{tool} was aborted before completion (tool timeout or caller cancellation)", "SEARCH_ABORTED"
-        )
+        raise _aborted(tool)
     except asyncio.CancelledError:
         stop.set()
         raise
@@ -667,13 +674,9 @@ def glob_tool(
             or not args["pattern"].strip()
         ):
             raise plain_error("pattern must be a non-empty string")
-        raw = args.get("path")
-        if raw is not None and (not isinstance(raw, str) or not raw.strip()):
-            raise plain_error("path must be a non-empty string when given")
+        raw = _path_arg(args)
         if ctx.cancelled.is_set():
-            raise search_error(
-                "glob was aborted before completion (tool timeout or caller cancellation)", "SEARCH_ABORTED"
-            )
+            raise _aborted("glob")
         value = await _watch_cancel(ctx, _glob_blocking, ctx, args["pattern"], raw, timeout_ms, tool="glob")
         if len(value["paths"]) > max_results:
             locator = await asyncio.to_thread(save_spill, ctx, "glob-results.txt", "\n".join(value["paths"]))
@@ -704,18 +707,14 @@ def grep_tool(
             or len(args["pattern"]) == 0
         ):
             raise plain_error("pattern must be a non-empty string")
-        raw = args.get("path")
-        if raw is not None and (not isinstance(raw, str) or not raw.strip()):
-            raise plain_error("path must be a non-empty string when given")
+        raw = _path_arg(args)
         include = args.get("include")
         if include is not None:
             if not isinstance(include, str):
                 raise plain_error("include must be a non-empty glob when given")
             validate_include(include)
         if ctx.cancelled.is_set():
-            raise search_error(
-                "grep was aborted before completion (tool timeout or caller cancellation)", "SEARCH_ABORTED"
-            )
+            raise _aborted("grep")
         value = await _watch_cancel(
             ctx, _grep_blocking, ctx, args["pattern"], raw, include, timeout_ms, tool="grep"
         )

@@ -61,3 +61,27 @@ class Bench:
         assert len(blocks) == 1 and blocks[0]["type"] == "text"
         meta = tool.presentation_meta(args, value) if tool.presentation_meta else None
         return Outcome(blocks[0]["text"], False, meta, None, value)
+
+
+class Ticker:
+    """Counts event-loop turns while a tool runs: ``async with Ticker(0.01) as t: ...; t.ticks``."""
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self.ticks = 0
+        self._done = asyncio.Event()
+        self._task: asyncio.Task | None = None
+
+    async def _run(self) -> None:
+        while not self._done.is_set():
+            self.ticks += 1
+            await asyncio.sleep(self.interval)
+
+    async def __aenter__(self) -> Ticker:
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        self._done.set()
+        assert self._task is not None
+        await self._task

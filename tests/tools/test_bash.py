@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.harness import Bench
+from tests.tools.harness import Bench, Ticker
 
 
 @pytest.fixture
@@ -220,21 +220,10 @@ async def test_background_start_through_jobs(tmp_path):
 
 
 async def test_event_loop_keeps_running_during_a_command(bench):
-    ticks = 0
-    done = asyncio.Event()
-
-    async def ticker():
-        nonlocal ticks
-        while not done.is_set():
-            ticks += 1
-            await asyncio.sleep(0.01)
-
-    t = asyncio.create_task(ticker())
-    out = await bench.run("bash", sh("sleep 0.3; echo ok"))
-    done.set()
-    await t
+    async with Ticker(0.01) as ticker:
+        out = await bench.run("bash", sh("sleep 0.3; echo ok"))
     assert out.text == "ok\n"
-    assert ticks >= 5
+    assert ticker.ticks >= 5
 
 
 async def test_session_id_from_the_calling_agent(tmp_path):

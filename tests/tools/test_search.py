@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.harness import Bench
+from tests.tools.harness import Bench, Ticker
 
 HINT = "Use read with offset/limit, or grep this path to search within it."
 
@@ -296,21 +296,10 @@ async def test_raw_output_cap(bench, monkeypatch):
 async def test_walks_run_off_the_event_loop(bench):
     for i in range(400):
         put(bench.workspace, f"d{i % 20}/f{i}.txt", "needle\n" * 5)
-    ticks = 0
-    done = asyncio.Event()
-
-    async def ticker():
-        nonlocal ticks
-        while not done.is_set():
-            ticks += 1
-            await asyncio.sleep(0)
-
-    t = asyncio.create_task(ticker())
-    out = await bench.run("grep", {"pattern": "needle", "include": "*.txt"})
-    done.set()
-    await t
+    async with Ticker(0) as ticker:
+        out = await bench.run("grep", {"pattern": "needle", "include": "*.txt"})
     assert out.meta["total"] == 2_000
-    assert ticks > 1
+    assert ticker.ticks > 1
 
 
 async def test_invalid_globs_are_rejected_and_bad_ignore_lines_skipped(bench):
