@@ -461,18 +461,10 @@ class Translator:
                     if reasoning is None:
                         reasoning = delta.get("reasoning")  # vLLM / Ollama spelling
                     if type(reasoning) is str and reasoning:
-                        block = self._reasoning
-                        if block is None:
-                            block = self._reasoning = self._open("reasoning", out)
-                        block.parts.append(reasoning)
-                        out.append({"type": "reasoning-delta", "index": block.index, "text": reasoning})
+                        self._delta("reasoning", reasoning, out)
                     content = delta.get("content")
                     if type(content) is str and content:
-                        block = self._text
-                        if block is None:
-                            block = self._text = self._open("text", out)
-                        block.parts.append(content)
-                        out.append({"type": "text-delta", "index": block.index, "text": content})
+                        self._delta("text", content, out)
                     calls = delta.get("tool_calls")
                     if calls:
                         for call in calls:
@@ -583,6 +575,11 @@ class Translator:
         if not text:
             return _NOTHING
         out: list[dict[str, Any]] = []
+        self._delta(kind, text, out)
+        return out
+
+    def _delta(self, kind: str, text: str, out: list[dict[str, Any]]) -> None:
+        """Append ``text`` (non-empty) to the open text/reasoning block, opening it on first use."""
         if kind == "text":
             block = self._text
             if block is None:
@@ -595,7 +592,6 @@ class Translator:
                 block = self._reasoning = self._open("reasoning", out)
             block.parts.append(text)
             out.append({"type": "reasoning-delta", "index": block.index, "text": text})
-        return out
 
     def _tool_delta(self, call: dict[str, Any], out: list[dict[str, Any]]) -> None:
         key = call.get("index")

@@ -48,6 +48,18 @@ def _chunked(text: str, size: int | None) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
+def _text_block(
+    steps: list, index: int, kind: str, s: str, chunk_size: int | None = None, delay: float = 0.0
+) -> None:
+    """A complete ``text``/``reasoning`` block: start, its deltas (each after ``Delay(delay)``), end."""
+    steps.append({"type": "block-start", "index": index, "blockType": kind})
+    for part in _chunked(s, chunk_size):
+        if delay:
+            steps.append(Delay(delay))
+        steps.append({"type": f"{kind}-delta", "index": index, "text": part})
+    steps.append({"type": "block-end", "index": index, "block": {"type": kind, "text": s}})
+
+
 def text(
     s: str,
     *,
@@ -60,19 +72,9 @@ def text(
     steps: list = []
     index = 0
     if reasoning:
-        steps.append({"type": "block-start", "index": index, "blockType": "reasoning"})
-        for part in _chunked(reasoning, chunk_size):
-            if delay:
-                steps.append(Delay(delay))
-            steps.append({"type": "reasoning-delta", "index": index, "text": part})
-        steps.append({"type": "block-end", "index": index, "block": {"type": "reasoning", "text": reasoning}})
+        _text_block(steps, index, "reasoning", reasoning, chunk_size, delay)
         index += 1
-    steps.append({"type": "block-start", "index": index, "blockType": "text"})
-    for part in _chunked(s, chunk_size):
-        if delay:
-            steps.append(Delay(delay))
-        steps.append({"type": "text-delta", "index": index, "text": part})
-    steps.append({"type": "block-end", "index": index, "block": {"type": "text", "text": s}})
+    _text_block(steps, index, "text", s, chunk_size, delay)
     steps.append({"type": "usage", "usage": dict(usage or DEFAULT_USAGE)})
     steps.append({"type": "finish", "reason": {"kind": finish}})
     return steps
@@ -88,11 +90,7 @@ def calls(
     steps: list = []
     index = 0
     if text_before:
-        steps += [
-            {"type": "block-start", "index": 0, "blockType": "text"},
-            {"type": "text-delta", "index": 0, "text": text_before},
-            {"type": "block-end", "index": 0, "block": {"type": "text", "text": text_before}},
-        ]
+        _text_block(steps, 0, "text", text_before)
         index = 1
     for call_id, name, args in items:
         raw = (
