@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 ABORTED_INFO = {"name": "AbortError", "code": "ABORTED"}
 ABORTED_BEFORE_INFO = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
 SPILL_HINT = "Use read with offset/limit, or grep this path to search within it."
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass
@@ -368,7 +370,7 @@ class ToolService:
         if not content or any(b.get("type") != "text" for b in content):
             return result
         text = "".join(b.get("text", "") for b in content)
-        data = text.encode("utf-8")
+        data = _utf8(text)
         if len(data) <= cap:
             return result
         try:
@@ -393,6 +395,14 @@ class ToolService:
         kept = len(head.encode("utf-8")) + len(tail.encode("utf-8"))
         footer = f"\n\n(Omitted {len(data) - kept} bytes. Full formatted result stored at: {path}. {SPILL_HINT})"
         return {**result, "content": [{"type": "text", "text": head + tail + footer}]}
+
+
+def _utf8(text: str) -> bytes:
+    """``Buffer.from(text)``: UTF-8 with each lone surrogate (a non-UTF-8 file name, say) as U+FFFD."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text).encode("utf-8")
 
 
 # ---- the scheduler ---------------------------------------------------------------------------------

@@ -499,3 +499,36 @@ async def test_default_persona_and_tool_guidance_render_like_dsh():
         assert TOOL_GUIDANCE[name][1] in expected and TOOL_GUIDANCE[name][1] in system
     order = [system.index(TOOL_GUIDANCE[n][1]) for n in ("read", "write", "edit", "bash")]
     assert order == sorted(order)
+
+
+async def test_a_result_with_a_lone_surrogate_is_committed_not_a_turn_error(tmp_path):
+    # A non-UTF-8 file name reaches a tool result as a lone surrogate (os.fsdecode); measuring the
+    # result for spilling must not raise out of the pipeline and end the turn with an error.
+    name = "caf\udce9.txt"
+
+    async def body(args, ctx):
+        return name
+
+    agent = make_agent([s.call("c1", "ls", {}), s.text("ok")], [make_tool("ls", body)], tmp_path=tmp_path)
+    await run_followup(agent, "go")
+    res = of_type(agent, "tool/result")[0]["data"]
+    assert res["message"]["content"][0]["content"] == [{"type": "text", "text": name}]
+    assert of_type(agent, "turn/end")[-1]["data"]["reason"] == {"kind": "completed"}
+
+
+async def test_a_spilled_result_with_a_lone_surrogate_counts_it_as_three_bytes(tmp_path):
+    big = "\udce9" * 400 + "B" * 600  # Buffer.byteLength: a lone surrogate is U+FFFD, 3 bytes
+
+    async def body(args, ctx):
+        return big
+
+    agent = make_agent([s.call("c1", "big", {}), s.text("ok")], [make_tool("big", body)], max_inline_bytes=800,
+                       tmp_path=tmp_path)
+    await run_followup(agent, "go")
+    text = result_text(of_type(agent, "tool/result")[0])
+    assert text.startswith("\ufffd") and "B\n\n(Omitted " in text
+    assert len(text.encode()) <= 800
+    path = text.split("stored at: ")[1].split(". Use read")[0]
+    assert Path(path).read_text() == "\ufffd" * 400 + "B" * 600
+    omitted = int(text.split("(Omitted ")[1].split(" bytes")[0])
+    assert omitted == 400 * 3 + 600 - len(text.split("\n\n(Omitted")[0].encode())
