@@ -12,10 +12,19 @@ THEME_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "
 DEFAULT_THEME = "dsh-dark"
 
 
+# The package's own copy of the repository's ``themes/`` (shipped as package data, so a regular,
+# non-editable install finds them too; tests/ui/test_themes.py keeps the two copies identical).
+PACKAGE_THEMES = Path(__file__).resolve().parent / "theme_files"
+
+
 def theme_dirs() -> list[Path]:
-    """Bundled themes (repository ``themes/``, or the package copy) then user themes."""
+    """Bundled themes (the package copy, then the repository's ``themes/`` when run from a checkout,
+    whose files win), then user themes (config dir ``themes/``, which win over both)."""
     here = Path(__file__).resolve()
-    dirs = [here.parents[2] / "themes", here.parent / "themes"]
+    dirs = [PACKAGE_THEMES]
+    checkout = here.parents[2]
+    if (checkout / "pyproject.toml").is_file():  # a source checkout, not site-packages
+        dirs.append(checkout / "themes")
     try:
         from dsh_tui import paths
 

@@ -1,0 +1,39 @@
+"""Themes load from the package itself, not only from the repository's top-level ``themes/``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dsh_tui.ui import themes
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_package_copy_matches_repository_themes() -> None:
+    repo = {p.name: p.read_bytes() for p in (REPO / "themes").glob("*.toml")}
+    package = {p.name: p.read_bytes() for p in themes.PACKAGE_THEMES.glob("*.toml")}
+    assert repo, "the repository ships themes/*.toml"
+    assert package == repo, "dsh_tui/ui/theme_files/ must be a copy of themes/ (cp themes/*.toml ...)"
+
+
+def test_themes_load_when_the_package_is_installed_away_from_the_repository(tmp_path: Path) -> None:
+    # A regular install: the package alone in a site dir, no themes/ beside it, no pyproject.toml.
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "dsh_tui", site / "dsh_tui", ignore=shutil.ignore_patterns("__pycache__"))
+    config = tmp_path / "config"
+    env = {**os.environ, "PYTHONPATH": str(site), "XDG_CONFIG_HOME": str(config), "DSH_HOME": str(tmp_path / "h")}
+    code = ("import json, dsh_tui.ui.themes as t; "
+            "print(json.dumps({'file': t.__file__, 'dirs': [str(d) for d in t.theme_dirs()], "
+            "'names': sorted(x.name for x in t.load_themes())}))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["file"].startswith(str(site)), out["file"]  # the copy was imported, not the checkout
+    assert not any(d.startswith(str(REPO)) for d in out["dirs"]), out["dirs"]
+    assert {"dsh-dark", "dsh-light"} <= set(out["names"])
