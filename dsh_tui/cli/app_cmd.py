@@ -46,35 +46,78 @@ def _root(args: argparse.Namespace) -> Path:
     return default_sessions_root()
 
 
-def run_chat(args: argparse.Namespace) -> int:
-    """A new session in the chat screen (``dsh-tui run`` without ``--headless``)."""
-    from dsh_tui.ui.app import DshApp
-    from dsh_tui.ui.harness import HarnessSpec, open_harness
+def _cwd(args: argparse.Namespace) -> Path:
+    """``--cwd`` (must be a directory) or the current directory."""
+    value = getattr(args, "cwd", None)
+    if not value:
+        return Path.cwd()
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        from dsh_tui.session.errors import DshError
 
-    provider, model, hint = model_route(getattr(args, "model", None))
-    prompt = getattr(args, "prompt", None)
-    prompts = (prompt,) if isinstance(prompt, str) and prompt else ()
-    if provider is None:
-        app = DshApp(None, model_hint=hint)
-    else:
-        spec = HarnessSpec(root=_root(args), cwd=Path.cwd(), provider=provider, model=model, prompts=prompts,
+        raise DshError(f"--cwd is not a directory: {path}")
+    return path.resolve()
+
+
+def _chat_resolver(args: argparse.Namespace, cwd: Path) -> Any:
+    """The route resolver of ``dsh-tui run`` (runs after the first paint, off the UI thread)."""
+
+    def resolve() -> tuple[Any, str]:
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        if getattr(args, "replay", None):
+            from dsh_tui.cli.run_cmd import _provider
+
+            provider, model = _provider(args, cwd)
+            hint = ""
+        else:
+            provider, model, hint = model_route(getattr(args, "model", None))
+        if provider is None:
+            return None, hint
+        prompt = getattr(args, "prompt", None)
+        spec = HarnessSpec(root=_root(args), cwd=cwd, provider=provider, model=model,
+                           preset=getattr(args, "preset", None) or "workspace-write",
+                           prompts=(prompt,) if isinstance(prompt, str) and prompt else (),
                            resume_id=getattr(args, "resume_id", None))
-        app = DshApp(lambda bridge: open_harness(bridge, spec))
+        return (lambda bridge: open_harness(bridge, spec)), ""
+
+    return resolve
+
+
+def run_chat(args: argparse.Namespace) -> int:
+    """A new session in the chat screen (``dsh-tui run`` without ``--headless``): ``--cwd``, ``--root``,
+    ``--preset``, ``--model``, ``--replay`` and the prompt are honoured. The chat paints first; the model
+    route (settings, provider, httpx) is resolved right after, in a thread."""
+    from dsh_tui.ui.app import DshApp
+
+    cwd = _cwd(args)
+    replay = getattr(args, "replay", None)
+    if replay and not Path(replay).is_file():
+        from dsh_tui.session.errors import DshError
+
+        raise DshError(f"replay log not found: {replay}")
+    app = DshApp(None, resolve=_chat_resolver(args, cwd))
     app.run()
     return 0
+
+
+def _browser_resolver(args: argparse.Namespace) -> Any:
+    def resolve() -> tuple[Any, str]:
+        provider, model, hint = model_route()
+        if provider is None:
+            return None, hint
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        spec = HarnessSpec(root=_root(args), cwd=Path.cwd(), provider=provider, model=model)
+        return (lambda bridge: open_harness(bridge, spec)), ""
+
+    return resolve
 
 
 def run(args: argparse.Namespace) -> int:
     from dsh_tui.ui.app import DshApp
 
-    provider, model, hint = model_route()
     roots = [args.root] if getattr(args, "root", None) else []
-    if provider is None:
-        app = DshApp(None, start="browser", model_hint=hint, session_roots=roots)
-    else:
-        from dsh_tui.ui.harness import HarnessSpec, open_harness
-
-        spec = HarnessSpec(root=_root(args), cwd=Path.cwd(), provider=provider, model=model)
-        app = DshApp(lambda bridge: open_harness(bridge, spec), start="browser", session_roots=roots)
+    app = DshApp(None, start="browser", session_roots=roots, resolve=_browser_resolver(args))
     app.run()
     return 0

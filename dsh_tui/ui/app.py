@@ -24,6 +24,9 @@ from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.themes import DEFAULT_THEME, load_themes
 
 HarnessFactory = Callable[[Bridge], Awaitable[Harness]]
+# Run in a thread after the first paint: (harness factory or None, model hint). Building a provider
+# imports httpx and reads the settings (~0.15 s), which is not on the way to the first frame.
+RouteResolver = Callable[[], tuple[HarnessFactory | None, str]]
 
 # name -> "module:attribute" of a ``factory(app) -> Screen``; other engineers add theirs here.
 SCREEN_FACTORIES: dict[str, str] = {
@@ -69,8 +72,10 @@ class DshApp(App):
         model_hint: str = "",
         clock: Callable[[], float] = time.monotonic,
         session_roots: list[Any] | None = None,
+        resolve: RouteResolver | None = None,
     ) -> None:
         super().__init__()
+        self.resolve = resolve
         self.session_roots = list(session_roots or [])  # extra roots for the browser (``--root``)
         self.settings = settings or UiSettings.load()
         self.harness_factory = harness_factory
@@ -98,11 +103,35 @@ class DshApp(App):
         keymap = self.settings.keymap()
         if keymap:
             self.set_keymap(keymap)
+        if self.resolve is not None:
+            self.call_after_refresh(lambda: self.run_worker(self._resolve_route, thread=True, group="route",
+                                                            description="model route"))
         if self.start_screen == "browser" and self.push_browser():
             if self.model_hint:  # the chat's status bar is not on screen yet: say it once here
                 self.notify(self.model_hint, title="No model configured", severity="warning", timeout=15)
             return
         self.open_chat(self.harness_factory)
+
+    def _resolve_route(self) -> None:
+        assert self.resolve is not None
+        try:
+            factory, hint = self.resolve()
+        except Exception as err:  # noqa: BLE001 - shown like a missing model; the app stays open
+            factory, hint = None, " ".join(f"No model configured: {err}".split())
+        self.call_from_thread(self._route_ready, factory, hint)
+
+    def _route_ready(self, factory: HarnessFactory | None, hint: str) -> None:
+        """The model route is known: start the chat's harness (if the chat waits for one) or say why not."""
+        self.resolve = None
+        self.harness_factory = factory
+        self.model_hint = hint
+        chat = self.chat
+        if chat is not None:
+            chat.set_model_hint(hint)
+            if factory is not None and self.bridge.harness is None and self.bridge.loop is None:
+                self.bridge.start(factory)
+        elif hint:  # the browser is showing: say it once here
+            self.notify(hint, title="No model configured", severity="warning", timeout=15)
 
     def open_chat(self, factory: HarnessFactory | None, **kwargs: Any) -> ChatScreen:
         """Show the chat screen and start ``factory`` on the harness thread (None: no harness)."""
@@ -189,28 +218,43 @@ class DshApp(App):
             yield SystemCommand("Cancel turn", "Stop the running turn", chat.action_cancel)
             yield SystemCommand("Back to bottom", "Follow the transcript again", chat.action_back_to_bottom)
             yield SystemCommand("Load earlier items", "Mount older transcript items", chat.action_load_earlier)
-        for name in self._model_names():
-            yield SystemCommand(f"Model: {name}", "Use this model for new sessions",
-                                lambda name=name: self._choose_model(name))
+        for provider, name in self._model_routes():
+            where = f" ({provider})" if provider else ""
+            yield SystemCommand(f"Model: {name}{where}", "Use this model for new sessions",
+                                lambda provider=provider, name=name: self._choose_model(name, provider))
         if "browser" in SCREEN_FACTORIES:
             yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
         if chat is not None and screen is chat and "timeline" in SCREEN_FACTORIES:  # [browser/timeline engineer]
             yield SystemCommand("Timeline", "Lanes, event ledger and request inspector", self.action_timeline)
 
-    def _model_names(self) -> list[str]:
-        names = list(self.settings.models())
+    def _model_routes(self) -> list[tuple[str | None, str]]:
+        """(provider or None, model) for every model the settings list (``models`` has no provider)."""
+        routes: list[tuple[str | None, str]] = []
         try:
             from dsh_tui.config import load_settings
             from dsh_tui.llm.registry import available_models
 
-            names += [model for _provider, model in available_models(load_settings())]
+            routes += [(provider, model) for provider, model in available_models(load_settings())]
         except Exception:  # noqa: BLE001 - a broken settings file: offer what we have
             pass
-        return list(dict.fromkeys(names))
+        known = {model for _provider, model in routes}
+        routes += [(None, name) for name in self.settings.models() if name not in known]
+        return list(dict.fromkeys(routes))
 
-    def _choose_model(self, name: str) -> None:
+    def _choose_model(self, name: str, provider: str | None = None) -> None:
+        """Save (provider, model) as the default route; the live session switches when the provider is
+        the one it already talks to (another provider needs a new session)."""
+        current = self.settings.get("default.provider")
         self.settings.set("default.model", name)
+        if provider:
+            self.settings.set("default.provider", provider)
         harness = self.bridge.harness
-        if harness is not None and hasattr(harness, "set_model"):
+        same = not provider or provider == current or provider == getattr(
+            getattr(getattr(harness, "agent", None), "config", None), "provider", provider)
+        if harness is not None and hasattr(harness, "set_model") and same:
             self.bridge.call(lambda h: h.set_model(name))  # type: ignore[attr-defined]
-        self.notify(f"Model: {name}", timeout=3)
+            self.notify(f"Model: {name}", timeout=3)
+        elif harness is not None and hasattr(harness, "set_model"):
+            self.notify(f"Model: {name} ({provider}) — used from the next session", timeout=4)
+        else:
+            self.notify(f"Model: {name}", timeout=3)

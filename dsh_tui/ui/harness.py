@@ -125,7 +125,21 @@ class AgentHarness:
             pass
         for off in self._offs:
             off()
-        await asyncio.to_thread(self.writer.close)
+        try:
+            await asyncio.to_thread(self.writer.close)
+        finally:
+            await close_provider(self.agent.provider)
+
+
+async def close_provider(provider: Any) -> None:
+    """Release the provider's connections (``aclose``) when the harness stops; errors are not fatal."""
+    aclose = getattr(provider, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await asyncio.wait_for(aclose(), 5)
+    except Exception:  # noqa: BLE001 - shutting down: a provider that cannot close must not block quit
+        pass
 
 
 async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:

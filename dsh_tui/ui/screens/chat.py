@@ -106,6 +106,12 @@ class ChatScreen(Screen):
         self.composer.focus()
         self.set_interval(0.25, self._update_bottom_hint)
 
+    def set_model_hint(self, hint: str) -> None:
+        """How to configure a model (shown in the status bar while no model is configured)."""
+        self._model_hint = hint
+        self.status.model_hint = hint
+        self.status.redraw()
+
     # -- harness -> UI ---------------------------------------------------------------------------
     def events_ready(self) -> None:
         """Called (on the UI thread) when the bridge has something; coalesces to <= 20 Hz."""
