@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +21,8 @@ from dsh_tui.runtime import approval as approval_mod
 from dsh_tui.runtime.schema import check_schema, violations
 from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.session.jsonutil import check_lossless
+from dsh_tui.tools._common import SPILL_RETRIEVAL_HINT as SPILL_HINT
+from dsh_tui.tools._common import save_spill
 from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
 
 if TYPE_CHECKING:
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 ABORTED_INFO = {"name": "AbortError", "code": "ABORTED"}
 ABORTED_BEFORE_INFO = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
-SPILL_HINT = "Use read with offset/limit, or grep this path to search within it."
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -373,12 +373,8 @@ class ToolService:
         data = _utf8(text)
         if len(data) <= cap:
             return result
-        try:
-            spill_dir = Path(ex.ctx.spill_dir or tempfile.gettempdir())
-            spill_dir.mkdir(parents=True, exist_ok=True)
-            path = spill_dir / f"{uuid.uuid4().hex[:12]}-{ex.ctx.name}.txt"
-            path.write_bytes(data)
-        except OSError:
+        path = save_spill(ex.ctx, f"{ex.ctx.name}.txt", data)
+        if path is None:
             return result
         omitted_guess = len(data)
         for _ in range(3):  # the footer length depends on the omitted count; converge

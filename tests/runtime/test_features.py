@@ -117,6 +117,8 @@ async def test_spill_large_output(tmp_path):
     assert text.startswith("AAA") and "B\n\n(Omitted " in text
     path = text.split("stored at: ")[1].split(". Use read")[0]
     assert Path(path).read_text() == big
+    assert Path(path).stat().st_mode & 0o777 == 0o600  # the tools' spill store: owner-only
+    assert Path(path).parent == tmp_path / "spill"
     omitted = int(text.split("(Omitted ")[1].split(" bytes")[0])
     assert omitted == len(big) - len(text.split("\n\n(Omitted")[0])
 
