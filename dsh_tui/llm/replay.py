@@ -24,15 +24,26 @@ from dsh_tui.session import jsonutil, rows
 
 
 def read_log_events(path: Path | str) -> tuple[dict, list[dict]]:
-    """Header and logical events of a raw JSONL log, runtime or projected fixture form."""
-    text = Path(path).read_text(encoding="utf-8")
-    lines = [ln for ln in text.split("\n") if ln.strip()]
+    """Header and logical events of a raw JSONL log, runtime or projected fixture form.
+
+    A file that is not such a log (not UTF-8 text, say a zstd-compressed one; a line that is not a
+    JSON object) raises ``LlmError`` naming the file and the line, never a decoder traceback.
+    """
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise LlmError(
+            f"replay log {path} is not UTF-8 JSONL (a compressed log? decompress it first)", UNKNOWN
+        ) from None
+    except OSError as err:
+        raise LlmError(f"cannot read replay log {path}: {err.strerror or err}", UNKNOWN) from None
+    lines = [(number, ln) for number, ln in enumerate(text.split("\n"), 1) if ln.strip()]
     if not lines:
         raise LlmError(f"replay log {path} is empty", UNKNOWN)
-    header = jsonutil.loads(lines[0])
+    header = _log_line(path, *lines[0])
     events: list[dict] = []
-    for line in lines[1:]:
-        obj = jsonutil.loads(line)
+    for number, line in lines[1:]:
+        obj = _log_line(path, number, line)
         if rows.is_packed_row(obj):
             if "seq0" not in obj:
                 obj = {**obj, "seq0": len(events), "time0": 0}
@@ -42,6 +53,18 @@ def read_log_events(path: Path | str) -> tuple[dict, list[dict]]:
             obj.setdefault("time", 0)
             events.append(obj)
     return header, events
+
+
+def _log_line(path: Path | str, number: int, line: str) -> dict:
+    try:
+        obj = jsonutil.loads(line)
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        raise LlmError(
+            f"replay log {path}: line {number} is not a JSON object (not a dsh session log?)", UNKNOWN
+        )
+    return obj
 
 
 def attempts_from_events(events: list[dict]) -> list[dict]:

@@ -97,3 +97,18 @@ def test_runtime_form_log_with_seq(tmp_path):
     header, events = read_log_events(f)
     assert header["id"] == "x" and events[0]["time"] == 5
     assert attempts_from_events(events)[0]["chunks"] == [{"type": "finish", "reason": {"kind": "stop"}}]
+
+
+def test_a_file_that_is_not_a_jsonl_log_is_a_one_line_llm_error(tmp_path):
+    not_jsonl = tmp_path / "input.json"
+    not_jsonl.write_text('{\n  "steps": []\n}\n')
+    with pytest.raises(LlmError, match=r"^replay log .*input\.json: line 1 is not a JSON object"):
+        read_log_events(not_jsonl)
+    bad_line = tmp_path / "session.jsonl"
+    bad_line.write_text('{"type":"session","version":0,"id":"s"}\n\n[1,2]\n')
+    with pytest.raises(LlmError, match=r"session\.jsonl: line 3 is not a JSON object"):
+        read_log_events(bad_line)
+    compressed = tmp_path / "session.jsonl.zstd"
+    compressed.write_bytes(b"\x28\xb5\x2f\xfd\x00\xff\xfe")
+    with pytest.raises(LlmError, match=r"is not UTF-8 JSONL"):
+        ReplayProvider.from_file(compressed)

@@ -61,3 +61,12 @@ def test_headless_without_a_key_prints_the_clear_message(tmp_path):
     assert p.returncode == 1
     assert p.stderr.startswith("dsh-tui: ") and "DEEPSEEK_API_KEY" in p.stderr and "Traceback" not in p.stderr
     assert p.stderr.count("\n") == 1
+
+
+def test_headless_replay_of_a_file_that_is_not_a_log_is_one_clear_line(tmp_path):
+    p = run("--headless", "hi", "--replay", str(SNAP / "fs-read" / "input.json"), "--root", str(tmp_path / "root"),
+            cwd=tmp_path)
+    assert p.returncode == 1
+    assert p.stderr.startswith("dsh-tui: replay log ") and "line 1 is not a JSON object" in p.stderr
+    assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    assert not (tmp_path / "root").exists()  # refused before a session was created
