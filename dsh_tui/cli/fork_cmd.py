@@ -6,12 +6,17 @@ HELP = "fork a session at a completed turn; prints the child id"
 
 
 def add_arguments(parser) -> None:
+    parser.description = (
+        "Fork a stored session: the child starts with a copy of the parent's events up to the fork point "
+        "(default: the end of the last completed turn). Prints the child session id."
+    )
     parser.add_argument("session", metavar="ID|FILE", help="session id, or the path of a session.jsonl[.zstd] log")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--at-turn", type=int, metavar="N", help="fork after turn N (and the events before turn N+1)")
-    where.add_argument("--at-seq", type=int, metavar="S", help="fork at event seq S (inclusive; not inside a turn)")
+    where.add_argument("--at-seq", type=int, metavar="S", help="fork at event seq S (inclusive; must not be inside a turn)")
     parser.add_argument("--root", metavar="DIR", help="session root (default $DSH_HOME/sessions)")
-    parser.add_argument("--backend", choices=("jsonl", "sqlite"), help="storage backend of the root")
+    parser.add_argument("--backend", choices=("jsonl", "sqlite"),
+                        help="storage backend of the root (default: detected from the root, else settings)")
 
 
 def _resolve(args):

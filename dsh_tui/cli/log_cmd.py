@@ -12,20 +12,32 @@ import sys
 HELP = "low-level log tools: check, cat, messages, repair"
 
 
+FILE_HELP = "a session log: raw JSONL, zstd-compressed (.zstd) or a projected fixture"
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.description = (
+        "Low-level tools over one session log file (any form: raw JSONL, zstd frames, projected fixtures). "
+        "On failure: exit 1 with one line naming the file (for check, its JSON row). See dsh-tui log ACTION --help."
+    )
     sub = parser.add_subparsers(dest="log_command", metavar="ACTION", required=True)
-    p = sub.add_parser("check", help="validate files; one JSON line per file; exit 0 only if all are ok")
-    p.add_argument("files", nargs="+", metavar="FILE")
+
+    def action(name: str, text: str):
+        return sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+
+    p = action("check", "validate files; one JSON line per file; exit 0 only if all are ok")
+    p.add_argument("files", nargs="+", metavar="FILE", help=FILE_HELP)
     p.add_argument("--mode", choices=("auto", "strict", "lenient"), default="auto",
-                   help="strict refuses fixture placeholders; lenient accepts them (default: auto)")
-    p = sub.add_parser("cat", help="the logical events as JSONL (packed rows expanded, legacy import applied)")
-    p.add_argument("file", metavar="FILE")
+                   help="strict refuses projected fixtures and {{...}} placeholders; lenient accepts them; "
+                        "auto (default) is strict unless the file is a projected fixture or has placeholders")
+    p = action("cat", "the logical events as JSONL (packed rows expanded, legacy import applied)")
+    p.add_argument("file", metavar="FILE", help=FILE_HELP)
     p.add_argument("--canonical", action="store_true",
                    help="re-render the file in dsh's canonical form (header verbatim, body re-packed)")
-    p = sub.add_parser("messages", help="derive_messages() as a JSON array")
-    p.add_argument("file", metavar="FILE")
-    p = sub.add_parser("repair", help="crash recovery in place: cut a torn tail, append closers")
-    p.add_argument("file", metavar="FILE")
+    p = action("messages", "derive_messages() as a JSON array")
+    p.add_argument("file", metavar="FILE", help=FILE_HELP)
+    p = action("repair", "crash recovery in place: cut a torn tail, append closers")
+    p.add_argument("file", metavar="FILE", help=FILE_HELP)
 
 
 def run(args: argparse.Namespace) -> int:

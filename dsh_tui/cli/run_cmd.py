@@ -48,7 +48,7 @@ def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
     settings = load_settings()
     problem = registry.credential_problem(settings)
     if problem:
-        raise DshError(problem.splitlines()[0] if problem else "no model provider configured")
+        raise DshError(problem.splitlines()[0])
     provider = registry.build_provider(settings)
     model = args.model or registry.default_route(settings)[1]
     return provider, model
