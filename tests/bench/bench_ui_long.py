@@ -34,6 +34,14 @@ def _pct(values: list[float], p: float) -> float:
     return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
+def _cpu() -> float:
+    """CPU seconds (user + system) this process used so far: steadier than wall time on a loaded machine."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 # -- child processes ---------------------------------------------------------------------------------
 def child_trivial(t0: float) -> None:
     from textual.app import App
@@ -47,7 +55,7 @@ def child_trivial(t0: float) -> None:
             self.call_after_refresh(self.painted)
 
         def painted(self) -> None:
-            print(json.dumps({"first_paint": time.perf_counter() - t0}), flush=True)
+            print(json.dumps({"first_paint": time.perf_counter() - t0, "cpu": _cpu()}), flush=True)
             self.exit()
 
     Trivial().run(headless=True, size=(120, 40))
@@ -62,7 +70,7 @@ def child_startup(t0: float) -> None:
             self.call_after_refresh(self.painted)
 
         def painted(self) -> None:
-            print(json.dumps({"first_paint": time.perf_counter() - t0}), flush=True)
+            print(json.dumps({"first_paint": time.perf_counter() - t0, "cpu": _cpu()}), flush=True)
             self.exit()
 
     App(None).run(headless=True, size=(120, 40))
@@ -81,7 +89,7 @@ def child_cli(t0: float, command: str) -> None:
             self.call_after_refresh(self.painted)
 
         def painted(self) -> None:
-            print(json.dumps({"first_paint": time.perf_counter() - t0}), flush=True)
+            print(json.dumps({"first_paint": time.perf_counter() - t0, "cpu": _cpu()}), flush=True)
             self.exit()
 
         def run(self, **_kw):  # noqa: ANN001, ANN202
@@ -206,16 +214,19 @@ def startup(runs: int, base: float) -> None:
     """Each startup kind interleaved (load drifts), beside the trivial app's first paint ``base``."""
     kinds = {"startup": ("startup",), "dsh-tui (browser)": ("cli", "app"), "dsh-tui run (chat)": ("cli", "run")}
     figures: dict[str, list[float]] = {k: [] for k in kinds}
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}
     for _ in range(runs):
         for name, argv in kinds.items():
-            figures[name].append(spawn(*argv)["first_paint"])
+            out = spawn(*argv)
+            figures[name].append(out["first_paint"])
+            cpu[name].append(out["cpu"])
     print(f"startup to first paint, p50 of {runs} fresh processes (trivial Textual app {base * 1000:.0f} ms) "
           f"[target <= 350 ms]:")
     labels = {"startup": "DshApp(None) chat screen"}
     for name, values in figures.items():
         p50 = statistics.median(values)
         print(f"  {labels.get(name, name):28s} {p50 * 1000:4.0f} ms (max {max(values) * 1000:.0f}) "
-              f"ratio {p50 / base:.2f}")
+              f"ratio {p50 / base:.2f}; CPU to first paint {statistics.median(cpu[name]) * 1000:.0f} ms p50")
 
 
 def main() -> None:
@@ -226,8 +237,10 @@ def main() -> None:
     parser.add_argument("--only", choices=("startup", "long"), help="run one half of the bench")
     args = parser.parse_args()
 
-    trivial = [spawn("trivial")["first_paint"] for _ in range(args.runs + 2)]
-    base = statistics.median(trivial)
+    trivial = [spawn("trivial") for _ in range(args.runs + 2)]
+    base = statistics.median(t["first_paint"] for t in trivial)
+    print(f"trivial Textual app: first paint {base * 1000:.0f} ms p50, "
+          f"CPU {statistics.median(t['cpu'] for t in trivial) * 1000:.0f} ms p50")
     if args.only != "long":
         startup(args.runs + 2, base)
         if args.only == "startup":

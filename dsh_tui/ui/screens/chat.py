@@ -88,8 +88,7 @@ class ChatScreen(Screen):
         yield Static("↓ back to bottom (Ctrl+End)", id="bottom-hint")
         self.plan_strip = PlanStrip(id="plan")
         yield self.plan_strip
-        self.queue_list = QueueList(id="queue")
-        yield self.queue_list
+        self.queue_list = QueueList(id="queue")  # mounted when something is first queued (_show_queue)
         self.approval = ApprovalPanel(id="approval")
         yield self.approval
         self.composer = LightInput(placeholder="Ask the agent…  (Enter to send, F1 for help)", id="composer")
@@ -331,6 +330,8 @@ class ChatScreen(Screen):
         self._send(text, "steer" if self.running else "followup")
 
     def _show_queue(self) -> None:
+        if not self.queue_list.is_attached:
+            self.mount(self.queue_list, before=self.approval)
         self.queue_list.show(self.queue)
         self.status.info.queued = len(self.queue)
         self.status.redraw()

@@ -7,7 +7,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
-from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
@@ -209,22 +208,28 @@ class ApprovalPanel(Vertical):
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.request: ApprovalRequest | None = None
+        self._built = False
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="approval-title")
-        yield Static(id="approval-args")
-        yield Static(id="approval-reason")
-        with Horizontal():
-            yield Button("Allow once [a]", id="allow", variant="warning")
-            yield Button("Reject [r]", id="reject", variant="error")
+    def _build(self) -> None:
+        """Mount the panel's widgets on its first request: Button's stylesheet and six widgets are not on
+        the way to the app's first paint (most sessions never ask)."""
+        if self._built:
+            return
+        self._built = True
+        self._title, self._args, self._reason = (Static(id="approval-title"), Static(id="approval-args"),
+                                                 Static(id="approval-reason"))
+        self._allow = Button("Allow once [a]", id="allow", variant="warning")
+        self.mount(self._title, self._args, self._reason,
+                   Horizontal(self._allow, Button("Reject [r]", id="reject", variant="error")))
 
     def show_request(self, request: ApprovalRequest) -> None:
+        self._build()
         self.request = request
-        self.query_one("#approval-title", Static).update(Text(f"Approve {request.tool}?", style="bold"))
-        self.query_one("#approval-args", Static).update(Text(describe_args(request.arguments)))
-        self.query_one("#approval-reason", Static).update(Text(request.reason or "", style="italic"))
+        self._title.update(Text(f"Approve {request.tool}?", style="bold"))
+        self._args.update(Text(describe_args(request.arguments)))
+        self._reason.update(Text(request.reason or "", style="italic"))
         self.display = True
-        self.query_one("#allow", Button).focus()
+        self._allow.focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
