@@ -283,3 +283,23 @@ def test_packed_rows_are_trusted_only_for_what_the_row_decoder_checked(tmp_path,
                                 ("negzero", log(1, 1, -1), "-0")):
         with pytest.raises(SessionCorruptionError, match=needle):
             store_with(name, lines).inspect(name)
+
+
+def test_bulk_load_freezes_what_a_big_load_created_and_only_then():
+    import gc
+
+    assert gc.isenabled()
+    before = gc.get_freeze_count()
+    with jsonl.bulk_load():
+        assert not gc.isenabled()
+        small = [[i] for i in range(100)]
+    assert gc.isenabled() and gc.get_freeze_count() == before
+    with jsonl.bulk_load():
+        with jsonl.bulk_load():
+            big = [[i] for i in range(jsonl.FREEZE_AFTER + 10)]
+        assert not gc.isenabled()  # only the outermost block re-enables (and freezes)
+    assert gc.isenabled() and gc.get_freeze_count() >= before + jsonl.FREEZE_AFTER
+    frozen = gc.get_freeze_count()
+    del big  # reference counting still frees frozen objects
+    assert gc.get_freeze_count() <= frozen - jsonl.FREEZE_AFTER
+    assert small[99] == [99]
