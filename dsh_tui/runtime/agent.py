@@ -158,7 +158,6 @@ class Agent:
         self.inbox = Inbox(session, self._notify)
         self.tools = ToolService(self, list(tools or []))
         self.approval = ApprovalService(self)
-        self.approval.policy = self.config.approval_policy
         self._context_tracker = prompt_mod.RuntimeContextTracker(session)
         self._phase = IDLE
         self._phase_turn = session.last_turn

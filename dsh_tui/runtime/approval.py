@@ -81,8 +81,12 @@ def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Pat
 class ApprovalService:
     def __init__(self, agent: Any) -> None:
         self.agent = agent
-        # "ask" consults answerers; "never" rejects every request without asking.
-        self.policy = "ask"
+
+    @property
+    def policy(self) -> str:
+        """``agent.config.approval_policy``, read at each request like the preset: "ask" consults
+        answerers; "never" rejects every request without asking."""
+        return self.agent.config.approval_policy
 
     async def request(self, *, tool_name: str, call_id: str, reason: str | None, signal: AbortSignal) -> str:
         agent = self.agent

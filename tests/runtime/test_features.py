@@ -62,6 +62,19 @@ async def test_policy_never_rejects_without_asking():
     assert result_text(of_type(agent, "tool/result")[0]) == 'Error: the user rejected tool "sh"'
 
 
+async def test_policy_is_read_from_the_config_at_each_request():
+    # Like the preset, the approval policy is live: a host switching it between turns is obeyed.
+    agent = make_agent([s.call("c1", "sh", {}), s.text("ok"), s.call("c2", "sh", {}), s.text("ok")],
+                       [make_tool("sh", access="exec")], preset="workspace-write")
+    asked = []
+    agent.on("approval/request", lambda p, nxt: asked.append(p["callId"]) or "allowed-once")
+    await run_followup(agent, "go")
+    agent.config.approval_policy = "never"
+    await run_followup(agent, "again")
+    assert asked == ["c1"]
+    assert [e["data"]["outcome"] for e in of_type(agent, "approval/decided")] == ["allowed-once", "rejected"]
+
+
 async def test_presets(tmp_path):
     tools = [make_tool("w", access="write", params={"type": "object", "properties": {"file_path": {"type": "string"}}}),
              make_tool("r", access="read", params={"type": "object", "properties": {"file_path": {"type": "string"}}})]
