@@ -508,7 +508,7 @@ def read_tool(
             raise plain_error("file_path must be a non-empty string")
         file_path, offset, limit = parse_read_args(args, max_limit)
         target = await asyncio.to_thread(resolve_target, ctx, file_path, subject="operation")
-        return await asyncio.to_thread(_read_blocking, ctx, target, offset, limit, caps)
+        return await _in_thread("read", target, _read_blocking, ctx, target, offset, limit, caps)
 
     def render(args: Any, value: Any) -> list[dict[str, Any]]:
         _, _, limit = parse_read_args(args, max_limit)
@@ -541,6 +541,20 @@ def read_tool(
     )
 
 
+async def _in_thread(verb: str, target: Target, fn: Any, *args: Any) -> Any:
+    """Run a file operation in a worker thread; an OS error none of its checks named (permission, a
+    name too long, I/O) becomes ``cannot <verb> "<path>": <reason>`` instead of Python's errno text."""
+    try:
+        return await asyncio.to_thread(fn, *args)
+    except PermissionError:
+        raise fs_error(
+            f'cannot {verb} "{target.display_path}": permission denied', "FS_PERMISSION_DENIED"
+        ) from None
+    except OSError as err:
+        reason = (err.strerror or str(err) or type(err).__name__).lower()
+        raise plain_error(f'cannot {verb} "{target.display_path}": {reason}') from None
+
+
 async def _resolve_for_change(ctx: ToolContext, file_path: str, schema: dict[str, Any]) -> Target:
     """Resolve a write/edit target (escalation when the schema advertises it); refuse once cancelled."""
     target = await asyncio.to_thread(
@@ -561,7 +575,7 @@ def write_tool(schema: dict[str, Any]) -> ToolDefinition:
             raise plain_error("file_path must be a non-empty string")
         file_path, content = parse_write_args(args)
         target = await _resolve_for_change(ctx, file_path, schema)
-        return await asyncio.to_thread(_write_blocking, ctx, target, content)
+        return await _in_thread("write", target, _write_blocking, ctx, target, content)
 
     def render(args: Any, value: Any) -> list[dict[str, Any]]:
         return _text(format_write_output(value["path"], value["operation"]))
@@ -589,7 +603,7 @@ def edit_tool(schema: dict[str, Any]) -> ToolDefinition:
             raise plain_error("file_path must be a non-empty string")
         file_path, old, new, replace_all = parse_edit_args(args)
         target = await _resolve_for_change(ctx, file_path, schema)
-        return await asyncio.to_thread(_edit_blocking, ctx, target, old, new, replace_all)
+        return await _in_thread("edit", target, _edit_blocking, ctx, target, old, new, replace_all)
 
     def render(args: Any, value: Any) -> list[dict[str, Any]]:
         return _text(format_edit_output(value["path"], args.get("replace_all") is True))

@@ -234,3 +234,20 @@ async def test_parent_segment_that_is_a_file(bench):
         shown = bench.workspace / args["file_path"]
         assert out.text == f'Error: cannot resolve "{shown}": a parent path segment is not a directory', tool
         assert out.error == {"name": "FsError", "code": "FS_NOT_FOUND"}
+
+
+async def test_an_os_error_no_check_names_is_one_clear_line(bench):
+    # ENAMETOOLONG is real on every file system (no root needed to provoke it, unlike EACCES).
+    name = "n" * 300
+    shown = bench.workspace / name
+    for tool, args in (
+        ("read", {"file_path": name}),
+        ("write", {"file_path": name, "content": "x"}),
+        ("edit", {"file_path": name, "old_string": "x", "new_string": "y"}),
+    ):
+        out = await bench.run(tool, args)
+        if tool == "edit":  # never read: refused before any file system call
+            assert out.error == {"name": "FsError", "code": "FS_NOT_OBSERVED"}
+            continue
+        assert out.text == f'Error: cannot {tool} "{shown}": file name too long'
+        assert out.error is None
