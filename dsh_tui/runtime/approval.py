@@ -28,14 +28,6 @@ def outcome_text(outcome: str, tool_name: str) -> str:
     return f'tool "{tool_name}" requires approval, but no approval channel is available'
 
 
-def no_service_text(tool_name: str, reason: str | None) -> str:
-    return reason or f'tool "{tool_name}" requires approval (not yet supported)'
-
-
-def no_agent_text(tool_name: str) -> str:
-    return f'tool "{tool_name}" requires approval, but the call has no agent to route it through'
-
-
 def _inside(path: Path, root: Path) -> bool:
     try:
         path.relative_to(root)
