@@ -93,10 +93,15 @@ def _positive_int(value: Any, name: str) -> int:
     return int(value)
 
 
-def parse_read_args(args: dict[str, Any], max_limit: int = READ_LIMIT) -> tuple[str, int, int]:
-    file_path = args.get("file_path")
+def _file_path(args: Any) -> str:
+    file_path = args.get("file_path") if isinstance(args, dict) else None
     if not isinstance(file_path, str) or not file_path.strip():
         raise plain_error("file_path must be a non-empty string")
+    return file_path
+
+
+def parse_read_args(args: Any, max_limit: int = READ_LIMIT) -> tuple[str, int, int]:
+    file_path = _file_path(args)
     offset = 1 if args.get("offset") is None else _positive_int(args["offset"], "offset")
     limit = max_limit if args.get("limit") is None else _positive_int(args["limit"], "limit")
     if limit > max_limit:
@@ -357,10 +362,8 @@ STALE_REMEDY = " — re-read the file, then retry"
 NOT_OBSERVED_REMEDY = " — read the file, then retry"
 
 
-def parse_write_args(args: dict[str, Any]) -> tuple[str, str]:
-    file_path = args.get("file_path")
-    if not isinstance(file_path, str) or not file_path.strip():
-        raise plain_error("file_path must be a non-empty string")
+def parse_write_args(args: Any) -> tuple[str, str]:
+    file_path = _file_path(args)
     content = args.get("content")
     if not isinstance(content, str):
         raise plain_error("content must be a string")
@@ -412,10 +415,8 @@ def format_write_output(display: str, operation: str) -> str:
     return f"<path>{display}</path>\n<type>file</type>\n<content>\n{verb} file\n</content>"
 
 
-def parse_edit_args(args: dict[str, Any]) -> tuple[str, str, str, bool]:
-    file_path = args.get("file_path")
-    if not isinstance(file_path, str) or not file_path.strip():
-        raise plain_error("file_path must be a non-empty string")
+def parse_edit_args(args: Any) -> tuple[str, str, str, bool]:
+    file_path = _file_path(args)
     old = args.get("old_string")
     new = args.get("new_string")
     if not isinstance(old, str) or len(old) == 0:
@@ -504,8 +505,6 @@ def read_tool(
     caps = {"max_line": max_line, "max_bytes": max_bytes}
 
     async def execute(args: Any, ctx: ToolContext) -> Any:
-        if not isinstance(args, dict):
-            raise plain_error("file_path must be a non-empty string")
         file_path, offset, limit = parse_read_args(args, max_limit)
         target = await asyncio.to_thread(resolve_target, ctx, file_path, subject="operation")
         return await _in_thread("read", target, _read_blocking, ctx, target, offset, limit, caps)
@@ -571,8 +570,6 @@ async def _resolve_for_change(ctx: ToolContext, file_path: str, schema: dict[str
 
 def write_tool(schema: dict[str, Any]) -> ToolDefinition:
     async def execute(args: Any, ctx: ToolContext) -> Any:
-        if not isinstance(args, dict):
-            raise plain_error("file_path must be a non-empty string")
         file_path, content = parse_write_args(args)
         target = await _resolve_for_change(ctx, file_path, schema)
         return await _in_thread("write", target, _write_blocking, ctx, target, content)
@@ -599,8 +596,6 @@ def write_tool(schema: dict[str, Any]) -> ToolDefinition:
 
 def edit_tool(schema: dict[str, Any]) -> ToolDefinition:
     async def execute(args: Any, ctx: ToolContext) -> Any:
-        if not isinstance(args, dict):
-            raise plain_error("file_path must be a non-empty string")
         file_path, old, new, replace_all = parse_edit_args(args)
         target = await _resolve_for_change(ctx, file_path, schema)
         return await _in_thread("edit", target, _edit_blocking, ctx, target, old, new, replace_all)

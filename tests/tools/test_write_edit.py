@@ -251,3 +251,11 @@ async def test_an_os_error_no_check_names_is_one_clear_line(bench):
             continue
         assert out.text == f'Error: cannot {tool} "{shown}": file name too long'
         assert out.error is None
+
+
+async def test_arguments_that_are_not_an_object_name_file_path(bench):
+    for tool in ("read", "write", "edit"):
+        for args in (None, ["a.txt"], "a.txt"):
+            out = await bench.run(tool, args)
+            assert out.text == "Error: file_path must be a non-empty string"
+            assert out.error is None
