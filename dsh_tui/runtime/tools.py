@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 ABORTED_INFO = {"name": "AbortError", "code": "ABORTED"}
 ABORTED_BEFORE_INFO = {"name": "AbortError", "code": "ABORTED_BEFORE_DISPATCH"}
+RELAY_SOURCE = {"kind": "plugin", "plugin": "tool", "form": "relay"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -45,10 +46,17 @@ class RunToolContext(ToolContext):
     concludes: bool = False
 
     def defer_context(self, message: dict | str) -> None:
-        """Queue a user message for the next step boundary (attached as ``additionalContexts``)."""
+        """Queue a user message for the next step boundary (attached as ``additionalContexts``).
+
+        A message dict without ``id``/``source`` gets a fresh id and the relay source (the inbox refuses
+        an id-less message, which would otherwise end the turn with an error after the tool succeeded)."""
         if isinstance(message, str):
             message = {"id": str(uuid.uuid4()), "role": "user", "content": [{"type": "text", "text": message}],
-                       "source": {"kind": "plugin", "plugin": "tool", "form": "relay"}}
+                       "source": dict(RELAY_SOURCE)}
+        elif not message.get("id") or not message.get("source"):
+            rest = {k: v for k, v in message.items() if k not in ("id", "source")}
+            message = {"id": message.get("id") or str(uuid.uuid4()), **rest,
+                       "source": message.get("source") or dict(RELAY_SOURCE)}
         self.deferred.append(message)
 
     def conclude_turn(self) -> None:

@@ -547,3 +547,16 @@ async def test_a_spilled_result_with_a_lone_surrogate_counts_it_as_three_bytes(t
     assert Path(path).read_text() == "\ufffd" * 400 + "B" * 600
     omitted = int(text.split("(Omitted ")[1].split(" bytes")[0])
     assert omitted == 400 * 3 + 600 - len(text.split("\n\n(Omitted")[0].encode())
+
+
+async def test_a_deferred_message_without_id_or_source_is_completed_not_a_turn_error():
+    async def body(args, ctx):
+        ctx.defer_context({"role": "user", "content": [{"type": "text", "text": "relayed"}]})
+        return "done"
+
+    agent = make_agent([s.call("c1", "t", {}), s.text("ok")], [make_tool("t", body)])
+    await run_followup(agent, "go")
+    assert of_type(agent, "turn/end")[-1]["data"]["reason"] == {"kind": "completed"}
+    relayed = [e["data"] for e in of_type(agent, "user/message") if texts(e["data"]) == "relayed"]
+    assert len(relayed) == 1 and relayed[0]["id"]
+    assert relayed[0]["source"] == {"kind": "plugin", "plugin": "tool", "form": "relay"}
