@@ -30,7 +30,7 @@ BUILTIN_TOOL_NAMES = ("bash", "edit", "glob", "grep", "read", "todo_write", "wri
 def builtin_tools(**options: Any) -> list[ToolDefinition]:
     import copy
 
-    from dsh_tui.tools import schemas
+    from dsh_tui.tools import bash, schemas, search
     from dsh_tui.tools.bash import bash_tool
     from dsh_tui.tools.fs import edit_tool, read_tool, write_tool
     from dsh_tui.tools.search import glob_tool, grep_tool
@@ -49,7 +49,7 @@ def builtin_tools(**options: Any) -> list[ToolDefinition]:
 
     glob_max = int(options.get("glob_max_results", schemas.GLOB_MAX_RESULTS))
     grep_max = int(options.get("grep_max_matches", schemas.GREP_MAX_MATCHES))
-    search_timeout = int(options.get("search_timeout_ms", 30_000))
+    search_timeout = int(options.get("search_timeout_ms", search.SEARCH_TIMEOUT_MS))
 
     builders = {
         "bash": lambda: bash_tool(
@@ -60,10 +60,10 @@ def builtin_tools(**options: Any) -> list[ToolDefinition]:
             background=background,
             escalation=escalation,
             jobs=options.get("jobs"),
-            default_timeout_ms=options.get("bash_timeout_ms", 120_000),
-            max_timeout_ms=options.get("bash_max_timeout_ms", 600_000),
-            max_output_bytes=int(options.get("bash_max_output_bytes", 64_000)),
-            grace_ms=options.get("bash_grace_ms", 3_000),
+            default_timeout_ms=options.get("bash_timeout_ms", bash.DEFAULT_TIMEOUT_MS),
+            max_timeout_ms=options.get("bash_max_timeout_ms", bash.MAX_TIMEOUT_MS),
+            max_output_bytes=int(options.get("bash_max_output_bytes", bash.MAX_OUTPUT_BYTES)),
+            grace_ms=options.get("bash_grace_ms", bash.GRACE_MS),
             env=options.get("bash_env"),
         ),
         "edit": lambda: edit_tool(schemas.fs_schema("edit", escalation=escalation)),

@@ -32,6 +32,7 @@ from typing import Any
 from dsh_tui.tools._common import SPILL_RETRIEVAL_HINT, head_utf8, plain_error, save_spill, search_error
 from dsh_tui.tools.base import ToolContext, ToolDefinition
 from dsh_tui.tools.paths import resolve_target
+from dsh_tui.tools.schemas import GLOB_MAX_RESULTS, GREP_MAX_MATCHES
 
 VCS_DIRS = frozenset({".git", ".svn", ".hg", ".bzr", ".jj", ".sl"})
 SEARCH_TIMEOUT_MS = 30_000
@@ -665,7 +666,7 @@ async def _watch_cancel(ctx: ToolContext, fn, *args, tool: str):
 
 
 def glob_tool(
-    schema: dict[str, Any], *, max_results: int = 100, timeout_ms: int = SEARCH_TIMEOUT_MS
+    schema: dict[str, Any], *, max_results: int = GLOB_MAX_RESULTS, timeout_ms: int = SEARCH_TIMEOUT_MS
 ) -> ToolDefinition:
     async def execute(args: Any, ctx: ToolContext) -> Any:
         if (
@@ -698,7 +699,7 @@ def glob_tool(
 
 
 def grep_tool(
-    schema: dict[str, Any], *, max_matches: int = 250, timeout_ms: int = SEARCH_TIMEOUT_MS
+    schema: dict[str, Any], *, max_matches: int = GREP_MAX_MATCHES, timeout_ms: int = SEARCH_TIMEOUT_MS
 ) -> ToolDefinition:
     async def execute(args: Any, ctx: ToolContext) -> Any:
         if (
