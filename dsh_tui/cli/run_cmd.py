@@ -78,6 +78,9 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
         await agent.dispose()
     finally:
         await asyncio.to_thread(writer.close)
+        aclose = getattr(provider, "aclose", None)
+        if aclose is not None:
+            await aclose()  # the HTTP client's pooled connection, else an unclosed socket at exit
     answer, reason = "", {"kind": "none"}
     for e in session.events:
         if e["type"] == "assistant/message":

@@ -70,3 +70,21 @@ def test_headless_replay_of_a_file_that_is_not_a_log_is_one_clear_line(tmp_path)
     assert p.stderr.startswith("dsh-tui: replay log ") and "line 1 is not a JSON object" in p.stderr
     assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
     assert not (tmp_path / "root").exists()  # refused before a session was created
+
+
+def test_headless_against_a_real_server_closes_its_connection(tmp_path):
+    from dsh_tui.config import settings_path
+    from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk("hello"), chunk(finish="stop", usage={"prompt_tokens": 3, "completion_tokens": 1})))
+        path = settings_path()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f'[default]\nprovider = "local"\nmodel = "m"\n'
+                        f'[providers.local]\nbase_url = "{srv.base_url}/v1"\n')
+        p = subprocess.run([sys.executable, "-W", "always::ResourceWarning", "-m", "dsh_tui", "run", "--headless", "hi",
+                            "--root", str(tmp_path / "root")], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=120, env=dict(os.environ))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "hello\n"
+    assert "ResourceWarning" not in p.stderr and "unclosed" not in p.stderr
