@@ -772,17 +772,24 @@ class OpenAICompatProvider:
             )
         return key
 
-    def _get_client(self) -> httpx.AsyncClient:
+    async def _get_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         client = self._client
         if client is None or client.is_closed or self._client_loop is not loop:
             t = self.idle_timeout_s
-            client = httpx.AsyncClient(
+            # Building a client loads the TLS trust store (50-80 ms): done in a worker thread so the
+            # first request of a session does not stall the event loop (the UI) for that long.
+            client = await asyncio.to_thread(
+                httpx.AsyncClient,
                 timeout=httpx.Timeout(t, connect=t, read=t, write=t, pool=t),
                 # Environment proxies apply to remote endpoints, never to a server on this machine.
                 trust_env=not _is_loopback(self.base_url),
                 limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
             )
+            current = self._client
+            if current is not None and not current.is_closed and self._client_loop is loop:
+                await client.aclose()  # a concurrent first request installed one meanwhile: share it
+                return current
             self._client, self._client_loop = client, loop
         return client
 
@@ -822,7 +829,7 @@ class OpenAICompatProvider:
         # Extra header values (a gateway's own key header, say) are redacted like the key itself.
         secrets = tuple(v for v in (key, *self.extra_headers.values()) if v and len(v) >= 8)
         headers = self._headers(key, request)
-        client = self._get_client()
+        client = await self._get_client()
         where = redact_url(self.base_url)
         label = self.label
         started = False

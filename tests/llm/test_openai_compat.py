@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 
+import httpx
 import pytest
 
 from dsh_tui.llm import protocol as P
@@ -872,3 +873,23 @@ def test_resolve_model_defaults():
     none = OpenAICompatProvider("x", "http://127.0.0.1:9", lambda: None, thinking_format="none")
     assert none.resolve_model("m").efforts == () and none.resolve_model("m").default_effort is None
     assert p.retry_policy().max_retries == 5
+
+
+async def test_the_http_client_is_built_off_the_event_loop_and_reused(server, monkeypatch):
+    # Building an httpx client loads the TLS trust store (tens of ms): not on the loop's thread.
+    built: list[str] = []
+
+    class SpyClient(httpx.AsyncClient):
+        def __init__(self, *args, **kwargs):
+            built.append(threading.current_thread().name)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(httpx, "AsyncClient", SpyClient)
+    server.push(sse_reply(chunk("a"), chunk(finish="stop")), sse_reply(chunk("b"), chunk(finish="stop")))
+    p = make(server)
+    try:
+        chunks = [c for _ in range(2) async for c in p.stream(req())]
+    finally:
+        await p.aclose()
+    assert [c["text"] for c in chunks if c["type"] == "text-delta"] == ["a", "b"]
+    assert len(built) == 1 and built[0] != threading.current_thread().name
