@@ -536,7 +536,7 @@ class Agent:
         return header
 
     def _check_request(self, request: dict) -> None:
-        derived = self.session.derive_messages()
+        derived = self.session.messages_view()
         if request["messages"] != derived:
             raise DshError("request messages differ from session.derive_messages()")
         header = self.session.request_header() or {}
@@ -556,7 +556,9 @@ class Agent:
         tools = assembly.tools
         while True:
             signal.throw_if_aborted()
-            messages = self.session.derive_messages()  # C22: snapshotted before agent/request
+            # C22: snapshotted before agent/request. An O(1) immutable view equal to derive_messages(),
+            # so a step's cost does not grow with the length of the history.
+            messages = self.session.messages_view()
             seed = self._seed_config()
             config = await self.bus.waterfall("agent/request", {"agent": self, "turn": turn, "step": step,
                                                                 "signal": signal}, lambda s=seed: s, scope=self.id)

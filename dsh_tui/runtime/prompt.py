@@ -186,7 +186,7 @@ class RuntimeContextTracker:
 
     def _rescan(self) -> None:
         self._retained = None
-        for m in reversed(self.session.derive_messages()):
+        for m in reversed(self.session.messages_view()):
             if _owned(m):
                 self._retained = m
                 break
