@@ -148,6 +148,127 @@ class DshApp(App):
             self.bridge.start(factory)
         return chat
 
+    # -- opening a stored session ---------------------------------------------------------------
+    def open_session(self, row: Any, *, at_seq: int | None = None, resume: bool = False) -> None:
+        """Open a browser row read-only (tail first) or resumed; ``at_seq`` scrolls to an event.
+
+        Read-only: the last turns are read cheaply (``dsh_tui.store.tail``) and painted first; the full
+        validated load runs in a thread afterwards and stays the authority: it confirms the tail and
+        the older part is folded in, or its result replaces the tail, and a repair or corruption it
+        reports is shown."""
+        origin = self.screen
+        if hasattr(origin, "opened_at"):
+            origin.opened_at = None
+        if resume:
+            self._resume_row(row, origin)
+            return
+        self.run_worker(lambda: self._load_row(row, at_seq, origin), thread=True, group="open-session",
+                        description="open session", exclusive=True)
+
+    def _resume_row(self, row: Any, origin: Any) -> None:
+        from pathlib import Path
+
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        route = getattr(origin, "provider_route", None)
+        if route is None:
+            from dsh_tui.cli.app_cmd import model_route as route
+        provider, model, hint = route()
+        if provider is None:
+            self.notify(hint or "No model provider is configured.", severity="warning", timeout=6)
+            return
+        spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or Path.cwd()), provider=provider, model=model,
+                           resume_id=row.id)
+        self.open_chat(lambda bridge: open_harness(bridge, spec))
+
+    def _load_row(self, row: Any, at_seq: int | None, origin: Any) -> None:
+        """Worker thread: tail read -> paint; then the full load -> confirm or replace."""
+        import threading
+
+        from dsh_tui.store import catalog
+        from dsh_tui.ui.screens.chat import TAIL_EVENTS
+
+        painted = threading.Event()
+        tail = None
+        path = str(getattr(row, "path", "") or "")
+        if path.endswith((".jsonl", ".jsonl.zstd", ".zstd")):
+            from dsh_tui.store.tail import read_tail
+
+            tail = read_tail(path, TAIL_EVENTS)
+            if tail is not None and tail.complete:
+                tail = None  # a short log: the full load is as cheap
+        if tail is not None:
+            self.call_from_thread(self._show_stored, tail.header, tail.events, at_seq, origin, tail, painted)
+            painted.wait(2.0)  # let the tail reach the screen before this thread takes the GIL for long
+        try:
+            res = catalog._store_for(row).inspect(row.id)
+        except Exception as err:  # noqa: BLE001 - shown to the user, never a traceback
+            self.call_from_thread(self._stored_failed, err, tail is not None)
+            return
+        if tail is None:
+            self.call_from_thread(self._show_stored, res.header, res.events, at_seq, origin, None, None)
+            self.call_from_thread(self._say_repaired, res)
+        else:
+            self.call_from_thread(self._confirm_tail, res, tail)
+
+    def _show_stored(self, header: dict, events: list[dict], at_seq: int | None, origin: Any, tail: Any,
+                     painted: Any) -> None:
+        from dsh_tui.ui.replay import ReplayHarness
+
+        async def factory(_bridge: Bridge) -> Harness:
+            return ReplayHarness(header, events, preload_turns=1 << 30)
+
+        chat = self.open_chat(factory)
+        if tail is not None:
+            chat.expect_head = True  # the older part arrives with the full load
+            chat.on_attached = lambda: chat.call_after_refresh(painted.set)
+        if at_seq is None:
+            return
+        deadline = time.monotonic() + 10
+
+        def try_scroll() -> None:
+            if self.chat is not chat:
+                return
+            if chat.attached and chat.fold.items and chat.scroll_to_seq(at_seq):
+                if hasattr(origin, "opened_at"):
+                    origin.opened_at = at_seq
+                return
+            if time.monotonic() < deadline:
+                self.set_timer(0.05, try_scroll)
+
+        self.set_timer(0.05, try_scroll)
+
+    def _confirm_tail(self, res: Any, tail: Any) -> None:
+        chat = self.chat
+        if chat is None or getattr(chat, "tail_of", None) is None:
+            return  # another screen or session replaced the tail meanwhile
+        harness = self.bridge.harness
+        if harness is not None and getattr(harness, "session", None) is not None:
+            harness.session.events = res.events  # the timeline and search see the whole log
+        chat.complete_history(res.header, res.events, tail.first_seq, tail.events)
+        self._say_repaired(res)
+
+    def _say_repaired(self, res: Any) -> None:
+        if not getattr(res, "repaired", False):
+            return
+        parts = []
+        if res.truncated_bytes:
+            parts.append(f"a torn tail of {res.truncated_bytes} bytes")
+        if res.closers:
+            parts.append(f"{len(res.closers)} closing event(s) for an interrupted turn")
+        self.notify("This log was not closed cleanly: shown with " + " and ".join(parts)
+                    + " (read-only view: nothing was written).", title="Log repaired in memory",
+                    severity="warning", timeout=10)
+
+    def _stored_failed(self, err: BaseException, tail_shown: bool) -> None:
+        text = f"Cannot open: {err}"
+        if tail_shown and self.chat is not None:
+            self.chat.loading_head = False
+            self.chat.status.info.notice = "log damaged: only its last turns are shown"
+            self.chat.status.redraw()
+            text += " (only the last turns, read without validation, are shown)"
+        self.notify(text, severity="error", timeout=10)
+
     def push_browser(self) -> bool:
         screen = self.make_screen("browser")
         if screen is None:

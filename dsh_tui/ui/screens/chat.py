@@ -80,6 +80,11 @@ class ChatScreen(Screen):
         self._last_freeze = 0.0
         self.loading_head = False
         self.attached = False  # a session's events have been received
+        # set by the app before the attach when the events are only the tail of a stored log (read by
+        # dsh_tui.store.tail): the older part arrives later through complete_history()
+        self.expect_head = False
+        self.tail_of: TranscriptFold | None = None  # the tail fold waiting for complete_history()
+        self.on_attached: Any = None  # called once after the next attach (the app's first-paint hook)
         self._pending_seq: int | None = None
 
     def compose(self) -> ComposeResult:
@@ -162,7 +167,8 @@ class ChatScreen(Screen):
         """A (new) session: fold its last turns, mount only the tail, fold the head in the background."""
         header = event.get("header")
         events = event.get("events") or []
-        start = tail_start(events, TAIL_EVENTS)
+        partial, self.expect_head, self.tail_of = self.expect_head, False, None
+        start = 0 if partial else tail_start(events, TAIL_EVENTS)
         fold = TranscriptFold(header, self.prices)
         for i in range(start, len(events)):
             fold.apply(events[i])
@@ -182,12 +188,46 @@ class ChatScreen(Screen):
             self.call_after_refresh(self._fill_window)
         self.plan_strip.show_plan(fold.plan)
         self.attached = True
+        if partial:
+            self.loading_head = True
+            self.tail_of = fold
+        if self.on_attached is not None:
+            callback, self.on_attached = self.on_attached, None
+            callback()
         # the log and its views live as long as the screen: keep them out of the cyclic GC, whose
         # full collections otherwise stall the loop for ~100 ms each while a stream allocates
         gc.freeze()
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
             self.call_after_refresh(self.scroll_to_seq, seq)
+
+    def complete_history(self, header: Any, events: list[dict[str, Any]], first_seq: int,
+                         tail_events: list[dict[str, Any]]) -> None:
+        """The full load of a log shown tail first: when it holds the same tail, fold the older part in
+        (in a thread) and apply what the full load adds after it (crash closers); otherwise (the log
+        changed or was repaired differently) show the full load instead."""
+        fold, self.tail_of = self.tail_of, None
+        if fold is None or self.fold is not fold:
+            return
+        n = len(tail_events)
+        if events[first_seq:first_seq + n] != tail_events:
+            self.loading_head = False
+            self._attach_session({"header": header, "events": events})
+            return
+        changes: list[tuple[str, Any]] = []
+        for event in events[first_seq + n:]:
+            changes.extend(fold.apply(event))
+        if changes:
+            with self.app.batch_update():
+                plan = [c for c in changes if c[0] == PLAN]
+                if plan:
+                    self.plan_strip.show_plan(plan[-1][1])
+                self.transcript.apply_changes([c for c in changes if c[0] != PLAN])
+                self.status.redraw()
+        if first_seq:
+            self._fold_head(header, events, first_seq, fold)
+        else:
+            self.loading_head = False
 
     def _fill_window(self) -> None:
         """After the first paint: mount the rest of the item window above the visible tail."""
