@@ -17,6 +17,7 @@ worker indexes.
 from __future__ import annotations
 
 import contextlib
+import marshal
 import os
 import re
 import sqlite3
@@ -36,13 +37,15 @@ from dsh_tui.session.rows import expand_line
 RAW_NAME = "session.jsonl"
 SQLITE_DB = "sessions.sqlite"  # dsh's SQLite backend (store/sqlite.py) when present in a root
 ZSTD_NAME = "session.jsonl.zstd"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4  # 4: + the listing snapshot table (3 -> 4 keeps the index)
 _CHUNK = 1 << 16
 _SID_SHIFT = 32  # FTS rowid = sid << 32 | n, so one session's text is a rowid range.
 _MAX_TEXT = 20_000  # characters of one event kept for content search
 _BATCH_SECONDS = 0.1
 LOCK_PROBE_WINDOW = 24 * 3600  # seconds
 _CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
+_LISTING_HEADERS = 256  # new session dirs whose header the first-paint listing reads itself
+_SNAPSHOT_FORMAT = 1
 
 
 # States shown by the browser and `dsh-tui sessions`.
@@ -51,6 +54,7 @@ INTERRUPTED = "interrupted"
 OPEN_ELSEWHERE = "open elsewhere"
 UNREADABLE = "unreadable"
 BLANK = "blank"
+INDEXING = "indexing…"  # a session directory on disk the index has not seen yet (listing only)
 
 
 class CatalogError(DshError):
@@ -494,6 +498,7 @@ class Catalog:
         self._known = _known_types()
         self._lock_probe = lock_probe if lock_probe is not None else _default_lock_probe()
         self._write_lock = threading.Lock()
+        self._dirty = False  # the index changed since the listing snapshot was written
 
     # -- connection ---------------------------------------------------------------------------
 
@@ -542,9 +547,14 @@ class Catalog:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 (ver,) = conn.execute("PRAGMA user_version").fetchone()
-                if ver != SCHEMA_VERSION:
+                if ver == 3:
+                    conn.execute("CREATE TABLE IF NOT EXISTS snapshot (root TEXT PRIMARY KEY, data BLOB)")
+                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+                elif ver != SCHEMA_VERSION:
                     conn.execute("DROP TABLE IF EXISTS sessions")
                     conn.execute("DROP TABLE IF EXISTS content")
+                    conn.execute("DROP TABLE IF EXISTS snapshot")
+                    conn.execute("CREATE TABLE snapshot (root TEXT PRIMARY KEY, data BLOB)")
                     cols = ",\n".join(
                         f"{c} {'INTEGER' if c in _INT_COLS else 'TEXT'}" for c in _COLUMNS if c != "path"
                     )
@@ -571,14 +581,131 @@ class Catalog:
 
     # -- listing ------------------------------------------------------------------------------
 
+    def listing(self) -> list[SessionRow]:
+        """First-paint rows, cheap: the session directories on disk now (one ``scandir`` per project,
+        no stat of a log, which proves what exists) joined with the index's listing snapshot (the
+        facts the list shows; the rest stays zero and ``revision`` empty until :meth:`scan`).
+
+        A directory the snapshot does not know is still listed: from its header when there are few
+        such (``indexed=False``), else as a placeholder in state :data:`INDEXING`. Facts may be stale
+        (a grown log, a log file deleted inside a kept directory) until :meth:`scan` revalidates the
+        revisions; a deleted directory is never listed."""
+        try:
+            conn = self._conn()
+            snaps = dict(conn.execute("SELECT root, data FROM snapshot").fetchall())
+        except sqlite3.Error:
+            conn, snaps = None, {}
+        rows: list[SessionRow] = []
+        seen: set[str] = set()
+        new: list[tuple[str, str]] = []  # (session dir, root) not in the snapshot
+        recent_ns = (time.time() - LOCK_PROBE_WINDOW) * 1e9
+        probe = self._lock_probe
+        for root in self.roots:
+            rroot = str(root)
+            if (Path(root) / SQLITE_DB).is_file():
+                if conn is not None:
+                    self._scan_sqlite(Path(root), self._index_rows(conn), rows, seen)
+                continue
+            snap = _load_snapshot(snaps.get(rroot))
+            try:
+                projects = list(os.scandir(root))
+            except OSError:
+                continue
+            append = rows.append
+            for proj in projects:
+                if not proj.is_dir(follow_symlinks=False) or proj.name.startswith(".") or proj.name == "_trash":
+                    continue
+                try:
+                    sessions = list(os.scandir(proj.path))
+                except OSError:
+                    continue
+                pname = proj.name + "/"
+                for sess in sessions:
+                    rec = snap.get(pname + sess.name)
+                    if rec is None:
+                        if sess.is_dir(follow_symlinks=False):
+                            new.append((sess.path, rroot))
+                        continue
+                    if not sess.is_dir(follow_symlinks=False):
+                        continue
+                    row = SessionRow(sess.path + os.sep + rec[0], rroot, *rec[1:-1], 0, None, 0, True)
+                    append(row)
+                    if probe is not None and (rec[-1] >= recent_ns or row.state == INTERRUPTED) and row.id \
+                            and row.state != UNREADABLE:
+                        with contextlib.suppress(OSError):
+                            if probe(row.path):
+                                row.state = OPEN_ELSEWHERE
+        if len(new) <= _LISTING_HEADERS:
+            for sess_dir, rroot in new:
+                for name in (RAW_NAME, ZSTD_NAME):
+                    path = sess_dir + os.sep + name
+                    try:
+                        st = os.stat(path)
+                    except OSError:
+                        continue
+                    row = self._header_row(path, rroot, _revision(st), st.st_size, None)
+                    rows.append(row)
+                    self._post_process([row])  # its lock (and an empty children list)
+                    break
+        else:
+            rows += [SessionRow(path=d + os.sep + RAW_NAME, root=r, revision="", state=INDEXING) for d, r in new]
+        # lineage (the rows are new: their children lists are empty)
+        children = [r for r in rows if r.parent]
+        if children:
+            by_id = {r.id: r for r in rows if r.id}
+            for r in children:
+                if r.parent in by_id:
+                    by_id[r.parent].children.append(r.id)
+        return rows
+
+    def _index_rows(self, conn: sqlite3.Connection) -> dict[str, list]:
+        # One JSON value for the whole table: sqlite3 releases the GIL on every row step, and 10k
+        # hand-offs with a busy UI thread cost more than building and parsing one string.
+        (blob,) = conn.execute(f"SELECT json_group_array(json_array({', '.join(_COLUMNS)})) FROM sessions").fetchone()
+        return {r[0]: r for r in orjson.loads(blob)}
+
+    def save_snapshot(self, *, force: bool = False) -> None:
+        """Write the listing snapshot (per root: ``project/session`` -> the facts the list shows)
+        when the index changed since the last one, or when a root has none."""
+        conn = self._conn()
+        have = {r[0] for r in conn.execute("SELECT root FROM snapshot")}
+        roots = [str(r) for r in self.roots if not (Path(r) / SQLITE_DB).is_file()]
+        if not (force or self._dirty or any(r not in have for r in roots)):
+            return
+        self._dirty = False
+        cols = ", ".join(_SNAPSHOT_COLUMNS)
+        (blob,) = conn.execute(f"SELECT json_group_array(json_array({cols})) FROM sessions").fetchone()
+        strings: dict[str, str] = {}  # one object per repeated string (cwd, state, ...): marshal refs
+        per_root: dict[str, dict[str, tuple]] = {r: {} for r in roots}
+        for (path, revision, id_, cwd, title, updated, turns, tin, tout, tcache, state, reason, parent, seed_length,
+             origin) in orjson.loads(blob):
+            for r in roots:
+                if path.startswith(r + os.sep):
+                    parts = path[len(r) + 1:].split(os.sep)
+                    if len(parts) == 3:
+                        sv = strings.setdefault
+                        # SessionRow's positional fields from ``revision`` on, then the log's mtime
+                        per_root[r][parts[0] + "/" + parts[1]] = (
+                            sv(parts[2], parts[2]), "", id_, sv(cwd, cwd) if cwd else cwd, title, None, 0, updated,
+                            0, turns, 0, 0, tin, tout, tcache, 0, sv(state, state), reason, parent, seed_length,
+                            sv(origin, origin) if origin else origin, _revision_mtime(revision or ""))
+                    break
+        with self._write_lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                for r, snap in per_root.items():
+                    conn.execute("INSERT OR REPLACE INTO snapshot (root, data) VALUES (?, ?)",
+                                 (r, marshal.dumps((_SNAPSHOT_FORMAT, _SNAPSHOT_FIELDS, snap))))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+
     def scan(self) -> list[SessionRow]:
         """Rows for every log on disk now. Indexed facts where the revision is unchanged; header-only
         rows (``indexed=False``) for new or changed logs; rows of logs gone from disk are dropped."""
         conn = self._conn()
-        # One JSON value for the whole table: sqlite3 releases the GIL on every row step, and 10k
-        # hand-offs with a busy UI thread cost more than building and parsing one string.
-        (blob,) = conn.execute(f"SELECT json_group_array(json_array({', '.join(_COLUMNS)})) FROM sessions").fetchone()
-        known = {r[0]: r for r in orjson.loads(blob)}
+        known = self._index_rows(conn)
         rows: list[SessionRow] = []
         seen: set[str] = set()
         for root in self.roots:
@@ -703,6 +830,7 @@ class Catalog:
                 pass
 
     def _forget(self, conn: sqlite3.Connection, paths: list[str]) -> None:
+        self._dirty = True
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -758,6 +886,7 @@ class Catalog:
         rows = self.scan()
         self.index(rows)
         self._post_process(rows)
+        self.save_snapshot()
         return rows
 
     def index_one(self, row: SessionRow, *, conn: sqlite3.Connection | None = None) -> SessionRow:
@@ -836,6 +965,7 @@ class Catalog:
 
     def _store(self, conn, row: SessionRow, sid: int | None, fold: dict | None, header: dict | None,
                offset: int | None, ident: str, texts: list[tuple[int, str, str]], *, keep_content: bool) -> None:
+        self._dirty = True
         values = [getattr(row, c) for c in _COLUMNS]
         extra = [orjson.dumps(fold).decode() if fold is not None else None,
                  orjson.dumps(header).decode() if header is not None else None, offset, ident]
@@ -930,6 +1060,28 @@ class Catalog:
         if len(pref) > 1:
             raise CatalogError(f"session id {ident!r} is ambiguous ({len(pref)} sessions start with it)")
         raise CatalogError(f"no session {ident!r} in {', '.join(str(r) for r in self.roots)}")
+
+
+_SNAPSHOT_COLUMNS = ["path", "revision", "id", "cwd", "title", "updated_at", "turns", "tokens_in", "tokens_out",
+                     "tokens_cache", "state", "reason", "parent", "seed_length", "origin"]
+# The SessionRow fields a snapshot entry fills, in order (after the log's file name; then its mtime).
+_SNAPSHOT_FIELDS = ("revision", "id", "cwd", "title", "title_source", "created_at", "updated_at", "last_time",
+                    "turns", "steps", "events", "tokens_in", "tokens_out", "tokens_cache", "tokens_reasoning",
+                    "state", "reason", "parent", "seed_length", "origin")
+
+
+def _load_snapshot(data: bytes | None) -> dict[str, tuple]:
+    """``project/session`` -> (log file name, *SessionRow fields, mtime ns); empty when absent or of
+    another format."""
+    if not data:
+        return {}
+    try:
+        fmt, cols, snap = marshal.loads(data)
+    except (ValueError, EOFError, TypeError):
+        return {}
+    if fmt != _SNAPSHOT_FORMAT or cols != _SNAPSHOT_FIELDS or not isinstance(snap, dict):
+        return {}
+    return snap
 
 
 _INT_COLS = {"created_at", "updated_at", "last_time", "turns", "steps", "events", "tokens_in", "tokens_out",

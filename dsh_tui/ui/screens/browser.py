@@ -28,6 +28,7 @@ from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
 from dsh_tui.ui.widgets.chrome import LightInput
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
+_NO_WORKSPACE_STATES = (cat.UNREADABLE, cat.INDEXING)  # listed in every scope (workspace unknown yet)
 PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
 
 
@@ -197,8 +198,15 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).focus()
-        # Start the scan once the screen has painted: a worker that stats 10k files while the UI
-        # thread is busy mounting loses the GIL on every syscall and runs several times slower.
+        # First paint from the directory listing joined with the index snapshot (no log is stat'ed
+        # or read): the rows are there when the list first paints.
+        try:
+            rows = self.catalog.listing()
+        except Exception:  # noqa: BLE001 - the index is only a cache; the revalidating scan lists from disk
+            rows = []
+        self._set_rows(rows)
+        # Revalidate once the screen has painted: a worker that stats 10k files while the UI thread
+        # is busy mounting loses the GIL on every syscall and runs several times slower.
         self.call_after_refresh(self._scan)
 
     def on_unmount(self) -> None:
@@ -207,10 +215,15 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
     # -- loading ------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="browser-scan", description="scan session roots")
     def _scan(self) -> None:
+        """Revalidate: stat every log (revisions), drop the gone, list the new, then index the new
+        and grown logs, updating the rows on screen as it goes."""
         rows = self.catalog.scan()
-        self.app.call_from_thread(self._set_rows, rows)
+        if self._cancel.is_set():
+            return
+        self.app.call_from_thread(self._set_rows, rows, True)
         todo = [r for r in rows if not r.indexed]
         if not todo or not self.index_in_background:
+            self._save_snapshot()
             self.indexed.set()
             return
         last = [time.monotonic()]
@@ -224,7 +237,14 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.catalog.index(todo, progress=progress, cancel=self._cancel)
         if not self._cancel.is_set():
             self.app.call_from_thread(self._index_done, rows)
+            self._save_snapshot()
         self.indexed.set()
+
+    def _save_snapshot(self) -> None:
+        try:
+            self.catalog.save_snapshot()
+        except Exception:  # noqa: BLE001 - a snapshot is only a first-paint hint (sqlite busy, disk full)
+            pass
 
     def _index_done(self, rows: list[SessionRow]) -> None:
         # lineage and lock states are recomputed on the UI thread, so no paint sees them half-done
@@ -232,9 +252,11 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.indexing = None
         self._rebuild(keep_cursor=True)
 
-    def _set_rows(self, rows: list[SessionRow]) -> None:
+    def _set_rows(self, rows: list[SessionRow], revalidated: bool = False) -> None:
+        if self.trash_mode:
+            return  # the trash list stays until Esc
         self.rows = rows
-        self._rebuild()
+        self._rebuild(keep_cursor=revalidated)
         self.loaded.set()
 
     def _progress(self, done: int | None, total: int | None) -> None:
@@ -253,7 +275,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         out = [r for r in rows if not r.is_subagent or r.parent not in self._ids]
         if not all_scope:
             here = {id(r) for r in cat.workspace_rows(out, self.cwd)}
-            out = [r for r in out if id(r) in here or (r.cwd is None and r.state == cat.UNREADABLE)]
+            out = [r for r in out if id(r) in here or (r.cwd is None and r.state in _NO_WORKSPACE_STATES)]
         if len(self._scope_cache) > 8:
             self._scope_cache.clear()
         self._scope_cache[key] = out
@@ -460,6 +482,9 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             return None
         if entry.row.state == cat.UNREADABLE:
             self.notify(f"Unreadable: {entry.row.reason}", severity="error", timeout=5)
+            return None
+        if entry.row.id is None:
+            self.notify("Still indexing this session…", timeout=3)
             return None
         return entry.row
 

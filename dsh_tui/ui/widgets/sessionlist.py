@@ -225,7 +225,9 @@ STATE_STYLE = {
     "open elsewhere": "cyan",
     "unreadable": "red",
     "blank": "dim",
+    "indexing…": "dim italic",
 }
+INDEXING_STATE = "indexing…"  # a session directory listed before its header was read
 
 
 def ago(ms: int, now_ms: int) -> str:
@@ -315,7 +317,9 @@ class SessionList(LineList):
             if e.fork_point is not None:
                 label += f"@{e.fork_point} "
             left.append((label, "dim"))
-        if state == UNREADABLE_STATE:
+        if state == INDEXING_STATE:
+            left.append((os.path.relpath(os.path.dirname(r.path), r.root), "dim"))
+        elif state == UNREADABLE_STATE:
             left.append((r.title or r.id or os.path.relpath(r.path, r.root), "red"))
             left.append((f"  unreadable: {r.reason}", "red italic"))
         else:
