@@ -1,0 +1,153 @@
+"""Tail-first opening of a stored session: ``dsh_tui.store.tail.read_tail`` against the real store's
+files (raw and zstd, several frames), and ``DshApp.open_session``: tail painted first, then the full
+load confirms it (same items as a cold fold of the whole log), repairs are shown, corruption is shown."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+import dsh_tui.ui.screens.chat as chat_mod
+from dsh_tui.session.transcript import TranscriptFold
+from dsh_tui.store.catalog import SessionRow
+from dsh_tui.store.open import open_store
+from dsh_tui.store.tail import read_tail
+from dsh_tui.ui.app import DshApp
+from dsh_tui.ui.settings import UiSettings
+from tests.ui.conftest import wait_for
+from tests.ui.synthetic import long_session
+
+SID = "tail-test"
+
+
+def _write(root: Path, events: list[dict], compression: str, batch: int = 997) -> Path:
+    header, _ = long_session(1, chunks_per_step=1)
+    header = {**header, "id": SID, "cwd": str(root)}
+    store = open_store(root, backend="jsonl", compression=compression)
+    store.create(header)
+    for i in range(0, len(events), batch):  # many appends: many zstd frames / many raw writes
+        store.append(SID, events[i:i + batch])
+    path = store.find(SID)
+    assert path is not None
+    return path
+
+
+def _value(item, name: str) -> str:
+    value = getattr(item, name)
+    if name == "parts":  # streamed text: chunks may be joined or not, the text is what counts
+        value = "".join(value)
+    return repr(value)
+
+
+def _signature(items) -> list[tuple]:
+    return [(type(i).__name__, tuple((f.name, _value(i, f.name)) for f in dataclasses.fields(i)
+                                     if f.name != "version" and not f.name.startswith("_"))) for i in items]
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+def test_tail_is_the_end_of_the_full_load_from_a_turn_start(tmp_path, compression):
+    _header, events = long_session(300, chunks_per_step=30)
+    path = _write(tmp_path, events, compression)
+    full = open_store(tmp_path, backend="jsonl", compression=compression).inspect(SID)
+    tail = read_tail(path, 1_000)
+    assert tail is not None and not tail.complete and tail.header == full.header
+    assert tail.events[0]["type"] == "turn/start"
+    assert 1_000 <= len(tail.events) < 1_000 + 200  # no more than one turn beyond what was asked
+    assert tail.events == full.events[tail.first_seq:]
+    # the turn/start is the last one at or before len - 1000: none between it and that point
+    assert not any(e["type"] == "turn/start" for e in full.events[tail.first_seq + 1:len(full.events) - 999])
+
+
+def test_short_log_is_read_whole_and_marked_complete(tmp_path):
+    _header, events = long_session(6, chunks_per_step=3)
+    path = _write(tmp_path, events, "none")
+    tail = read_tail(path, 1_000)
+    assert tail is not None and tail.complete and tail.first_seq == 0 and tail.events == events
+
+
+def test_a_torn_last_line_is_left_to_the_full_load(tmp_path):
+    _header, events = long_session(100, chunks_per_step=10)
+    path = _write(tmp_path, events, "none")
+    with open(path, "ab") as f:
+        f.write(b'{"type":"assistant/chunk","seq":')  # a crash mid-write
+    tail = read_tail(path, 300)
+    assert tail is not None and tail.events[-1] == events[-1]
+
+
+def test_not_a_current_session_log_gives_none(tmp_path):
+    path = tmp_path / "session.jsonl"
+    path.write_bytes(b'{"type":"message","role":"user"}\n{"type":"message","role":"assistant"}\n')
+    assert read_tail(path, 10) is None
+    path.write_bytes(b"\x28\xb5\x2f\xfdgarbage")
+    assert read_tail(path, 10) is None
+
+
+def _app() -> DshApp:
+    return DshApp(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+
+
+def _row(path: Path, root: Path) -> SessionRow:
+    return SessionRow(path=str(path), root=str(root), revision="", id=SID)
+
+
+@pytest.mark.parametrize("compression", ["zstd", "none"])
+async def test_open_session_paints_the_tail_then_folds_the_full_log_in(tmp_path, monkeypatch, compression):
+    monkeypatch.setattr(chat_mod, "TAIL_EVENTS", 500)
+    header, events = long_session(200, chunks_per_step=20)
+    path = _write(tmp_path, events, compression)
+    full = open_store(tmp_path, backend="jsonl", compression=compression).inspect(SID)
+    app = _app()
+    seen: list[tuple[int, bool]] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.open_session(_row(path, tmp_path))
+        await wait_for(pilot, lambda: app.chat is not None and app.chat.attached)
+        chat = app.chat
+        seen.append((len(app.bridge.harness.session.events), chat.loading_head))
+        await wait_for(pilot, lambda: not chat.loading_head)
+        cold = TranscriptFold(full.header)
+        for event in full.events:
+            cold.apply(event)
+        assert _signature(chat.fold.items) == _signature(cold.items)  # live == reopened
+        assert app.bridge.harness.session.events == full.events
+    count, loading = seen[0]
+    assert loading and count < len(events)  # the first thing attached was the tail
+
+
+async def test_an_interrupted_log_shows_the_full_loads_closers_and_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(chat_mod, "TAIL_EVENTS", 300)
+    _header, events = long_session(120, chunks_per_step=10)
+    cut = max(i for i, e in enumerate(events) if e["type"] == "turn/end")
+    path = _write(tmp_path, events[:cut - 3], "none")  # the last turn never ended
+    full = open_store(tmp_path, backend="jsonl", compression="none").inspect(SID)
+    assert full.closers
+    app = _app()
+    notes: list[str] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+        app.open_session(_row(path, tmp_path))
+        await wait_for(pilot, lambda: app.chat is not None and app.chat.attached and not app.chat.loading_head)
+        cold = TranscriptFold(full.header)
+        for event in full.events:
+            cold.apply(event)
+        assert _signature(app.chat.fold.items) == _signature(cold.items)
+        await wait_for(pilot, lambda: any("not closed cleanly" in n for n in notes))
+
+
+async def test_a_corrupt_log_keeps_the_tail_and_says_the_log_is_damaged(tmp_path, monkeypatch):
+    monkeypatch.setattr(chat_mod, "TAIL_EVENTS", 300)
+    _header, events = long_session(120, chunks_per_step=10)
+    path = _write(tmp_path, events, "none")
+    lines = path.read_bytes().split(b"\n")
+    lines[3] = b'{"type":"assistant/chunk","seq":"not a number"}'  # damage the old part only
+    path.write_bytes(b"\n".join(lines))
+    app = _app()
+    notes: list[str] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.notify = lambda message, **kw: notes.append(str(message))  # type: ignore[method-assign]
+        app.open_session(_row(path, tmp_path))
+        await wait_for(pilot, lambda: any(n.startswith("Cannot open") for n in notes))
+        chat = app.chat
+        assert chat is not None and chat.fold.items and not chat.loading_head
+        assert "damaged" in chat.status.info.notice
