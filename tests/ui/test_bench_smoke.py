@@ -15,3 +15,13 @@ async def test_stream_bench_runs_and_drains_the_whole_answer():
     result = await bench.measure(200, 0.5)
     assert set(result) >= {"lag_p99", "backlog_p99", "echo_p95", "drain_ms", "flushes"}
     assert result["flushes"] >= 1 and result["drain_ms"] >= 0
+
+
+def test_long_session_bench_child_opens_a_tiny_session_tail_first(tmp_path):
+    spec = importlib.util.spec_from_file_location("bench_ui_long", BENCH.parent / "bench_ui_long.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    events = bench.make_session(tmp_path, 60, 130)  # 30 turns, ~8k events: more than the 6k-event tail
+    out = bench.spawn("long", str(tmp_path), "tail")
+    assert out["events"] == events and out["last_turn"] == 30
+    assert out["first_paint"] <= out["head_folded"] and out["mounted_views"] > 0
