@@ -886,7 +886,6 @@ class Catalog:
         rows = self.scan()
         self.index(rows)
         self._post_process(rows)
-        self.save_snapshot()
         return rows
 
     def index_one(self, row: SessionRow, *, conn: sqlite3.Connection | None = None) -> SessionRow:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -249,3 +250,35 @@ async def test_catalog_deleted_while_open_loses_no_rows(world):
         assert sorted(str(i) for i, _, _ in ids(screen)) == before
         assert (world["tmp"] / "catalog.sqlite").exists()
         assert all(e.row.indexed for e in screen.list.entries)
+
+
+async def test_first_paint_lists_what_is_on_disk_then_revalidation_corrects_it(world):
+    """The second open paints from the directory listing + the index snapshot: a log the index has
+    never seen is listed at once; a log deleted since (its directory kept) goes on revalidation."""
+    app, screen = make_app(world)
+    async with app.run_test(size=(110, 30)) as pilot:
+        await open_browser(pilot, app, screen)  # indexes everything, writes the snapshot
+        await app.pop_screen()
+        alpha = next(r for r in screen.rows if r.id == "alpha")
+        Path(alpha.path).unlink()
+        write_session(world["root"], make_header("delta", world["cwd"]), two_turn("delta digs a pond", "deeper"))
+        second = BrowserScreen(app, roots=[world["root"]], db_path=world["tmp"] / "catalog.sqlite",
+                               cwd=world["cwd"], now_ms=lambda: NOW)
+        gate = threading.Event()
+        scan = second.catalog.scan
+        second.catalog.scan = lambda: (gate.wait(10), scan())[1]  # hold the revalidation
+        await app.push_screen(second)
+        await until(pilot, lambda: second.loaded.is_set())
+        await pilot.pause()
+        rows = {e.row.id: e.row for e in second.list.entries}
+        assert {"alpha", "beta", "gamma", "delta"} <= rows.keys()
+        assert rows["delta"].indexed is False  # from its header: shown as "…" until indexed
+        assert rows["beta"].indexed and rows["beta"].turns == 2  # facts from the snapshot
+        assert second.list.paints > 0
+        gate.set()
+        await until(pilot, lambda: second.indexed.is_set() and second.indexing is None)
+        await pilot.pause()
+        rows = {e.row.id: e.row for e in second.list.entries}
+        assert "alpha" not in rows
+        assert rows["delta"].indexed and rows["delta"].turns == 2
+        assert "8 logs on disk" in str(second.query_one("#progress").render())
