@@ -11,7 +11,7 @@ import asyncio
 import importlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -19,9 +19,11 @@ from textual.message import Message
 from textual.screen import Screen
 
 from dsh_tui.ui.bridge import Bridge, Harness
-from dsh_tui.ui.screens.chat import ChatScreen
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.themes import DEFAULT_THEME, load_themes
+
+if TYPE_CHECKING:
+    from dsh_tui.ui.screens.chat import ChatScreen  # imported when a chat opens: not on the browser's path
 
 HarnessFactory = Callable[[Bridge], Awaitable[Harness]]
 # Run in a thread after the first paint: (harness factory or None, model hint). Building a provider
@@ -138,6 +140,8 @@ class DshApp(App):
         if self.bridge.harness is not None or self.bridge.loop is not None:
             self.bridge.stop()  # one live harness at a time: flush and close the previous session
             self.bridge = Bridge(self._wake_from_harness)
+        from dsh_tui.ui.screens.chat import ChatScreen
+
         chat = ChatScreen(self.bridge, enter_steers=bool(self.settings.get("chat.enter_steers", False)),
                           model_hint=self.model_hint, clock=self.clock,
                           show_time=bool(self.settings.get("ui.show_time", True)),
