@@ -78,6 +78,7 @@ class DshApp(App):
     ) -> None:
         super().__init__()
         self.resolve = resolve
+        self._opening = 0  # count of open_session calls: results of an older open are dropped
         self.session_roots = list(session_roots or [])  # extra roots for the browser (``--root``)
         self.settings = settings or UiSettings.load()
         self.harness_factory = harness_factory
@@ -163,11 +164,13 @@ class DshApp(App):
         origin = self.screen
         if hasattr(origin, "opened_at"):
             origin.opened_at = None
+        self._opening += 1  # a later open makes this one's results stale
         if resume:
             self._resume_row(row, origin)
             return
-        self.run_worker(lambda: self._load_row(row, at_seq, origin), thread=True, group="open-session",
-                        description="open session", exclusive=True)
+        gen = self._opening
+        self.run_worker(lambda: self._load_row(row, at_seq, origin, gen), thread=True, group="open-session",
+                        description="open session")
 
     def _resume_row(self, row: Any, origin: Any) -> None:
         from pathlib import Path
@@ -185,7 +188,14 @@ class DshApp(App):
                            resume_id=row.id)
         self.open_chat(lambda bridge: open_harness(bridge, spec))
 
-    def _load_row(self, row: Any, at_seq: int | None, origin: Any) -> None:
+    def _current(self, gen: int, fn: Callable[..., Any]) -> Callable[..., None]:
+        """``fn`` that does nothing once another session has been opened after open #``gen``."""
+        def call(*args: Any) -> None:
+            if gen == self._opening:
+                fn(*args)
+        return call
+
+    def _load_row(self, row: Any, at_seq: int | None, origin: Any, gen: int) -> None:
         """Worker thread: tail read -> paint; then the full load -> confirm or replace."""
         import threading
 
@@ -202,18 +212,20 @@ class DshApp(App):
             if tail is not None and tail.complete:
                 tail = None  # a short log: the full load is as cheap
         if tail is not None:
-            self.call_from_thread(self._show_stored, tail.header, tail.events, at_seq, origin, tail, painted)
+            self.call_from_thread(self._current(gen, self._show_stored), tail.header, tail.events, at_seq, origin,
+                                  tail, painted)
             painted.wait(2.0)  # let the tail reach the screen before this thread takes the GIL for long
         try:
             res = catalog._store_for(row).inspect(row.id)
         except Exception as err:  # noqa: BLE001 - shown to the user, never a traceback
-            self.call_from_thread(self._stored_failed, err, tail is not None)
+            self.call_from_thread(self._current(gen, self._stored_failed), err, tail is not None)
             return
         if tail is None:
-            self.call_from_thread(self._show_stored, res.header, res.events, at_seq, origin, None, None)
-            self.call_from_thread(self._say_repaired, res)
+            self.call_from_thread(self._current(gen, self._show_stored), res.header, res.events, at_seq, origin,
+                                  None, None)
+            self.call_from_thread(self._current(gen, self._say_repaired), res)
         else:
-            self.call_from_thread(self._confirm_tail, res, tail)
+            self.call_from_thread(self._current(gen, self._confirm_tail), res, tail)
 
     def _show_stored(self, header: dict, events: list[dict], at_seq: int | None, origin: Any, tail: Any,
                      painted: Any) -> None:

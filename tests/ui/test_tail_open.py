@@ -22,14 +22,14 @@ from tests.ui.synthetic import long_session
 SID = "tail-test"
 
 
-def _write(root: Path, events: list[dict], compression: str, batch: int = 997) -> Path:
+def _write(root: Path, events: list[dict], compression: str, batch: int = 997, sid: str = SID) -> Path:
     header, _ = long_session(1, chunks_per_step=1)
-    header = {**header, "id": SID, "cwd": str(root)}
+    header = {**header, "id": sid, "cwd": str(root)}
     store = open_store(root, backend="jsonl", compression=compression)
     store.create(header)
     for i in range(0, len(events), batch):  # many appends: many zstd frames / many raw writes
-        store.append(SID, events[i:i + batch])
-    path = store.find(SID)
+        store.append(sid, events[i:i + batch])
+    path = store.find(sid)
     assert path is not None
     return path
 
@@ -88,8 +88,8 @@ def _app() -> DshApp:
     return DshApp(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
 
 
-def _row(path: Path, root: Path) -> SessionRow:
-    return SessionRow(path=str(path), root=str(root), revision="", id=SID)
+def _row(path: Path, root: Path, sid: str = SID) -> SessionRow:
+    return SessionRow(path=str(path), root=str(root), revision="", id=sid)
 
 
 @pytest.mark.parametrize("compression", ["zstd", "none"])
@@ -151,3 +151,24 @@ async def test_a_corrupt_log_keeps_the_tail_and_says_the_log_is_damaged(tmp_path
         chat = app.chat
         assert chat is not None and chat.fold.items and not chat.loading_head
         assert "damaged" in chat.status.info.notice
+
+
+async def test_a_second_open_is_not_overwritten_by_the_first_ones_full_load(tmp_path, monkeypatch):
+    monkeypatch.setattr(chat_mod, "TAIL_EVENTS", 300)
+    _h, first = long_session(300, chunks_per_step=20)
+    _h, second = long_session(90, chunks_per_step=12)
+    path_a = _write(tmp_path, first, "zstd", sid="first")
+    path_b = _write(tmp_path, second, "zstd", sid="second")
+    full_b = open_store(tmp_path, backend="jsonl", compression="zstd").inspect("second")
+    app = _app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        app.open_session(_row(path_a, tmp_path, "first"))
+        app.open_session(_row(path_b, tmp_path, "second"))
+        await wait_for(pilot, lambda: app.chat is not None and app.chat.attached and not app.chat.loading_head
+                       and app.bridge.harness is not None and app.bridge.harness.session.id == "second")
+        await pilot.pause(1.0)  # the first open's full load has long finished by now
+        cold = TranscriptFold(full_b.header)
+        for event in full_b.events:
+            cold.apply(event)
+        assert app.bridge.harness.session.id == "second"
+        assert _signature(app.chat.fold.items) == _signature(cold.items)
