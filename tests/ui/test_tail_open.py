@@ -154,21 +154,49 @@ async def test_a_corrupt_log_keeps_the_tail_and_says_the_log_is_damaged(tmp_path
 
 
 async def test_a_second_open_is_not_overwritten_by_the_first_ones_full_load(tmp_path, monkeypatch):
+    """The first session's full load is held back until the second session is fully shown, so its late
+    result really arrives after the second open; it must be dropped."""
+    import threading
+
+    from dsh_tui.store import catalog
+
     monkeypatch.setattr(chat_mod, "TAIL_EVENTS", 300)
     _h, first = long_session(300, chunks_per_step=20)
     _h, second = long_session(90, chunks_per_step=12)
     path_a = _write(tmp_path, first, "zstd", sid="first")
     path_b = _write(tmp_path, second, "zstd", sid="second")
     full_b = open_store(tmp_path, backend="jsonl", compression="zstd").inspect("second")
+    release, first_loaded = threading.Event(), threading.Event()
+    real_store_for = catalog._store_for
+
+    class HeldStore:
+        def __init__(self, store):
+            self._store = store
+
+        def inspect(self, sid):
+            if sid != "first":
+                return self._store.inspect(sid)
+            assert release.wait(30)
+            try:
+                return self._store.inspect(sid)
+            finally:
+                first_loaded.set()
+
+    monkeypatch.setattr(catalog, "_store_for", lambda row: HeldStore(real_store_for(row)))
     app = _app()
     async with app.run_test(size=(100, 30)) as pilot:
         app.open_session(_row(path_a, tmp_path, "first"))
+        await wait_for(pilot, lambda: app.chat is not None and app.chat.attached
+                       and app.bridge.harness is not None and app.bridge.harness.session.id == "first")
         app.open_session(_row(path_b, tmp_path, "second"))
         await wait_for(pilot, lambda: app.chat is not None and app.chat.attached and not app.chat.loading_head
                        and app.bridge.harness is not None and app.bridge.harness.session.id == "second")
-        await pilot.pause(1.0)  # the first open's full load has long finished by now
+        release.set()  # now the first open's full load completes, late
+        await wait_for(pilot, first_loaded.is_set)
+        await pilot.pause(0.5)  # let its call_from_thread callbacks run
         cold = TranscriptFold(full_b.header)
         for event in full_b.events:
             cold.apply(event)
         assert app.bridge.harness.session.id == "second"
+        assert app.bridge.harness.session.events == full_b.events
         assert _signature(app.chat.fold.items) == _signature(cold.items)
