@@ -17,6 +17,7 @@ worker indexes.
 from __future__ import annotations
 
 import contextlib
+import gc
 import marshal
 import os
 import re
@@ -590,6 +591,17 @@ class Catalog:
         such (``indexed=False``), else as a placeholder in state :data:`INDEXING`. Facts may be stale
         (a grown log, a log file deleted inside a kept directory) until :meth:`scan` revalidates the
         revisions; a deleted directory is never listed."""
+        # ~20k objects allocated in a burst: collector passes over the whole (UI) heap on the way
+        # cost more than the listing itself, and nothing here makes a reference cycle.
+        gc_on = gc.isenabled()
+        gc.disable()
+        try:
+            return self._listing()
+        finally:
+            if gc_on:
+                gc.enable()
+
+    def _listing(self) -> list[SessionRow]:
         try:
             conn = self._conn()
             snaps = dict(conn.execute("SELECT root, data FROM snapshot").fetchall())
@@ -607,6 +619,8 @@ class Catalog:
                     self._scan_sqlite(Path(root), self._index_rows(conn), rows, seen)
                 continue
             snap = _load_snapshot(snaps.get(rroot))
+            if not snap and snaps.get(rroot):
+                self._dirty = True  # unusable (another format, damaged): the next save replaces it
             try:
                 projects = list(os.scandir(root))
             except OSError:
