@@ -284,6 +284,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
     def _rebuild(self, keep_cursor: bool = False, *, rows_changed: bool = True) -> None:
         if rows_changed:
             self._rows_version += 1
+            self._scope_cache.clear()  # its lists hold the previous rows (the listing's, before revalidation)
             self._ids = {r.id for r in self.rows if r.id}
             self._has_lineage = any(r.parent for r in self.rows)
         text = self.query_one("#filter", Input).value
