@@ -52,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="A terminal home for DeepSeek Harness sessions. With no command, opens the app.",
     )
     parser.add_argument("--version", action="version", version=f"dsh-tui {__version__}")
+    parser.add_argument(
+        "--root", dest="app_roots", action="append", default=[], metavar="DIR",
+        help="with no COMMAND: also browse the sessions under DIR (repeatable; the default root is always shown)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in _available().items():
         p = sub.add_parser(name, help=SUMMARIES.get(name, ""), description=SUMMARIES.get(name, ""))

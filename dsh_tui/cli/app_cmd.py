@@ -117,7 +117,9 @@ def _browser_resolver(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     from dsh_tui.ui.app import DshApp
 
-    roots = [args.root] if getattr(args, "root", None) else []
+    roots = [Path(r) for r in getattr(args, "app_roots", None) or []]
+    if getattr(args, "root", None):
+        roots.append(Path(args.root))
     app = DshApp(None, start="browser", session_roots=roots, resolve=_browser_resolver(args))
     app.run()
     return 0
