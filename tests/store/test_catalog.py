@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -274,7 +275,7 @@ def test_blank_session_and_lock_probe(root, tmp_path):
     write_session(root, make_header("blank"), [{"type": "approval/policy", "seq": 0, "time": 1,
                                                 "data": {"policy": "never"}}])
     two_turns("busy", root=root)
-    c = cat(root, tmp_path, lock_probe=lambda path: "busy" in path)
+    c = cat(root, tmp_path, lock_probe=lambda path: "busy" in Path(path).parts)
     rows = {r.id: r for r in c.refresh()}
     assert rows["blank"].state == BLANK
     assert rows["busy"].state == "open elsewhere"

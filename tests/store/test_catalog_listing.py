@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -148,7 +149,7 @@ def test_a_version_3_catalog_keeps_its_index(root, tmp_path):
 def test_listing_probes_the_lock_of_an_interrupted_session(root, tmp_path):
     write_session(root, make_header("open"), user_turn(0, 1, "hello", "world", close=False))
     session(root, "done")
-    c = cat(root, tmp_path, lock_probe=lambda path: "open" in path)
+    c = cat(root, tmp_path, lock_probe=lambda path: "open" in Path(path).parts)
     build(c)
-    rows = listed(cat(root, tmp_path, lock_probe=lambda path: "open" in path).listing())
+    rows = listed(cat(root, tmp_path, lock_probe=lambda path: "open" in Path(path).parts).listing())
     assert rows["open"].state == "open elsewhere" and rows["done"].state == COMPLETED
