@@ -51,8 +51,11 @@ def _consume(iterator: Any, n: int) -> None:
     deque(islice(iterator, n), maxlen=0)
 
 
+_time_ns = _time.time_ns
+
+
 def _default_clock() -> int:
-    return _time.time_ns() // 1_000_000
+    return _time_ns() // 1_000_000
 
 
 class Session:
@@ -77,6 +80,7 @@ class Session:
         validate_header(header, lenient=lenient)
         self.header = header
         self._clock = clock or _default_clock
+        self._wall_clock = clock is None  # the chunk fast path reads the wall clock inline
         self.events: list[dict] = []
         self._fold = SurfaceFold(self.events.__getitem__)
         self._rel = Relations()
@@ -232,18 +236,21 @@ class Session:
         if self._notifying:
             raise SessionValidationError("re-entrant append from a session observer is not allowed", "REENTRANT")
         events = self.events
-        seq = len(events)
         rel = self._rel
         T = builtins_type
         # fast path: chunks are the bulk of every log
         if (type == ASSISTANT_CHUNK and surface_op is None and source_event_seqs is None
-                and T(data) is dict and rel.open_step is not None
-                and data.get("turn") == rel.open_turn and data.get("step") == rel.open_step):
+                and T(data) is dict and (step := rel.open_step) is not None
+                and data.get("turn") == rel.open_turn and data.get("step") == step):
             c = data.get("chunk")
             f = _DELTA_FIELD.get(c.get("type")) if T(c) is dict else None
             if (f is None or len(data) != 3 or T(c.get(f)) is not str
-                    or T(c.get("index")) is not int or len(c) > 5):
+                    or T(idx := c.get("index")) is not int or len(c) > 5):
                 check_lossless(data, "data")
+            elif len(c) == 3:
+                # exactly {type, index, f}: f is a str and index an int (checked above)
+                if T(c["type"]) is not str or not -MAX_SAFE_INTEGER <= idx <= MAX_SAFE_INTEGER:
+                    check_lossless(data, "data")  # raises with the path
             else:
                 for v in c.values():
                     tv = T(v)
@@ -252,10 +259,13 @@ class Session:
                     if tv is not int or not -MAX_SAFE_INTEGER <= v <= MAX_SAFE_INTEGER:
                         check_lossless(data, "data")  # raises with the path
                         break
-            t = self._clock()
-            if T(t) is not int or not -MAX_SAFE_INTEGER <= t <= MAX_SAFE_INTEGER:
-                t = self._check_time(t)
-            ev = {"type": type, "seq": seq, "time": t, "data": data}
+            if self._wall_clock:
+                t = _time_ns() // 1_000_000  # an int, a safe integer until the year 287,000
+            else:
+                t = self._clock()
+                if T(t) is not int or not -MAX_SAFE_INTEGER <= t <= MAX_SAFE_INTEGER:
+                    t = self._check_time(t)
+            ev = {"type": type, "seq": len(events), "time": t, "data": data}
             events.append(ev)
             obs = self._observers
             if obs:
@@ -268,6 +278,7 @@ class Session:
                 else:
                     self._notify(ev)
             return ev
+        seq = len(events)
         if builtins_type(type) is not str or not type:
             raise SessionValidationError(f"event type must be a non-empty string, got {type!r}")
         if type in LEGACY_REFUSED_TYPES:

