@@ -209,6 +209,10 @@ def _path_key(path: str, key: str) -> str:
     return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
 
 
+_INT_ONLY = {int}
+_STR_ONLY = {str}
+
+
 def _lossless_ok(value: Any) -> bool:
     """Fast path of :func:`check_lossless` (no path bookkeeping)."""
     t = type(value)
@@ -229,6 +233,12 @@ def _lossless_ok(value: Any) -> bool:
                 return False
         return True
     if t is list:
+        if len(value) > 8:  # long homogeneous lists (sourceEventSeqs, token ids, strings) at C speed
+            types = set(map(type, value))
+            if types == _INT_ONLY:
+                return min(value) >= -MAX_SAFE_INTEGER and max(value) <= MAX_SAFE_INTEGER
+            if types == _STR_ONLY:
+                return True
         for v in value:
             tv = type(v)
             if tv is str or v is None or tv is bool:
