@@ -75,6 +75,7 @@ class SessionWriter:
         self._durable = persisted
         self._deadline: float | None = time.monotonic() + self.window if self._pending else None
         self._flush_waiters = 0
+        self._hot = False  # True while an event needs nothing but joining the queue (set/cleared under the mutex)
         # aflush() waiters resolved by the writer thread itself: (loop, future, error generation at entry)
         self._async_waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future, int]] = []
         self._error: BaseException | None = None
@@ -96,6 +97,11 @@ class SessionWriter:
 
     # ------------------------------------------------------------------ producer side (any thread)
     def _on_event(self, _session, event: dict) -> None:
+        if self._hot:
+            # the window is armed and nothing needs re-enabling: list.append is atomic under the GIL. An
+            # event that read ``_hot`` just before the writer took its batch is armed by the writer itself
+            self._pending.append(event)
+            return
         with self._mutex:  # the condition's own lock, entered without Condition.__enter__'s Python frame
             if self._closed:
                 return
@@ -105,6 +111,7 @@ class SessionWriter:
             if self._deadline is None:
                 self._deadline = time.monotonic() + self.window
                 self._cv.notify_all()
+            self._hot = True
 
     @property
     def durable_length(self) -> int:
@@ -152,12 +159,15 @@ class SessionWriter:
         self._async_waiters = keep
 
     def _loop(self) -> None:
+        grace = False  # after a take: an unlocked append may land just after this thread blocks
         while True:
             with self._cv:
                 while True:
                     if self._pending and not self._paused:
                         if self._flush_waiters or self._closing:
                             break
+                        if self._deadline is None:  # joined via the unlocked path as a batch was taken
+                            self._deadline = time.monotonic() + self.window
                         if self._deadline is not None:
                             delay = self._deadline - time.monotonic()
                             if delay <= 0:
@@ -166,11 +176,17 @@ class SessionWriter:
                             continue
                     if self._closing and (not self._pending or self._paused):
                         return
-                    self._cv.wait()
+                    if grace:  # one bounded wait: such an append does not notify
+                        grace = False
+                        self._cv.wait(self.window)
+                    else:
+                        self._cv.wait()
                 batch = list(self._pending)
+                grace = True
                 # the queue behind this batch is empty now: the first event arriving during the write
                 # arms the next fixed window at its own arrival (not at the end of this write)
                 self._deadline = None
+                self._hot = False
             try:
                 self.store.append(self.session_id, batch, **self._append_kw)
             except BaseException as err:  # keep the batch at the head; pause until event/flush/close
@@ -180,6 +196,7 @@ class SessionWriter:
                     self._error_gen += 1
                     self._paused = True
                     self._deadline = None
+                    self._hot = False
                     self._resolve_async()
                     self._cv.notify_all()
                 if first:
@@ -199,6 +216,8 @@ class SessionWriter:
                 # events that arrived during the write form the next batch; their window is already armed
                 if not self._pending:
                     self._deadline = None
+                elif self._deadline is None:  # joined via the unlocked path as the batch was taken
+                    self._deadline = time.monotonic() + self.window
                 durable = self._durable
                 self._resolve_async()
                 self._cv.notify_all()
@@ -296,6 +315,7 @@ class SessionWriter:
             with self._cv:
                 self._closing = True
                 self._closed = True
+                self._hot = False
                 self._cv.notify_all()
             self._unsubscribe()
             self._thread.join(timeout=30)

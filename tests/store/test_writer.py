@@ -238,3 +238,22 @@ async def test_a_cancelled_checkpoint_still_completes_its_flush(store):
     assert seen == []
     assert await writer.aflush() == 1
     await writer.aclose()
+
+
+def test_an_event_joining_unlocked_as_a_batch_is_taken_still_gets_a_window(store):
+    """Producer fast path: while a window is armed an event joins the queue without the mutex. One that read
+    the armed flag just before the writer took its batch lands behind that batch with no window armed; the
+    writer arms one for it (no later event, flush or close needed)."""
+    session, writer, flaky = _new(store, window_ms=50)
+    flaky.gate = threading.Event()
+    _turn(session, chunks=5)
+    assert flaky.entered.wait(5)  # the window expired: the first batch is being written
+    assert writer._hot is False  # taking the batch disarmed the fast path
+    writer._hot = True  # the race: this append read the flag before the take
+    session.append("session/title", {"title": "late"})
+    assert writer._deadline is None and writer.pending_count == len(session.events)  # the batch + this one
+    flaky.gate.set()
+    _wait(lambda: writer.durable_length == len(session.events), 5)
+    assert flaky.attempts[1] == [len(session.events) - 1]
+    assert store.read_from("w1", 0) == session.events
+    writer.close()
