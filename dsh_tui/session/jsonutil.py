@@ -296,32 +296,6 @@ def _check_lossless_slow(value: Any, where: str) -> None:
     raise SessionValidationError(f"{where}: {t.__name__} is not lossless JSON")
 
 
-def find_negative_zero(value: Any, where: str = "data") -> str | None:
-    """Fast scan of parser output for the one non-lossless value a JSON parser yields: float ``-0.0``.
-
-    Returns the path of the first one or None. Only floats are inspected (``-0`` parses as int 0)."""
-    t = type(value)
-    if t is dict:
-        for k, v in value.items():
-            tv = type(v)
-            if tv is dict or tv is list or tv is float:
-                p = find_negative_zero(v, _path_key(where, k))
-                if p is not None:
-                    return p
-        return None
-    if t is list:
-        for i, v in enumerate(value):
-            tv = type(v)
-            if tv is dict or tv is list or tv is float:
-                p = find_negative_zero(v, f"{where}[{i}]")
-                if p is not None:
-                    return p
-        return None
-    if t is float and value == 0 and math.copysign(1.0, value) < 0:
-        return where
-    return None
-
-
 def _floats_ok(value: Any) -> bool:
     """True when no float anywhere in ``value`` is NaN, ±Infinity or -0 (path-free fast walk)."""
     t = type(value)
@@ -340,8 +314,9 @@ def _floats_ok(value: Any) -> bool:
 
 
 def find_bad_float(value: Any, where: str = "data") -> str | None:
-    """Like :func:`find_negative_zero` but also flags NaN/Infinity (programmatic seeds). Returns
-    ``"<path>: <what> is not lossless JSON"`` or None."""
+    """The first float in ``value`` that is NaN, ±Infinity or -0 (the non-lossless values a JSON parser
+    or a programmatic seed can hold), as ``"<path>: <what> is not lossless JSON"``; None when there is
+    none."""
     if _floats_ok(value):
         return None
     return _find_bad_float(value, where)

@@ -108,9 +108,9 @@ def test_check_lossless_rejections_name_the_path(value, message):
     assert str(err.value).startswith(message)
 
 
-def test_find_negative_zero_scans_parser_output():
-    assert jsonutil.find_negative_zero(jsonutil.loads('{"a":[0,{"b":-0.0}]}')) == "data.a[1].b"
-    assert jsonutil.find_negative_zero(jsonutil.loads('{"a":[-0,0.0,{"b":1.5}]}')) is None
+def test_find_bad_float_scans_parser_output_for_negative_zero():
+    assert jsonutil.find_bad_float(jsonutil.loads('{"a":[0,{"b":-0.0}]}')) == "data.a[1].b: -0 is not lossless JSON"
+    assert jsonutil.find_bad_float(jsonutil.loads('{"a":[-0,0.0,{"b":1.5}]}')) is None
 
 
 def test_event_vocabulary():
