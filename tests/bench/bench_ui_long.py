@@ -192,10 +192,40 @@ def child_long(t0: float, root: str, mode: str = "tail") -> None:
 
 
 # -- parent ------------------------------------------------------------------------------------------
+# How the children run (set by main() from the options):
+# - python: the interpreter (``--python``: e.g. a venv with a regular, non-editable install of dsh-tui);
+# - bytecode: True = the children read and write .pyc files in a cache directory of their own
+#   (``PYTHONPYCACHEPREFIX``), as an installed program does (pip compiles on install); False = the
+#   inherited environment as is (with PYTHONDONTWRITEBYTECODE=1 every dsh_tui module is compiled from
+#   source in every process, while Textual's site-packages .pyc files are read: ``--no-bytecode-cache``).
+CHILD = {"python": sys.executable, "bytecode": True, "repo_path": True}
+PYCACHE = Path(tempfile.gettempdir()) / "dsh-bench-pycache"
+
+
+_HOME: list[str] = []
+
+
+def child_env() -> dict[str, str]:
+    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none"}
+    if "DSH_HOME" not in env:  # one empty home for every child (settings, index): never the user's
+        if not _HOME:
+            _HOME.append(tempfile.mkdtemp(prefix="dsh-bench-home-"))
+        env["DSH_HOME"] = _HOME[0]
+    if CHILD["repo_path"]:
+        env["PYTHONPATH"] = str(REPO)
+    else:  # a regular install: the package comes from the interpreter's site-packages
+        env.pop("PYTHONPATH", None)
+        env["DSH_BENCH_NO_REPO"] = "1"
+    if CHILD["bytecode"]:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = str(PYCACHE)
+    return env
+
+
 def spawn(kind: str, *extra: str) -> dict:
-    env = {**os.environ, "TEXTUAL_ANIMATIONS": "none", "PYTHONPATH": str(REPO)}
+    env = child_env()
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, __file__, "--child", kind, repr(t0), *extra], capture_output=True,
+    proc = subprocess.run([CHILD["python"], __file__, "--child", kind, repr(t0), *extra], capture_output=True,
                           text=True, env=env, timeout=300)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
@@ -244,7 +274,22 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--chunks", type=int, default=91, help="text chunks per step (91 -> ~200k events)")
     parser.add_argument("--only", choices=("startup", "long"), help="run one half of the bench")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="children inherit the environment as is (PYTHONDONTWRITEBYTECODE=1 here: dsh_tui "
+                             "compiled from source in every process)")
+    parser.add_argument("--python", help="interpreter for the children (e.g. a venv with a regular install); "
+                                         "dsh_tui is then imported from its site-packages, not from this checkout")
     args = parser.parse_args()
+    CHILD["bytecode"] = not args.no_bytecode_cache
+    if args.python:
+        CHILD["python"] = args.python
+        CHILD["repo_path"] = False
+    if CHILD["bytecode"]:  # untimed: the cache directory gets every module's .pyc (first run only)
+        for argv in (("trivial",), ("startup",), ("cli", "app"), ("cli", "run")):
+            spawn(*argv)
+    print(f"children: {CHILD['python']}; "
+          + ("bytecode cached (.pyc read, as an installed program)" if CHILD["bytecode"]
+             else f"environment as is (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})"))
 
     trivial = [spawn("trivial") for _ in range(args.runs + 2)]
     base = statistics.median(t["first_paint"] for t in trivial)
@@ -291,15 +336,19 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
         kind, t0 = sys.argv[2], float(sys.argv[3])
-        sys.path.insert(0, str(REPO))
+        if not os.environ.get("DSH_BENCH_NO_REPO"):
+            sys.path.insert(0, str(REPO))
         if kind == "trivial":
             child_trivial(t0)
         elif kind == "startup":
             child_startup(t0)
         elif kind == "cli":
-            os.environ.setdefault("DSH_HOME", tempfile.mkdtemp(prefix="dsh-bench-home-"))
             child_cli(t0, sys.argv[4])
         else:
             child_long(t0, sys.argv[4], *sys.argv[5:])
     else:
-        main()
+        try:
+            main()
+        finally:
+            for home in _HOME:
+                shutil.rmtree(home, ignore_errors=True)
