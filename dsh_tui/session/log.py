@@ -10,8 +10,8 @@ from inside an observer raises (no re-entrant appends).
 
 ``derive_messages()`` is the §2.3 projection with a generation-keyed cache: every surface node is
 projected (frozen) once; the cached list is extended incrementally and rebuilt only when
-``replace_generation`` changed; each call returns a fresh list of shared immutable messages.
-``messages_view()`` returns the same messages as an O(1) snapshot (``surface.MessagesView``).
+``replace_generation`` changed; each call returns an O(1) copy-on-write snapshot (``surface.MessagesView``)
+of shared immutable messages, equal to the list of them (``to_list()`` gives that list).
 """
 
 from __future__ import annotations
@@ -349,16 +349,17 @@ class Session:
             raise first_error
 
     # ------------------------------------------------------------------ projections
-    def derive_messages(self) -> list[Any]:
-        """What the model sees (§2.3): a fresh list of shared, immutable message objects (O(messages) copy;
-        :meth:`messages_view` is the O(1) equivalent)."""
-        return list(self._refresh_derived())
+    def derive_messages(self) -> MessagesView:
+        """What the model sees (§2.3), in O(1): a snapshot (``MessagesView``) of the shared, immutable message
+        objects. It compares equal to the list of those messages; later appends and replaces never change it;
+        mutating it copies it first (copy-on-write, so it is the caller's as a fresh list would be).
+        ``jsonutil.dumps`` / ``dumps_bytes`` serialise it; use ``to_list()`` where a real ``list`` is needed
+        (``json.dumps``, ``orjson.dumps``, ``isinstance(x, list)``)."""
+        derived = self._refresh_derived()
+        return MessagesView(derived, len(derived))
 
     def messages_view(self) -> MessagesView:
-        """:meth:`derive_messages` without the copy: an O(1) read-only snapshot (``MessagesView``) equal to
-        the list ``derive_messages()`` returns; later appends and replaces never change it; mutating it
-        copies it first (copy-on-write). ``jsonutil.dumps`` serialises it; use ``to_list()`` for other
-        encoders."""
+        """Same as :meth:`derive_messages` (kept for callers written against the earlier copying version)."""
         derived = self._refresh_derived()
         return MessagesView(derived, len(derived))
 

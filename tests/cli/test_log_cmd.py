@@ -111,7 +111,7 @@ def test_messages_is_derive_messages():
     proc = dsh_tui("messages", str(path))
     assert proc.returncode == 0
     got = json.loads(proc.stdout)
-    expected = fixture.prepare_file(fixture.open_log_file(path)).session.derive_messages()
+    expected = fixture.prepare_file(fixture.open_log_file(path)).session.derive_messages().to_list()
     assert got == json.loads(orjson.dumps(expected))
     roles = [m["role"] for m in got]
     assert "assistant" in roles and any(b["type"] == "tool-result" for m in got for b in m["content"])

@@ -404,6 +404,23 @@ def test_canonical_header_and_header_equals():
 
 # ---------------------------------------------------------------- immutable shared messages
 
+def test_derive_messages_is_an_o1_snapshot_not_a_copy():
+    from dsh_tui.session.surface import MessagesView
+
+    s = new_session()
+    for i in range(200):
+        s.append("user/message", user_msg(f"m{i}", f"u{i}"), surface_op="append")
+    a = s.derive_messages()
+    b = s.derive_messages()
+    # both snapshots read the session's one cache list (nothing was copied), yet each is the caller's
+    assert type(a) is MessagesView and a._items is b._items and not a._own
+    assert a == b == a.to_list() and type(a.to_list()) is list and len(a) == 200
+    s.append("user/message", user_msg("later", "u-later"), surface_op="append")
+    assert len(a) == 200 and len(s.derive_messages()) == 201 and s.derive_messages()._items is a._items
+    a.append("mine")
+    assert len(a) == 201 and a[-1] == "mine" and s.derive_messages()[-1]["id"] == "u-later"
+
+
 def test_derived_messages_are_shared_immutable_and_serializable():
     s = new_session()
     s.append("user/message", user_msg(), surface_op="append")
@@ -418,8 +435,9 @@ def test_derived_messages_are_shared_immutable_and_serializable():
                     lambda: msg["source"].setdefault("k", 1), lambda: msg["content"].sort()):
         with pytest.raises(TypeError):
             attempt()
-    assert json.dumps(m2, separators=(",", ":"), ensure_ascii=False) == jsonutil.dumps([user_msg()])
-    assert orjson.dumps(m2).decode() == jsonutil.dumps([user_msg()])
+    assert jsonutil.dumps(m2) == jsonutil.dumps([user_msg()])
+    assert json.dumps(m2.to_list(), separators=(",", ":"), ensure_ascii=False) == jsonutil.dumps([user_msg()])
+    assert orjson.dumps(m2.to_list()).decode() == jsonutil.dumps([user_msg()])
     thawed = copy.deepcopy(msg)
     assert thawed == user_msg() and type(thawed) is dict and type(thawed["content"][0]) is dict
     thawed["content"].append({"type": "text", "text": "edit"})  # a deep copy is the caller's to edit

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import orjson
 import pytest
@@ -63,7 +64,7 @@ def test_fixture_loads_rerenders_and_derives(path):
         assert str(path) in msg and "\n" not in msg and re.search(r"seq \d+", msg), msg
         return
     messages = prepared.session.derive_messages()
-    assert isinstance(messages, list)
+    assert isinstance(messages, Sequence) and isinstance(messages.to_list(), list) and messages == messages.to_list()
     surface_ids = [e["data"].get("message", e["data"]).get("id") for e in prepared.stored
                    if e["type"] in ("user/message", "assistant/message", "tool/result")]
     assert all(isinstance(m["id"], str) for m in messages)

@@ -94,7 +94,7 @@ async def test_inspector_of_a_request_shows_what_the_model_received():
         assert "System prompt" in text and "{{system}}" in text
         from dsh_tui.session.log import Session
 
-        expected = Session(header, events[:first_chunk]).derive_messages()
+        expected = Session(header, events[:first_chunk]).derive_messages().to_list()
         assert f"Messages ({len(expected)})" in text
         assert json.dumps(expected, indent=2, ensure_ascii=False) in text
         assert "call_read_b" in text

@@ -137,7 +137,7 @@ def request_view(header: dict, events: list[dict], seq: int) -> dict | None:
 
         prefix = [e for e in events[:d]]
         session = Session(header, prefix)
-        messages = session.derive_messages()
+        messages = session.derive_messages().to_list()  # json.dumps below needs a real list
         canonical = session.request_header()
         if canonical is not None:
             req_header = canonical
