@@ -122,25 +122,75 @@ class CachedLines:
 
 
 _MARKDOWN_CLASS: Any = None
+_PARSER: Any = None
 
 
-def markdown(text: str) -> RenderableType:
+def _markdown_parser() -> Any:
+    global _PARSER
+    if _PARSER is None:
+        from markdown_it import MarkdownIt
+
+        _PARSER = MarkdownIt().enable("strikethrough").enable("table")
+    return _PARSER
+
+
+def settled_blocks(text: str) -> tuple[int, bool] | None:
+    """How much of a growing Markdown text later text can no longer change, for freezing it.
+
+    That is every top-level block before the last one that starts in the text's complete lines (the
+    last block, and a partial last line, may still turn into something else: ``2`` becomes ``2. b``
+    and continues a list, a line of ``===`` makes the paragraph above a heading). Returns
+    ``(length, new_line)``: the length of that prefix (None when there is none) and whether Rich's
+    Markdown, after its last block, puts a blank line before the next one (after every block but a
+    rule); pass that to ``markdown(rest, after_block=...)`` so that the prefix and the rest rendered
+    separately give the same lines as the whole text. Link reference definitions that arrive later
+    are not applied to frozen text.
+    """
+    end = text.rfind("\n") + 1
+    if end == 0:
+        return None
+    last_start = None
+    before = None
+    previous = None
+    for token in _markdown_parser().parse(text[:end]):
+        if token.level or token.nesting == -1 or token.map is None:
+            continue
+        last_start, before = token, previous
+        previous = token
+    if last_start is None or before is None:
+        return None
+    offset = 0
+    for _ in range(last_start.map[0]):
+        offset = text.index("\n", offset) + 1
+    from rich.markdown import Markdown, UnknownElement
+
+    return offset, (Markdown.elements.get(before.type) or UnknownElement).new_line
+
+
+def markdown(text: str, *, after_block: bool = False) -> RenderableType:
     """Rich Markdown, imported on first use (markdown-it and Pygments stay off the start-up path).
 
     Rich builds a new MarkdownIt parser per message, and a new parser compiles its rule chains on
     first use (~6 ms); one shared parser makes a message cost only its parse.
+
+    ``after_block``: the text continues a Markdown text whose last block asks for a blank line before
+    the next (``settled_blocks``): Rich then starts as it would after that block. It is told so by an
+    empty HTML block in front (drawn as nothing, it leaves Rich's "new line" state set), so a list or
+    quote at the start gets exactly the one blank line the whole rendering has, not two.
     """
     global _MARKDOWN_CLASS
     if _MARKDOWN_CLASS is None:
-        from markdown_it import MarkdownIt
+        from markdown_it.token import Token
         from rich.markdown import Markdown
 
-        parser = MarkdownIt().enable("strikethrough").enable("table")
+        parser = _markdown_parser()
 
         class SharedParserMarkdown(Markdown):
-            def __init__(self, markup: str) -> None:
+            def __init__(self, markup: str, after_block: bool = False) -> None:
                 self.markup = markup
                 self.parsed = parser.parse(markup)
+                if after_block:
+                    self.parsed.insert(0, Token("html_block", "", 0, block=True, content=""))
                 self.code_theme = "monokai"
                 self.justify = None
                 self.style = "none"
@@ -149,7 +199,7 @@ def markdown(text: str) -> RenderableType:
                 self.inline_code_theme = "monokai"
 
         _MARKDOWN_CLASS = SharedParserMarkdown
-    return _MARKDOWN_CLASS(text)
+    return _MARKDOWN_CLASS(text, after_block)
 
 
 def render_assistant(text: str, interrupted: bool = False) -> RenderableType:

@@ -3,7 +3,8 @@
 Performance design (design/textual-perf.md): every reflow walks every mounted widget, so only the
 latest ``MAX_MOUNTED`` items are mounted (older ones come back with "load earlier" / scrolling to the
 top); finished items are a single ``Static`` each (Textual caches their lines per width); a streaming
-answer is frozen Markdown segments of ~2 KB plus one live tail, so a flush re-parses only the tail;
+answer is one Line-API widget over frozen Markdown segments plus one live tail, so a flush re-parses
+only the tail and adds no widgets;
 the container uses ``layout: stream`` and is anchored to the bottom until the user scrolls away.
 """
 
@@ -11,18 +12,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich.console import Group
 from rich.text import Text
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import VerticalScroll
+from textual.geometry import Size
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 from textual.widget import Widget
 from textual.widgets import Static
 
 from dsh_tui.session.transcript import ADD, REMOVE, UPDATE, Item, StreamItem, TranscriptFold
-from dsh_tui.ui.widgets.render import CachedLines, markdown, render_item
+from dsh_tui.ui.widgets.render import CachedLines, markdown, render_item, settled_blocks
 
 MAX_MOUNTED = 100
 FIRST_PAINT_ITEMS = 24  # mounted before the first paint; the rest of the window right after
 PAGE = 40
-SEGMENT_CHARS = 600
 
 
 class ViewState:
@@ -94,43 +98,44 @@ class ItemView(CachedStatic):
         self.update(CachedLines(render_item(self.item, expanded=key[1], show_time=self.state.show_time)))
 
 
-def _split_point(text: str, start: int, end: int) -> int | None:
-    """Last paragraph break in text[start:end] outside a code fence (a frozen segment's end)."""
-    cut = text.rfind("\n\n", start, end)
-    while cut > start:
-        if text.count("```", start, cut) % 2 == 0:
-            return cut + 2
-        cut = text.rfind("\n\n", start, cut)
-    return None
+INTERRUPTED_TEXT = "⏹ interrupted: the answer above is partial"
 
 
-class AnswerView(Vertical):
-    """Streamed assistant Markdown: frozen segments + one live tail (only the tail re-renders)."""
+class AnswerView(Widget):
+    """Streamed assistant Markdown in ONE widget: frozen segments + a live tail, drawn line by line.
+
+    The growing text is cut into segments at settled top-level Markdown blocks (``settled_blocks``):
+    a frozen segment is parsed and rendered once per width; a flush re-renders only the tail (the
+    last block). The widget paints with the Line API (``render_line`` returns cached strips), so a
+    long answer adds no widgets to the screen's reflow and costs only its visible lines per frame.
+    Segments are joined with the blank line Rich's Markdown puts between blocks, so the view shows
+    the same lines as the finished answer rendered whole (``render_assistant``), reopened or live.
+    """
 
     DEFAULT_CSS = """
-    AnswerView { height: auto; padding: 0 1; layout: stream; }
-    AnswerView > Static { height: auto; }
-    AnswerView > .-interrupted { color: $warning; }
+    AnswerView { height: auto; padding: 0 1; }
     """
 
     def __init__(self, item: StreamItem, state: ViewState) -> None:
         super().__init__(classes="-assistant")
         self.item = item
         self.state = state
-        self._frozen = 0
-        self._tail = Static()
-        self._mark = Static(Text("⏹ interrupted: the answer above is partial"), classes="-interrupted")
-        self._mark.display = False
+        self._frozen_text = ""
+        self._segments: list[Any] = []  # frozen Markdown renderables, in order
+        self._after_block = False  # the frozen text's last block wants a blank line before the next
+        self._tail: Any = None
         self._rendered: tuple[int, str] | None = None
+        # strips for one (width, style): frozen segments converted so far, then the tail
+        self._strip_key: tuple[int, Any] | None = None
+        self._seg_strips: list[Strip] = []
+        self._seg_done = 0
+        self._tail_strips: list[Strip] | None = None
         self.refresh_item()
 
-    def compose(self):  # noqa: ANN201 - textual compose
-        yield self._tail
-        yield self._mark
-
-    def on_mount(self) -> None:
-        self._rendered = None
-        self.refresh_item()
+    @property
+    def segment_count(self) -> int:
+        """Frozen Markdown segments so far (each parsed and rendered once)."""
+        return len(self._segments)
 
     def refresh_item(self) -> None:
         key = (self.item.version, self.item.state)
@@ -138,27 +143,70 @@ class AnswerView(Vertical):
             return
         self._rendered = key
         text = self.item.text
-        if len(text) < self._frozen:  # the final message replaced a longer stream: start over
-            for child in list(self.children):
-                if child is not self._tail and child is not self._mark:
-                    child.remove()
-            self._frozen = 0
-        while self.is_mounted and len(text) - self._frozen > SEGMENT_CHARS:
-            cut = _split_point(text, self._frozen, len(text) - 1)
-            if cut is None or cut <= self._frozen:
-                break
-            self.mount(CachedStatic(CachedLines(markdown(text[self._frozen:cut]))), before=self._tail)
-            self._frozen = cut
-        tail = text[self._frozen:]
+        if not text.startswith(self._frozen_text):  # the final message differs from the stream: start over
+            self._frozen_text = ""
+            self._segments = []
+            self._after_block = False
+            self._strip_key = None
+        frozen = len(self._frozen_text)
+        settled = settled_blocks(text[frozen:])
+        if settled is not None:
+            length, new_line = settled
+            self._segments.append(markdown(text[frozen:frozen + length], after_block=self._after_block))
+            self._after_block = new_line
+            frozen += length
+            self._frozen_text = text[:frozen]
+        tail = text[frozen:]
         if not tail:
-            self._tail.update(Text(""))
+            self._tail = None
         elif self.item.state == "streaming" and tail.count("```") % 2 == 1:
             # an open code fence: highlighting it on every flush is the costliest part of a stream;
-            # show it plain until the fence closes and the segment freezes into Markdown
-            self._tail.update(Text(tail))
+            # show it plain until the fence closes and the block settles into Markdown
+            self._tail = Text("\n" + tail if self._after_block else tail)
         else:
-            self._tail.update(CachedLines(markdown(tail)))
-        self._mark.display = self.item.state == "interrupted"
+            self._tail = markdown(tail, after_block=self._after_block)
+        self._tail_strips = None
+        self.refresh(layout=True)
+
+    def _to_strips(self, renderable: Any, width: int, style: Any) -> list[Strip]:
+        return Visual.to_strips(self, visualize(self, renderable), width, None, style)
+
+    def _lines(self, width: int) -> tuple[list[Strip], list[Strip]]:
+        style = self.visual_style
+        if self._strip_key is None or self._strip_key[0] != width or self._strip_key[1] is not style:
+            self._strip_key = (width, style)
+            self._seg_strips, self._seg_done, self._tail_strips = [], 0, None
+        while self._seg_done < len(self._segments):
+            self._seg_strips.extend(self._to_strips(self._segments[self._seg_done], width, style))
+            self._seg_done += 1
+        if self._tail_strips is None:
+            tail = self._tail
+            if self.item.state == "interrupted":  # the mark under the partial answer, as render_assistant
+                tail = Group(tail if tail is not None else Text(""), Text(INTERRUPTED_TEXT, style="yellow"))
+            self._tail_strips = [] if tail is None else self._to_strips(tail, width, style)
+        return self._seg_strips, self._tail_strips
+
+    def rendered_lines(self, width: int) -> list[Strip]:
+        """Every line of the view at ``width`` (tests compare them with the finished rendering)."""
+        frozen, tail = self._lines(width)
+        return frozen + tail
+
+    def get_content_width(self, container: Size, viewport: Size) -> int:
+        return container.width
+
+    def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        frozen, tail = self._lines(width)
+        return len(frozen) + len(tail)
+
+    def render_line(self, y: int) -> Strip:
+        width = self.size.width
+        frozen, tail = self._lines(width)
+        if y < len(frozen):
+            return frozen[y]
+        y -= len(frozen)
+        if y < len(tail):
+            return tail[y]
+        return Strip.blank(width, self.visual_style.rich_style)
 
 
 class TranscriptView(VerticalScroll):

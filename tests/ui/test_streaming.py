@@ -1,0 +1,198 @@
+"""A streamed answer shows the same lines as the finished answer rendered whole.
+
+``AnswerView`` freezes a growing answer into Markdown segments (each rendered once) plus a live tail.
+Rendering the segments separately must not change what the user sees: the blank line Rich puts
+between two blocks that fall in different segments, a loose list continued across a segment
+boundary, a code fence with blank lines in it, a rule, a table and a setext heading all come out as in
+the whole rendering, while the stream runs and after it ends (the finished item is drawn by
+``ItemView``, as a session reopened from disk is).
+"""
+
+from __future__ import annotations
+
+from textual.app import App, ComposeResult
+from textual.containers import VerticalScroll
+from textual.visual import Visual, visualize
+
+from dsh_tui.llm import scripted
+from dsh_tui.session.transcript import StreamItem
+from dsh_tui.ui.widgets.render import render_assistant, settled_blocks
+from dsh_tui.ui.widgets.transcript import AnswerView, ItemView, ViewState
+from tests.ui.conftest import items, scripted_app, submit, wait_for
+from tests.ui.screen_text import screen_text
+
+ANSWER = """First paragraph with **bold** and `code`, long enough to wrap at eighty columns of width for sure.
+
+Second paragraph.
+It has a soft break.
+
+# A heading
+Text right under the heading.
+
+1. one
+
+2. two, a loose list
+
+3. three
+
+- bullet
+- another bullet
+
+  continued paragraph of the bullet
+
+```python
+def f(x):
+
+    return x + 1
+```
+
+> a quote
+>
+> in two paragraphs
+
+---
+After the rule.
+
+| a | b |
+|---|---|
+| 1 | 2 |
+
+Setext heading
+--------------
+
+Closing paragraph one.
+
+Closing paragraph two, the last block.
+"""
+
+
+def _rows(strips) -> list[list[tuple[str, object]]]:
+    return [[(seg.text, seg.style) for seg in strip] for strip in strips]
+
+
+def _whole(view, text: str, width: int, interrupted: bool = False):
+    """``text`` rendered as one Markdown, the way a finished (reopened) answer is drawn."""
+    return Visual.to_strips(view, visualize(view, render_assistant(text, interrupted)), width, None,
+                            view.visual_style)
+
+
+def _item_lines(view: ItemView, width: int):
+    return Visual.to_strips(view, view._render(), width, None, view.visual_style)
+
+
+class _Host(App):
+    def __init__(self, item: StreamItem) -> None:
+        super().__init__()
+        self.item = item
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="t"):
+            yield AnswerView(self.item, ViewState())
+
+
+def test_settled_blocks_keeps_the_last_block_and_partial_lines_open():
+    assert settled_blocks("a\n\nb") is None  # "b" is a partial line
+    assert settled_blocks("a\n\nb\n") == (3, True)
+    assert settled_blocks("1. a\n\n2") is None  # "2" may become item 2 of the list
+    assert settled_blocks("1. a\n\n2. b\n") is None  # it did: one list, still the last block
+    assert settled_blocks("1. a\n\n2. b\n\nPara\n") == (12, True)
+    assert settled_blocks("x\n\n---\nnext\n") == (7, False)  # no blank line after a rule
+    assert settled_blocks("```\nx\n\n\ny\n") is None  # an open fence is one block to the end
+
+
+async def test_every_prefix_of_a_stream_renders_like_the_whole_text():
+    item = StreamItem(key="a", kind="assistant", seq=1)
+    app = _Host(item)
+    async with app.run_test(size=(84, 30)) as pilot:
+        view = app.query_one(AnswerView)
+        await pilot.pause()
+        width = view.size.width
+        assert 60 <= width < 91  # the first paragraph wraps
+        compared = 0
+        for end in range(0, len(ANSWER), 7):
+            item.append(ANSWER[end:end + 7])
+            item.touch()
+            view.refresh_item()
+            text = item.text
+            tail = text[len(view._frozen_text):]
+            if tail.count("```") % 2 == 1:
+                continue  # an open fence is shown plain while it streams (by design)
+            assert _rows(view.rendered_lines(width)) == _rows(_whole(view, text, width)), repr(text[-40:])
+            compared += 1
+        assert compared > 50 and view.segment_count >= 10
+        item.state = "final"
+        item.touch()
+        view.refresh_item()
+        assert item.text == ANSWER
+        whole = _rows(_whole(view, ANSWER, width))
+        assert _rows(view.rendered_lines(width)) == whole
+        # blank lines between blocks that were frozen apart are there (the defect: they were missing)
+        plain = [strip.text.rstrip() for strip in view.rendered_lines(width)]
+        second = plain.index("Second paragraph. It has a soft break.")
+        assert plain[second - 1] == "" and plain[second - 2].endswith("for sure.")
+        closing = plain.index("Closing paragraph two, the last block.")
+        assert plain[closing - 1] == "" and plain[closing - 2] == "Closing paragraph one."
+        # interrupted: the mark follows the partial answer, as a reopened interrupted answer shows it
+        item.state = "interrupted"
+        item.touch()
+        view.refresh_item()
+        assert _rows(view.rendered_lines(width)) == _rows(_whole(view, ANSWER, width, interrupted=True))
+
+
+async def test_final_text_shorter_than_the_stream_starts_over():
+    item = StreamItem(key="a", kind="assistant", seq=1)
+    app = _Host(item)
+    async with app.run_test(size=(84, 30)) as pilot:
+        view = app.query_one(AnswerView)
+        await pilot.pause()
+        item.append("Para one.\n\nPara two.\n\nPara three.\n")
+        item.touch()
+        view.refresh_item()
+        assert view.segment_count == 1
+        item.set_text("Replaced.\n")
+        item.state = "final"
+        item.touch()
+        view.refresh_item()
+        assert view.segment_count == 0
+        assert [s.text.rstrip() for s in view.rendered_lines(80)] == ["Replaced."]
+
+
+async def test_live_stream_in_the_app_matches_the_reopened_rendering(tmp_path):
+    paragraphs = [f"Paragraph {n}: " + "word " * (8 + n % 5) for n in range(24)]
+    answer = "\n\n".join(paragraphs[:10]) + "\n\n```python\nx = 1\n\ny = 2\n```\n\n" + "\n\n".join(paragraphs[10:])
+    app = scripted_app(tmp_path, [scripted.text(answer, chunk_size=24, delay=0.02)])
+    async with app.run_test(size=(100, 40)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "write paragraphs")
+        chat = app.chat
+        checked = 0
+        for _ in range(400):
+            await pilot.pause(0.01)
+            answers = items(app, "assistant")
+            if answers and answers[0].state == "streaming":
+                view = chat.transcript.views[answers[0].key]
+                text = answers[0].text
+                if text[len(view._frozen_text):].count("```") % 2 == 0 and view._rendered[0] == answers[0].version:
+                    width = view.size.width
+                    assert _rows(view.rendered_lines(width)) == _rows(_whole(view, text, width))
+                    checked += 1
+            if items(app, "footer"):
+                break
+        await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
+        await pilot.pause(0.2)
+        assert checked >= 3
+        item = items(app, "assistant")[0]
+        live = chat.transcript.views[item.key]
+        assert isinstance(live, AnswerView) and live.segment_count > 5
+        width = live.size.width
+        live_rows = _rows(live.rendered_lines(width))
+        live_screen = screen_text(app)
+        # the finished item as a reopened session draws it: one ItemView over the whole Markdown
+        chat.transcript.clear_views()
+        chat.transcript.load_tail()
+        await pilot.pause(0.3)
+        reopened = chat.transcript.views[item.key]
+        assert isinstance(reopened, ItemView)
+        assert _rows(_item_lines(reopened, width)) == live_rows
+        assert screen_text(app) == live_screen
+        assert "Paragraph 23:" in live_screen
