@@ -34,6 +34,42 @@ def model_route(model: str | None = None) -> tuple[Any, str, str]:
     return provider, name, ""
 
 
+def credential_hint(settings: Any) -> str:
+    """The "no model configured" hint when the default provider has no usable key, else "".
+
+    Settings and credentials only (no provider, no httpx: ~1 ms), so the hint is on the first frame;
+    the same words as ``model_route``. ``settings`` None: the settings file could not be read (its
+    error is then reported by ``model_route`` in the thread)."""
+    if settings is None:
+        return ""
+    from dsh_tui.config import SettingsError, find_api_key, missing_key_message
+
+    # the rule of dsh_tui.llm.registry.credential_problem (which imports the provider and httpx);
+    # tests/ui/test_app_startup.py checks both give the same answer
+    try:
+        ps = settings.provider(None)
+        key = find_api_key(ps)
+    except SettingsError as err:
+        problem: str | None = str(err)
+    else:
+        problem = missing_key_message(ps) if key is None and ps.api_key_env is not None else None
+    if problem is None:
+        return ""
+    return _one_line(f"No model configured: {problem} (or try `dsh-tui demo`)")
+
+
+def _startup_settings() -> tuple[Any, Any]:
+    """(UiSettings for the app, the config Settings or None): read once, before the app is built."""
+    from dsh_tui.config import load_settings
+    from dsh_tui.ui.settings import UiSettings
+
+    try:
+        backend = load_settings()
+    except Exception:  # noqa: BLE001 - a broken settings file must not stop the app (model_route says why)
+        return UiSettings(), None
+    return UiSettings(backend), backend
+
+
 def _one_line(text: str) -> str:
     return " ".join(text.split())
 
@@ -85,9 +121,16 @@ def _chat_resolver(args: argparse.Namespace, cwd: Path) -> Any:
 
 
 def run_chat(args: argparse.Namespace) -> int:
+    """``dsh-tui run`` without ``--headless``: see ``chat_app``."""
+    chat_app(args).run()
+    return 0
+
+
+def chat_app(args: argparse.Namespace) -> Any:
     """A new session in the chat screen (``dsh-tui run`` without ``--headless``): ``--cwd``, ``--root``,
     ``--preset``, ``--model``, ``--replay`` and the prompt are honoured. The chat paints first; the model
-    route (settings, provider, httpx) is resolved right after, in a thread."""
+    route (provider, httpx) is resolved right after, in a thread; without a usable key the status bar
+    says so from the first frame and nothing is resolved."""
     from dsh_tui.ui.app import DshApp
 
     cwd = _cwd(args)
@@ -96,9 +139,11 @@ def run_chat(args: argparse.Namespace) -> int:
         from dsh_tui.session.errors import DshError
 
         raise DshError(f"replay log not found: {replay}")
-    app = DshApp(None, resolve=_chat_resolver(args, cwd))
-    app.run()
-    return 0
+    settings, backend = _startup_settings()
+    hint = "" if replay else credential_hint(backend)
+    if hint:  # nothing to resolve: no model can be called (the status bar says why from the first frame)
+        return DshApp(None, settings=settings, model_hint=hint)
+    return DshApp(None, settings=settings, resolve=_chat_resolver(args, cwd))
 
 
 def _browser_resolver(args: argparse.Namespace) -> Any:
@@ -114,12 +159,20 @@ def _browser_resolver(args: argparse.Namespace) -> Any:
     return resolve
 
 
-def run(args: argparse.Namespace) -> int:
+def browser_app(args: argparse.Namespace) -> Any:
+    """The app of ``dsh-tui`` with no command: the session browser over the default root and ``--root``s."""
     from dsh_tui.ui.app import DshApp
 
     roots = [Path(r) for r in getattr(args, "app_roots", None) or []]
     if getattr(args, "root", None):
         roots.append(Path(args.root))
-    app = DshApp(None, start="browser", session_roots=roots, resolve=_browser_resolver(args))
-    app.run()
+    settings, backend = _startup_settings()
+    hint = credential_hint(backend)
+    if hint:  # said once by a notice; nothing to resolve
+        return DshApp(None, start="browser", session_roots=roots, settings=settings, model_hint=hint)
+    return DshApp(None, start="browser", session_roots=roots, settings=settings, resolve=_browser_resolver(args))
+
+
+def run(args: argparse.Namespace) -> int:
+    browser_app(args).run()
     return 0

@@ -32,6 +32,38 @@ _NO_WORKSPACE_STATES = (cat.UNREADABLE, cat.INDEXING)  # listed in every scope (
 PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
 
 
+class KeysFooter(Footer):
+    """Textual's ``Footer`` with its keys on the screen's first frame.
+
+    The stock footer composes nothing until the screen first publishes its bindings, then recomposes
+    after the next refresh, so its keys arrive two frames after the rest of the screen; and it rebuilds
+    every key widget whenever the bindings are refreshed (each focus change), even when the keys it
+    shows are the same. This one composes its keys when it is mounted, and recomposes only when the
+    keys it shows changed."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.set_reactive(Footer._bindings_ready, True)
+        self._shown: tuple | None = None
+
+    def _keys(self) -> tuple:
+        """What compose() reads from the bindings: the shown ones and the palette's."""
+        active = self.screen.active_bindings
+        palette = active.get(self.app.COMMAND_PALETTE_BINDING)
+        return (tuple((b, enabled, tip) for (_, b, enabled, tip) in active.values() if b.show),
+                palette[1:] if palette is not None else None, self.show_command_palette)
+
+    def compose(self) -> ComposeResult:
+        self._shown = self._keys()
+        yield from super().compose()
+
+    def bindings_changed(self, screen: Screen) -> None:
+        if not screen.app.app_focus:
+            return
+        if self.is_attached and screen is self.screen and self._keys() != self._shown:
+            self.call_after_refresh(self.recompose)
+
+
 # -------------------------------------------------------------------------------------------------
 # Modals
 
@@ -194,10 +226,12 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.list = SessionList(now_ms=self.now_ms, id="sessions")
         yield self.list
         yield Static("", id="progress")
-        yield Footer()
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).focus()
+        # mounted once the filter has the focus (Screen auto-focus, set when the children are composed):
+        # the footer then composes the keys it keeps, on the first frame
+        self.mount(KeysFooter())
         # First paint from the directory listing joined with the index snapshot (no log is stat'ed
         # or read): the rows are there when the list first paints.
         try:

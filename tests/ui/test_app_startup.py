@@ -1,0 +1,136 @@
+"""Start-up (issue #6): what must be on the first frame, and the start-up bench's frame bookkeeping."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from dsh_tui.cli.app_cmd import browser_app, chat_app, credential_hint, model_route
+from dsh_tui.config import Settings, load_settings
+from dsh_tui.llm import registry
+from tests.ui.conftest import wait_for
+
+BENCH = Path(__file__).resolve().parents[1] / "bench" / "bench_ui_long.py"
+
+
+def _chat_args(tmp_path, **kw) -> argparse.Namespace:
+    base = dict(prompt=None, headless=False, cwd=None, root=str(tmp_path / "root"), replay=None,
+                preset="workspace-write", model=None)
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+@pytest.mark.parametrize("case", ["no key", "key in env", "unknown provider", "provider without key env"])
+def test_credential_hint_follows_the_registry_rule(case, monkeypatch):
+    """The config-only check (no httpx) says the same as registry.credential_problem, in model_route's words."""
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    settings = Settings()
+    if case == "key in env":
+        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-real")
+    elif case == "unknown provider":
+        settings.set("default.provider", "nowhere")
+    elif case == "provider without key env":
+        settings.set("default.provider", "local")
+        settings.set("providers.local.base_url", "http://127.0.0.1:9/v1")
+        settings.set("default.model", "m")
+    problem = registry.credential_problem(settings)
+    hint = credential_hint(settings)
+    if problem is None:
+        assert hint == ""
+    else:
+        assert hint == " ".join(f"No model configured: {problem} (or try `dsh-tui demo`)".split())
+    assert (hint == "") == (case in ("key in env", "provider without key env"))
+
+
+def test_credential_hint_is_model_routes_hint(monkeypatch):
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    assert credential_hint(load_settings()) == model_route()[2] != ""
+    assert credential_hint(None) == ""  # an unreadable settings file: model_route (in the thread) says why
+
+
+async def test_run_without_a_key_shows_the_hint_from_the_first_frame(tmp_path, monkeypatch):
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    app = chat_app(_chat_args(tmp_path))
+    assert app.resolve is None  # nothing left to resolve in a thread
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert "DEEPSEEK_API_KEY" in app.chat.status.model_hint
+        assert "DEEPSEEK_API_KEY" in str(app.chat.status.render())
+        assert app.bridge.harness is None
+
+
+async def test_run_with_a_key_resolves_the_route_after_the_first_paint(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-real")
+    app = chat_app(_chat_args(tmp_path))
+    assert app.resolve is not None
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.resolve is None, 20)  # _route_ready ran
+        assert app.harness_factory is not None and app.model_hint == ""
+        assert app.chat.status.model_hint == ""
+
+
+async def test_browser_shows_its_footer_keys_with_the_filter_focused(tmp_path, monkeypatch):
+    """The footer composes once, with the filter focused (typing keys hidden), and recomposes only when
+    the keys it shows change (the list focused: the row actions appear)."""
+    from dsh_tui.ui.screens.browser import KeysFooter
+
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    composed: list[list[str]] = []
+    original = KeysFooter.compose
+
+    def compose(self):
+        widgets = list(original(self))
+        composed.append([getattr(w, "description", "") for w in widgets])
+        return iter(widgets)
+
+    monkeypatch.setattr(KeysFooter, "compose", compose)
+    app = browser_app(argparse.Namespace(app_roots=[], root=None))
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause(0.2)
+        footer = app.screen.query_one(KeysFooter)
+        assert len(composed) == 1, composed  # the first compose already had the final keys
+        assert "Search content" in composed[0] and "Resume" not in composed[0]
+        assert [w.description for w in footer.children][:2] == ["All/this workspace", "Search content"]
+        await pilot.press("down")  # the list takes the focus: Resume, Fork, ... are no longer typed text
+        await wait_for(pilot, lambda: "Resume" in [w.description for w in footer.children])
+        n = len(composed)
+        app.screen.refresh_bindings()  # published again, same keys: no rebuild
+        await pilot.pause(0.2)
+        assert len(composed) == n
+        # the no-model notice is still said once
+        assert [n.title for n in app._notifications] == ["No model configured"]
+
+
+def test_bench_frame_log_finds_the_complete_frame():
+    """The start-up bench's 'complete' is the first frame after which the screen's text stays as it ends."""
+    spec = importlib.util.spec_from_file_location("bench_ui_long_frames", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    sys.modules["bench_ui_long_frames"] = bench
+    try:
+        spec.loader.exec_module(bench)
+    finally:
+        sys.modules.pop("bench_ui_long_frames", None)
+
+    class Frame:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def render_segments(self, _console) -> str:
+            return self.text
+
+    class FakeApp:
+        console = None
+
+    log = bench.FrameLog(0.0)
+    log.add(FakeApp, Frame("\x1b[1;1Hhello\x1b[40;1H\x1b[1mbottom"))  # full screen minus the footer
+    log.add(FakeApp, Frame("\x1b[1;1H\x1b[7mhello"))  # a style change only
+    log.add(FakeApp, Frame("\x1b[40;1Hbottom keys"))  # the footer arrives
+    log.add(FakeApp, Frame("\x1b[2;1H"))  # nothing written
+    log.add(FakeApp, None)
+    out = log.result()
+    assert out["frames"] == 4 and out["complete_frame"] == 3
+    assert out["first_paint"] <= out["complete"]
