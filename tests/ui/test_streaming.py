@@ -10,6 +10,7 @@ the whole rendering, while the stream runs and after it ends (the finished item 
 
 from __future__ import annotations
 
+from textual._compositor import ChopsUpdate, LayoutUpdate
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
 from textual.visual import Visual, visualize
@@ -196,3 +197,63 @@ async def test_live_stream_in_the_app_matches_the_reopened_rendering(tmp_path):
         assert _rows(_item_lines(reopened, width)) == live_rows
         assert screen_text(app) == live_screen
         assert "Paragraph 23:" in live_screen
+
+
+class _Terminal(_Host):
+    """The host app with a virtual terminal: every update the app writes (full layouts and partial
+    chops) is applied to a character grid, so a line left unpainted after a change shows up."""
+
+    def __init__(self, item: StreamItem) -> None:
+        super().__init__(item)
+        self.grid: list[list[str]] = []
+
+    def _display(self, screen, renderable) -> None:  # noqa: ANN001
+        super()._display(screen, renderable)
+        if renderable is None:
+            return
+        width, height = self.size
+        if len(self.grid) != height:
+            self.grid = [[" "] * width for _ in range(height)]
+
+        def put(x: int, y: int, text: str, end: int | None = None) -> None:
+            row = self.grid[y]
+            for i, ch in enumerate(text[:None if end is None else end - x]):
+                if 0 <= x + i < width:
+                    row[x + i] = ch
+
+        if isinstance(renderable, LayoutUpdate):
+            for y, line in enumerate(renderable.strips, renderable.region.y):
+                put(renderable.region.x, y, "".join(strip.text for strip in line))
+        elif isinstance(renderable, ChopsUpdate):
+            for y, _x1, _x2 in renderable.spans:
+                for end, (x, strip) in zip(renderable.chop_ends[y], renderable.chops[y].items()):
+                    if strip is not None:
+                        put(x, y, strip.text, end + 1)
+
+    def rows(self, width: int) -> list[str]:
+        return ["".join(row[:width]).rstrip() for row in self.grid]
+
+
+async def test_the_screen_follows_the_stream_line_for_line():
+    """A flush that keeps the answer's height repaints only the old tail's lines (no layout); what
+    the app wrote to the terminal must still be exactly the view's lines, bottom-anchored."""
+    item = StreamItem(key="a", kind="assistant", seq=1)
+    app = _Terminal(item)
+    async with app.run_test(size=(84, 20)) as pilot:
+        app.query_one("#t").anchor()
+        view = app.query_one(AnswerView)
+        await pilot.pause()
+        steps = 0
+        layouts_before = view._layout_updates
+        for end in range(0, len(ANSWER), 5):
+            item.append(ANSWER[end:end + 5])
+            item.touch()
+            view.refresh_item()
+            await pilot.pause()
+            lines = [" " + strip.text.rstrip() for strip in view.rendered_lines(view.size.width)]
+            expect = ([""] * 20 + lines)[-20:]  # anchored: the bottom of the answer
+            # (the answer's columns: the scrollbar beside it is not compared)
+            assert app.rows(view.region.width) == [line.rstrip() for line in expect], repr(item.text[-30:])
+            steps += 1
+        # many 5-character steps did not change the height: they were repainted without a layout
+        assert view._layout_updates - layouts_before < steps * 2 / 3

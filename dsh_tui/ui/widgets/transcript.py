@@ -15,7 +15,7 @@ from typing import Any
 from rich.console import Group
 from rich.text import Text
 from textual.containers import VerticalScroll
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual.widget import Widget
@@ -142,6 +142,10 @@ class AnswerView(Widget):
         if key == self._rendered:
             return
         self._rendered = key
+        # lines shown now (for a repaint without layout when the height stays)
+        shown = None
+        if self._tail_strips is not None and self._strip_key is not None and self.is_mounted:
+            shown = (self._strip_key[0], len(self._seg_strips), len(self._seg_strips) + len(self._tail_strips))
         text = self.item.text
         if not text.startswith(self._frozen_text):  # the final message differs from the stream: start over
             self._frozen_text = ""
@@ -166,6 +170,14 @@ class AnswerView(Widget):
         else:
             self._tail = markdown(tail, after_block=self._after_block)
         self._tail_strips = None
+        if shown is not None and shown[0] == self.size.width:
+            width, start, height = shown
+            frozen_lines, tail_lines = self._lines(width)
+            if len(frozen_lines) + len(tail_lines) == height:
+                # same height (most flushes at a reading pace): nothing moves, so no screen-wide reflow;
+                # repaint only the lines of the old tail (a segment frozen meanwhile renders the same)
+                self.refresh(Region(0, start, width, height - start))
+                return
         self.refresh(layout=True)
 
     def _to_strips(self, renderable: Any, width: int, style: Any) -> list[Strip]:
