@@ -130,6 +130,14 @@ class ChatScreen(Screen):
 
     def flush(self) -> None:
         self._flush_timer = None
+        if self.composer.echo_pending and not getattr(self, "_echo_deferred", False):
+            # a keystroke waits for its paint: let that frame be the composer's cheap repaint and apply
+            # the stream right after it (once: a fast typist does not hold the stream back)
+            self._echo_deferred = True
+            self._flush_timer = "after-echo"  # a flush is due: events_ready schedules no other
+            self.call_after_refresh(self.flush)
+            return
+        self._echo_deferred = False
         self._last_flush = time.monotonic()
         self.call_after_refresh(self._measure_flush, self._last_flush)
         events, notices = self.bridge.drain()

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rich.text import Text
+from textual import events
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
@@ -28,6 +29,27 @@ class LightInput(Input):
     """
 
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
+
+    #: A keystroke (or paste) is waiting for the screen refresh that paints it. The chat screen holds a
+    #: transcript flush back meanwhile, so the echo frame stays a cheap repaint of this line instead
+    #: of queuing behind a screen-wide reflow of the stream.
+    echo_pending = False
+
+    def _typed(self) -> None:
+        if not self.echo_pending:
+            self.echo_pending = True
+            self.call_after_refresh(self._echoed)
+
+    def _echoed(self) -> None:
+        self.echo_pending = False
+
+    async def _on_key(self, event: events.Key) -> None:
+        self._typed()
+        await super()._on_key(event)
+
+    def _on_paste(self, event: events.Paste) -> None:
+        self._typed()
+        super()._on_paste(event)
 
 
 PHASE_TEXT = {
