@@ -257,3 +257,32 @@ async def test_the_screen_follows_the_stream_line_for_line():
             steps += 1
         # many 5-character steps did not change the height: they were repainted without a layout
         assert view._layout_updates - layouts_before < steps * 2 / 3
+
+
+async def test_a_flush_due_while_a_keystroke_waits_for_its_paint_comes_right_after_it(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("word " * 2000, chunk_size=8, delay=0.005)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "stream")
+        chat = app.chat
+        await wait_for(pilot, lambda: items(app, "assistant") and len(app.bridge._events) > 0)
+        composer = chat.composer
+        await pilot.press("x")
+        assert composer.value == "x" and not composer.echo_pending  # painted: the mark is gone
+        await wait_for(pilot, lambda: len(app.bridge._events) > 0)
+        composer._typed()  # a keystroke arrived and is not painted yet
+        flushes = chat.flushes
+        chat.flush()
+        assert chat.flushes == flushes and len(app.bridge._events) > 0  # held back, nothing drained
+        await wait_for(pilot, lambda: chat.flushes > flushes)
+        assert not composer.echo_pending  # the stream was applied after the refresh that painted the key
+        # held back once only: a second keystroke mark does not delay the flush that was held back
+        await wait_for(pilot, lambda: len(app.bridge._events) > 0)
+        composer._typed()
+        chat._echo_deferred = True
+        flushes = chat.flushes
+        chat.flush()
+        assert chat.flushes == flushes + 1
+        assert items(app, "assistant")[0].state == "streaming"  # (all of the above ran mid-stream)
+        chat.action_cancel()
+        await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
