@@ -122,7 +122,10 @@ def _chat_resolver(args: argparse.Namespace, cwd: Path) -> Any:
 
 def run_chat(args: argparse.Namespace) -> int:
     """``dsh-tui run`` without ``--headless``: see ``chat_app``."""
-    chat_app(args).run()
+    from dsh_tui.cli import gc_paused
+
+    with gc_paused():
+        chat_app(args).run_app()
     return 0
 
 
@@ -174,5 +177,8 @@ def browser_app(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    browser_app(args).run()
+    from dsh_tui.cli import gc_paused
+
+    with gc_paused():
+        browser_app(args).run_app()
     return 0

@@ -25,7 +25,9 @@ def run(args: argparse.Namespace) -> int:
     workspace = make_workspace(base / "workspace")
     spec = HarnessSpec(root=base / "sessions", cwd=workspace, provider=demo_provider(workspace, args.pace),
                        model=DEMO_MODEL, preset="full-access", prompts=DEMO_PROMPTS)
-    app = DshApp(lambda bridge: open_harness(bridge, spec))
-    app.run()
+    from dsh_tui.cli import gc_paused
+
+    with gc_paused():
+        DshApp(lambda bridge: open_harness(bridge, spec)).run_app()
     print(f"dsh-tui demo: the session log and workspace are in {base}")
     return 0

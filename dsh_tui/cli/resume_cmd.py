@@ -118,5 +118,8 @@ def run(args: argparse.Namespace) -> int:
         raise DshError(hint or "no model provider configured")
     spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or os.getcwd()), provider=provider, model=model,
                        resume_id=row.id)
-    DshApp(lambda bridge: open_harness(bridge, spec)).run()
+    from dsh_tui.cli import gc_paused
+
+    with gc_paused():
+        DshApp(lambda bridge: open_harness(bridge, spec)).run_app()
     return 0

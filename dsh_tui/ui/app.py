@@ -8,6 +8,7 @@ lazily so start-up only pays for the first screen. The session browser is ``"bro
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -91,14 +92,48 @@ class DshApp(App):
             self.register_theme(theme)
         for name in (self.settings.get("ui.theme"), DEFAULT_THEME, "textual-dark"):
             if self._has_theme(name):
-                self.theme = name
+                self._start_theme(name)
                 break
+
+    # set by ``run_app`` when the cyclic GC was paused for the start-up (resumed after the first frame)
+    gc_paused = False
+
+    def run_app(self) -> None:
+        """``run()`` for the command line (``dsh_tui.cli.gc_paused``): a cyclic GC paused by the caller
+        stays paused until the first frame is on screen; everything allocated by then is frozen (never
+        scanned again) and the GC resumes."""
+        self.gc_paused = not gc.isenabled()
+        self.run()
+
+    def _first_frame(self) -> None:
+        if self.gc_paused:
+            self.gc_paused = False
+            gc.freeze()  # modules, classes, styles: they live as long as the process
+            gc.enable()
 
     def _has_theme(self, name: Any) -> bool:
         return isinstance(name, str) and name in self.available_themes
 
+    def _start_theme(self, name: str) -> None:
+        """Select the theme the app starts with, before it runs.
+
+        Assigning ``self.theme`` here runs Textual's watcher, which queues a full stylesheet re-parse
+        and a restyle and re-layout of the screen in the middle of the first frame's work. Nothing is
+        parsed yet, so the watcher's effects are applied directly instead: the theme's CSS variables
+        (every stylesheet is then parsed once, with them), its classes and the ANSI colour filter."""
+        if name == self.theme:
+            return
+        self.set_reactive(App.theme, name)
+        theme = self.current_theme
+        classes = {c: False for c in self.classes if c.startswith("-theme-")}
+        classes.update({f"-theme-{theme.name}": True, "-dark-mode": theme.dark, "-light-mode": not theme.dark})
+        self.update_classes(classes, update=False)
+        self._refresh_truecolor_filter(self.ansi_theme)
+        self.stylesheet.set_variables(self.get_css_variables())
+
     # -- start / stop --------------------------------------------------------------------------
     def on_mount(self) -> None:
+        self.call_after_refresh(self._first_frame)
         # Markdown + Pygments cost ~0.2 s on first use (imports, lexer regexes): pay it in the
         # background after the first paint, not in the middle of the first streamed code block.
         self.set_timer(1.0, lambda: self.run_worker(_prewarm_markdown, thread=True, group="prewarm",

@@ -134,3 +134,82 @@ def test_bench_frame_log_finds_the_complete_frame():
     out = log.result()
     assert out["frames"] == 4 and out["complete_frame"] == 3
     assert out["first_paint"] <= out["complete"]
+
+
+@pytest.mark.parametrize("theme", ["dsh-light", "dsh-dark", "nord"])
+async def test_the_start_theme_is_styled_without_a_restyle(theme, monkeypatch):
+    """The saved theme is applied before the first parse (no queued refresh_css) and looks as if set later."""
+    from textual.color import Color
+
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.settings import UiSettings
+
+    refreshes: list[bool] = []
+    original = DshApp.refresh_css
+
+    def refresh_css(self, animate: bool = True) -> None:
+        refreshes.append(animate)
+        original(self, animate)
+
+    monkeypatch.setattr(DshApp, "refresh_css", refresh_css)
+    app = DshApp(None, settings=UiSettings(values={"ui.theme": theme}))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert refreshes == []
+        current = app.get_theme(theme)
+        assert app.theme == theme and app.has_class(f"-theme-{theme}")
+        assert app.has_class("-dark-mode") == current.dark and app.has_class("-light-mode") != current.dark
+        assert app.theme_variables["background"].lower() == current.background.lower()
+        assert app.screen.styles.background == Color.parse(current.background)
+        assert app.chat.status.styles.background == Color.parse(app.theme_variables["panel"])
+        assert app.settings.get("ui.theme") == theme
+        app.theme = "textual-dark" if theme != "textual-dark" else "dsh-light"  # switching later still works
+        await pilot.pause()
+        assert refreshes and app.screen.styles.background == Color.parse(app.theme_variables["background"])
+        assert app.settings.get("ui.theme") == app.theme
+
+
+def test_the_cli_pauses_the_gc_until_the_first_frame():
+    """``gc_paused`` + ``run_app``: no collection during the start-up, the GC back on after the first frame."""
+    import gc
+
+    from textual.app import App
+
+    from dsh_tui.cli import gc_paused
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.settings import UiSettings
+
+    seen: dict[str, object] = {}
+    collections: list[int] = []
+
+    def counter(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    class Probe(DshApp):
+        def on_mount(self) -> None:  # DshApp.on_mount runs too
+            seen["at_mount"] = gc.isenabled()
+            seen["collections_at_mount"] = list(collections)
+            self.set_timer(0.3, self.check)
+
+        def check(self) -> None:
+            seen["after_first_frame"] = gc.isenabled()
+            seen["frozen"] = gc.get_freeze_count()
+            self.exit()
+
+        def run(self, **_kw):  # noqa: ANN001, ANN202 - headless, as a terminal-less test needs
+            return App.run(self, headless=True, size=(80, 24))
+
+    assert gc.isenabled()
+    gc.callbacks.append(counter)
+    try:
+        with gc_paused():
+            app = Probe(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+            app.run_app()
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(counter)
+        gc.unfreeze()
+    assert seen["at_mount"] is False and seen["after_first_frame"] is True and seen["frozen"] > 0
+    assert seen["collections_at_mount"] == []  # building the app and its first screen: no GC pass
+    assert app.gc_paused is False

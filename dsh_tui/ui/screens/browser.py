@@ -19,17 +19,26 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
+from textual.geometry import Size
+from textual.reactive import Reactive
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from dsh_tui.store import catalog as cat
 from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
-from dsh_tui.ui.widgets.chrome import LightInput
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
 _NO_WORKSPACE_STATES = (cat.UNREADABLE, cat.INDEXING)  # listed in every scope (workspace unknown yet)
 PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
+
+
+class FilterInput(Input):
+    """The filter box: an ``Input`` whose keystrokes repaint only itself (as the chat's ``LightInput``,
+    ``dsh_tui.ui.widgets.chrome``, which is not imported here: that module and the transcript fold it
+    needs are not on the browser's way to its first frame)."""
+
+    virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
 
 
 class KeysFooter(Footer):
@@ -221,7 +230,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static("", id="scope")
-        yield LightInput(placeholder="Filter by title, workspace or id…   (Ctrl+F: search content, Tab: scope)",
+        yield FilterInput(placeholder="Filter by title, workspace or id…   (Ctrl+F: search content, Tab: scope)",
                          id="filter")
         self.list = SessionList(now_ms=self.now_ms, id="sessions")
         yield self.list

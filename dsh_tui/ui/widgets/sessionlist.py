@@ -112,6 +112,16 @@ class LineList(ScrollView, can_focus=True):
         self.call_after_refresh(self._scroll_to_cursor)  # a cursor set before the first layout
 
     # -- painting -----------------------------------------------------------------------------
+    _base: Style | None = None  # the widget's style while render_lines runs (one computation per paint)
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        # ``rich_style`` walks the ancestors' styles: once per paint, not once per line
+        self._base = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._base = None
+
     def render_line(self, y: int) -> Strip:
         self.paints += 1
         now = time.perf_counter()
@@ -121,7 +131,7 @@ class LineList(ScrollView, can_focus=True):
         scroll_x, scroll_y = self.scroll_offset
         row = scroll_y + y
         width = self.size.width
-        base = self.rich_style
+        base = self._base if self._base is not None else self.rich_style
         if self.count == 0:
             if y == 0:
                 style = self.get_component_rich_style("linelist--empty")
