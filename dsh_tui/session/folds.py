@@ -17,6 +17,7 @@ from .events import (
     TODO_WRITE,
 )
 from .jsonutil import dumps
+from .rows import EventList, PackedRun, plain_events
 
 _CONFIG_FIELDS = ("provider", "model", "reasoningEffort", "temperature", "maxTokens", "stop")
 
@@ -80,6 +81,11 @@ def _js_eq(x: Any, y: Any) -> bool:
 
 
 def _last(events: list[dict], type_: str) -> dict | None:
+    if type(events) is EventList:  # packed-row members are chunks: skip them unread
+        for ev in reversed(events._items):
+            if ev.__class__ is not PackedRun and ev.get("type") == type_:
+                return ev
+        return None
     for ev in reversed(events):
         if ev.get("type") == type_:
             return ev
@@ -113,6 +119,7 @@ def _title_kind(d: dict) -> Any:
 
 
 def fold_title_data(events: list[dict]) -> dict | None:
+    events = plain_events(events)
     cur = None
     for ev in events:
         if ev.get("type") == SESSION_TITLE:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .errors import SessionFormatUnsupportedError
 from .events import KNOWN_EVENT_TYPES, LEGACY_REFUSED_TYPES, REQUEST_HEADER
+from .rows import EventList, PackedRun, plain_events
 
 _LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message", "user/message", "assistant/message",
                            "tool/result"})
@@ -134,28 +135,26 @@ def _import_tool_result(ev: dict, sid: str, events: list[dict]) -> dict | None:
 
 def import_legacy(events: list[dict], session_id: str) -> list[dict]:
     """Apply the §3.6 import in log order. Returns ``events`` itself when nothing needed importing; otherwise
-    a new list where only the imported events are new dicts."""
+    a new list (an :class:`~.rows.EventList` for one) where only the imported events are new dicts."""
     legacy_types = _LEGACY_TYPES
+    if type(events) is EventList:  # compact packed-row members are chunks, never legacy shapes
+        candidates = [i for i, ev in enumerate(events._items)
+                      if ev.__class__ is not PackedRun and type(ev) is dict and ev.get("type") in legacy_types]
+        copy: EventList | None = None
+        for i in candidates:
+            new = _import_one(events._items[i], session_id, copy if copy is not None else events)
+            if new is not None:
+                if copy is None:
+                    copy = EventList(list(events._items))
+                copy._items[i] = new
+        return events if copy is None else copy
     try:  # fast scan: only a small fraction of events can be legacy shapes
         candidates = [i for i, ev in enumerate(events) if ev["type"] in legacy_types]
     except (KeyError, TypeError, IndexError):
         candidates = [i for i, ev in enumerate(events) if type(ev) is dict and ev.get("type") in legacy_types]
     out: list[dict] | None = None
     for i in candidates:
-        ev = events[i]
-        t = ev.get("type")
-        if t == "turn/start":
-            new = _import_turn_start(ev)
-        elif t == "turn/end":
-            new = _import_turn_end(ev)
-        elif t == "steering/message":
-            new = _import_steering(ev, session_id)
-        elif t == "user/message":
-            new = _import_user(ev, session_id)
-        elif t == "assistant/message":
-            new = _import_assistant(ev, session_id)
-        else:
-            new = _import_tool_result(ev, session_id, out if out is not None else events)
+        new = _import_one(events[i], session_id, out if out is not None else events)
         if new is not None:
             if out is None:
                 out = list(events)
@@ -163,9 +162,25 @@ def import_legacy(events: list[dict], session_id: str) -> list[dict]:
     return events if out is None else out
 
 
+def _import_one(ev: dict, session_id: str, events: Any) -> dict | None:
+    t = ev.get("type")
+    if t == "turn/start":
+        return _import_turn_start(ev)
+    if t == "turn/end":
+        return _import_turn_end(ev)
+    if t == "steering/message":
+        return _import_steering(ev, session_id)
+    if t == "user/message":
+        return _import_user(ev, session_id)
+    if t == "assistant/message":
+        return _import_assistant(ev, session_id)
+    return _import_tool_result(ev, session_id, events)
+
+
 def check_refusals(events: list[dict], where: str = "session log") -> None:
     """Refuse legacy shapes dsh no longer reads and unknown required event types (after import)."""
     known = KNOWN_EVENT_TYPES
+    events = plain_events(events)  # packed-row members are assistant/chunk (a known type)
     try:
         suspects = [ev for ev in events if (t := ev["type"]) not in known or t == REQUEST_HEADER]
     except (KeyError, TypeError, IndexError):

@@ -8,6 +8,12 @@ shapes, relational turn/step rules, surface fold — a tight path for ``assistan
 touching state (a rejected append leaves the log unchanged), then notifies observers in order. An append
 from inside an observer raises (no re-entrant appends).
 
+``events`` is the log, never to be mutated by callers: a plain list, except for a session seeded with a
+store's :class:`~.rows.EventList` holding compact packed rows (a cold load), where it is that read-only
+``EventList`` (row members are built as dicts when read, so a million-event log costs a fraction of the
+memory). Both are sequences of the same event dicts; use ``list(...)`` / ``to_list()`` where a real list is
+needed.
+
 ``derive_messages()`` is the §2.3 projection with a generation-keyed cache: every surface node is
 projected (frozen) once; the cached list is extended incrementally and rebuilt only when
 ``replace_generation`` changed; each call returns an O(1) copy-on-write snapshot (``surface.MessagesView``)
@@ -38,6 +44,7 @@ from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_up
 from .headers import validate_header
 from .invariants import Relations, check_envelope, check_payload
 from .jsonutil import MAX_SAFE_INTEGER, check_lossless, find_bad_float
+from .rows import EventList, PackedRun, plain_events
 from .surface import MessagesView, SurfaceFold, event_message, freeze
 
 Observer = Callable[["Session", dict], Any]
@@ -76,13 +83,16 @@ class Session:
         ``packed_runs`` — ``(index, count)`` spans of the seed that ``rows.expand_row`` produced (see
         ``rows.expand_lines_with_runs``): their members are trusted as decoded and only the span's first
         event (turn/step relation, floats) and its boundary seqs are checked. Only pass spans you got from
-        the row decoder for exactly this list."""
+        the row decoder for exactly this list. A seed that is a ``rows.EventList`` (the JSONL scanner's) has
+        its compact rows checked the same way, as rows, and kept compact in ``events``."""
         validate_header(header, lenient=lenient)
         self.header = header
         self._clock = clock or _default_clock
         self._wall_clock = clock is None  # the chunk fast path reads the wall clock inline
-        self.events: list[dict] = []
-        self._fold = SurfaceFold(self.events.__getitem__)
+        # the log's slots: event dicts, or (a seed's compact packed rows) the row's PackedRun per member
+        self._items: list[Any] = []
+        self.events: list[dict] | EventList = self._items
+        self._fold = SurfaceFold(self._items.__getitem__)  # surface events are never packed-row members
         self._rel = Relations()
         self._observers: list[Observer] = []
         self._notifying = False
@@ -98,9 +108,11 @@ class Session:
         if seed is None:
             self.first_live_seq = 0
             return
-        self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None)
-        self.first_live_seq = len(self.events)
-        if not self.events or self.events[-1]["type"] != SESSION_END_SEED:
+        if self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None):
+            self.events = EventList(self._items)
+        self.first_live_seq = len(self._items)
+        last = self._items[-1] if self._items else None
+        if last is None or last.__class__ is PackedRun or last["type"] != SESSION_END_SEED:
             self.append(SESSION_END_SEED, {})
 
     # ------------------------------------------------------------------ properties
@@ -143,7 +155,7 @@ class Session:
         return self._end_seed
 
     def __len__(self) -> int:
-        return len(self.events)
+        return len(self._items)
 
     # ------------------------------------------------------------------ observers
     def subscribe(self, fn: Observer) -> Callable[[], None]:
@@ -159,8 +171,10 @@ class Session:
         return unsubscribe
 
     # ------------------------------------------------------------------ seed
-    def _load_seed(self, seed: list[dict], check_relations: bool, runs: dict[int, int] | None) -> None:
-        events = self.events
+    def _load_seed(self, seed: Any, check_relations: bool, runs: dict[int, int] | None) -> bool:
+        """Validate and take the seed; True when compact packed rows were kept (``events`` is an EventList)."""
+        events = self._items
+        compact = False
         rel = self._rel
         fold = self._fold
         push = events.append
@@ -169,9 +183,26 @@ class Session:
         chunk_type = ASSISTANT_CHUNK
         open_turn = rel.open_turn
         open_step = rel.open_step
+        if type(seed) is EventList:
+            seed = seed._items  # compact rows stay compact: a PackedRun member slot is checked as a row
         n_seed = len(seed)
         it = enumerate(seed)
         for i, ev in it:
+            if ev.__class__ is PackedRun:
+                # a row the decoder validated whole (shape, member strings, seqs, times): only its place in
+                # the log is checked here (its seqs, the open turn/step, no -0 among turn/step/index)
+                n = len(ev.members)
+                j = i + n - 1
+                if (open_step is not None and ev.seq0 == i and j < n_seed and seed[j] is ev
+                        and ev.step == open_step and ev.turn == open_turn
+                        and (float not in (ev.turn.__class__, ev.step.__class__, ev.index.__class__)
+                             or find_bad_float([ev.turn, ev.step, ev.index]) is None)):
+                    events.extend(seed[i : j + 1])
+                    compact = True
+                    if n > 1:
+                        _consume(it, n - 1)
+                    continue
+                ev = ev.event(i - ev.seq0)  # not in place: the member goes the event-by-event way (exact errors)
             # Tight path for the vast majority: a well-formed assistant/chunk inside the open step.
             if type(ev) is dict and len(ev) == 4 and open_step is not None:
                 try:
@@ -222,6 +253,7 @@ class Session:
                 open_turn = rel.open_turn
                 open_step = rel.open_step
             self._track(ev)
+        return compact
 
     # ------------------------------------------------------------------ append
     def append(
@@ -235,7 +267,7 @@ class Session:
         """Validate and append one event; returns the stored event dict (do not mutate it)."""
         if self._notifying:
             raise SessionValidationError("re-entrant append from a session observer is not allowed", "REENTRANT")
-        events = self.events
+        events = self._items
         rel = self._rel
         T = builtins_type
         # fast path: chunks are the bulk of every log
@@ -375,7 +407,7 @@ class Session:
         n = len(nodes)
         if self._derived_nodes != n:
             cache = self._msg_cache
-            events = self.events
+            events = self._items  # surface nodes are never packed-row members
             out = self._derived
             for s in nodes[self._derived_nodes:]:
                 m = cache.get(s, _NONE)
@@ -415,7 +447,7 @@ class Session:
 
     def append_origin_events(self) -> list[dict]:
         """Surface events that entered the log with ``surfaceOp == "append"`` (the human transcript source)."""
-        return [e for e in self.events if e.get("surfaceOp") == "append"]
+        return [e for e in plain_events(self.events) if e.get("surfaceOp") == "append"]
 
 
 builtins_type = type

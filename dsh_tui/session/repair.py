@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .rows import plain_events
+
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
 
@@ -31,7 +33,7 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
     open_step: Any = None
     pending: dict[Any, dict[str, Any]] = {}
     boundary = _BOUNDARY_TYPES
-    for ev in [ev for ev in events if ev["type"] in boundary]:
+    for ev in [ev for ev in plain_events(events) if ev["type"] in boundary]:
         t = ev["type"]
         if t == "turn/start":
             open_turn = ev["data"]["turn"]

@@ -12,7 +12,8 @@ of >= 3 consecutive whitelisted ``assistant/chunk`` delta events. Rows are an en
 from __future__ import annotations
 
 import json
-from itertools import accumulate
+from collections.abc import Iterator, Sequence
+from itertools import accumulate, islice
 from operator import sub
 from typing import Any
 
@@ -396,3 +397,271 @@ def expand_lines_with_runs(objs: list[Any]) -> tuple[list[dict], list[tuple[int,
         else:
             out.append(obj)
     return out, runs
+
+
+# ------------------------------------------------------------------------------------ lazy packed rows
+
+_MISSING = object()
+
+
+class PackedRun:
+    """One decoded packed row kept compact: the member texts, the ``dt`` list and the shared fields. Its
+    members become event dicts only when read (:meth:`event` / :meth:`events`), each time fresh and equal to
+    what :func:`expand_row` returns for the row. Built by :func:`lazy_row` after the whole row was validated."""
+
+    __slots__ = ("seq0", "time0", "dt", "turn", "step", "index", "ctype", "cid", "name", "members")
+
+    def __init__(self, seq0: int, time0: int, dt: list[int], turn: Any, step: Any, index: Any, ctype: str,
+                 cid: Any, name: Any, members: list[str]) -> None:
+        self.seq0 = seq0
+        self.time0 = time0
+        self.dt = dt
+        self.turn = turn
+        self.step = step
+        self.index = index
+        self.ctype = ctype
+        self.cid = cid
+        self.name = name  # _MISSING when the row has no name
+        self.members = members
+
+    def __len__(self) -> int:
+        return len(self.members)
+
+    def __repr__(self) -> str:
+        return f"PackedRun(seq0={self.seq0}, n={len(self.members)}, {self.ctype})"
+
+    def events(self, start: int = 0) -> list[dict]:
+        """Member events ``start..`` as fresh dicts."""
+        times = accumulate(self.dt, initial=self.time0)
+        members = self.members
+        if start:
+            times = islice(times, start, None)
+            members = members[start:]
+        seqs = range(self.seq0 + start, self.seq0 + len(self.members))
+        turn, step, index = self.turn, self.step, self.index
+        if self.ctype == _TOOL:
+            cid = self.cid
+            if self.name is not _MISSING:
+                name = self.name
+                return [{"type": "assistant/chunk", "seq": q, "time": t, "data": {
+                    "turn": turn, "step": step,
+                    "chunk": {"type": _TOOL, "index": index, "id": cid, "name": name, "argumentsDelta": m}}}
+                    for q, t, m in zip(seqs, times, members)]
+            return [{"type": "assistant/chunk", "seq": q, "time": t, "data": {
+                "turn": turn, "step": step, "chunk": {"type": _TOOL, "index": index, "id": cid, "argumentsDelta": m}}}
+                for q, t, m in zip(seqs, times, members)]
+        ct = self.ctype
+        return [{"type": "assistant/chunk", "seq": q, "time": t,
+                 "data": {"turn": turn, "step": step, "chunk": {"type": ct, "index": index, "text": m}}}
+                for q, t, m in zip(seqs, times, members)]
+
+    def event(self, k: int) -> dict:
+        """Member ``k`` (0-based) as a fresh dict."""
+        t = self.time0 + sum(self.dt[:k]) if k else self.time0
+        m = self.members[k]
+        if self.ctype == _TOOL:
+            chunk = {"type": _TOOL, "index": self.index, "id": self.cid}
+            if self.name is not _MISSING:
+                chunk["name"] = self.name
+            chunk["argumentsDelta"] = m
+        else:
+            chunk = {"type": self.ctype, "index": self.index, "text": m}
+        return {"type": "assistant/chunk", "seq": self.seq0 + k, "time": t,
+                "data": {"turn": self.turn, "step": self.step, "chunk": chunk}}
+
+
+_NUM_TYPES = (int, float)
+
+
+def lazy_row(obj: dict) -> PackedRun | None:
+    """A parsed row-tagged line as a :class:`PackedRun`, validated exactly as :func:`validate_row` (plus the
+    member time bounds) without building member events; None when it is not a well-formed packed row (the
+    caller then takes :func:`expand_line`, which raises the precise error or keeps an ignorable event)."""
+    if obj.keys() != _ROW_KEYS:
+        return None
+    data = obj["data"]
+    if type(data) is not dict:
+        return None
+    tag = obj["type"]
+    seq0 = obj["seq0"]
+    time0 = obj["time0"]
+    dkeys = data.keys()
+    name: Any = _MISSING
+    cid: Any = None
+    if tag == TOOL_CALL_CHUNKS:
+        if dkeys == _TOOL_ROW_DATA_NAMED:
+            name = data["name"]
+            if type(name) is not str:
+                return None
+        elif dkeys != _TOOL_ROW_DATA:
+            return None
+        cid = data["id"]
+        if type(cid) is not str:
+            return None
+        members = data["args"]
+        ctype = _TOOL
+    elif dkeys == _TEXT_ROW_DATA:
+        members = data["texts"]
+        ctype = _TEXT if tag == TEXT_CHUNKS else _REASONING
+    else:
+        return None
+    dt = data["dt"]
+    if type(members) is not list or type(dt) is not list:
+        return None
+    n = len(members)
+    hi = MAX_SAFE_INTEGER
+    if not (n and len(dt) == n - 1 and type(seq0) is int and seq0 >= 0 and seq0 + n - 1 <= hi
+            and type(time0) is int and -hi <= time0 <= hi
+            and set(map(type, members)) == _STR_ONLY
+            and type(data["turn"]) in _NUM_TYPES and type(data["step"]) in _NUM_TYPES
+            and type(data["index"]) in _NUM_TYPES):
+        return None
+    if n > 1:
+        if set(map(type, dt)) != _INT_ONLY:
+            return None
+        lo_dt = min(dt)
+        if lo_dt < -hi or max(dt) > hi:
+            return None
+        if lo_dt >= 0:  # times only grow: the last one is the largest
+            if time0 + sum(dt) > hi:
+                return None
+        else:
+            times = list(accumulate(dt, initial=time0))
+            if min(times) < -hi or max(times) > hi:
+                return None
+    return PackedRun(seq0, time0, dt, data["turn"], data["step"], data["index"], ctype, cid, name, members)
+
+
+class EventList(Sequence):
+    """A read-only sequence of logical events where packed rows stay compact (:class:`PackedRun`, one slot per
+    member, all pointing at the row) until read. Reading an event (index, iteration, slice) gives the same
+    dicts an eager list of :func:`expand_lines` would hold — a row member as a fresh dict on every read, every
+    other event as its stored object. Index ``i`` holds the event with ``seq`` i. Slices are plain lists; it
+    compares equal to a list of the same events; ``jsonutil.dumps`` serialises it as an array. It has no
+    mutators (``Session`` appends through its private slot list)."""
+
+    __slots__ = ("_items",)
+    __json_array__ = True
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, items: list[Any] | None = None) -> None:
+        self._items = [] if items is None else items
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __getitem__(self, index: Any) -> Any:
+        if type(index) is slice:
+            start, stop, step = index.indices(len(self._items))
+            if step == 1:
+                return self._span(start, stop)
+            return [self[i] for i in range(start, stop, step)]
+        item = self._items[index]
+        if item.__class__ is PackedRun:
+            i = index.__index__()
+            if i < 0:
+                i += len(self._items)
+            return item.event(i - item.seq0)
+        return item
+
+    def _span(self, start: int, stop: int) -> list[Any]:
+        items = self._items
+        if stop <= start:
+            return []
+        out: list[Any] = []
+        i = start
+        while i < stop:
+            item = items[i]
+            if item.__class__ is PackedRun:
+                k = i - item.seq0
+                evs = item.events(k)
+                take = min(len(evs), stop - i)
+                out.extend(evs if take == len(evs) else evs[:take])
+                i += take
+            else:
+                out.append(item)
+                i += 1
+        return out
+
+    def __iter__(self) -> Iterator[Any]:
+        items = self._items
+        skip = 0
+        for i, item in enumerate(items):
+            if skip:
+                skip -= 1
+                continue
+            if item.__class__ is PackedRun:
+                evs = item.events(i - item.seq0)
+                skip = len(evs) - 1
+                yield from evs
+            else:
+                yield item
+
+    def __reversed__(self) -> Iterator[Any]:
+        items = self._items
+        i = len(items) - 1
+        while i >= 0:
+            item = items[i]
+            if item.__class__ is PackedRun:
+                start = item.seq0  # the row's first member sits at index seq0
+                yield from reversed(item.events()[: i - start + 1])
+                i = start - 1
+            else:
+                yield item
+                i -= 1
+
+    def __contains__(self, value: Any) -> bool:
+        return any(e is value or e == value for e in self)
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, list | EventList):
+            return NotImplemented
+        if len(self) != len(other):
+            return False
+        if type(other) is EventList and other._items is self._items:
+            return True
+        return all(a is b or a == b for a, b in zip(self, other, strict=True))
+
+    def __ne__(self, other: Any) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __add__(self, other: Any) -> EventList:
+        """Events appended after these (their index stays their seq)."""
+        if type(other) is EventList:
+            return EventList(self._items + other._items)
+        return EventList(self._items + list(other))
+
+    def __radd__(self, other: Any) -> list[Any]:
+        return list(other) + self.to_list()
+
+    def __repr__(self) -> str:
+        return f"EventList({self.to_list()!r})"
+
+    def __reduce__(self) -> Any:
+        return (EventList, (self.to_list(),))
+
+    def to_list(self) -> list[Any]:
+        """Every event as a plain list (row members materialised)."""
+        return self._span(0, len(self._items))
+
+    def copy(self) -> list[Any]:
+        return self.to_list()
+
+    def plain(self) -> list[Any]:
+        """The events that are not members of a compact packed row (stored objects, in order): every event a
+        scan for a non-chunk type needs to look at."""
+        return [e for e in self._items if e.__class__ is not PackedRun]
+
+    def plain_indexed(self) -> list[tuple[int, Any]]:
+        """``(index, event)`` of the :meth:`plain` events."""
+        return [(i, e) for i, e in enumerate(self._items) if e.__class__ is not PackedRun]
+
+    def packed_count(self) -> int:
+        """How many events are members of a compact packed row."""
+        return sum(1 for e in self._items if e.__class__ is PackedRun)
+
+
+def plain_events(events: Any) -> Any:
+    """The events of ``events`` that can be anything but a packed-row chunk member (all of a plain list)."""
+    return events.plain() if type(events) is EventList else events

@@ -23,7 +23,7 @@ import secrets
 import stat as stat_mod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, repeat
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -35,6 +35,9 @@ from dsh_tui.session.errors import (
     SessionFormatUnsupportedError,
     SessionValidationError,
 )
+from dsh_tui.session.rows import EventList
+from dsh_tui.session.rows import PackedRun as _PackedRun
+from dsh_tui.session.rows import lazy_row as _lazy_row
 from dsh_tui.store import layout, zstdframes
 from dsh_tui.store.base import LoadResult, RawLog, Snapshot
 
@@ -250,6 +253,8 @@ class LineScanner:
         add_run = self.runs.append
         loads = orjson.loads
         row_tags = ROW_TAGS
+        lazy = _lazy_row
+        packed_run = _PackedRun
         n = len(events)
         line_no = self.line_no
         for i, line in enumerate(parts):
@@ -262,6 +267,15 @@ class LineScanner:
                 return
             if type(obj) is dict:
                 if obj.get("type") in row_tags:
+                    # a well-formed row stays one compact PackedRun (one slot per member, expanded on read)
+                    run = lazy(obj)
+                    if run.__class__ is packed_run and run.seq0 == n:
+                        k = len(run.members)
+                        extend(repeat(run, k))
+                        n += k
+                        pos += len(line) + 1
+                        self.committed_bytes = pos
+                        continue
                     try:
                         expanded = _expand_row(obj)
                     except (DshError, ValueError, TypeError, KeyError):
@@ -481,8 +495,8 @@ def _scan_raw_stream(f: BinaryIO, *, lenient: bool, projected: bool | None) -> S
         scanner.write(block)
     scanner.finish()
     torn = TornMarker(scanner.committed_bytes) if scanner.committed_bytes < total else None
-    return StoredPrefix(scanner.header, scanner.events, "none", torn, total, record, bool(scanner.projected),
-                        runs=scanner.runs)
+    return StoredPrefix(scanner.header, EventList(scanner.events), "none", torn, total, record,
+                        bool(scanner.projected), runs=scanner.runs)
 
 
 def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPrefix:
@@ -515,8 +529,8 @@ def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPr
         complete = len(scanner.events)
         scanner.write(zstdframes.decode_prefix(view[fs.torn_start :]))
         scanner.finish()
-        torn = TornMarker(fs.torn_start, scanner.events[complete:])
-    return StoredPrefix(scanner.header, scanner.events, "zstd", torn, len(buf), record,
+        torn = TornMarker(fs.torn_start, EventList(scanner.events)[complete:])
+    return StoredPrefix(scanner.header, EventList(scanner.events), "zstd", torn, len(buf), record,
                         bool(scanner.projected), runs=scanner.runs)
 
 

@@ -81,7 +81,7 @@ def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WIN
         stored = len(res.events)
         session = res.session if takes_clock else None
         if (session is None or session.header is not res.header or session.first_live_seq != stored
-                or (stored and session.events[stored - 1] is not res.events[-1])):
+                or (stored and session.events[stored - 1] != res.events[-1])):  # a row member reads fresh
             session = Session(res.header, res.events, clock=clock)
         writer = SessionWriter(store, session, window_ms, persisted=stored, lock=lk, on_error=on_error)
     except BaseException:

@@ -141,7 +141,7 @@ def test_dsh_tui_reads_what_dsh_writes(dsh_peer, tmp_path, compression):
         assert _strip(listed[sid]) == s["header"]
         ours = store.inspect(sid)
         assert ours.events == report.events[sid], sid
-        assert orjson.dumps(ours.events) == orjson.dumps(report.events[sid])  # same key order too
+        assert orjson.dumps(list(ours.events)) == orjson.dumps(report.events[sid])  # same key order too
         assert store.read_from(sid, 5) == [e for e in report.events[sid] if e["seq"] >= 5]
         raw = store.read_raw(sid)
         assert raw is not None and raw.content.count("\n") >= 2
