@@ -18,7 +18,7 @@ from textual.visual import Visual, visualize
 from dsh_tui.llm import scripted
 from dsh_tui.session.transcript import StreamItem
 from dsh_tui.ui.widgets.render import render_assistant, settled_blocks
-from dsh_tui.ui.widgets.transcript import AnswerView, ItemView, ViewState
+from dsh_tui.ui.widgets.transcript import STREAM_ROOM, AnswerView, ItemView, ViewState
 from tests.ui.conftest import items, scripted_app, submit, wait_for
 from tests.ui.screen_text import screen_text
 
@@ -251,12 +251,21 @@ async def test_the_screen_follows_the_stream_line_for_line():
             view.refresh_item()
             await pilot.pause()
             lines = [" " + strip.text.rstrip() for strip in view.rendered_lines(view.size.width)]
-            expect = ([""] * 20 + lines)[-20:]  # anchored: the bottom of the answer
+            room = view.size.height - len(lines)  # blank room kept below a streaming answer
+            assert 0 <= room <= max(STREAM_ROOM, 20 // 3)
+            expect = ([""] * 20 + lines + [""] * room)[-20:]  # anchored: the bottom of the answer
             # (the answer's columns: the scrollbar beside it is not compared)
             assert app.rows(view.region.width) == [line.rstrip() for line in expect], repr(item.text[-30:])
             steps += 1
-        # many 5-character steps did not change the height: they were repainted without a layout
-        assert view._layout_updates - layouts_before < steps * 2 / 3
+        # most 5-character steps fit the height laid out: they were repainted without a layout
+        assert view._layout_updates - layouts_before < steps / 3
+        item.state = "final"  # the room goes when the answer ends
+        item.touch()
+        view.refresh_item()
+        await pilot.pause()
+        lines = [" " + strip.text.rstrip() for strip in view.rendered_lines(view.size.width)]
+        assert view.size.height == len(lines)
+        assert app.rows(view.region.width) == [line.rstrip() for line in lines[-20:]]
 
 
 async def test_a_flush_due_while_a_keystroke_waits_for_its_paint_comes_right_after_it(tmp_path):

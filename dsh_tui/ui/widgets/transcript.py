@@ -27,6 +27,7 @@ from dsh_tui.ui.widgets.render import CachedLines, markdown, render_item, settle
 MAX_MOUNTED = 100
 FIRST_PAINT_ITEMS = 24  # mounted before the first paint; the rest of the window right after
 PAGE = 40
+STREAM_ROOM = 6  # blank lines kept below a streaming answer (see AnswerView.get_content_height)
 
 
 class ViewState:
@@ -130,6 +131,7 @@ class AnswerView(Widget):
         self._seg_strips: list[Strip] = []
         self._seg_done = 0
         self._tail_strips: list[Strip] | None = None
+        self._reserve: tuple[int, int, int] | None = None  # (width, height laid out, lines at that time)
         self.refresh_item()
 
     @property
@@ -144,8 +146,8 @@ class AnswerView(Widget):
         self._rendered = key
         # lines shown now (for a repaint without layout when the height stays)
         shown = None
-        if self._tail_strips is not None and self._strip_key is not None and self.is_mounted:
-            shown = (self._strip_key[0], len(self._seg_strips), len(self._seg_strips) + len(self._tail_strips))
+        if self._tail_strips is not None and self._reserve is not None and self.is_mounted:
+            shown = (self._reserve[0], len(self._seg_strips), self._reserve[1])
         text = self.item.text
         if not text.startswith(self._frozen_text):  # the final message differs from the stream: start over
             self._frozen_text = ""
@@ -173,9 +175,11 @@ class AnswerView(Widget):
         if shown is not None and shown[0] == self.size.width:
             width, start, height = shown
             frozen_lines, tail_lines = self._lines(width)
-            if len(frozen_lines) + len(tail_lines) == height:
-                # same height (most flushes at a reading pace): nothing moves, so no screen-wide reflow;
-                # repaint only the lines of the old tail (a segment frozen meanwhile renders the same)
+            lines = len(frozen_lines) + len(tail_lines)
+            if lines == height or (self.item.state == "streaming" and lines < height):
+                # the text still fits the height laid out (with the room reserved below a stream): nothing
+                # moves, so no screen-wide reflow; repaint only the old tail's lines and the room below
+                # (a segment frozen meanwhile renders the same lines)
                 self.refresh(Region(0, start, width, height - start))
                 return
         self.refresh(layout=True)
@@ -207,8 +211,26 @@ class AnswerView(Widget):
         return container.width
 
     def get_content_height(self, container: Size, viewport: Size, width: int) -> int:
+        """The answer's lines; while it streams, plus blank room for the next ones.
+
+        Every change of height reflows the whole screen and, with the view following the bottom,
+        repaints the whole transcript. A streaming answer therefore grows in steps: when its text
+        outgrows the height laid out, the new height leaves ``STREAM_ROOM`` blank lines (or as many as
+        the last step grew, at a fast stream; at most a third of the screen) for the next flushes,
+        which then repaint only their lines. The room goes when the answer ends."""
         frozen, tail = self._lines(width)
-        return len(frozen) + len(tail)
+        lines = len(frozen) + len(tail)
+        height = lines
+        reserve = self._reserve
+        if self.item.state == "streaming":
+            if reserve is not None and reserve[0] == width and lines <= reserve[1]:
+                height = reserve[1]
+            else:
+                grown = lines - reserve[2] if reserve is not None and reserve[0] == width else 0
+                height = lines + min(max(STREAM_ROOM, grown), max(STREAM_ROOM, viewport.height // 3))
+        if reserve is None or reserve[:2] != (width, height):
+            self._reserve = (width, height, lines)
+        return height
 
     def render_line(self, y: int) -> Strip:
         width = self.size.width
