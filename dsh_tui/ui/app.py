@@ -21,7 +21,7 @@ from textual.screen import Screen
 
 from dsh_tui.ui.bridge import Bridge, Harness
 from dsh_tui.ui.settings import UiSettings
-from dsh_tui.ui.themes import DEFAULT_THEME, load_themes
+from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes
 
 if TYPE_CHECKING:
     from dsh_tui.ui.screens.chat import ChatScreen  # imported when a chat opens: not on the browser's path
@@ -94,6 +94,9 @@ class DshApp(App):
             if self._has_theme(name):
                 self._start_theme(name)
                 break
+        # nothing is parsed yet: the stylesheet that keeps its parsed rules between runs, with the
+        # start theme's variables
+        self.stylesheet = CachedStylesheet(variables=self.get_css_variables(), path=css_cache_path())
 
     # set by ``run_app`` when the cyclic GC was paused for the start-up (resumed after the first frame)
     gc_paused = False
@@ -106,10 +109,16 @@ class DshApp(App):
         self.run()
 
     def _first_frame(self) -> None:
+        self.call_later(self._save_css)
         if self.gc_paused:
             self.gc_paused = False
             gc.freeze()  # modules, classes, styles: they live as long as the process
             gc.enable()
+
+    def _save_css(self) -> None:
+        save = getattr(self.stylesheet, "save", None)
+        if save is not None:
+            save()
 
     def _has_theme(self, name: Any) -> bool:
         return isinstance(name, str) and name in self.available_themes
@@ -120,7 +129,8 @@ class DshApp(App):
         Assigning ``self.theme`` here runs Textual's watcher, which queues a full stylesheet re-parse
         and a restyle and re-layout of the screen in the middle of the first frame's work. Nothing is
         parsed yet, so the watcher's effects are applied directly instead: the theme's CSS variables
-        (every stylesheet is then parsed once, with them), its classes and the ANSI colour filter."""
+        (every stylesheet is then parsed once, with them: ``__init__`` makes the stylesheet after this),
+        its classes and the ANSI colour filter."""
         if name == self.theme:
             return
         self.set_reactive(App.theme, name)
@@ -129,7 +139,6 @@ class DshApp(App):
         classes.update({f"-theme-{theme.name}": True, "-dark-mode": theme.dark, "-light-mode": not theme.dark})
         self.update_classes(classes, update=False)
         self._refresh_truecolor_filter(self.ansi_theme)
-        self.stylesheet.set_variables(self.get_css_variables())
 
     # -- start / stop --------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -357,6 +366,7 @@ class DshApp(App):
 
     def on_unmount(self) -> None:
         self.bridge.stop()
+        self._save_css()  # rules parsed since the first frame (other screens, modals)
 
     # -- everywhere ----------------------------------------------------------------------------
     def action_help(self) -> None:

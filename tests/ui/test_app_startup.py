@@ -213,3 +213,80 @@ def test_the_cli_pauses_the_gc_until_the_first_frame():
     assert seen["at_mount"] is False and seen["after_first_frame"] is True and seen["frozen"] > 0
     assert seen["collections_at_mount"] == []  # building the app and its first screen: no GC pass
     assert app.gc_paused is False
+
+
+async def _screenshot(app, size=(100, 30), before=None) -> str:
+    async with app.run_test(size=size) as pilot:
+        await pilot.pause(0.2)
+        if before is not None:
+            await before(app, pilot)
+        return app.export_screenshot()
+
+
+@pytest.mark.parametrize("which", ["chat", "browser", "light theme"])
+async def test_a_warm_css_cache_paints_the_same_without_parsing(which, monkeypatch):
+    """Second start: every rule comes from the cache file (no CSS parsed) and the screen is identical."""
+    import textual.css.stylesheet as stylesheet_module
+
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.settings import UiSettings
+    from dsh_tui.ui.themes import css_cache_path
+
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    parsed: list[str] = []
+    original = stylesheet_module.parse
+
+    def counting(scope, css, read_from, *args, **kwargs):
+        parsed.append(str(read_from))
+        return original(scope, css, read_from, *args, **kwargs)
+
+    monkeypatch.setattr(stylesheet_module, "parse", counting)
+
+    def make():
+        if which == "browser":
+            return browser_app(argparse.Namespace(app_roots=[], root=None))
+        theme = "dsh-light" if which == "light theme" else "dsh-dark"
+        return DshApp(None, settings=UiSettings(values={"ui.theme": theme}))
+
+    async def approval_and_palette_theme(app, pilot):
+        if which == "light theme":  # a theme switch re-parses everything (not cached) and still looks right
+            app.theme = "dsh-dark"
+            await pilot.pause(0.1)
+            app.theme = "dsh-light"
+            await pilot.pause(0.1)
+
+    assert not css_cache_path().exists()
+    cold = await _screenshot(make(), before=approval_and_palette_theme)
+    assert css_cache_path().exists() and parsed
+    parsed.clear()
+    warm = await _screenshot(make(), before=approval_and_palette_theme)
+    if which != "light theme":
+        assert parsed == []
+    assert warm == cold
+
+
+def test_the_css_cache_keys_on_variables_and_ignores_a_damaged_file(tmp_path):
+    from textual.app import App
+    from textual.widgets import Input
+
+    from dsh_tui.ui.themes import CachedStylesheet
+
+    app = App()
+    dark = app.get_css_variables()
+    app.theme = "textual-light"
+    light = app.get_css_variables()
+    path = tmp_path / "css.pickle"
+    where = ("input.py", "Input.DEFAULT_CSS")
+    a = CachedStylesheet(variables=dark, path=path)
+    fresh = a._parse_rules(Input.DEFAULT_CSS, where, True)
+    assert a.save() and path.exists()
+    b = CachedStylesheet(variables=dark, path=path)
+    cached = b._parse_rules(Input.DEFAULT_CSS, where, True)
+    assert [r.css for r in cached] == [r.css for r in fresh] and not b.save()  # nothing new to write
+    c = CachedStylesheet(variables=light, path=path)
+    other = c._parse_rules(Input.DEFAULT_CSS, where, True)
+    assert [r.css for r in other] != [r.css for r in fresh]  # another theme: parsed with its variables
+    path.write_bytes(b"not a pickle")
+    d = CachedStylesheet(variables=dark, path=path)
+    assert [r.css for r in d._parse_rules(Input.DEFAULT_CSS, where, True)] == [r.css for r in fresh]
+    assert d.save() and path.read_bytes() != b"not a pickle"
