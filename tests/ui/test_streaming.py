@@ -295,3 +295,32 @@ async def test_a_flush_due_while_a_keystroke_waits_for_its_paint_comes_right_aft
         assert items(app, "assistant")[0].state == "streaming"  # (all of the above ran mid-stream)
         chat.action_cancel()
         await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
+
+
+async def test_a_growing_answer_costs_one_screen_layout_per_step(tmp_path):
+    """Textual's virtual_size reactive asks for a second screen-wide reflow after any layout that
+    changes it; the transcript and the answer opt out, so a step of growth is one reflow, not two."""
+    answer = "\n\n".join(f"Paragraph {n}: " + "word " * 30 for n in range(40))
+    app = scripted_app(tmp_path, [scripted.text(answer, chunk_size=40, delay=0.008)])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        chat = app.chat
+        await submit(pilot, "grow")
+        await wait_for(pilot, lambda: items(app, "assistant"))
+        view = chat.transcript.views[items(app, "assistant")[0].key]
+        heights = []  # the answer's height as each screen layout starts
+        original = chat._refresh_layout
+
+        def counting(*args, **kwargs):
+            heights.append(view.size.height)
+            return original(*args, **kwargs)
+
+        chat._refresh_layout = counting
+        await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
+        await pilot.pause(0.2)
+        del chat._refresh_layout
+        heights.append(view.size.height)
+        steps = sum(1 for a, b in zip(heights, heights[1:]) if a != b)  # layouts that grew the answer
+        assert steps >= 5
+        # each step of growth is one reflow (a few more for the footer, status and the end of the turn)
+        assert len(heights) - 1 <= steps + 5, heights

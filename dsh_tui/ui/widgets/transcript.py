@@ -16,6 +16,7 @@ from rich.console import Group
 from rich.text import Text
 from textual.containers import VerticalScroll
 from textual.geometry import Region, Size
+from textual.reactive import Reactive
 from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual.widget import Widget
@@ -48,6 +49,10 @@ class CachedStatic(Static):
     streamed line therefore re-rendered the whole mounted transcript. Content only changes through
     ``update``, so the height for a width stays valid until then.
     """
+
+    # Textual sets virtual_size (a layout reactive) when a layout gives the widget a new size, which asks
+    # for a SECOND screen-wide reflow right after; a non-scrolling widget's virtual size lays out nothing
+    virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
 
     _height_key: tuple[int, int] | None = None
     _height = 0
@@ -116,6 +121,8 @@ class AnswerView(Widget):
     DEFAULT_CSS = """
     AnswerView { height: auto; padding: 0 1; }
     """
+
+    virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)  # see CachedStatic
 
     def __init__(self, item: StreamItem, state: ViewState) -> None:
         super().__init__(classes="-assistant")
@@ -251,6 +258,11 @@ class TranscriptView(VerticalScroll):
     TranscriptView > #earlier { color: $text-muted; padding: 0 1; }
     TranscriptView.-cards-hidden > .-tool { display: none; }
     """
+
+    # A growing answer changes the transcript's virtual size in every layout; the stock reactive then
+    # asks for a second screen-wide reflow. The layout that changed it already placed everything, and
+    # a scrollbar that must appear or go asks for its own layout (show_vertical_scrollbar).
+    virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
 
     def __init__(self, fold: TranscriptFold, state: ViewState, **kwargs: Any) -> None:
         super().__init__(**kwargs)
