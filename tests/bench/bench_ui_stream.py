@@ -162,6 +162,15 @@ async def measure(rate: int | None, seconds: float) -> dict[str, float]:
                     echoes.append((paints[n][0] - k0) * 1000)
 
         tasks = [asyncio.create_task(sampler()), asyncio.create_task(typist())]
+        chat = app.chat
+        layouts = [0]
+        screen_layout = chat._refresh_layout
+
+        def counted_layout(*args, **kwargs):  # screen-wide reflows (each also repaints what moved)
+            layouts[0] += 1
+            return screen_layout(*args, **kwargs)
+
+        chat._refresh_layout = counted_layout
         if rate:
             app.bridge.send("go", "followup")
             while harness.ended is None:
@@ -171,6 +180,7 @@ async def measure(rate: int | None, seconds: float) -> dict[str, float]:
             out["drain_ms"] = (paints[-1][0] - harness.ended) * 1000
             out["fed_s"] = harness.ended - harness.t0
             out["flushes"] = app.chat.flushes
+            out["layouts"] = layouts[0]
         else:
             await asyncio.sleep(seconds)
         stop.set()
@@ -195,7 +205,7 @@ def main() -> None:
               f"[p99 target <= {lag_target}] (p99 x{r['lag_p99'] / max(idle['lag_p99'], 0.1):.1f} idle); "
               f"backlog p99 {r['backlog_p99']:.0f} ms [<= 100]; key echo p50/p95 {r['echo_p50']:.1f} / "
               f"{r['echo_p95']:.1f} ms [p95 <= 50]; fed in {r['fed_s']:.2f} s, drained {r['drain_ms']:.0f} ms after "
-              f"the end; {int(r['flushes'])} UI drains")
+              f"the end; {int(r['flushes'])} UI drains, {int(r['layouts'])} screen reflows")
 
 
 if __name__ == "__main__":

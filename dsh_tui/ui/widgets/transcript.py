@@ -225,6 +225,8 @@ class AnswerView(Widget):
         outgrows the height laid out, the new height leaves ``STREAM_ROOM`` blank lines (or as many as
         the last step grew, at a fast stream; at most a third of the screen) for the next flushes,
         which then repaint only their lines. The room goes when the answer ends."""
+        if width <= 0:
+            return 0
         frozen, tail = self._lines(width)
         lines = len(frozen) + len(tail)
         height = lines
