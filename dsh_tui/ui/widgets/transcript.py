@@ -114,8 +114,9 @@ class AnswerView(Widget):
     a frozen segment is parsed and rendered once per width; a flush re-renders only the tail (the
     last block). The widget paints with the Line API (``render_line`` returns cached strips), so a
     long answer adds no widgets to the screen's reflow and costs only its visible lines per frame.
-    Segments are joined with the blank line Rich's Markdown puts between blocks, so the view shows
-    the same lines as the finished answer rendered whole (``render_assistant``), reopened or live.
+    Each segment (and the tail) is rendered the way Rich continues after the previous block (the
+    blank line between blocks: ``markdown(after_block=...)``), so the view shows the same lines as the
+    finished answer rendered whole (``render_assistant``), live or reopened.
     """
 
     DEFAULT_CSS = """
@@ -196,7 +197,7 @@ class AnswerView(Widget):
 
     def _lines(self, width: int) -> tuple[list[Strip], list[Strip]]:
         style = self.visual_style
-        if self._strip_key is None or self._strip_key[0] != width or self._strip_key[1] is not style:
+        if self._strip_key is None or self._strip_key[0] != width or self._strip_key[1] != style:
             self._strip_key = (width, style)
             self._seg_strips, self._seg_done, self._tail_strips = [], 0, None
         while self._seg_done < len(self._segments):
