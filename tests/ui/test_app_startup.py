@@ -290,3 +290,18 @@ def test_the_css_cache_keys_on_variables_and_ignores_a_damaged_file(tmp_path):
     d = CachedStylesheet(variables=dark, path=path)
     assert [r.css for r in d._parse_rules(Input.DEFAULT_CSS, where, True)] == [r.css for r in fresh]
     assert d.save() and path.read_bytes() != b"not a pickle"
+
+
+def test_the_command_line_builds_without_the_editable_install_hook():
+    """A regular install has no editable finder, which imports importlib.util as a side effect; the
+    parser (every command's arguments) must not rely on it. ``-S``: no site, no .pth hooks."""
+    import os
+    import subprocess
+
+    repo = Path(__file__).resolve().parents[2]
+    code = ("import sys; assert 'importlib.util' not in sys.modules; from dsh_tui.cli import build_parser; "
+            "print(sorted(build_parser()._subparsers._group_actions[0].choices))")
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "'run'" in out.stdout and "'sessions'" in out.stdout
