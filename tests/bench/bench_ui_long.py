@@ -1,6 +1,7 @@
 """UI benchmark: startup, and opening a long session (200,000 events, 2,000 steps, 1,500 tool cards).
 
-Run:  .venv/bin/python tests/bench/bench_ui_long.py [--runs 3] [--events 200000]
+Run:  .venv/bin/python tests/bench/bench_ui_long.py [--runs 3] [--only startup|long] [--instructions]
+      [--python VENV/bin/python] [--no-bytecode-cache]
 
 Each figure is measured in a fresh process (headless app, like design/textual-perf.md §5/§6):
 - startup: process start -> first frame, and -> the first frame that shows the screen's final text ("complete":
@@ -66,6 +67,8 @@ class FrameLog:
         if renderable is not None:
             text = renderable.render_segments(app.console)
             self.frames.append((time.perf_counter() - self.t0, _cpu(), text))
+            if os.environ.get("DSH_BENCH_FIRST_FRAME_EXIT"):  # --instructions: count up to the first frame
+                os._exit(0)
 
     def watch(self, app) -> None:  # noqa: ANN001
         """Call from on_mount: exits the app WATCH seconds after its first frame."""
@@ -149,7 +152,7 @@ def child_startup(t0: float) -> None:
 def child_cli(t0: float, command: str) -> None:
     """The real command line path (``dsh-tui`` -> browser, ``dsh-tui run`` -> chat) to the first paint."""
     import dsh_tui.ui.app as app_module
-    from dsh_tui.cli import build_parser
+    from dsh_tui.cli import parse_args
 
     base = app_module.DshApp
     log = FrameLog(t0)
@@ -168,7 +171,7 @@ def child_cli(t0: float, command: str) -> None:
             return super().run(headless=True, size=SCREEN_SIZE)
 
     app_module.DshApp = App
-    args = build_parser().parse_args([command] if command != "app" else [])
+    args = parse_args([command] if command != "app" else [])
     if command == "app":
         from dsh_tui.cli import app_cmd
 
@@ -321,6 +324,27 @@ def make_session(root: Path, steps: int, chunks: int) -> int:
     return len(events)
 
 
+def instructions() -> None:
+    """Instructions executed from process start to the first frame (valgrind callgrind, one run each:
+    deterministic, unlike times on a shared machine), with the trivial app as the baseline."""
+    kinds = {"trivial Textual app": ("trivial",), "DshApp(None) chat screen": ("startup",),
+             "dsh-tui (browser)": ("cli", "app"), "dsh-tui run (chat)": ("cli", "run")}
+    env = {**child_env(), "DSH_BENCH_FIRST_FRAME_EXIT": "1", "PYTHONHASHSEED": "0"}
+    counts: dict[str, float] = {}
+    for name, argv in kinds.items():
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", CHILD["python"],
+                               __file__, "--child", argv[0], repr(time.perf_counter()), *argv[1:]],
+                              capture_output=True, text=True, env=env, timeout=900)
+        found = [line for line in proc.stderr.splitlines() if "Collected" in line]
+        if not found:
+            raise RuntimeError(f"callgrind run of {name} failed:\n{proc.stderr[-3000:]}")
+        counts[name] = int(found[-1].split()[-1]) / 1e6
+    base = counts["trivial Textual app"]
+    print("instructions from process start to the first frame (callgrind, millions; one run each):")
+    for name, n in counts.items():
+        print(f"  {name:26s} {n:7.0f} M  ({n - base:+5.0f} M, {100 * (n - base) / base:+5.1f}% over the trivial app)")
+
+
 def startup(runs: int, trivial: list[dict]) -> None:
     """Each startup kind interleaved (load drifts), beside the trivial app measured the same way."""
     kinds = {"startup": ("startup",), "dsh-tui (browser)": ("cli", "app"), "dsh-tui run (chat)": ("cli", "run")}
@@ -351,6 +375,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=2000)
     parser.add_argument("--chunks", type=int, default=91, help="text chunks per step (91 -> ~200k events)")
     parser.add_argument("--only", choices=("startup", "long"), help="run one half of the bench")
+    parser.add_argument("--instructions", action="store_true",
+                        help="with --only startup: also count the instructions to the first frame under valgrind "
+                             "(deterministic; ~20 s per start-up)")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="children inherit the environment as is (PYTHONDONTWRITEBYTECODE=1 here: dsh_tui "
                              "compiled from source in every process)")
@@ -375,6 +402,8 @@ def main() -> None:
           f"CPU {statistics.median(t['cpu'] for t in trivial) * 1000:.0f} ms p50; load average {os.getloadavg()[0]:.1f}")
     if args.only != "long":
         startup(args.runs + 2, trivial)
+        if args.instructions:
+            instructions()
         if args.only == "startup":
             return
 

@@ -305,3 +305,35 @@ def test_the_command_line_builds_without_the_editable_install_hook():
     out = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "'run'" in out.stdout and "'sessions'" in out.stdout
+
+
+@pytest.mark.parametrize("argv", [[], ["run"], ["run", "hi", "--preset", "full-access"], ["--root", "run"],
+                                  ["--root", "a", "--root", "b"], ["sessions", "--search", "run"],
+                                  ["log", "check", "x.jsonl"], ["export", "abc", "--format", "md"]])
+def test_parse_args_equals_the_full_parser(argv):
+    from dsh_tui.cli import build_parser, parse_args
+
+    try:
+        expected = vars(build_parser().parse_args(argv))
+    except SystemExit:
+        expected = "error"
+    try:
+        got = vars(parse_args(argv))
+    except SystemExit:
+        got = "error"
+    assert got == expected
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["run", "-h"], ["bogus"], ["run", "--nope"], ["--version"]])
+def test_parse_args_help_and_errors_are_the_full_parsers(argv, capsys):
+    from dsh_tui.cli import build_parser, parse_args
+
+    with pytest.raises(SystemExit) as full:
+        build_parser().parse_args(argv)
+    expected = capsys.readouterr()
+    with pytest.raises(SystemExit) as fast:
+        parse_args(argv)
+    got = capsys.readouterr()
+    assert (fast.value.code, got.out, got.err) == (full.value.code, expected.out, expected.err)
+    if argv == ["bogus"]:
+        assert "choose from" in got.err and "'sessions'" in got.err  # every command listed
