@@ -12,10 +12,13 @@ from typing import Any
 
 from .errors import SessionFormatUnsupportedError
 from .events import KNOWN_EVENT_TYPES, LEGACY_REFUSED_TYPES, REQUEST_HEADER
-from .rows import EventList, PackedRun, plain_events
+from .rows import EventList, plain_events
 
 _LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message", "user/message", "assistant/message",
                            "tool/result"})
+
+
+_LEGACY_END_KINDS = frozenset(("aborted", "disposed", "error"))
 
 
 def legacy_message_id(session_id: str, seq: Any) -> str:
@@ -138,8 +141,27 @@ def import_legacy(events: list[dict], session_id: str) -> list[dict]:
     a new list (an :class:`~.rows.EventList` for one) where only the imported events are new dicts."""
     legacy_types = _LEGACY_TYPES
     if type(events) is EventList:  # compact packed-row members are chunks, never legacy shapes
-        candidates = [i for i, ev in enumerate(events._items)
-                      if ev.__class__ is not PackedRun and type(ev) is dict and ev.get("type") in legacy_types]
+        candidates = []
+        for i, ev in zip(events.plain_indices(), events.plain(), strict=True):
+            if type(ev) is not dict or (t := ev.get("type")) not in legacy_types:
+                continue
+            # the current shapes of these types, which the importers leave alone, are skipped here
+            d = ev.get("data")
+            if type(d) is dict:
+                if t == "user/message":
+                    if "id" in d:
+                        continue
+                elif t == "assistant/message" or t == "tool/result":
+                    if "message" in d:
+                        continue
+                elif t == "turn/start":
+                    if "trigger" not in d:
+                        continue
+                elif t == "turn/end":
+                    r = d.get("reason")
+                    if type(r) is not dict or r.get("kind") not in _LEGACY_END_KINDS:
+                        continue
+            candidates.append(i)
         copy: EventList | None = None
         for i in candidates:
             new = _import_one(events._items[i], session_id, copy if copy is not None else events)

@@ -540,12 +540,15 @@ class EventList(Sequence):
     compares equal to a list of the same events; ``jsonutil.dumps`` serialises it as an array. It has no
     mutators (``Session`` appends through its private slot list)."""
 
-    __slots__ = ("_items",)
+    __slots__ = ("_items", "_pidx", "_pev", "_pn")
     __json_array__ = True
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, items: list[Any] | None = None) -> None:
         self._items = [] if items is None else items
+        self._pidx: list[int] = []  # index cache of the plain (non-member) events among _items[:_pn]
+        self._pev: list[Any] = []
+        self._pn = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -648,14 +651,34 @@ class EventList(Sequence):
     def copy(self) -> list[Any]:
         return self.to_list()
 
+    def _plain_cache(self) -> None:
+        items = self._items
+        n = len(items)
+        start = self._pn
+        if start == n:
+            return
+        if start > n:  # never for an append-only slot list; stay correct anyway
+            self._pidx, self._pev, start = [], [], 0
+        new = [i for i, e in enumerate(islice(items, start, None), start) if e.__class__ is not PackedRun]
+        self._pidx.extend(new)
+        self._pev.extend(map(items.__getitem__, new))
+        self._pn = n
+
     def plain(self) -> list[Any]:
         """The events that are not members of a compact packed row (stored objects, in order): every event a
-        scan for a non-chunk type needs to look at."""
-        return [e for e in self._items if e.__class__ is not PackedRun]
+        scan for a non-chunk type needs to look at. Cached (extended as the slots grow); do not mutate."""
+        self._plain_cache()
+        return self._pev
+
+    def plain_indices(self) -> list[int]:
+        """The indexes of the :meth:`plain` events (same caching; do not mutate)."""
+        self._plain_cache()
+        return self._pidx
 
     def plain_indexed(self) -> list[tuple[int, Any]]:
         """``(index, event)`` of the :meth:`plain` events."""
-        return [(i, e) for i, e in enumerate(self._items) if e.__class__ is not PackedRun]
+        self._plain_cache()
+        return list(zip(self._pidx, self._pev, strict=True))
 
     def packed_count(self) -> int:
         """How many events are members of a compact packed row."""

@@ -7,7 +7,7 @@ import orjson
 import pytest
 
 from dsh_tui.session import legacy, repair, rows
-from dsh_tui.session.errors import DshError
+from dsh_tui.session.errors import DshError, SessionCorruptionError, SessionValidationError
 from dsh_tui.store import fixture, jsonl, zstdframes
 from tests.conftest import FIXTURES
 from tests.store.jsonl_helpers import fixture_events, header, write_log
@@ -77,3 +77,53 @@ def test_a_torn_zstd_frame_recovers_packed_members_as_dicts(tmp_path):
     rec = prefix.torn.recovered_events
     assert type(rec) is list and all(type(e) is dict for e in rec) and rec
     assert rec == events[first:] and prefix.events == events  # only the checksum is lost: every record is back
+
+
+def _raw_log_with(token: bytes, tmp_path, name: str, compression: str = "none") -> jsonl.JsonlStore:
+    """A small complete log whose session/title data carries ``token`` verbatim as a number."""
+    from dsh_tui.session import jsonutil
+
+    evs = fixture_events()[:12]
+    title = {"type": "session/title", "seq": len(evs), "time": 9,
+             "data": {"title": "t -0.5 e-400", "messageSeqs": [], "source": {"kind": "fallback"}, "x": 12345}}
+    store = jsonl.JsonlStore(tmp_path / name, compression)
+    h = header(name)
+    path = store.locate(h)
+    path.parent.mkdir(parents=True)
+    body = jsonl.encode_lines(evs + [title]).replace(b'"x":12345', b'"x":' + token)
+    head = jsonutil.dumps_bytes(h) + b"\n"
+    path.write_bytes(head + body if compression == "none"
+                     else zstdframes.compress_frame(head) + zstdframes.compress_frame(body))
+    return store
+
+
+@pytest.mark.parametrize("token", [b"-0.0", b"-0e0", b"-0E+00", b"-0.000e5", b"-1e-400", b"-12.5E-0330"])
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_a_negative_zero_float_is_refused_as_by_the_eager_session(token, compression, tmp_path):
+    from dsh_tui.session.log import Session
+
+    store = _raw_log_with(token, tmp_path, "neg", compression)
+    prefix = jsonl.scan_file(store.find("neg"))
+    with pytest.raises(SessionValidationError) as direct:
+        Session(prefix.header, list(prefix.events))  # a plain list seed
+    with pytest.raises(SessionCorruptionError) as err:
+        store.inspect("neg")
+    assert str(direct.value) in str(err.value) and "-0 is not lossless JSON" in str(err.value)
+
+
+@pytest.mark.parametrize("token", [b"0.0", b"-0", b"-1.5", b"1e-400", b"-1e-30", b"-5e-324", b"2.5E+3"])
+def test_other_numbers_load(token, tmp_path):
+    store = _raw_log_with(token, tmp_path, "ok")
+    res = store.inspect("ok")
+    assert res.events[12]["data"]["x"] == orjson.loads(token) and res.session is not None
+
+
+def test_a_lone_surrogate_line_with_an_overflowing_number_is_refused(tmp_path):
+    """The fallback parser (lone surrogates) reads 1e400 as inf, which validation refuses."""
+    store = _raw_log_with(b"1e400", tmp_path, "inf")
+    path = store.find("inf")
+    path.write_bytes(path.read_bytes().replace(b'"title":"t -0.5', b'"title":"\\ud800 t -0.5'))
+    prefix = jsonl.scan_file(path)
+    assert prefix.events[12]["data"]["x"] == float("inf")
+    with pytest.raises(SessionCorruptionError, match="Infinity is not lossless JSON"):
+        store.inspect("inf")
