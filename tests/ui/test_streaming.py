@@ -10,6 +10,7 @@ the whole rendering, while the stream runs and after it ends (the finished item 
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual._compositor import ChopsUpdate, LayoutUpdate
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
@@ -69,6 +70,10 @@ Closing paragraph two, the last block.
 
 def _rows(strips) -> list[list[tuple[str, object]]]:
     return [[(seg.text, seg.style) for seg in strip] for strip in strips]
+
+
+def _cells(strips) -> list[list[tuple[str, str]]]:
+    return [[(seg.text, str(seg.style)) for seg in strip] for strip in strips]
 
 
 def _whole(view, text: str, width: int, interrupted: bool = False):
@@ -324,3 +329,50 @@ async def test_a_growing_answer_costs_one_screen_layout_per_step(tmp_path):
         assert steps >= 5
         # each step of growth is one reflow (a few more for the footer, status and the end of the turn)
         assert len(heights) - 1 <= steps + 5, heights
+
+
+async def test_an_open_fence_streams_as_plain_lines_converted_once():
+    """While a code fence is open its text is shown plain (highlighted once it closes); the lines
+    completed so far are converted once, each flush adds only the new ones, and the result equals the
+    whole plain text rendered at once (blank lines and long wrapped lines included)."""
+    fence = "```python\n" + "".join(
+        ("\n" if i % 7 == 3 else f"    value_{i} = compute(value_{i - 1}) + {i}  # a comment that is long enough " * (1 + (i % 5 == 0)) + "\n")
+        for i in range(60)) + "```\n\nAfter the fence.\n"
+    answer = "Intro paragraph.\n\n" + fence
+    item = StreamItem(key="a", kind="assistant", seq=1)
+    app = _Host(item)
+    async with app.run_test(size=(84, 30)) as pilot:
+        view = app.query_one(AnswerView)
+        await pilot.pause()
+        width = view.size.width
+        converted = []
+        original = view._to_strips
+
+        def counting(renderable, w, style):
+            if isinstance(renderable, Text):
+                converted.append(len(renderable.plain))
+            return original(renderable, w, style)
+
+        view._to_strips = counting
+        plain_steps = 0
+        for end in range(0, len(answer), 11):
+            item.append(answer[end:end + 11])
+            item.touch()
+            view.refresh_item()
+            tail = item.text[len(view._frozen_text):]
+            if tail.count("```") % 2 == 0:
+                continue
+            source = ("\n" if view._after_block else "") + tail
+            lines = view.rendered_lines(width)
+            frozen = len(view._seg_strips)
+            whole = Visual.to_strips(view, visualize(view, Text(source)), width, None, view.visual_style)
+            # the same cells and styles (the selection offsets Textual attaches count from each piece)
+            assert _cells(lines[frozen:]) == _cells(whole), repr(tail[-30:])
+            plain_steps += 1
+        assert plain_steps > 100
+        # converted text: about the fence once (plus the partial last line of each step), not once per step
+        assert sum(converted) < 3 * len(fence) + plain_steps * 120
+        item.state = "final"
+        item.touch()
+        view.refresh_item()
+        assert _rows(view.rendered_lines(width)) == _rows(_whole(view, answer, width))

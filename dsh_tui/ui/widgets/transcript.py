@@ -107,6 +107,15 @@ class ItemView(CachedStatic):
 INTERRUPTED_TEXT = "⏹ interrupted: the answer above is partial"
 
 
+class PlainTail:
+    """A streaming tail shown as plain text (an open code fence), drawn incrementally by AnswerView."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
 class AnswerView(Widget):
     """Streamed assistant Markdown in ONE widget: frozen segments + a live tail, drawn line by line.
 
@@ -140,6 +149,7 @@ class AnswerView(Widget):
         self._seg_done = 0
         self._tail_strips: list[Strip] | None = None
         self._reserve: tuple[int, int, int] | None = None  # (width, height laid out, lines at that time)
+        self._plain: tuple[int, Any, str, list[Strip]] | None = None  # open fence: (width, style, text, strips)
         self.refresh_item()
 
     @property
@@ -176,7 +186,7 @@ class AnswerView(Widget):
         elif self.item.state == "streaming" and tail.count("```") % 2 == 1:
             # an open code fence: highlighting it on every flush is the costliest part of a stream;
             # show it plain until the fence closes and the block settles into Markdown
-            self._tail = Text("\n" + tail if self._after_block else tail)
+            self._tail = PlainTail("\n" + tail if self._after_block else tail)
         else:
             self._tail = markdown(tail, after_block=self._after_block)
         self._tail_strips = None
@@ -205,10 +215,27 @@ class AnswerView(Widget):
             self._seg_done += 1
         if self._tail_strips is None:
             tail = self._tail
+            if isinstance(tail, PlainTail):
+                self._tail_strips = self._plain_lines(tail.text, width, style)
+                return self._seg_strips, self._tail_strips
             if self.item.state == "interrupted":  # the mark under the partial answer, as render_assistant
                 tail = Group(tail if tail is not None else Text(""), Text(INTERRUPTED_TEXT, style="yellow"))
             self._tail_strips = [] if tail is None else self._to_strips(tail, width, style)
         return self._seg_strips, self._tail_strips
+
+    def _plain_lines(self, text: str, width: int, style: Any) -> list[Strip]:
+        """Lines of a plain tail (an open code fence), converting only the lines completed since the last
+        flush: a long fence being written (a whole file) would otherwise be re-rendered on every flush."""
+        cut = text.rfind("\n") + 1
+        complete, partial = text[:cut], text[cut:]
+        cached = self._plain
+        if cached is None or cached[0] != width or cached[1] != style or not complete.startswith(cached[2]):
+            cached = (width, style, "", [])
+        if len(complete) > len(cached[2]):
+            added = self._to_strips(Text(complete[len(cached[2]):-1]), width, style)
+            cached = (width, style, complete, cached[3] + added)
+        self._plain = cached
+        return cached[3] + self._to_strips(Text(partial), width, style)  # (an empty last line is a line)
 
     def rendered_lines(self, width: int) -> list[Strip]:
         """Every line of the view at ``width`` (tests compare them with the finished rendering)."""
