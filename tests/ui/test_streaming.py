@@ -168,6 +168,7 @@ async def test_live_stream_in_the_app_matches_the_reopened_rendering(tmp_path):
     answer = "\n\n".join(paragraphs[:10]) + "\n\n```python\nx = 1\n\ny = 2\n```\n\n" + "\n\n".join(paragraphs[10:])
     app = scripted_app(tmp_path, [scripted.text(answer, chunk_size=24, delay=0.02)])
     async with app.run_test(size=(100, 40)) as pilot:
+        terminal = VirtualTerminal(app)
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await submit(pilot, "write paragraphs")
         chat = app.chat
@@ -187,6 +188,10 @@ async def test_live_stream_in_the_app_matches_the_reopened_rendering(tmp_path):
         await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
         await pilot.pause(0.2)
         assert checked >= 3
+        # what the app wrote to the terminal, update after update, is the screen as it is now (the
+        # room below the answer is gone, nothing left unpainted by the repaints without layout)
+        area = chat.transcript.region  # (the composer's blinking cursor is not compared)
+        assert terminal.rows(region=area) == terminal.fresh(area)
         item = items(app, "assistant")[0]
         live = chat.transcript.views[item.key]
         assert isinstance(live, AnswerView) and live.segment_count > 5
@@ -202,21 +207,27 @@ async def test_live_stream_in_the_app_matches_the_reopened_rendering(tmp_path):
         assert _rows(_item_lines(reopened, width)) == live_rows
         assert screen_text(app) == live_screen
         assert "Paragraph 23:" in live_screen
+        assert terminal.rows(region=area) == terminal.fresh(area)
 
 
-class _Terminal(_Host):
-    """The host app with a virtual terminal: every update the app writes (full layouts and partial
-    chops) is applied to a character grid, so a line left unpainted after a change shows up."""
+class VirtualTerminal:
+    """Every update an app writes (full layouts and partial chops) applied to a character grid, so a
+    line the app left unpainted after a change shows up."""
 
-    def __init__(self, item: StreamItem) -> None:
-        super().__init__(item)
+    def __init__(self, app: App) -> None:
+        self.app = app
         self.grid: list[list[str]] = []
+        display = app._display
 
-    def _display(self, screen, renderable) -> None:  # noqa: ANN001
-        super()._display(screen, renderable)
-        if renderable is None:
-            return
-        width, height = self.size
+        def capture(screen, renderable) -> None:  # noqa: ANN001
+            display(screen, renderable)
+            if renderable is not None:
+                self.apply(renderable)
+
+        app._display = capture
+
+    def apply(self, renderable) -> None:  # noqa: ANN001
+        width, height = self.app.size
         if len(self.grid) != height:
             self.grid = [[" "] * width for _ in range(height)]
 
@@ -235,8 +246,24 @@ class _Terminal(_Host):
                     if strip is not None:
                         put(x, y, strip.text, end + 1)
 
+    def rows(self, width: int | None = None, region=None) -> list[str]:  # noqa: ANN001
+        grid = self.grid if region is None else [row[region.x:region.right] for row in self.grid[region.y:region.bottom]]
+        return ["".join(row[:width]).rstrip() for row in grid]
+
+    def fresh(self, region) -> list[str]:  # noqa: ANN001
+        """``region`` of the screen rendered now from scratch (what the terminal must show there once
+        everything is painted)."""
+        strips = self.app.screen._compositor.render_strips()[region.y:region.bottom]
+        return [strip.crop(region.x, region.right).text.rstrip() for strip in strips]
+
+
+class _Terminal(_Host):
+    def __init__(self, item: StreamItem) -> None:
+        super().__init__(item)
+        self.terminal = VirtualTerminal(self)
+
     def rows(self, width: int) -> list[str]:
-        return ["".join(row[:width]).rstrip() for row in self.grid]
+        return self.terminal.rows(width)
 
 
 async def test_the_screen_follows_the_stream_line_for_line():

@@ -52,7 +52,7 @@ class CachedStatic(Static):
 
     # Textual sets virtual_size (a layout reactive) when a layout gives the widget a new size, which asks
     # for a SECOND screen-wide reflow right after; a non-scrolling widget's virtual size lays out nothing
-    virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
+    virtual_size = Reactive(Size(0, 0), layout=False, repaint=False)
 
     _height_key: tuple[int, int] | None = None
     _height = 0
@@ -132,7 +132,7 @@ class AnswerView(Widget):
     AnswerView { height: auto; padding: 0 1; }
     """
 
-    virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)  # see CachedStatic
+    virtual_size = Reactive(Size(0, 0), layout=False, repaint=False)  # see CachedStatic
 
     def __init__(self, item: StreamItem, state: ViewState) -> None:
         super().__init__(classes="-assistant")
@@ -292,7 +292,7 @@ class TranscriptView(VerticalScroll):
     # A growing answer changes the transcript's virtual size in every layout; the stock reactive then
     # asks for a second screen-wide reflow. The layout that changed it already placed everything, and
     # a scrollbar that must appear or go asks for its own layout (show_vertical_scrollbar).
-    virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
+    virtual_size = Reactive(Size(0, 0), layout=False, repaint=False)
 
     def __init__(self, fold: TranscriptFold, state: ViewState, **kwargs: Any) -> None:
         super().__init__(**kwargs)
