@@ -112,9 +112,12 @@ class StatusBar(Widget):
         self.redraw()
 
     def redraw(self) -> None:
-        # repaint only: the bar is one line, so a change never needs a screen-wide layout pass
-        self._text = self.build()
-        self.refresh()
+        # repaint only: the bar is one line, so a change never needs a screen-wide layout pass; and only
+        # when its text changed (every transcript flush asks, most change nothing here)
+        text = self.build()
+        if text != self._text or not self._text:
+            self._text = text
+            self.refresh()
 
     def render(self) -> Text:
         return self._text
