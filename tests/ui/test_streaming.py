@@ -97,13 +97,18 @@ class _Host(App):
 
 
 def test_settled_blocks_keeps_the_last_block_and_partial_lines_open():
-    assert settled_blocks("a\n\nb") is None  # "b" is a partial line
-    assert settled_blocks("a\n\nb\n") == (3, True)
+    assert settled_blocks("a\n\nb") == (3, True)  # a blank line closed "a"; "b" is a partial line
+    assert settled_blocks("a\n\nb\n") == (3, True)  # "b" may still go on
+    assert settled_blocks("para\n") is None
     assert settled_blocks("1. a\n\n2") is None  # "2" may become item 2 of the list
     assert settled_blocks("1. a\n\n2. b\n") is None  # it did: one list, still the last block
     assert settled_blocks("1. a\n\n2. b\n\nPara\n") == (12, True)
     assert settled_blocks("x\n\n---\nnext\n") == (7, False)  # no blank line after a rule
     assert settled_blocks("```\nx\n\n\ny\n") is None  # an open fence is one block to the end
+    assert settled_blocks("```py\nx\n```\n") == (12, True)  # closed: frozen (highlighted) at once
+    assert settled_blocks("```py\nx\n```") is None  # the closing line is not complete yet
+    assert settled_blocks("````\nx\n```\n") is None  # too short to close it
+    assert settled_blocks("# h\n") == (4, True)
 
 
 async def test_every_prefix_of_a_stream_renders_like_the_whole_text():

@@ -139,7 +139,9 @@ def settled_blocks(text: str) -> tuple[int, bool] | None:
 
     That is every top-level block before the last one that starts in the text's complete lines (the
     last block, and a partial last line, may still turn into something else: ``2`` becomes ``2. b``
-    and continues a list, a line of ``===`` makes the paragraph above a heading). Returns
+    and continues a list, a line of ``===`` makes the paragraph above a heading), and the last one
+    too when it is finished whatever follows (``_closed``: a code fence with its closing line is
+    frozen, highlighted once, as soon as it closes). Returns
     ``(length, new_line)``: the length of that prefix (None when there is none) and whether Rich's
     Markdown, after its last block, puts a blank line before the next one (after every block but a
     rule); pass that to ``markdown(rest, after_block=...)`` so that the prefix and the rest rendered
@@ -157,14 +159,37 @@ def settled_blocks(text: str) -> tuple[int, bool] | None:
             continue
         last_start, before = token, previous
         previous = token
-    if last_start is None or before is None:
+    if last_start is None:
+        return None
+    from rich.markdown import Markdown, UnknownElement
+
+    if _closed(last_start, text, end):
+        # the last block is finished too (nothing after it can change it): the whole of the complete lines
+        return end, (Markdown.elements.get(last_start.type) or UnknownElement).new_line
+    if before is None:
         return None
     offset = 0
     for _ in range(last_start.map[0]):
         offset = text.index("\n", offset) + 1
-    from rich.markdown import Markdown, UnknownElement
-
     return offset, (Markdown.elements.get(before.type) or UnknownElement).new_line
+
+
+def _closed(block: Any, text: str, end: int) -> bool:
+    """Whether the top-level block starting with ``block`` (the last one in ``text[:end]``, complete
+    lines) is finished whatever follows: a paragraph a blank line ended, a heading, a rule, a code
+    fence with its closing line. (A list, quote, table or indented code can still go on.)"""
+    kind = block.type
+    if kind in ("heading_open", "hr"):
+        return True
+    if kind == "paragraph_open":
+        return block.map[1] < text.count("\n", 0, end)  # a (blank) line after it
+    if kind == "fence":
+        first, last = block.map
+        if last - first < 2:
+            return False
+        closing = text[:end].split("\n")[last - 1].strip()
+        return closing.startswith(block.markup) and closing.strip(block.markup[0]) == ""
+    return False
 
 
 def markdown(text: str, *, after_block: bool = False) -> RenderableType:
