@@ -31,14 +31,21 @@ from typing import Any
 from .errors import SessionValidationError
 from .events import (
     ASSISTANT_CHUNK,
+    ASSISTANT_MESSAGE,
     LEGACY_REFUSED_TYPES,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
     ROW_TAGS,
     SESSION_END_SEED,
     SESSION_TITLE,
+    STEP_END,
+    STEP_START,
     SURFACE_TYPES,
     TODO_WRITE,
+    TOOL_CALL,
+    TOOL_RESULT,
+    TURN_END,
+    TURN_START,
 )
 from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_update
 from .headers import validate_header
@@ -52,6 +59,11 @@ Observer = Callable[["Session", dict], Any]
 _ENV4 = frozenset(("type", "seq", "time", "data"))
 _DELTA_FIELD = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
 _NONE = object()
+# the types Relations.check looks at / Relations.apply changes state for / _track records (others: no-ops)
+_RELATION_TYPES = frozenset((ASSISTANT_CHUNK, STEP_END, ASSISTANT_MESSAGE, TOOL_CALL, TURN_START, TURN_END,
+                             STEP_START, TOOL_RESULT, TODO_WRITE, REQUEST_HEADER, REQUEST_CONTEXT))
+_BOUNDARY_TYPES = frozenset((TURN_START, TURN_END, STEP_START, STEP_END, TOOL_CALL))
+_TRACKED_TYPES = frozenset((REQUEST_HEADER, REQUEST_CONTEXT, SESSION_TITLE, TODO_WRITE, SESSION_END_SEED))
 
 
 def _consume(iterator: Any, n: int) -> None:
@@ -238,21 +250,24 @@ class Session:
             bad = find_bad_float(ev["data"])
             if bad is not None:
                 raise SessionValidationError(f"seq {i}: {bad}")
-            plan = fold.plan(ev) if ev["type"] in SURFACE_TYPES or "surfaceOp" in ev or "sourceEventSeqs" in ev \
-                else None
+            t = ev["type"]
+            plan = fold.plan(ev) if t in SURFACE_TYPES or "surfaceOp" in ev or "sourceEventSeqs" in ev else None
             check_payload(ev)
-            if check_relations:
+            if check_relations and t in _RELATION_TYPES:
                 rel.check(ev)
             push(ev)
-            fold.apply(plan)
-            try:
-                rel.apply(ev)
-            except (KeyError, TypeError, AttributeError):
-                pass  # only reachable with check_relations=False on a malformed boundary event
-            if check_relations:
-                open_turn = rel.open_turn
-                open_step = rel.open_step
-            self._track(ev)
+            if plan is not None:
+                fold.apply(plan)
+            if t in _BOUNDARY_TYPES:
+                try:
+                    rel.apply(ev)
+                except (KeyError, TypeError, AttributeError):
+                    pass  # only reachable with check_relations=False on a malformed boundary event
+                if check_relations:
+                    open_turn = rel.open_turn
+                    open_step = rel.open_step
+            if t in _TRACKED_TYPES:
+                self._track(ev)
         return compact
 
     # ------------------------------------------------------------------ append

@@ -19,6 +19,7 @@ from .events import ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
 from .jsonutil import MAX_SAFE_INTEGER
 
 _REPLACE_KEYS = frozenset(("op", "start", "end"))
+_INT_ONLY = {int}
 
 
 def _frozen(*_a: Any, **_k: Any) -> Any:
@@ -238,6 +239,11 @@ def check_markers(event: dict) -> Any:
             raise _invalid(f"seq {seq}: surfaceOp.start/end must be non-negative safe integers")
     if "sourceEventSeqs" in event:
         src = event["sourceEventSeqs"]
+        # the common valid case at C speed (all ints, in 0..seq-1, no duplicates); anything else is walked
+        # below, which names the first problem
+        if (type(src) is list and src and set(map(type, src)) == _INT_ONLY and min(src) >= 0
+                and max(src) < seq and len(set(src)) == len(src)):
+            return op
         if type(src) is not list:
             raise _invalid(f"seq {seq}: sourceEventSeqs must be an array")
         if not src and t != ASSISTANT_MESSAGE:
