@@ -408,3 +408,77 @@ async def test_an_open_fence_streams_as_plain_lines_converted_once():
         item.touch()
         view.refresh_item()
         assert _rows(view.rendered_lines(width)) == _rows(_whole(view, answer, width))
+
+
+def _random_markdown(rng) -> str:
+    words = ["alpha", "beta", "**bold**", "`code`", "*em*", "gamma", "delta", "[link](http://x.y)", "epsilon"]
+
+    def line() -> str:
+        return " ".join(rng.choice(words) for _ in range(rng.randint(1, 12)))
+
+    blocks = []
+    for _ in range(rng.randint(3, 9)):
+        kind = rng.randrange(12)
+        if kind == 0:
+            blocks.append("#" * rng.randint(1, 3) + " " + line())
+        elif kind == 1:
+            blocks.append(line() + "\n" + rng.choice(["===", "---"]))
+        elif kind == 2:
+            sep = rng.choice(["\n", "\n\n"])
+            blocks.append(sep.join(f"- {line()}" for _ in range(rng.randint(1, 3))) + (f"\n\n  {line()}" if rng.random() < 0.3 else ""))
+        elif kind == 3:
+            sep = rng.choice(["\n", "\n\n"])
+            blocks.append(sep.join(f"{i + 1}. {line()}" for i in range(rng.randint(1, 3))))
+        elif kind == 4:
+            fence = rng.choice(["```", "~~~"])
+            body = "\n".join(rng.choice(["x = 1", "", "    return y", "def f():"]) for _ in range(rng.randint(1, 4)))
+            blocks.append(f"{fence}{rng.choice(['', 'python'])}\n{body}\n{fence}")
+        elif kind == 5:
+            blocks.append(rng.choice(["---", "***"]))
+        elif kind == 6:
+            blocks.append("> " + line() + ("\n>\n> " + line() if rng.random() < 0.5 else ""))
+        elif kind == 7:
+            blocks.append("| a | b |\n|---|---|\n| " + line() + " | 2 |")
+        elif kind == 8:
+            blocks.append("    code line\n\n    more code")
+        else:
+            blocks.append(line() + ("\n" + line() if rng.random() < 0.5 else ""))
+    out = ""
+    for block in blocks:
+        out += block + rng.choice(["\n\n", "\n\n", "\n", "\n\n\n"])
+    return out
+
+
+async def test_random_markdown_streams_render_like_the_whole_text():
+    """Random documents of every block kind, streamed in random chunks: at every step the view shows
+    the whole text's rendering (steps inside an open ``` fence show it plain by design: skipped)."""
+    import random
+
+    rng = random.Random(20261130)
+    item = StreamItem(key="a", kind="assistant", seq=1)
+    app = _Host(item)
+    async with app.run_test(size=(70, 30)) as pilot:
+        await pilot.pause()
+        compared = 0
+        for _ in range(25):
+            text = _random_markdown(rng)
+            item = StreamItem(key="a", kind="assistant", seq=1)
+            view = AnswerView(item, ViewState())
+            await app.query_one("#t").mount(view)
+            width = view.size.width or 66
+            end = 0
+            while end < len(text):
+                step = rng.randint(1, 25)
+                item.append(text[end:end + step])
+                end += step
+                item.touch()
+                view.refresh_item()
+                if item.text[len(view._frozen_text):].count("```") % 2 == 0:
+                    assert _rows(view.rendered_lines(width)) == _rows(_whole(view, item.text, width)), repr(item.text)
+                    compared += 1
+            item.state = "final"
+            item.touch()
+            view.refresh_item()
+            assert _rows(view.rendered_lines(width)) == _rows(_whole(view, text, width)), repr(text)
+            await view.remove()
+        assert compared > 300
