@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import sys
 import threading
 import time
@@ -194,19 +195,35 @@ async def measure(rate: int | None, seconds: float) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--runs", type=int, default=1, help="repeat the set; the medians of the runs are printed last")
     args = parser.parse_args()
     os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
-    print(f"machine load average now: {os.getloadavg()[0]:.1f} (figures scale with it; compare the ratios)")
-    idle = asyncio.run(measure(None, min(args.seconds, 4.0)))
-    print(f"idle baseline:    lag p50/p95/p99 {idle['lag_p50']:.1f} / {idle['lag_p95']:.1f} / {idle['lag_p99']:.1f} ms, "
-          f"key echo p50/p95 {idle['echo_p50']:.1f} / {idle['echo_p95']:.1f} ms")
-    for rate, lag_target in ((200, 50), (2000, 100)):
-        r = asyncio.run(measure(rate, args.seconds))
-        print(f"{rate:>5} tok/s:      lag p50/p95/p99 {r['lag_p50']:.1f} / {r['lag_p95']:.1f} / {r['lag_p99']:.1f} ms "
-              f"[p99 target <= {lag_target}] (p99 x{r['lag_p99'] / max(idle['lag_p99'], 0.1):.1f} idle); "
-              f"backlog p99 {r['backlog_p99']:.0f} ms [<= 100]; key echo p50/p95 {r['echo_p50']:.1f} / "
-              f"{r['echo_p95']:.1f} ms [p95 <= 50]; fed in {r['fed_s']:.2f} s, drained {r['drain_ms']:.0f} ms after "
-              f"the end; {int(r['flushes'])} UI drains, {int(r['layouts'])} screen reflows")
+    keys = ("lag_p99", "backlog_p99", "echo_p95")
+    results: dict[str, list[dict[str, float]]] = {"idle": [], "200": [], "2000": []}
+    for run in range(args.runs):
+        if args.runs > 1:
+            print(f"-- run {run + 1}/{args.runs}")
+        print(f"machine load average now: {os.getloadavg()[0]:.1f} (figures scale with it; compare the ratios)")
+        idle = asyncio.run(measure(None, min(args.seconds, 4.0)))
+        results["idle"].append(idle)
+        print(f"idle baseline:    lag p50/p95/p99 {idle['lag_p50']:.1f} / {idle['lag_p95']:.1f} / {idle['lag_p99']:.1f} ms, "
+              f"key echo p50/p95 {idle['echo_p50']:.1f} / {idle['echo_p95']:.1f} ms")
+        for rate, lag_target in ((200, 50), (2000, 100)):
+            r = asyncio.run(measure(rate, args.seconds))
+            results[str(rate)].append(r)
+            print(f"{rate:>5} tok/s:      lag p50/p95/p99 {r['lag_p50']:.1f} / {r['lag_p95']:.1f} / {r['lag_p99']:.1f} ms "
+                  f"[p99 target <= {lag_target}] (p99 x{r['lag_p99'] / max(idle['lag_p99'], 0.1):.1f} idle); "
+                  f"backlog p99 {r['backlog_p99']:.0f} ms [<= 100]; key echo p50/p95 {r['echo_p50']:.1f} / "
+                  f"{r['echo_p95']:.1f} ms [p95 <= 50]; fed in {r['fed_s']:.2f} s, drained {r['drain_ms']:.0f} ms after "
+                  f"the end; {int(r['flushes'])} UI drains, {int(r['layouts'])} screen reflows")
+    if args.runs > 1:
+        print(f"-- medians of {args.runs} runs [min-max]:")
+        for name in ("idle", "200", "2000"):
+            cells = []
+            for key in keys if name != "idle" else ("lag_p99", "echo_p95"):
+                values = sorted(r[key] for r in results[name])
+                cells.append(f"{key} {statistics.median(values):.0f} [{values[0]:.0f}-{values[-1]:.0f}] ms")
+            print(f"{name:>5}: " + ", ".join(cells))
 
 
 if __name__ == "__main__":
