@@ -482,3 +482,54 @@ async def test_random_markdown_streams_render_like_the_whole_text():
             assert _rows(view.rendered_lines(width)) == _rows(_whole(view, text, width)), repr(text)
             await view.remove()
         assert compared > 300
+
+
+async def test_streaming_reasoning_row_matches_the_finished_row_and_grows_incrementally():
+    from dsh_tui.ui.widgets.render import CachedLines, render_thinking
+    from dsh_tui.ui.widgets.transcript import ThinkingView
+
+    reasoning = "".join(f"Step {i}: consider the option number {i} and weigh it " * (1 + i % 3) + "\n"
+                        + ("\n" if i % 5 == 0 else "") for i in range(80))
+    item = StreamItem(key="t", kind="thinking", seq=1)
+    state = ViewState()
+
+    class Host(App):
+        def compose(self) -> ComposeResult:
+            with VerticalScroll(id="t"):
+                yield ThinkingView(item, state)
+
+    app = Host()
+    async with app.run_test(size=(84, 30)) as pilot:
+        view = app.query_one(ThinkingView)
+        await pilot.pause()
+        width = view.size.width
+
+        def finished_row(expanded: bool):  # what an ItemView draws for the item
+            return Visual.to_strips(view, visualize(view, CachedLines(render_thinking(item, expanded))), width,
+                                    None, view.visual_style)
+
+        converted = []
+        original = view._to_strips
+
+        def counting(renderable, w, style):
+            converted.append(len(renderable.plain) if isinstance(renderable, Text) else 0)
+            return original(renderable, w, style)
+
+        view._to_strips = counting
+        steps = 0
+        for end in range(0, len(reasoning), 37):
+            item.append(reasoning[end:end + 37])
+            item.touch()
+            state.reasoning = steps % 4 != 0  # mostly expanded, collapsed now and then
+            view.refresh_item()
+            assert _rows(view.rendered_lines(width)) == _rows(finished_row(state.reasoning)), repr(item.text[-30:])
+            steps += 1
+        expanded_steps = steps - (steps + 3) // 4
+        # the expanded body was converted about once (plus a partial line and a head per step), not per step
+        assert sum(converted) < 3 * len(reasoning) + steps * 200 and expanded_steps > 100
+        item.state = "final"
+        item.touch()
+        for expanded in (True, False):
+            state.reasoning = expanded
+            view.refresh_item()
+            assert _rows(view.rendered_lines(width)) == _rows(finished_row(expanded))
