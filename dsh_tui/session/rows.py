@@ -520,10 +520,11 @@ def lazy_row(obj: dict) -> PackedRun | None:
         if set(map(type, dt)) != _INT_ONLY:
             return None
         lo_dt = min(dt)
-        if lo_dt < -hi or max(dt) > hi:
+        hi_dt = max(dt)
+        if lo_dt < -hi or hi_dt > hi:
             return None
-        if lo_dt >= 0:  # times only grow: the last one is the largest
-            if time0 + sum(dt) > hi:
+        if lo_dt >= 0:  # times only grow: the last one is the largest, at most time0 + (n - 1) * max(dt)
+            if time0 + hi_dt * (n - 1) > hi and time0 + sum(dt) > hi:
                 return None
         else:
             times = list(accumulate(dt, initial=time0))

@@ -246,7 +246,8 @@ class LineScanner:
             self._slow(parts, base)
 
     def _fast(self, parts: list[bytes], pos: int) -> None:
-        """Hot loop for complete-form logs; hands over to :meth:`_slow` at the first problem."""
+        """Hot loop for complete-form logs; hands over to :meth:`_slow` at the first problem. ``pos`` (the end of
+        the last accepted line) is stored in ``committed_bytes`` at every exit, not per line."""
         events = self.events
         append = events.append
         extend = events.extend
@@ -263,6 +264,7 @@ class LineScanner:
                 obj = loads(line)
             except orjson.JSONDecodeError:
                 self.line_no = line_no - 1
+                self.committed_bytes = pos
                 self._slow(parts[i:], pos)
                 return
             if type(obj) is dict:
@@ -274,16 +276,17 @@ class LineScanner:
                         extend(repeat(run, k))
                         n += k
                         pos += len(line) + 1
-                        self.committed_bytes = pos
                         continue
                     try:
                         expanded = _expand_row(obj)
                     except (DshError, ValueError, TypeError, KeyError):
                         self.line_no = line_no - 1
+                        self.committed_bytes = pos
                         self._slow(parts[i:], pos)
                         return
                     if not expanded or expanded[0]["seq"] != n:
                         self.line_no = line_no - 1
+                        self.committed_bytes = pos
                         self._slow(parts[i:], pos)
                         return
                     if expanded[0] is not obj:  # a decoded row (not an ignorable row-tagged event)
@@ -294,16 +297,18 @@ class LineScanner:
                     seq = obj.get("seq")
                     if seq != n or seq.__class__ is not int:
                         self.line_no = line_no - 1
+                        self.committed_bytes = pos
                         self._slow(parts[i:], pos)
                         return
                     append(obj)
                     n += 1
             else:
                 self.line_no = line_no - 1
+                self.committed_bytes = pos
                 self._slow(parts[i:], pos)
                 return
             pos += len(line) + 1
-            self.committed_bytes = pos
+        self.committed_bytes = pos
         self.line_no = line_no
 
     def _decode(self, line: bytes) -> list[Any] | None:
