@@ -3,9 +3,11 @@
 Performance design (design/textual-perf.md): every reflow walks every mounted widget, so only the
 latest ``MAX_MOUNTED`` items are mounted (older ones come back with "load earlier" / scrolling to the
 top); finished items are a single ``Static`` each (Textual caches their lines per width); a streaming
-answer is one Line-API widget over frozen Markdown segments plus one live tail, so a flush re-parses
-only the tail and adds no widgets;
-the container uses ``layout: stream`` and is anchored to the bottom until the user scrolls away.
+answer (``AnswerView``) and a streaming reasoning row (``ThinkingView``) are one Line-API widget each
+over lines rendered once (frozen Markdown segments, completed plain lines) plus a live tail, so a
+flush renders only the tail and adds no widgets; a streaming answer grows in steps (blank room below
+it), so most flushes repaint a few lines instead of reflowing the screen; the container uses
+``layout: stream`` and is anchored to the bottom until the user scrolls away.
 """
 
 from __future__ import annotations
