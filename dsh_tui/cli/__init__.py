@@ -94,7 +94,8 @@ def gc_paused() -> Iterator[None]:
     """Around importing and running the app: no cyclic GC pass until its first frame (``DshApp.run_app``
     resumes it then; leaving the block resumes it in any case). Importing Textual and building the
     first screen allocate long-lived objects (modules, classes, styles) that trigger about 100
-    young-generation passes (35-60 ms of the start-up here) which free nothing."""
+    young-generation passes (35-60 ms of the start-up here); at the first frame only ~1-2.5k objects
+    of ~45k are unreachable (frozen with the rest: a fraction of a MB kept)."""
     import gc
 
     gc.disable()
