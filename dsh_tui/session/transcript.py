@@ -12,8 +12,6 @@ Cost is O(1) per event (streamed text is kept as a list of parts and joined lazi
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from typing import Any
 
 from dsh_tui.session.stats import UsageFold
@@ -39,42 +37,73 @@ def tool_kind(name: str) -> str:
     return "generic"
 
 
-@dataclass(slots=True, eq=False)
-class Item:
-    """One transcript row. ``version`` grows on each change: renderers cache on (key, version, width)."""
+class _Record:
+    """A plain slotted record (hand-written rather than ``@dataclass``: creating ten dataclasses cost
+    ~12 ms of every chat start-up). ``FIELDS`` names every field in constructor order."""
 
-    key: str
-    kind: str
-    seq: int
-    turn: int = 0
-    version: int = 0
+    __slots__ = ()
+    FIELDS: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.FIELDS)
+        return f"{type(self).__name__}({inner})"
+
+
+class Item(_Record):
+    """One transcript row. ``version`` grows on each change: renderers cache on (key, version, width).
+
+    Items compare by identity (a row is one live object)."""
+
+    __slots__ = ("key", "kind", "seq", "turn", "version")
+    FIELDS = __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0) -> None:
+        self.key = key
+        self.kind = kind
+        self.seq = seq
+        self.turn = turn
+        self.version = version
 
     def touch(self) -> None:
         self.version += 1
 
 
-@dataclass(slots=True, eq=False)
 class UserItem(Item):
-    text: str = ""
+    __slots__ = ("text",)
+    FIELDS = Item.FIELDS + __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, text: str = "") -> None:
+        Item.__init__(self, key, kind, seq, turn, version)
+        self.text = text
 
 
-@dataclass(slots=True, eq=False)
 class ContextItem(Item):
-    producer: str = ""
-    text: str = ""
+    __slots__ = ("producer", "text")
+    FIELDS = Item.FIELDS + __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, producer: str = "",
+                 text: str = "") -> None:
+        Item.__init__(self, key, kind, seq, turn, version)
+        self.producer = producer
+        self.text = text
 
 
-@dataclass(slots=True, eq=False)
 class StreamItem(Item):
     """Assistant text (kind "assistant") or reasoning (kind "thinking").
 
     ``state`` is "streaming", "final" or "interrupted" (cancelled mid-stream; the prefix stays).
     """
 
-    state: str = "streaming"
-    step: int = 0
-    parts: list[str] = field(default_factory=list)
-    _joined: str | None = None
+    __slots__ = ("state", "step", "parts", "_joined")
+    FIELDS = Item.FIELDS + __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, state: str = "streaming",
+                 step: int = 0, parts: list[str] | None = None, _joined: str | None = None) -> None:
+        Item.__init__(self, key, kind, seq, turn, version)
+        self.state = state
+        self.step = step
+        self.parts = [] if parts is None else parts
+        self._joined = _joined
 
     @property
     def text(self) -> str:
@@ -99,23 +128,33 @@ class StreamItem(Item):
         return ""
 
 
-@dataclass(slots=True, eq=False)
 class ToolItem(Item):
     """A tool card. ``state``: requested, running, ok, error, aborted, unknown."""
 
-    call_id: str = ""
-    name: str = ""
-    tool: str = "generic"  # tool kind
-    step: int = 0
-    arguments: str = ""
-    state: str = "requested"
-    result: str = ""
-    error_code: str | None = None
-    meta: Any = None
-    approval: str | None = None  # asked / allowed-once / rejected / cancelled / unavailable
-    approval_reason: str | None = None
+    __slots__ = ("call_id", "name", "tool", "step", "arguments", "state", "result", "error_code", "meta",
+                 "approval", "approval_reason")
+    FIELDS = Item.FIELDS + __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, call_id: str = "",
+                 name: str = "", tool: str = "generic", step: int = 0, arguments: str = "",
+                 state: str = "requested", result: str = "", error_code: str | None = None, meta: Any = None,
+                 approval: str | None = None, approval_reason: str | None = None) -> None:
+        Item.__init__(self, key, kind, seq, turn, version)
+        self.call_id = call_id
+        self.name = name
+        self.tool = tool  # tool kind
+        self.step = step
+        self.arguments = arguments
+        self.state = state
+        self.result = result
+        self.error_code = error_code
+        self.meta = meta
+        self.approval = approval  # asked / allowed-once / rejected / cancelled / unavailable
+        self.approval_reason = approval_reason
 
     def args(self) -> dict[str, Any]:
+        import json  # only a card that shows its arguments needs it (kept off the start-up path)
+
         try:
             value = json.loads(self.arguments) if self.arguments else {}
         except ValueError:
@@ -123,28 +162,42 @@ class ToolItem(Item):
         return value if isinstance(value, dict) else {}
 
 
-@dataclass(slots=True, eq=False)
 class FooterItem(Item):
     """End of a turn: timing, tokens and, for anything but completed, the reason in words."""
 
-    reason: str = "completed"
-    reason_text: str = ""
-    duration_ms: int | None = None
-    ttft_ms: int | None = None
-    tokens_per_s: float | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
+    __slots__ = ("reason", "reason_text", "duration_ms", "ttft_ms", "tokens_per_s", "input_tokens",
+                 "output_tokens", "cache_read_tokens")
+    FIELDS = Item.FIELDS + __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, reason: str = "completed",
+                 reason_text: str = "", duration_ms: int | None = None, ttft_ms: int | None = None,
+                 tokens_per_s: float | None = None, input_tokens: int = 0, output_tokens: int = 0,
+                 cache_read_tokens: int = 0) -> None:
+        Item.__init__(self, key, kind, seq, turn, version)
+        self.reason = reason
+        self.reason_text = reason_text
+        self.duration_ms = duration_ms
+        self.ttft_ms = ttft_ms
+        self.tokens_per_s = tokens_per_s
+        self.input_tokens = input_tokens
+        self.output_tokens = output_tokens
+        self.cache_read_tokens = cache_read_tokens
 
 
-@dataclass(slots=True, eq=False)
 class RetryItem(Item):
-    attempt: int = 0
-    max_attempts: int | None = None
-    delay_ms: int = 0
-    code: str = ""
-    message: str = ""
-    started: bool = False
+    __slots__ = ("attempt", "max_attempts", "delay_ms", "code", "message", "started")
+    FIELDS = Item.FIELDS + __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, attempt: int = 0,
+                 max_attempts: int | None = None, delay_ms: int = 0, code: str = "", message: str = "",
+                 started: bool = False) -> None:
+        Item.__init__(self, key, kind, seq, turn, version)
+        self.attempt = attempt
+        self.max_attempts = max_attempts
+        self.delay_ms = delay_ms
+        self.code = code
+        self.message = message
+        self.started = started
 
     def describe(self) -> str:
         of = f"/{self.max_attempts}" if self.max_attempts else ""
@@ -153,13 +206,18 @@ class RetryItem(Item):
         return f"Retrying model request ({self.attempt}{of}) in {delay}{why}"
 
 
-@dataclass(slots=True, eq=False)
 class CompactionItem(Item):
-    state: str = "running"  # running / done / error
-    messages: int = 0
-    tokens: int = 0
-    summary: str = ""
-    error: str = ""
+    __slots__ = ("state", "messages", "tokens", "summary", "error")
+    FIELDS = Item.FIELDS + __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, state: str = "running",
+                 messages: int = 0, tokens: int = 0, summary: str = "", error: str = "") -> None:
+        Item.__init__(self, key, kind, seq, turn, version)
+        self.state = state  # running / done / error
+        self.messages = messages
+        self.tokens = tokens
+        self.summary = summary
+        self.error = error
 
     def describe(self) -> str:
         if self.state == "running":
@@ -170,16 +228,29 @@ class CompactionItem(Item):
         return f"Compacted {self.messages} {noun} (~{self.tokens:,} tokens)"
 
 
-@dataclass(slots=True, eq=False)
 class DividerItem(Item):
-    text: str = ""
+    __slots__ = ("text",)
+    FIELDS = Item.FIELDS + __slots__
+
+    def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, text: str = "") -> None:
+        Item.__init__(self, key, kind, seq, turn, version)
+        self.text = text
 
 
-@dataclass(slots=True)
-class PlanState:
-    """The plan strip above the composer (last ``todo/write`` wins)."""
+class PlanState(_Record):
+    """The plan strip above the composer (last ``todo/write`` wins). Compares by value."""
 
-    todos: list[dict[str, Any]] = field(default_factory=list)
+    __slots__ = ("todos",)
+    FIELDS = __slots__
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __init__(self, todos: list[dict[str, Any]] | None = None) -> None:
+        self.todos = [] if todos is None else todos
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self.todos == other.todos  # type: ignore[attr-defined]
 
     def counts(self) -> tuple[int, int, int]:
         done = sum(1 for t in self.todos if t.get("status") == "completed")

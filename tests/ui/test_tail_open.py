@@ -4,7 +4,6 @@ load confirms it (same items as a cold fold of the whole log), repairs are shown
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -42,8 +41,8 @@ def _value(item, name: str) -> str:
 
 
 def _signature(items) -> list[tuple]:
-    return [(type(i).__name__, tuple((f.name, _value(i, f.name)) for f in dataclasses.fields(i)
-                                     if f.name != "version" and not f.name.startswith("_"))) for i in items]
+    return [(type(i).__name__, tuple((name, _value(i, name)) for name in i.FIELDS
+                                     if name != "version" and not name.startswith("_"))) for i in items]
 
 
 @pytest.mark.parametrize("compression", ["zstd", "none"])
