@@ -30,10 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-import zstandard
 
 from dsh_tui.session.errors import DshError, SessionCorruptionError
-from dsh_tui.session.rows import expand_line
 
 RAW_NAME = "session.jsonl"
 SQLITE_DB = "sessions.sqlite"  # dsh's SQLite backend (store/sqlite.py) when present in a root
@@ -242,6 +240,8 @@ def _iter_zstd(f, offset: int) -> Iterator[tuple[bytes, int]]:
 
     A line's offset is the end of its frame only for the frame's last line, else the frame start,
     so stopping after any yielded line never skips part of a frame."""
+    import zstandard  # indexing only: kept off the browser's first paint
+
     dctx = zstandard.ZstdDecompressor()
     f.seek(offset)
     frame_start = offset
@@ -320,6 +320,8 @@ def _expand(obj: dict) -> list[dict]:
     """Expand a packed chunk row into its ``assistant/chunk`` members (a plain event -> [event])."""
     if "seq0" not in obj:
         return [obj]
+    from dsh_tui.session.rows import expand_line  # indexing only: kept off the browser's first paint
+
     return expand_line(obj)
 
 

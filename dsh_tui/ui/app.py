@@ -154,12 +154,22 @@ class DshApp(App):
         if self.resolve is not None:
             self.call_after_refresh(lambda: self.run_worker(self._resolve_route, thread=True, group="route",
                                                             description="model route"))
-        if self.start_screen == "browser" and self.push_browser():
+        if self.start_screen == "browser":
             if self.model_hint:  # the chat's status bar is not on screen yet: say it once here
-                self.notify(self.model_hint, title="No model configured", severity="warning", timeout=15)
-            return
+                self._notify_before_screen(self.model_hint, title="No model configured", severity="warning",
+                                           timeout=15)
+            if self.push_browser():
+                return
+            self._notifications.clear()  # no browser: the chat's status bar says it
         self.open_chat(self.harness_factory)
 
+    def _notify_before_screen(self, message: str, *, title: str, severity: Any, timeout: float) -> None:
+        """``notify()`` for a notice known before the first screen is pushed: the notification is in
+        place when that screen resumes, so its toast is mounted with the screen and is on the first
+        frame (``notify()`` posts a message whose toast is mounted ~2 frames later)."""
+        from textual.notifications import Notification
+
+        self._notifications.add(Notification(message, title, severity, timeout))
     def _resolve_route(self) -> None:
         assert self.resolve is not None
         try:

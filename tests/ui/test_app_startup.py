@@ -105,6 +105,31 @@ async def test_browser_shows_its_footer_keys_with_the_filter_focused(tmp_path, m
         assert [n.title for n in app._notifications] == ["No model configured"]
 
 
+async def test_browser_shows_the_no_model_notice_on_its_first_frame(tmp_path, monkeypatch):
+    """The notice known before the app runs is mounted with the browser (Textual's notify() mounts its
+    toast a few frames later), and it is still said once."""
+    from dsh_tui.ui.app import DshApp
+
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    frames: list[str] = []
+    original = DshApp._display
+
+    def display(self, screen, renderable):
+        original(self, screen, renderable)
+        if renderable is not None:
+            frames.append(renderable.render_segments(self.console))
+
+    monkeypatch.setattr(DshApp, "_display", display)
+    app = browser_app(argparse.Namespace(app_roots=[], root=None))
+    assert app.model_hint
+    async with app.run_test(size=(120, 30), notifications=True) as pilot:
+        await wait_for(pilot, lambda: len(frames) >= 1)
+        await pilot.pause(0.3)
+        assert "No model configured" in frames[0] and "DEEPSEEK_API_KEY" in frames[0]
+        assert [n.title for n in app._notifications] == ["No model configured"]
+        assert len(app.screen.query("Toast")) == 1
+
+
 def test_bench_frame_log_finds_the_complete_frame():
     """The start-up bench's 'complete' is the first frame after which the screen's text stays as it ends."""
     spec = importlib.util.spec_from_file_location("bench_ui_long_frames", BENCH)

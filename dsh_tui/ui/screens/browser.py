@@ -241,6 +241,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         # mounted once the filter has the focus (Screen auto-focus, set when the children are composed):
         # the footer then composes the keys it keeps, on the first frame
         self.mount(KeysFooter())
+        self._show_notices()
         # First paint from the directory listing joined with the index snapshot (no log is stat'ed
         # or read): the rows are there when the list first paints.
         try:
@@ -251,6 +252,20 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         # Revalidate once the screen has painted: a worker that stats 10k files while the UI thread
         # is busy mounting loses the GIL on every syscall and runs several times slower.
         self.call_after_refresh(self._scan)
+
+    def _show_notices(self) -> None:
+        """Mount the toasts of notices already raised (the app's "no model configured") with the screen,
+        so they are on its first frame: Textual mounts them from a callback queued when the screen
+        resumes, which runs after the first frame."""
+        notes = getattr(self.app, "_notifications", None)
+        if not notes:
+            return
+        from textual.widgets._toast import ToastRack
+
+        for child in self.children:
+            if isinstance(child, ToastRack):
+                child.show(notes)
+                break
 
     def on_unmount(self) -> None:
         self._cancel.set()
