@@ -230,3 +230,33 @@ async def test_compaction_row_keeps_history_visible(tmp_path):
         assert [i.text for i in items(app, "user")][0].startswith("first question")  # history stays
         assert items(app, "assistant")[-1].text == "answer after compaction"
         assert any(isinstance(v, ItemView) and v.item is rows[0] for v in app.chat.transcript.views.values())
+
+
+async def test_rarely_shown_widgets_are_mounted_on_first_use_in_their_place(tmp_path):
+    """The bottom hint, plan strip, queue and approval panel are not on the first screen; whatever order
+    they are first needed in, each is mounted in its place between the transcript and the composer."""
+    from dsh_tui.session.transcript import PlanState
+
+    app = scripted_app(tmp_path, [scripted.text("ok")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        chat = app.chat
+
+        def ids() -> list[str]:
+            return [w.id for w in chat.children if w.id in
+                    ("transcript", "bottom-hint", "plan", "queue", "approval", "composer", "status")]
+
+        assert ids() == ["transcript", "composer", "status"]
+        chat._show_plan(PlanState([]))  # an empty plan mounts nothing
+        assert ids() == ["transcript", "composer", "status"]
+        chat._ensure_mounted(chat.approval)
+        chat.queue.append("later")
+        chat._show_queue()
+        chat._show_plan(PlanState([{"content": "step one", "status": "in_progress"}]))
+        chat._ensure_mounted(chat.bottom_hint)
+        await pilot.pause()
+        assert ids() == ["transcript", "bottom-hint", "plan", "queue", "approval", "composer", "status"]
+        assert "Plan: 0 completed · 1 in progress · 0 pending  ▶ step one" in screen_text(app)
+        assert "⏳ later" in screen_text(app)
+        chat._ensure_mounted(chat.plan_strip)  # mounted once
+        assert ids().count("plan") == 1

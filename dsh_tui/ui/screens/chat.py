@@ -90,13 +90,14 @@ class ChatScreen(Screen):
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
         yield self.transcript
-        yield Static("↓ back to bottom (Ctrl+End)", id="bottom-hint")
+        # mounted on first use, between the transcript and the composer in this order (_ensure_mounted):
+        # most sessions never show them, and they are not on the way to the first paint
+        self.bottom_hint = Static("↓ back to bottom (Ctrl+End)", id="bottom-hint")
         self.plan_strip = PlanStrip(id="plan")
-        yield self.plan_strip
-        self.queue_list = QueueList(id="queue")  # mounted when something is first queued (_show_queue)
+        self.queue_list = QueueList(id="queue")
         self.approval = ApprovalPanel(id="approval")
-        yield self.approval
         self.composer = LightInput(placeholder="Ask the agent…  (Enter to send, F1 for help)", id="composer")
+        self._lazy_order = (self.bottom_hint, self.plan_strip, self.queue_list, self.approval, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
         self.status.model_hint = self._model_hint
@@ -109,6 +110,23 @@ class ChatScreen(Screen):
         self.status.redraw()
         self.composer.focus()
         self.set_interval(0.25, self._update_bottom_hint)
+
+    def _ensure_mounted(self, widget: Any) -> None:
+        """Mount a lazily built widget (bottom hint, plan strip, queue, approval panel) in its place:
+        before the first of the widgets that follow it in ``_lazy_order`` that is mounted."""
+        if widget.is_attached:
+            return
+        order = self._lazy_order
+        for after in order[order.index(widget) + 1:]:
+            if after.is_attached:
+                self.mount(widget, before=after)
+                return
+        self.mount(widget)
+
+    def _show_plan(self, plan: Any) -> None:
+        if plan.todos or self.plan_strip.is_attached:
+            self._ensure_mounted(self.plan_strip)
+            self.plan_strip.show_plan(plan)
 
     def set_model_hint(self, hint: str) -> None:
         """How to configure a model (shown in the status bar while no model is configured)."""
@@ -160,7 +178,7 @@ class ChatScreen(Screen):
             if changes:
                 plan = [c for c in changes if c[0] == PLAN]
                 if plan:
-                    self.plan_strip.show_plan(plan[-1][1])
+                    self._show_plan(plan[-1][1])
                 self.transcript.apply_changes([c for c in changes if c[0] != PLAN])
             for kind, value in notices:
                 self._notice(kind, value)
@@ -194,7 +212,7 @@ class ChatScreen(Screen):
         self.transcript.anchor()
         if len(fold.items) > FIRST_PAINT_ITEMS:
             self.call_after_refresh(self._fill_window)
-        self.plan_strip.show_plan(fold.plan)
+        self._show_plan(fold.plan)
         self.attached = True
         if partial:
             self.loading_head = True
@@ -229,7 +247,7 @@ class ChatScreen(Screen):
             with self.app.batch_update():
                 plan = [c for c in changes if c[0] == PLAN]
                 if plan:
-                    self.plan_strip.show_plan(plan[-1][1])
+                    self._show_plan(plan[-1][1])
                 self.transcript.apply_changes([c for c in changes if c[0] != PLAN])
                 self.status.redraw()
         if first_seq:
@@ -257,7 +275,7 @@ class ChatScreen(Screen):
         tail.prepend(head)
         gc.freeze()
         self.transcript._update_earlier()
-        self.plan_strip.show_plan(tail.plan)
+        self._show_plan(tail.plan)
         self.status.redraw()
         if self._pending_seq is not None:
             seq, self._pending_seq = self._pending_seq, None
@@ -333,6 +351,7 @@ class ChatScreen(Screen):
         request = self.pending_approvals.pop(0)
         self.composer.display = False
         self.status.set_phase("approval")
+        self._ensure_mounted(self.approval)
         self.approval.show_request(request)
 
     @on(ApprovalPanel.Decided)
@@ -378,8 +397,7 @@ class ChatScreen(Screen):
         self._send(text, "steer" if self.running else "followup")
 
     def _show_queue(self) -> None:
-        if not self.queue_list.is_attached:
-            self.mount(self.queue_list, before=self.approval)
+        self._ensure_mounted(self.queue_list)
         self.queue_list.show(self.queue)
         self.status.info.queued = len(self.queue)
         self.status.redraw()
@@ -456,5 +474,8 @@ class ChatScreen(Screen):
         self.transcript.load_earlier()
 
     def _update_bottom_hint(self) -> None:
-        hint = self.query_one("#bottom-hint", Static)
-        hint.display = self.transcript.detached or (not self.transcript.following and not self.transcript.at_bottom())
+        show = self.transcript.detached or (not self.transcript.following and not self.transcript.at_bottom())
+        if show:
+            self._ensure_mounted(self.bottom_hint)
+        if self.bottom_hint.is_attached:
+            self.bottom_hint.display = show
