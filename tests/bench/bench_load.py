@@ -8,7 +8,8 @@ runs packed into rows, tool rounds, messages — replayed turn after turn with f
 a fresh subprocess (peak RSS from ``getrusage(RUSAGE_CHILDREN)`` of a one-child wrapper):
 
 * baseline: bare ``orjson.loads`` / ``json.loads`` of every plaintext line of the raw file;
-* dsh-tui decode: ``scan_buffer`` (frames, rows expanded, seq checked, torn/corrupt rules);
+* dsh-tui decode: ``scan_file`` (frames, rows validated and kept compact as ``rows.EventList`` slots,
+  seq checked, torn/corrupt rules);
 * dsh-tui inspect: ``JsonlStore.inspect`` (decode + legacy import + closers + Session validation);
 * dsh: ``load.mjs --inspect --time`` on the same files when the interop peer is installed.
 
