@@ -108,6 +108,22 @@ class DshApp(App):
         self.gc_paused = not gc.isenabled()
         self.run()
 
+    def run(self, **kwargs: Any) -> Any:
+        """Textual's ``run()`` with the cyclic GC paused until the first frame, whoever runs the app (the
+        command line also pauses it around its imports: ``dsh_tui.cli.gc_paused``). Building the first
+        screen allocates long-lived objects (styles, widgets) that trigger young-generation passes
+        which free next to nothing. The GC is on again when ``run()`` returns in any case."""
+        paused_here = gc.isenabled()
+        if paused_here:
+            gc.disable()
+        self.gc_paused = True
+        try:
+            return super().run(**kwargs)
+        finally:
+            self.gc_paused = False
+            if paused_here:
+                gc.enable()
+
     def _first_frame(self) -> None:
         self.call_later(self._save_css)
         if self.gc_paused:

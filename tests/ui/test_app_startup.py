@@ -240,6 +240,45 @@ def test_the_cli_pauses_the_gc_until_the_first_frame():
     assert app.gc_paused is False
 
 
+def test_the_app_pauses_the_gc_until_its_first_frame_without_the_cli():
+    """``DshApp.run()`` alone (a chat screen opened by code, not the command line) pauses the GC too."""
+    import gc
+
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.settings import UiSettings
+
+    seen: dict[str, object] = {}
+    collections: list[int] = []
+
+    def counter(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    class Probe(DshApp):
+        def on_mount(self) -> None:  # DshApp.on_mount runs too
+            seen["at_mount"] = gc.isenabled()
+            seen["collections_at_mount"] = list(collections)
+            self.set_timer(0.3, self.check)
+
+        def check(self) -> None:
+            seen["after_first_frame"] = gc.isenabled()
+            seen["frozen"] = gc.get_freeze_count()
+            self.exit()
+
+    assert gc.isenabled()
+    app = Probe(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    gc.callbacks.append(counter)
+    try:
+        app.run(headless=True, size=(80, 24))
+        assert gc.isenabled()
+    finally:
+        gc.callbacks.remove(counter)
+        gc.unfreeze()
+    assert seen["at_mount"] is False and seen["after_first_frame"] is True and seen["frozen"] > 0
+    assert seen["collections_at_mount"] == []
+    assert app.gc_paused is False
+
+
 async def _screenshot(app, size=(100, 30), before=None) -> str:
     async with app.run_test(size=size) as pilot:
         await pilot.pause(0.2)
