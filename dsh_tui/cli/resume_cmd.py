@@ -89,37 +89,60 @@ async def resume_headless(store: Any, session_id: str, provider: Any, model: str
     return answer, reason
 
 
+def resume_app(args: argparse.Namespace, row: Any) -> Any:
+    """The chat app on the resumed session ``row``. Without a usable key this raises (nothing opens);
+    otherwise the model route (provider, httpx) is resolved after the first paint, in a thread, and the
+    harness then resumes the session (as ``dsh-tui run`` does)."""
+    import os
+
+    from dsh_tui.cli.app_cmd import _startup_settings, credential_hint, model_route
+    from dsh_tui.session.errors import DshError
+    from dsh_tui.ui.app import DshApp
+
+    settings, backend = _startup_settings()
+    if backend is None or credential_hint(backend):  # no usable key (or no readable settings): say why
+        provider, _model, hint = model_route(args.model)
+        if provider is None:
+            raise DshError(hint or "no model provider configured")
+    root, cwd, model_arg = Path(row.root), Path(row.cwd or os.getcwd()), args.model
+
+    def resolve() -> tuple[Any, str]:
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        provider, model, hint = model_route(model_arg)
+        if provider is None:
+            return None, hint
+        spec = HarnessSpec(root=root, cwd=cwd, provider=provider, model=model, resume_id=row.id)
+        return (lambda bridge: open_harness(bridge, spec)), ""
+
+    return DshApp(None, settings=settings, resolve=resolve)
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import os
     import sys
 
-    from dsh_tui.cli.app_cmd import model_route
     from dsh_tui.session.errors import DshError
 
     row = find_session(args.session, args.last, args.root, os.getcwd())
     if row.state == "open elsewhere":
         raise DshError(f"session {row.id} is open in another process")
-    provider, model, hint = model_route(args.model)
-    if args.headless is not None:
-        if provider is None:
-            raise DshError(hint or "no model provider configured")
-        answer, reason = asyncio.run(resume_headless(_store(row), row.id, provider, model, args.headless))
-        if answer:
-            print(answer)
-        if reason != "completed":
-            print(f"dsh-tui: turn ended: {reason}", file=sys.stderr)
-            return 1
-        return 0
-    from dsh_tui.ui.app import DshApp
-    from dsh_tui.ui.harness import HarnessSpec, open_harness
+    if args.headless is None:
+        from dsh_tui.cli import gc_paused
 
+        with gc_paused():
+            resume_app(args, row).run_app()
+        return 0
+    from dsh_tui.cli.app_cmd import model_route
+
+    provider, model, hint = model_route(args.model)
     if provider is None:
         raise DshError(hint or "no model provider configured")
-    spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or os.getcwd()), provider=provider, model=model,
-                       resume_id=row.id)
-    from dsh_tui.cli import gc_paused
-
-    with gc_paused():
-        DshApp(lambda bridge: open_harness(bridge, spec)).run_app()
+    answer, reason = asyncio.run(resume_headless(_store(row), row.id, provider, model, args.headless))
+    if answer:
+        print(answer)
+    if reason != "completed":
+        print(f"dsh-tui: turn ended: {reason}", file=sys.stderr)
+        return 1
     return 0

@@ -401,3 +401,31 @@ def test_parse_args_help_and_errors_are_the_full_parsers(argv, capsys):
     assert (fast.value.code, got.out, got.err) == (full.value.code, expected.out, expected.err)
     if argv == ["bogus"]:
         assert "choose from" in got.err and "'sessions'" in got.err  # every command listed
+
+
+async def test_resume_paints_before_the_route_and_then_resumes_the_session(tmp_path, monkeypatch):
+    """``dsh-tui resume`` (TUI): with a key the app is built without a provider (resolved after the first
+    paint, in a thread) and the harness then resumes the very session; without one nothing opens and the
+    error is model_route's."""
+    from dsh_tui.cli.resume_cmd import find_session, resume_app
+    from dsh_tui.session.errors import DshError
+    from tests.store.test_catalog_support import make_header, user_turn, write_session
+
+    root = tmp_path / "r"
+    write_session(root, make_header("s1", str(tmp_path)), user_turn(0, 1, "hello", "world"))
+    row = find_session("s1", False, [str(root)], str(tmp_path))
+    args = argparse.Namespace(session="s1", last=False, headless=None, model=None, root=[str(root)])
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    with pytest.raises(DshError) as err:
+        resume_app(args, row)
+    assert str(err.value) == model_route()[2] and "DEEPSEEK_API_KEY" in str(err.value)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-real")
+    app = resume_app(args, row)
+    assert app.resolve is not None and app.harness_factory is None
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None, 20)
+        session = app.bridge.harness.session
+        assert session.id == "s1"
+        await wait_for(pilot, lambda: any(i.kind == "assistant" for i in app.chat.fold.items), 20)
+        assert [i.text for i in app.chat.fold.items if i.kind == "assistant"] == ["world"]
+        assert session.events[-1]["type"] == "session/end-seed"
