@@ -74,33 +74,42 @@ async def test_run_with_a_key_resolves_the_route_after_the_first_paint(tmp_path,
 
 
 async def test_browser_shows_its_footer_keys_with_the_filter_focused(tmp_path, monkeypatch):
-    """The footer composes once, with the filter focused (typing keys hidden), and recomposes only when
-    the keys it shows change (the list focused: the row actions appear)."""
+    """The footer (one widget) draws the keys of the focused widget from its first render: the filter's
+    (typing keys hidden), then the list's; a click on a key presses it; the notice is said once."""
     from dsh_tui.ui.screens.browser import KeysFooter
 
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
-    composed: list[list[str]] = []
-    original = KeysFooter.compose
+    renders: list[str] = []
+    original = KeysFooter.render
 
-    def compose(self):
-        widgets = list(original(self))
-        composed.append([getattr(w, "description", "") for w in widgets])
-        return iter(widgets)
+    def render(self):
+        text = original(self)
+        renders.append(text.plain)
+        return text
 
-    monkeypatch.setattr(KeysFooter, "compose", compose)
+    monkeypatch.setattr(KeysFooter, "render", render)
     app = browser_app(argparse.Namespace(app_roots=[], root=None))
     async with app.run_test(size=(120, 30)) as pilot:
         await pilot.pause(0.2)
         footer = app.screen.query_one(KeysFooter)
-        assert len(composed) == 1, composed  # the first compose already had the final keys
-        assert "Search content" in composed[0] and "Resume" not in composed[0]
-        assert [w.description for w in footer.children][:2] == ["All/this workspace", "Search content"]
+        assert renders[0] == renders[-1]  # the first render already had the final keys
+        first = renders[0]
+        assert first.startswith(" tab All/this workspace  ^f Search content  ") and "Resume" not in first
+        assert first.endswith("▏^p palette ") and len(first) == 120
+        assert [b.description for b, _e, _t in footer.keys()[0]][:2] == ["All/this workspace", "Search content"]
         await pilot.press("down")  # the list takes the focus: Resume, Fork, ... are no longer typed text
-        await wait_for(pilot, lambda: "Resume" in [w.description for w in footer.children])
-        n = len(composed)
-        app.screen.refresh_bindings()  # published again, same keys: no rebuild
+        await wait_for(pilot, lambda: "Resume" in renders[-1])
+        n = len(renders)
+        app.screen.refresh_bindings()  # published again, same keys: no repaint
         await pilot.pause(0.2)
-        assert len(composed) == n
+        assert len(renders) == n
+        await pilot.hover(KeysFooter, offset=(1, 0))  # the key under the mouse is highlighted
+        await wait_for(pilot, lambda: footer._hover == 0)
+        # a click on "Search content" presses ctrl+f
+        x = renders[-1].index("Search content")
+        assert not app.screen.search_mode
+        await pilot.click(KeysFooter, offset=(x + 2, 0))
+        await wait_for(pilot, lambda: app.screen.search_mode)
         # the no-model notice is still said once
         assert [n.title for n in app._notifications] == ["No model configured"]
 

@@ -14,15 +14,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rich.cells import cell_len
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.screen import ModalScreen, Screen
-from textual.widgets import Footer, Input, OptionList, Static
+from textual.widget import Widget
+from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from dsh_tui.store import catalog as cat
@@ -41,36 +43,130 @@ class FilterInput(Input):
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
 
 
-class KeysFooter(Footer):
-    """Textual's ``Footer`` with its keys on the screen's first frame.
+class KeysFooter(Widget):
+    """The screen's keys on one line, drawn like Textual's ``Footer`` (key, description, the command
+    palette's key docked right behind a thin rule) by one widget.
 
-    The stock footer composes nothing until the screen first publishes its bindings, then recomposes
-    after the next refresh, so its keys arrive two frames after the rest of the screen; and it rebuilds
-    every key widget whenever the bindings are refreshed (each focus change), even when the keys it
-    shows are the same. This one composes its keys when it is mounted, and recomposes only when the
-    keys it shows changed."""
+    Textual's footer is a container of one widget per key: styling, laying out and rendering those was
+    ~28 ms of the browser's first frame here (~85 M instructions), and it recomposed them whenever the
+    bindings were refreshed. This one reads the screen's active bindings when it renders, so its keys are
+    on the first frame and a change of keys is a repaint. A click on a key presses it (a disabled one
+    rings the bell); the key under the mouse is highlighted. Binding groups are drawn key by key."""
+
+    ALLOW_SELECT = False
+    COMPONENT_CLASSES = {"keys-footer--key", "keys-footer--description", "keys-footer--hover",
+                         "keys-footer--rule"}
+    DEFAULT_CSS = """
+    KeysFooter {
+        dock: bottom; height: 1; color: $footer-foreground; background: $footer-background;
+        & > .keys-footer--key { color: $footer-key-foreground; background: $footer-key-background;
+            text-style: bold; }
+        & > .keys-footer--description { color: $footer-description-foreground;
+            background: $footer-description-background; }
+        & > .keys-footer--hover { color: $footer-key-foreground; background: $block-hover-background; }
+        & > .keys-footer--rule { color: $foreground 20%; }
+    }
+    """
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.set_reactive(Footer._bindings_ready, True)
-        self._shown: tuple | None = None
+        self._shown: tuple = ()
+        self._spans: list[tuple[int, int, Binding, bool]] = []  # (start, end, binding, enabled) per key
+        self._hover: int | None = None
 
-    def _keys(self) -> tuple:
-        """What compose() reads from the bindings: the shown ones and the palette's."""
+    def keys(self) -> tuple[list[tuple[Binding, bool, str]], tuple[Binding, bool, str] | None]:
+        """(the shown bindings, one per action, in order; the command palette's binding or None)."""
         active = self.screen.active_bindings
-        palette = active.get(self.app.COMMAND_PALETTE_BINDING)
-        return (tuple((b, enabled, tip) for (_, b, enabled, tip) in active.values() if b.show),
-                palette[1:] if palette is not None else None, self.show_command_palette)
+        seen: set[str] = set()
+        shown = []
+        for _node, binding, enabled, tooltip in active.values():
+            if binding.show and binding.action not in seen:
+                seen.add(binding.action)
+                shown.append((binding, enabled, tooltip))
+        palette = None
+        if self.app.ENABLE_COMMAND_PALETTE:
+            found = active.get(self.app.COMMAND_PALETTE_BINDING)
+            if found is not None:
+                palette = found[1:]
+        return shown, palette
 
-    def compose(self) -> ComposeResult:
-        self._shown = self._keys()
-        yield from super().compose()
+    def on_mount(self) -> None:
+        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
 
-    def bindings_changed(self, screen: Screen) -> None:
-        if not screen.app.app_focus:
+    def on_unmount(self) -> None:
+        self.screen.bindings_updated_signal.unsubscribe(self)
+
+    def _bindings_changed(self, screen: Screen) -> None:
+        if self.is_attached and screen is self.screen and self.keys() != self._shown:
+            self.refresh()
+
+    def render(self) -> Text:
+        from rich.style import Style
+
+        shown, palette = self._shown = self.keys()
+        key_style = self.get_component_rich_style("keys-footer--key")
+        description_style = self.get_component_rich_style("keys-footer--description")
+        hover = Style(bgcolor=self.get_component_rich_style("keys-footer--hover").bgcolor)
+        base = self.rich_style
+        spans: list[tuple[int, int, Binding, bool]] = []
+
+        def item(text: Text, binding: Binding, enabled: bool, offset: int = 0, palette: bool = False) -> None:
+            start = text.cell_len
+            display = self.app.get_key_display(binding)
+            if palette:  # as Textual draws it: "^p palette" and one cell of padding
+                key = Text.assemble((display, key_style), (f" {binding.description}", description_style), " ")
+            else:
+                key = Text.assemble((f" {display} ", key_style), (f"{binding.description} ", description_style))
+            if not enabled:
+                key.stylize("dim")
+            if self._hover == len(spans):
+                key.stylize(hover)
+            key.stylize_before(base)
+            text.append_text(key)
+            spans.append((offset + start, offset + text.cell_len, binding, enabled))
+
+        left = Text(no_wrap=True, overflow="crop")
+        for binding, enabled, _tooltip in shown:
+            item(left, binding, enabled)
+        right = Text(no_wrap=True, overflow="crop")
+        room = self.size.width
+        if palette is not None:
+            binding, enabled, _tooltip = palette
+            room = max(0, room - (cell_len(f"{self.app.get_key_display(binding)} {binding.description} ") + 1))
+            right.append("▏", self.get_component_rich_style("keys-footer--rule"))
+            item(right, binding, enabled, room, palette=True)
+        left.truncate(room, overflow="crop", pad=True)
+        # the left keys are cut at the palette's rule; the palette's key keeps its place at the right
+        self._spans = [span if i >= len(shown) else (span[0], min(span[1], room), span[2], span[3])
+                       for i, span in enumerate(spans)]
+        return Text.assemble(left, right, no_wrap=True, overflow="crop")
+
+    def _span_at(self, x: int) -> int | None:
+        for i, (start, end, _binding, _enabled) in enumerate(self._spans):
+            if start <= x < end:
+                return i
+        return None
+
+    def on_mouse_move(self, event: events.MouseMove) -> None:
+        hover = self._span_at(event.x)
+        if hover != self._hover:
+            self._hover = hover
+            self.refresh()
+
+    def on_leave(self, _event: events.Leave) -> None:
+        if self._hover is not None:
+            self._hover = None
+            self.refresh()
+
+    def on_mouse_down(self, event: events.MouseDown) -> None:
+        i = self._span_at(event.x)
+        if i is None:
             return
-        if self.is_attached and screen is self.screen and self._keys() != self._shown:
-            self.call_after_refresh(self.recompose)
+        _start, _end, binding, enabled = self._spans[i]
+        if enabled:
+            self.app.simulate_key(binding.key)
+        else:
+            self.app.bell()
 
 
 # -------------------------------------------------------------------------------------------------
@@ -235,13 +331,10 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.list = SessionList(now_ms=self.now_ms, id="sessions")
         yield self.list
         yield Static("", id="progress")
+        yield KeysFooter()  # reads the focused widget's keys when it renders: the filter's, on the first frame
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         self.query_one("#filter", Input).focus()
-        # mounted once the filter has the focus (Screen auto-focus, set when the children are composed):
-        # the footer then composes the keys it keeps, on the first frame
-        self.mount(KeysFooter())
-        self._show_notices()
         # First paint from the directory listing joined with the index snapshot (no log is stat'ed
         # or read): the rows are there when the list first paints.
         try:
@@ -252,19 +345,23 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         # Revalidate once the screen has painted: a worker that stats 10k files while the UI thread
         # is busy mounting loses the GIL on every syscall and runs several times slower.
         self.call_after_refresh(self._scan)
+        await self._show_notices()
 
-    def _show_notices(self) -> None:
+    async def _show_notices(self) -> None:
         """Mount the toasts of notices already raised (the app's "no model configured") with the screen,
-        so they are on its first frame: Textual mounts them from a callback queued when the screen
-        resumes, which runs after the first frame."""
+        so they are on its first frame (awaited here: the screen paints once they are mounted). Textual
+        mounts them from a callback queued when the screen resumes, which runs after the first frame;
+        that callback then finds them mounted."""
         notes = getattr(self.app, "_notifications", None)
         if not notes:
             return
-        from textual.widgets._toast import ToastRack
+        from textual.widgets._toast import Toast, ToastHolder, ToastRack
 
-        for child in self.children:
-            if isinstance(child, ToastRack):
-                child.show(notes)
+        for rack in self.children:
+            if isinstance(rack, ToastRack):
+                rack.display = True
+                await rack.mount_all(ToastHolder(Toast(note), id=rack._toast_id(note))
+                                     for note in notes if not note.has_expired)
                 break
 
     def on_unmount(self) -> None:
