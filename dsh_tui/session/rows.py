@@ -12,7 +12,7 @@ of >= 3 consecutive whitelisted ``assistant/chunk`` delta events. Rows are an en
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, islice
 from operator import sub
 from typing import Any
@@ -34,6 +34,7 @@ SQLITE_MAX_BYTES = 1024 * 1024
 _TEXT = "text-delta"
 _REASONING = "reasoning-delta"
 _TOOL = "tool-call-delta"
+_MISSING = object()  # a tool row's absent ``name``
 _KIND_TAG = {_TEXT: TEXT_CHUNKS, _REASONING: REASONING_CHUNKS, _TOOL: TOOL_CALL_CHUNKS}
 
 _ENV_KEYS = frozenset(("type", "seq", "time", "data"))
@@ -349,9 +350,17 @@ def expand_row(row: dict) -> list[dict]:
     times = accumulate(data["dt"], initial=row["time0"])
     seqs = range(seq0, seq0 + len(members))
     if tag == TOOL_CALL_CHUNKS:
-        cid = data["id"]
-        if "name" in data:
-            name = data["name"]
+        return _member_events(seqs, times, members, turn, step, index, _TOOL, data["id"],
+                              data.get("name", _MISSING))
+    return _member_events(seqs, times, members, turn, step, index, _TEXT if tag == TEXT_CHUNKS else _REASONING)
+
+
+def _member_events(seqs: Iterable[int], times: Iterable[int], members: list[str], turn: Any, step: Any, index: Any,
+                   ctype: str, cid: Any = None, name: Any = None) -> list[dict]:
+    """A packed row's member events as fresh dicts, in dsh's key order (``name`` is ``_MISSING`` for a tool
+    row without one)."""
+    if ctype == _TOOL:
+        if name is not _MISSING:
             return [{"type": "assistant/chunk", "seq": q, "time": t, "data": {
                 "turn": turn, "step": step,
                 "chunk": {"type": _TOOL, "index": index, "id": cid, "name": name, "argumentsDelta": m}}}
@@ -359,9 +368,8 @@ def expand_row(row: dict) -> list[dict]:
         return [{"type": "assistant/chunk", "seq": q, "time": t, "data": {
             "turn": turn, "step": step, "chunk": {"type": _TOOL, "index": index, "id": cid, "argumentsDelta": m}}}
             for q, t, m in zip(seqs, times, members)]
-    ct = _TEXT if tag == TEXT_CHUNKS else _REASONING
     return [{"type": "assistant/chunk", "seq": q, "time": t,
-             "data": {"turn": turn, "step": step, "chunk": {"type": ct, "index": index, "text": m}}}
+             "data": {"turn": turn, "step": step, "chunk": {"type": ctype, "index": index, "text": m}}}
             for q, t, m in zip(seqs, times, members)]
 
 
@@ -401,8 +409,6 @@ def expand_lines_with_runs(objs: list[Any]) -> tuple[list[dict], list[tuple[int,
 
 # ------------------------------------------------------------------------------------ lazy packed rows
 
-_MISSING = object()
-
 
 class PackedRun:
     """One decoded packed row kept compact: the member texts, the ``dt`` list and the shared fields. Its
@@ -438,22 +444,7 @@ class PackedRun:
             times = islice(times, start, None)
             members = members[start:]
         seqs = range(self.seq0 + start, self.seq0 + len(self.members))
-        turn, step, index = self.turn, self.step, self.index
-        if self.ctype == _TOOL:
-            cid = self.cid
-            if self.name is not _MISSING:
-                name = self.name
-                return [{"type": "assistant/chunk", "seq": q, "time": t, "data": {
-                    "turn": turn, "step": step,
-                    "chunk": {"type": _TOOL, "index": index, "id": cid, "name": name, "argumentsDelta": m}}}
-                    for q, t, m in zip(seqs, times, members)]
-            return [{"type": "assistant/chunk", "seq": q, "time": t, "data": {
-                "turn": turn, "step": step, "chunk": {"type": _TOOL, "index": index, "id": cid, "argumentsDelta": m}}}
-                for q, t, m in zip(seqs, times, members)]
-        ct = self.ctype
-        return [{"type": "assistant/chunk", "seq": q, "time": t,
-                 "data": {"turn": turn, "step": step, "chunk": {"type": ct, "index": index, "text": m}}}
-                for q, t, m in zip(seqs, times, members)]
+        return _member_events(seqs, times, members, self.turn, self.step, self.index, self.ctype, self.cid, self.name)
 
     def event(self, k: int) -> dict:
         """Member ``k`` (0-based) as a fresh dict."""

@@ -10,6 +10,16 @@ from tests.conftest import FIXTURES
 SNAPSHOTS = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots"
 
 
+def session_logs() -> list[Path]:
+    """Every recorded log under the fixtures that is in dsh's stored form (its first line a session header)."""
+    out = []
+    for path in sorted(FIXTURES.rglob("*.jsonl")):
+        with open(path, "rb") as f:
+            if f.read(17) == b'{"type":"session"':
+                out.append(path)
+    return out
+
+
 def fixture_events(scenario: str = "tool-call-turn", time0: int = 1_700_000_000_000) -> list[dict]:
     """The logical events of a recorded scenario, re-timed as a runtime log (time = time0 + 7*seq)."""
     path = SNAPSHOTS / scenario / "session.jsonl"

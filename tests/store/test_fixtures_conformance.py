@@ -11,18 +11,9 @@ import pytest
 from dsh_tui.session.errors import DshError
 from dsh_tui.store import fixture, jsonl
 from tests.conftest import FIXTURES, SHARED
+from tests.store.jsonl_helpers import session_logs
 
-
-def _session_logs() -> list:
-    out = []
-    for path in sorted(FIXTURES.rglob("*.jsonl")):
-        with open(path, "rb") as f:
-            if f.read(17) == b'{"type":"session"':
-                out.append(path)
-    return out
-
-
-LOGS = _session_logs()
+LOGS = session_logs()
 
 
 def _replay_only_dirs() -> set[str]:

@@ -10,16 +10,7 @@ from dsh_tui.session import legacy, repair, rows
 from dsh_tui.session.errors import DshError, SessionCorruptionError, SessionValidationError
 from dsh_tui.store import fixture, jsonl, zstdframes
 from tests.conftest import FIXTURES
-from tests.store.jsonl_helpers import fixture_events, header, write_log
-
-
-def _logs() -> list:
-    out = []
-    for path in sorted(FIXTURES.rglob("*.jsonl")):
-        with open(path, "rb") as f:
-            if f.read(17) == b'{"type":"session"':
-                out.append(path)
-    return out
+from tests.store.jsonl_helpers import fixture_events, header, session_logs, write_log
 
 
 def _eager(plain: bytes) -> list[dict]:
@@ -28,7 +19,7 @@ def _eager(plain: bytes) -> list[dict]:
     return rows.expand_lines([orjson.loads(line) for line in lines])
 
 
-@pytest.mark.parametrize("path", _logs(), ids=lambda p: str(p.relative_to(FIXTURES)))
+@pytest.mark.parametrize("path", session_logs(), ids=lambda p: str(p.relative_to(FIXTURES)))
 def test_every_recording_re_stored_reads_the_same_lazily(path, tmp_path):
     log = fixture.open_log_file(path)
     events = [dict(e, time=1_700_000_000_000 + 3 * e["seq"]) for e in log.events]
