@@ -203,22 +203,12 @@ async def test_the_start_theme_is_styled_without_a_restyle(theme, monkeypatch):
         assert app.settings.get("ui.theme") == app.theme
 
 
-def test_the_cli_pauses_the_gc_until_the_first_frame():
-    """``gc_paused`` + ``run_app``: no collection during the start-up, the GC back on after the first frame."""
+def _gc_probe(seen: dict[str, object], collections: list[int]):
+    """A DshApp that records, at mount and after its first frame, whether the cyclic GC runs and what
+    collections happened; ``gc_counter`` is the ``gc.callbacks`` hook feeding ``collections``."""
     import gc
 
-    from textual.app import App
-
-    from dsh_tui.cli import gc_paused
     from dsh_tui.ui.app import DshApp
-    from dsh_tui.ui.settings import UiSettings
-
-    seen: dict[str, object] = {}
-    collections: list[int] = []
-
-    def counter(phase: str, info: dict) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
 
     class Probe(DshApp):
         def on_mount(self) -> None:  # DshApp.on_mount runs too
@@ -231,6 +221,27 @@ def test_the_cli_pauses_the_gc_until_the_first_frame():
             seen["frozen"] = gc.get_freeze_count()
             self.exit()
 
+    def gc_counter(phase: str, info: dict) -> None:
+        if phase == "start":
+            collections.append(info["generation"])
+
+    return Probe, gc_counter
+
+
+def test_the_cli_pauses_the_gc_until_the_first_frame():
+    """``gc_paused`` + ``run_app``: no collection during the start-up, the GC back on after the first frame."""
+    import gc
+
+    from textual.app import App
+
+    from dsh_tui.cli import gc_paused
+    from dsh_tui.ui.settings import UiSettings
+
+    seen: dict[str, object] = {}
+    collections: list[int] = []
+    Probe, counter = _gc_probe(seen, collections)
+
+    class HeadlessProbe(Probe):
         def run(self, **_kw):  # noqa: ANN001, ANN202 - headless, as a terminal-less test needs
             return App.run(self, headless=True, size=(80, 24))
 
@@ -238,7 +249,7 @@ def test_the_cli_pauses_the_gc_until_the_first_frame():
     gc.callbacks.append(counter)
     try:
         with gc_paused():
-            app = Probe(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+            app = HeadlessProbe(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
             app.run_app()
         assert gc.isenabled()
     finally:
@@ -253,26 +264,11 @@ def test_the_app_pauses_the_gc_until_its_first_frame_without_the_cli():
     """``DshApp.run()`` alone (a chat screen opened by code, not the command line) pauses the GC too."""
     import gc
 
-    from dsh_tui.ui.app import DshApp
     from dsh_tui.ui.settings import UiSettings
 
     seen: dict[str, object] = {}
     collections: list[int] = []
-
-    def counter(phase: str, info: dict) -> None:
-        if phase == "start":
-            collections.append(info["generation"])
-
-    class Probe(DshApp):
-        def on_mount(self) -> None:  # DshApp.on_mount runs too
-            seen["at_mount"] = gc.isenabled()
-            seen["collections_at_mount"] = list(collections)
-            self.set_timer(0.3, self.check)
-
-        def check(self) -> None:
-            seen["after_first_frame"] = gc.isenabled()
-            seen["frozen"] = gc.get_freeze_count()
-            self.exit()
+    Probe, counter = _gc_probe(seen, collections)
 
     assert gc.isenabled()
     app = Probe(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
