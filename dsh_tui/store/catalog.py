@@ -181,13 +181,9 @@ def _revision(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-def discover(root: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """Every ``<root>/<project>/<session>/session.jsonl[.zstd]`` with its stat."""
-    try:
-        projects = list(os.scandir(root))
-    except (FileNotFoundError, NotADirectoryError):
-        return
-    names = (ZSTD_NAME, RAW_NAME)
+def _session_dirs(projects: list[os.DirEntry]) -> Iterator[tuple[str, os.DirEntry]]:
+    """``(project name, session dir entry)`` for every session directory under a JSONL root's listed
+    entries (dot directories and ``_trash`` skipped; an unreadable project is skipped)."""
     for proj in projects:
         if not proj.is_dir(follow_symlinks=False) or proj.name.startswith(".") or proj.name == "_trash":
             continue
@@ -195,19 +191,30 @@ def discover(root: Path) -> Iterator[tuple[str, os.stat_result]]:
             sessions = list(os.scandir(proj.path))
         except OSError:
             continue
+        pname = proj.name
         for sess in sessions:
-            if not sess.is_dir(follow_symlinks=False):
+            if sess.is_dir(follow_symlinks=False):
+                yield pname, sess
+
+
+def discover(root: Path) -> Iterator[tuple[str, os.stat_result]]:
+    """Every ``<root>/<project>/<session>/session.jsonl[.zstd]`` with its stat."""
+    try:
+        projects = list(os.scandir(root))
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    names = (ZSTD_NAME, RAW_NAME)
+    for _, sess in _session_dirs(projects):
+        for name in names:
+            p = sess.path + os.sep + name
+            try:
+                st = os.stat(p)
+            except OSError:
                 continue
-            for name in names:
-                p = sess.path + os.sep + name
-                try:
-                    st = os.stat(p)
-                except OSError:
-                    continue
-                if name != names[0]:
-                    names = (name, names[0])  # one root, one encoding: try the one just seen first
-                yield p, st
-                break
+            if name != names[0]:
+                names = (name, names[0])  # one root, one encoding: try the one just seen first
+            yield p, st
+            break
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,29 +635,18 @@ class Catalog:
             except OSError:
                 continue
             append = rows.append
-            for proj in projects:
-                if not proj.is_dir(follow_symlinks=False) or proj.name.startswith(".") or proj.name == "_trash":
+            for pname, sess in _session_dirs(projects):
+                rec = snap.get(pname + "/" + sess.name)
+                if rec is None:
+                    new.append((sess.path, rroot))
                     continue
-                try:
-                    sessions = list(os.scandir(proj.path))
-                except OSError:
-                    continue
-                pname = proj.name + "/"
-                for sess in sessions:
-                    rec = snap.get(pname + sess.name)
-                    if rec is None:
-                        if sess.is_dir(follow_symlinks=False):
-                            new.append((sess.path, rroot))
-                        continue
-                    if not sess.is_dir(follow_symlinks=False):
-                        continue
-                    row = SessionRow(sess.path + os.sep + rec[0], rroot, *rec[1:-1], 0, None, 0, True)
-                    append(row)
-                    if probe is not None and (rec[-1] >= recent_ns or row.state == INTERRUPTED) and row.id \
-                            and row.state != UNREADABLE:
-                        with contextlib.suppress(OSError):
-                            if probe(row.path):
-                                row.state = OPEN_ELSEWHERE
+                row = SessionRow(sess.path + os.sep + rec[0], rroot, *rec[1:-1], 0, None, 0, True)
+                append(row)
+                if probe is not None and (rec[-1] >= recent_ns or row.state == INTERRUPTED) and row.id \
+                        and row.state != UNREADABLE:
+                    with contextlib.suppress(OSError):
+                        if probe(row.path):
+                            row.state = OPEN_ELSEWHERE
         if len(new) <= _LISTING_HEADERS:
             for sess_dir, rroot in new:
                 for name in (RAW_NAME, ZSTD_NAME):
