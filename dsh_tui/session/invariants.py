@@ -75,6 +75,11 @@ def _check_message(msg: Any, seq: int, where: str, role: str) -> None:
         raise _err(f"seq {seq}: {where}.content must be an array")
 
 
+# the types check_payload looks into (the others only need an object as data, when known)
+PAYLOAD_CHECKED_TYPES = frozenset((USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT, REQUEST_HEADER, REQUEST_CONTEXT,
+                                   TOOL_CALL, TODO_WRITE))
+
+
 def check_payload(ev: dict) -> None:
     """Per-type payload shape (§3.7) for the core vocabulary. Unknown/plugin types are opaque."""
     t = ev["type"]
@@ -150,7 +155,7 @@ def check_request_header_data(d: Any, seq: int) -> None:
     r = d.get("reason")
     if r == "fallback":
         raise _err(f"seq {seq}: request/header reason 'fallback' is unsupported legacy", "UNSUPPORTED_LEGACY")
-    if r not in _HEADER_REASONS:
+    if type(r) is not str or r not in _HEADER_REASONS:
         raise _err(f"seq {seq}: data.reason must be initial, resume or change, got {r!r}")
 
 
@@ -240,22 +245,35 @@ class Relations:
     def apply(self, ev: dict) -> None:
         t = ev["type"]
         if t == TURN_START:
-            self.open_turn = self.last_turn = ev["data"]["turn"]
-            self.open_step = None
-            self.last_step = 0
-            self.step_calls = set()
+            self.start_turn(ev["data"]["turn"])
         elif t == TURN_END:
-            self.open_turn = None
-            self.open_step = None
-            self.step_calls = set()
+            self.end_turn()
         elif t == STEP_START:
-            self.open_step = self.last_step = ev["data"]["step"]
-            self.step_calls = set()
+            self.start_step(ev["data"]["step"])
         elif t == STEP_END:
-            self.open_step = None
-            self.step_calls = set()
+            self.end_step()
         elif t == TOOL_CALL:
             self.step_calls.add(ev["data"]["callId"])
+
+    # the state changes of apply(), one per boundary type (a seed's fast path calls them directly)
+    def start_turn(self, turn: Any) -> None:
+        self.open_turn = self.last_turn = turn
+        self.open_step = None
+        self.last_step = 0
+        self.step_calls = set()
+
+    def end_turn(self) -> None:
+        self.open_turn = None
+        self.open_step = None
+        self.step_calls = set()
+
+    def start_step(self, step: Any) -> None:
+        self.open_step = self.last_step = step
+        self.step_calls = set()
+
+    def end_step(self) -> None:
+        self.open_step = None
+        self.step_calls = set()
 
 
 def check_relations(events: list[dict]) -> Relations:

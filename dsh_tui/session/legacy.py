@@ -19,6 +19,8 @@ _LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message", "user/m
 
 
 _LEGACY_END_KINDS = frozenset(("aborted", "disposed", "error"))
+# the known types neither the import nor the refusals look at
+_ORDINARY_TYPES = KNOWN_EVENT_TYPES - _LEGACY_TYPES - {REQUEST_HEADER}
 
 
 def legacy_message_id(session_id: str, seq: Any) -> str:
@@ -136,51 +138,62 @@ def _import_tool_result(ev: dict, sid: str, events: list[dict]) -> dict | None:
     return {**ev, "data": new}
 
 
-def import_legacy(events: list[dict], session_id: str) -> list[dict]:
-    """Apply the §3.6 import in log order. Returns ``events`` itself when nothing needed importing; otherwise
-    a new list (an :class:`~.rows.EventList` for one) where only the imported events are new dicts."""
-    legacy_types = _LEGACY_TYPES
-    if type(events) is EventList:  # compact packed-row members are chunks, never legacy shapes
-        candidates = []
-        for i, ev in zip(events.plain_indices(), events.plain(), strict=True):
-            if type(ev) is not dict or (t := ev.get("type")) not in legacy_types:
-                continue
-            # the current shapes of these types, which the importers leave alone, are skipped here
-            d = ev.get("data")
-            if type(d) is dict:
-                if t == "user/message":
-                    if "id" in d:
-                        continue
-                elif t == "assistant/message" or t == "tool/result":
-                    if "message" in d:
-                        continue
-                elif t == "turn/start":
-                    if "trigger" not in d:
-                        continue
-                elif t == "turn/end":
-                    r = d.get("reason")
-                    if type(r) is not dict or r.get("kind") not in _LEGACY_END_KINDS:
-                        continue
-            candidates.append(i)
-        copy: EventList | None = None
-        for i in candidates:
-            new = _import_one(events._items[i], session_id, copy if copy is not None else events)
-            if new is not None:
-                if copy is None:
-                    copy = EventList(list(events._items))
-                copy._items[i] = new
-        return events if copy is None else copy
-    try:  # fast scan: only a small fraction of events can be legacy shapes
-        candidates = [i for i, ev in enumerate(events) if ev["type"] in legacy_types]
+def notable_positions(events: list[dict]) -> list[int]:
+    """Positions, in ``plain_events(events)``, of the events :func:`import_legacy` and :func:`check_refusals`
+    look at: every event that is not of an ordinary known type (a legacy-shaped type, ``request/header``, an
+    unknown type, or no event at all). Computed once, it serves both (the import keeps every position)."""
+    plain = plain_events(events)
+    ordinary = _ORDINARY_TYPES
+    try:  # fast scan: only a small fraction of events need a look
+        return [p for p, ev in enumerate(plain) if ev["type"] not in ordinary]
     except (KeyError, TypeError, IndexError):
-        candidates = [i for i, ev in enumerate(events) if type(ev) is dict and ev.get("type") in legacy_types]
-    out: list[dict] | None = None
-    for i in candidates:
-        new = _import_one(events[i], session_id, out if out is not None else events)
-        if new is not None:
+        return [p for p, ev in enumerate(plain)
+                if type(ev) is not dict or type(t := ev.get("type")) is not str or t not in ordinary]
+
+
+def _maybe_legacy(ev: Any) -> bool:
+    """A legacy-typed event that is not in the current shape of its type (which the importers leave alone)."""
+    if type(ev) is not dict or (t := ev.get("type")) not in _LEGACY_TYPES:
+        return False
+    d = ev.get("data")
+    if type(d) is dict:
+        if t == "user/message":
+            return "id" not in d
+        if t == "assistant/message" or t == "tool/result":
+            return "message" not in d
+        if t == "turn/start":
+            return "trigger" in d
+        if t == "turn/end":
+            r = d.get("reason")
+            return type(r) is dict and r.get("kind") in _LEGACY_END_KINDS
+    return True
+
+
+def import_legacy(events: list[dict], session_id: str, notable: list[int] | None = None) -> list[dict]:
+    """Apply the §3.6 import in log order. Returns ``events`` itself when nothing needed importing; otherwise
+    a new list (an :class:`~.rows.EventList` for one, compact packed-row members being chunks, never legacy
+    shapes) where only the imported events are new dicts. ``notable``: :func:`notable_positions` of ``events``."""
+    plain = plain_events(events)
+    if notable is None:
+        notable = notable_positions(events)
+    indices = events.plain_indices() if type(events) is EventList else None
+    out: Any = None
+    for p in notable:
+        ev = plain[p]
+        if not _maybe_legacy(ev):
+            continue
+        new = _import_one(ev, session_id, out if out is not None else events)
+        if new is None:
+            continue
+        if indices is None:
             if out is None:
                 out = list(events)
-            out[i] = new
+            out[p] = new
+        else:
+            if out is None:
+                out = EventList(list(events._items), events.plain_cache())
+            out._items[indices[p]] = new
+            out._pev[p] = new
     return events if out is None else out
 
 
@@ -199,15 +212,15 @@ def _import_one(ev: dict, session_id: str, events: Any) -> dict | None:
     return _import_tool_result(ev, session_id, events)
 
 
-def check_refusals(events: list[dict], where: str = "session log") -> None:
-    """Refuse legacy shapes dsh no longer reads and unknown required event types (after import)."""
+def check_refusals(events: list[dict], where: str = "session log", notable: list[int] | None = None) -> None:
+    """Refuse legacy shapes dsh no longer reads and unknown required event types (after import). ``notable``:
+    :func:`notable_positions` of the events before the import (the same positions)."""
     known = KNOWN_EVENT_TYPES
-    events = plain_events(events)  # packed-row members are assistant/chunk (a known type)
-    try:
-        suspects = [ev for ev in events if (t := ev["type"]) not in known or t == REQUEST_HEADER]
-    except (KeyError, TypeError, IndexError):
-        suspects = [ev for ev in events if type(ev) is dict]
-    for ev in suspects:
+    plain = plain_events(events)  # packed-row members are assistant/chunk (a known type)
+    if notable is None:
+        notable = notable_positions(events)
+    for p in notable:
+        ev = plain[p]
         if type(ev) is not dict:
             continue
         t = ev.get("type")

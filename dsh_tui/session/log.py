@@ -49,8 +49,8 @@ from .events import (
 )
 from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_update
 from .headers import validate_header
-from .invariants import Relations, check_envelope, check_payload
-from .jsonutil import MAX_SAFE_INTEGER, check_lossless, find_bad_float
+from .invariants import PAYLOAD_CHECKED_TYPES, Relations, check_envelope, check_payload
+from .jsonutil import MAX_SAFE_INTEGER, _floats_ok, check_lossless, find_bad_float
 from .rows import EventList, PackedRun, plain_events
 from .surface import MessagesView, SurfaceFold, event_message, freeze
 
@@ -64,6 +64,10 @@ _RELATION_TYPES = frozenset((ASSISTANT_CHUNK, STEP_END, ASSISTANT_MESSAGE, TOOL_
                              STEP_START, TOOL_RESULT, TODO_WRITE, REQUEST_HEADER, REQUEST_CONTEXT))
 _BOUNDARY_TYPES = frozenset((TURN_START, TURN_END, STEP_START, STEP_END, TOOL_CALL))
 _TRACKED_TYPES = frozenset((REQUEST_HEADER, REQUEST_CONTEXT, SESSION_TITLE, TODO_WRITE, SESSION_END_SEED))
+# every type with a rule beyond the envelope and lossless JSON (payload shape, surface, relations, tracking)
+# the seed loader's fast paths for common shapes (tests turn them off to compare with the generic path)
+_SEED_FAST_PATHS = True
+_ACTIVE_TYPES = SURFACE_TYPES | _RELATION_TYPES | _TRACKED_TYPES | PAYLOAD_CHECKED_TYPES
 
 
 def _consume(iterator: Any, n: int) -> None:
@@ -120,8 +124,7 @@ class Session:
         if seed is None:
             self.first_live_seq = 0
             return
-        if self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None):
-            self.events = EventList(self._items)
+        self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None)
         self.first_live_seq = len(self._items)
         last = self._items[-1] if self._items else None
         if last is None or last.__class__ is PackedRun or last["type"] != SESSION_END_SEED:
@@ -183,16 +186,21 @@ class Session:
         return unsubscribe
 
     # ------------------------------------------------------------------ seed
-    def _load_seed(self, seed: Any, check_relations: bool, runs: dict[int, int] | None) -> bool:
-        """Validate and take the seed; True when compact packed rows were kept (``events`` is an EventList)."""
+    def _load_seed(self, seed: Any, check_relations: bool, runs: dict[int, int] | None) -> None:
+        """Validate and take the seed; when compact packed rows were kept, ``events`` becomes an EventList (with
+        the seed's plain-event cache when every slot was taken as it was)."""
         events = self._items
         compact = False
+        verbatim = True
+        seed_list = seed
         rel = self._rel
         fold = self._fold
         push = events.append
         lo, hi = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
         delta_field = _DELTA_FIELD
         chunk_type = ASSISTANT_CHUNK
+        floats_ok = _floats_ok
+        fast = _SEED_FAST_PATHS
         open_turn = rel.open_turn
         open_step = rel.open_step
         if type(seed) is EventList:
@@ -215,41 +223,91 @@ class Session:
                         _consume(it, n - 1)
                     continue
                 ev = ev.event(i - ev.seq0)  # not in place: the member goes the event-by-event way (exact errors)
-            # Tight path for the vast majority: a well-formed assistant/chunk inside the open step.
-            if type(ev) is dict and len(ev) == 4 and open_step is not None:
+                verbatim = False
+            # Fast paths for the common well-formed shapes (a 4-key envelope with a dict payload). Each one
+            # accepts only what the generic path below accepts, with the same effect on the log's state, and
+            # otherwise falls through to it (which reports the first problem precisely).
+            env_ok = False  # the envelope rules hold (checked inline, so the generic path skips check_envelope)
+            if fast and type(ev) is dict and 4 <= (nk := len(ev)) <= 6:
                 try:
-                    if ev["type"] == chunk_type:
+                    t = ev["type"]
+                    seq = ev["seq"]
+                    tm = ev["time"]
+                    d = ev["data"]
+                    env_ok = (type(seq) is int and seq == i and type(tm) is int and lo <= tm <= hi
+                              and type(t) is str and t != ""
+                              and (nk == 4 or ("surfaceOp" in ev and (nk == 5 or "sourceEventSeqs" in ev))))
+                    if not env_ok or nk != 4 or type(d) is not dict:
+                        raise TypeError
+                    if t == chunk_type:
+                        # the vast majority: an assistant/chunk inside the open step
+                        if open_step is None or d["step"] != open_step or d["turn"] != open_turn:
+                            raise TypeError
                         if runs is not None and i in runs:
                             n = runs[i]
                             j = i + n - 1
-                            d = ev["data"]
-                            if (n >= 1 and j < n_seed and type(ev["seq"]) is int and ev["seq"] == i
-                                    and type(seed[j]) is dict and type(seed[j].get("seq")) is int
-                                    and seed[j].get("seq") == j and d["step"] == open_step
-                                    and d["turn"] == open_turn and find_bad_float(d) is None):
+                            if (n >= 1 and j < n_seed and type(seed[j]) is dict and type(seed[j].get("seq")) is int
+                                    and seed[j].get("seq") == j and floats_ok(d)):
                                 events.extend(seed[i : j + 1])
                                 if n > 1:
                                     _consume(it, n - 1)
                                 continue
-                        seq = ev["seq"]
-                        t = ev["time"]
-                        d = ev["data"]
-                        if (type(seq) is int and seq == i and type(t) is int and lo <= t <= hi
-                                and d["step"] == open_step and d["turn"] == open_turn and len(d) == 3):
+                        if len(d) == 3:
+                            # turn/step equal the open ones (ints, never -0): only the chunk can hold a bad float
                             c = d["chunk"]
                             f = delta_field.get(c["type"])
-                            if f is None or type(c["index"]) is not int or type(c[f]) is not str:
-                                bad = find_bad_float(d)
-                                if bad is not None:
-                                    raise SessionValidationError(f"seq {seq}: {bad}")
+                            if (f is not None and len(c) == 3 and type(c["index"]) is int
+                                    and type(c[f]) is str) or floats_ok(c):
+                                push(ev)
+                                continue
+                    elif t not in _ACTIVE_TYPES:
+                        # no payload, relation, surface or tracking rule: only the lossless-JSON rule
+                        if floats_ok(d):
                             push(ev)
                             continue
+                    elif not check_relations:
+                        pass
+                    elif t == STEP_START:
+                        if (open_turn is not None and open_step is None and len(d) == 2 and d["turn"] == open_turn
+                                and type(step := d["step"]) is int and step == rel.last_step + 1):
+                            push(ev)
+                            rel.start_step(step)
+                            open_step = step
+                            continue
+                    elif t == STEP_END:
+                        if open_step is not None and len(d) == 2 and d["turn"] == open_turn and d["step"] == open_step:
+                            push(ev)
+                            rel.end_step()
+                            open_step = None
+                            continue
+                    elif t == TOOL_CALL:
+                        if (open_step is not None and len(d) == 5 and d["turn"] == open_turn and d["step"] == open_step
+                                and type(d["callId"]) is str and type(d["name"]) is str
+                                and type(d["arguments"]) is str):
+                            push(ev)
+                            rel.step_calls.add(d["callId"])
+                            continue
+                    elif t == TURN_START:
+                        if (open_turn is None and len(d) == 1 and type(turn := d["turn"]) is int
+                                and turn == rel.last_turn + 1):
+                            push(ev)
+                            rel.start_turn(turn)
+                            open_turn = turn
+                            open_step = None
+                            continue
+                    elif (t == TURN_END and open_turn is not None and open_step is None and len(d) == 2
+                          and d["turn"] == open_turn and type(r := d["reason"]) is dict
+                          and type(r.get("kind")) is str and floats_ok(r)):
+                        push(ev)
+                        rel.end_turn()
+                        open_turn = None
+                        continue
                 except (KeyError, TypeError, AttributeError):
                     pass  # not the common shape: the generic path below reports it precisely
-            check_envelope(ev, i)
-            bad = find_bad_float(ev["data"])
-            if bad is not None:
-                raise SessionValidationError(f"seq {i}: {bad}")
+            if not env_ok:
+                check_envelope(ev, i)
+            if not floats_ok(ev["data"]):
+                raise SessionValidationError(f"seq {i}: {find_bad_float(ev['data'])}")
             t = ev["type"]
             plan = fold.plan(ev) if t in SURFACE_TYPES or "surfaceOp" in ev or "sourceEventSeqs" in ev else None
             check_payload(ev)
@@ -268,7 +326,8 @@ class Session:
                     open_step = rel.open_step
             if t in _TRACKED_TYPES:
                 self._track(ev)
-        return compact
+        if compact:
+            self.events = EventList(events, seed_list.plain_cache() if verbatim else None)
 
     # ------------------------------------------------------------------ append
     def append(

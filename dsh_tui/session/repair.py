@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Any
 
 from .rows import plain_events
@@ -28,12 +29,26 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
 
     One ``tool/result`` per unanswered assistant tool call (TOOL_OUTCOME_UNKNOWN when a ``tool/call`` was
     recorded, else TOOL_NOT_STARTED), then ``step/end`` if a step is open, then ``turn/end{interrupted}``;
-    seqs continue the log and every closer reuses the last event's time."""
+    seqs continue the log and every closer reuses the last event's time.
+
+    ``turn/start`` and ``turn/end`` reset the whole walk, so only the events from the last of them on can
+    leave anything open: the log is searched backwards for it (a balanced log ends at its own ``turn/end``)."""
     open_turn: Any = None
     open_step: Any = None
     pending: dict[Any, dict[str, Any]] = {}
+    plain = plain_events(events)
+    start = len(plain)
+    for ev in reversed(plain):
+        t = ev["type"]
+        if t == "turn/end":
+            return []
+        start -= 1
+        if t == "turn/start":
+            break
+    else:
+        return []  # no turn was ever opened
     boundary = _BOUNDARY_TYPES
-    for ev in [ev for ev in plain_events(events) if ev["type"] in boundary]:
+    for ev in [ev for ev in islice(plain, start, None) if ev["type"] in boundary]:
         t = ev["type"]
         if t == "turn/start":
             open_turn = ev["data"]["turn"]

@@ -467,61 +467,82 @@ _NUM_TYPES = (int, float)
 def lazy_row(obj: dict) -> PackedRun | None:
     """A parsed row-tagged line as a :class:`PackedRun`, validated exactly as :func:`validate_row` (plus the
     member time bounds) without building member events; None when it is not a well-formed packed row (the
-    caller then takes :func:`expand_line`, which raises the precise error or keeps an ignorable event)."""
-    if obj.keys() != _ROW_KEYS:
+    caller then takes :func:`expand_line`, which raises the precise error or keeps an ignorable event).
+
+    Written for the scanner's hot loop (one call per stored row): exact key sets are checked as "this many
+    keys, and each expected one present"; members as strings by joining them (a parsed line holds no ``str``
+    subclasses); ``dt`` bounds by ``bytes(dt)`` first (every gap in 0..255 ms, the usual case)."""
+    if len(obj) != 4:
         return None
-    data = obj["data"]
-    if type(data) is not dict:
-        return None
-    tag = obj["type"]
-    seq0 = obj["seq0"]
-    time0 = obj["time0"]
-    dkeys = data.keys()
-    name: Any = _MISSING
-    cid: Any = None
-    if tag == TOOL_CALL_CHUNKS:
-        if dkeys == _TOOL_ROW_DATA_NAMED:
-            name = data["name"]
-            if type(name) is not str:
+    try:
+        tag = obj["type"]
+        seq0 = obj["seq0"]
+        time0 = obj["time0"]
+        data = obj["data"]
+        if type(data) is not dict:
+            return None
+        nd = len(data)
+        name: Any = _MISSING
+        cid: Any = None
+        if tag == TOOL_CALL_CHUNKS:
+            if nd == 7:
+                name = data["name"]
+                if type(name) is not str:
+                    return None
+            elif nd != 6:
                 return None
-        elif dkeys != _TOOL_ROW_DATA:
+            cid = data["id"]
+            if type(cid) is not str:
+                return None
+            members = data["args"]
+            ctype = _TOOL
+        elif nd == 5:
+            members = data["texts"]
+            ctype = _TEXT if tag == TEXT_CHUNKS else _REASONING
+        else:
             return None
-        cid = data["id"]
-        if type(cid) is not str:
-            return None
-        members = data["args"]
-        ctype = _TOOL
-    elif dkeys == _TEXT_ROW_DATA:
-        members = data["texts"]
-        ctype = _TEXT if tag == TEXT_CHUNKS else _REASONING
-    else:
+        turn = data["turn"]
+        step = data["step"]
+        index = data["index"]
+        dt = data["dt"]
+    except KeyError:
         return None
-    dt = data["dt"]
     if type(members) is not list or type(dt) is not list:
         return None
     n = len(members)
     hi = MAX_SAFE_INTEGER
     if not (n and len(dt) == n - 1 and type(seq0) is int and seq0 >= 0 and seq0 + n - 1 <= hi
             and type(time0) is int and -hi <= time0 <= hi
-            and set(map(type, members)) == _STR_ONLY
-            and type(data["turn"]) in _NUM_TYPES and type(data["step"]) in _NUM_TYPES
-            and type(data["index"]) in _NUM_TYPES):
+            and type(turn) in _NUM_TYPES and type(step) in _NUM_TYPES and type(index) in _NUM_TYPES):
+        return None
+    try:
+        "".join(members)  # TypeError unless every member is a string
+    except TypeError:
         return None
     if n > 1:
         if set(map(type, dt)) != _INT_ONLY:
             return None
-        lo_dt = min(dt)
-        hi_dt = max(dt)
-        if lo_dt < -hi or hi_dt > hi:
-            return None
-        if lo_dt >= 0:  # times only grow: the last one is the largest, at most time0 + (n - 1) * max(dt)
-            if time0 + hi_dt * (n - 1) > hi and time0 + sum(dt) > hi:
+        try:
+            bytes(dt)  # every gap in 0..255: times only grow, by at most 255 per member
+            small = True
+        except ValueError:
+            small = False
+        if small:
+            if time0 + 255 * (n - 1) > hi and time0 + sum(dt) > hi:
                 return None
         else:
-            times = list(accumulate(dt, initial=time0))
-            if min(times) < -hi or max(times) > hi:
+            lo_dt = min(dt)
+            hi_dt = max(dt)
+            if lo_dt < -hi or hi_dt > hi:
                 return None
-    return PackedRun(seq0, time0, dt, data["turn"], data["step"], data["index"], ctype, cid, name, members)
+            if lo_dt >= 0:  # times only grow: the last one is the largest, at most time0 + (n - 1) * max(dt)
+                if time0 + hi_dt * (n - 1) > hi and time0 + sum(dt) > hi:
+                    return None
+            else:
+                times = list(accumulate(dt, initial=time0))
+                if min(times) < -hi or max(times) > hi:
+                    return None
+    return PackedRun(seq0, time0, dt, turn, step, index, ctype, cid, name, members)
 
 
 class EventList(Sequence):
@@ -536,11 +557,14 @@ class EventList(Sequence):
     __json_array__ = True
     __hash__ = None  # type: ignore[assignment]
 
-    def __init__(self, items: list[Any] | None = None) -> None:
+    def __init__(self, items: list[Any] | None = None,
+                 plain: tuple[list[int], list[Any], int] | None = None) -> None:
+        """``plain``: a filled plain-event cache for ``items`` (see :meth:`plain_cache`), taken as is."""
         self._items = [] if items is None else items
-        self._pidx: list[int] = []  # index cache of the plain (non-member) events among _items[:_pn]
-        self._pev: list[Any] = []
-        self._pn = 0
+        # the plain (non-member) events among _items[:_pn], and their indexes
+        self._pidx: list[int]
+        self._pev: list[Any]
+        self._pidx, self._pev, self._pn = ([], [], 0) if plain is None else plain
 
     def __len__(self) -> int:
         return len(self._items)
@@ -655,6 +679,11 @@ class EventList(Sequence):
         self._pidx.extend(new)
         self._pev.extend(map(items.__getitem__, new))
         self._pn = n
+
+    def plain_cache(self) -> tuple[list[int], list[Any], int]:
+        """A copy of the filled plain-event cache, for an ``EventList`` over a list of the same slots."""
+        self._plain_cache()
+        return list(self._pidx), list(self._pev), self._pn
 
     def plain(self) -> list[Any]:
         """The events that are not members of a compact packed row (stored objects, in order): every event a

@@ -216,7 +216,7 @@ class LineScanner:
     """
 
     __slots__ = ("header", "events", "input_bytes", "committed_bytes", "line_no", "issue",
-                 "_frag", "projected", "runs")
+                 "_frag", "projected", "runs", "_pidx", "_pev", "_pn")
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
@@ -230,6 +230,34 @@ class LineScanner:
         # (index, count) of every packed row the hot loop expanded into ``events`` (for
         # ``Session(..., packed_runs=...)``: the row decoder already validated those members)
         self.runs: list[tuple[int, int]] = []
+        # the plain (non-PackedRun) events among events[:_pn] and their indexes, for EventList's cache: the hot
+        # loop records them as it goes, so a cold load never walks the million slots again to find them
+        self._pidx: list[int] = []
+        self._pev: list[Any] = []
+        self._pn = 0
+
+    def event_list(self) -> EventList:
+        """The scanned events as an :class:`EventList` (its plain-event cache already filled)."""
+        self._catch_up()
+        return EventList(self.events, (self._pidx, self._pev, self._pn))
+
+    def _catch_up(self) -> None:
+        """Record the plain events appended outside the hot loop (the slow path expands rows into dicts)."""
+        events = self.events
+        for i in range(self._pn, len(events)):
+            ev = events[i]
+            if ev.__class__ is not _PackedRun:
+                self._pidx.append(i)
+                self._pev.append(ev)
+        self._pn = len(events)
+
+    def _hand_over(self, parts: list[bytes], i: int, pos: int, line_no: int, n: int) -> None:
+        """The hot loop stops at line ``i`` (an unparsable line, a malformed row or a seq gap): the slow path
+        takes it from there and reports it precisely."""
+        self.line_no = line_no - 1
+        self.committed_bytes = pos
+        self._pn = n
+        self._slow(parts[i:], pos)
 
     def write(self, chunk: bytes) -> None:
         if not chunk:
@@ -249,9 +277,13 @@ class LineScanner:
         """Hot loop for complete-form logs; hands over to :meth:`_slow` at the first problem. ``pos`` (the end of
         the last accepted line) is stored in ``committed_bytes`` at every exit, not per line."""
         events = self.events
+        if self._pn != len(events):
+            self._catch_up()
         append = events.append
         extend = events.extend
         add_run = self.runs.append
+        add_pidx = self._pidx.append
+        add_pev = self._pev.append
         loads = orjson.loads
         row_tags = ROW_TAGS
         lazy = _lazy_row
@@ -263,9 +295,7 @@ class LineScanner:
             try:
                 obj = loads(line)
             except orjson.JSONDecodeError:
-                self.line_no = line_no - 1
-                self.committed_bytes = pos
-                self._slow(parts[i:], pos)
+                self._hand_over(parts, i, pos, line_no, n)
                 return
             if type(obj) is dict:
                 if obj.get("type") in row_tags:
@@ -280,36 +310,33 @@ class LineScanner:
                     try:
                         expanded = _expand_row(obj)
                     except (DshError, ValueError, TypeError, KeyError):
-                        self.line_no = line_no - 1
-                        self.committed_bytes = pos
-                        self._slow(parts[i:], pos)
+                        self._hand_over(parts, i, pos, line_no, n)
                         return
                     if not expanded or expanded[0]["seq"] != n:
-                        self.line_no = line_no - 1
-                        self.committed_bytes = pos
-                        self._slow(parts[i:], pos)
+                        self._hand_over(parts, i, pos, line_no, n)
                         return
                     if expanded[0] is not obj:  # a decoded row (not an ignorable row-tagged event)
                         add_run((n, len(expanded)))
                     extend(expanded)
+                    self._pidx.extend(range(n, n + len(expanded)))
+                    self._pev.extend(expanded)
                     n += len(expanded)
                 else:
                     seq = obj.get("seq")
                     if seq != n or seq.__class__ is not int:
-                        self.line_no = line_no - 1
-                        self.committed_bytes = pos
-                        self._slow(parts[i:], pos)
+                        self._hand_over(parts, i, pos, line_no, n)
                         return
                     append(obj)
+                    add_pidx(n)
+                    add_pev(obj)
                     n += 1
             else:
-                self.line_no = line_no - 1
-                self.committed_bytes = pos
-                self._slow(parts[i:], pos)
+                self._hand_over(parts, i, pos, line_no, n)
                 return
             pos += len(line) + 1
         self.committed_bytes = pos
         self.line_no = line_no
+        self._pn = n
 
     def _decode(self, line: bytes) -> list[Any] | None:
         """One line → its logical events (fixture synthesis applied), or None if unparsable."""
@@ -500,7 +527,7 @@ def _scan_raw_stream(f: BinaryIO, *, lenient: bool, projected: bool | None) -> S
         scanner.write(block)
     scanner.finish()
     torn = TornMarker(scanner.committed_bytes) if scanner.committed_bytes < total else None
-    return StoredPrefix(scanner.header, EventList(scanner.events), "none", torn, total, record,
+    return StoredPrefix(scanner.header, scanner.event_list(), "none", torn, total, record,
                         bool(scanner.projected), runs=scanner.runs)
 
 
@@ -535,7 +562,7 @@ def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPr
         scanner.write(zstdframes.decode_prefix(view[fs.torn_start :]))
         scanner.finish()
         torn = TornMarker(fs.torn_start, EventList(scanner.events)[complete:])
-    return StoredPrefix(scanner.header, EventList(scanner.events), "zstd", torn, len(buf), record,
+    return StoredPrefix(scanner.header, scanner.event_list(), "zstd", torn, len(buf), record,
                         bool(scanner.projected), runs=scanner.runs)
 
 
@@ -709,8 +736,9 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, cloc
     from dsh_tui.session import legacy, repair
 
     try:
-        events = legacy.import_legacy(prefix.events, sid)
-        legacy.check_refusals(events, where=str(prefix.path) if prefix.path is not None else "session log")
+        notable = legacy.notable_positions(prefix.events)
+        events = legacy.import_legacy(prefix.events, sid, notable)
+        legacy.check_refusals(events, str(prefix.path) if prefix.path is not None else "session log", notable)
         closers = repair.interrupted_turn_closers(events)
         prepared = Prepared(prefix.header, events, closers)
         if validate:
@@ -994,8 +1022,9 @@ class JsonlStore:
         if type(seq) is not int or seq < 0:
             raise StoreError(f"read_from seq must be a non-negative integer, got {seq!r}")
         prefix = self._read_prefix(session_id)
-        events = legacy.import_legacy(prefix.events, session_id)
-        legacy.check_refusals(events, where=str(prefix.path))
+        notable = legacy.notable_positions(prefix.events)
+        events = legacy.import_legacy(prefix.events, session_id, notable)
+        legacy.check_refusals(events, str(prefix.path), notable)
         return events[seq:]
 
     def read_raw(self, session_id: str) -> RawLog | None:

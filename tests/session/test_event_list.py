@@ -129,6 +129,13 @@ MUTATIONS = [
     lambda r: r.update(type="tool-call-chunks", data={"turn": 1, "step": 1, "index": 0, "id": "c", "name": "n",
                                                     "dt": [1], "args": ["a", "b"]}),
     lambda r: r.update(type="reasoning-chunks"), lambda r: r.update(ignorable=True),
+    # dt gaps inside and outside 0..255 (bytes(dt) takes the first), bools that pass for ints
+    lambda r: r["data"].update(dt=[0, 255]), lambda r: r["data"].update(dt=[256, 0]),
+    lambda r: r["data"].update(dt=[1, True]), lambda r: r["data"].update(dt=[False, 0]),
+    lambda r: r.update(time0=MAX - 300) or r["data"].update(dt=[255, 44]),
+    lambda r: r.update(time0=MAX - 300) or r["data"].update(dt=[255, 46]),
+    lambda r: r["data"].update(texts=["a", None, "c"]), lambda r: r["data"].update(texts=[b"a", "b", "c"]),
+    lambda r: r.update(extra=1) or r.pop("time0"), lambda r: r["data"].update(extra=1) or r["data"].pop("dt"),
     lambda r: None,
 ]
 
