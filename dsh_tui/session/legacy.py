@@ -153,7 +153,7 @@ def notable_positions(events: list[dict]) -> list[int]:
 
 def _maybe_legacy(ev: Any) -> bool:
     """A legacy-typed event that is not in the current shape of its type (which the importers leave alone)."""
-    if type(ev) is not dict or (t := ev.get("type")) not in _LEGACY_TYPES:
+    if type(ev) is not dict or type(t := ev.get("type")) is not str or t not in _LEGACY_TYPES:
         return False
     d = ev.get("data")
     if type(d) is dict:
@@ -221,9 +221,8 @@ def check_refusals(events: list[dict], where: str = "session log", notable: list
         notable = notable_positions(events)
     for p in notable:
         ev = plain[p]
-        if type(ev) is not dict:
-            continue
-        t = ev.get("type")
+        if type(ev) is not dict or type(t := ev.get("type")) is not str:
+            continue  # not an event at all: validation names it
         if t in known:
             if t == REQUEST_HEADER:
                 d = ev.get("data")

@@ -211,7 +211,7 @@ class Session:
             if ev.__class__ is PackedRun:
                 # a row the decoder validated whole (shape, member strings, seqs, times): only its place in
                 # the log is checked here (its seqs, the open turn/step, no -0 among turn/step/index)
-                n = len(ev.members)
+                n = ev.n
                 j = i + n - 1
                 if (open_step is not None and ev.seq0 == i and j < n_seed and seed[j] is ev
                         and ev.step == open_step and ev.turn == open_turn

@@ -12,6 +12,7 @@ of >= 3 consecutive whitelisted ``assistant/chunk`` delta events. Rows are an en
 from __future__ import annotations
 
 import json
+from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate, islice
 from operator import sub
@@ -411,14 +412,18 @@ def expand_lines_with_runs(objs: list[Any]) -> tuple[list[dict], list[tuple[int,
 
 
 class PackedRun:
-    """One decoded packed row kept compact: the member texts, the ``dt`` list and the shared fields. Its
-    members become event dicts only when read (:meth:`event` / :meth:`events`), each time fresh and equal to
-    what :func:`expand_row` returns for the row. Built by :func:`lazy_row` after the whole row was validated."""
+    """One decoded packed row kept compact: its members as one joined string with their lengths, the time gaps
+    and the shared fields. Its members become event dicts only when read (:meth:`event` / :meth:`events`), each
+    time fresh and equal to what :func:`expand_row` returns for the row. Built by :func:`lazy_row` after the
+    whole row was validated.
 
-    __slots__ = ("seq0", "time0", "dt", "turn", "step", "index", "ctype", "cid", "name", "members")
+    ``lens`` and ``dt`` are ``bytes`` when every value fits in 0..255 (the usual case: one byte per member
+    instead of a pointer and an object), else lists; ``text`` holds the members back to back."""
 
-    def __init__(self, seq0: int, time0: int, dt: list[int], turn: Any, step: Any, index: Any, ctype: str,
-                 cid: Any, name: Any, members: list[str]) -> None:
+    __slots__ = ("seq0", "time0", "dt", "turn", "step", "index", "ctype", "cid", "name", "n", "text", "lens")
+
+    def __init__(self, seq0: int, time0: int, dt: bytes | list[int], turn: Any, step: Any, index: Any, ctype: str,
+                 cid: Any, name: Any, text: str, lens: bytes | list[int]) -> None:
         self.seq0 = seq0
         self.time0 = time0
         self.dt = dt
@@ -428,28 +433,39 @@ class PackedRun:
         self.ctype = ctype
         self.cid = cid
         self.name = name  # _MISSING when the row has no name
-        self.members = members
+        self.n = len(lens)  # members
+        self.text = text
+        self.lens = lens
 
     def __len__(self) -> int:
-        return len(self.members)
+        return self.n
 
     def __repr__(self) -> str:
-        return f"PackedRun(seq0={self.seq0}, n={len(self.members)}, {self.ctype})"
+        return f"PackedRun(seq0={self.seq0}, n={self.n}, {self.ctype})"
+
+    def members(self, start: int = 0) -> list[str]:
+        """The member texts ``start..``."""
+        text = self.text
+        if self.n == 1:
+            return [text] if start == 0 else []
+        ends = list(accumulate(self.lens))
+        starts = [0, *ends[:-1]]
+        return list(map(text.__getitem__, map(slice, starts[start:], ends[start:])))
 
     def events(self, start: int = 0) -> list[dict]:
         """Member events ``start..`` as fresh dicts."""
         times = accumulate(self.dt, initial=self.time0)
-        members = self.members
         if start:
             times = islice(times, start, None)
-            members = members[start:]
-        seqs = range(self.seq0 + start, self.seq0 + len(self.members))
-        return _member_events(seqs, times, members, self.turn, self.step, self.index, self.ctype, self.cid, self.name)
+        seqs = range(self.seq0 + start, self.seq0 + self.n)
+        return _member_events(seqs, times, self.members(start), self.turn, self.step, self.index, self.ctype,
+                              self.cid, self.name)
 
     def event(self, k: int) -> dict:
         """Member ``k`` (0-based) as a fresh dict."""
         t = self.time0 + sum(self.dt[:k]) if k else self.time0
-        m = self.members[k]
+        a = sum(self.lens[:k]) if k else 0
+        m = self.text[a : a + self.lens[k]]
         if self.ctype == _TOOL:
             chunk = {"type": _TOOL, "index": self.index, "id": self.cid}
             if self.name is not _MISSING:
@@ -516,14 +532,18 @@ def lazy_row(obj: dict) -> PackedRun | None:
             and type(turn) in _NUM_TYPES and type(step) in _NUM_TYPES and type(index) in _NUM_TYPES):
         return None
     try:
-        "".join(members)  # TypeError unless every member is a string
+        text = "".join(members)  # TypeError unless every member is a string
     except TypeError:
         return None
+    try:
+        lens: bytes | list[int] = bytes(map(len, members))
+    except ValueError:  # a member of 256 characters or more
+        lens = list(map(len, members))
     if n > 1:
         if set(map(type, dt)) != _INT_ONLY:
             return None
         try:
-            bytes(dt)  # every gap in 0..255: times only grow, by at most 255 per member
+            dt = bytes(dt)  # every gap in 0..255: times only grow, by at most 255 per member
             small = True
         except ValueError:
             small = False
@@ -542,7 +562,7 @@ def lazy_row(obj: dict) -> PackedRun | None:
                 times = list(accumulate(dt, initial=time0))
                 if min(times) < -hi or max(times) > hi:
                     return None
-    return PackedRun(seq0, time0, dt, turn, step, index, ctype, cid, name, members)
+    return PackedRun(seq0, time0, b"" if n == 1 else dt, turn, step, index, ctype, cid, name, text, lens)
 
 
 class EventList(Sequence):
@@ -558,13 +578,13 @@ class EventList(Sequence):
     __hash__ = None  # type: ignore[assignment]
 
     def __init__(self, items: list[Any] | None = None,
-                 plain: tuple[list[int], list[Any], int] | None = None) -> None:
+                 plain: tuple[array[int], list[Any], int] | None = None) -> None:
         """``plain``: a filled plain-event cache for ``items`` (see :meth:`plain_cache`), taken as is."""
         self._items = [] if items is None else items
         # the plain (non-member) events among _items[:_pn], and their indexes
-        self._pidx: list[int]
+        self._pidx: array[int]  # (an array: one machine word per index, no int objects)
         self._pev: list[Any]
-        self._pidx, self._pev, self._pn = ([], [], 0) if plain is None else plain
+        self._pidx, self._pev, self._pn = (array("q"), [], 0) if plain is None else plain
 
     def __len__(self) -> int:
         return len(self._items)
@@ -674,16 +694,16 @@ class EventList(Sequence):
         if start == n:
             return
         if start > n:  # never for an append-only slot list; stay correct anyway
-            self._pidx, self._pev, start = [], [], 0
+            self._pidx, self._pev, start = array("q"), [], 0
         new = [i for i, e in enumerate(islice(items, start, None), start) if e.__class__ is not PackedRun]
         self._pidx.extend(new)
         self._pev.extend(map(items.__getitem__, new))
         self._pn = n
 
-    def plain_cache(self) -> tuple[list[int], list[Any], int]:
+    def plain_cache(self) -> tuple[array[int], list[Any], int]:
         """A copy of the filled plain-event cache, for an ``EventList`` over a list of the same slots."""
         self._plain_cache()
-        return list(self._pidx), list(self._pev), self._pn
+        return array("q", self._pidx), list(self._pev), self._pn
 
     def plain(self) -> list[Any]:
         """The events that are not members of a compact packed row (stored objects, in order): every event a
@@ -691,7 +711,7 @@ class EventList(Sequence):
         self._plain_cache()
         return self._pev
 
-    def plain_indices(self) -> list[int]:
+    def plain_indices(self) -> Sequence[int]:
         """The indexes of the :meth:`plain` events (same caching; do not mutate)."""
         self._plain_cache()
         return self._pidx

@@ -21,6 +21,8 @@ import io
 import os
 import secrets
 import stat as stat_mod
+import sys
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
@@ -232,7 +234,7 @@ class LineScanner:
         self.runs: list[tuple[int, int]] = []
         # the plain (non-PackedRun) events among events[:_pn] and their indexes, for EventList's cache: the hot
         # loop records them as it goes, so a cold load never walks the million slots again to find them
-        self._pidx: list[int] = []
+        self._pidx: array[int] = array("q")
         self._pev: list[Any] = []
         self._pn = 0
 
@@ -285,6 +287,7 @@ class LineScanner:
         add_pidx = self._pidx.append
         add_pev = self._pev.append
         loads = orjson.loads
+        intern = sys.intern
         row_tags = ROW_TAGS
         lazy = _lazy_row
         packed_run = _PackedRun
@@ -298,11 +301,12 @@ class LineScanner:
                 self._hand_over(parts, i, pos, line_no, n)
                 return
             if type(obj) is dict:
-                if obj.get("type") in row_tags:
+                t = obj.get("type")
+                if t.__class__ is str and t in row_tags:
                     # a well-formed row stays one compact PackedRun (one slot per member, expanded on read)
                     run = lazy(obj)
                     if run.__class__ is packed_run and run.seq0 == n:
-                        k = len(run.members)
+                        k = run.n
                         extend(repeat(run, k))
                         n += k
                         pos += len(line) + 1
@@ -326,6 +330,8 @@ class LineScanner:
                     if seq != n or seq.__class__ is not int:
                         self._hand_over(parts, i, pos, line_no, n)
                         return
+                    if t.__class__ is str:
+                        obj["type"] = intern(t)  # one copy of each type name, not one per event
                     append(obj)
                     add_pidx(n)
                     add_pev(obj)
@@ -351,7 +357,7 @@ class LineScanner:
                 return None
         if type(obj) is not dict:
             return [obj]
-        is_row = obj.get("type") in ROW_TAGS
+        is_row = type(t := obj.get("type")) is str and t in ROW_TAGS
         if self.projected is None:
             self.projected = ("seq0" not in obj) if is_row else ("seq" not in obj)
         if self.projected:
@@ -739,7 +745,12 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, cloc
         notable = legacy.notable_positions(prefix.events)
         events = legacy.import_legacy(prefix.events, sid, notable)
         legacy.check_refusals(events, str(prefix.path) if prefix.path is not None else "session log", notable)
-        closers = repair.interrupted_turn_closers(events)
+        try:
+            closers = repair.interrupted_turn_closers(events)
+        except (KeyError, TypeError, AttributeError):
+            if validate:  # a malformed event in the open turn: validation names it when it can
+                _construct(prefix.header, events, lenient=lenient, packed_runs=prefix.runs, clock=clock)
+            raise
         prepared = Prepared(prefix.header, events, closers)
         if validate:
             # legacy import keeps every index (it rewrites turn/message events in place, never chunks), so

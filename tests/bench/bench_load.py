@@ -1,6 +1,6 @@
 """Cold load of a large session log, raw and zstd, against a same-run baseline and the real dsh.
 
-    .venv/bin/python tests/bench/bench_load.py [--events 1000000] [--repeat 3] [--no-dsh] [--keep DIR]
+    .venv/bin/python tests/bench/bench_load.py [--events 1000000] [--repeat 3] [--rounds 5] [--no-dsh] [--keep DIR]
 
 Generates a realistic log (the recorded ``tool-call-turn`` round — reasoning/text/tool-call chunk
 runs packed into rows, tool rounds, messages — replayed turn after turn with fresh ids, written in
@@ -11,7 +11,9 @@ a fresh subprocess (peak RSS from ``getrusage(RUSAGE_CHILDREN)`` of a one-child 
 * dsh-tui decode: ``scan_file`` (frames, rows validated and kept compact as ``rows.EventList`` slots,
   seq checked, torn/corrupt rules);
 * dsh-tui inspect: ``JsonlStore.inspect`` (decode + legacy import + closers + Session validation);
-* dsh: ``load.mjs --inspect --time`` on the same files when the interop peer is installed.
+* dsh: ``load.mjs --inspect --time`` on the same files when the interop peer is installed; then
+  ``--rounds`` head-to-head rounds, each one dsh-tui load and one dsh load back to back (alternating which
+  goes first), whose per-round ratios are robust to a machine whose speed drifts during the run.
 
 Prints logical events/s, MB/s, peak RSS and the ratios.
 """
@@ -22,6 +24,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -201,6 +204,25 @@ def measure_dsh(root: Path, repeat: int) -> dict | None:
     return {"seconds": summary["ms"] / 1000, "events": summary["events"], "rss": rss}
 
 
+def head_to_head(path: Path, root: Path, rounds: int) -> list[tuple[dict, dict]]:
+    """``rounds`` single loads of dsh-tui and dsh, interleaved (the order alternates), as (ours, dsh) results:
+    a machine whose speed drifts during the run moves both sides of a round alike, and a process that loads
+    once shows the peak RSS of one load (dsh's --repeat keeps earlier loads' garbage on its heap)."""
+    pairs = []
+    for r in range(rounds):
+        res: dict[str, dict] = {}
+        for who in (("ours", "dsh") if r % 2 == 0 else ("dsh", "ours")):
+            if who == "ours":
+                res[who] = measure("inspect", path, 1)
+            else:
+                d = measure_dsh(root, 1)
+                if d is None:
+                    return pairs
+                res[who] = d
+        pairs.append((res["ours"], res["dsh"]))
+    return pairs
+
+
 def _fmt(label: str, res: dict, size: int, baseline: float | None) -> str:
     eps = res["events"] / res["seconds"] if res["seconds"] else float("inf")
     ratio = f"  x{res['seconds'] / baseline:5.2f} of baseline" if baseline else ""
@@ -213,6 +235,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-dsh", action="store_true")
+    ap.add_argument("--rounds", type=int, default=5,
+                    help="interleaved dsh-tui/dsh load pairs per encoding (0: none)")
     ap.add_argument("--keep", type=Path, default=None, help="generate into DIR and keep it")
     ap.add_argument("--child", nargs=2, metavar=("KIND", "PATH"), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -248,8 +272,19 @@ def main(argv: list[str] | None = None) -> int:
             if d is not None:
                 print(_fmt("dsh load.mjs --inspect", d, size, base["seconds"]))
                 ours = results[(comp, "inspect")]
-                print(f"  ratio dsh-tui inspect / dsh: time x{ours['seconds'] / d['seconds']:.2f}, "
-                      f"peak RSS x{ours['rss'] / d['rss']:.2f}")
+                # (dsh's peak RSS over --repeat loads holds earlier loads' garbage: compare RSS head to head)
+                print(f"  ratio dsh-tui inspect / dsh, best of {args.repeat}: time x{ours['seconds'] / d['seconds']:.2f}")
+                pairs = head_to_head(path, root, args.rounds)
+                if pairs:
+                    ratios = sorted(a["seconds"] / b["seconds"] for a, b in pairs)
+                    print(f"  head to head, {len(pairs)} interleaved rounds of one load each (dsh-tui s / dsh s): "
+                          + ", ".join(f"{a['seconds']:.2f}/{b['seconds']:.2f}" for a, b in pairs))
+                    print(f"  time ratio per round: median x{statistics.median(ratios):.2f}, "
+                          f"range x{ratios[0]:.2f}..x{ratios[-1]:.2f}")
+                    ours_rss = statistics.median(a["rss"] for a, _ in pairs)
+                    dsh_rss = statistics.median(b["rss"] for _, b in pairs)
+                    print(f"  peak RSS of one load, median: dsh-tui {ours_rss / 2**20:.0f} MiB, "
+                          f"dsh {dsh_rss / 2**20:.0f} MiB: x{ours_rss / dsh_rss:.2f}")
     if args.keep is None:
         import shutil
 

@@ -135,6 +135,9 @@ MUTATIONS = [
     lambda r: r.update(time0=MAX - 300) or r["data"].update(dt=[255, 44]),
     lambda r: r.update(time0=MAX - 300) or r["data"].update(dt=[255, 46]),
     lambda r: r["data"].update(texts=["a", None, "c"]), lambda r: r["data"].update(texts=[b"a", "b", "c"]),
+    # member lengths past one byte, a lone member, empty and non-ASCII members
+    lambda r: r["data"].update(texts=["a" * 300, "", "c" * 255]), lambda r: r["data"].update(texts=["x"], dt=[]),
+    lambda r: r["data"].update(texts=["é😀", "", "\u2028"]),
     lambda r: r.update(extra=1) or r.pop("time0"), lambda r: r["data"].update(extra=1) or r["data"].pop("dt"),
     lambda r: None,
 ]

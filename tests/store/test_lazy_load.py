@@ -118,3 +118,20 @@ def test_a_lone_surrogate_line_with_an_overflowing_number_is_refused(tmp_path):
     assert prefix.events[12]["data"]["x"] == float("inf")
     with pytest.raises(SessionCorruptionError, match="Infinity is not lossless JSON"):
         store.inspect("inf")
+
+
+@pytest.mark.parametrize("type_value", [b"[]", b'{"a":1}', b"5", b"null"])
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_an_event_whose_type_is_not_a_string_is_named_not_a_crash(type_value, compression, tmp_path):
+    """A type that is not even hashable reaches validation (and its clear error) instead of a TypeError, also
+    inside the open turn the crash closers walk."""
+    store = jsonl.JsonlStore(tmp_path / compression, compression)
+    path = write_log(store, header(session_id="odd"), fixture_events()[:12], [12])
+    plain = jsonl.decode_raw_text(path.read_bytes(), compression)
+    head, body = plain.split(b"\n", 1)
+    body = body.replace(b'{"type":"step/start"', b'{"type":' + type_value, 1)
+    assert body != plain.split(b"\n", 1)[1]
+    path.write_bytes(head + b"\n" + body if compression == "none"
+                     else zstdframes.compress_frame(head + b"\n") + zstdframes.compress_frame(body))
+    with pytest.raises(SessionCorruptionError, match="type must be a non-empty string"):
+        store.inspect("odd")
