@@ -21,6 +21,18 @@ _LEGACY_TYPES = frozenset({"turn/start", "turn/end", "steering/message", "user/m
 _LEGACY_END_KINDS = frozenset(("aborted", "disposed", "error"))
 # the known types neither the import nor the refusals look at
 _ORDINARY_TYPES = KNOWN_EVENT_TYPES - _LEGACY_TYPES - {REQUEST_HEADER}
+# which pass looks at an event of a type (bits): the import, the refusals; a type not listed here (unknown, or
+# not even a string) is the refusals' (see type_role)
+IMPORT, REFUSE = 1, 2
+TYPE_ROLES: dict[str, int] = {
+    **dict.fromkeys(_ORDINARY_TYPES, 0),
+    **{t: IMPORT | (0 if t in KNOWN_EVENT_TYPES else REFUSE) for t in _LEGACY_TYPES},
+    REQUEST_HEADER: REFUSE,
+}
+
+
+def type_role(t: Any) -> int:
+    return TYPE_ROLES.get(t, REFUSE) if type(t) is str else REFUSE
 
 
 def legacy_message_id(session_id: str, seq: Any) -> str:
@@ -141,7 +153,8 @@ def _import_tool_result(ev: dict, sid: str, events: list[dict]) -> dict | None:
 def notable_positions(events: list[dict]) -> list[int]:
     """Positions, in ``plain_events(events)``, of the events :func:`import_legacy` and :func:`check_refusals`
     look at: every event that is not of an ordinary known type (a legacy-shaped type, ``request/header``, an
-    unknown type, or no event at all). Computed once, it serves both (the import keeps every position)."""
+    unknown type, or no event at all). Computed once, it serves both (the import keeps every position). The
+    JSONL scanner notes the exact lists of each pass as it reads (:func:`type_role`)."""
     plain = plain_events(events)
     ordinary = _ORDINARY_TYPES
     try:  # fast scan: only a small fraction of events need a look

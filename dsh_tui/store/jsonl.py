@@ -21,7 +21,6 @@ import io
 import os
 import secrets
 import stat as stat_mod
-import sys
 from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from dsh_tui.session.errors import (
     SessionFormatUnsupportedError,
     SessionValidationError,
 )
+from dsh_tui.session.legacy import IMPORT, REFUSE, TYPE_ROLES, type_role
 from dsh_tui.session.rows import EventList
 from dsh_tui.session.rows import PackedRun as _PackedRun
 from dsh_tui.session.rows import lazy_row as _lazy_row
@@ -218,7 +218,7 @@ class LineScanner:
     """
 
     __slots__ = ("header", "events", "input_bytes", "committed_bytes", "line_no", "issue",
-                 "_frag", "projected", "runs", "_pidx", "_pev", "_pn")
+                 "_frag", "projected", "runs", "_pidx", "_pev", "_pn", "looks")
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
@@ -237,6 +237,8 @@ class LineScanner:
         self._pidx: array[int] = array("q")
         self._pev: list[Any] = []
         self._pn = 0
+        # positions among those plain events that the legacy import / the refusals look at (legacy.type_role)
+        self.looks: tuple[list[int], list[int]] = ([], [])
 
     def event_list(self) -> EventList:
         """The scanned events as an :class:`EventList` (its plain-event cache already filled)."""
@@ -249,9 +251,20 @@ class LineScanner:
         for i in range(self._pn, len(events)):
             ev = events[i]
             if ev.__class__ is not _PackedRun:
-                self._pidx.append(i)
-                self._pev.append(ev)
+                self._add_plain(i, ev)
         self._pn = len(events)
+
+    def _add_plain(self, i: int, ev: Any) -> None:
+        """Record plain event ``ev`` at index ``i`` (the hot loop does the same inline)."""
+        role = type_role(ev.get("type")) if type(ev) is dict else REFUSE
+        if role:
+            p = len(self._pev)
+            if role & IMPORT:
+                self.looks[0].append(p)
+            if role & REFUSE:
+                self.looks[1].append(p)
+        self._pidx.append(i)
+        self._pev.append(ev)
 
     def _hand_over(self, parts: list[bytes], i: int, pos: int, line_no: int, n: int) -> None:
         """The hot loop stops at line ``i`` (an unparsable line, a malformed row or a seq gap): the slow path
@@ -285,9 +298,12 @@ class LineScanner:
         extend = events.extend
         add_run = self.runs.append
         add_pidx = self._pidx.append
-        add_pev = self._pev.append
+        pev = self._pev
+        add_pev = pev.append
+        type_info = _TYPE_INFO.get
+        add_import = self.looks[0].append
+        add_refuse = self.looks[1].append
         loads = orjson.loads
-        intern = sys.intern
         row_tags = ROW_TAGS
         lazy = _lazy_row
         packed_run = _PackedRun
@@ -322,16 +338,25 @@ class LineScanner:
                     if expanded[0] is not obj:  # a decoded row (not an ignorable row-tagged event)
                         add_run((n, len(expanded)))
                     extend(expanded)
-                    self._pidx.extend(range(n, n + len(expanded)))
-                    self._pev.extend(expanded)
+                    for k, ev in enumerate(expanded, n):
+                        self._add_plain(k, ev)
                     n += len(expanded)
                 else:
                     seq = obj.get("seq")
                     if seq != n or seq.__class__ is not int:
                         self._hand_over(parts, i, pos, line_no, n)
                         return
-                    if t.__class__ is str:
-                        obj["type"] = intern(t)  # one copy of each type name, not one per event
+                    info = type_info(t) if t.__class__ is str else None
+                    if info is not None:
+                        # a known type: its one shared name (not a copy per event), and which passes look at it
+                        obj["type"], role = info
+                    else:
+                        role = REFUSE
+                    if role:
+                        if role & IMPORT:
+                            add_import(len(pev))
+                        if role & REFUSE:
+                            add_refuse(len(pev))
                     append(obj)
                     add_pidx(n)
                     add_pev(obj)
@@ -447,6 +472,7 @@ class StoredPrefix:
     revision: str | None = None
     path: Path | None = None
     runs: list[tuple[int, int]] | None = None  # packed-row spans of ``events`` (see LineScanner.runs)
+    looks: tuple[list[int], list[int]] | None = None  # see LineScanner.looks
 
 
 def detect_compression(buf: bytes) -> str:
@@ -534,7 +560,7 @@ def _scan_raw_stream(f: BinaryIO, *, lenient: bool, projected: bool | None) -> S
     scanner.finish()
     torn = TornMarker(scanner.committed_bytes) if scanner.committed_bytes < total else None
     return StoredPrefix(scanner.header, scanner.event_list(), "none", torn, total, record,
-                        bool(scanner.projected), runs=scanner.runs)
+                        bool(scanner.projected), runs=scanner.runs, looks=scanner.looks)
 
 
 def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPrefix:
@@ -569,7 +595,7 @@ def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPr
         scanner.finish()
         torn = TornMarker(fs.torn_start, EventList(scanner.events)[complete:])
     return StoredPrefix(scanner.header, scanner.event_list(), "zstd", torn, len(buf), record,
-                        bool(scanner.projected), runs=scanner.runs)
+                        bool(scanner.projected), runs=scanner.runs, looks=scanner.looks)
 
 
 def decode_raw_text(buf: bytes, compression: str | None = None) -> bytes:
@@ -738,13 +764,27 @@ def prepare(prefix: StoredPrefix, *, session_id: str | None = None, lenient: boo
         return _prepare(prefix, sid, lenient, validate, clock)
 
 
+# a known event type -> (its name as the shared constant, legacy.type_role)
+_TYPE_INFO: dict[str, tuple[str, int]] = {t: (t, role) for t, role in TYPE_ROLES.items()}
+
+
+def _looks(prefix: StoredPrefix) -> tuple[list[int], list[int]]:
+    """The positions the legacy import and the refusals look at: as the scanner noted them, else computed."""
+    if prefix.looks is not None:
+        return prefix.looks
+    from dsh_tui.session import legacy
+
+    notable = legacy.notable_positions(prefix.events)
+    return notable, notable
+
+
 def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, clock: Any = None) -> Prepared:
     from dsh_tui.session import legacy, repair
 
     try:
-        notable = legacy.notable_positions(prefix.events)
-        events = legacy.import_legacy(prefix.events, sid, notable)
-        legacy.check_refusals(events, str(prefix.path) if prefix.path is not None else "session log", notable)
+        to_import, to_refuse = _looks(prefix)
+        events = legacy.import_legacy(prefix.events, sid, to_import)
+        legacy.check_refusals(events, str(prefix.path) if prefix.path is not None else "session log", to_refuse)
         try:
             closers = repair.interrupted_turn_closers(events)
         except (KeyError, TypeError, AttributeError):
@@ -937,7 +977,7 @@ class JsonlStore:
             if not trusted:
                 jsonutil.check_lossless(ev, where=f"events[{i}]")
             t = ev.get("type")
-            if t in _REFUSAL_CANDIDATES and (t != "request/header" or (
+            if type(t) is str and t in _REFUSAL_CANDIDATES and (t != "request/header" or (
                     isinstance(ev.get("data"), dict) and ev["data"].get("reason") == "fallback")):
                 raise SessionValidationError(f"append to {session_id!r}: unsupported legacy event {ev.get('type')}")
         if session_id in self._pending:
@@ -1033,9 +1073,9 @@ class JsonlStore:
         if type(seq) is not int or seq < 0:
             raise StoreError(f"read_from seq must be a non-negative integer, got {seq!r}")
         prefix = self._read_prefix(session_id)
-        notable = legacy.notable_positions(prefix.events)
-        events = legacy.import_legacy(prefix.events, session_id, notable)
-        legacy.check_refusals(events, str(prefix.path), notable)
+        to_import, to_refuse = _looks(prefix)
+        events = legacy.import_legacy(prefix.events, session_id, to_import)
+        legacy.check_refusals(events, str(prefix.path), to_refuse)
         return events[seq:]
 
     def read_raw(self, session_id: str) -> RawLog | None:

@@ -803,6 +803,8 @@ def _check_batch(events: list[dict]) -> None:
     for ev in events:
         if not isinstance(ev, dict) or not set(ev) <= allowed or "data" not in ev:
             raise SessionValidationError("append: invalid event envelope")
+        if type(ev.get("type")) is not str:
+            raise SessionValidationError(f"append: event type must be a string, got {ev.get('type')!r}")
         seq = ev.get("seq")
         if not isinstance(seq, int) or isinstance(seq, bool) or not isinstance(ev.get("time"), int):
             raise SessionValidationError("append: seq and time must be integers")

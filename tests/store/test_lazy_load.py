@@ -135,3 +135,29 @@ def test_an_event_whose_type_is_not_a_string_is_named_not_a_crash(type_value, co
                      else zstdframes.compress_frame(head + b"\n") + zstdframes.compress_frame(body))
     with pytest.raises(SessionCorruptionError, match="type must be a non-empty string"):
         store.inspect("odd")
+
+
+def _expected_looks(events: rows.EventList) -> tuple[list[int], list[int]]:
+    plain = events.plain()
+    roles = [legacy.type_role(e.get("type")) if type(e) is dict else legacy.REFUSE for e in plain]
+    return ([p for p, r in enumerate(roles) if r & legacy.IMPORT], [p for p, r in enumerate(roles) if r & legacy.REFUSE])
+
+
+def test_the_scanner_notes_exactly_the_events_the_legacy_passes_look_at(tmp_path):
+    """Hot loop (stored form) and slow path (fixture form, rows expanded) alike, legacy and unknown types too."""
+    checked = 0
+    for path in session_logs():
+        prefix = jsonl.scan_buffer(path.read_bytes(), None, lenient=True, projected=None)  # fixture form: slow path
+        assert prefix.looks == _expected_looks(prefix.events), path
+        checked += bool(prefix.looks[0]) + bool(prefix.looks[1])
+    assert checked > 100
+    evs = fixture_events()[:20]
+    evs[3] = {"type": "steering/message", "seq": 3, "time": 1, "data": {"text": "x"}}  # legacy and unknown
+    evs[5] = {"type": "plugin/new", "seq": 5, "time": 1, "data": {}, "ignorable": True}
+    evs[6] = {"type": [], "seq": 6, "time": 1, "data": {}}
+    store = jsonl.JsonlStore(tmp_path, "none")
+    path = write_log(store, header(), evs, [7, 13])
+    prefix = jsonl.scan_buffer(path.read_bytes(), "none")
+    assert prefix.looks == _expected_looks(prefix.events)
+    plain = prefix.events.plain()
+    assert {plain[p]["seq"] for p in prefix.looks[0]} >= {3} and {plain[p]["seq"] for p in prefix.looks[1]} >= {3, 5, 6}

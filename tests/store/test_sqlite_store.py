@@ -111,6 +111,9 @@ def test_append_rejects_wrong_first_seq_gaps_and_non_json(tmp_path):
     bad = dict(events[3], data={"x": float("nan")})
     with pytest.raises(DshError):
         store.append("s1", [bad])
+    for odd in ([], {"a": 1}, 5, None):  # a type that is not a string (even unhashable) is named, not a crash
+        with pytest.raises(SessionValidationError, match="type must be a string"):
+            store.append("s1", [dict(events[3], type=odd)])
     with pytest.raises(SessionValidationError, match="stored length is 3"):
         store.append("s1", events[2:5])  # a stale writer
     assert store.read_from("s1", 0) == events[:3]
