@@ -573,19 +573,8 @@ def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPr
     if not record or record.find(b"\n") != len(record) - 1:
         raise SessionCorruptionError("corrupt Zstandard session log: first frame is not exactly one header line")
     scanner = LineScanner(record, lenient=lenient, projected=projected)
-    pending: list[bytes] = []  # small batch frames are handed to the scanner ~1 MiB at a time
-    size = 0
-    for s, e in fs.frames[1:]:
-        plain = zstdframes.decode_frame(view[s:e], s)
-        pending.append(plain)
-        size += len(plain)
-        if size >= 1 << 20:
-            scanner.write(b"".join(pending))
-            pending.clear()
-            size = 0
-    if pending:
-        scanner.write(b"".join(pending))
-    del pending
+    for plain in zstdframes.decode_frames(view, fs.frames[1:]):  # ~1 MiB at a time, the next one decoding meanwhile
+        scanner.write(plain)
     if scanner.committed_bytes != scanner.input_bytes:
         raise SessionCorruptionError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     torn = None

@@ -8,6 +8,8 @@ frame is then decoded (and its checksum verified) by :func:`decode_frame`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import zstandard
 
 from dsh_tui.session.errors import SessionCorruptionError
@@ -98,8 +100,12 @@ def compress_frame(data: bytes) -> bytes:
 
 def decode_frame(frame: bytes | memoryview, at: int = 0) -> bytes:
     """Decode one structurally complete frame, verifying its checksum; failure is corruption."""
+    return _decode_one(frame, at, _DECOMPRESSOR)
+
+
+def _decode_one(frame: bytes | memoryview, at: int, dctx: zstandard.ZstdDecompressor) -> bytes:
     try:
-        dobj = _DECOMPRESSOR.decompressobj()
+        dobj = dctx.decompressobj()
         out = dobj.decompress(frame)
         if not dobj.eof:
             raise zstandard.ZstdError("frame did not end")
@@ -110,6 +116,47 @@ def decode_frame(frame: bytes | memoryview, at: int = 0) -> bytes:
             f"corrupt Zstandard session log: frame at byte {at} failed validation ({err})"
         ) from None
     return out
+
+
+BATCH_BYTES = 256 << 10  # compressed bytes per decode batch (about 1 MiB of plaintext)
+
+
+def decode_frames(view: memoryview, frames: list[tuple[int, int]]) -> Iterator[bytes]:
+    """The plaintexts of ``frames`` (complete, structurally located: ``(start, end)`` in ``view``), joined in
+    batches of about :data:`BATCH_BYTES` compressed. Each batch is decoded by one call of zstd's batch decoder,
+    which releases the GIL: while the caller works on one batch, a helper thread decodes the next.
+    Checksums are verified; a batch the batch decoder refuses (a damaged frame, or one without its content
+    size) is decoded frame by frame, which names the damaged frame exactly."""
+    batches: list[list[tuple[int, int]]] = []
+    size = 0
+    for s, e in frames:
+        if not batches or size >= BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append((s, e))
+        size += e - s
+    if len(batches) < 2:
+        for batch in batches:
+            yield _decode_batch(view, batch, _DECOMPRESSOR)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+
+    helper = zstandard.ZstdDecompressor()  # the helper thread's own context
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zstd-decode") as pool:
+        pending = pool.submit(_decode_batch, view, batches[0], helper)
+        for nxt in batches[1:]:
+            done = pending.result()
+            pending = pool.submit(_decode_batch, view, nxt, helper)
+            yield done
+        yield pending.result()
+
+
+def _decode_batch(view: memoryview, batch: list[tuple[int, int]], dctx: zstandard.ZstdDecompressor) -> bytes:
+    try:
+        out = dctx.multi_decompress_to_buffer([view[s:e] for s, e in batch], threads=1)
+        return b"".join(out[i] for i in range(len(out)))
+    except (zstandard.ZstdError, ValueError):
+        return b"".join(_decode_one(view[s:e], s, dctx) for s, e in batch)
 
 
 def decode_prefix(partial: bytes | memoryview) -> bytes:

@@ -458,6 +458,42 @@ def test_flipped_byte_in_a_complete_frame_is_corruption(tmp_path):
         jsonl.scan_buffer(bytes(bad), "zstd")
 
 
+def _big_zstd_log(tmp_path, content_size: bool = True) -> tuple[bytes, list[dict]]:
+    """A zstd log of several decode batches (incompressible text), each batch one frame of 10 events."""
+    rnd = __import__("random").Random(7)
+    events = fixture_events()[:4]  # up to the open step
+    events = [dict(e, seq=i) for i, e in enumerate(events)]
+    while len(events) < 1200:
+        text = "".join(rnd.choice("abcdefghijklmnopqrstuvwxyz0123456789 ") for _ in range(600))
+        events.append({"type": "assistant/chunk", "seq": len(events), "time": 1_700_000_000_000 + len(events),
+                       "data": {"turn": 1, "step": 1, "chunk": {"type": "block-start", "index": 0, "note": text}}})
+    cctx = zstandard.ZstdCompressor(level=3, write_checksum=True, write_content_size=content_size)
+    out = [zstdframes.compress_frame(jsonl.header_line(header()))]
+    for i in range(0, len(events), 10):
+        out.append(cctx.compress(jsonl.encode_lines(events[i : i + 10])))
+    return b"".join(out), events
+
+
+@pytest.mark.parametrize("content_size", [True, False])
+def test_a_log_of_many_decode_batches_reads_whole_and_names_a_damaged_late_frame(tmp_path, content_size,
+                                                                                monkeypatch):
+    """Batches decode in a helper thread (the batch decoder needs each frame's content size: without it the
+    frame-by-frame path reads the same); a damaged frame deep in the file is named by its offset."""
+    monkeypatch.setattr(zstdframes, "BATCH_BYTES", 32 << 10)
+    data, events = _big_zstd_log(tmp_path, content_size)
+    assert len(data) > 8 * zstdframes.BATCH_BYTES
+    prefix = jsonl.scan_buffer(data, "zstd")
+    assert prefix.torn is None and prefix.events == events
+    frames = zstdframes.scan_frames(data).frames
+    s, e = frames[-7]
+    bad = bytearray(data)
+    bad[e - 2] ^= 0x5A  # its checksum
+    with pytest.raises(SessionCorruptionError, match=f"frame at byte {s} failed validation"):
+        jsonl.scan_buffer(bytes(bad), "zstd")
+    torn = jsonl.scan_buffer(data[: frames[-1][0] + 9], "zstd")  # the last frame cut: every earlier batch reads
+    assert torn.torn is not None and torn.events == events[: len(events) - 10]
+
+
 # ------------------------------------------------------------------------ rollback on a failed write
 
 
