@@ -511,7 +511,7 @@ def scan_buffer(buf: bytes, compression: str | None = None, *, lenient: bool = F
         compression = detect_compression(buf)
     with bulk_load():
         if compression == "zstd":
-            return _scan_zstd(buf, lenient=lenient, projected=projected)
+            return _scan_zstd(io.BytesIO(buf), lenient=lenient, projected=projected)
         return _scan_raw_stream(io.BytesIO(buf), lenient=lenient, projected=projected)
 
 
@@ -526,7 +526,7 @@ def scan_file(path: Path, compression: str | None = None, *, lenient: bool = Fal
             f.seek(0)
             with bulk_load():
                 if comp == "zstd":
-                    prefix = _scan_zstd(f.read(), lenient=lenient, projected=projected)
+                    prefix = _scan_zstd(f, lenient=lenient, projected=projected)
                 else:
                     prefix = _scan_raw_stream(f, lenient=lenient, projected=projected)
         after = revision_of(os.stat(path))
@@ -563,27 +563,48 @@ def _scan_raw_stream(f: BinaryIO, *, lenient: bool, projected: bool | None) -> S
                         bool(scanner.projected), runs=scanner.runs, looks=scanner.looks)
 
 
-def _scan_zstd(buf: bytes, *, lenient: bool, projected: bool | None) -> StoredPrefix:
-    fs = zstdframes.scan_frames(buf)
-    if not fs.frames:
+def _scan_zstd(f: BinaryIO, *, lenient: bool, projected: bool | None) -> StoredPrefix:
+    """Locate and decode the frames a slice of the file at a time (the compressed file is never held whole):
+    a frame cut by the end of a slice waits for the next slice; one cut by the end of the file is torn."""
+    scanner: LineScanner | None = None
+    record = b""
+    window = f.read(RAW_SLICE)
+    total = len(window)
+    base = 0  # file offset of window[0]
+    while True:
+        fs = zstdframes.scan_frames(window, base=base)
+        frames = fs.frames
+        with memoryview(window) as view:
+            if scanner is None and frames:
+                s, e = frames[0]
+                record = zstdframes.decode_frame(view[s:e], base + s)
+                if not record or record.find(b"\n") != len(record) - 1:
+                    raise SessionCorruptionError(
+                        "corrupt Zstandard session log: first frame is not exactly one header line")
+                scanner = LineScanner(record, lenient=lenient, projected=projected)
+                frames = frames[1:]
+            if scanner is not None:
+                # ~1 MiB at a time, the next batch decoding meanwhile
+                for plain in zstdframes.decode_frames(view, frames, base):
+                    scanner.write(plain)
+        end = len(window) if fs.torn_start is None else fs.torn_start
+        block = f.read(RAW_SLICE)
+        if not block:
+            break
+        total += len(block)
+        window = window[end:] + block
+        base += end
+    if scanner is None:
         raise SessionCorruptionError("empty or header-less Zstandard session log")
-    view = memoryview(buf)
-    s, e = fs.frames[0]
-    record = zstdframes.decode_frame(view[s:e], s)
-    if not record or record.find(b"\n") != len(record) - 1:
-        raise SessionCorruptionError("corrupt Zstandard session log: first frame is not exactly one header line")
-    scanner = LineScanner(record, lenient=lenient, projected=projected)
-    for plain in zstdframes.decode_frames(view, fs.frames[1:]):  # ~1 MiB at a time, the next one decoding meanwhile
-        scanner.write(plain)
     if scanner.committed_bytes != scanner.input_bytes:
         raise SessionCorruptionError("corrupt Zstandard session log: complete frame contains a torn JSONL record")
     torn = None
     if fs.torn_start is not None:
         complete = len(scanner.events)
-        scanner.write(zstdframes.decode_prefix(view[fs.torn_start :]))
+        scanner.write(zstdframes.decode_prefix(window[fs.torn_start :]))
         scanner.finish()
-        torn = TornMarker(fs.torn_start, EventList(scanner.events)[complete:])
-    return StoredPrefix(scanner.header, scanner.event_list(), "zstd", torn, len(buf), record,
+        torn = TornMarker(base + fs.torn_start, EventList(scanner.events)[complete:])
+    return StoredPrefix(scanner.header, scanner.event_list(), "zstd", torn, total, record,
                         bool(scanner.projected), runs=scanner.runs, looks=scanner.looks)
 
 

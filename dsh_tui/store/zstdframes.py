@@ -35,8 +35,9 @@ class FrameScan:
         return f"FrameScan(frames={self.frames!r}, torn_start={self.torn_start!r})"
 
 
-def scan_frames(buf: bytes | memoryview, max_frames: int | None = None) -> FrameScan:
-    """Locate complete frames; EOF inside a frame makes it torn. Bad structure is corruption."""
+def scan_frames(buf: bytes | memoryview, max_frames: int | None = None, base: int = 0) -> FrameScan:
+    """Locate complete frames; EOF inside a frame makes it torn. Bad structure is corruption. ``base``: the file
+    offset of ``buf[0]`` when ``buf`` is a slice of the file (error messages name file offsets)."""
     frames: list[tuple[int, int]] = []
     n = len(buf)
     offset = 0
@@ -45,7 +46,7 @@ def scan_frames(buf: bytes | memoryview, max_frames: int | None = None) -> Frame
         if n - offset < 4:
             return FrameScan(frames, start)
         if buf[offset : offset + 4] != _MAGIC_BYTES:
-            raise SessionCorruptionError(f"corrupt Zstandard session log: invalid frame magic at byte {offset}")
+            raise SessionCorruptionError(f"corrupt Zstandard session log: invalid frame magic at byte {base + offset}")
         offset += 4
         if offset == n:
             return FrameScan(frames, start)
@@ -53,7 +54,7 @@ def scan_frames(buf: bytes | memoryview, max_frames: int | None = None) -> Frame
         offset += 1
         if descriptor & 0x18:
             raise SessionCorruptionError(
-                f"corrupt Zstandard session log: reserved frame-header bit at byte {offset - 1}"
+                f"corrupt Zstandard session log: reserved frame-header bit at byte {base + offset - 1}"
             )
         fcs_flag = descriptor >> 6
         single_segment = bool(descriptor & 0x20)
@@ -75,7 +76,7 @@ def scan_frames(buf: bytes | memoryview, max_frames: int | None = None) -> Frame
             size = block >> 3
             if block_type == 3:
                 raise SessionCorruptionError(
-                    f"corrupt Zstandard session log: reserved block type at byte {offset - 3}"
+                    f"corrupt Zstandard session log: reserved block type at byte {base + offset - 3}"
                 )
             payload = 1 if block_type == 1 else size
             if n - offset < payload:
@@ -121,8 +122,9 @@ def _decode_one(frame: bytes | memoryview, at: int, dctx: zstandard.ZstdDecompre
 BATCH_BYTES = 256 << 10  # compressed bytes per decode batch (about 1 MiB of plaintext)
 
 
-def decode_frames(view: memoryview, frames: list[tuple[int, int]]) -> Iterator[bytes]:
-    """The plaintexts of ``frames`` (complete, structurally located: ``(start, end)`` in ``view``), joined in
+def decode_frames(view: memoryview, frames: list[tuple[int, int]], base: int = 0) -> Iterator[bytes]:
+    """The plaintexts of ``frames`` (complete, structurally located: ``(start, end)`` in ``view``, which starts at
+    file offset ``base``), joined in
     batches of about :data:`BATCH_BYTES` compressed. Each batch is decoded by one call of zstd's batch decoder,
     which releases the GIL: while the caller works on one batch, a helper thread decodes the next.
     Checksums are verified; a batch the batch decoder refuses (a damaged frame, or one without its content
@@ -137,26 +139,27 @@ def decode_frames(view: memoryview, frames: list[tuple[int, int]]) -> Iterator[b
         size += e - s
     if len(batches) < 2:
         for batch in batches:
-            yield _decode_batch(view, batch, _DECOMPRESSOR)
+            yield _decode_batch(view, batch, _DECOMPRESSOR, base)
         return
     from concurrent.futures import ThreadPoolExecutor
 
     helper = zstandard.ZstdDecompressor()  # the helper thread's own context
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zstd-decode") as pool:
-        pending = pool.submit(_decode_batch, view, batches[0], helper)
+        pending = pool.submit(_decode_batch, view, batches[0], helper, base)
         for nxt in batches[1:]:
             done = pending.result()
-            pending = pool.submit(_decode_batch, view, nxt, helper)
+            pending = pool.submit(_decode_batch, view, nxt, helper, base)
             yield done
         yield pending.result()
 
 
-def _decode_batch(view: memoryview, batch: list[tuple[int, int]], dctx: zstandard.ZstdDecompressor) -> bytes:
+def _decode_batch(view: memoryview, batch: list[tuple[int, int]], dctx: zstandard.ZstdDecompressor,
+                  base: int) -> bytes:
     try:
         out = dctx.multi_decompress_to_buffer([view[s:e] for s, e in batch], threads=1)
         return b"".join(out[i] for i in range(len(out)))
     except (zstandard.ZstdError, ValueError):
-        return b"".join(_decode_one(view[s:e], s, dctx) for s, e in batch)
+        return b"".join(_decode_one(view[s:e], base + s, dctx) for s, e in batch)
 
 
 def decode_prefix(partial: bytes | memoryview) -> bytes:

@@ -480,6 +480,7 @@ def test_a_log_of_many_decode_batches_reads_whole_and_names_a_damaged_late_frame
     """Batches decode in a helper thread (the batch decoder needs each frame's content size: without it the
     frame-by-frame path reads the same); a damaged frame deep in the file is named by its offset."""
     monkeypatch.setattr(zstdframes, "BATCH_BYTES", 32 << 10)
+    monkeypatch.setattr(jsonl, "RAW_SLICE", 100_000)  # the file is read in slices that cut frames
     data, events = _big_zstd_log(tmp_path, content_size)
     assert len(data) > 8 * zstdframes.BATCH_BYTES
     prefix = jsonl.scan_buffer(data, "zstd")
@@ -491,7 +492,16 @@ def test_a_log_of_many_decode_batches_reads_whole_and_names_a_damaged_late_frame
     with pytest.raises(SessionCorruptionError, match=f"frame at byte {s} failed validation"):
         jsonl.scan_buffer(bytes(bad), "zstd")
     torn = jsonl.scan_buffer(data[: frames[-1][0] + 9], "zstd")  # the last frame cut: every earlier batch reads
-    assert torn.torn is not None and torn.events == events[: len(events) - 10]
+    assert torn.torn is not None and torn.torn.truncate_to == frames[-1][0]
+    assert torn.events == events[: len(events) - 10]
+    s, _ = frames[-20]  # past the first slices: the message names the offset in the file
+    bad = bytearray(data)
+    bad[s] ^= 0xFF
+    with pytest.raises(SessionCorruptionError, match=f"invalid frame magic at byte {s}$"):
+        jsonl.scan_buffer(bytes(bad), "zstd")
+    path = tmp_path / "big.jsonl.zstd"
+    path.write_bytes(data)
+    assert jsonl.scan_file(path).events == events  # from disk, slice by slice
 
 
 # ------------------------------------------------------------------------ rollback on a failed write
