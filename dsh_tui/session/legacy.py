@@ -8,6 +8,7 @@ not marked ``ignorable: true``. Anything current-looking but malformed is left a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import SessionFormatUnsupportedError
@@ -182,7 +183,7 @@ def _maybe_legacy(ev: Any) -> bool:
     return True
 
 
-def import_legacy(events: list[dict], session_id: str, notable: list[int] | None = None) -> list[dict]:
+def import_legacy(events: list[dict], session_id: str, notable: Sequence[int] | None = None) -> list[dict]:
     """Apply the §3.6 import in log order. Returns ``events`` itself when nothing needed importing; otherwise
     a new list (an :class:`~.rows.EventList` for one, compact packed-row members being chunks, never legacy
     shapes) where only the imported events are new dicts. ``notable``: :func:`notable_positions` of ``events``."""
@@ -225,7 +226,7 @@ def _import_one(ev: dict, session_id: str, events: Any) -> dict | None:
     return _import_tool_result(ev, session_id, events)
 
 
-def check_refusals(events: list[dict], where: str = "session log", notable: list[int] | None = None) -> None:
+def check_refusals(events: list[dict], where: str = "session log", notable: Sequence[int] | None = None) -> None:
     """Refuse legacy shapes dsh no longer reads and unknown required event types (after import). ``notable``:
     :func:`notable_positions` of the events before the import (the same positions)."""
     known = KNOWN_EVENT_TYPES

@@ -22,7 +22,7 @@ import os
 import secrets
 import stat as stat_mod
 from array import array
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
 from pathlib import Path
@@ -238,7 +238,7 @@ class LineScanner:
         self._pev: list[Any] = []
         self._pn = 0
         # positions among those plain events that the legacy import / the refusals look at (legacy.type_role)
-        self.looks: tuple[list[int], list[int]] = ([], [])
+        self.looks: tuple[array[int], array[int]] = (array("q"), array("q"))
 
     def event_list(self) -> EventList:
         """The scanned events as an :class:`EventList` (its plain-event cache already filled)."""
@@ -472,7 +472,7 @@ class StoredPrefix:
     revision: str | None = None
     path: Path | None = None
     runs: list[tuple[int, int]] | None = None  # packed-row spans of ``events`` (see LineScanner.runs)
-    looks: tuple[list[int], list[int]] | None = None  # see LineScanner.looks
+    looks: tuple[Sequence[int], Sequence[int]] | None = None  # see LineScanner.looks
 
 
 def detect_compression(buf: bytes) -> str:
@@ -778,7 +778,7 @@ def prepare(prefix: StoredPrefix, *, session_id: str | None = None, lenient: boo
 _TYPE_INFO: dict[str, tuple[str, int]] = {t: (t, role) for t, role in TYPE_ROLES.items()}
 
 
-def _looks(prefix: StoredPrefix) -> tuple[list[int], list[int]]:
+def _looks(prefix: StoredPrefix) -> tuple[Sequence[int], Sequence[int]]:
     """The positions the legacy import and the refusals look at: as the scanner noted them, else computed."""
     if prefix.looks is not None:
         return prefix.looks
