@@ -8,6 +8,7 @@ frame is then decoded (and its checksum verified) by :func:`decode_frame`.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import zstandard
@@ -18,8 +19,25 @@ ZSTD_MAGIC = 0xFD2FB528
 _MAGIC_BYTES = ZSTD_MAGIC.to_bytes(4, "little")
 LEVEL = 3  # zstd's default level, as node:zlib uses
 
-_COMPRESSOR = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
-_DECOMPRESSOR = zstandard.ZstdDecompressor()
+# zstd contexts must not be used by two threads at once (the app decodes headers on one thread while the
+# harness worker loads or appends on another): each thread gets its own pair
+_CONTEXTS = threading.local()
+
+
+def _compressor() -> zstandard.ZstdCompressor:
+    try:
+        return _CONTEXTS.compressor
+    except AttributeError:
+        _CONTEXTS.compressor = zstandard.ZstdCompressor(level=LEVEL, write_checksum=True, write_content_size=True)
+        return _CONTEXTS.compressor
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    try:
+        return _CONTEXTS.decompressor
+    except AttributeError:
+        _CONTEXTS.decompressor = zstandard.ZstdDecompressor()
+        return _CONTEXTS.decompressor
 
 
 class FrameScan:
@@ -96,12 +114,12 @@ def scan_frames(buf: bytes | memoryview, max_frames: int | None = None, base: in
 
 def compress_frame(data: bytes) -> bytes:
     """One independent frame, default level, content checksum on."""
-    return _COMPRESSOR.compress(data)
+    return _compressor().compress(data)
 
 
 def decode_frame(frame: bytes | memoryview, at: int = 0) -> bytes:
     """Decode one structurally complete frame, verifying its checksum; failure is corruption."""
-    return _decode_one(frame, at, _DECOMPRESSOR)
+    return _decode_one(frame, at, _decompressor())
 
 
 def _decode_one(frame: bytes | memoryview, at: int, dctx: zstandard.ZstdDecompressor) -> bytes:
@@ -139,11 +157,11 @@ def decode_frames(view: memoryview, frames: list[tuple[int, int]], base: int = 0
         size += e - s
     if len(batches) < 2:
         for batch in batches:
-            yield _decode_batch(view, batch, _DECOMPRESSOR, base)
+            yield _decode_batch(view, batch, _decompressor(), base)
         return
     from concurrent.futures import ThreadPoolExecutor
 
-    helper = zstandard.ZstdDecompressor()  # the helper thread's own context
+    helper = zstandard.ZstdDecompressor()  # the helper thread's context (used by that one thread only)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zstd-decode") as pool:
         pending = pool.submit(_decode_batch, view, batches[0], helper, base)
         for nxt in batches[1:]:
@@ -165,7 +183,7 @@ def _decode_batch(view: memoryview, batch: list[tuple[int, int]], dctx: zstandar
 def decode_prefix(partial: bytes | memoryview) -> bytes:
     """Whatever plaintext an incomplete final frame yields (flush semantics); b'' if it yields none."""
     try:
-        dobj = _DECOMPRESSOR.decompressobj()
+        dobj = _decompressor().decompressobj()
         return dobj.decompress(partial)
     except zstandard.ZstdError:
         return b""

@@ -637,3 +637,31 @@ def test_lone_surrogates_round_trip(tmp_path):
         plain = jsonl.decode_raw_text(path.read_bytes(), comp)
         assert b"\\ud800" in plain and b"\\udfff" in plain and "😀".encode() in plain
         assert jsonl.scan_buffer(path.read_bytes(), comp).events == events + [odd, dict(events[2], seq=4)]
+
+
+def test_threads_decoding_and_encoding_frames_at_once_do_not_disturb_each_other():
+    """The app reads headers on one thread while the harness worker loads or appends on another: each thread
+    has its own zstd contexts (one shared context made healthy frames fail their checks)."""
+    import threading
+
+    texts = [os.urandom(20_000).hex().encode() for _ in range(24)]
+    frames = [zstdframes.compress_frame(t) for t in texts]
+    errors: list[str] = []
+
+    def work() -> None:
+        try:
+            for _ in range(15):
+                for text, frame in zip(texts, frames, strict=True):
+                    if zstdframes.decode_frame(frame) != text:
+                        errors.append("decoded differently")
+                    if zstdframes.decode_frame(zstdframes.compress_frame(text)) != text:
+                        errors.append("round trip differs")
+        except Exception as err:  # noqa: BLE001 - any failure is the finding
+            errors.append(repr(err)[:200])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
