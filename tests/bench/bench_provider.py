@@ -79,6 +79,7 @@ class ServerProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+        self.proc.stdout.close()
         Path(self._path).unlink(missing_ok=True)
 
 
