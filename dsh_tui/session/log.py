@@ -70,6 +70,15 @@ _SEED_FAST_PATHS = True
 _ACTIVE_TYPES = SURFACE_TYPES | _RELATION_TYPES | _TRACKED_TYPES | PAYLOAD_CHECKED_TYPES
 
 
+def check_seed(header: dict[str, Any], seed: Any, *, lenient: bool = False,
+               packed_runs: Iterable[tuple[int, int]] | None = None) -> None:
+    """Validate ``header`` and ``seed`` exactly as ``Session(header, seed, ...)`` does (same errors), without
+    keeping a session: a read-only open needs the verdict, not a second million-slot list of the same events."""
+    if type(seed) is not EventList and type(seed) is not list:
+        seed = list(seed)
+    Session(header, seed, lenient=lenient, packed_runs=packed_runs, _check_only=True)
+
+
 def _consume(iterator: Any, n: int) -> None:
     deque(islice(iterator, n), maxlen=0)
 
@@ -93,6 +102,7 @@ class Session:
         lenient: bool = False,
         check_relations: bool = True,
         packed_runs: Iterable[tuple[int, int]] | None = None,
+        _check_only: bool = False,
     ) -> None:
         """``lenient`` accepts fixture placeholders in the header (see ``validate_header``);
         ``check_relations=False`` skips the §2.6 turn/step rules for the seed only (foreign/replay logs);
@@ -100,13 +110,19 @@ class Session:
         ``rows.expand_lines_with_runs``): their members are trusted as decoded and only the span's first
         event (turn/step relation, floats) and its boundary seqs are checked. Only pass spans you got from
         the row decoder for exactly this list. A seed that is a ``rows.EventList`` (the JSONL scanner's) has
-        its compact rows checked the same way, as rows, and kept compact in ``events``."""
+        its compact rows checked the same way, as rows, and kept compact in ``events``.
+
+        ``_check_only`` (see :func:`check_seed`): the seed's own slot list serves as the log while the seed is
+        checked (no second list is built) and no ``session/end-seed`` is appended; the object is for nothing
+        but the checking and must be dropped."""
         validate_header(header, lenient=lenient)
         self.header = header
         self._clock = clock or _default_clock
         self._wall_clock = clock is None  # the chunk fast path reads the wall clock inline
         # the log's slots: event dicts, or (a seed's compact packed rows) the row's PackedRun per member
         self._items: list[Any] = []
+        if _check_only:
+            self._items = seed._items if type(seed) is EventList else seed
         self.events: list[dict] | EventList = self._items
         self._fold = SurfaceFold(self._items.__getitem__)  # surface events are never packed-row members
         self._rel = Relations()
@@ -124,8 +140,10 @@ class Session:
         if seed is None:
             self.first_live_seq = 0
             return
-        self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None)
+        self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None, not _check_only)
         self.first_live_seq = len(self._items)
+        if _check_only:
+            return
         last = self._items[-1] if self._items else None
         if last is None or last.__class__ is PackedRun or last["type"] != SESSION_END_SEED:
             self.append(SESSION_END_SEED, {})
@@ -186,16 +204,17 @@ class Session:
         return unsubscribe
 
     # ------------------------------------------------------------------ seed
-    def _load_seed(self, seed: Any, check_relations: bool, runs: dict[int, int] | None) -> None:
+    def _load_seed(self, seed: Any, check_relations: bool, runs: dict[int, int] | None, keep: bool) -> None:
         """Validate and take the seed; when compact packed rows were kept, ``events`` becomes an EventList (with
-        the seed's plain-event cache when every slot was taken as it was)."""
+        the seed's plain-event cache when every slot was taken as it was). ``keep=False``: the seed's own list
+        already is ``_items`` (a check-only load), so nothing is pushed."""
         events = self._items
         compact = False
         verbatim = True
         seed_list = seed
         rel = self._rel
         fold = self._fold
-        push = events.append
+        push = events.append if keep else deque(maxlen=0).append  # check-only: the seed holds the slots
         lo, hi = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
         delta_field = _DELTA_FIELD
         chunk_type = ASSISTANT_CHUNK
@@ -217,7 +236,8 @@ class Session:
                         and ev.step == open_step and ev.turn == open_turn
                         and (float not in (ev.turn.__class__, ev.step.__class__, ev.index.__class__)
                              or find_bad_float([ev.turn, ev.step, ev.index]) is None)):
-                    events.extend(seed[i : j + 1])
+                    if keep:
+                        events.extend(seed[i : j + 1])
                     compact = True
                     if n > 1:
                         _consume(it, n - 1)
@@ -248,7 +268,8 @@ class Session:
                             j = i + n - 1
                             if (n >= 1 and j < n_seed and type(seed[j]) is dict and type(seed[j].get("seq")) is int
                                     and seed[j].get("seq") == j and floats_ok(d)):
-                                events.extend(seed[i : j + 1])
+                                if keep:
+                                    events.extend(seed[i : j + 1])
                                 if n > 1:
                                     _consume(it, n - 1)
                                 continue
@@ -326,7 +347,7 @@ class Session:
                     open_step = rel.open_step
             if t in _TRACKED_TYPES:
                 self._track(ev)
-        if compact:
+        if compact and keep:
             self.events = EventList(events, seed_list.plain_cache() if verbatim else None)
 
     # ------------------------------------------------------------------ append

@@ -30,7 +30,8 @@ class LoadResult:
     revision: str | None = None
     committed: bool = False  # load(): a repair was written to disk and the file re-read
     # The validated Session built from ``events`` (its in-memory log ends with the session/end-seed
-    # the constructor appends unless the seed already ends with one), when the backend built one.
+    # the constructor appends unless the seed already ends with one), when the backend built one:
+    # the JSONL store's ``load`` does; its ``inspect`` validates the same way but keeps none.
     session: Any = None
 
     @property

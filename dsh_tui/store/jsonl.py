@@ -767,11 +767,12 @@ class Prepared:
 
 
 def prepare(prefix: StoredPrefix, *, session_id: str | None = None, lenient: bool = False,
-            validate: bool = True, clock: Any = None) -> Prepared:
-    """§3.6 import + refusals, §3.8 closers, §3.7 validation (by constructing a Session, with ``clock``)."""
+            validate: bool = True, clock: Any = None, keep_session: bool = True) -> Prepared:
+    """§3.6 import + refusals, §3.8 closers, §3.7 validation (by constructing a Session, with ``clock``; with
+    ``keep_session=False`` the events are checked the same way but no Session is kept: ``session`` is None)."""
     sid = session_id or prefix.header.get("id") or ""
     with bulk_load():
-        return _prepare(prefix, sid, lenient, validate, clock)
+        return _prepare(prefix, sid, lenient, validate, clock, keep_session)
 
 
 # a known event type -> (its name as the shared constant, legacy.type_role)
@@ -788,7 +789,8 @@ def _looks(prefix: StoredPrefix) -> tuple[Sequence[int], Sequence[int]]:
     return notable, notable
 
 
-def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, clock: Any = None) -> Prepared:
+def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, clock: Any = None,
+             keep_session: bool = True) -> Prepared:
     from dsh_tui.session import legacy, repair
 
     try:
@@ -799,14 +801,14 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, cloc
             closers = repair.interrupted_turn_closers(events)
         except (KeyError, TypeError, AttributeError):
             if validate:  # a malformed event in the open turn: validation names it when it can
-                _construct(prefix.header, events, lenient=lenient, packed_runs=prefix.runs, clock=clock)
+                _construct(prefix.header, events, lenient=lenient, packed_runs=prefix.runs, keep=False)
             raise
         prepared = Prepared(prefix.header, events, closers)
         if validate:
             # legacy import keeps every index (it rewrites turn/message events in place, never chunks), so
             # the scanner's packed-row spans still point at the same decoded members
             prepared.session = _construct(prefix.header, prepared.events, lenient=lenient, packed_runs=prefix.runs,
-                                          clock=clock)
+                                          clock=clock, keep=keep_session)
         return prepared
     except (SessionFormatUnsupportedError, SessionCorruptionError):
         raise
@@ -815,9 +817,12 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, cloc
 
 
 def _construct(header: dict[str, Any], events: list[dict[str, Any]], *, lenient: bool,
-               packed_runs: list[tuple[int, int]] | None = None, clock: Any = None) -> Any:
-    from dsh_tui.session.log import Session
+               packed_runs: list[tuple[int, int]] | None = None, clock: Any = None, keep: bool = True) -> Any:
+    """The validated Session of ``events``; with ``keep=False`` only the validation (None)."""
+    from dsh_tui.session.log import Session, check_seed
 
+    if not keep:
+        return check_seed(header, events, lenient=lenient, packed_runs=packed_runs)
     return Session(header, events, lenient=lenient, packed_runs=packed_runs, clock=clock)
 
 
@@ -1027,15 +1032,18 @@ class JsonlStore:
         layout.check_identity(path, self.root, prefix.header, self.compression, expected_id=session_id)
         return prefix
 
-    def _prepare(self, session_id: str, clock: Any = None) -> tuple[StoredPrefix, Prepared]:
+    def _prepare(self, session_id: str, clock: Any = None, keep_session: bool = True
+                 ) -> tuple[StoredPrefix, Prepared]:
         prefix = self._read_prefix(session_id)
         try:
-            return prefix, prepare(prefix, session_id=session_id, clock=clock)
+            return prefix, prepare(prefix, session_id=session_id, clock=clock, keep_session=keep_session)
         except SessionCorruptionError as err:
             raise SessionCorruptionError(f"{prefix.path}: {err}") from None
 
     def inspect(self, session_id: str) -> LoadResult:
-        prefix, prepared = self._prepare(session_id)
+        """Read and validate without writing anything (a repair exists in memory only). No Session is kept
+        (``result.session`` is None): a read-only open needs the events, not a second list of them."""
+        prefix, prepared = self._prepare(session_id, keep_session=False)
         return self._result(prefix, prepared, committed=False)
 
     def load(self, session_id: str, *, clock: Any = None) -> LoadResult:

@@ -163,3 +163,47 @@ def test_every_recorded_log_loads_alike_compact_and_with_packed_runs():
         lines = rows.pack_batch(list(prefix.events))
         expanded, runs = rows.expand_lines_with_runs(lines)
         assert _same(lambda expanded=expanded: expanded, packed_runs=runs, **kw) == plain, path
+
+
+# ------------------------------------------------------------------------------------------ check_seed
+
+
+def _checked(seed: Any, **kw: Any) -> tuple:
+    """``log.check_seed``'s verdict in ``_outcome``'s form (no state: nothing is kept)."""
+    try:
+        log_mod.check_seed(kw.pop("hdr", HDR), seed, **kw)
+        return ("ok",)
+    except DshError as err:
+        return ("error", type(err).__name__, str(err))
+    except (TypeError, KeyError, AttributeError, ValueError) as err:  # must not happen: a validator crashed
+        return ("crash", type(err).__name__, str(err))
+
+
+def _verdict(outcome: tuple) -> tuple:
+    return outcome[:1] if outcome[0] == "ok" else outcome
+
+
+def test_check_seed_judges_every_single_event_edit_as_the_session_does_and_leaves_the_seed_alone():
+    for name, seed in _mutated_seeds():
+        session = _outcome(copy.deepcopy(seed), True)
+        mine = copy.deepcopy(seed)
+        checked = _checked(mine)
+        assert checked == _verdict(session), name
+        assert mine == seed, name  # checked in place: the seed list is the log while it is checked, unchanged
+
+
+def test_check_seed_judges_every_recorded_log_as_the_session_does_compact_plain_and_with_runs():
+    verdicts = set()
+    for path in session_logs():
+        prefix = jsonl.scan_buffer(path.read_bytes(), None, lenient=True, projected=None)
+        kw = {"hdr": prefix.header, "lenient": True}
+        compact = prefix.events
+        before = list(compact)
+        expected = _verdict(_outcome(prefix.events, True, **kw))
+        assert _checked(compact, **kw) == expected, path
+        assert len(compact) == len(before) and list(compact) == before, path
+        assert _checked(list(prefix.events), **kw) == expected, path
+        expanded, runs = rows.expand_lines_with_runs(rows.pack_batch(before))
+        assert _checked(expanded, packed_runs=runs, **kw) == expected, path
+        verdicts.add(expected[0])
+    assert verdicts == {"ok", "error"}  # the recordings include replay-only logs the validator refuses

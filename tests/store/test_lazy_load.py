@@ -47,8 +47,10 @@ def test_every_recording_re_stored_reads_the_same_lazily(path, tmp_path):
         imported = legacy.import_legacy(eager, "lazy")  # the eager path: a plain list all along
         assert res.events == imported + repair.interrupted_turn_closers(imported)
         assert orjson.dumps(list(res.events)) == orjson.dumps(imported + res.closers)
-        assert res.session.events[: len(res.events)] == list(res.events) and res.session.first_live_seq == len(res.events)
-        assert (type(res.session.events) is rows.EventList) == has_rows
+        assert res.session is None  # inspect validates without keeping a Session
+        kept = jsonl.prepare(jsonl.scan_buffer(buf, comp), session_id="lazy").session  # the one load() keeps
+        assert kept.events[: len(res.events)] == list(res.events) and kept.first_live_seq == len(res.events)
+        assert (type(kept.events) is rows.EventList) == has_rows
 
 
 def test_a_torn_zstd_frame_recovers_packed_members_as_dicts(tmp_path):
@@ -106,7 +108,8 @@ def test_a_negative_zero_float_is_refused_as_by_the_eager_session(token, compres
 def test_other_numbers_load(token, tmp_path):
     store = _raw_log_with(token, tmp_path, "ok")
     res = store.inspect("ok")
-    assert res.events[12]["data"]["x"] == orjson.loads(token) and res.session is not None
+    assert res.events[12]["data"]["x"] == orjson.loads(token)
+    assert store.load("ok").session.events[12]["data"]["x"] == orjson.loads(token)
 
 
 def test_a_lone_surrogate_line_with_an_overflowing_number_is_refused(tmp_path):
