@@ -48,7 +48,7 @@ HEADER_ORDER = (
     "type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "origin",
     "delegationDepth", "agentPreset",
 )
-RAW_SLICE = 4 << 20  # raw plaintext is scanned in 4 MiB slices
+RAW_SLICE = 1 << 20  # files are read in 1 MiB slices (raw: scanned; zstd: frames located, then decoded)
 MAX_SAFE = 2**53 - 1
 DIR_MODE = 0o700
 FILE_MODE = 0o600
