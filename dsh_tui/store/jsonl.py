@@ -40,6 +40,7 @@ from dsh_tui.session.legacy import IMPORT, REFUSE, TYPE_ROLES, type_role
 from dsh_tui.session.rows import EventList
 from dsh_tui.session.rows import PackedRun as _PackedRun
 from dsh_tui.session.rows import lazy_row as _lazy_row
+from dsh_tui.session.sharing import SHARERS
 from dsh_tui.store import layout, zstdframes
 from dsh_tui.store.base import LoadResult, RawLog, Snapshot
 
@@ -218,7 +219,7 @@ class LineScanner:
     """
 
     __slots__ = ("header", "events", "input_bytes", "committed_bytes", "line_no", "issue",
-                 "_frag", "projected", "runs", "_pidx", "_pev", "_pn", "looks")
+                 "_frag", "projected", "runs", "_pidx", "_pev", "_pn", "looks", "_pool")
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
@@ -239,6 +240,7 @@ class LineScanner:
         self._pn = 0
         # positions among those plain events that the legacy import / the refusals look at (legacy.type_role)
         self.looks: tuple[array[int], array[int]] = (array("q"), array("q"))
+        self._pool: dict[str, str] = {}  # sharing.SHARERS' pool: one object per repeated string
 
     def event_list(self) -> EventList:
         """The scanned events as an :class:`EventList` (its plain-event cache already filled)."""
@@ -301,6 +303,7 @@ class LineScanner:
         pev = self._pev
         add_pev = pev.append
         type_info = _TYPE_INFO.get
+        pool = self._pool
         add_import = self.looks[0].append
         add_refuse = self.looks[1].append
         loads = orjson.loads
@@ -348,8 +351,14 @@ class LineScanner:
                         return
                     info = type_info(t) if t.__class__ is str else None
                     if info is not None:
-                        # a known type: its one shared name (not a copy per event), and which passes look at it
-                        obj["type"], role = info
+                        # a known type: its one shared name (not a copy per event), which passes look at it, and
+                        # the strings it repeats from earlier events made one object with them (sharing.py)
+                        obj["type"], role, share = info
+                        if share is not None:
+                            try:
+                                share(obj, pool)
+                            except (KeyError, TypeError, AttributeError):
+                                pass  # not the expected shape: validation reports it
                     else:
                         role = REFUSE
                     if role:
@@ -775,8 +784,8 @@ def prepare(prefix: StoredPrefix, *, session_id: str | None = None, lenient: boo
         return _prepare(prefix, sid, lenient, validate, clock, keep_session)
 
 
-# a known event type -> (its name as the shared constant, legacy.type_role)
-_TYPE_INFO: dict[str, tuple[str, int]] = {t: (t, role) for t, role in TYPE_ROLES.items()}
+# a known event type -> (its name as the shared constant, legacy.type_role, its sharing.SHARERS entry or None)
+_TYPE_INFO: dict[str, tuple[str, int, Any]] = {t: (t, role, SHARERS.get(t)) for t, role in TYPE_ROLES.items()}
 
 
 def _looks(prefix: StoredPrefix) -> tuple[Sequence[int], Sequence[int]]:

@@ -1,0 +1,111 @@
+"""One string object for the texts a log stores several times over (a memory measure for loads).
+
+dsh records a model step's output more than once: every content block's strings (reasoning and answer text,
+a tool call's id, name and arguments) are in the ``block-end`` chunk that closes the block and again in the
+step's ``assistant/message``; a tool call's id and arguments also in ``tool/call``, its id twice more in the
+``tool/result``; a user message's text and id in the ``agent/inbox/spliced`` that queued it and in the
+``user/message``. A JSON parser gives each occurrence its own object. A decoder calls
+``SHARERS[event_type](event, pool)`` on each event it has just parsed, with one ``pool`` dict per load, and
+the sharer replaces those strings with the pool's one equal string (the first occurrence).
+
+The event is unchanged as JSON: only a ``str`` is ever replaced, by an equal ``str``. A sharer stops at the
+first place the event does not have the shape it expects (``KeyError``, ``TypeError``, ``AttributeError``;
+the caller ignores them: validation reports malformed events later).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Pool = dict[str, str]
+_Share = Callable[[str, str], str]  # the pool's setdefault
+
+
+def _block(b: dict[str, Any], sd: _Share) -> None:
+    """A content block: its string fields (type, text, id, name, arguments, toolCallId), and a tool result's
+    nested content."""
+    for k, v in b.items():
+        if v.__class__ is str:
+            b[k] = sd(v, v)
+        elif k == "content" and v.__class__ is list:
+            for inner in v:
+                _block(inner, sd)
+
+
+def _chunk(ev: dict[str, Any], pool: Pool) -> None:
+    c = ev["data"]["chunk"]
+    if c["type"] == "block-end":
+        _block(c["block"], pool.setdefault)
+
+
+def _assistant_message(ev: dict[str, Any], pool: Pool) -> None:
+    sd = pool.setdefault
+    m = ev["data"]["message"]
+    for b in m["content"]:
+        _block(b, sd)
+    src = m["source"]
+    for k, v in src.items():  # kind, provider, model: the same in every message of a session
+        if v.__class__ is str:
+            src[k] = sd(v, v)
+    v = ev["surfaceOp"]
+    if v.__class__ is str:
+        ev["surfaceOp"] = sd(v, v)
+
+
+def _user_message(ev: dict[str, Any], pool: Pool) -> None:
+    sd = pool.setdefault
+    m = ev["data"]
+    v = m["id"]
+    if v.__class__ is str:
+        m["id"] = sd(v, v)
+    for b in m["content"]:
+        _block(b, sd)
+    v = ev["surfaceOp"]
+    if v.__class__ is str:
+        ev["surfaceOp"] = sd(v, v)
+
+
+def _spliced(ev: dict[str, Any], pool: Pool) -> None:
+    sd = pool.setdefault
+    for m in ev["data"]["inserted"]:
+        v = m["id"]
+        if v.__class__ is str:
+            m["id"] = sd(v, v)
+        for b in m["content"]:
+            _block(b, sd)
+
+
+def _tool_call(ev: dict[str, Any], pool: Pool) -> None:
+    d = ev["data"]
+    sd = pool.setdefault
+    v = d["callId"]
+    if v.__class__ is str:
+        d["callId"] = sd(v, v)
+    v = d["arguments"]
+    if v.__class__ is str:
+        d["arguments"] = sd(v, v)
+
+
+def _tool_result(ev: dict[str, Any], pool: Pool) -> None:
+    sd = pool.setdefault
+    m = ev["data"]["message"]
+    for b in m["content"]:
+        _block(b, sd)
+    src = m["source"]
+    v = src["callId"]
+    if v.__class__ is str:
+        src["callId"] = sd(v, v)
+    v = ev["surfaceOp"]
+    if v.__class__ is str:
+        ev["surfaceOp"] = sd(v, v)
+
+
+SHARERS: dict[str, Callable[[dict[str, Any], Pool], None]] = {
+    "assistant/chunk": _chunk,
+    "assistant/message": _assistant_message,
+    "user/message": _user_message,
+    "agent/inbox/spliced": _spliced,
+    "tool/call": _tool_call,
+    "tool/result": _tool_result,
+}
