@@ -239,11 +239,18 @@ def check_markers(event: dict) -> Any:
             raise _invalid(f"seq {seq}: surfaceOp.start/end must be non-negative safe integers")
     if "sourceEventSeqs" in event:
         src = event["sourceEventSeqs"]
-        # the common valid case at C speed (all ints, in 0..seq-1, no duplicates); anything else is walked
-        # below, which names the first problem
-        if (type(src) is list and src and set(map(type, src)) == _INT_ONLY and min(src) >= 0
-                and max(src) < seq and len(set(src)) == len(src)):
-            return op
+        # the common valid cases at C speed (all ints, in 0..seq-1, no duplicates): a run of consecutive seqs
+        # (a step's chunks), or any such list; anything else is walked below, which names the first problem
+        if type(src) is list and src:
+            first = src[0]
+            last = src[-1]
+            if (first.__class__ is int and last.__class__ is int and first >= 0 and last < seq
+                    and last - first == len(src) - 1 and src == [*range(first, last + 1)]
+                    and set(map(type, src)) == _INT_ONLY):
+                return op
+            if (set(map(type, src)) == _INT_ONLY and min(src) >= 0 and max(src) < seq
+                    and len(set(src)) == len(src)):
+                return op
         if type(src) is not list:
             raise _invalid(f"seq {seq}: sourceEventSeqs must be an array")
         if not src and t != ASSISTANT_MESSAGE:

@@ -60,6 +60,9 @@ def rep(start, end):
         ("user/message", user_msg(), rep(2, 2), [2, 2], "duplicates"),
         ("user/message", user_msg(), rep(2, 2), [2, 7], "earlier events"),
         ("user/message", user_msg(), rep(2, 2), [2, -1], "non-negative"),
+        ("user/message", user_msg(), rep(2, 2), [0, True, 2], "non-negative safe integers"),  # == a run of seqs
+        ("user/message", user_msg(), rep(2, 2), [1, 2.0, 3], "non-negative safe integers"),
+        ("user/message", user_msg(), rep(2, 2), [True, 2], "non-negative safe integers"),
         ("user/message", user_msg(), rep(2, 2), "2", "must be an array"),
         ("user/message", user_msg(), "append", [], "may be empty only"),
         ("tool/result", {"turn": 1, "step": 1, "message": tool_msg("c1", "short")}, rep(3, 5), [3, 5],
