@@ -25,7 +25,6 @@ from __future__ import annotations
 import time as _time
 from collections import deque
 from collections.abc import Callable, Iterable
-from itertools import islice
 from typing import Any
 
 from .errors import SessionValidationError
@@ -77,10 +76,6 @@ def check_seed(header: dict[str, Any], seed: Any, *, lenient: bool = False,
     if type(seed) is not EventList and type(seed) is not list:
         seed = list(seed)
     Session(header, seed, lenient=lenient, packed_runs=packed_runs, _check_only=True)
-
-
-def _consume(iterator: Any, n: int) -> None:
-    deque(islice(iterator, n), maxlen=0)
 
 
 _time_ns = _time.time_ns
@@ -225,8 +220,11 @@ class Session:
         if type(seed) is EventList:
             seed = seed._items  # compact rows stay compact: a PackedRun member slot is checked as a row
         n_seed = len(seed)
-        it = enumerate(seed)
-        for i, ev in it:
+        nxt = 0  # the next slot to look at (a row taken whole moves it past all its members at once)
+        while nxt < n_seed:
+            i = nxt
+            ev = seed[i]
+            nxt = i + 1
             if ev.__class__ is PackedRun:
                 # a row the decoder validated whole (shape, member strings, seqs, times): only its place in
                 # the log is checked here (its seqs, the open turn/step, no -0 among turn/step/index)
@@ -239,8 +237,7 @@ class Session:
                     if keep:
                         events.extend(seed[i : j + 1])
                     compact = True
-                    if n > 1:
-                        _consume(it, n - 1)
+                    nxt = j + 1
                     continue
                 ev = ev.event(i - ev.seq0)  # not in place: the member goes the event-by-event way (exact errors)
                 verbatim = False
@@ -270,8 +267,7 @@ class Session:
                                     and seed[j].get("seq") == j and floats_ok(d)):
                                 if keep:
                                     events.extend(seed[i : j + 1])
-                                if n > 1:
-                                    _consume(it, n - 1)
+                                nxt = j + 1
                                 continue
                         if len(d) == 3:
                             # turn/step equal the open ones (ints, never -0): only the chunk can hold a bad float
