@@ -39,73 +39,62 @@ def _chunk(ev: dict[str, Any], pool: Pool) -> None:
         _block(c["block"], pool.setdefault)
 
 
-def _assistant_message(ev: dict[str, Any], pool: Pool) -> None:
-    sd = pool.setdefault
-    m = ev["data"]["message"]
+def _message(m: dict[str, Any], sd: _Share) -> None:
+    """A message's content blocks and its source's strings (kind, provider, model, callId ...)."""
     for b in m["content"]:
         _block(b, sd)
     src = m["source"]
-    for k, v in src.items():  # kind, provider, model: the same in every message of a session
+    for k, v in src.items():
         if v.__class__ is str:
             src[k] = sd(v, v)
+
+
+def _id(m: dict[str, Any], sd: _Share) -> None:
+    v = m["id"]
+    if v.__class__ is str:
+        m["id"] = sd(v, v)
+
+
+def _surface(ev: dict[str, Any], m: dict[str, Any], sd: _Share) -> None:
+    _message(m, sd)
     v = ev["surfaceOp"]
     if v.__class__ is str:
         ev["surfaceOp"] = sd(v, v)
+
+
+def _message_in_data(ev: dict[str, Any], pool: Pool) -> None:
+    """assistant/message, tool/result: ``data.message``."""
+    _surface(ev, ev["data"]["message"], pool.setdefault)
 
 
 def _user_message(ev: dict[str, Any], pool: Pool) -> None:
     sd = pool.setdefault
     m = ev["data"]
-    v = m["id"]
-    if v.__class__ is str:
-        m["id"] = sd(v, v)
-    for b in m["content"]:
-        _block(b, sd)
-    v = ev["surfaceOp"]
-    if v.__class__ is str:
-        ev["surfaceOp"] = sd(v, v)
+    _id(m, sd)  # the id (and text) of the agent/inbox/spliced item it came from
+    _surface(ev, m, sd)
 
 
 def _spliced(ev: dict[str, Any], pool: Pool) -> None:
     sd = pool.setdefault
     for m in ev["data"]["inserted"]:
-        v = m["id"]
-        if v.__class__ is str:
-            m["id"] = sd(v, v)
-        for b in m["content"]:
-            _block(b, sd)
+        _id(m, sd)
+        _message(m, sd)
 
 
 def _tool_call(ev: dict[str, Any], pool: Pool) -> None:
     d = ev["data"]
     sd = pool.setdefault
-    v = d["callId"]
-    if v.__class__ is str:
-        d["callId"] = sd(v, v)
-    v = d["arguments"]
-    if v.__class__ is str:
-        d["arguments"] = sd(v, v)
-
-
-def _tool_result(ev: dict[str, Any], pool: Pool) -> None:
-    sd = pool.setdefault
-    m = ev["data"]["message"]
-    for b in m["content"]:
-        _block(b, sd)
-    src = m["source"]
-    v = src["callId"]
-    if v.__class__ is str:
-        src["callId"] = sd(v, v)
-    v = ev["surfaceOp"]
-    if v.__class__ is str:
-        ev["surfaceOp"] = sd(v, v)
+    for k in ("callId", "arguments"):
+        v = d[k]
+        if v.__class__ is str:
+            d[k] = sd(v, v)
 
 
 SHARERS: dict[str, Callable[[dict[str, Any], Pool], None]] = {
     "assistant/chunk": _chunk,
-    "assistant/message": _assistant_message,
+    "assistant/message": _message_in_data,
     "user/message": _user_message,
     "agent/inbox/spliced": _spliced,
     "tool/call": _tool_call,
-    "tool/result": _tool_result,
+    "tool/result": _message_in_data,
 }
