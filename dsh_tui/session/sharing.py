@@ -3,8 +3,7 @@
 dsh records a model step's output more than once: every content block's strings (reasoning and answer text,
 a tool call's id, name and arguments) are in the ``block-end`` chunk that closes the block and again in the
 step's ``assistant/message``; a tool call's id and arguments also in ``tool/call``, its id twice more in the
-``tool/result``; a user message's text and id in the ``agent/inbox/spliced`` that queued it and in the
-``user/message``. A JSON parser gives each occurrence its own object. A decoder calls
+``tool/result``. A JSON parser gives each occurrence its own object. A decoder calls
 ``SHARERS[event_type](event, pool)`` on each event it has just parsed, with one ``pool`` dict per load, and
 the sharer replaces those strings with the pool's one equal string (the first occurrence).
 
@@ -49,36 +48,13 @@ def _message(m: dict[str, Any], sd: _Share) -> None:
             src[k] = sd(v, v)
 
 
-def _id(m: dict[str, Any], sd: _Share) -> None:
-    v = m["id"]
-    if v.__class__ is str:
-        m["id"] = sd(v, v)
-
-
-def _surface(ev: dict[str, Any], m: dict[str, Any], sd: _Share) -> None:
-    _message(m, sd)
+def _message_in_data(ev: dict[str, Any], pool: Pool) -> None:
+    """assistant/message, tool/result: ``data.message``, and the surfaceOp."""
+    sd = pool.setdefault
+    _message(ev["data"]["message"], sd)
     v = ev["surfaceOp"]
     if v.__class__ is str:
         ev["surfaceOp"] = sd(v, v)
-
-
-def _message_in_data(ev: dict[str, Any], pool: Pool) -> None:
-    """assistant/message, tool/result: ``data.message``."""
-    _surface(ev, ev["data"]["message"], pool.setdefault)
-
-
-def _user_message(ev: dict[str, Any], pool: Pool) -> None:
-    sd = pool.setdefault
-    m = ev["data"]
-    _id(m, sd)  # the id (and text) of the agent/inbox/spliced item it came from
-    _surface(ev, m, sd)
-
-
-def _spliced(ev: dict[str, Any], pool: Pool) -> None:
-    sd = pool.setdefault
-    for m in ev["data"]["inserted"]:
-        _id(m, sd)
-        _message(m, sd)
 
 
 def _tool_call(ev: dict[str, Any], pool: Pool) -> None:
@@ -93,8 +69,6 @@ def _tool_call(ev: dict[str, Any], pool: Pool) -> None:
 SHARERS: dict[str, Callable[[dict[str, Any], Pool], None]] = {
     "assistant/chunk": _chunk,
     "assistant/message": _message_in_data,
-    "user/message": _user_message,
-    "agent/inbox/spliced": _spliced,
     "tool/call": _tool_call,
     "tool/result": _message_in_data,
 }
