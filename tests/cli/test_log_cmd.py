@@ -160,3 +160,29 @@ def test_failures_are_one_clear_line(tmp_path):
     proc = dsh_tui("messages", str(newer))
     _assert_one_line_failure(proc, str(newer))
     assert b"newer" in proc.stderr
+
+
+def test_a_placeholder_in_a_late_zstd_frame_is_found_batch_by_batch(tmp_path, monkeypatch):
+    """Placeholders are searched for a batch of frames at a time (never the whole plaintext at once)."""
+    from dsh_tui.store import zstdframes
+
+    monkeypatch.setattr(zstdframes, "BATCH_BYTES", 512)  # many batches
+    events = orjson.loads(orjson.dumps(fixture_events()).replace(b"{{", b"(("))  # the recording has some
+    late = max(i for i, e in enumerate(events) if e["type"] == "user/message")
+    marked = [dict(e) for e in events]
+    marked[late] = {**events[late], "data": {**events[late]["data"], "note": "{{workspace}}"}}
+    for name, evs in (("clean", events), ("marked", marked)):
+        store = jsonl.JsonlStore(tmp_path / name, "zstd")
+        path = write_log(store, header(name), evs, [3] * (len(evs) // 3 + 1))
+        assert len(zstdframes.scan_frames(path.read_bytes()).frames) > 10
+        if name == "clean":
+            assert not fixture.open_log_file(path, "auto").lenient
+            assert fixture.open_log_file(path, "strict").events == events
+        else:
+            assert fixture.open_log_file(path, "auto").lenient  # auto turns lenient on a placeholder
+            try:
+                fixture.open_log_file(path, "strict")
+            except fixture.LogFileError as err:
+                assert "placeholders" in str(err)
+            else:
+                raise AssertionError("strict mode accepted a placeholder in a late frame")
