@@ -1,16 +1,16 @@
-"""Shared test fixtures: paths to the handed dsh recordings and isolated user directories."""
+"""Test fixtures: paths to the recorded dsh logs in tests/fixtures and isolated user directories."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SHARED = Path(os.environ.get("DSH_TUI_SHARED", REPO.parent / "shared"))
-FIXTURES = SHARED / "fixtures" / "dsh"
-INTEROP = SHARED / "interop"
+# Everything the tests read lives in this repository: a fresh clone passes its own suite.
+FIXTURES = REPO / "tests" / "fixtures" / "dsh"  # the recorded dsh logs (MIT, see its LICENSE)
+INVENTORY = REPO / "tests" / "fixtures" / "dsh-inventory.tsv"  # the corpus inventory: scenario, files, tags
+INTEROP = REPO / "tests" / "interop" / "peer"  # the dsh persistence peer: package.json, lock and .mjs scripts
 
 
 @pytest.fixture(autouse=True)

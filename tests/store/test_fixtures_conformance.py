@@ -10,19 +10,20 @@ import pytest
 
 from dsh_tui.session.errors import DshError
 from dsh_tui.store import fixture, jsonl
-from tests.conftest import FIXTURES, SHARED
+from tests.conftest import FIXTURES, INVENTORY
 from tests.store.jsonl_helpers import session_logs
 
 LOGS = session_logs()
 
 
 def _replay_only_dirs() -> set[str]:
-    """Scenario dirs tagged ``replay-only`` in the spec's inventory table (§6.1)."""
-    text = (SHARED / "spec" / "session-format.md").read_text()
+    """Scenario dirs tagged ``replay-only`` in the corpus inventory (tests/fixtures/dsh-inventory.tsv)."""
     dirs = set()
-    for m in re.finditer(r"^\| `([^`]+)` \|[^\n]*\|([^|\n]*)\|\s*$", text, re.M):
-        if "replay-only" in m.group(2):
-            dirs.add(m.group(1))
+    for line in INVENTORY.read_text().splitlines():
+        if line and not line.startswith("#"):
+            scenario, _files, tags = line.split("\t")
+            if "replay-only" in tags.split(", "):
+                dirs.add(scenario)
     return dirs
 
 
