@@ -56,3 +56,12 @@ def test_session_layer_imports_nothing_of_the_project_above_it():
                     if top in {"textual", "rich", "httpx", "sqlite3", "sqlite_utils", "asyncio"}:
                         offenders.append(f"{path.name}: {alias.name}")
     assert offenders == []
+
+
+def test_import_linter_contracts_hold():
+    """`lint-imports` with the contracts in pyproject.toml: the layers (cli > ui > runtime > llm | tools >
+    store > session, each importing only downward) and textual/rich imported directly only in dsh_tui/ui."""
+    exe = Path(sys.executable).with_name("lint-imports")
+    out = subprocess.run([str(exe), "--no-cache"], cwd=PKG.parent, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
+    assert "2 kept, 0 broken" in out.stdout
