@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dsh_tui.runtime.host import credential_hint, model_route  # noqa: F401 - the CLI's names for them
+from dsh_tui.llm.route import credential_hint, model_route  # noqa: F401 - the CLI's names for them
 
 HELP = "open the app on the session browser"
 

@@ -60,33 +60,16 @@ def _store(row):
 async def resume_headless(store: Any, session_id: str, provider: Any, model: str, prompt: str,
                           *, cwd: str | None = None) -> tuple[str, str]:
     """Resume ``session_id``, run one turn with ``prompt``; returns (final answer text, turn end reason)."""
-    import asyncio
+    from dsh_tui.runtime.host import AgentHost, HostSpec
 
-    from dsh_tui.runtime.agent import Agent, AgentConfig
-    from dsh_tui.store import lifecycle
-    from dsh_tui.tools import builtin_tools
-
-    session, writer = await asyncio.to_thread(lifecycle.resume, store, session_id)
+    spec = HostSpec(root=None, store=store, cwd=Path(cwd) if cwd else None, provider=provider, model=model,
+                    resume_id=session_id)
+    host = await AgentHost.open(spec)
     try:
-        start = len(session.events)
-        config = AgentConfig(provider=getattr(provider, "name", "") or "", model=model,
-                             cwd=cwd or session.header.get("cwd") or ".")
-        agent = Agent(session, provider, builtin_tools(), config=config, checkpoint=writer.checkpoint)
-        agent.followup(prompt)
-        await asyncio.sleep(0)
-        await agent.wait_idle()
-        await agent.dispose()
+        result = await host.run_turn(prompt)
     finally:
-        await asyncio.to_thread(writer.close)
-    answer, reason = "", "none"
-    for e in session.events[start:]:
-        if e["type"] == "assistant/message":
-            texts = [b.get("text", "") for b in e["data"]["message"].get("content", []) if b.get("type") == "text"]
-            if texts:
-                answer = "".join(texts)
-        elif e["type"] == "turn/end":
-            reason = (e["data"].get("reason") or {}).get("kind", "?")
-    return answer, reason
+        await host.close()
+    return result.answer, result.reason.get("kind", "?")
 
 
 def resume_app(args: argparse.Namespace, row: Any) -> Any:

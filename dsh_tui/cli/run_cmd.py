@@ -57,39 +57,17 @@ def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
 async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cwd: str,
                        preset: str) -> tuple[str, dict, str]:
     """One turn in a new persisted session: (final answer, turn-end reason, session id)."""
-    import asyncio
-    import time
-    import uuid
+    from pathlib import Path
 
-    from dsh_tui.runtime import Agent, AgentConfig
-    from dsh_tui.runtime.prompt import DEFAULT_PERSONA
-    from dsh_tui.session.headers import make_header
-    from dsh_tui.store import lifecycle
-    from dsh_tui.tools import builtin_tools
+    from dsh_tui.runtime.host import AgentHost, HostSpec
 
-    header = make_header(str(uuid.uuid4()), cwd=cwd, created_at=int(time.time() * 1000))
-    session, writer = await asyncio.to_thread(lifecycle.start, store, header)
+    host = await AgentHost.open(HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider, model=model,
+                                         preset=preset))
     try:
-        config = AgentConfig(provider=getattr(provider, "name", "") or "", model=model, cwd=cwd, preset=preset,
-                             persona=DEFAULT_PERSONA)
-        agent = Agent(session, provider, builtin_tools(), config=config, checkpoint=writer.checkpoint)
-        agent.followup(prompt)
-        await agent.wait_idle()
-        await agent.dispose()
+        result = await host.run_turn(prompt)
     finally:
-        await asyncio.to_thread(writer.close)
-        aclose = getattr(provider, "aclose", None)
-        if aclose is not None:
-            await aclose()  # the HTTP client's pooled connection, else an unclosed socket at exit
-    answer, reason = "", {"kind": "none"}
-    for e in session.events:
-        if e["type"] == "assistant/message":
-            text = "".join(b.get("text", "") for b in e["data"]["message"].get("content", []) if b.get("type") == "text")
-            if text:
-                answer = text
-        elif e["type"] == "turn/end":
-            reason = e["data"].get("reason") or {"kind": "none"}
-    return answer, reason, header["id"]
+        await host.close()
+    return result.answer, result.reason, result.session_id
 
 
 def describe(reason: dict) -> str:

@@ -1,54 +1,136 @@
-"""The agent host's model route: which provider and model a new agent gets, or why there is none.
+"""The agent host: the one place that resolves the model route, opens a session's store, builds the tools
+and the agent, and closes them again.
 
-Used by the app (chat and browser), ``run`` and ``resume``; it sits below the UI and the CLI so that both
-ask the same question the same way (one set of words for "no model configured").
+The app (``dsh_tui.ui.harness``), ``run --headless``, ``resume --headless`` and the demo all go through
+it, so the same input gives the same requests whichever way it is run. It sits below the UI and the CLI.
 """
 
 from __future__ import annotations
 
+import asyncio
+import os
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from dsh_tui.llm.route import credential_hint, model_route  # noqa: F401 - the host's model route
+from dsh_tui.runtime.prompt import DEFAULT_PERSONA
 
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+# -------------------------------------------------------------------------------------------------
+# The one agent host: the app (``dsh_tui.ui.harness``), ``run --headless``, ``resume --headless`` and
+# the demo all open their session, tools and agent here, and close them here.
 
 
-def model_route(model: str | None = None) -> tuple[Any, str, str]:
-    """(provider, model, hint): the configured model route, or (None, "", how to configure one)."""
-    from dsh_tui.config import load_settings
-    from dsh_tui.llm import registry
+@dataclass
+class HostSpec:
+    """How to open an agent on a session: a new one in ``root`` (``resume_id`` None) or a resumed one."""
 
+    root: Path | str | None
+    cwd: Path | None  # the agent's working directory; None on resume: the session's own
+    provider: Any = None  # a dsh_tui.llm Provider; None = no model configured
+    model: str = ""
+    reasoning_effort: str | None = None
+    preset: str = "workspace-write"
+    resume_id: str | None = None
+    prompts: tuple[str, ...] = ()  # the app's demo: sent one after another, each when the agent is idle
+    clock: Any = None  # epoch-ms clock for the session and agent (screenshots freeze it)
+    persona: str | None = DEFAULT_PERSONA  # the deployment persona section of the system prompt
+    agent_options: dict[str, Any] = field(default_factory=dict)
+    store: Any = None  # an already open store (else ``root``'s, backend chosen by dsh_tui.store.open)
+
+
+@dataclass
+class TurnResult:
+    """What one headless turn produced: the last assistant text and the turn-end reason."""
+
+    session_id: str
+    answer: str
+    reason: dict[str, Any]
+
+
+class AgentHost:
+    """An open session with its writer, tools and agent. ``await AgentHost.open(spec)``, then ``close()``."""
+
+    def __init__(self, spec: HostSpec, store: Any, session: Any, writer: Any, agent: Any) -> None:
+        self.spec = spec
+        self.store = store
+        self.session = session
+        self.writer = writer
+        self.agent = agent
+        self._closed = False
+
+    @classmethod
+    async def open(cls, spec: HostSpec) -> AgentHost:
+        from dsh_tui.runtime.agent import Agent, AgentConfig
+        from dsh_tui.session.headers import make_header
+        from dsh_tui.store import lifecycle
+        from dsh_tui.store.open import open_store
+        from dsh_tui.tools import builtin_tools
+
+        store = spec.store if spec.store is not None else open_store(spec.root)
+        if spec.resume_id:
+            session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
+        else:
+            header = make_header(str(uuid.uuid4()), cwd=os.fspath(Path(spec.cwd).resolve()),
+                                 created_at=spec.clock() if spec.clock else None)
+            session, writer = await asyncio.to_thread(lifecycle.start, store, header, clock=spec.clock)
+        cwd = spec.cwd if spec.cwd is not None else (session.header.get("cwd") or os.getcwd())
+        try:
+            config = AgentConfig(provider=getattr(spec.provider, "name", "") or "", model=spec.model,
+                                 reasoning_effort=spec.reasoning_effort, preset=spec.preset, cwd=cwd,
+                                 persona=spec.persona, **spec.agent_options)
+            agent = Agent(session, spec.provider, builtin_tools(), config=config, checkpoint=writer.checkpoint,
+                          clock=spec.clock)
+        except BaseException:
+            await asyncio.to_thread(writer.close)
+            raise
+        return cls(spec, store, session, writer, agent)
+
+    async def run_turn(self, prompt: str) -> TurnResult:
+        """One turn with ``prompt`` (headless): waits until the agent is idle again."""
+        start = len(self.session.events)
+        self.agent.followup(prompt)
+        await asyncio.sleep(0)
+        await self.agent.wait_idle()
+        answer, reason = "", {"kind": "none"}
+        for e in self.session.events[start:]:
+            if e["type"] == "assistant/message":
+                text = "".join(b.get("text", "") for b in e["data"]["message"].get("content", [])
+                               if b.get("type") == "text")
+                if text:
+                    answer = text
+            elif e["type"] == "turn/end":
+                reason = e["data"].get("reason") or {"kind": "none"}
+        return TurnResult(self.session.header["id"], answer, reason)
+
+    async def close(self) -> None:
+        """Cancel a running turn, dispose the agent, flush and close the writer, close the provider."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.agent.status == "running":
+                self.agent.cancel({"kind": "disposed"})
+            await asyncio.wait_for(self.agent.wait_idle(), 10)
+        except Exception:  # noqa: BLE001 - closing must reach the writer
+            pass
+        try:
+            await self.agent.dispose()
+        except Exception:  # noqa: BLE001
+            pass
+        try:
+            await asyncio.to_thread(self.writer.close)
+        finally:
+            await close_provider(self.agent.provider)
+
+
+async def close_provider(provider: Any) -> None:
+    """Release the provider's connections (``aclose``); errors are not fatal."""
+    aclose = getattr(provider, "aclose", None)
+    if aclose is None:
+        return
     try:
-        settings = load_settings()
-        problem = registry.credential_problem(settings)
-        if problem is not None:
-            return None, "", _one_line(f"No model configured: {problem} (or try `dsh-tui demo`)")
-        provider = registry.build_provider(settings)
-        name = model or registry.default_route(settings)[1]
-    except Exception as err:  # noqa: BLE001 - shown in the status bar; the app still opens
-        return None, "", _one_line(f"No model configured: {err}")
-    return provider, name, ""
-
-
-def credential_hint(settings: Any) -> str:
-    """The "no model configured" hint when the default provider has no usable key, else "".
-
-    Settings and credentials only (no provider, no httpx: ~1 ms), so the hint is on the first frame;
-    the same words as ``model_route``. ``settings`` None: the settings file could not be read (its
-    error is then reported by ``model_route`` in the thread)."""
-    if settings is None:
-        return ""
-    from dsh_tui.config import SettingsError, find_api_key, missing_key_message
-
-    # the rule of dsh_tui.llm.registry.credential_problem (which imports the provider and httpx);
-    # tests/ui/test_app_startup.py checks both give the same answer
-    try:
-        ps = settings.provider(None)
-        key = find_api_key(ps)
-    except SettingsError as err:
-        problem: str | None = str(err)
-    else:
-        problem = missing_key_message(ps) if key is None and ps.api_key_env is not None else None
-    if problem is None:
-        return ""
-    return _one_line(f"No model configured: {problem} (or try `dsh-tui demo`)")
+        await asyncio.wait_for(aclose(), 5)
+    except Exception:  # noqa: BLE001 - shutting down: a provider that cannot close must not block quit
+        pass

@@ -250,7 +250,7 @@ class DshApp(App):
 
         route = getattr(origin, "provider_route", None)
         if route is None:
-            from dsh_tui.runtime.host import model_route as route
+            from dsh_tui.llm.route import model_route as route
         provider, model, hint = route()
         if provider is None:
             self.notify(hint or "No model provider is configured.", severity="warning", timeout=6)

@@ -1,54 +1,32 @@
 """The real harness behind the chat screen: store + writer + Agent + tools, on the harness thread.
 
-``open_harness(bridge, spec)`` is a bridge factory (it runs on the harness loop). It starts or
-resumes the session through ``dsh_tui.store.lifecycle``, builds the ``Agent`` with the built-in
-tools, forwards ``agent/status`` / ``agent/error`` to the UI as live notices and routes
+``open_harness(bridge, spec)`` is a bridge factory (it runs on the harness loop). It opens the session
+and its agent through the agent host (``dsh_tui.runtime.host``, as ``run``/``resume --headless`` do),
+forwards ``agent/status`` / ``agent/error`` to the UI as live notices and routes
 ``approval/request`` to the UI (a ``concurrent.futures.Future`` the approval panel resolves).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import uuid
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.ui.bridge import Bridge
 
-
-@dataclass
-class HarnessSpec:
-    """How to open the chat's session."""
-
-    root: Path
-    cwd: Path
-    provider: Any = None  # a dsh_tui.llm Provider; None = no model configured
-    model: str = ""
-    reasoning_effort: str | None = None
-    preset: str = "workspace-write"
-    resume_id: str | None = None
-    prompts: tuple[str, ...] = ()  # sent one after another, each when the agent is idle (the demo)
-    clock: Any = None  # epoch-ms clock for the session and agent (screenshots freeze it)
-    agent_options: dict[str, Any] = field(default_factory=dict)
-
-
-def open_store(root: Path) -> Any:
-    """The session store of ``root`` (backend chosen by ``dsh_tui.store.open``)."""
-    from dsh_tui.store.open import open_store as open_root
-
-    return open_root(root)
+# How to open the chat's session: the agent host's spec (root, cwd, provider, model, resume id, ...).
+HarnessSpec = HostSpec
 
 
 class AgentHarness:
     """What the bridge drives (see ``dsh_tui.ui.bridge.Harness``)."""
 
-    def __init__(self, bridge: Bridge, session: Any, writer: Any, agent: Any) -> None:
+    def __init__(self, bridge: Bridge, host: AgentHost) -> None:
         self.bridge = bridge
-        self.session = session
-        self.writer = writer
-        self.agent = agent
+        self.host = host
+        self.session = host.session
+        self.writer = host.writer
+        self.agent = agent = host.agent
         self._offs: list[Any] = []
         self._closed = False
         self._script: asyncio.Task | None = None
@@ -114,54 +92,15 @@ class AgentHarness:
         if self._script is not None:
             self._script.cancel()
         try:
-            if self.agent.status == "running":
-                self.agent.cancel({"kind": "disposed"})
-            await asyncio.wait_for(self.agent.wait_idle(), 10)
-        except (TimeoutError, Exception):  # noqa: BLE001 - closing must reach the writer
-            pass
-        try:
-            await self.agent.dispose()
-        except Exception:  # noqa: BLE001
-            pass
-        for off in self._offs:
-            off()
-        try:
-            await asyncio.to_thread(self.writer.close)
+            await self.host.close()
         finally:
-            await close_provider(self.agent.provider)
-
-
-async def close_provider(provider: Any) -> None:
-    """Release the provider's connections (``aclose``) when the harness stops; errors are not fatal."""
-    aclose = getattr(provider, "aclose", None)
-    if aclose is None:
-        return
-    try:
-        await asyncio.wait_for(aclose(), 5)
-    except Exception:  # noqa: BLE001 - shutting down: a provider that cannot close must not block quit
-        pass
+            for off in self._offs:
+                off()
 
 
 async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
-    """Bridge factory: start (or resume) the session and its agent on the harness loop."""
-    from dsh_tui.runtime.agent import Agent, AgentConfig
-    from dsh_tui.session.headers import make_header
-    from dsh_tui.store import lifecycle
-    from dsh_tui.tools import builtin_tools
-
-    store = open_store(spec.root)
-    if spec.resume_id:
-        session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
-    else:
-        header = make_header(str(uuid.uuid4()), cwd=os.fspath(spec.cwd.resolve()),
-                             created_at=spec.clock() if spec.clock else None)
-        session, writer = lifecycle.start(store, header, clock=spec.clock)
-    config = AgentConfig(provider=getattr(spec.provider, "name", "") or "", model=spec.model,
-                         reasoning_effort=spec.reasoning_effort, preset=spec.preset, cwd=spec.cwd,
-                         **spec.agent_options)
-    agent = Agent(session, spec.provider, builtin_tools(), config=config, checkpoint=writer.checkpoint,
-                  clock=spec.clock)
-    harness = AgentHarness(bridge, session, writer, agent)
+    """Bridge factory: start (or resume) the session and its agent on the harness loop (the agent host)."""
+    harness = AgentHarness(bridge, await AgentHost.open(spec))
     if spec.prompts:
         harness._script = asyncio.ensure_future(harness.play(spec.prompts))
     return harness

@@ -248,7 +248,7 @@ class TextModal(ModalScreen[str | None]):
 
 def _configured_route() -> tuple[Any, str, str]:
     """(provider, model, hint) from the settings, as ``dsh-tui run`` uses them."""
-    from dsh_tui.runtime.host import model_route
+    from dsh_tui.llm.route import model_route
 
     return model_route()
 
