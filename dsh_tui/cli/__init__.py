@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "sessions": "dsh_tui.cli.sessions_cmd",
     "export": "dsh_tui.cli.export_cmd",
     "log": "dsh_tui.cli.log_cmd",
+    "plugins": "dsh_tui.cli.plugins_cmd",
 }
 
 # One-line help, kept here so ``--help`` does not import every command module.
@@ -39,6 +40,7 @@ SUMMARIES: dict[str, str] = {
     "sessions": "list sessions (--all, --search TEXT, --json)",
     "export": "export a session as md, html or jsonl",
     "log": "low-level log tools: check, cat, messages, repair",
+    "plugins": "list the plugins found, where from, loaded or failed (--json)",
 }
 
 
@@ -61,6 +63,7 @@ def build_parser(only: Iterable[str] | None = None) -> argparse.ArgumentParser:
         "--root", dest="app_roots", action="append", default=[], metavar="DIR",
         help="with no COMMAND: also browse the sessions under DIR (repeatable; the default root is always shown)",
     )
+    add_plugin_arguments(parser, dest_prefix="app_")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, module in _available(only).items():
         p = sub.add_parser(name, help=SUMMARIES.get(name, ""), description=SUMMARIES.get(name, ""))
@@ -68,6 +71,27 @@ def build_parser(only: Iterable[str] | None = None) -> argparse.ArgumentParser:
         mod.add_arguments(p)
         p.set_defaults(_module=mod)
     return parser
+
+
+def add_plugin_arguments(parser: argparse.ArgumentParser, dest_prefix: str = "") -> None:
+    """``--plugin MODULE`` (repeatable), ``--strict-plugins`` and ``--check-requests`` (commands that open an
+    agent: the app, ``run``, ``resume``, ``demo``)."""
+    parser.add_argument("--plugin", dest=f"{dest_prefix}plugins", action="append", default=[], metavar="MODULE",
+                        help="load the plugin MODULE (or MODULE:OBJECT) too (repeatable)")
+    parser.add_argument("--strict-plugins", dest=f"{dest_prefix}strict_plugins", action="store_true",
+                        help="a plugin that fails to load is fatal (default: reported, the rest still load)")
+    parser.add_argument("--check-requests", dest=f"{dest_prefix}check_requests", action="store_true",
+                        help="check every model request against the session log (the request invariant)")
+
+
+def _apply_plugin_options(args: argparse.Namespace) -> None:
+    modules = list(getattr(args, "app_plugins", None) or []) + list(getattr(args, "plugins", None) or [])
+    strict = bool(getattr(args, "app_strict_plugins", False) or getattr(args, "strict_plugins", False))
+    check = bool(getattr(args, "app_check_requests", False) or getattr(args, "check_requests", False))
+    if modules or strict or check:  # else nothing to import (``dsh-tui log`` never loads the runtime)
+        from dsh_tui.runtime.host import set_plugin_options
+
+        set_plugin_options(tuple(modules), strict, check)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -78,7 +102,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     or none is parsed by a parser holding only that command; help, --version and anything that parser
     rejects are parsed again by the full one, so the output and errors are exactly the full parser's."""
     if not argv:  # plain ``dsh-tui``: what the parser returns, without building one (argparse's gettext
-        return argparse.Namespace(app_roots=[], command=None)  # lookups alone are ~5 ms)
+        return argparse.Namespace(app_roots=[], app_plugins=[], app_strict_plugins=False,  # lookups alone
+                                  app_check_requests=False, command=None)  # are ~5 ms)
     if not any(a in ("-h", "--help", "--version") for a in argv):
         named = [a for a in argv if a in COMMANDS][:1]
         try:
@@ -109,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     try:
+        _apply_plugin_options(args)
         if args.command is None:
             app_mod = importlib.import_module("dsh_tui.cli.app_cmd")
             return app_mod.run(args)

@@ -11,9 +11,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--pace", type=float, default=0.02,
                         help="seconds between streamed pieces of the scripted model (default 0.02)")
     parser.add_argument("--root", help="keep the demo's sessions and workspace here instead of a temp dir")
+    from dsh_tui.cli import add_plugin_arguments
+
+    add_plugin_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
+    import os
     import tempfile
     from pathlib import Path
 
@@ -21,6 +25,7 @@ def run(args: argparse.Namespace) -> int:
     from dsh_tui.ui.app import DshApp
     from dsh_tui.ui.harness import HarnessSpec, open_harness
 
+    os.environ["DSH_TUI_CHECK_REQUESTS"] = "1"  # the demo checks every request against its log
     base = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="dsh-tui-demo-"))
     workspace = make_workspace(base / "workspace")
     spec = HarnessSpec(root=base / "sessions", cwd=workspace, provider=demo_provider(workspace, args.pace),

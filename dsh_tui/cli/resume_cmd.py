@@ -22,6 +22,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", help="model for the next requests")
     parser.add_argument("--root", action="append", default=[], metavar="DIR",
                         help="also read sessions under DIR (repeatable; the default root is always read)")
+    from dsh_tui.cli import add_plugin_arguments
+
+    add_plugin_arguments(parser)
 
 
 def find_session(session: str | None, last: bool, roots: list[str], cwd: str):

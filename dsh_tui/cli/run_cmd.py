@@ -26,6 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", choices=PRESETS, default="workspace-write",
                         help="permission preset (default workspace-write)")
     parser.add_argument("--model", help="model id (default: from settings)")
+    from dsh_tui.cli import add_plugin_arguments
+
+    add_plugin_arguments(parser)
 
 
 def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:

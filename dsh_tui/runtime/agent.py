@@ -24,11 +24,13 @@ from dsh_tui.llm.protocol import ABORTED, UNKNOWN, LlmError, Provider
 from dsh_tui.runtime import prompt as prompt_mod
 from dsh_tui.runtime.approval import PRESETS, ApprovalService
 from dsh_tui.runtime.assembler import BlockAssembler
-from dsh_tui.runtime.bus import EventBus
+from dsh_tui.runtime.bus import USER, EventBus
 from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN, Inbox
+from dsh_tui.runtime.plugins import Plugins
 from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.runtime.tools import Scheduler, ToolService
 from dsh_tui.session.errors import DshError
+from dsh_tui.session.surface import FrozenDict, FrozenList, MessagesView, freeze
 from dsh_tui.tools.base import ToolDefinition
 
 log = logging.getLogger("dsh_tui.runtime.agent")
@@ -59,7 +61,9 @@ class AgentConfig:
     tool_order: list[str] | None = None
     max_parallel_tool_calls: int = 10
     context_window: int | None = None  # overrides the provider's ModelInfo
-    check_requests: bool = False  # runtime spec 2.5 invariant: every request re-derived from the log
+    # runtime spec 2.5 invariant: the final request (after every llm/stream listener) equals what the log
+    # derives, and is frozen. On with DSH_TUI_CHECK_REQUESTS=1 (every test, --check-requests, the demo).
+    check_requests: bool = field(default_factory=lambda: os.environ.get("DSH_TUI_CHECK_REQUESTS") == "1")
     retry: bool = True
     compaction: bool = True
     compaction_threshold_ratio: float = 0.8
@@ -72,6 +76,13 @@ class AgentConfig:
     spill_dir: str | os.PathLike | None = None
     approval_policy: str = "ask"  # 'ask' consults answerers; 'never' rejects every approval request
     tool_grace_s: float = 5.0  # a timed-out or cancelled body gets this long to stop before its task is cancelled
+
+
+class RequestInvariantError(DshError):
+    """The request about to go to the model is not what the log records (runtime spec 2.5): a listener
+    changed it. Not retried: the turn ends with this error."""
+
+    code = "REQUEST_INVARIANT"
 
 
 class _FailureError(LlmError):
@@ -100,6 +111,8 @@ def error_chain(err: BaseException) -> str:
 def to_failure(err: BaseException) -> dict:
     if isinstance(err, LlmError):
         return err.failure()
+    if isinstance(err, RequestInvariantError):
+        return {"message": str(err), "code": err.code}
     return {"message": error_chain(err), "code": UNKNOWN}
 
 
@@ -137,6 +150,7 @@ class Agent:
         clock: Callable[[], int] | None = None,
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         bus: EventBus | None = None,
+        plugins: Plugins | None = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -174,18 +188,15 @@ class Agent:
         self._disposed = False
         self.statuses: list[str] = []
         self.phase_changed_at: int = self.clock()
-        if self.config.retry:
-            from dsh_tui.runtime.retry import RetryExecutor
-
-            self.bus.on("agent/request-error", RetryExecutor(self).on_request_error, scope=self.id)
-        if self.config.compaction:
-            from dsh_tui.runtime.compaction import Compactor
-
-            self.compactor = Compactor(self)
-            self.bus.on("agent/pre-step", self.compactor.on_pre_step, scope=self.id)
-            self.bus.on("agent/request-error", self.compactor.on_request_error, scope=self.id)
-        else:
-            self.compactor = None
+        # Built-in behaviour (retry, compaction, ...) and user plugins, applied before agent/created so that
+        # their listeners see it; user listeners run before the built-in ones (see runtime/plugins.py).
+        self.compactor = None
+        self.plugins = plugins if plugins is not None else Plugins()
+        if self.plugins.disabled("runtime-context"):
+            self.config.runtime_context = False
+        if self.plugins.disabled("request-invariant"):
+            self.config.check_requests = False
+        self.plugins.apply(self)
         # Creation: agent/created, then agent/session-start once before any turn (global listeners of a
         # shared bus see these; a listener may inject() context for the first turn).
         self._notify("agent/created", {})
@@ -194,9 +205,10 @@ class Agent:
 
     # ---- events --------------------------------------------------------------------------------
     def on(self, name: str, listener: Callable[..., Any], mode: str | None = None, *, prepend: bool = False,
-           scoped: bool = True) -> Callable[[], None]:
-        """Register a listener for an agent/capability event; returns ``off()``. ``mode`` is informational."""
-        return self.bus.on(name, listener, scope=self.id if scoped else None, prepend=prepend)
+           scoped: bool = True, tier: int = USER) -> Callable[[], None]:
+        """Register a listener for an agent/capability event; returns ``off()``. ``mode`` is informational.
+        ``tier``: ``USER`` listeners run before ``BUILTIN`` ones (the host's own answerers use ``BUILTIN``)."""
+        return self.bus.on(name, listener, scope=self.id if scoped else None, prepend=prepend, tier=tier)
 
     def _notify(self, name: str, payload: dict) -> None:
         self.bus.emit(name, {"agent": self, **payload}, scope=self.id)
@@ -276,6 +288,7 @@ class Agent:
         self.cancel({"kind": "disposed"})
         await self.wait_idle()
         self._notify("agent/disposed", {})
+        await self.plugins.dispose()
 
     async def run_maintenance(self, job: Callable[[AbortSignal], Awaitable[Any]]) -> Any:
         """Run non-turn work from idle (status stays idle); waking input is latched until it ends."""
@@ -538,7 +551,7 @@ class Agent:
     def _check_request(self, request: dict) -> None:
         derived = self.session.messages_view()
         if request["messages"] != derived:
-            raise DshError("request messages differ from session.derive_messages()")
+            raise RequestInvariantError("request messages differ from session.derive_messages()")
         header = self.session.request_header() or {}
         want = {"config": request["config"]}
         if request.get("system"):
@@ -547,7 +560,7 @@ class Agent:
             want["tools"] = request["tools"]
         got = {k: header[k] for k in ("config", "system", "tools") if header.get(k)}
         if got != want:
-            raise DshError("request config/system/tools differ from the latest request/header")
+            raise RequestInvariantError("request config/system/tools differ from the latest request/header")
 
     async def _step(self, turn: int, step: int) -> dict | None:
         signal = self._abort
@@ -568,8 +581,6 @@ class Agent:
             self._log_request(config, system, tools)
             request = {"config": config, "system": system or None, "tools": tools, "messages": messages,
                        "sessionId": self.id, "purpose": "turn"}
-            if self.config.check_requests:
-                self._check_request(request)
             if self.checkpoint is not None:
                 await signal.race(self.checkpoint("request"))
             signal.throw_if_aborted()
@@ -614,16 +625,24 @@ class Agent:
         try:
             if self.provider is None:
                 raise LlmError("no provider is configured", "NO_ADAPTER")
+            payload = {"agent": self, "request": request}
             if self.bus.has("llm/stream", self.id):
-                stream = await self.bus.waterfall("llm/stream", {"agent": self, "request": request},
-                                                  lambda: self.provider.stream(request), scope=self.id)
+                stream = await self.bus.waterfall("llm/stream", payload, lambda: self._final_stream(payload),
+                                                  scope=self.id)
             else:
-                stream = self.provider.stream(request)
-            async for chunk in stream:
-                yield chunk
-                if chunk.get("type") == "finish":
-                    return
-        except (asyncio.CancelledError, GeneratorExit):
+                stream = self._final_stream(payload)
+            finished = False
+            try:
+                async for chunk in stream:
+                    if finished:  # nothing after the finish chunk reaches the log
+                        continue
+                    yield chunk
+                    finished = chunk.get("type") == "finish"
+            finally:
+                aclose = getattr(stream, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+        except (asyncio.CancelledError, GeneratorExit, RequestInvariantError):
             raise
         except LlmError as err:
             failure = err.failure()
@@ -632,6 +651,19 @@ class Agent:
         except Exception as err:  # noqa: BLE001
             kind = "aborted" if signal.aborted else "error"
             yield {"type": "finish", "reason": {"kind": kind, "failure": {"message": error_chain(err), "code": UNKNOWN}}}
+
+    def _final_stream(self, payload: dict) -> Any:
+        """The innermost ``llm/stream`` step: the request as every listener left it goes to the provider.
+        With ``check_requests`` it must equal what the log derives (messages and the latest
+        ``request/header``) and is frozen first, so no listener can send the model unrecorded content."""
+        request = payload["request"]
+        if self.config.check_requests and request.get("purpose") == "turn":  # not a compaction summary request
+            self._check_request(request)
+            messages = request["messages"]  # a view of the log's (immutable) messages: the list is frozen too
+            messages = FrozenList(messages.to_list() if isinstance(messages, MessagesView) else freeze(messages))
+            request = payload["request"] = FrozenDict({**freeze({k: v for k, v in request.items()
+                                                                 if k != "messages"}), "messages": messages})
+        return self.provider.stream(request)
 
     async def _stream_attempt(self, request: dict, turn: int, step: int, signal: AbortSignal):
         asm = BlockAssembler()

@@ -10,6 +10,11 @@
 
 Listeners may be plain or ``async`` functions. A listener registered with ``scope=<agent id>`` sees only
 events carried by that agent; a global listener (``scope=None``) sees all.
+
+Order: every listener has a *tier*. ``USER`` listeners (plugins, and ``agent.on`` by default) come before
+``BUILTIN`` ones (retry, compaction, the host's approval answerer), whatever the registration order, so a
+user's waterfall listener wraps the built-in behaviour and decides whether to call ``next()``. Within a
+tier, registration order (``prepend=True``: first of its tier).
 """
 
 from __future__ import annotations
@@ -55,12 +60,18 @@ EVENT_MODES: dict[str, str] = {
 }
 
 
-class _Entry:
-    __slots__ = ("fn", "scope")
+#: Listener tiers: user listeners run before built-in ones in every mode.
+USER = 0
+BUILTIN = 100
 
-    def __init__(self, fn: Listener, scope: str | None) -> None:
+
+class _Entry:
+    __slots__ = ("fn", "scope", "tier")
+
+    def __init__(self, fn: Listener, scope: str | None, tier: int) -> None:
         self.fn = fn
         self.scope = scope
+        self.tier = tier
 
 
 def _log_task_failure(task: asyncio.Task) -> None:
@@ -73,13 +84,15 @@ class EventBus:
         self._listeners: dict[str, list[_Entry]] = {}
         self._cache: dict[tuple[str, str | None], list[Listener]] = {}
 
-    def on(self, name: str, fn: Listener, *, scope: str | None = None, prepend: bool = False) -> Callable[[], None]:
-        entry = _Entry(fn, scope)
+    def on(self, name: str, fn: Listener, *, scope: str | None = None, prepend: bool = False,
+           tier: int = USER) -> Callable[[], None]:
+        entry = _Entry(fn, scope, tier)
         lst = list(self._listeners.get(name, []))  # copy-on-write: an ongoing dispatch keeps its snapshot
-        if prepend:
-            lst.insert(0, entry)
-        else:
-            lst.append(entry)
+        if prepend:  # first of its tier
+            at = next((i for i, e in enumerate(lst) if e.tier >= tier), len(lst))
+        else:  # last of its tier
+            at = next((i for i, e in enumerate(lst) if e.tier > tier), len(lst))
+        lst.insert(at, entry)
         self._listeners[name] = lst
         self._cache.clear()
 

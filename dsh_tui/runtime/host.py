@@ -38,6 +38,13 @@ class HostSpec:
     persona: str | None = DEFAULT_PERSONA  # the deployment persona section of the system prompt
     agent_options: dict[str, Any] = field(default_factory=dict)
     store: Any = None  # an already open store (else ``root``'s, backend chosen by dsh_tui.store.open)
+    # Plugins: ``--plugin`` module names and plugin objects (the SDK) on top of the settings file and the
+    # entry points; None = the process's options (``set_plugin_options``, from the command line).
+    plugins: tuple[str, ...] | None = None
+    plugin_objects: tuple[Any, ...] = ()
+    strict_plugins: bool | None = None
+    on_plugin_failure: Any = None  # called with each failed PluginRecord (the app shows a notice)
+    close_provider: bool = True  # close the provider with the host (the SDK keeps one across runs)
 
 
 @dataclass
@@ -68,6 +75,8 @@ class AgentHost:
         from dsh_tui.store.open import open_store
         from dsh_tui.tools import builtin_tools
 
+        plugins = load_plugins(spec)
+        plugins.prepare()  # imports and configs: a broken plugin (with --strict-plugins) stops before a write
         store = spec.store if spec.store is not None else open_store(spec.root)
         if spec.resume_id:
             session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
@@ -81,7 +90,7 @@ class AgentHost:
                                  reasoning_effort=spec.reasoning_effort, preset=spec.preset, cwd=cwd,
                                  persona=spec.persona, **spec.agent_options)
             agent = Agent(session, spec.provider, builtin_tools(), config=config, checkpoint=writer.checkpoint,
-                          clock=spec.clock)
+                          clock=spec.clock, plugins=plugins)
         except BaseException:
             await asyncio.to_thread(writer.close)
             raise
@@ -122,7 +131,44 @@ class AgentHost:
         try:
             await asyncio.to_thread(self.writer.close)
         finally:
-            await close_provider(self.agent.provider)
+            if self.spec.close_provider:
+                await close_provider(self.agent.provider)
+
+
+_PROCESS_PLUGINS: dict[str, Any] = {"modules": (), "strict": False, "check_requests": False}
+
+
+def set_plugin_options(modules: tuple[str, ...] = (), strict: bool = False, check_requests: bool = False) -> None:
+    """The command line's ``--plugin``/``--strict-plugins``/``--check-requests``: every agent this process
+    opens (``run``, ``resume``, sessions opened from the browser, the demo) gets them."""
+    _PROCESS_PLUGINS.update(modules=tuple(modules), strict=bool(strict), check_requests=bool(check_requests))
+    if check_requests:
+        os.environ["DSH_TUI_CHECK_REQUESTS"] = "1"
+
+
+def report_plugin_failure(record: Any) -> None:
+    """The command line's report of a plugin that failed to load: one line on stderr."""
+    import sys
+
+    print(f"dsh-tui: plugin {record.id} ({record.source}) failed to load: {record.error}", file=sys.stderr)
+
+
+def plugin_specs(modules: tuple[str, ...] = (), objects: tuple[Any, ...] = ()) -> list[Any]:
+    """Every plugin the settings file, the entry points, ``modules`` and ``objects`` name (load order)."""
+    from dsh_tui.config import load_settings
+    from dsh_tui.runtime.plugins import discover
+
+    return discover(load_settings(), modules, objects)
+
+
+def load_plugins(spec: HostSpec) -> Any:
+    """The ``Plugins`` of a new agent (applied by the agent before ``agent/created``)."""
+    from dsh_tui.runtime.plugins import Plugins
+
+    modules = spec.plugins if spec.plugins is not None else _PROCESS_PLUGINS["modules"]
+    strict = spec.strict_plugins if spec.strict_plugins is not None else _PROCESS_PLUGINS["strict"]
+    return Plugins(plugin_specs(tuple(modules), tuple(spec.plugin_objects)), strict=strict,
+                   on_failure=spec.on_plugin_failure or report_plugin_failure)
 
 
 async def close_provider(provider: Any) -> None:

@@ -354,15 +354,17 @@ class Session:
         *,
         surface_op: Any = None,
         source_event_seqs: list[int] | None = None,
+        ignorable: bool = False,
     ) -> dict:
-        """Validate and append one event; returns the stored event dict (do not mutate it)."""
+        """Validate and append one event; returns the stored event dict (do not mutate it). ``ignorable``
+        marks a plugin's own event type (``ignorable: true``) so that a reader that does not know it skips it."""
         if self._notifying:
             raise SessionValidationError("re-entrant append from a session observer is not allowed", "REENTRANT")
         events = self._items
         rel = self._rel
         T = builtins_type
         # fast path: chunks are the bulk of every log
-        if (type == ASSISTANT_CHUNK and surface_op is None and source_event_seqs is None
+        if (type == ASSISTANT_CHUNK and surface_op is None and source_event_seqs is None and not ignorable
                 and T(data) is dict and (step := rel.open_step) is not None
                 and data.get("turn") == rel.open_turn and data.get("step") == step):
             c = data.get("chunk")
@@ -416,6 +418,8 @@ class Session:
         if surface_op is not None:
             check_lossless(surface_op, "surfaceOp")
             ev["surfaceOp"] = surface_op
+        if ignorable:
+            ev["ignorable"] = True
         plan = self._fold.plan(ev)
         check_payload(ev)
         rel.check(ev)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from dsh_tui.runtime.bus import BUILTIN
 from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.ui.bridge import Bridge
 
@@ -33,7 +34,8 @@ class AgentHarness:
         on = agent.on
         self._offs.append(on("agent/status", lambda p: bridge.notice("status", p.get("status"))))
         self._offs.append(on("agent/error", self._on_error))
-        self._offs.append(on("approval/request", self._on_approval))
+        # the host's answerer is built-in behaviour: a user plugin's approval/request listener runs first
+        self._offs.append(on("approval/request", self._on_approval, tier=BUILTIN))
 
     def _on_error(self, payload: dict[str, Any]) -> None:
         error = payload.get("error") or {}
@@ -100,6 +102,8 @@ class AgentHarness:
 
 async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
     """Bridge factory: start (or resume) the session and its agent on the harness loop (the agent host)."""
+    if spec.on_plugin_failure is None:  # a plugin that fails to load is a notice in the app
+        spec.on_plugin_failure = lambda record: bridge.notice("error", f"plugin {record.id}: {record.error}")
     harness = AgentHarness(bridge, await AgentHost.open(spec))
     if spec.prompts:
         harness._script = asyncio.ensure_future(harness.play(spec.prompts))

@@ -1,0 +1,489 @@
+"""Plugins: what a plugin is, how it is found and loaded, and the ``Context`` it is applied with.
+
+A plugin is a module or object with ``name: str``, an optional ``Config`` (a pydantic model; its validation
+error is the plugin's load error) and ``apply(ctx, config)`` (or ``apply(ctx)``). Its registrations
+(``ctx.on``, ``ctx.tools.register``, ``ctx.effect``) are undone in reverse order when the agent closes.
+
+Where plugins come from, in order (the order of user listeners in every event):
+
+1. the settings file: ``[plugins.<id>]`` tables in file order (``module = "pkg.mod"`` or ``"pkg.mod:obj"``,
+   ``enabled = false``, any other key is the plugin's config; a table named after a built-in or an entry
+   point only configures or disables it);
+2. Python entry points in the group ``dsh_tui.plugins``, by name (value ``module`` or ``module:object``);
+3. ``--plugin MODULE`` flags on the command line (and ``plugins=[...]`` in the SDK), in order.
+
+Built-in behaviour is registered as plugins too (ids in ``BUILTIN_IDS``), in the ``BUILTIN`` tier of the
+event bus: user plugins' listeners always run before them (a user's ``agent/request-error`` listener sees a
+failure before the built-in retry does). Any built-in can be disabled by id.
+
+A plugin whose import, config or ``apply`` fails is reported (``PluginRecord.state == "failed"`` with the
+reason) and the others still load; ``strict=True`` makes any failure fatal (``PluginError``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from dsh_tui.runtime.bus import BUILTIN, EVENT_MODES, USER
+from dsh_tui.session.errors import DshError
+from dsh_tui.session.events import KNOWN_EVENT_TYPES
+
+ENTRY_POINT_GROUP = "dsh_tui.plugins"
+
+#: The built-in plugins, each disable-able by id.
+BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant")
+
+
+class PluginError(DshError):
+    """A plugin could not be found, configured or applied (fatal only with ``strict``)."""
+
+
+@dataclass
+class PluginSpec:
+    """One plugin to load: where it comes from and with what config."""
+
+    id: str
+    source: str  # "builtin" | "settings" | "entry-point" | "cli" | "sdk"
+    target: str = ""  # "pkg.mod" or "pkg.mod:obj" (empty for an object given directly or a built-in)
+    obj: Any = None  # the plugin object itself (SDK, built-ins)
+    config: dict[str, Any] = field(default_factory=dict)
+    enabled: bool = True
+
+
+@dataclass
+class PluginRecord:
+    """What became of one plugin: ``loaded``, ``failed`` (with ``error``) or ``disabled``."""
+
+    id: str
+    source: str
+    target: str
+    state: str
+    error: str = ""
+    events: list[str] = field(default_factory=list)
+    tools: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "source": self.source, "target": self.target, "state": self.state,
+                "error": self.error, "events": list(self.events), "tools": list(self.tools)}
+
+
+# -------------------------------------------------------------------------------------------------
+# Discovery
+
+
+def _entry_points() -> list[Any]:
+    from importlib.metadata import entry_points
+
+    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+
+
+def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[Any] = ()) -> list[PluginSpec]:
+    """Every plugin the configuration names, in load order (built-ins first; they sit in their own tier).
+
+    ``settings``: a ``dsh_tui.config.Settings`` (or None); ``cli``: ``--plugin`` module names; ``objects``:
+    plugin objects or modules handed over directly (the SDK)."""
+    table = settings.get("plugins") if settings is not None else None
+    if table is None:
+        table = {}
+    if not isinstance(table, Mapping):
+        raise PluginError("settings: [plugins] must be a table of [plugins.<id>] tables")
+    configured: dict[str, dict[str, Any]] = {}
+    for pid, raw in table.items():
+        if not isinstance(raw, Mapping):
+            raise PluginError(f"settings: [plugins.{pid}] must be a table")
+        configured[str(pid)] = dict(raw)
+
+    def options(pid: str) -> tuple[bool, dict[str, Any], str]:
+        raw = dict(configured.get(pid, {}))
+        enabled = raw.pop("enabled", True)
+        if not isinstance(enabled, bool):
+            raise PluginError(f"settings: plugins.{pid}.enabled must be true or false")
+        module = raw.pop("module", "")
+        if not isinstance(module, str):
+            raise PluginError(f"settings: plugins.{pid}.module must be a string")
+        return enabled, raw, module
+
+    specs: list[PluginSpec] = []
+    for pid in BUILTIN_IDS:
+        enabled, config, _module = options(pid)
+        specs.append(PluginSpec(pid, "builtin", obj=BUILTINS[pid], config=config, enabled=enabled))
+    eps = {ep.name: ep for ep in _entry_points()}
+    for pid in configured:  # settings order
+        if pid in BUILTIN_IDS or pid in eps:
+            continue
+        enabled, config, module = options(pid)
+        if module:
+            specs.append(PluginSpec(pid, "settings", target=module, config=config, enabled=enabled))
+        # else: only configures a plugin loaded another way (--plugin, the SDK); checked after loading
+    for name, ep in eps.items():  # entry points by name
+        enabled, config, _module = options(name)
+        specs.append(PluginSpec(name, "entry-point", target=ep.value, config=config, enabled=enabled))
+    for target in cli:  # named by the plugin's own ``name`` once imported (see Plugins.apply)
+        specs.append(PluginSpec(target, "cli", target=target, config={"__settings__": configured}))
+    for obj in objects:
+        pid = str(getattr(obj, "name", "") or getattr(obj, "__name__", "plugin"))
+        enabled, config, _module = options(pid)
+        specs.append(PluginSpec(pid, "sdk", obj=obj, config=config, enabled=enabled))
+    for pid in configured:  # a config-only table: must name a plugin loaded another way
+        if pid not in BUILTIN_IDS and pid not in eps and not configured[pid].get("module"):
+            specs.append(PluginSpec(pid, "settings", config=dict(configured[pid]), enabled=False))
+    return specs
+
+
+def resolve(spec: PluginSpec) -> Any:
+    """The plugin object of ``spec`` (imports its module)."""
+    if spec.obj is not None:
+        return spec.obj
+    module_name, _, attr = spec.target.partition(":")
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as err:  # noqa: BLE001 - any import failure is the plugin's load error
+        raise PluginError(f"cannot import {module_name}: {type(err).__name__}: {err}") from err
+    for part in filter(None, attr.split(".")):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise PluginError(f"{module_name} has no attribute {attr!r}") from None
+    return obj
+
+
+# -------------------------------------------------------------------------------------------------
+# The context a plugin is applied with
+
+
+class SessionView:
+    """A read-only view of the agent's session."""
+
+    def __init__(self, session: Any) -> None:
+        self._s = session
+
+    @property
+    def id(self) -> str:
+        return self._s.id
+
+    @property
+    def header(self) -> Mapping[str, Any]:
+        return MappingProxyType(self._s.header)
+
+    @property
+    def events(self) -> Sequence[dict]:
+        """The log's events (do not mutate them)."""
+        return self._s.events
+
+    @property
+    def last_turn(self) -> int:
+        return self._s.last_turn
+
+    def derive_messages(self) -> list[dict]:
+        """What the model sees, as a list."""
+        return self._s.derive_messages().to_list()
+
+
+class AgentView:
+    """The agent as a plugin sees it: read-only state, plus the agent's public input methods."""
+
+    def __init__(self, agent: Any) -> None:
+        self._a = agent
+
+    @property
+    def id(self) -> str:
+        return self._a.id
+
+    @property
+    def status(self) -> str:
+        return self._a.status
+
+    @property
+    def phase(self) -> dict:
+        return self._a.phase
+
+    @property
+    def config(self) -> Mapping[str, Any]:
+        from dataclasses import asdict
+
+        return MappingProxyType(asdict(self._a.config))
+
+    @property
+    def model(self) -> str:
+        return self._a.config.model
+
+    @property
+    def tool_names(self) -> list[str]:
+        return list(self._a.tools.tools)
+
+    def followup(self, message: Any) -> dict:
+        return self._a.followup(message)
+
+    def steer(self, message: Any) -> dict:
+        return self._a.steer(message)
+
+    def inject(self, message: Any) -> dict:
+        return self._a.inject(message)
+
+    def cancel(self, reason: dict | None = None) -> None:
+        self._a.cancel(reason)
+
+
+class _Tools:
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def register(self, tool: Any) -> Callable[[], None]:
+        """Register a ``dsh_tui.tools.ToolDefinition`` for this agent; undone when the plugin unloads."""
+        service = self._ctx._agent.tools
+        service.register(tool)
+        self._ctx.tool_names.append(tool.name)
+
+        def off() -> None:
+            if service.tools.get(tool.name) is tool:
+                del service.tools[tool.name]
+
+        self._ctx._disposers.append(off)
+        return off
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._ctx._agent.tools.tools)
+
+
+class Context:
+    """What ``apply(ctx, config)`` gets. See docs/plugins.md."""
+
+    def __init__(self, agent: Any, plugin_id: str, config: Any, tier: int = USER) -> None:
+        self._agent = agent
+        self.id = plugin_id
+        self.config = config
+        self._tier = tier
+        self._disposers: list[Callable[[], Any]] = []
+        self.events: list[str] = []
+        self.tool_names: list[str] = []
+        self.tools = _Tools(self)
+        self.session = SessionView(agent.session)
+        self.agent = AgentView(agent)
+        self.log = logging.getLogger(f"dsh_tui.plugins.{plugin_id}")
+
+    def on(self, name: str, listener: Callable[..., Any], *, prepend: bool = False) -> Callable[[], None]:
+        """Listen on an agent or capability event (``dsh_tui.runtime.bus.EVENT_MODES`` lists them). Waterfall
+        listeners are ``(payload, next)``; the others ``(payload)``. Undone when the plugin unloads."""
+        if name not in EVENT_MODES:
+            raise PluginError(f"unknown event {name!r} (see docs/plugins.md for the list)")
+        off = self._agent.bus.on(name, listener, scope=self._agent.id, prepend=prepend, tier=self._tier)
+        self.events.append(name)
+        self._disposers.append(off)
+        return off
+
+    def effect(self, disposer: Callable[[], Any]) -> None:
+        """Run ``disposer`` when the plugin unloads (after the registrations made after it are undone)."""
+        self._disposers.append(disposer)
+
+    def append(self, type: str, data: Any) -> dict:  # noqa: A002 - dsh field name
+        """Append a plugin-owned event to the session log. A type dsh does not know is written with
+        ``ignorable: true`` so that dsh (and older dsh-tui) still open the log."""
+        return self._agent.session.append(type, data, ignorable=type not in KNOWN_EVENT_TYPES)
+
+    async def dispose(self) -> None:
+        """Undo every registration, newest first; async disposers are awaited."""
+        while self._disposers:
+            fn = self._disposers.pop()
+            try:
+                out = fn()
+                if inspect.isawaitable(out):
+                    await out
+            except Exception as err:  # noqa: BLE001 - one failing disposer must not stop the others
+                self.log.warning("disposer failed: %r", err)
+
+
+def _config_for(obj: Any, raw: dict[str, Any]) -> Any:
+    schema = getattr(obj, "Config", None)
+    if schema is None:
+        return dict(raw)
+    validate = getattr(schema, "model_validate", None)
+    try:
+        return validate(raw) if validate is not None else schema(**raw)
+    except Exception as err:  # noqa: BLE001 - pydantic's ValidationError and friends
+        text = " ".join(str(err).split())
+        raise PluginError(f"invalid config: {text}") from err
+
+
+def _call_apply(apply: Callable[..., Any], ctx: Context, config: Any) -> Any:
+    try:
+        params = inspect.signature(apply).parameters
+        takes_config = len(params) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params.values())
+    except (TypeError, ValueError):
+        takes_config = True
+    return apply(ctx, config) if takes_config else apply(ctx)
+
+
+class Plugins:
+    """The plugins of one agent: applied in ``Agent.__init__`` before ``agent/created``, disposed on close."""
+
+    def __init__(self, specs: Iterable[PluginSpec] | None = None, *, strict: bool = False,
+                 on_failure: Callable[[PluginRecord], Any] | None = None) -> None:
+        self.specs = list(specs) if specs is not None else builtin_specs()
+        self.strict = strict
+        self.on_failure = on_failure
+        self.records: list[PluginRecord] = []
+        self.contexts: list[Context] = []
+        self._prepared: dict[int, Any] | None = None
+
+    def disabled(self, pid: str) -> bool:
+        return any(s.id == pid and not s.enabled and s.source == "builtin" for s in self.specs)
+
+    def prepare(self) -> None:
+        """Import every plugin and validate its config (before a session exists: with ``strict`` a broken
+        plugin stops ``run`` before anything is written). ``apply`` calls it if nobody did."""
+        if self._prepared is not None:
+            return
+        self._prepared = {}
+        for i, spec in enumerate(self.specs):
+            if not spec.enabled or (spec.source == "settings" and not spec.target and spec.obj is None):
+                continue
+            try:
+                obj = resolve(spec)
+                if spec.source == "cli":  # its id is its name; its config the [plugins.<name>] table
+                    table = dict(spec.config.pop("__settings__", {}).get(_name_of(obj, spec.target), {}))
+                    spec.id = _name_of(obj, spec.target)
+                    spec.enabled = table.pop("enabled", True) is not False
+                    table.pop("module", None)
+                    spec.config = table
+                if not callable(getattr(obj, "apply", None)):
+                    raise PluginError("has no apply(ctx, config)")
+                self._prepared[i] = (obj, _config_for(obj, spec.config))
+            except Exception as err:  # noqa: BLE001 - reported by apply; the others still load
+                self._prepared[i] = err
+                if self.strict:
+                    raise PluginError(f"plugin {spec.id}: {_error_text(err)}") from err
+
+    def apply(self, agent: Any) -> list[PluginRecord]:
+        self.prepare()
+        assert self._prepared is not None
+        for i, spec in enumerate(self.specs):
+            if spec.source == "settings" and not spec.target and spec.obj is None:  # config-only table
+                if any(r.id == spec.id for r in self.records):
+                    continue
+                self._failed(PluginRecord(spec.id, "settings", "", "failed",
+                                          f'[plugins.{spec.id}] configures a plugin that is not loaded: add '
+                                          f'module = "package.module", install it, or pass --plugin'))
+                continue
+            record = PluginRecord(spec.id, spec.source, spec.target, "loaded")
+            self.records.append(record)
+            if not spec.enabled:
+                record.state = "disabled"
+                continue
+            prepared = self._prepared.get(i)
+            ctx: Context | None = None
+            try:
+                if isinstance(prepared, Exception):
+                    raise prepared
+                obj, config = prepared
+                ctx = Context(agent, spec.id, config, BUILTIN if spec.source == "builtin" else USER)
+                out = _call_apply(obj.apply, ctx, config)
+                if inspect.isawaitable(out):
+                    if inspect.iscoroutine(out):
+                        out.close()
+                    raise PluginError("apply() must not be async (register async listeners instead)")
+            except Exception as err:  # noqa: BLE001 - reported; the others still load
+                if ctx is not None:
+                    _dispose_now(ctx)
+                self.records.pop()
+                self._failed(PluginRecord(spec.id, spec.source, spec.target, "failed", _error_text(err)), err)
+                continue
+            record.events, record.tools = list(ctx.events), list(ctx.tool_names)
+            self.contexts.append(ctx)
+        return self.records
+
+    def _failed(self, record: PluginRecord, cause: BaseException | None = None) -> None:
+        self.records.append(record)
+        if self.strict:
+            raise PluginError(f"plugin {record.id}: {record.error}") from cause
+        if self.on_failure is not None:
+            self.on_failure(record)
+
+    async def dispose(self) -> None:
+        while self.contexts:
+            await self.contexts.pop().dispose()
+
+    def failures(self) -> list[PluginRecord]:
+        return [r for r in self.records if r.state == "failed"]
+
+
+def _error_text(err: BaseException) -> str:
+    return str(err) if isinstance(err, PluginError) else f"{type(err).__name__}: {err}"
+
+
+def _name_of(obj: Any, fallback: str) -> str:
+    name = getattr(obj, "name", None)
+    return name if isinstance(name, str) and name else fallback
+
+
+def _dispose_now(ctx: Context) -> None:
+    """Undo a failed plugin's registrations at once (synchronous disposers only)."""
+    while ctx._disposers:
+        try:
+            out = ctx._disposers.pop()()
+            if inspect.iscoroutine(out):
+                out.close()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# -------------------------------------------------------------------------------------------------
+# Built-in plugins
+
+
+class _Builtin:
+    def __init__(self, name: str, apply: Callable[[Context], Any]) -> None:
+        self.name = name
+        self.apply = apply
+
+
+def _apply_retry(ctx: Context) -> None:
+    from dsh_tui.runtime.retry import RetryExecutor
+
+    agent = ctx._agent
+    if agent.config.retry:
+        ctx.on("agent/request-error", RetryExecutor(agent).on_request_error)
+
+
+def _apply_compaction(ctx: Context) -> None:
+    from dsh_tui.runtime.compaction import Compactor
+
+    agent = ctx._agent
+    if not agent.config.compaction:
+        return
+    agent.compactor = Compactor(agent)
+    ctx.on("agent/pre-step", agent.compactor.on_pre_step)
+    ctx.on("agent/request-error", agent.compactor.on_request_error)
+
+    def forget() -> None:
+        agent.compactor = None
+
+    ctx.effect(forget)
+
+
+def _apply_runtime_context(ctx: Context) -> None:
+    """The runtime-context messages (cwd, platform, date, git branch) are assembled by the agent itself;
+    disabling this plugin turns them off (``AgentConfig.runtime_context``)."""
+
+
+def _apply_request_invariant(ctx: Context) -> None:
+    """The "model sees what is recorded" check runs innermost in ``llm/stream`` (``Agent._final_stream``)
+    when ``AgentConfig.check_requests`` is on; disabling this plugin turns it off."""
+
+
+BUILTINS: dict[str, Any] = {
+    "retry": _Builtin("retry", _apply_retry),
+    "compaction": _Builtin("compaction", _apply_compaction),
+    "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
+    "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
+}
+
+
+def builtin_specs() -> list[PluginSpec]:
+    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid]) for pid in BUILTIN_IDS]

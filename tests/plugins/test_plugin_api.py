@@ -1,0 +1,293 @@
+"""The plugin API in-process: loading, ordering against the built-ins, disposal, failures, the llm/stream
+boundary and the request invariant."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+
+from dsh_tui.llm import scripted
+from dsh_tui.llm.protocol import RetryPolicy
+from dsh_tui.llm.scripted import ScriptedProvider
+from dsh_tui.runtime import Agent, AgentConfig
+from dsh_tui.runtime.plugins import PluginError, Plugins, PluginSpec, builtin_specs, discover
+from dsh_tui.session.log import Session
+from tests.runtime.helpers import FakeSleep, make_session
+
+
+def _plugin(name: str, apply, config_cls=None) -> types.SimpleNamespace:
+    obj = types.SimpleNamespace(name=name, apply=apply)
+    if config_cls is not None:
+        obj.Config = config_cls
+    return obj
+
+
+def _agent(responses, *objs, strict=False, failures=None, session=None, **cfg) -> Agent:
+    specs = builtin_specs() + [PluginSpec(o.name, "sdk", obj=o, config=getattr(o, "cfg", {})) for o in objs]
+    plugins = Plugins(specs, strict=strict, on_failure=(failures.append if failures is not None else None))
+    provider = ScriptedProvider(responses, name="mock",
+                                retry_policy=RetryPolicy(initial_delay_ms=1, max_delay_ms=2, jitter_ratio=0.0))
+    cfg.setdefault("model", "mock-model")
+    cfg.setdefault("runtime_context", False)
+    cfg.setdefault("check_requests", True)
+    return Agent(session or make_session(), provider, [], config=AgentConfig(**cfg), sleep=FakeSleep(),
+                 plugins=plugins)
+
+
+async def _turn(agent: Agent, text: str = "hi") -> dict:
+    agent.followup(text)
+    await agent.wait_idle()
+    return [e for e in agent.session.events if e["type"] == "turn/end"][-1]["data"]["reason"]
+
+
+async def test_a_user_request_error_listener_sees_the_failure_before_the_builtin_retry():
+    seen = []
+
+    def apply(ctx):
+        async def on_error(payload, next):
+            seen.append(payload["failure"]["code"])
+            return await next()  # then the built-in retry decides
+
+        ctx.on("agent/request-error", on_error)
+
+    agent = _agent([scripted.finish_error("RATE_LIMIT", "slow down", status=429), scripted.text("ok")],
+                   _plugin("watcher", apply))
+    reason = await _turn(agent)
+    assert seen == ["RATE_LIMIT"]
+    assert reason["kind"] == "completed"  # the built-in retry still ran after the user listener
+    assert any(e["type"] == "llm/retry" for e in agent.session.events)
+
+
+async def test_a_user_listener_can_take_over_from_the_builtin_retry():
+    def apply(ctx):
+        async def on_error(payload, next):
+            return None  # never retry: the built-in retry is not consulted
+
+        ctx.on("agent/request-error", on_error)
+
+    agent = _agent([scripted.finish_error("RATE_LIMIT", "slow down", status=429), scripted.text("ok")],
+                   _plugin("no-retry", apply))
+    reason = await _turn(agent)
+    assert reason["kind"] == "error"
+    assert not any(e["type"] == "llm/retry" for e in agent.session.events)
+
+
+async def test_builtins_can_be_disabled_by_id():
+    specs = discover(None)
+    assert [s.id for s in specs] == ["retry", "compaction", "runtime-context", "request-invariant"]
+
+    class S:
+        def get(self, key):
+            return {"retry": {"enabled": False}} if key == "plugins" else None
+
+    plugins = Plugins(discover(S()))
+    agent = Agent(make_session(), ScriptedProvider([scripted.finish_error("RATE_LIMIT", "x", status=429)],
+                                                   name="mock"),
+                  [], config=AgentConfig(model="m", runtime_context=False), sleep=FakeSleep(), plugins=plugins)
+    reason = await _turn(agent)
+    assert reason["kind"] == "error" and not any(e["type"] == "llm/retry" for e in agent.session.events)
+    assert [(r.id, r.state) for r in plugins.records][:2] == [("retry", "disabled"), ("compaction", "loaded")]
+
+
+async def test_created_and_session_start_reach_plugins_and_everything_is_undone_in_reverse_order():
+    log = []
+
+    def apply(ctx, config):
+        ctx.on("agent/created", lambda p: log.append("created"))
+        ctx.on("agent/session-start", lambda p: log.append(f"start:{p['source']}"))
+        ctx.effect(lambda: log.append("effect-1"))
+        off = ctx.on("agent/status", lambda p: log.append(f"status:{p['status']}"))
+        ctx.effect(lambda: log.append("effect-2"))
+        assert callable(off) and config == {"greeting": "hey"}
+
+    plugin = _plugin("order", apply)
+    plugin.cfg = {"greeting": "hey"}
+    agent = _agent([scripted.text("ok")], plugin)
+    assert log == ["created", "start:startup"]
+    await _turn(agent)
+    assert log[2:] == ["status:running", "status:idle"]
+    await agent.dispose()
+    assert log[4:] == ["effect-2", "effect-1"]
+    assert not agent.bus.has("agent/status", agent.id)  # the listener went with the plugin
+
+
+async def test_load_failures_are_reported_and_the_others_still_load():
+    from pydantic import BaseModel
+
+    class Cfg(BaseModel):
+        count: int
+
+    applied = []
+    good = _plugin("good", lambda ctx: applied.append("good"))
+    bad_cfg = _plugin("bad-config", lambda ctx, cfg: applied.append("never"), Cfg)
+    bad_cfg.cfg = {"count": "many"}
+
+    def boom(ctx):
+        ctx.on("agent/status", lambda p: applied.append("half-registered"))
+        raise RuntimeError("apply exploded")
+
+    failures: list = []
+    agent = _agent([scripted.text("ok")], bad_cfg, _plugin("boom", boom), good, failures=failures)
+    records = {r.id: r for r in agent.plugins.records}
+    assert records["good"].state == "loaded" and applied == ["good"]
+    assert records["bad-config"].state == "failed" and "invalid config" in records["bad-config"].error
+    assert "count" in records["bad-config"].error
+    assert records["boom"].state == "failed" and records["boom"].error == "RuntimeError: apply exploded"
+    assert [f.id for f in failures] == ["bad-config", "boom"]
+    await _turn(agent)
+    assert "half-registered" not in applied  # a failed plugin's registrations are undone
+    mod_spec = PluginSpec("missing", "cli", target="no_such_module_xyz")
+    plugins = Plugins(builtin_specs() + [mod_spec], on_failure=lambda r: None)
+    Agent(make_session(), None, [], config=AgentConfig(model="m"), plugins=plugins)
+    assert plugins.failures()[0].error.startswith("cannot import no_such_module_xyz: ModuleNotFoundError")
+
+
+def test_strict_makes_a_failure_fatal():
+    with pytest.raises(PluginError, match="plugin boom: RuntimeError: nope"):
+        _agent([], _plugin("boom", lambda ctx: (_ for _ in ()).throw(RuntimeError("nope"))), strict=True)
+
+
+async def test_a_listener_raising_inside_a_waterfall_ends_the_turn_and_the_log_stays_valid(tmp_path):
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+
+    def apply(ctx):
+        async def pre_step(payload, next):
+            raise ValueError("listener bug")
+
+        ctx.on("agent/pre-step", pre_step)
+
+    spec = HostSpec(root=tmp_path / "root", cwd=tmp_path, provider=ScriptedProvider([scripted.text("ok")],
+                                                                                    name="mock"),
+                    model="m", plugin_objects=(_plugin("buggy", apply),))
+    host = await AgentHost.open(spec)
+    result = await host.run_turn("hi")
+    await host.close()
+    assert result.reason["kind"] == "error" and "listener bug" in result.reason["error"]["message"]
+    again = await AgentHost.open(HostSpec(root=tmp_path / "root", cwd=None, provider=None, model="m",
+                                          resume_id=result.session_id, plugin_objects=()))
+    types_ = [e["type"] for e in again.session.events]
+    await again.close()
+    assert types_[-1] == "session/end-seed" and types_.count("turn/end") == 1
+
+
+async def test_an_llm_stream_wrapper_runs_its_code_after_the_loop():
+    done = []
+
+    def apply(ctx):
+        async def wrap(payload, next):
+            inner = await next()
+
+            async def gen():
+                async for chunk in inner:
+                    yield chunk
+                done.append("after the loop")
+
+            return gen()
+
+        ctx.on("llm/stream", wrap)
+
+    agent = _agent([scripted.text("ok")], _plugin("wrapper", apply))
+    reason = await _turn(agent)
+    assert reason["kind"] == "completed" and done == ["after the loop"]
+
+
+async def test_the_invariant_catches_a_listener_that_adds_an_unrecorded_message():
+    def apply(ctx):
+        async def sneak(payload, next):
+            request = payload["request"]
+            payload["request"] = {**request, "messages": [*request["messages"],
+                                                          {"role": "user", "content": "unrecorded"}]}
+            return await next()
+
+        ctx.on("llm/stream", sneak)
+
+    provider_saw = []
+    agent = _agent([scripted.text("ok")], _plugin("sneaky", apply))
+    original = agent.provider.stream
+
+    def stream(request):
+        provider_saw.append(request)
+        return original(request)
+
+    agent.provider.stream = stream
+    reason = await _turn(agent)
+    assert provider_saw == []  # the model never saw it
+    assert reason["kind"] == "error" and reason["error"]["code"] == "REQUEST_INVARIANT"
+    assert "derive_messages" in reason["error"]["message"]
+
+
+async def test_the_checked_request_is_frozen():
+    errors = []
+
+    def apply(ctx):
+        async def late(payload, next):
+            stream = await next()  # the innermost step checked and froze the request
+            try:
+                payload["request"]["messages"].append({"role": "user", "content": "late"})
+            except (TypeError, AttributeError) as err:
+                errors.append(type(err).__name__)
+            try:
+                payload["request"]["config"]["model"] = "other"
+            except TypeError as err:
+                errors.append(type(err).__name__)
+            return stream
+
+        ctx.on("llm/stream", late)
+
+    agent = _agent([scripted.text("ok")], _plugin("late", apply))
+    assert (await _turn(agent))["kind"] == "completed"
+    assert len(errors) == 2
+
+
+async def test_plugin_tools_and_events():
+    from dsh_tui.tools import ToolDefinition
+
+    async def execute(args, tctx):
+        return {"echo": args["text"]}
+
+    tool = ToolDefinition(name="echo", description="Echo text.",
+                          parameters={"type": "object", "properties": {"text": {"type": "string"}},
+                                      "required": ["text"]},
+                          execute=execute, render=lambda args, value: [{"type": "text", "text": value["echo"]}])
+
+    def apply(ctx):
+        ctx.tools.register(tool)
+        ctx.append("greeter/said", {"text": "hello"})
+        ctx.append("session/title", {"title": "Greeting", "source": "user"})
+
+    agent = _agent([scripted.call("c1", "echo", {"text": "ping"}), scripted.text("done")],
+                   _plugin("greeter", apply))
+    assert agent.plugins.records[-1].tools == ["echo"]
+    reason = await _turn(agent)
+    assert reason["kind"] == "completed"
+    result = [e for e in agent.session.events if e["type"] == "tool/result"][0]
+    assert result["data"]["message"]["content"][0]["content"] == [{"type": "text", "text": "ping"}]
+    own = [e for e in agent.session.events if e["type"] == "greeter/said"][0]
+    assert own["ignorable"] is True  # a type dsh does not know: readers may skip it
+    title = [e for e in agent.session.events if e["type"] == "session/title"][0]
+    assert "ignorable" not in title
+    await agent.dispose()
+    assert "echo" not in agent.tools.tools
+    reloaded = Session(agent.session.header)
+    for e in agent.session.events:  # the events, ignorable one included, validate again from scratch
+        reloaded.append(e["type"], e["data"], surface_op=e.get("surfaceOp"),
+                        source_event_seqs=e.get("sourceEventSeqs"), ignorable=e.get("ignorable", False))
+    assert len(reloaded.events) == len(agent.session.events)
+
+
+def test_plugins_named_on_the_command_line_take_their_name_and_settings(tmp_path, monkeypatch):
+    mod = tmp_path / "my_cli_plugin.py"
+    mod.write_text("name = 'shouter'\nseen = []\n"
+                   "def apply(ctx, config):\n    seen.append(dict(config))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+
+    class S:
+        def get(self, key):
+            return {"shouter": {"volume": 11}} if key == "plugins" else None
+
+    plugins = Plugins(discover(S(), cli=["my_cli_plugin"]))
+    Agent(make_session(), None, [], config=AgentConfig(model="m"), plugins=plugins)
+    assert [(r.id, r.state, r.source) for r in plugins.records][-1] == ("shouter", "loaded", "cli")
+    assert sys.modules["my_cli_plugin"].seen == [{"volume": 11}]
