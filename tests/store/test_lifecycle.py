@@ -309,6 +309,28 @@ def test_fork_of_a_crashed_parent_seeds_from_the_committed_log_never_from_in_mem
     assert child.events[n - 1]["data"] == {"turn": 3, "reason": {"kind": "interrupted"}}
 
 
+def test_fork_after_turn_1_of_a_recorded_dsh_parent_seeds_what_dsh_s_recorded_child_holds(tmp_path):
+    """The recorded in-process subagent fork: the parent queued turn 2's prompt right after turn/end 1 (seq 42);
+    dsh's child has ``seedLength`` 42 — turn 1 through its turn/end, without that prompt — and end-seed at 42."""
+    from dsh_tui.session.rows import expand_lines
+    from dsh_tui.store.open import open_store
+    from tests.store.test_catalog_support import load_fixture, write_session
+
+    rec = "examples/acp-agent/tests/snapshots/subagent-fork-in-process/"
+    header, rows = load_fixture(rec + "session.jsonl", session_id="rec-parent", cwd="/w")
+    write_session(tmp_path / "root", header, rows, zstd=True, batches=[9, 4])
+    child_header, child_rows = load_fixture(rec + "session.1.jsonl", session_id="rec-child", cwd="/w")
+    recorded = expand_lines(child_rows)
+    parent = expand_lines(rows)
+    assert parent[42]["type"] == "agent/inbox/spliced" and parent[43]["type"] == "turn/start"
+    store = open_store(tmp_path / "root")
+    ours = lifecycle.fork(store, "rec-parent", at_turn=1)
+    assert ours["seedLength"] == child_header["seedLength"] == 42
+    child = store.load(ours["id"]).events
+    assert child[:42] == recorded[:42]
+    assert [e["type"] for e in child[42:]] == [recorded[42]["type"]] == ["session/end-seed"]
+
+
 def test_two_processes_forking_one_parent_get_two_children(tmp_path, backend):
     _write_session(_store(tmp_path, backend), turns=2)
     script = textwrap.dedent(
