@@ -12,7 +12,7 @@ def add_arguments(parser) -> None:
     )
     parser.add_argument("session", metavar="ID|FILE", help="session id, or the path of a session.jsonl[.zstd] log")
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--at-turn", type=int, metavar="N", help="fork after turn N (and the events before turn N+1)")
+    where.add_argument("--at-turn", type=int, metavar="N", help="fork after turn N (the child ends at its turn/end)")
     where.add_argument("--at-seq", type=int, metavar="S", help="fork at event seq S (inclusive; must not be inside a turn)")
     parser.add_argument("--root", metavar="DIR", help="session root (default $DSH_HOME/sessions)")
     parser.add_argument("--backend", choices=("jsonl", "sqlite"),

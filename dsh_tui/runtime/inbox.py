@@ -3,7 +3,8 @@
 Two ordered lists, ``next-turn`` and ``next-step``. Every mutation is first appended as a durable
 ``agent/inbox/spliced`` event (normalised JS splice coordinates), then applied to the in-memory lists,
 then announced live (``agent/inbox/discarded`` per cancelled message, ``agent/inbox/inserted`` per
-inserted message). The lists are rebuilt from the log on construction (resume).
+inserted message). The lists are rebuilt from the log on construction (resume) — only from the events
+after the header's ``seedLength`` (dsh ``Inbox``): a fork child never replays its parent's queued input.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dsh_tui.session.errors import DshError
+from dsh_tui.session.rows import plain_events
 
 NEXT_TURN = "next-turn"
 NEXT_STEP = "next-step"
@@ -22,13 +24,22 @@ class InboxError(DshError):
     pass
 
 
+def seed_length(session: Any) -> int:
+    """The durable fork boundary of ``session`` (header ``seedLength``; 0 when it was not forked). A resumed
+    session's own stored prefix is *not* a seed here: its pending input is whatever its splices fold to."""
+    header = getattr(session, "header", None) or {}
+    n = header.get("seedLength")
+    return n if type(n) is int and n > 0 else 0
+
+
 class Inbox:
     def __init__(self, session: Any, notify: Callable[[str, dict], None] | None = None) -> None:
         self.session = session
         self._notify = notify or (lambda name, payload: None)
         self.lists: dict[str, list[dict]] = {NEXT_TURN: [], NEXT_STEP: []}
-        for ev in session.events:
-            if ev["type"] == "agent/inbox/spliced":
+        first = seed_length(session)
+        for ev in plain_events(session.events):  # splices are never packed-row members
+            if ev["type"] == "agent/inbox/spliced" and ev["seq"] >= first:
                 self._apply(ev["data"])
 
     # ---- views -------------------------------------------------------------------------------

@@ -104,44 +104,51 @@ def _stored_events(store, session_id: str) -> tuple[dict, list[dict]]:
     return res.header, events
 
 
-def turn_boundary(events: list[dict], turn: int) -> int:
-    """Inclusive seq of "the end of turn N plus the standalone events after it, before the next turn/start"."""
-    end = None
+def _turn_ends(events: list[dict]) -> dict[int, int]:
+    """turn number -> seq of its ``turn/end`` (the first one, as dsh numbers turns once per log)."""
+    ends: dict[int, int] = {}
     for i, ev in enumerate(events):
-        if ev["type"] == "turn/end" and ev["data"].get("turn") == turn:
-            end = i
-            break
-    if end is None:
-        opened = any(ev["type"] == "turn/start" and ev["data"].get("turn") == turn for ev in events)
-        if opened:
-            raise ForkError(f"turn {turn} never ended; cannot fork inside an open turn", "OPEN_TURN")
-        raise ForkError(f"the session has no turn {turn}", "INVALID_BOUNDARY")
-    b = end
-    while b + 1 < len(events) and events[b + 1]["type"] != "turn/start":
-        b += 1
-    return b
+        if ev["type"] == "turn/end":
+            ends.setdefault(ev["data"].get("turn"), i)
+    return ends
+
+
+def turn_boundary(events: list[dict], turn: int) -> int:
+    """The seq of turn N's ``turn/end``: "after turn N" (dsh ``Session.fork``) — the seed ends there, so the
+    standalone events after it (the next prompt's inbox insert, a title) stay with the parent."""
+    if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
+        raise ForkError(f"fork turn must be a positive integer, got {turn!r}", "INVALID_BOUNDARY")
+    ends = _turn_ends(events)
+    if turn in ends:
+        return ends[turn]
+    if any(ev["type"] == "turn/start" and ev["data"].get("turn") == turn for ev in events):
+        raise ForkError(f"turn {turn} never ended; cannot fork inside an open turn", "OPEN_TURN")
+    last = max(ends) if ends else None
+    completed = f"the last completed turn is {last}" if last is not None else "no turn has completed"
+    raise ForkError(f"the session has no turn {turn} ({completed})", "INVALID_BOUNDARY")
 
 
 def default_boundary(events: list[dict]) -> int:
-    """The last completed turn extended through the standalone events after it (web host rule); a log
-    without turns forks whole."""
-    last_end = None
+    """After the last completed turn (its ``turn/end``); a log without any turn forks whole."""
     for i in range(len(events) - 1, -1, -1):
         if events[i]["type"] == "turn/end":
-            last_end = i
-            break
-    if last_end is None:
-        if not events:
-            raise ForkError("the session has no events to fork", "INVALID_BOUNDARY")
-        if any(ev["type"] == "turn/start" for ev in events):
-            raise ForkError("the session's only turn is still open", "OPEN_TURN")
-        return len(events) - 1
-    return turn_boundary(events, events[last_end]["data"].get("turn"))
+            return i
+    if not events:
+        raise ForkError("the session has no events to fork", "INVALID_BOUNDARY")
+    if any(ev["type"] == "turn/start" for ev in events):
+        raise ForkError("the session's only turn is still open; there is no completed turn to fork after",
+                        "OPEN_TURN")
+    return len(events) - 1
 
 
 def check_boundary(events: list[dict], boundary: int) -> None:
-    if isinstance(boundary, bool) or not isinstance(boundary, int) or not 0 <= boundary < len(events):
-        raise ForkError(f"fork boundary {boundary} names no event (log has {len(events)})", "INVALID_BOUNDARY")
+    """dsh's legal boundary: an existing seq whose last ``turn/start``/``turn/end`` at or before it is a
+    ``turn/end`` (or none) — trailing standalone events after a turn are allowed."""
+    if isinstance(boundary, bool) or not isinstance(boundary, int) or boundary < 0:
+        raise ForkError(f"fork seq must be a non-negative integer, got {boundary!r}", "INVALID_BOUNDARY")
+    if boundary >= len(events):
+        last = f"last seq {len(events) - 1}" if events else "the log is empty"
+        raise ForkError(f"fork seq {boundary} names no event ({last})", "INVALID_BOUNDARY")
     for i in range(boundary, -1, -1):
         t = events[i]["type"]
         if t == "turn/end":
@@ -164,13 +171,18 @@ def fork(
 ) -> dict:
     """Fork a persisted session; returns the child header (already durable).
 
-    ``at_seq`` = inclusive boundary seq (must not be inside an open turn: ``OPEN_TURN``); ``at_turn`` = end of
-    turn N plus the standalone events before the next ``turn/start``; neither = last completed turn."""
+    ``at_seq`` = inclusive boundary seq (must not be inside an open turn: ``OPEN_TURN``); ``at_turn`` = after
+    turn N, i.e. through its ``turn/end`` and nothing after it; neither = after the last completed turn. The
+    seed is what is committed on disk: a crashed (unclosed) turn's in-memory closers are never part of it."""
     from dsh_tui.session.headers import make_header
     from dsh_tui.session.log import Session
 
     if at_seq is not None and at_turn is not None:
-        raise ForkError("give either a seq or a turn, not both", "INVALID_BOUNDARY")
+        raise ForkError("give either a fork seq or a fork turn, not both", "INVALID_BOUNDARY")
+    if at_seq is not None and (isinstance(at_seq, bool) or not isinstance(at_seq, int) or at_seq < 0):
+        raise ForkError(f"fork seq must be a non-negative integer, got {at_seq!r}", "INVALID_BOUNDARY")
+    if at_turn is not None and (isinstance(at_turn, bool) or not isinstance(at_turn, int) or at_turn < 1):
+        raise ForkError(f"fork turn must be a positive integer, got {at_turn!r}", "INVALID_BOUNDARY")
     parent, events = _stored_events(store, source_id)
     if at_seq is not None:
         boundary = at_seq

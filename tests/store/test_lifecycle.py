@@ -174,15 +174,17 @@ def test_fork_at_turn_copies_the_prefix_and_leaves_the_parent_untouched(tmp_path
     before = _parent_fingerprint(store)
     header = lifecycle.fork(store, SID, at_turn=1, clock=lambda: 77)
     end1 = next(i for i, e in enumerate(parent) if e["type"] == "turn/end")
-    # the standalone events after turn 1 (title, the inbox insert of the next prompt) up to turn/start 2
+    # after turn 1 the parent has standalone events (a title, the inbox insert of turn 2's prompt) before
+    # turn/start 2: dsh's "after turn N" ends the seed at turn N's turn/end, so none of them is carried
     assert [e["type"] for e in parent[end1 + 1 : end1 + 4]] == ["session/title", "agent/inbox/spliced", "turn/start"]
-    boundary = end1 + 2
-    assert header["parentSession"] == SID and header["seedLength"] == boundary + 1
+    assert header["parentSession"] == SID and header["seedLength"] == end1 + 1
     assert header["cwd"] == "/work/life" and header["createdAt"] == 77 and header["id"] != SID
     child = _store(tmp_path, backend).load(header["id"])
     assert child.header == header
-    assert child.events[: boundary + 1] == parent[: boundary + 1]
-    assert child.events[boundary + 1 :] == [{"type": "session/end-seed", "seq": boundary + 1, "time": 77, "data": {}}]
+    assert child.events[: end1 + 1] == parent[: end1 + 1]
+    assert child.events[end1 + 1 :] == [{"type": "session/end-seed", "seq": end1 + 1, "time": 77, "data": {}}]
+    assert not any(e["type"] == "agent/inbox/spliced" and e["data"].get("inserted") and e["seq"] > end1
+                   for e in child.events)
     assert _parent_fingerprint(store) == before
 
 
@@ -191,6 +193,7 @@ def test_fork_boundaries(tmp_path, backend):
     parent = _write_session(store, turns=2, open_tail=True)
     before = _parent_fingerprint(store)
     starts = [i for i, e in enumerate(parent) if e["type"] == "turn/start"]
+    ends = [i for i, e in enumerate(parent) if e["type"] == "turn/end"]
     with pytest.raises(ForkError, match="inside open turn 1") as err:
         lifecycle.fork(store, SID, at_seq=starts[0] + 2)
     assert err.value.code == "OPEN_TURN"
@@ -203,13 +206,129 @@ def test_fork_boundaries(tmp_path, backend):
     with pytest.raises(ForkError) as err:
         lifecycle.fork(store, SID, at_turn=9)
     assert err.value.code == "INVALID_BOUNDARY"
-    # default: the last completed turn (the crashed turn 3 is left out); the parent is not repaired
+    # default: after the last completed turn — its turn/end — (the crashed turn 3 is left out, and so are
+    # the title and the inbox insert of turn 3's prompt after turn/end 2); the parent is not repaired
     header = lifecycle.fork(store, SID)
-    assert header["seedLength"] == starts[2]
+    assert header["seedLength"] == ends[1] + 1 < starts[2]
+    assert lifecycle.fork(store, SID, at_turn=2)["seedLength"] == ends[1] + 1
+    # an explicit seq may still take the standalone events after a turn (dsh's legal boundary)
     at_seq = lifecycle.fork(store, SID, at_seq=starts[1] - 1)
     assert at_seq["seedLength"] == starts[1]
     assert _store(tmp_path, backend).inspect(SID).closers  # still unrepaired on disk
     assert _parent_fingerprint(store) == before
+
+
+def test_fork_refuses_bad_argument_combinations_with_a_clear_error(tmp_path, backend):
+    store = _store(tmp_path, backend)
+    parent = _write_session(store, turns=2)
+    before = _fingerprint(store, tmp_path)
+    end1 = next(i for i, e in enumerate(parent) if e["type"] == "turn/end")
+    cases = [
+        (dict(at_seq=end1, at_turn=1), "INVALID_BOUNDARY", "either a fork seq or a fork turn, not both"),
+        (dict(at_seq=0, at_turn=2), "INVALID_BOUNDARY", "not both"),
+        (dict(at_turn=3), "INVALID_BOUNDARY", "no turn 3 (the last completed turn is 2)"),
+        (dict(at_turn=0), "INVALID_BOUNDARY", "fork turn must be a positive integer, got 0"),
+        (dict(at_turn=-1), "INVALID_BOUNDARY", "fork turn must be a positive integer, got -1"),
+        (dict(at_seq=-1), "INVALID_BOUNDARY", "fork seq must be a non-negative integer, got -1"),
+        (dict(at_seq=True), "INVALID_BOUNDARY", "fork seq must be a non-negative integer, got True"),
+        (dict(at_turn=1.0), "INVALID_BOUNDARY", "fork turn must be a positive integer, got 1.0"),
+        (dict(at_seq=len(parent)), "INVALID_BOUNDARY", f"names no event (last seq {len(parent) - 1})"),
+        (dict(at_turn=1, child_id=SID), "SESSION_ALREADY_EXISTS", f"session {SID} already exists"),
+    ]
+    for kwargs, code, text in cases:
+        with pytest.raises(ForkError) as err:
+            lifecycle.fork(store, SID, **kwargs)
+        assert (err.value.code, text in str(err.value)) == (code, True), (kwargs, str(err.value))
+        assert "\n" not in str(err.value)
+    assert _fingerprint(store, tmp_path) == before  # nothing written, by any refusal
+    child = lifecycle.fork(store, SID, at_turn=1, child_id="life-child")
+    with pytest.raises(ForkError) as err:  # the same child id twice
+        lifecycle.fork(store, SID, at_turn=2, child_id="life-child")
+    assert err.value.code == "SESSION_ALREADY_EXISTS"
+    assert _store(tmp_path, backend).load("life-child").header == child  # the first child is untouched
+
+
+def test_fork_of_a_log_with_nothing_to_fork_after(tmp_path, backend):
+    store = _store(tmp_path, backend)
+    # only an open turn (a crash in turn 1): nothing completed to fork after
+    _write_session(store, turns=0, open_tail=True, sid="only-open")
+    with pytest.raises(ForkError, match="only turn is still open") as err:
+        lifecycle.fork(store, "only-open")
+    assert err.value.code == "OPEN_TURN"
+    with pytest.raises(ForkError, match="turn 1 never ended") as err:
+        lifecycle.fork(store, "only-open", at_turn=1)
+    assert err.value.code == "OPEN_TURN"
+    with pytest.raises(ForkError, match="inside open turn 1") as err:
+        lifecycle.fork(store, "only-open", at_seq=1)
+    assert err.value.code == "OPEN_TURN"
+    if backend != "none":  # SQLite materializes a session with its first event: no empty log exists there
+        return  # (and a zstd log whose only frame after the header is empty crashes the reader: reported)
+    # an empty log: a header line and no event (dsh's header-only logs)
+    from dsh_tui.store import layout
+    from dsh_tui.store.jsonl import encode_materialization
+
+    header = make_header("empty-1", cwd="/work/life", created_at=1_700_000_000_000)
+    path = layout.log_path(tmp_path / "root", header["cwd"], "empty-1", backend)
+    path.parent.mkdir(parents=True)
+    path.write_bytes(encode_materialization(header, [], backend, True))
+    assert _store(tmp_path, backend).inspect("empty-1").events == []
+    for kwargs, code, text in [({}, "INVALID_BOUNDARY", "no events to fork"),
+                               (dict(at_turn=1), "INVALID_BOUNDARY", "no turn 1 (no turn has completed)"),
+                               (dict(at_seq=0), "INVALID_BOUNDARY", "fork seq 0 names no event (the log is empty)")]:
+        with pytest.raises(ForkError) as err:
+            lifecycle.fork(store, "empty-1", **kwargs)
+        assert err.value.code == code and text in str(err.value), str(err.value)
+    assert [h["id"] for h in _store(tmp_path, backend).list() if h.get("parentSession")] == []  # no child
+
+
+def test_fork_of_a_crashed_parent_seeds_from_the_committed_log_never_from_in_memory_closers(tmp_path, backend):
+    store = _store(tmp_path, backend)
+    parent = _write_session(store, turns=2, open_tail=True)  # turn 3 crashed with an unanswered tool call
+    res = _store(tmp_path, backend).inspect(SID)
+    assert [e["type"] for e in res.closers] == ["tool/result", "step/end", "turn/end"]  # in memory only
+    committed = res.events[: len(res.events) - len(res.closers)]
+    assert committed == parent
+    for kwargs in ({}, {"at_turn": 2}):
+        child = _store(tmp_path, backend).load(lifecycle.fork(store, SID, **kwargs)["id"])
+        n = child.header["seedLength"]
+        assert child.events[:n] == parent[:n] and child.events[n]["type"] == "session/end-seed"
+        assert not any(e["type"] == "turn/end" and e["data"]["reason"]["kind"] == "interrupted" for e in child.events)
+    with pytest.raises(ForkError, match="names no event") as err:  # the closer turn/end is not on disk
+        lifecycle.fork(store, SID, at_seq=res.closers[-1]["seq"])
+    assert err.value.code == "INVALID_BOUNDARY"
+    with pytest.raises(ForkError, match="turn 3 never ended") as err:
+        lifecycle.fork(store, SID, at_turn=3)
+    assert err.value.code == "OPEN_TURN"
+    # once a resume commits the closers (dsh's repair), turn 3 is a completed (interrupted) turn on disk
+    session, writer = lifecycle.resume(_store(tmp_path, backend), SID)
+    writer.close()
+    repaired = _store(tmp_path, backend).inspect(SID).events
+    child = _store(tmp_path, backend).load(lifecycle.fork(store, SID, at_turn=3)["id"])
+    n = child.header["seedLength"]
+    assert child.events[:n] == repaired[:n] == parent + res.closers
+    assert child.events[n - 1]["data"] == {"turn": 3, "reason": {"kind": "interrupted"}}
+
+
+def test_fork_after_turn_1_of_a_recorded_dsh_parent_seeds_what_dsh_s_recorded_child_holds(tmp_path):
+    """The recorded in-process subagent fork: the parent queued turn 2's prompt right after turn/end 1 (seq 42);
+    dsh's child has ``seedLength`` 42 — turn 1 through its turn/end, without that prompt — and end-seed at 42."""
+    from dsh_tui.session.rows import expand_lines
+    from dsh_tui.store.open import open_store
+    from tests.store.test_catalog_support import load_fixture, write_session
+
+    rec = "examples/acp-agent/tests/snapshots/subagent-fork-in-process/"
+    header, rows = load_fixture(rec + "session.jsonl", session_id="rec-parent", cwd="/w")
+    write_session(tmp_path / "root", header, rows, zstd=True, batches=[9, 4])
+    child_header, child_rows = load_fixture(rec + "session.1.jsonl", session_id="rec-child", cwd="/w")
+    recorded = expand_lines(child_rows)
+    parent = expand_lines(rows)
+    assert parent[42]["type"] == "agent/inbox/spliced" and parent[43]["type"] == "turn/start"
+    store = open_store(tmp_path / "root")
+    ours = lifecycle.fork(store, "rec-parent", at_turn=1)
+    assert ours["seedLength"] == child_header["seedLength"] == 42
+    child = store.load(ours["id"]).events
+    assert child[:42] == recorded[:42]
+    assert [e["type"] for e in child[42:]] == [recorded[42]["type"]] == ["session/end-seed"]
 
 
 def test_two_processes_forking_one_parent_get_two_children(tmp_path, backend):
