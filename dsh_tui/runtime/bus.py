@@ -23,6 +23,8 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
+from functools import partial
+from inspect import isawaitable
 from typing import Any
 
 log = logging.getLogger("dsh_tui.runtime.bus")
@@ -74,6 +76,18 @@ class _Entry:
         self.tier = tier
 
 
+def _as_async(fn: Listener) -> Listener:
+    """A waterfall listener that is a plain function (or returns some other awaitable), as a coroutine function."""
+
+    async def listener(payload: Any, nxt: Callable[[], Any]) -> Any:
+        out = fn(payload, nxt)
+        if isawaitable(out):
+            out = await out
+        return out
+
+    return listener
+
+
 def _log_task_failure(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
         log.warning("emit listener failed: %r", task.exception())
@@ -82,7 +96,7 @@ def _log_task_failure(task: asyncio.Task) -> None:
 class EventBus:
     def __init__(self) -> None:
         self._listeners: dict[str, list[_Entry]] = {}
-        self._cache: dict[tuple[str, str | None], list[Listener]] = {}
+        self._cache: dict[tuple, list[Listener]] = {}
 
     def on(self, name: str, fn: Listener, *, scope: str | None = None, prepend: bool = False,
            tier: int = USER) -> Callable[[], None]:
@@ -140,23 +154,33 @@ class EventBus:
         *,
         scope: str | None = None,
     ) -> Any:
-        chain = self._select(name, scope)
+        chain = self._chain(name, scope)
         if not chain:
             out = innermost()
-            if inspect.isawaitable(out):
+            if isawaitable(out):
                 out = await out
             return out
 
-        async def call(i: int) -> Any:
-            if i >= len(chain):
-                out = innermost()
-            else:
-                out = chain[i](payload, lambda: call(i + 1))
-            if inspect.isawaitable(out):
+        async def last() -> Any:
+            out = innermost()
+            if isawaitable(out):
                 out = await out
             return out
 
-        return await call(0)
+        # next() of listener i is listener i+1 bound to the payload (every chain member is ``async``: plain
+        # functions are wrapped once, in ``_chain``), so a no-op listener costs one coroutine, not two
+        nxt: Callable[[], Any] = last
+        for fn in reversed(chain):
+            nxt = partial(fn, payload, nxt)
+        return await nxt()
+
+    def _chain(self, name: str, scope: str | None) -> list[Listener]:
+        key = (name, scope, WATERFALL)
+        cached = self._cache.get(key)  # type: ignore[arg-type]
+        if cached is None:
+            cached = [fn if inspect.iscoroutinefunction(fn) else _as_async(fn) for fn in self._select(name, scope)]
+            self._cache[key] = cached  # type: ignore[index]
+        return cached
 
     async def serial(self, name: str, payload: Any, *, scope: str | None = None) -> None:
         for fn in self._select(name, scope):
