@@ -7,6 +7,9 @@
 2. One step streaming CHUNKS (default 50,000) one-character deltas, with and without one ``llm/stream``
    pass-through wrapper (target: <= 2 us per chunk).
 Rounds alternate the variants (ROUNDS, default 5) and report medians; the check is off (no invariant).
+3. ``--startup RUNS``: ``dsh-tui run`` (the chat, a key set so the harness opens and the plugins load) to its
+   first paint with 5 plugins configured in settings.toml vs none, RUNS fresh processes each, interleaved
+   (target: within 10 ms). Uses the frame log of ``bench_ui_long.py``.
 """
 
 from __future__ import annotations
@@ -108,7 +111,52 @@ async def main_async(steps: int, chunks: int, rounds: int) -> None:
           f"{med(wrapped) * 1000:.0f} ms: {per_chunk:+.2f} us/chunk (target <= 2 us)")
 
 
+def startup(runs: int) -> None:
+    import os
+    import tempfile
+    from pathlib import Path
+
+    from tests.bench import bench_ui_long as ui
+
+    mods = Path(tempfile.mkdtemp(prefix="dsh-bench-plugins-"))
+    for i in range(5):
+        (mods / f"bench_plugin_{i}.py").write_text(
+            f"name = 'bench-{i}'\n"
+            "def apply(ctx):\n"
+            "    async def through(payload, next):\n"
+            "        return await next()\n"
+            "    for event in ('agent/pre-step', 'agent/request', 'llm/stream', 'tools/pre-execute'):\n"
+            "        ctx.on(event, through)\n")
+    settings = "".join(f'[plugins.bench-{i}]\nmodule = "bench_plugin_{i}"\n' for i in range(5))
+    env = ui.child_env()
+    config = Path(env["XDG_CONFIG_HOME"]) / "dsh-tui"
+    config.mkdir(parents=True, exist_ok=True)
+    os.environ.update(DEEPSEEK_API_KEY="sk-bench-not-real", DEEPSEEK_BASE_URL="http://127.0.0.1:9")
+    base_env = ui.child_env
+
+    def child_env() -> dict[str, str]:  # the children also import the plugin modules
+        env = base_env()
+        env["PYTHONPATH"] = os.pathsep.join([str(mods), env.get("PYTHONPATH", "")])
+        return env
+
+    ui.child_env = child_env
+    firsts: dict[str, list[float]] = {"none": [], "5 plugins": []}
+    for _ in range(runs):
+        for name in firsts:
+            (config / "settings.toml").write_text(settings if name != "none" else "")
+            firsts[name].append(ui.spawn("cli", "run")["first_paint"] * 1000)
+    none, five = statistics.median(firsts["none"]), statistics.median(firsts["5 plugins"])
+    print(f"dsh-tui run to its first paint, median of {runs} fresh processes each, interleaved:")
+    print(f"  no plugins configured   {none:5.0f} ms   (range {min(firsts['none']):.0f}-{max(firsts['none']):.0f})")
+    print(f"  5 plugins configured    {five:5.0f} ms   (range {min(firsts['5 plugins']):.0f}-"
+          f"{max(firsts['5 plugins']):.0f})")
+    print(f"  difference {five - none:+.0f} ms (target within 10 ms)")
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--startup"]:
+        startup(int(argv[1]) if len(argv) > 1 else 9)
+        return
     steps = int(argv[0]) if argv else 5000
     chunks = int(argv[1]) if len(argv) > 1 else 50_000
     rounds = int(argv[2]) if len(argv) > 2 else 5
