@@ -52,10 +52,24 @@ class AgentHarness:
         self._offs: list[Any] = []
         self._closed = False
         self._script: asyncio.Task | None = None
+        self.root: Path | None = None  # the session root (a resume hint names it when it is not the default)
         on = agent.on
         self._offs.append(on("agent/status", lambda p: bridge.notice("status", p.get("status"))))
         self._offs.append(on("agent/error", self._on_error))
         self._offs.append(on("approval/request", self._on_approval))
+        self.announce_model()
+
+    def announce_model(self) -> None:
+        """Tell the UI the route the next request uses (the status bar shows it before any turn)."""
+        cfg = self.agent.config
+        effort = cfg.reasoning_effort
+        if effort is None:
+            resolve = getattr(self.agent.provider, "resolve_model", None)
+            try:
+                effort = resolve(cfg.model).default_effort if resolve is not None and cfg.model else None
+            except Exception:  # noqa: BLE001 - the effort is a nicety of the status bar
+                effort = None
+        self.bridge.notice("model", (cfg.provider, cfg.model, effort))
 
     def _on_error(self, payload: dict[str, Any]) -> None:
         error = payload.get("error") or {}
@@ -93,6 +107,7 @@ class AgentHarness:
     async def set_model(self, model: str) -> None:
         """Use ``model`` from the next request on (logged as a ``request/header`` change)."""
         self.agent.config.model = model
+        self.announce_model()
 
     async def cancel(self) -> None:
         self.agent.cancel({"kind": "user"})
@@ -162,6 +177,7 @@ async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
     agent = Agent(session, spec.provider, builtin_tools(), config=config, checkpoint=writer.checkpoint,
                   clock=spec.clock)
     harness = AgentHarness(bridge, session, writer, agent)
+    harness.root = spec.root
     if spec.prompts:
         harness._script = asyncio.ensure_future(harness.play(spec.prompts))
     return harness
