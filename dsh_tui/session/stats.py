@@ -14,13 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# USD per 1M tokens: (uncached input, cache-hit input, output). A default, overridable from settings
-# (``prices.<model> = {input, cache_read, output}``).
+# USD per 1M tokens: (uncached input, cache-hit input, output). No provider's prices are built in (they
+# change, and a stale price shows a wrong cost): they come from settings (``prices.<model> = {input,
+# cache_read, output}`` or a provider's ``price_*`` model keys); without one the cost is unknown.
 DEFAULT_PRICES: dict[str, tuple[float, float, float]] = {
-    "deepseek-chat": (0.27, 0.07, 1.10),
-    "deepseek-reasoner": (0.55, 0.14, 2.19),
-    "deepseek-v4-flash": (0.27, 0.07, 1.10),
-    "deepseek-v4-pro": (0.55, 0.14, 2.19),
     "demo-scripted": (0.0, 0.0, 0.0),  # the offline demo model costs nothing
 }
 
