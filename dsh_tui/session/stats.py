@@ -182,7 +182,11 @@ class UsageFold:
         return min(100.0, 100.0 * self.last_request_tokens / self.window())
 
     def cost_usd(self) -> float | None:
-        return self.cost if self.cost_known else None
+        """USD so far; None when a request of an unpriced model was counted, or the current model has no
+        price (so an unpriced session never shows $0.0000 before its first usage)."""
+        if not self.cost_known or (self.model and self.price() is None):
+            return None
+        return self.cost
 
 
 def fold_usage(events: list[dict[str, Any]], prices: dict[str, tuple[float, float, float]] | None = None) -> UsageFold:

@@ -26,7 +26,7 @@ TODO_TOOLS = frozenset({"todo_write", "todowrite", "TodoWrite"})
 
 # A model request counts towards a turn footer's tok/s only when it decoded for at least this long:
 # output that arrived in one burst (a server that buffers, a short tool call) measures the network.
-MIN_DECODE_MS = 250
+MIN_DECODE_MS = 100
 
 
 def tool_kind(name: str) -> str:

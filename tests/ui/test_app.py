@@ -173,6 +173,7 @@ def test_cost_is_unknown_without_a_configured_price():
 
     fold = UsageFold(UiSettings(values={}).prices())
     fold.apply({"type": "request/header", "data": {"header": {"config": {"model": "deepseek-v4-flash"}}}})
+    assert fold.cost_usd() is None  # not "$0.0000" before the first usage either
     fold.apply({"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {
         "type": "usage", "usage": {"inputTokens": 4200, "outputTokens": 80}}}})
     assert fold.total.output == 80 and fold.cost_usd() is None
