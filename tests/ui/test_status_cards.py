@@ -46,6 +46,7 @@ async def test_status_shows_the_model_before_the_first_turn(tmp_path):
         await wait_for(pilot, lambda: "mock-model" in app.chat.status.build().plain)
         assert "○ idle" in _status_line(app) and "mock-model" in _status_line(app)
         assert not app.bridge.harness.session.events  # no turn, no request: the route itself is shown
+        assert "$?" in _status_line(app) and "$0.0000" not in _status_line(app)  # mock-model has no price
 
 
 async def test_status_leaves_waiting_for_approval_once_allowed(tmp_path):

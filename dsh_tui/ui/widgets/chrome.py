@@ -172,6 +172,8 @@ class StatusBar(Widget):
             out.append((1, Text(self.model_hint, style="yellow")))
         if usage is not None and (model or usage.model):
             cost = usage.cost_usd()
+            if not usage.model and usage.prices.get(model) is None:
+                cost = None  # no request yet: the cost of the route's model is unknown without its price
             out.append((2, Text(f"${cost:.4f}" if cost is not None else "$?")))
             out.append((3, Text(f"ctx {context_text(usage.context_percent())}")))
             total = usage.total
