@@ -230,7 +230,7 @@ class DshApp(App):
         frame (``notify()`` posts a message whose toast is mounted ~2 frames later)."""
         from textual.notifications import Notification
 
-        self._notifications.add(Notification(message, title, severity, timeout))
+        self._notifications.add(Notification(message, title, severity, timeout, markup=False))
     def _resolve_route(self) -> None:
         assert self.resolve is not None
         notice = ""
@@ -246,7 +246,7 @@ class DshApp(App):
     def _route_ready(self, factory: HarnessFactory | None, hint: str, notice: str = "") -> None:
         """The model route is known: start the chat's harness (if the chat waits for one) or say why not."""
         if notice:
-            self.notify(notice, title="Anonymous id", timeout=20)
+            self.notify(notice, title="Anonymous id", timeout=20, markup=False)  # "[privacy]" is text
         self.resolve = None
         self.harness_factory = factory
         self.model_hint = hint
@@ -256,7 +256,7 @@ class DshApp(App):
             if factory is not None and self.bridge.harness is None and self.bridge.loop is None:
                 self.bridge.start(factory)
         elif hint:  # the browser is showing: say it once here
-            self.notify(_untitled(hint), title=NO_MODEL, severity="warning", timeout=15)
+            self.notify(_untitled(hint), title=NO_MODEL, severity="warning", timeout=15, markup=False)
 
     def open_chat(self, factory: HarnessFactory | None, **kwargs: Any) -> ChatScreen:
         """Show the chat screen and start ``factory`` on the harness thread (None: no harness)."""

@@ -79,7 +79,8 @@ async def test_quit_before_any_turn_prints_nothing(tmp_path):
 
 
 async def test_no_model_notice_does_not_repeat_its_title(tmp_path):
-    hint = "No model configured: no API key for provider \"deepseek-official\": export DEEPSEEK_API_KEY=<your key>"
+    hint = ("No model configured: no API key for provider \"deepseek-official\": export DEEPSEEK_API_KEY=<your key>, "
+            "or add [providers.deepseek-official] api_key = \"<your key>\" to credentials.toml")
     app = DshApp(None, start="browser", session_roots=[tmp_path], model_hint=hint,
                  settings=UiSettings(values={"ui.theme": "dsh-dark"}))
     async with app.run_test(size=(100, 30)) as pilot:
@@ -87,14 +88,17 @@ async def test_no_model_notice_does_not_repeat_its_title(tmp_path):
         notes = list(app._notifications)
         assert notes and notes[0].title == "No model configured"
         assert notes[0].message.startswith("no API key for provider")
+        assert not notes[0].markup  # its "[providers.x]" is text
 
 
 async def test_first_run_notice_about_the_anonymous_id(tmp_path):
-    notice = "Requests to DeepSeek carry an anonymous random id"
+    notice = "Requests to DeepSeek carry an anonymous random id. Turn it off with [privacy] x = false."
     app = scripted_app(tmp_path, [scripted.text("one")])
     factory, app.harness_factory = app.harness_factory, None
     app.resolve = lambda: (factory, "", notice)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: any(n.message == notice for n in app._notifications))
         assert [n.title for n in app._notifications if n.message == notice] == ["Anonymous id"]
+        # "[privacy]" is shown as text, not taken for a markup tag (and dropped)
+        assert [n.markup for n in app._notifications if n.message == notice] == [False]
         assert not items(app)
