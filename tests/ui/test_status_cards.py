@@ -227,3 +227,14 @@ async def test_write_edit_and_todo_cards(tmp_path):
         assert "✓ Read the code" in text and "▶ Fix the bug" in text and "○ Add a regression test" in text
         assert '"status"' not in text and '"todos"' not in text
         assert (ws / "pkg" / "mod.py").read_text().splitlines()[6:8] == ["line seven", "line 7b"]
+
+
+def test_the_no_model_hint_keeps_what_to_set_at_80_columns():
+    from dsh_tui.ui.widgets.chrome import StatusBar
+
+    bar = StatusBar()
+    bar.model_hint = ('No model configured: no API key for provider "deepseek-official": export '
+                      'DEEPSEEK_API_KEY=<your key>, or add [providers.deepseek-official] api_key = "<your key>" '
+                      'to /home/u/.config/dsh-tui/credentials.toml (chmod 600) (or try `dsh-tui demo`)')
+    line = bar.build(78).plain
+    assert line == "○ idle  │ No model configured: no API key: export DEEPSEEK_API_KEY=<your key>"

@@ -84,6 +84,14 @@ def context_text(percent: float) -> str:
     return f"{percent:.0f}%"
 
 
+def _short_hints(hint: str) -> list[str]:
+    """Shorter forms of a "No model configured: ..." hint for a narrow status bar, longest first."""
+    import re
+
+    first = hint.split(", or ")[0]
+    return [first, re.sub(r' for provider "[^"]*"', "", first)]
+
+
 class StatusBar(Widget):
     """One line: state + phase clock, model/effort, cost, context %, tokens, cache %, queue.
 
@@ -216,6 +224,15 @@ class StatusBar(Widget):
                 break
             keep = [seg for seg in keep if seg[0] != priority]
             text = line(keep)
+        hint_at = next((i for i, (_, part) in enumerate(keep) if self.model_hint and part.plain == self.model_hint),
+                       None)
+        if text.cell_len > width and hint_at is not None:
+            # the no-model hint in shorter words (its first clause; the provider's name left out)
+            for short in _short_hints(self.model_hint):
+                keep[hint_at] = (keep[hint_at][0], Text(short, style="yellow"))
+                text = line(keep)
+                if text.cell_len <= width:
+                    break
         if text.cell_len > width:
             separator = " │ "  # tighter separators before anything essential is cut
             text = line(keep)
