@@ -19,6 +19,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--root", help="session root (default $DSH_HOME/sessions)")
 
 
+def first_run_notice() -> str:
+    """The notice of the first run that sends DeepSeek the anonymous id (which it creates), else ""."""
+    from dsh_tui.config import load_settings
+    from dsh_tui.llm import registry
+
+    try:
+        return registry.anonymous_id_notice(load_settings())
+    except Exception:  # noqa: BLE001 - a notice must never stop the app
+        return ""
+
+
 def _startup_settings() -> tuple[Any, Any]:
     """(UiSettings for the app, the config Settings or None): read once, before the app is built."""
     from dsh_tui.config import load_settings
@@ -72,17 +83,26 @@ def _chat_resolver(args: argparse.Namespace, cwd: Path) -> Any:
                            preset=getattr(args, "preset", None) or "workspace-write",
                            prompts=(prompt,) if isinstance(prompt, str) and prompt else (),
                            resume_id=getattr(args, "resume_id", None))
-        return (lambda bridge: open_harness(bridge, spec)), ""
+        return (lambda bridge: open_harness(bridge, spec)), "", first_run_notice()
 
     return resolve
 
 
 def run_chat(args: argparse.Namespace) -> int:
     """``dsh-tui run`` without ``--headless``: see ``chat_app``."""
+    return run_and_hint(chat_app(args))
+
+
+def run_and_hint(app: Any) -> int:
+    """Run the app; once it has quit and the terminal is restored, print how to continue the session it
+    had open (``dsh-tui resume ID``) on standard output."""
     from dsh_tui.cli import gc_paused
 
     with gc_paused():
-        chat_app(args).run_app()
+        app.run_app()
+    hint = app.resume_hint()
+    if hint:
+        print(hint, flush=True)
     return 0
 
 
@@ -114,7 +134,7 @@ def _browser_resolver(args: argparse.Namespace) -> Any:
         from dsh_tui.ui.harness import HarnessSpec, open_harness
 
         spec = HarnessSpec(root=_root(args), cwd=Path.cwd(), provider=provider, model=model)
-        return (lambda bridge: open_harness(bridge, spec)), ""
+        return (lambda bridge: open_harness(bridge, spec)), "", first_run_notice()
 
     return resolve
 
@@ -134,8 +154,4 @@ def browser_app(args: argparse.Namespace) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dsh_tui.cli import gc_paused
-
-    with gc_paused():
-        browser_app(args).run_app()
-    return 0
+    return run_and_hint(browser_app(args))

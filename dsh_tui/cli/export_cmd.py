@@ -22,8 +22,10 @@ def run(args) -> int:
 
     text = export_session(args.session, args.format, roots=args.root, reasoning=args.reasoning)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(args.output, file=sys.stderr)
+        out = Path(args.output)
+        out.write_text(text, encoding="utf-8")
+        # one line on stderr (stdout stays for the export itself when there is no -o)
+        print(f"Exported session {args.session} ({args.format}) to {out.resolve()}", file=sys.stderr)
     else:
         sys.stdout.write(text)
         sys.stdout.flush()

@@ -115,11 +115,9 @@ def run(args: argparse.Namespace) -> int:
     if row.state == "open elsewhere":
         raise DshError(f"session {row.id} is open in another process")
     if args.headless is None:
-        from dsh_tui.cli import gc_paused
+        from dsh_tui.cli.app_cmd import run_and_hint
 
-        with gc_paused():
-            resume_app(args, row).run_app()
-        return 0
+        return run_and_hint(resume_app(args, row))
     from dsh_tui.cli.app_cmd import model_route
 
     provider, model, hint = model_route(args.model)

@@ -52,7 +52,7 @@ def build_provider(
         default_effort=effort,
         default_model=default,
         retry=_retry_policy(ps),
-        user_id_resolver=anonymous_user_id,
+        user_id_resolver=anonymous_user_id if sends_user_id(settings, ps) else None,
         extra_headers=ps.headers,
     )
 
@@ -166,10 +166,48 @@ def available_models(settings: Settings) -> list[tuple[str, str]]:
 
 _USER_IDS: dict[str, str] = {}
 
+USER_ID_SETTING = "privacy.send_anonymous_user_id"
+USER_ID_HEADER = "x-deepseek-harness-user-id"
+
+
+def is_deepseek_endpoint(base_url: str) -> bool:
+    """True for DeepSeek's own API (``deepseek.com`` or a subdomain of it, over https)."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(base_url)
+    except ValueError:
+        return False
+    host = (parts.hostname or "").rstrip(".").lower()
+    return parts.scheme == "https" and (host == "deepseek.com" or host.endswith(".deepseek.com"))
+
+
+def sends_user_id(settings: Settings, ps: ProviderSettings) -> bool:
+    """Whether requests of route ``ps`` carry the anonymous user id: only to DeepSeek's own endpoint,
+    and not when ``privacy.send_anonymous_user_id = false``."""
+    return settings.get(USER_ID_SETTING, True) is not False and is_deepseek_endpoint(ps.base_url)
+
+
+def user_id_path():
+    return config_dir() / "anonymous-user-id"
+
+
+def anonymous_id_notice(settings: Settings, provider_name: str | None = None) -> str:
+    """On the first run that will send the anonymous id: create it and say so ("" otherwise)."""
+    try:
+        ps = settings.provider(provider_name)
+    except SettingsError:
+        return ""
+    path = user_id_path()
+    if not sends_user_id(settings, ps) or path.exists() or anonymous_user_id() is None:
+        return ""
+    return (f"Requests to DeepSeek carry an anonymous random id ({USER_ID_HEADER} header, as dsh sends it), "
+            f"stored in {path}. Turn it off with [privacy] send_anonymous_user_id = false in settings.toml.")
+
 
 def anonymous_user_id() -> str | None:
     """A random, stable, anonymous id sent as ``x-deepseek-harness-user-id`` (as dsh does)."""
-    path = config_dir() / "anonymous-user-id"
+    path = user_id_path()
     cached = _USER_IDS.get(str(path))
     if cached is not None:
         return cached
@@ -191,7 +229,10 @@ def anonymous_user_id() -> str | None:
 __all__ = [
     "DEEPSEEK_CONTEXT_WINDOW",
     "DEEPSEEK_MAX_TOKENS",
+    "anonymous_id_notice",
     "anonymous_user_id",
+    "is_deepseek_endpoint",
+    "sends_user_id",
     "available_models",
     "build_provider",
     "configured_model",

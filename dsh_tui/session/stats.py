@@ -14,13 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-# USD per 1M tokens: (uncached input, cache-hit input, output). A default, overridable from settings
-# (``prices.<model> = {input, cache_read, output}``).
+# USD per 1M tokens: (uncached input, cache-hit input, output). No provider's prices are built in (they
+# change, and a stale price shows a wrong cost): they come from settings (``prices.<model> = {input,
+# cache_read, output}`` or a provider's ``price_*`` model keys); without one the cost is unknown.
 DEFAULT_PRICES: dict[str, tuple[float, float, float]] = {
-    "deepseek-chat": (0.27, 0.07, 1.10),
-    "deepseek-reasoner": (0.55, 0.14, 2.19),
-    "deepseek-v4-flash": (0.27, 0.07, 1.10),
-    "deepseek-v4-pro": (0.55, 0.14, 2.19),
     "demo-scripted": (0.0, 0.0, 0.0),  # the offline demo model costs nothing
 }
 
@@ -185,7 +182,11 @@ class UsageFold:
         return min(100.0, 100.0 * self.last_request_tokens / self.window())
 
     def cost_usd(self) -> float | None:
-        return self.cost if self.cost_known else None
+        """USD so far; None when a request of an unpriced model was counted, or the current model has no
+        price (so an unpriced session never shows $0.0000 before its first usage)."""
+        if not self.cost_known or (self.model and self.price() is None):
+            return None
+        return self.cost
 
 
 def fold_usage(events: list[dict[str, Any]], prices: dict[str, tuple[float, float, float]] | None = None) -> UsageFold:

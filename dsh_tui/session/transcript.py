@@ -22,6 +22,11 @@ BASH_TOOLS = frozenset({"bash", "shell", "terminal", "exec", "exec_command"})
 READ_TOOLS = frozenset({"read", "read_file", "read_image", "view"})
 EDIT_TOOLS = frozenset({"write", "edit", "multi_edit", "multiedit", "apply_patch", "str_replace"})
 SEARCH_TOOLS = frozenset({"glob", "grep", "ls", "list", "find", "search"})
+TODO_TOOLS = frozenset({"todo_write", "todowrite", "TodoWrite"})
+
+# A model request counts towards a turn footer's tok/s only when it decoded for at least this long:
+# output that arrived in one burst (a server that buffers, a short tool call) measures the network.
+MIN_DECODE_MS = 100
 
 
 def tool_kind(name: str) -> str:
@@ -34,6 +39,8 @@ def tool_kind(name: str) -> str:
         return "edit"
     if name in SEARCH_TOOLS:
         return "search"
+    if name in TODO_TOOLS:
+        return "todo"
     return "generic"
 
 
@@ -129,16 +136,21 @@ class StreamItem(Item):
 
 
 class ToolItem(Item):
-    """A tool card. ``state``: requested, running, ok, error, aborted, unknown."""
+    """A tool card. ``state``: requested, running, ok, error, aborted, unknown.
+
+    ``workspace``: the session's cwd (cards show paths relative to it); ``hunk_starts``: for a write or
+    edit, the first line number of each recorded diff hunk in the old file where the session's earlier
+    reads and writes of that file tell it (None where they do not: dsh records no line numbers)."""
 
     __slots__ = ("call_id", "name", "tool", "step", "arguments", "state", "result", "error_code", "meta",
-                 "approval", "approval_reason")
+                 "approval", "approval_reason", "workspace", "hunk_starts")
     FIELDS = Item.FIELDS + __slots__
 
     def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, call_id: str = "",
                  name: str = "", tool: str = "generic", step: int = 0, arguments: str = "",
                  state: str = "requested", result: str = "", error_code: str | None = None, meta: Any = None,
-                 approval: str | None = None, approval_reason: str | None = None) -> None:
+                 approval: str | None = None, approval_reason: str | None = None, workspace: str = "",
+                 hunk_starts: list[int | None] | None = None) -> None:
         Item.__init__(self, key, kind, seq, turn, version)
         self.call_id = call_id
         self.name = name
@@ -151,6 +163,8 @@ class ToolItem(Item):
         self.meta = meta
         self.approval = approval  # asked / allowed-once / rejected / cancelled / unavailable
         self.approval_reason = approval_reason
+        self.workspace = workspace
+        self.hunk_starts = hunk_starts
 
     def args(self) -> dict[str, Any]:
         import json  # only a card that shows its arguments needs it (kept off the start-up path)
@@ -203,6 +217,10 @@ class RetryItem(Item):
         of = f"/{self.max_attempts}" if self.max_attempts else ""
         delay = _seconds(self.delay_ms)
         why = f" after {self.code}" if self.code else ""
+        message = " ".join(str(self.message or "").split())
+        if message:
+            message = message if len(message) <= 160 else message[:159] + "…"
+            why += f": {message}" if why else f" after: {message}"
         return f"Retrying model request ({self.attempt}{of}) in {delay}{why}"
 
 
@@ -344,9 +362,19 @@ class TranscriptFold:
         self._approvals: dict[str, ToolItem] = {}
         self._retries: dict[str, RetryItem] = {}
         self._compactions: dict[str, CompactionItem] = {}
+        self.workspace = str(self.header.get("cwd") or "")
         self._turn_start_time: int | None = None
         self._first_chunk_time: int | None = None
         self._last_chunk_time: int | None = None
+        # decode time of the turn: per model request, its first to its last streamed chunk, counted with
+        # the request's output tokens once its usage arrives (a cancelled request has none)
+        self._request_first: int | None = None
+        self._decode_ms = 0
+        self._decode_tokens = 0
+        self._request_counted = False
+        # what the session's reads and writes showed of each file (path -> {line number: text}), to
+        # put line numbers on later diff hunks
+        self._files: dict[str, dict[int, str]] = {}
 
     # -- helpers -------------------------------------------------------------------------------
     def _add(self, item: Item, out: list[Change]) -> Item:
@@ -418,10 +446,28 @@ class TranscriptFold:
         self.turn = data.get("turn", self.turn + 1)
         self._turn_start_time = event.get("time")
         self._first_chunk_time = self._last_chunk_time = None
+        self._request_first = None
+        self._decode_ms = self._decode_tokens = 0
+        self._request_counted = False
 
     def _on_step_start(self, event, data, seq, out) -> None:
         self.step = data.get("step", 0)
         self._new_attempt()
+        self._request_first = None
+        self._request_counted = False
+
+    def _count_decode(self, usage: Any) -> None:
+        """The current request's usage arrived: add its decode span and output tokens (once)."""
+        if self._request_counted or not isinstance(usage, dict):
+            return
+        self._request_counted = True
+        output = usage.get("outputTokens")
+        first, last = self._request_first, self._last_chunk_time
+        # a request whose output arrived in one burst tells nothing about the model's speed
+        if isinstance(output, int) and output > 0 and isinstance(first, int) and isinstance(last, int) \
+                and last - first >= MIN_DECODE_MS:
+            self._decode_ms += last - first
+            self._decode_tokens += output
 
     def _on_user_message(self, event, data, seq, out) -> None:
         if event.get("surfaceOp") != "append":
@@ -440,7 +486,12 @@ class TranscriptFold:
         if ctype in ("text-delta", "reasoning-delta", "tool-call-delta", "block-start"):
             if self._first_chunk_time is None:
                 self._first_chunk_time = time
+            if self._request_first is None:
+                self._request_first = time
             self._last_chunk_time = time
+        elif ctype == "usage":
+            self._count_decode(chunk.get("usage"))
+            return
         if ctype == "text-delta" or ctype == "reasoning-delta":
             kind = "assistant" if ctype == "text-delta" else "thinking"
             index = chunk.get("index", 0)
@@ -461,7 +512,7 @@ class TranscriptFold:
                 call_id = str(chunk.get("id") or "")
                 name = str(chunk.get("name") or "")
                 item = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name=name,
-                                tool=tool_kind(name), step=self.step, state="requested")
+                                tool=tool_kind(name), step=self.step, state="requested", workspace=self.workspace)
                 self._stream_index[("tool", index)] = item
                 self._attempt.append(item)
                 item.arguments = chunk.get("argumentsDelta") or ""
@@ -483,6 +534,7 @@ class TranscriptFold:
             return
         message = data.get("message") or {}
         interrupted = bool(data.get("interrupted"))
+        self._count_decode(data.get("usage"))
         leftovers = list(self._attempt)
         self._new_attempt()
         for part, block in enumerate(message.get("content") or []):
@@ -509,7 +561,7 @@ class TranscriptFold:
                 item = _take(leftovers, "tool")
                 if item is None:
                     item = ToolItem(self._key("t", seq, part), "tool", seq, self.turn, call_id=call_id, name=name,
-                                    tool=tool_kind(name), step=self.step)
+                                    tool=tool_kind(name), step=self.step, workspace=self.workspace)
                     self._add(item, out)
                 else:
                     self._update(item, out)
@@ -531,7 +583,7 @@ class TranscriptFold:
         if item is None:
             item = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name=name,
                             tool=tool_kind(name), step=data.get("step", self.step),
-                            arguments=data.get("arguments") or "", state="running")
+                            arguments=data.get("arguments") or "", state="running", workspace=self.workspace)
             self._tools[call_id] = item
             self._add(item, out)
         else:
@@ -549,7 +601,7 @@ class TranscriptFold:
             call_id = str(block.get("toolCallId") or "")
         item = self._tools.get(call_id)
         if item is None:
-            item = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name="?", step=self.step)
+            item = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name="?", step=self.step, workspace=self.workspace)
             self._tools[call_id] = item
             self._add(item, out)
         else:
@@ -568,6 +620,62 @@ class TranscriptFold:
             item.state = "error"
         else:
             item.state = "ok"
+        if item.state == "ok" and item.tool in ("read", "edit"):
+            self._track_file(item)
+
+    # -- file contents seen by the session (line numbers for diff hunks) ------------------------------
+    def _file_key(self, path: Any) -> str | None:
+        if not isinstance(path, str) or not path:
+            return None
+        import posixpath
+
+        if not posixpath.isabs(path) and self.workspace:
+            path = posixpath.join(self.workspace, path)
+        return posixpath.normpath(path)
+
+    def _track_file(self, item: ToolItem) -> None:
+        meta = item.meta if isinstance(item.meta, dict) else {}
+        args = item.args()
+        key = self._file_key(args.get("file_path") or args.get("path"))
+        if key is None:
+            return
+        if item.name in ("read", "read_file"):
+            lines = meta.get("lines")
+            if isinstance(lines, list):
+                known = self._files.setdefault(key, {})
+                for line in lines:
+                    if isinstance(line, dict) and isinstance(line.get("number"), int):
+                        known[line["number"]] = str(line.get("text", ""))
+            return
+        diffs = meta.get("diffs")
+        if not isinstance(diffs, list):
+            self._files.pop(key, None)
+            return
+        if item.name == "write" and isinstance(args.get("content"), str):
+            old = self._files.get(key)
+            if diffs and old is not None:
+                item.hunk_starts = _hunk_starts(old, diffs)
+            content = args["content"]
+            self._files[key] = dict(enumerate(content.split("\n")[:-1] if content.endswith("\n")
+                                              else content.split("\n"), 1)) if content else {}
+            return
+        known = self._files.get(key)
+        if known is None:
+            return
+        starts = _hunk_starts(known, diffs)
+        item.hunk_starts = starts
+        if None in starts:
+            self._files.pop(key, None)  # lost track of where the file's lines are
+            return
+        for start, hunk in sorted(zip(starts, diffs), key=lambda pair: -pair[0]):
+            old_lines = _hunk_lines(hunk.get("oldText"))
+            new_lines = _hunk_lines(hunk.get("newText"))
+            delta = len(new_lines) - len(old_lines)
+            end = start + len(old_lines)
+            shifted = {n if n < start else n + delta: t for n, t in known.items() if n < start or n >= end}
+            shifted.update(enumerate(new_lines, start))
+            known = shifted
+        self._files[key] = known
 
     def _on_approval_asked(self, event, data, seq, out) -> None:
         item = self._tools.get(str(data.get("callId") or ""))
@@ -591,6 +699,8 @@ class TranscriptFold:
 
     def _on_retry_started(self, event, data, seq, out) -> None:
         self._discard_attempt(out)
+        self._request_first = None
+        self._request_counted = False
         item = self._retries.get(str(data.get("retryId")))
         if item is not None:
             item.started = True
@@ -636,10 +746,8 @@ class TranscriptFold:
         if isinstance(self._first_chunk_time, int) and isinstance(self._turn_start_time, int):
             ttft = self._first_chunk_time - self._turn_start_time
         rate = None
-        if usage and usage.output and isinstance(self._first_chunk_time, int) and isinstance(self._last_chunk_time, int):
-            span = self._last_chunk_time - self._first_chunk_time
-            if span > 0:
-                rate = usage.output * 1000.0 / span
+        if self._decode_tokens and self._decode_ms:
+            rate = self._decode_tokens * 1000.0 / self._decode_ms
         for item in self._attempt:  # a crash or cancel left streamed text without its message
             if isinstance(item, StreamItem) and item.state == "streaming":
                 item.state = "interrupted"
@@ -697,6 +805,30 @@ def tail_start(events: list[dict[str, Any]], min_events: int) -> int:
         if events[i].get("type") == "turn/start":
             return i
     return 0
+
+
+def _hunk_lines(text: Any) -> list[str]:
+    return text.split("\n") if isinstance(text, str) and text else []
+
+
+def _hunk_starts(known: dict[int, str], diffs: list) -> list[int | None]:
+    """Where each hunk's old lines (context included) start in ``known`` (line number -> text), in order."""
+    starts: list[int | None] = []
+    after = 1
+    for hunk in diffs:
+        old = _hunk_lines(hunk.get("oldText")) if isinstance(hunk, dict) else []
+        found = None
+        if old:
+            for n in sorted(k for k, t in known.items() if k >= after and t == old[0]):
+                if all(known.get(n + i) == line for i, line in enumerate(old)):
+                    found = n
+                    break
+        elif not known:
+            found = 1  # an empty file
+        starts.append(found)
+        if found is not None:
+            after = found + len(old)
+    return starts
 
 
 def _take(items: list, kind: str) -> Any:

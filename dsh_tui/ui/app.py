@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 HarnessFactory = Callable[[Bridge], Awaitable[Harness]]
 # Run in a thread after the first paint: (harness factory or None, model hint). Building a provider
 # imports httpx and reads the settings (~0.15 s), which is not on the way to the first frame.
-RouteResolver = Callable[[], tuple[HarnessFactory | None, str]]
+# It may add a third item: a notice to show once (the first run that creates the anonymous id).
+RouteResolver = Callable[[], tuple[HarnessFactory | None, str] | tuple[HarnessFactory | None, str, str]]
 
 # name -> "module:attribute" of a ``factory(app) -> Screen``; other engineers add theirs here.
 SCREEN_FACTORIES: dict[str, str] = {
@@ -45,6 +46,15 @@ def _prewarm_markdown() -> None:
     console = Console(file=None, width=80, color_system=None, record=False, force_terminal=False)
     with console.capture():
         console.print(Markdown("# warm\n\n**up** `code`\n\n```python\ndef f(x):\n    return x\n```\n"))
+
+
+NO_MODEL = "No model configured"
+
+
+def _untitled(hint: str) -> str:
+    """A "No model configured: ..." hint as the body of a notice whose title already says so."""
+    prefix = NO_MODEL + ":"
+    return hint[len(prefix):].strip() if hint.startswith(prefix) else hint
 
 
 class EventsReady(Message):
@@ -97,6 +107,41 @@ class DshApp(App):
         # nothing is parsed yet: the stylesheet that keeps its parsed rules between runs, with the
         # start theme's variables
         self.stylesheet = CachedStylesheet(variables=self.get_css_variables(), path=css_cache_path())
+
+    # (session id, root) of the live session the app had open when it quit (``resume_hint``)
+    resumable: tuple[str, Any] | None = None
+
+    def _note_resumable(self) -> None:
+        harness = self.bridge.harness
+        session = getattr(harness, "session", None)
+        if harness is None or session is None or getattr(harness, "read_only", False):
+            return
+        if not getattr(session, "events", None):
+            return  # nothing was written: there is no session to resume
+        header = getattr(session, "header", None) or {}
+        session_id = header.get("id") if isinstance(header, dict) else None
+        if isinstance(session_id, str) and session_id:
+            self.resumable = (session_id, getattr(harness, "root", None))
+
+    def resume_hint(self) -> str:
+        """The line printed after the app quits: how to continue the session it had open ("" if none)."""
+        if self.resumable is None:
+            return ""
+        import shlex
+        from pathlib import Path
+
+        session_id, root = self.resumable
+        command = f"dsh-tui resume {shlex.quote(session_id)}"
+        if root is not None:
+            from dsh_tui.paths import default_sessions_root
+
+            try:
+                default = default_sessions_root().resolve()
+                if Path(root).resolve() != default:
+                    command += f" --root {shlex.quote(str(root))}"
+            except OSError:
+                command += f" --root {shlex.quote(str(root))}"
+        return f"Session saved. Continue it with: {command}"
 
     # set by ``run_app`` when the cyclic GC was paused for the start-up (resumed after the first frame)
     gc_paused = False
@@ -172,7 +217,7 @@ class DshApp(App):
                                                             description="model route"))
         if self.start_screen == "browser":
             if self.model_hint:  # the chat's status bar is not on screen yet: say it once here
-                self._notify_before_screen(self.model_hint, title="No model configured", severity="warning",
+                self._notify_before_screen(_untitled(self.model_hint), title=NO_MODEL, severity="warning",
                                            timeout=15)
             if self.push_browser():
                 return
@@ -185,17 +230,23 @@ class DshApp(App):
         frame (``notify()`` posts a message whose toast is mounted ~2 frames later)."""
         from textual.notifications import Notification
 
-        self._notifications.add(Notification(message, title, severity, timeout))
+        self._notifications.add(Notification(message, title, severity, timeout, markup=False))
     def _resolve_route(self) -> None:
         assert self.resolve is not None
+        notice = ""
         try:
-            factory, hint = self.resolve()
+            resolved = self.resolve()
+            factory, hint = resolved[0], resolved[1]
+            if len(resolved) > 2:  # a first-run notice (the anonymous id was just created)
+                notice = resolved[2]  # type: ignore[misc]
         except Exception as err:  # noqa: BLE001 - shown like a missing model; the app stays open
             factory, hint = None, " ".join(f"No model configured: {err}".split())
-        self.call_from_thread(self._route_ready, factory, hint)
+        self.call_from_thread(self._route_ready, factory, hint, notice)
 
-    def _route_ready(self, factory: HarnessFactory | None, hint: str) -> None:
+    def _route_ready(self, factory: HarnessFactory | None, hint: str, notice: str = "") -> None:
         """The model route is known: start the chat's harness (if the chat waits for one) or say why not."""
+        if notice:
+            self.notify(notice, title="Anonymous id", timeout=20, markup=False)  # "[privacy]" is text
         self.resolve = None
         self.harness_factory = factory
         self.model_hint = hint
@@ -205,7 +256,7 @@ class DshApp(App):
             if factory is not None and self.bridge.harness is None and self.bridge.loop is None:
                 self.bridge.start(factory)
         elif hint:  # the browser is showing: say it once here
-            self.notify(hint, title="No model configured", severity="warning", timeout=15)
+            self.notify(_untitled(hint), title=NO_MODEL, severity="warning", timeout=15, markup=False)
 
     def open_chat(self, factory: HarnessFactory | None, **kwargs: Any) -> ChatScreen:
         """Show the chat screen and start ``factory`` on the harness thread (None: no harness)."""
@@ -388,10 +439,12 @@ class DshApp(App):
 
     async def action_quit(self) -> None:
         """Flush every session (the harness closes its writers), then leave."""
+        self._note_resumable()
         await asyncio.to_thread(self.bridge.stop)
         self.exit()
 
     def on_unmount(self) -> None:
+        self._note_resumable()
         self.bridge.stop()
         self._save_css()  # rules parsed since the first frame (other screens, modals)
 
@@ -427,9 +480,14 @@ class DshApp(App):
             yield SystemCommand("Cancel turn", "Stop the running turn", chat.action_cancel)
             yield SystemCommand("Back to bottom", "Follow the transcript again", chat.action_back_to_bottom)
             yield SystemCommand("Load earlier items", "Mount older transcript items", chat.action_load_earlier)
+        live = self._live_provider() if chat is not None and screen is chat else None
         for provider, name in self._model_routes():
             where = f" ({provider})" if provider else ""
-            yield SystemCommand(f"Model: {name}{where}", "Use this model for new sessions",
+            if live is not None and (not provider or provider == live):
+                yield SystemCommand(f"Model: {name}{where} · this session", "Use this model for this session",
+                                    lambda name=name: self._use_model_now(name))
+            yield SystemCommand(f"Model: {name}{where} · new sessions",
+                                "Use this model for new sessions (default): saved to settings.toml",
                                 lambda provider=provider, name=name: self._choose_model(name, provider))
         if "browser" in SCREEN_FACTORIES:
             yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
@@ -450,20 +508,26 @@ class DshApp(App):
         routes += [(None, name) for name in self.settings.models() if name not in known]
         return list(dict.fromkeys(routes))
 
+    def _live_provider(self) -> str | None:
+        """The provider of the chat's live session (None: no session can switch models now)."""
+        harness = self.bridge.harness
+        if harness is None or not hasattr(harness, "set_model") or getattr(harness, "read_only", False):
+            return None
+        return str(getattr(getattr(getattr(harness, "agent", None), "config", None), "provider", "") or "")
+
+    def _use_model_now(self, name: str) -> None:
+        """Switch the live session to ``name`` from its next request; the settings are not touched."""
+        harness = self.bridge.harness
+        if harness is None or not hasattr(harness, "set_model"):
+            self.notify("No session is running.", severity="warning", timeout=4)
+            return
+        self.bridge.call(lambda h: h.set_model(name))  # type: ignore[attr-defined]
+        self.notify(f"This session now uses {name}", timeout=3)
+
     def _choose_model(self, name: str, provider: str | None = None) -> None:
-        """Save (provider, model) as the default route; the live session switches when the provider is
-        the one it already talks to (another provider needs a new session)."""
-        current = self.settings.get("default.provider")
+        """Save (provider, model) as the default route of new sessions; the live session is not touched."""
         self.settings.set("default.model", name)
         if provider:
             self.settings.set("default.provider", provider)
-        harness = self.bridge.harness
-        same = not provider or provider == current or provider == getattr(
-            getattr(getattr(harness, "agent", None), "config", None), "provider", provider)
-        if harness is not None and hasattr(harness, "set_model") and same:
-            self.bridge.call(lambda h: h.set_model(name))  # type: ignore[attr-defined]
-            self.notify(f"Model: {name}", timeout=3)
-        elif harness is not None and hasattr(harness, "set_model"):
-            self.notify(f"Model: {name} ({provider}) — used from the next session", timeout=4)
-        else:
-            self.notify(f"Model: {name}", timeout=3)
+        where = f" ({provider})" if provider else ""
+        self.notify(f"New sessions will use {name}{where} (saved as the default in settings.toml)", timeout=4)

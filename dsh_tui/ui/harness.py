@@ -9,6 +9,7 @@ forwards ``agent/status`` / ``agent/error`` to the UI as live notices and routes
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 from dsh_tui.runtime.bus import BUILTIN
@@ -31,11 +32,25 @@ class AgentHarness:
         self._offs: list[Any] = []
         self._closed = False
         self._script: asyncio.Task | None = None
+        self.root: Path | None = None  # the session root (a resume hint names it when it is not the default)
         on = agent.on
         self._offs.append(on("agent/status", lambda p: bridge.notice("status", p.get("status"))))
         self._offs.append(on("agent/error", self._on_error))
         # the host's answerer is built-in behaviour: a user plugin's approval/request listener runs first
         self._offs.append(on("approval/request", self._on_approval, tier=BUILTIN))
+        self.announce_model()
+
+    def announce_model(self) -> None:
+        """Tell the UI the route the next request uses (the status bar shows it before any turn)."""
+        cfg = self.agent.config
+        effort = cfg.reasoning_effort
+        if effort is None:
+            resolve = getattr(self.agent.provider, "resolve_model", None)
+            try:
+                effort = resolve(cfg.model).default_effort if resolve is not None and cfg.model else None
+            except Exception:  # noqa: BLE001 - the effort is a nicety of the status bar
+                effort = None
+        self.bridge.notice("model", (cfg.provider, cfg.model, effort))
 
     def _on_error(self, payload: dict[str, Any]) -> None:
         error = payload.get("error") or {}
@@ -73,6 +88,7 @@ class AgentHarness:
     async def set_model(self, model: str) -> None:
         """Use ``model`` from the next request on (logged as a ``request/header`` change)."""
         self.agent.config.model = model
+        self.announce_model()
 
     async def cancel(self) -> None:
         self.agent.cancel({"kind": "user"})
@@ -105,6 +121,7 @@ async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
     if spec.on_plugin_failure is None:  # a plugin that fails to load is a notice in the app
         spec.on_plugin_failure = lambda record: bridge.notice("error", f"plugin {record.id}: {record.error}")
     harness = AgentHarness(bridge, await AgentHost.open(spec))
+    harness.root = spec.root
     if spec.prompts:
         harness._script = asyncio.ensure_future(harness.play(spec.prompts))
     return harness

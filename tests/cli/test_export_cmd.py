@@ -33,6 +33,7 @@ def test_export_md_html_jsonl_of_a_fixture(tmp_path):
     out = tmp_path / "x.html"
     p = run_cli("export", "par", "--format", "html", "-o", str(out), "--root", str(root))
     assert p.returncode == 0, p.stderr
+    assert p.stdout == "" and p.stderr == f"Exported session par (html) to {out.resolve()}\n"  # one line: where
     h = out.read_text()
     assert h.startswith("<!DOCTYPE html>") and h.count('class="tool ok"') == 2 and "DONE" in h
     p = run_cli("export", "par-1", "--format", "jsonl", "--root", str(root))

@@ -17,7 +17,7 @@ from dsh_tui.runtime import Agent, AgentConfig
 from dsh_tui.session.headers import make_header
 from dsh_tui.session.log import Session
 from tests.conftest import REPO
-from tests.llm.sse_server import ScriptServer, chunk, json_reply, sse_reply, tool_call
+from tests.llm.sse_server import Reply, ScriptServer, chunk, json_reply, sse, sse_reply, tool_call
 
 KEY = "sk-harness-0123456789abcdefghij"
 USAGE = {"prompt_tokens": 120, "completion_tokens": 9, "prompt_cache_hit_tokens": 100}
@@ -85,6 +85,33 @@ async def test_server_error_is_retried_and_logged(server, tmp_path, monkeypatch)
     assert msg["data"]["usage"] == {"inputTokens": 20, "outputTokens": 9, "cacheReadTokens": 100}
     assert _of(session, "turn/end")[-1]["data"]["reason"] == {"kind": "completed"}
     assert len(server.requests) == 2
+
+
+async def test_a_clean_end_without_done_is_stream_closed_and_not_retried(server, tmp_path, monkeypatch):
+    # runtime spec 6.2/6.3 (dsh llm-retry "exposes a clean partial EOF as non-default-retryable
+    # STREAM_CLOSED"): the default retryable codes are EMPTY_RESPONSE, RATE_LIMIT, SERVER, TIMEOUT, TRANSPORT
+    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    server.push(sse_reply(chunk("This answer will be cut"), done=False),
+                sse_reply(chunk("never asked for"), chunk("", finish="stop", usage=USAGE)))
+    session = await _turn(server, "hi", tmp_path)
+    assert len(server.requests) == 1 and _of(session, "llm/retry") == []
+    assert _of(session, "assistant/message") == []
+    end = _of(session, "turn/end")[-1]["data"]["reason"]
+    assert end == {"kind": "error", "error": {"message": "SSE stream ended without [DONE]", "code": "STREAM_CLOSED"}}
+
+
+async def test_a_connection_lost_mid_stream_is_transport_and_retried(server, tmp_path, monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    server.push(Reply(steps=[sse(chunk("discard ")), sse(chunk("me"))], end="drop"),
+                sse_reply(chunk("recovered"), chunk("", finish="stop", usage=USAGE)))
+    session = await _turn(server, "hi", tmp_path)
+    (retry,) = _of(session, "llm/retry")
+    assert retry["data"]["failure"]["code"] == "TRANSPORT"
+    assert retry["data"]["failure"]["message"].startswith(f"DeepSeek API stream from {server.base_url} failed")
+    assert len(server.requests) == 2
+    (msg,) = _of(session, "assistant/message")
+    assert msg["data"]["message"]["content"] == [{"type": "text", "text": "recovered"}]
+    assert _of(session, "turn/end")[-1]["data"]["reason"] == {"kind": "completed"}
 
 
 async def test_auth_error_ends_the_turn_and_the_key_is_nowhere_in_the_log(server, tmp_path, monkeypatch):

@@ -10,12 +10,14 @@ from dsh_tui.config import Settings, credentials_path, load_settings, save_crede
 from dsh_tui.llm import protocol as P
 from dsh_tui.llm.protocol import LlmError, Provider
 from dsh_tui.llm.registry import (
+    anonymous_id_notice,
     available_models,
     build_provider,
     configured_model,
     credential_problem,
     default_route,
     is_configured,
+    is_deepseek_endpoint,
 )
 from tests.llm.sse_server import ScriptServer, chunk, json_reply, sse_reply
 
@@ -69,11 +71,34 @@ async def test_env_only_deepseek_works_with_no_settings_file(server, monkeypatch
     assert chunks[-1] == {"type": "finish", "reason": {"kind": "stop"}}
     h1 = {k.lower(): v for k, v in server.requests[0]["headers"].items()}
     assert h1["authorization"] == f"Bearer {KEY}"
-    await run(build_provider(load_settings()), req())
-    h2 = {k.lower(): v for k, v in server.requests[1]["headers"].items()}
-    # The anonymous id is random but stable across providers and runs.
-    assert h1["x-deepseek-harness-user-id"] == h2["x-deepseek-harness-user-id"]
+    # a DEEPSEEK_BASE_URL that is not DeepSeek's own API never gets the anonymous id (nor is it written)
+    assert "x-deepseek-harness-user-id" not in h1
+    assert not (credentials_path().parent / "anonymous-user-id").exists()
+
+
+def test_anonymous_id_goes_only_to_deepseek_and_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("DEEPSEEK_API_KEY", KEY)
+    monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
+    id_file = credentials_path().parent / "anonymous-user-id"
+    settings = load_settings()
+    assert not id_file.exists()
+    notice = anonymous_id_notice(settings)  # the first run that will send it creates it and says so
+    assert id_file.exists() and str(id_file) in notice and "send_anonymous_user_id = false" in notice
+    assert anonymous_id_notice(settings) == ""  # said once
+    h1 = build_provider(settings)._headers(KEY, req())
+    h2 = build_provider(load_settings())._headers(KEY, req())
+    # random but stable across providers and runs, and the one in the file
+    assert h1["x-deepseek-harness-user-id"] == h2["x-deepseek-harness-user-id"] == id_file.read_text().strip()
     assert len(h1["x-deepseek-harness-user-id"]) == 36
+    off = Settings({"privacy": {"send_anonymous_user_id": False}})
+    assert "x-deepseek-harness-user-id" not in build_provider(off)._headers(KEY, req())
+    local = Settings({"default": {"provider": "vllm", "model": "m"},
+                      "providers": {"vllm": {"base_url": "http://127.0.0.1:8000/v1", "models": ["m"]},
+                                    "fake": {"base_url": "https://deepseek.com.example.org/v1", "models": ["m"]}}})
+    assert "x-deepseek-harness-user-id" not in build_provider(local)._headers(None, req())
+    assert "x-deepseek-harness-user-id" not in build_provider(local, "fake")._headers(None, req())
+    assert is_deepseek_endpoint("https://api.deepseek.com") and is_deepseek_endpoint("https://api.deepseek.com/v1")
+    assert not is_deepseek_endpoint("http://api.deepseek.com") and not is_deepseek_endpoint("https://evil-deepseek.com")
 
 
 async def test_missing_key_is_a_clear_error_not_a_traceback(server, monkeypatch):

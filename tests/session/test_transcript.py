@@ -60,7 +60,8 @@ def test_retry_row_and_only_the_successful_attempt_is_kept():
     fold = _fold("empty-response-retry")
     retry = [i for i in fold.items if i.kind == "retry"]
     assert len(retry) == 1 and retry[0].started
-    assert retry[0].describe() == "Retrying model request (1/2) in 1 ms after EMPTY_RESPONSE"
+    assert retry[0].describe() == ("Retrying model request (1/2) in 1 ms after EMPTY_RESPONSE: "
+                                   "model returned a completed response with no content")
     assert [i.text for i in fold.items if i.kind == "assistant"] == ["Recovered."]
 
 

@@ -163,4 +163,17 @@ async def test_a_harness_that_cannot_start_is_reported_not_raised():
 def test_price_table_from_settings():
     settings = UiSettings(values={"prices": {"my-model": {"input": 1.0, "cache_read": 0.5, "output": 4.0}}})
     table = settings.prices()
-    assert table["my-model"] == (1.0, 0.5, 4.0) and "deepseek-chat" in table
+    assert table["my-model"] == (1.0, 0.5, 4.0)
+    # no provider's prices are built in (README: without them the cost shows as unknown)
+    assert "deepseek-v4-flash" not in table and "deepseek-chat" not in table
+
+
+def test_cost_is_unknown_without_a_configured_price():
+    from dsh_tui.session.stats import UsageFold
+
+    fold = UsageFold(UiSettings(values={}).prices())
+    fold.apply({"type": "request/header", "data": {"header": {"config": {"model": "deepseek-v4-flash"}}}})
+    assert fold.cost_usd() is None  # not "$0.0000" before the first usage either
+    fold.apply({"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {
+        "type": "usage", "usage": {"inputTokens": 4200, "outputTokens": 80}}}})
+    assert fold.total.output == 80 and fold.cost_usd() is None

@@ -69,9 +69,10 @@ async def test_choosing_a_model_of_another_provider_saves_the_provider(tmp_path)
         assert app.settings.get("default.model") == "other-model"
         assert app.settings.get("default.provider") == "other-provider"
         assert app.bridge.harness.agent.config.model == "mock-model"  # the live session keeps its provider
-        app._choose_model("mock-model-2", "mock")
-        await wait_for(pilot, lambda: app.bridge.harness.agent.config.model == "mock-model-2")
-        assert app.settings.get("default.provider") == "mock"
+        app._choose_model("mock-model-2", "mock")  # "for new sessions": the live session is not switched
+        await pilot.pause(0.1)
+        assert app.settings.get("default.provider") == "mock" and app.settings.get("default.model") == "mock-model-2"
+        assert app.bridge.harness.agent.config.model == "mock-model"
 
 
 async def test_the_provider_is_closed_when_the_harness_stops(tmp_path):

@@ -307,6 +307,8 @@ class ChatScreen(Screen):
             status.set_phase("compacting")
         elif etype == "approval/asked":
             status.set_phase("approval")
+        elif etype == "approval/decided":
+            self._leave_approval_phase()
         elif etype == "turn/end":
             self._set_running(False)
             gc.freeze()  # the finished turn's events and views are long-lived now
@@ -331,6 +333,9 @@ class ChatScreen(Screen):
             self.app.notify(str(value), title="Error", severity="error", timeout=8)
         elif kind == "notice":
             self.app.notify(str(value), timeout=5)
+        elif kind == "model" and isinstance(value, tuple) and len(value) == 3:
+            self.status.route = value
+            self.status.redraw()
 
     def _set_running(self, running: bool) -> None:
         if running == self.running:
@@ -359,6 +364,14 @@ class ChatScreen(Screen):
         if not message.request.future.done():
             message.request.future.set_result(message.outcome)
         self._show_next_approval()
+        self._leave_approval_phase()
+
+    def _leave_approval_phase(self) -> None:
+        """An approval was answered: the status goes back to the running tools unless another one waits."""
+        status = self.status
+        if status.info.phase != "approval" or self.approval.request is not None or not self.running:
+            return
+        status.set_phase("tools" if status.info.tools_running else "waiting")
 
     # -- composer --------------------------------------------------------------------------------
     def _send(self, text: str, mode: str) -> None:

@@ -234,23 +234,40 @@ def render_assistant(text: str, interrupted: bool = False) -> RenderableType:
     return Group(body, Text("⏹ interrupted: the answer above is partial", style="yellow"))
 
 
+def shown_path(item: ToolItem, path: Any) -> str:
+    """A path as a card shows it: relative to the session's workspace when it lies inside it."""
+    if not isinstance(path, str) or not path:
+        return ""
+    workspace = item.workspace.rstrip("/")
+    if workspace and path.startswith(workspace + "/"):
+        return path[len(workspace) + 1:] or "."
+    if workspace and path == workspace:
+        return "."
+    return path
+
+
 def tool_title(item: ToolItem) -> str:
     args = item.args()
     if item.tool == "bash":
-        where = f"({args['workdir']}) " if isinstance(args.get("workdir"), str) and args["workdir"] else ""
+        workdir = args.get("workdir")
+        where = f"({shown_path(item, workdir)}) " if isinstance(workdir, str) and workdir else ""
         return f"{where}$ {_one_line(str(args.get('command', item.arguments)), 90)}"
     if item.tool == "read":
-        path = args.get("file_path") or args.get("path") or ""
+        path = shown_path(item, args.get("file_path") or args.get("path"))
         rng = ""
         if args.get("offset") or args.get("limit"):
             start = int(args.get("offset") or 1)
             rng = f" :{start}" + (f"-{start + int(args['limit']) - 1}" if args.get("limit") else "")
         return f"read {path}{rng}"
     if item.tool == "edit":
-        return f"{item.name} {args.get('file_path') or args.get('path') or ''}"
+        return f"{item.name} {shown_path(item, args.get('file_path') or args.get('path'))}"
     if item.tool == "search":
-        where = args.get("path") or ""
+        where = shown_path(item, args.get("path"))
         return f"{item.name} {args.get('pattern', '')!s} {where}".rstrip()
+    if item.tool == "todo":
+        todos = args.get("todos")
+        n = len(todos) if isinstance(todos, list) else 0
+        return f"{item.name} · {n} item{'' if n == 1 else 's'}"
     return f"{item.name} {_one_line(item.arguments, 70)}"
 
 
@@ -264,19 +281,108 @@ def _exit_code(result: str) -> int | None:
     return None
 
 
-def _diff_counts(item: ToolItem) -> tuple[int, int, list[str]]:
+def _plural(n: int, noun: str, plural: str = "") -> str:
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
+def search_counts(item: ToolItem) -> str | None:
+    """What a glob/grep found, from its presentation meta: "2 files", "7 matches in 3 files"."""
+    meta = item.meta if isinstance(item.meta, dict) else {}
+    total = meta.get("total")
+    if meta.get("shape") == "paths" and isinstance(total, int):
+        return _plural(total, "file")
+    if meta.get("shape") == "matches" and isinstance(total, int):
+        files = meta.get("files")
+        n_files = len(files) if isinstance(files, list) else 0
+        more = "+" if meta.get("truncated") else ""
+        return _plural(total, "match", "matches") + (
+            f" in {n_files}{more} file{'' if n_files == 1 else 's'}" if total else "")
+    return None
+
+
+def _diff_lines(item: ToolItem) -> list[tuple[str, str]]:
+    """(style, line) rows of a write/edit card's diff: numbered old/new lines with the recorded context.
+
+    From the recorded hunks (``meta.diffs``, 3 lines of context each); a created file shows its content;
+    while the call runs (or when it failed) the call's own old/new strings."""
+    import difflib
+
     args = item.args()
-    old = str(args.get("old_string") or "")
-    new = str(args.get("new_string") if "new_string" in args else args.get("content") or "")
-    old_lines, new_lines = old.splitlines(), new.splitlines()
-    body = [f"- {line}" for line in old_lines] + [f"+ {line}" for line in new_lines]
-    return len(new_lines), len(old_lines), body
+    meta = item.meta if isinstance(item.meta, dict) else {}
+    diffs = meta.get("diffs") if item.state == "ok" else None
+    rows: list[tuple[str, str]] = []
+    if isinstance(diffs, list) and not diffs and isinstance(args.get("content"), str):
+        content = args["content"]
+        lines = content.split("\n")[:-1] if content.endswith("\n") else content.split("\n")
+        return [("green", f"{n:>4} + {line}") for n, line in enumerate(lines, 1)]
+    if isinstance(diffs, list):
+        starts = item.hunk_starts or []
+        for i, hunk in enumerate(diffs):
+            if not isinstance(hunk, dict):
+                continue
+            old = str(hunk["oldText"]).split("\n") if hunk.get("oldText") else []
+            new = str(hunk["newText"]).split("\n") if hunk.get("newText") else []
+            start = starts[i] if i < len(starts) else None
+            if i:
+                rows.append(("dim", "     ⋮"))
+            o = n = start
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+                if tag == "equal":
+                    for line in old[i1:i2]:
+                        rows.append(("dim", f"{_num(n)}   {line}"))
+                        o, n = _inc(o), _inc(n)
+                    continue
+                for line in old[i1:i2]:
+                    rows.append(("red", f"{_num(o)} - {line}"))
+                    o = _inc(o)
+                for line in new[j1:j2]:
+                    rows.append(("green", f"{_num(n)} + {line}"))
+                    n = _inc(n)
+        return rows
+    old_text = str(args.get("old_string") or "")
+    new_text = str(args.get("new_string") if "new_string" in args else args.get("content") or "")
+    rows += [("red", f"     - {line}") for line in old_text.splitlines()]
+    rows += [("green", f"     + {line}") for line in new_text.splitlines()]
+    return rows
+
+
+def _num(n: int | None) -> str:
+    return f"{n:>4}" if n is not None else "    "
+
+
+def _inc(n: int | None) -> int | None:
+    return None if n is None else n + 1
+
+
+def _diff_stat(item: ToolItem) -> tuple[int, int]:
+    rows = _diff_lines(item)
+    return sum(1 for style, _ in rows if style == "green"), sum(1 for style, _ in rows if style == "red")
+
+
+TODO_MARK = {"completed": ("✓", "green"), "in_progress": ("▶", "bold"), "pending": ("○", "dim")}
+
+
+def _todo_lines(item: ToolItem) -> Text | None:
+    todos = item.args().get("todos")
+    if not isinstance(todos, list):
+        return None
+    text = Text()
+    for todo in todos:
+        if not isinstance(todo, dict):
+            continue
+        mark, style = TODO_MARK.get(str(todo.get("status")), ("·", ""))
+        text.append(f"  {mark} ", style=style)
+        content = str(todo.get("content", ""))
+        text.append(content + "\n", style="strike dim" if todo.get("status") == "completed" else style)
+    text.rstrip()
+    return text
 
 
 def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
     icon = STATE_ICON.get(item.state, "·")
     head = Text()
-    head.append(f"{icon} ", style=STATE_STYLE.get(item.state, ""))
+    asked = item.approval == "asked" and item.state in ("requested", "running")
+    head.append(f"{icon} " if not asked else "? ", style=STATE_STYLE.get(item.state, "") if not asked else "bold yellow")
     head.append(tool_title(item), style="bold")
     pills: list[tuple[str, str]] = []
     if item.tool == "bash" and item.state in ("ok", "error"):
@@ -284,35 +390,53 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
         code = 0 if code is None and item.state == "ok" else code
         if code is not None:
             pills.append((f" exit {code} ", "black on green" if code == 0 else "white on red"))
-    if item.tool == "edit":
-        added, removed, _ = _diff_counts(item)
-        pills.append((f" +{added} −{removed} ", "bold"))
-    if item.tool == "search" and item.result:
-        n = len(item.result.splitlines())
-        pills.append((f" {n} line{'' if n == 1 else 's'} ", "dim"))
+    if item.tool == "edit" and item.state != "error":
+        added, removed = _diff_stat(item)
+        created = item.state == "ok" and isinstance(item.meta, dict) and item.meta.get("diffs") == []
+        pills.append((f" {'created ' if created else ''}+{added} −{removed} ", "bold"))
+    if item.tool == "search" and item.state == "ok":
+        counts = search_counts(item)
+        if counts:
+            pills.append((f" {counts} ", "dim"))
     if item.state == "aborted":
         pills.append((" aborted ", "yellow"))
     elif item.state == "unknown":
         pills.append((" outcome unknown ", "magenta"))
-    elif item.state == "running":
+    elif item.state == "running" and not asked:
         pills.append((" running ", "dim"))
-    if item.approval == "asked":
+    if asked:
         pills.append((" waiting for approval ", "bold yellow"))
     elif item.approval == "rejected":
         pills.append((" rejected ", "red"))
     for label, style in pills:
         head.append(" ")
         head.append(label, style=style)
+    if item.tool == "todo" and item.state in ("requested", "running", "ok"):
+        todos = item.args().get("todos")
+        if isinstance(todos, list):
+            done = sum(1 for t in todos if isinstance(t, dict) and t.get("status") == "completed")
+            head.append(f"  {done}/{len(todos)} done", style="dim")
+        checklist = _todo_lines(item)
+        if not expanded or checklist is None or not checklist.plain:
+            return head
+        return Group(head, checklist)
     if not expanded:
         return head
     parts: list[RenderableType] = [head]
     if item.tool == "edit":
-        _, _, body = _diff_counts(item)
+        rows = _diff_lines(item)
         diff = Text()
-        for line in body[:40]:
-            diff.append(line + "\n", style="green" if line.startswith("+") else "red")
-        parts.append(diff)
-    elif item.tool not in ("bash", "read", "search"):
+        for style, line in rows[:60]:
+            diff.append(line + "\n", style=style)
+        if len(rows) > 60:
+            diff.append(f"     … {len(rows) - 60} more lines\n", style="dim")
+        diff.rstrip()
+        if diff.plain:
+            parts.append(diff)
+        if item.state in ("error", "aborted", "unknown") and item.result:
+            parts.append(Text(_clip(item.result), style="red" if item.state == "error" else ""))
+        return Group(*parts)
+    if item.tool not in ("bash", "read", "search", "todo"):
         try:
             pretty = json.dumps(json.loads(item.arguments), indent=1, ensure_ascii=False) if item.arguments else ""
         except ValueError:

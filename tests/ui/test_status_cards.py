@@ -1,0 +1,240 @@
+"""Pilot tests: the status bar (phases, model, numbers, layout by priority) and the tool cards
+(glob/grep counts, write/edit diffs with line numbers, todo checklist, workspace-relative paths), with
+the real harness, real tools and a scripted model."""
+
+from __future__ import annotations
+
+from dsh_tui.llm import scripted
+from dsh_tui.llm.protocol import RetryPolicy
+from dsh_tui.llm.scripted import Hang, ScriptedProvider
+from dsh_tui.session.transcript import TranscriptFold
+from dsh_tui.ui.app import DshApp
+from dsh_tui.ui.harness import HarnessSpec, open_harness
+from dsh_tui.ui.settings import UiSettings
+from tests.ui.conftest import items, scripted_app, submit, wait_for
+from tests.ui.screen_text import screen_text
+
+USAGE = {"inputTokens": 1128, "outputTokens": 80, "cacheReadTokens": 3072}
+
+
+def _footers(app) -> int:
+    return len(items(app, "footer"))
+
+
+def _status_line(app) -> str:
+    return screen_text(app).rstrip("\n").split("\n")[-1]
+
+
+def _app(tmp_path, responses, *, model="mock-model", context_window=100_000, prices=None, preset="full-access"):
+    workspace = tmp_path / "ws"
+    workspace.mkdir(exist_ok=True)
+    provider = ScriptedProvider(responses, name="mock", context_window=context_window,
+                                retry_policy=RetryPolicy(initial_delay_ms=1, max_delay_ms=2, jitter_ratio=0.0))
+    spec = HarnessSpec(root=tmp_path / "sessions", cwd=workspace, provider=provider, model=model, preset=preset)
+    values = {"ui.theme": "dsh-dark"}
+    if prices:
+        values["prices"] = prices
+    return DshApp(lambda bridge: open_harness(bridge, spec), settings=UiSettings(values=values))
+
+
+# -- status bar ---------------------------------------------------------------------------------------
+
+async def test_status_shows_the_model_before_the_first_turn(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("hi")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await wait_for(pilot, lambda: "mock-model" in app.chat.status.build().plain)
+        assert "○ idle" in _status_line(app) and "mock-model" in _status_line(app)
+        assert not app.bridge.harness.session.events  # no turn, no request: the route itself is shown
+        assert "$?" in _status_line(app) and "$0.0000" not in _status_line(app)  # mock-model has no price
+
+
+async def test_status_leaves_waiting_for_approval_once_allowed(tmp_path):
+    app = scripted_app(tmp_path, [
+        scripted.call("c1", "bash", {"command": "sleep 1.5; echo done", "description": "slow"}),
+        scripted.text("ok"),
+    ], preset="workspace-write")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None)
+        await pilot.pause(0.1)
+        assert "waiting for approval" in app.chat.status.build().plain
+        card = screen_text(app)
+        # while it waits the card says so, and not "running" as well
+        assert "waiting for approval" in card and " running " not in card
+        await pilot.press("a")
+        await wait_for(pilot, lambda: any(e["type"] == "approval/decided" for e in app.bridge.harness.session.events))
+        await pilot.pause(0.2)
+        status = app.chat.status.build().plain
+        assert "waiting for approval" not in status and "executing 1 tool" in status
+        assert "waiting for approval" not in screen_text(app)
+        await wait_for(pilot, lambda: _footers(app) == 1)
+
+
+async def test_context_below_one_percent_is_not_zero(tmp_path):
+    app = _app(tmp_path, [scripted.text("hi", usage=USAGE)], context_window=1_000_000)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "hello")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await pilot.pause(0.1)
+        line = _status_line(app)
+        assert "ctx <1%" in line and "ctx 0%" not in line
+
+
+async def test_status_bar_at_80_columns_keeps_model_and_cost(tmp_path):
+    prices = {"deepseek-v4-flash": {"input": 0.27, "cache_read": 0.07, "output": 1.1}}
+    app = _app(tmp_path, [scripted.text("hi", usage=USAGE), [Hang()]], model="deepseek-v4-flash",
+               prices=prices)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "hello")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await submit(pilot, "second")
+        await wait_for(pilot, lambda: app.chat.running)
+        app.chat.queue.append("later")
+        app.chat._show_queue()
+        await pilot.pause(0.2)
+        line = _status_line(app)
+        assert len(line.rstrip()) <= 80
+        cost = app.chat.fold.usage.cost_usd()
+        assert cost is not None and cost > 0
+        # by priority: state, model, cost and queue stay; cache % and tokens are left out first
+        assert "waiting for first token" in line and "deepseek-v4-flash" in line
+        assert f"${cost:.4f}" in line and "1 queued" in line and "…" not in line
+        assert "cache" not in line
+        wide = app.chat.status.build(200).plain
+        assert "cache 73%" in wide and "↑4.2k ↓80" in wide and "ctx 4.3%" in wide
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.chat.running)
+
+
+def _chunk(seq, time, turn, step, chunk):
+    return {"seq": seq, "time": time, "type": "assistant/chunk", "data": {"turn": turn, "step": step, "chunk": chunk}}
+
+
+def _turn_events(first_step_ms: int, tool_wait_ms: int, second_step: bool, cancelled: bool) -> list[dict]:
+    """A two-step turn: step 1 streams a tool call in ``first_step_ms``, then approval + tool time,
+    then step 2 streams text for a second (or is cancelled with no usage)."""
+    ev: list[dict] = []
+    seq = iter(range(1, 1000))
+    t = 1_000_000
+    ev.append({"seq": next(seq), "time": t, "type": "turn/start", "data": {"turn": 1}})
+    ev.append({"seq": next(seq), "time": t, "type": "step/start", "data": {"turn": 1, "step": 1}})
+    t += 400  # time to first token
+    ev.append(_chunk(next(seq), t, 1, 1, {"type": "block-start", "index": 0, "blockType": "tool-call"}))
+    ev.append(_chunk(next(seq), t, 1, 1, {"type": "tool-call-delta", "index": 0, "id": "c1", "name": "bash",
+                                         "argumentsDelta": "{}"}))
+    t += first_step_ms
+    ev.append(_chunk(next(seq), t, 1, 1, {"type": "tool-call-delta", "index": 0, "argumentsDelta": " "}))
+    ev.append(_chunk(next(seq), t, 1, 1, {"type": "usage", "usage": {"inputTokens": 10, "outputTokens": 80}}))
+    t += tool_wait_ms  # approval and the tool run: not decoding
+    ev.append({"seq": next(seq), "time": t, "type": "step/start", "data": {"turn": 1, "step": 2}})
+    if second_step:
+        t += 300
+        for _ in range(11):
+            ev.append(_chunk(next(seq), t, 1, 2, {"type": "text-delta", "index": 0, "text": "word "}))
+            t += 100
+        t -= 100
+        if not cancelled:
+            ev.append(_chunk(next(seq), t, 1, 2, {"type": "usage", "usage": {"inputTokens": 10, "outputTokens": 120}}))
+    reason = {"kind": "aborted", "reason": {"kind": "user"}} if cancelled else {"kind": "completed"}
+    ev.append({"seq": next(seq), "time": t + 5, "type": "turn/end", "data": {"turn": 1, "reason": reason}})
+    return ev
+
+
+def _rate(events):
+    fold = TranscriptFold({"id": "s", "cwd": "/w"})
+    fold.apply_all(events)
+    return fold.items[-1].tokens_per_s
+
+
+def test_tokens_per_second_counts_decode_time_only():
+    # 80 tokens over 500 ms + 120 tokens over 1000 ms of decoding; 30 s of approval and tool time between
+    rate = _rate(_turn_events(500, 30_000, second_step=True, cancelled=False))
+    assert rate is not None and abs(rate - 200 * 1000 / 1500) < 1e-6
+    # a step whose output came in one burst is left out (it would say 16,000 tok/s)
+    rate = _rate(_turn_events(5, 30_000, second_step=True, cancelled=False))
+    assert rate is not None and abs(rate - 120) < 1e-6
+
+
+def test_tokens_per_second_of_a_cancelled_turn_is_not_a_burst_rate():
+    # step 1's tool call arrived in one 5 ms burst; step 2 was cancelled (its output tokens are unknown)
+    assert _rate(_turn_events(5, 2_000, second_step=True, cancelled=True)) is None
+    assert _rate(_turn_events(5, 2_000, second_step=False, cancelled=True)) is None
+
+
+# -- tool cards ---------------------------------------------------------------------------------------
+
+async def test_cards_count_what_the_tool_found_and_show_paths_in_the_workspace(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("def a():\n    return 1\n\n\ndef b():\n    pass\n")
+    (ws / "b.py").write_text("x = 1\n")
+    (ws / "notes.md").write_text("def in markdown\n")
+    app = scripted_app(tmp_path, [
+        scripted.calls([("c1", "glob", {"pattern": "*.py"}),
+                        ("c2", "grep", {"pattern": "def ", "include": "*.py"}),
+                        ("c3", "read", {"file_path": str(ws / "b.py")})]),
+        scripted.text("Done."),
+    ])
+    async with app.run_test(size=(110, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "look around")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert "glob *.py  2 files" in text
+        assert "grep def  2 matches in 1 file" in text
+        assert "lines" not in text.split("Done.")[0].split("look around")[1]
+        assert "read b.py" in text and str(ws) not in text
+
+
+async def test_write_edit_and_todo_cards(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    lines = [f"line {n}" for n in range(1, 13)]
+    content = "\n".join(lines) + "\n"
+    app = scripted_app(tmp_path, [
+        scripted.call("c1", "write", {"file_path": str(ws / "pkg" / "mod.py"), "content": content}),
+        scripted.call("c2", "edit", {"file_path": "pkg/mod.py", "old_string": "line 7\n",
+                                     "new_string": "line seven\nline 7b\n"}),
+        scripted.call("c3", "todo_write", {"todos": [
+            {"content": "Read the code", "status": "completed"},
+            {"content": "Fix the bug", "status": "in_progress"},
+            {"content": "Add a regression test", "status": "pending"}]}),
+        scripted.text("Done."),
+    ])
+    async with app.run_test(size=(110, 60)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "write then edit")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await pilot.pause(0.1)
+        collapsed = screen_text(app)
+        assert "write pkg/mod.py" in collapsed and "created +12 −0" in collapsed
+        assert "edit pkg/mod.py" in collapsed and "+2 −1" in collapsed
+        assert "todo_write · 3 items" in collapsed and "1/3 done" in collapsed
+        await pilot.press("ctrl+o")  # expanded
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "<path>" not in text and "<content>" not in text and "<type>" not in text
+        assert "   1 + line 1" in text and "  12 + line 12" in text
+        # the edit's hunk with its 3 lines of context, numbered in the file
+        for row in ("   4   line 4", "   6   line 6", "   7 - line 7", "   7 + line seven", "   8 + line 7b",
+                    "   9   line 8", "  11   line 10"):
+            assert row in text, row
+        assert "✓ Read the code" in text and "▶ Fix the bug" in text and "○ Add a regression test" in text
+        assert '"status"' not in text and '"todos"' not in text
+        assert (ws / "pkg" / "mod.py").read_text().splitlines()[6:8] == ["line seven", "line 7b"]
+
+
+def test_the_no_model_hint_keeps_what_to_set_at_80_columns():
+    from dsh_tui.ui.widgets.chrome import StatusBar
+
+    bar = StatusBar()
+    bar.model_hint = ('No model configured: no API key for provider "deepseek-official": export '
+                      'DEEPSEEK_API_KEY=<your key>, or add [providers.deepseek-official] api_key = "<your key>" '
+                      'to /home/u/.config/dsh-tui/credentials.toml (chmod 600) (or try `dsh-tui demo`)')
+    line = bar.build(78).plain
+    assert line == "○ idle  │ No model configured: no API key: export DEEPSEEK_API_KEY=<your key>"
