@@ -291,3 +291,35 @@ def test_plugins_named_on_the_command_line_take_their_name_and_settings(tmp_path
     Agent(make_session(), None, [], config=AgentConfig(model="m"), plugins=plugins)
     assert [(r.id, r.state, r.source) for r in plugins.records][-1] == ("shouter", "loaded", "cli")
     assert sys.modules["my_cli_plugin"].seen == [{"volume": 11}]
+
+
+async def test_the_app_says_which_plugin_failed_and_the_chat_still_works(tmp_path):
+    """A plugin whose apply raises is a notice in the app (with its id and reason); the others load and the
+    chat answers."""
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.harness import HarnessSpec, open_harness
+    from dsh_tui.ui.settings import UiSettings
+    from tests.ui.conftest import submit, wait_for
+
+    seen = []
+    good = _plugin("good", lambda ctx: ctx.on("agent/status", lambda p: seen.append(p["status"])))
+    bad = _plugin("bad", lambda ctx: (_ for _ in ()).throw(RuntimeError("no config file")))
+    (tmp_path / "ws").mkdir()
+    spec = HarnessSpec(root=tmp_path / "sessions", cwd=tmp_path / "ws",
+                       provider=ScriptedProvider([scripted.text("hello")], name="mock"), model="m",
+                       plugin_objects=(bad, good))
+    app = DshApp(lambda bridge: open_harness(bridge, spec), settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    notes = []
+    original = app.notify
+
+    def notify(message, *args, **kw):
+        notes.append(str(message))
+        return original(message, *args, **kw)
+
+    app.notify = notify
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None, 20)
+        await wait_for(pilot, lambda: any("plugin bad" in n for n in notes), 10)
+        await submit(pilot, "hi")
+        await wait_for(pilot, lambda: seen[-1:] == ["idle"] and len(seen) >= 2, 20)
+    assert any(n == "plugin bad: RuntimeError: no config file" for n in notes), notes
