@@ -22,7 +22,17 @@ def run(args) -> int:
 
     text = export_session(args.session, args.format, roots=args.root, reasoning=args.reasoning)
     if args.output:
-        Path(args.output).write_text(text, encoding="utf-8")
+        from dsh_tui.cli import describe_os_error
+        from dsh_tui.session.errors import DshError
+
+        try:
+            with open(Path(args.output), "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(text)
+        except IsADirectoryError:
+            raise DshError(f"cannot write {args.output}: it is a directory (give a file name)") from None
+        except OSError as err:
+            why = describe_os_error(err) if err.filename is None else (err.strerror or type(err).__name__)
+            raise DshError(f"cannot write {args.output}: {why}") from None
         print(args.output, file=sys.stderr)
     else:
         sys.stdout.write(text)
