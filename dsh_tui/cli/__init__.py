@@ -128,6 +128,17 @@ def require_text(value: str, what: str) -> str:
     return value
 
 
+def check_roots(roots) -> None:
+    """``--root`` values must be directories when they exist (a missing root simply holds no session),
+    as ``run`` and ``fork`` require."""
+    import os
+
+    for r in roots or ():
+        path = os.path.expanduser(r)
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise DshError(f"session root {_printable(path)} is not a directory")
+
+
 def one_line(text: str) -> str:
     """A message as one line (newlines and runs of blanks folded into one space)."""
     return " ".join(str(text).split())
@@ -167,13 +178,19 @@ def _failure(err: BaseException) -> tuple[str, int]:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if args.command is not None:
+        # A command's failure is the one line below; a library warning on the way (a background write
+        # that failed, reported again as the command's error) must not add lines of its own.
+        import logging
+
+        logging.getLogger("dsh_tui").addHandler(logging.NullHandler())
     try:
         if args.command is None:
             app_mod = importlib.import_module("dsh_tui.cli.app_cmd")
             return app_mod.run(args)
         return int(args._module.run(args) or 0)
     except DshError as err:
-        print(f"dsh-tui: {one_line(str(err))}", file=sys.stderr)
+        _say(one_line(str(err)))
         return int(getattr(err, "exit_code", 1))
     except KeyboardInterrupt:
         return 130
@@ -181,14 +198,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     except (OSError, RecursionError, UnicodeError) as err:
         msg, code = _failure(err)
-        print(f"dsh-tui: {msg}", file=sys.stderr)
+        _say(msg)
         return code
     except Exception as err:  # noqa: BLE001 - SQLite and anything unforeseen: one line, never a traceback
         if os_environ_debug():
             raise
         msg, code = _failure(err)
-        print(f"dsh-tui: {msg}", file=sys.stderr)
+        _say(msg)
         return code
+
+
+def _say(msg: str) -> None:
+    """``dsh-tui: MSG`` on stderr; a file name's undecodable bytes shown escaped (``\\xff``)."""
+    text = f"dsh-tui: {msg}\n".encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def os_environ_debug() -> bool:

@@ -18,8 +18,10 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
+    from dsh_tui.cli import check_roots
     from dsh_tui.export import export_session
 
+    check_roots(args.root)
     text = export_session(args.session, args.format, roots=args.root, reasoning=args.reasoning)
     if args.output:
         from dsh_tui.cli import describe_os_error

@@ -22,8 +22,10 @@ def add_arguments(parser) -> None:
 def _resolve(args):
     """(store, session id) of the parent: an id, a unique id prefix, a session log file or its directory
     (the same resolution as resume and export)."""
+    from dsh_tui.cli import check_roots
     from dsh_tui.store.ids import find_row, store_for
 
+    check_roots([args.root] if args.root else [])
     row = find_row(args.session, [args.root] if args.root else [], include_default=not args.root)
     if args.backend and args.backend != ("sqlite" if "#" in row.path else "jsonl"):
         from dsh_tui.session.errors import UsageError

@@ -135,13 +135,13 @@ def _repair(name: str) -> int:
     from dsh_tui.store.lock import LOCK_NAME, SessionLock
 
     path = Path(name)
+    if not path.is_file():
+        return _repair_locked(name)  # the reader says why (missing, a directory, a device ...)
     try:
         header = jsonl.read_header(path) or {}
     except (OSError, ValueError, RecursionError, DshError):
         header = {}
     sid = header.get("id") if isinstance(header.get("id"), str) else path.name
-    if not path.is_file():
-        return _repair_locked(name)  # the reader says why (missing, a directory ...)
     with SessionLock(path.parent / LOCK_NAME, sid):
         return _repair_locked(name)
 

@@ -125,11 +125,12 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from dsh_tui.cli import require_text
+    from dsh_tui.cli import check_roots, require_text
     from dsh_tui.session.errors import DshError
 
     if args.headless is not None:
         require_text(args.headless, "the prompt")
+    check_roots(args.root)
     row = find_session(args.session, args.last, args.root, os.getcwd())
     if row.state == "open elsewhere":
         raise DshError(f"session {row.id} is open in another process")

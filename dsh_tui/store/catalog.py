@@ -152,6 +152,14 @@ def default_db_path() -> Path:
     return cache_dir() / "catalog.sqlite"
 
 
+def _has_sqlite(root) -> bool:
+    """The root holds dsh's SQLite store (False when the root cannot even be searched)."""
+    try:
+        return os.path.isfile(os.path.join(root, SQLITE_DB))
+    except (OSError, ValueError):
+        return False
+
+
 def _is_sqlite_path(path: str) -> bool:
     return "#" in path and path.rsplit("#", 1)[0].endswith(os.sep + SQLITE_DB)
 
@@ -687,7 +695,7 @@ class Catalog:
         probe = self._lock_probe
         for root in self.roots:
             rroot = str(root)
-            if (Path(root) / SQLITE_DB).is_file():
+            if _has_sqlite(root):
                 if conn is not None:
                     self._scan_sqlite(Path(root), self._index_rows(conn), rows, seen)
                 continue
@@ -745,7 +753,7 @@ class Catalog:
         when the index changed since the last one, or when a root has none."""
         conn = self._conn()
         have = {r[0] for r in conn.execute("SELECT root FROM snapshot")}
-        roots = [str(r) for r in self.roots if not (Path(r) / SQLITE_DB).is_file()]
+        roots = [str(r) for r in self.roots if not _has_sqlite(r)]
         if not (force or self._dirty or any(r not in have for r in roots)):
             return
         self._dirty = False
@@ -795,7 +803,7 @@ class Catalog:
         seen: set[str] = set()
         for root in self.roots:
             rroot = str(root)
-            if (Path(root) / SQLITE_DB).is_file():
+            if _has_sqlite(root):
                 self._scan_sqlite(Path(root), known, rows, seen)
                 continue
             denied: list[tuple[str, OSError]] = []

@@ -871,6 +871,8 @@ def _is_file(path: Path) -> bool:
         return False
     except NotADirectoryError:
         return False
+    except PermissionError:  # in a directory this process cannot search: nothing it could open anyway
+        return False
 
 
 _REFUSAL_CANDIDATES = frozenset(("request/header-delta", "mode/set", "request/header"))
