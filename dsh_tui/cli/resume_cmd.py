@@ -132,8 +132,11 @@ def run(args: argparse.Namespace) -> int:
         require_text(args.headless, "the prompt")
     check_roots(args.root)
     row = find_session(args.session, args.last, args.root, os.getcwd())
-    if row.state == "open elsewhere":
-        raise DshError(f"session {row.id} is open in another process")
+    if row.state == "open elsewhere":  # the message run, fork and log repair give for a held lock
+        from dsh_tui.store.lock import SessionInUseError, in_use_by
+
+        pid = in_use_by(_store(row), row.id)
+        raise SessionInUseError(row.id, pid if pid and pid > 0 else None)
     if args.headless is None:
         from dsh_tui.cli import gc_paused
 

@@ -98,6 +98,18 @@ def test_fork_refuses_a_parent_a_live_process_holds(tmp_path, capsys):
     assert rc == 0 and out.strip().startswith("session-")
 
 
+def test_resume_of_a_held_session_gives_runs_message(tmp_path, capsys):
+    root = tmp_path / "r"
+    write_session(root, make_header("held", str(tmp_path)), user_turn(0, 1, "hi", "there"))
+    holder = Holder(root, "held")
+    try:
+        rc, _, err = cli(capsys, "resume", "held", "--root", root, "--headless", "again")
+        assert rc == 1 and one_line_error(err)
+        assert err == f"dsh-tui: session held is in use by pid {holder.proc.pid}\n"
+    finally:
+        holder.release()
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 2. every command works on a SQLite root
 
