@@ -246,3 +246,32 @@ def test_bash_env_under_every_preset_shows_no_key(tmp_path, preset):
     if preset == "full-access":  # the command ran (another preset may refuse it: then nothing can leak either)
         assert "plain-789" in text
     assert "gw-secret-123" not in text and "tok-secret-456" not in text and "gw-secret-123" not in p.stdout
+
+
+# ---------------------------------------------------------------------------------------------------------
+# refusals outside the workspace: the README's text and the behaviour agree
+
+
+@pytest.mark.parametrize("preset", ["read-only", "workspace-write", "full-access"])
+async def test_reads_outside_the_workspace_get_the_approval_text_under_a_preset(tmp_path, preset):
+    from dsh_tui.tools import builtin_tools
+    from tests.runtime.helpers import make_agent, of_type, run_followup
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (tmp_path / "secret.txt").write_text("outside\n")
+    (ws / "link.txt").symlink_to(tmp_path / "secret.txt")
+    agent = make_agent([scripted.calls([("c1", "read", {"file_path": "../secret.txt"}),
+                                        ("c2", "read", {"file_path": "link.txt"}),
+                                        ("c3", "read", {"file_path": str(tmp_path / "secret.txt")})]),
+                        scripted.text("done")],
+                       builtin_tools(), tmp_path=ws, preset=preset)
+    await run_followup(agent, "go")
+    results = [r["data"]["message"]["content"][0]["content"][0]["text"] for r in of_type(agent, "tool/result")]
+    assert len(results) == 3
+    for text in results:
+        assert "[sandbox:" not in text
+        if preset == "full-access":
+            assert "outside" in text
+        else:
+            assert text == 'Error: tool "read" requires approval, but no approval channel is available'
