@@ -195,6 +195,14 @@ def test_file_size_limits_never_give_a_traceback(root, tmp_path):
     p = run_sub("run", "--headless", "hi", "--root", root, env=env, fsize=0)
     assert_one_line(p.returncode, p.stderr, (1,))
     assert tree_digest(root) == before
+    # resume under a limit just above the log's size: a fresh catalog cannot be built on disk, the
+    # resume's own appends fail; one line, and the committed log is never cut or rewritten
+    log = next(root.rglob("aaaa-1/session.jsonl"))
+    committed = log.read_bytes()
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache-c")
+    p = run_sub("resume", "aaaa-1", "--root", root, "--headless", "hi", env=env, fsize=len(committed) + 200)
+    assert_one_line(p.returncode, p.stderr, (1,))
+    assert log.read_bytes()[: len(committed)] == committed
 
 
 def test_unreadable_directories_without_the_permission_bypass(root, tmp_path):
