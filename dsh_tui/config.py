@@ -165,6 +165,11 @@ def _parse_provider(name: str, raw: dict[str, Any], builtin: bool) -> ProviderSe
         raise SettingsError(f"{where}.base_url is required (e.g. http://127.0.0.1:8000/v1)")
     if not re.match(r"^https?://", base_url):
         raise SettingsError(f"{where}.base_url must start with http:// or https://, not {base_url!r}")
+    if "@" in re.sub(r"^https?://", "", base_url).split("/")[0]:
+        # never echoed: the part before "@" is a credential
+        origin = f" (from ${DEEPSEEK_BASE_URL_ENV})" if builtin and os.environ.get(DEEPSEEK_BASE_URL_ENV) else ""
+        raise SettingsError(f"{where}.base_url{origin} must not hold credentials (user:key@host); put the key in "
+                            f"api_key_env or {CREDENTIALS_FILE}")
     key_env = raw.get("api_key_env")
     if key_env is not None and not isinstance(key_env, str):
         raise SettingsError(f"{where}.api_key_env must be a string (an environment variable name)")
@@ -196,6 +201,9 @@ def _parse_provider(name: str, raw: dict[str, Any], builtin: bool) -> ProviderSe
             mraw = {}
         if not isinstance(mraw, dict):
             raise SettingsError(f"{mwhere} must be a table")
+        for key in ("context_window", "max_tokens"):
+            if mraw.get(key) is not None and _opt(mraw, key, (int,), mwhere) == 0:
+                raise SettingsError(f"{mwhere}.{key} must be a positive integer, not 0")
         models[mid] = ModelSettings(
             id=mid,
             context_window=_opt(mraw, "context_window", (int,), mwhere),
@@ -213,6 +221,13 @@ def _parse_provider(name: str, raw: dict[str, Any], builtin: bool) -> ProviderSe
         for k, v in headers.items()
     ):
         raise SettingsError(f"{where}.headers must be a table of header names to string values")
+    for k, v in headers.items():
+        if not re.fullmatch(r"[\t\x20-\x7e]*", v):  # HTTP/1.1 carries visible ASCII, spaces and tabs only
+            raise SettingsError(f"{where}.headers.{k} must be printable ASCII text (no accents, emoji or line "
+                                "breaks: an HTTP header cannot carry them)")
+    for key in ("default_context_window", "default_max_tokens"):
+        if raw.get(key) is not None and _opt(raw, key, (int,), where) == 0:
+            raise SettingsError(f"{where}.{key} must be a positive integer, not 0")
     return ProviderSettings(
         name=name,
         base_url=base_url,
@@ -417,15 +432,36 @@ def load_credentials(path: str | os.PathLike[str] | None = None) -> dict[str, An
         return None
     except OSError as err:
         raise SettingsError(f"cannot read {p}: {err}") from err
+    if not stat.S_ISREG(st.st_mode):
+        raise SettingsError(f"{p} is not a file (it is a {'directory' if stat.S_ISDIR(st.st_mode) else 'special file'});"
+                            " the credentials file must be a TOML file with mode 0600")
     if os.name == "posix" and st.st_mode & 0o077:
         mode = stat.S_IMODE(st.st_mode)
         raise SettingsError(
             f"refusing to read {p}: it holds API keys but its mode is {mode:04o}; run: chmod 600 {p}"
         )
     try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
         raise SettingsError(f"cannot read {p}: {err}") from err
+    _check_credentials(data, p)
+    return data
+
+
+def _check_credentials(data: dict[str, Any], p: Path) -> None:
+    """Every value is a key string (by environment-variable name) or the ``providers`` table of
+    ``[providers.NAME] api_key = "..."``: a wrong type is an error, not a key silently ignored."""
+    for name, value in data.items():
+        if name == "providers":
+            if not isinstance(value, dict):
+                raise SettingsError(f"{p}: providers must be a table of [providers.NAME] api_key = \"...\"")
+            for prov, entry in value.items():
+                if not isinstance(entry, dict):
+                    raise SettingsError(f"{p}: providers.{prov} must be a table with api_key = \"...\"")
+                if "api_key" in entry and not isinstance(entry["api_key"], str):
+                    raise SettingsError(f"{p}: providers.{prov}.api_key must be a string (the key, in quotes)")
+        elif not isinstance(value, str):
+            raise SettingsError(f"{p}: {name} must be a string (the key, in quotes), not a {type(value).__name__}")
 
 
 def save_credential(provider: str, api_key: str, path: str | os.PathLike[str] | None = None) -> Path:

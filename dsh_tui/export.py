@@ -40,20 +40,10 @@ class Located:
 
 def locate(session_id: str, roots: Iterable[str | os.PathLike] | None = None) -> Located:
     """Find ``session_id`` (or a unique id prefix) in the roots via the catalog's disk scan."""
-    from dsh_tui.store.catalog import Catalog, resolve_roots
-    from dsh_tui.store.open import open_store
+    from dsh_tui.store.ids import find_row, store_for
 
-    rs = resolve_roots(roots)
-    cat = Catalog(rs)
-    try:
-        rows = cat.scan()
-    finally:
-        cat.close()
-    row = cat.find(rows, session_id)
-    if row.state == "unreadable" or row.id is None:
-        raise ExportError(f"session {session_id} is unreadable: {row.reason}")
-    root = Path(row.root)
-    return Located(open_store(root), row.id, Path(row.path), root)
+    row = find_row(session_id, roots)
+    return Located(store_for(row), row.id, Path(row.path), Path(row.root))
 
 
 def _when(ms: int | None) -> str:
@@ -214,8 +204,12 @@ def export_session(session_id: str, fmt: str, *, roots: Iterable[str | os.PathLi
     loc = locate(session_id, roots)
     if fmt == "jsonl":
         raw = loc.store.read_raw(loc.session_id)
-        if raw is None:
-            raise ExportError(f"session {session_id} has no log on disk")
+        if raw is None:  # a SQLite session has no log file: its events in dsh's JSONL form
+            from dsh_tui.store.jsonl import encode_materialization
+
+            res = loc.store.inspect(loc.session_id)
+            events = res.events[: len(res.events) - len(res.closers)] if res.closers else res.events
+            return encode_materialization(res.header, events, "none").decode("utf-8", "surrogatepass")
         return raw.content
     res = loc.store.inspect(loc.session_id)
     render = to_markdown if fmt == "md" else to_html

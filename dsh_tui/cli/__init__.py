@@ -44,6 +44,15 @@ SUMMARIES: dict[str, str] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line on stderr (``dsh-tui: ...``) and exit 2, like every
+    other refusal of the command line (``--help`` still prints the full usage)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        where = self.prog.removeprefix("dsh-tui").strip()
+        self.exit(2, f"dsh-tui: {where + ': ' if where else ''}{one_line(message)} (see {self.prog} --help)\n")
+
+
 def _available(only: Iterable[str] | None = None) -> dict[str, str]:
     out = {}
     for name, module in COMMANDS.items():
@@ -54,7 +63,7 @@ def _available(only: Iterable[str] | None = None) -> dict[str, str]:
 
 def build_parser(only: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The command line; ``only``: build just these commands' subparsers (see ``parse_args``)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="dsh-tui",
         description="A terminal home for DeepSeek Harness sessions. With no command, opens the app.",
     )
@@ -64,7 +73,7 @@ def build_parser(only: Iterable[str] | None = None) -> argparse.ArgumentParser:
         help="with no COMMAND: also browse the sessions under DIR (repeatable; the default root is always shown)",
     )
     add_plugin_arguments(parser, dest_prefix="app_")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, module in _available(only).items():
         p = sub.add_parser(name, help=SUMMARIES.get(name, ""), description=SUMMARIES.get(name, ""))
         mod = importlib.import_module(module)
@@ -130,9 +139,76 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
+def require_text(value: str, what: str) -> str:
+    """Refuse (exit 2, before anything is written) text a session log cannot hold losslessly: a command
+    line argument holding bytes that are not UTF-8 (Python keeps them as lone surrogates)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        from dsh_tui.session.errors import UsageError
+
+        bad = value[err.start:err.end].encode("utf-8", "surrogateescape")
+        raise UsageError(f"{what} is not valid UTF-8 (byte {bad[:1].hex()} at character {err.start}); "
+                         "nothing was written") from None
+    return value
+
+
+def check_roots(roots) -> None:
+    """``--root`` values must be directories when they exist (a missing root simply holds no session),
+    as ``run`` and ``fork`` require."""
+    import os
+
+    for r in roots or ():
+        path = os.path.expanduser(r)
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise DshError(f"session root {_printable(path)} is not a directory")
+
+
+def one_line(text: str) -> str:
+    """A message as one line (newlines and runs of blanks folded into one space)."""
+    return " ".join(str(text).split())
+
+
+def describe_os_error(err: OSError) -> str:
+    """``<file>: <reason>`` (both files for a rename), without Python's ``[Errno N]`` noise."""
+    reason = err.strerror or type(err).__name__
+    names = [n for n in (err.filename, err.filename2) if n is not None]
+    if names:
+        return ": ".join([" -> ".join(_printable(os_name) for os_name in names), reason])
+    return reason if err.strerror else one_line(str(err)) or reason
+
+
+def _printable(name) -> str:
+    """A file name for a message: bytes and undecodable names shown with their bytes escaped."""
+    import os
+
+    raw = os.fsencode(name) if not isinstance(name, int) else str(name).encode()
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def _failure(err: BaseException) -> tuple[str, int]:
+    """The one-line message and exit code of a failure no command turned into a ``DshError``."""
+    if isinstance(err, OSError):
+        return describe_os_error(err), 1
+    if isinstance(err, RecursionError):
+        return "input nested too deeply to process", 1
+    if isinstance(err, UnicodeError):
+        return f"text that is not valid UTF-8 cannot be used here ({one_line(str(err))})", 2
+    sqlite3 = sys.modules.get("sqlite3")
+    if sqlite3 is not None and isinstance(err, sqlite3.Error):
+        return f"SQLite: {one_line(str(err)) or type(err).__name__}", 1
+    return f"{type(err).__name__}: {one_line(str(err))}", 1
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if args.command is not None:
+        # A command's failure is the one line below; a library warning on the way (a background write
+        # that failed, reported again as the command's error) must not add lines of its own.
+        import logging
+
+        logging.getLogger("dsh_tui").addHandler(logging.NullHandler())
     try:
         _apply_plugin_options(args)
         if args.command is None:
@@ -140,9 +216,36 @@ def main(argv: list[str] | None = None) -> int:
             return app_mod.run(args)
         return int(args._module.run(args) or 0)
     except DshError as err:
-        print(f"dsh-tui: {err}", file=sys.stderr)
-        return 1
+        _say(one_line(str(err)))
+        return int(getattr(err, "exit_code", 1))
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:
         return 0
+    except (OSError, RecursionError, UnicodeError) as err:
+        msg, code = _failure(err)
+        _say(msg)
+        return code
+    except Exception as err:  # noqa: BLE001 - SQLite and anything unforeseen: one line, never a traceback
+        if os_environ_debug():
+            raise
+        msg, code = _failure(err)
+        _say(msg)
+        return code
+
+
+def _say(msg: str) -> None:
+    """``dsh-tui: MSG`` on stderr; a file name's undecodable bytes shown escaped (``\\xff``)."""
+    text = f"dsh-tui: {msg}\n".encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def os_environ_debug() -> bool:
+    """``DSH_TUI_DEBUG=1`` lets an unforeseen error through with its traceback (for bug reports)."""
+    import os
+
+    return os.environ.get("DSH_TUI_DEBUG") == "1"

@@ -52,15 +52,25 @@ def _root(args: argparse.Namespace) -> Path:
 
 def _cwd(args: argparse.Namespace) -> Path:
     """``--cwd`` (must be a directory) or the current directory."""
-    value = getattr(args, "cwd", None)
-    if not value:
-        return Path.cwd()
-    path = Path(value).expanduser()
-    if not path.is_dir():
-        from dsh_tui.session.errors import DshError
+    import os
 
-        raise DshError(f"--cwd is not a directory: {path}")
-    return path.resolve()
+    from dsh_tui.cli import require_text
+
+    value = getattr(args, "cwd", None)
+    prompt = getattr(args, "prompt", None)
+    if prompt:
+        require_text(prompt, "the prompt")
+    if not value:
+        path = Path.cwd()
+    else:
+        path = Path(value).expanduser()
+        if not path.is_dir():
+            from dsh_tui.session.errors import DshError
+
+            raise DshError(f"--cwd is not a directory: {path}")
+        path = path.resolve()
+    require_text(str(path), f"the working directory {os.fsencode(path).decode('utf-8', 'backslashreplace')}")
+    return path
 
 
 def _chat_resolver(args: argparse.Namespace, cwd: Path) -> Any:

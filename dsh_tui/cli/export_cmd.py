@@ -18,12 +18,24 @@ def run(args) -> int:
     import sys
     from pathlib import Path
 
+    from dsh_tui.cli import check_roots
     from dsh_tui.export import export_session
 
+    check_roots(args.root)
     text = export_session(args.session, args.format, roots=args.root, reasoning=args.reasoning)
     if args.output:
+        from dsh_tui.cli import describe_os_error
+        from dsh_tui.session.errors import DshError
+
         out = Path(args.output)
-        out.write_text(text, encoding="utf-8")
+        try:
+            with open(out, "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(text)
+        except IsADirectoryError:
+            raise DshError(f"cannot write {args.output}: it is a directory (give a file name)") from None
+        except OSError as err:
+            why = describe_os_error(err) if err.filename is None else (err.strerror or type(err).__name__)
+            raise DshError(f"cannot write {args.output}: {why}") from None
         # one line on stderr (stdout stays for the export itself when there is no -o)
         print(f"Exported session {args.session} ({args.format}) to {out.resolve()}", file=sys.stderr)
     else:

@@ -10,7 +10,7 @@ def add_arguments(parser) -> None:
         "Fork a stored session: the child starts with a copy of the parent's events up to the fork point "
         "(default: the end of the last completed turn). Prints the child session id."
     )
-    parser.add_argument("session", metavar="ID|FILE", help="session id, or the path of a session.jsonl[.zstd] log")
+    parser.add_argument("session", metavar="ID|FILE", help="session id, a unique prefix of one, or the path of its session.jsonl[.zstd] log")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--at-turn", type=int, metavar="N", help="fork after turn N (the child ends at its turn/end)")
     where.add_argument("--at-seq", type=int, metavar="S", help="fork at event seq S (inclusive; must not be inside a turn)")
@@ -20,28 +20,29 @@ def add_arguments(parser) -> None:
 
 
 def _resolve(args):
-    from pathlib import Path
+    """(store, session id) of the parent: an id, a unique id prefix, a session log file or its directory
+    (the same resolution as resume and export)."""
+    from dsh_tui.cli import check_roots
+    from dsh_tui.store.ids import find_row, store_for
 
-    from dsh_tui.session.errors import DshError
-    from dsh_tui.store.open import open_store
+    check_roots([args.root] if args.root else [])
+    row = find_row(args.session, [args.root] if args.root else [], include_default=not args.root)
+    if args.backend and args.backend != ("sqlite" if "#" in row.path else "jsonl"):
+        from dsh_tui.session.errors import UsageError
 
-    target = Path(args.session)
-    if target.is_file() and target.name in ("session.jsonl", "session.jsonl.zstd"):
-        from dsh_tui.store.jsonl import read_header
-
-        header = read_header(target)
-        if header is None:
-            raise DshError(f"{target}: first line is not a session header")
-        root = target.resolve().parents[2]
-        comp = "zstd" if target.name.endswith(".zstd") else "none"
-        return open_store(root, backend="jsonl", compression=comp), header["id"]
-    return open_store(args.root, backend=args.backend), args.session
+        raise UsageError(f"session {row.id} is stored in a {'SQLite' if '#' in row.path else 'JSONL'} root, "
+                         f"not --backend {args.backend}")
+    return store_for(row), row.id
 
 
 def run(args) -> int:
+    from dsh_tui.store import lock as locks
     from dsh_tui.store.lifecycle import fork
 
     store, sid = _resolve(args)
-    header = fork(store, sid, at_seq=args.at_seq, at_turn=args.at_turn)
+    # The parent is read, never written; holding its lock means no live writer is mid-turn in it (and
+    # none can start) while the seed is copied: a session open elsewhere is refused, as run refuses it.
+    with locks.acquire(store, sid):
+        header = fork(store, sid, at_seq=args.at_seq, at_turn=args.at_turn)
     print(header["id"])
     return 0

@@ -9,6 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from dsh_tui.session.errors import DshError
+
 HELP = "low-level log tools: check, cat, messages, repair"
 
 
@@ -44,11 +46,16 @@ def run(args: argparse.Namespace) -> int:
     action = args.log_command
     if action == "check":
         return _check(args.files, args.mode)
-    if action == "cat":
-        return _cat(args.file, args.canonical)
-    if action == "messages":
-        return _messages(args.file)
-    return _repair(args.file)
+    try:
+        if action == "cat":
+            return _cat(args.file, args.canonical)
+        if action == "messages":
+            return _messages(args.file)
+        return _repair(args.file)
+    except RecursionError:
+        raise DshError(f"{args.file}: a record is nested too deeply to read (not a session log)") from None
+    except (ValueError, TypeError, KeyError) as err:  # as check reports them: one line naming the file
+        raise DshError(f"{args.file}: {type(err).__name__}: {' '.join(str(err).split())}") from None
 
 
 def _write(data: bytes) -> None:
@@ -120,6 +127,26 @@ def _messages(name: str) -> int:
 
 
 def _repair(name: str) -> int:
+    """Repair under the session's lock (``session.lock`` beside the log, as every writer takes it): a log
+    a live process is writing is refused with the message ``run`` gives, never appended to."""
+    from pathlib import Path
+
+    from dsh_tui.store import jsonl
+    from dsh_tui.store.lock import LOCK_NAME, SessionLock
+
+    path = Path(name)
+    if not path.is_file():
+        return _repair_locked(name)  # the reader says why (missing, a directory, a device ...)
+    try:
+        header = jsonl.read_header(path) or {}
+    except (OSError, ValueError, RecursionError, DshError):
+        header = {}
+    sid = header.get("id") if isinstance(header.get("id"), str) else path.name
+    with SessionLock(path.parent / LOCK_NAME, sid):
+        return _repair_locked(name)
+
+
+def _repair_locked(name: str) -> int:
     from dsh_tui.store import fixture, jsonl
 
     log = fixture.open_log_file(name)

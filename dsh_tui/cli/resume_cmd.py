@@ -16,7 +16,8 @@ HELP = "continue a session by id or --last"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("session", nargs="?", metavar="ID", help="session id (or a unique prefix of one)")
+    parser.add_argument("session", nargs="?", metavar="ID|FILE",
+                        help="session id, a unique prefix of one, or the path of its session.jsonl[.zstd] log")
     parser.add_argument("--last", action="store_true", help="the most recently active session here")
     parser.add_argument("--headless", metavar="PROMPT", help="run one turn without the UI and print the answer")
     parser.add_argument("--model", help="model for the next requests")
@@ -29,35 +30,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def find_session(session: str | None, last: bool, roots: list[str], cwd: str):
     """The catalog row to resume (id / prefix, or the latest here with ``last``)."""
-    from dsh_tui.session.errors import DshError
+    from dsh_tui.session.errors import DshError, UsageError
     from dsh_tui.store.catalog import UNREADABLE, Catalog, resolve_roots, sort_rows, workspace_rows
 
     if not session and not last:
-        raise DshError("give a session id or --last")
+        raise UsageError("give a session id or --last")
     if session and last:
-        raise DshError("give either a session id or --last, not both")
+        raise UsageError("give either a session id or --last, not both")
+    if session:
+        from dsh_tui.store.ids import find_row
+
+        return find_row(session, roots, readable=True)
     cat = Catalog(resolve_roots(roots))
     try:
-        rows = cat.scan() if session else cat.refresh()
+        rows = cat.refresh()
     finally:
         cat.close()
-    if session:
-        row = cat.find(rows, session)
-    else:
-        here = [r for r in workspace_rows(sort_rows(rows), cwd) if r.state != UNREADABLE and not r.is_subagent]
-        if not here:
-            raise DshError(f"no session to resume in {cwd}")
-        row = here[0]
+    here = [r for r in workspace_rows(sort_rows(rows), cwd) if r.state != UNREADABLE and not r.is_subagent]
+    if not here:
+        raise DshError(f"no session to resume in {cwd}")
+    row = here[0]
     if row.state == UNREADABLE:
         raise DshError(f"session {row.id or row.path} is unreadable: {row.reason}")
     return row
 
 
 def _store(row):
-    from dsh_tui.store.open import open_store
+    """The store the row lives in: JSONL (its log's encoding) or SQLite."""
+    from dsh_tui.store.ids import store_for
 
-    return open_store(Path(row.root), backend="jsonl",
-                      compression="zstd" if row.path.endswith(".zstd") else "none")
+    return store_for(row)
 
 
 async def resume_headless(store: Any, session_id: str, provider: Any, model: str, prompt: str,
@@ -109,11 +111,18 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
 
+    from dsh_tui.cli import check_roots, require_text
     from dsh_tui.session.errors import DshError
 
+    if args.headless is not None:
+        require_text(args.headless, "the prompt")
+    check_roots(args.root)
     row = find_session(args.session, args.last, args.root, os.getcwd())
-    if row.state == "open elsewhere":
-        raise DshError(f"session {row.id} is open in another process")
+    if row.state == "open elsewhere":  # the message run, fork and log repair give for a held lock
+        from dsh_tui.store.lock import SessionInUseError, in_use_by
+
+        pid = in_use_by(_store(row), row.id)
+        raise SessionInUseError(row.id, pid if pid and pid > 0 else None)
     if args.headless is None:
         from dsh_tui.cli.app_cmd import run_and_hint
 

@@ -93,12 +93,15 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from dsh_tui.session.errors import DshError
+    from dsh_tui.cli import require_text
+    from dsh_tui.session.errors import DshError, UsageError
     from dsh_tui.store.open import open_store
 
     if not args.prompt:
-        raise DshError('run --headless needs a PROMPT, e.g. dsh-tui run --headless "what does this repo do?"')
+        raise UsageError('run --headless needs a PROMPT, e.g. dsh-tui run --headless "what does this repo do?"')
+    require_text(args.prompt, "the prompt")
     cwd = Path(args.cwd or os.getcwd()).expanduser().resolve()
+    require_text(str(cwd), f"the working directory {os.fsencode(cwd).decode('utf-8', 'backslashreplace')}")
     if not cwd.is_dir():
         raise DshError(f"not a directory: {cwd}")
     provider, model = _provider(args, cwd)

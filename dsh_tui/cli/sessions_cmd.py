@@ -36,11 +36,18 @@ def _row_json(row, hits=None) -> dict:
         "parent": row.parent,
         "seed_length": row.seed_length,
         "origin": row.origin,
-        "path": row.path,
+        "path": _shown(row.path),
     }
     if hits is not None:
         d["hits"] = [{"seq": h.seq, "kind": h.kind, "snippet": h.snippet} for h in hits]
     return d
+
+
+def _shown(path: str) -> str:
+    """A path as text: bytes of a non-UTF-8 file name escaped (``\\xff``)."""
+    import os
+
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
 
 
 def _when(ms: int) -> str:
@@ -56,8 +63,10 @@ def run(args) -> int:
     import os
     import sys
 
+    from dsh_tui.cli import check_roots
     from dsh_tui.store.catalog import Catalog, resolve_roots, sort_rows, workspace_rows
 
+    check_roots(args.root)
     cat = Catalog(resolve_roots(args.root))
     try:
         rows = cat.refresh()

@@ -694,6 +694,10 @@ class OpenAICompatProvider:
             raise ValueError(f"thinking_format must be one of {THINKING_FORMATS}")
         self.name = name
         base = base_url.rstrip("/")
+        if "@" in base.split("://", 1)[-1].split("/", 1)[0]:
+            # httpx would send it as a Basic authorization header (which a server may echo into the log)
+            raise LlmError(f'the base URL of provider "{name}" must not hold credentials (user:key@host); '
+                           "configure the key with api_key_env or the credentials file", INVALID_CREDENTIAL)
         if base.endswith("/chat/completions"):  # a pasted endpoint URL instead of the base URL
             base = base[: -len("/chat/completions")]
         self.base_url = base
@@ -846,8 +850,13 @@ class OpenAICompatProvider:
                 feed = decoder.feed_framed
                 translate = translator.feed_all
                 body = response.aiter_bytes()
+                head = b""  # the first bytes, to name what arrived when it is not an event stream
+                yielded = False
                 async for raw in body:
+                    if len(head) < _HEAD_BYTES:
+                        head += raw[: _HEAD_BYTES - len(head)]
                     chunks, done = translate(feed(raw))
+                    yielded = yielded or bool(chunks)
                     if done:
                         try:
                             for chunk in chunks:
@@ -868,6 +877,8 @@ class OpenAICompatProvider:
                     return
                 if translator.error is not None:
                     raise translator.error
+                if not yielded and not chunks:
+                    raise _not_an_event_stream(label, status, response.headers.get("content-type"), head, secrets)
                 raise LlmError("SSE stream ended without [DONE]", STREAM_CLOSED)
         except httpx.TimeoutException as err:
             ms = round(self.idle_timeout_s * 1000)
@@ -906,3 +917,19 @@ class OpenAICompatProvider:
             retry_after_ms=parse_retry_after(response.headers.get("retry-after")),
             request_id=request_id_of(response.headers),
         )
+
+
+_HEAD_BYTES = 120
+
+
+def _not_an_event_stream(label: str, status: int, ctype: str | None, head: bytes, secrets: tuple[str, ...]) -> LlmError:
+    """A 2xx answer whose body held no server-sent event: say what arrived (status, content type and
+    the first bytes, secrets redacted), not that a stream ended early."""
+    text = " ".join(head.decode("utf-8", "replace").split())
+    shown = redact(text, secrets)[:80] if text else "an empty body"
+    kind = (ctype or "no content type").split(";")[0].strip()
+    return LlmError(
+        f"{label} API answered HTTP {status} with {kind}, not an event stream"
+        + (f" (body starts: {shown!r})" if text else " (an empty body)"),
+        MALFORMED_RESPONSE,
+    )

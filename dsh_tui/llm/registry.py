@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 from typing import Any
 
@@ -85,6 +86,10 @@ def _retry_policy(ps: ProviderSettings) -> RetryPolicy:
             if isinstance(value, bool) or not isinstance(value, (typ, int) if typ is float else typ):
                 raise SettingsError(f"providers.{ps.name}.retry.{key} has the wrong type: {value!r}")
             kwargs[key] = typ(value)
+            if key != "mode" and (not math.isfinite(kwargs[key]) or kwargs[key] < 0):
+                raise SettingsError(f"providers.{ps.name}.retry.{key} must be a non-negative number, not {value!r}")
+    if kwargs.get("jitter_ratio", 0) > 1:
+        raise SettingsError(f"providers.{ps.name}.retry.jitter_ratio must be between 0 and 1")
     if kwargs.get("mode", "normal") not in ("normal", "always"):
         raise SettingsError(f'providers.{ps.name}.retry.mode must be "normal" or "always"')
     if "retryable_codes" in raw:

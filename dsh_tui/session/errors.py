@@ -7,6 +7,12 @@ class DshError(Exception):
     """Base for every expected failure: the CLI prints ``str(err)`` on one line, no traceback."""
 
 
+class UsageError(DshError):
+    """The command line or its input cannot be used as given (the CLI exits 2, as for a usage error)."""
+
+    exit_code = 2
+
+
 class SessionFormatUnsupportedError(DshError):
     """The log is valid but uses a format this reader refuses (newer version, unknown required type)."""
 

@@ -152,6 +152,14 @@ def default_db_path() -> Path:
     return cache_dir() / "catalog.sqlite"
 
 
+def _has_sqlite(root) -> bool:
+    """The root holds dsh's SQLite store (False when the root cannot even be searched)."""
+    try:
+        return os.path.isfile(os.path.join(root, SQLITE_DB))
+    except (OSError, ValueError):
+        return False
+
+
 def _is_sqlite_path(path: str) -> bool:
     return "#" in path and path.rsplit("#", 1)[0].endswith(os.sep + SQLITE_DB)
 
@@ -181,15 +189,19 @@ def _revision(st: os.stat_result) -> str:
     return f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-def _session_dirs(projects: list[os.DirEntry]) -> Iterator[tuple[str, os.DirEntry]]:
+def _session_dirs(projects: list[os.DirEntry], unreadable: list[tuple[str, OSError]] | None = None
+                  ) -> Iterator[tuple[str, os.DirEntry]]:
     """``(project name, session dir entry)`` for every session directory under a JSONL root's listed
-    entries (dot directories and ``_trash`` skipped; an unreadable project is skipped)."""
+    entries (dot directories and ``_trash`` skipped; an unreadable project is skipped, and added to
+    ``unreadable`` with its error when a list is given)."""
     for proj in projects:
         if not proj.is_dir(follow_symlinks=False) or proj.name.startswith(".") or proj.name == "_trash":
             continue
         try:
             sessions = list(os.scandir(proj.path))
-        except OSError:
+        except OSError as err:
+            if unreadable is not None:
+                unreadable.append((proj.path, err))
             continue
         pname = proj.name
         for sess in sessions:
@@ -197,24 +209,38 @@ def _session_dirs(projects: list[os.DirEntry]) -> Iterator[tuple[str, os.DirEntr
                 yield pname, sess
 
 
-def discover(root: Path) -> Iterator[tuple[str, os.stat_result]]:
-    """Every ``<root>/<project>/<session>/session.jsonl[.zstd]`` with its stat."""
+def discover(root: Path, unreadable: list[tuple[str, OSError]] | None = None
+             ) -> Iterator[tuple[str, os.stat_result]]:
+    """Every ``<root>/<project>/<session>/session.jsonl[.zstd]`` with its stat. A directory that cannot
+    be read (a project, or a session directory whose log cannot be looked at) is added to
+    ``unreadable`` with its error when a list is given: nothing on disk is hidden."""
     try:
         projects = list(os.scandir(root))
     except (FileNotFoundError, NotADirectoryError):
         return
+    except OSError as err:
+        if unreadable is not None:
+            unreadable.append((str(root), err))
+        return
     names = (ZSTD_NAME, RAW_NAME)
-    for _, sess in _session_dirs(projects):
+    for _, sess in _session_dirs(projects, unreadable):
+        denied = None
         for name in names:
             p = sess.path + os.sep + name
             try:
                 st = os.stat(p)
-            except OSError:
+            except FileNotFoundError:
+                continue
+            except OSError as err:
+                denied = err
                 continue
             if name != names[0]:
                 names = (name, names[0])  # one root, one encoding: try the one just seen first
             yield p, st
             break
+        else:
+            if denied is not None and unreadable is not None:
+                unreadable.append((sess.path, denied))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -298,10 +324,33 @@ def read_header(path: str) -> dict:
     raise _Unreadable("no complete header line")
 
 
+def _loads(raw: bytes):
+    """orjson, else the session reader's own parser: a lone surrogate escape (``"\\udcff"``) is valid
+    in a dsh log (JavaScript writes one) though orjson refuses it; the catalog (a display cache)
+    keeps such characters as U+FFFD so every value it stores is valid UTF-8."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        pass
+    from dsh_tui.session import jsonutil
+
+    return _no_surrogates(jsonutil.loads(raw))
+
+
+def _no_surrogates(value):
+    if isinstance(value, str):
+        return value if _utf8_name(value) else "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in value)
+    if isinstance(value, list):
+        return [_no_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {_no_surrogates(k): _no_surrogates(v) for k, v in value.items()}
+    return value
+
+
 def _parse_header(line: bytes) -> dict:
     try:
-        h = orjson.loads(line)
-    except orjson.JSONDecodeError:
+        h = _loads(line)
+    except (ValueError, RecursionError):
         raise _Unreadable("first line is not JSON") from None
     if not isinstance(h, dict) or h.get("type") != "session":
         raise _Unreadable("first line is not a session header")
@@ -390,8 +439,8 @@ class _Fold:
                 s["next_seq"] += 1
                 return
         try:
-            obj = orjson.loads(raw)
-        except orjson.JSONDecodeError:
+            obj = _loads(raw)
+        except (ValueError, RecursionError):
             s["problem"] = f"unparsable line {s['line']}"
             return
         if not isinstance(obj, dict):
@@ -519,24 +568,47 @@ class Catalog:
         ident = _file_ident(self.db_path)
         if conn is not None and ident == getattr(loc, "ident", None) and ident is not None:
             return conn
+        if conn is not None and getattr(loc, "memory", False):
+            return conn  # the on-disk catalog could not be used: this run goes on in memory
         if conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
-        self.db_path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = self._open()
-        except sqlite3.DatabaseError:
-            # A damaged catalog is only a cache: start a new one (the logs are the truth).
-            for suffix in ("", "-wal", "-shm"):
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(str(self.db_path) + suffix)
-            conn = self._open()
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                conn = self._open()
+            except sqlite3.DatabaseError:
+                # A damaged catalog is only a cache: start a new one (the logs are the truth).
+                for suffix in ("", "-wal", "-shm"):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(str(self.db_path) + suffix)
+                conn = self._open()
+        except (OSError, sqlite3.Error) as err:
+            return self._use_memory(err)
         loc.conn = conn
         loc.ident = _file_ident(self.db_path)
         return conn
 
-    def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.db_path, timeout=10, check_same_thread=False, isolation_level=None)
+    def _use_memory(self, err: BaseException | None = None) -> sqlite3.Connection:
+        """The catalog is a cache: when its file cannot be created, opened or written (a read-only or
+        full disk, a file-size limit, ``XDG_CACHE_HOME`` naming a file ...) this thread goes on with an
+        empty index in memory, rebuilt from the logs. ``self.cache_problem`` says why."""
+        loc = self._local
+        old = getattr(loc, "conn", None)
+        if old is not None:
+            with contextlib.suppress(sqlite3.Error):
+                old.close()
+        self.cache_problem = f"{self.db_path}: {getattr(err, 'strerror', None) or err}" if err else "in memory"
+        conn = self._open(":memory:")
+        loc.conn, loc.ident, loc.memory = conn, None, True
+        return conn
+
+    @property
+    def in_memory(self) -> bool:
+        return bool(getattr(self._local, "memory", False))
+
+    def _open(self, where: str | os.PathLike | None = None) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.db_path if where is None else where, timeout=10, check_same_thread=False, isolation_level=None)
         try:
             # Plain sqlite3 pragmas: sqlite_utils.Database() loads setuptools entry points (~100 ms),
             # which alone would blow the warm-open budget.
@@ -580,7 +652,7 @@ class Catalog:
                     conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
 
     def close(self) -> None:
@@ -623,7 +695,7 @@ class Catalog:
         probe = self._lock_probe
         for root in self.roots:
             rroot = str(root)
-            if (Path(root) / SQLITE_DB).is_file():
+            if _has_sqlite(root):
                 if conn is not None:
                     self._scan_sqlite(Path(root), self._index_rows(conn), rows, seen)
                 continue
@@ -681,7 +753,7 @@ class Catalog:
         when the index changed since the last one, or when a root has none."""
         conn = self._conn()
         have = {r[0] for r in conn.execute("SELECT root FROM snapshot")}
-        roots = [str(r) for r in self.roots if not (Path(r) / SQLITE_DB).is_file()]
+        roots = [str(r) for r in self.roots if not _has_sqlite(r)]
         if not (force or self._dirty or any(r not in have for r in roots)):
             return
         self._dirty = False
@@ -710,26 +782,39 @@ class Catalog:
                                  (r, marshal.dumps((_SNAPSHOT_FORMAT, _SNAPSHOT_FIELDS, snap))))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
 
     def scan(self) -> list[SessionRow]:
         """Rows for every log on disk now. Indexed facts where the revision is unchanged; header-only
         rows (``indexed=False``) for new or changed logs; rows of logs gone from disk are dropped."""
+        try:
+            return self._scan()
+        except sqlite3.Error as err:
+            if self.in_memory:
+                raise
+            self._use_memory(err)
+            return self._scan()
+
+    def _scan(self) -> list[SessionRow]:
         conn = self._conn()
         known = self._index_rows(conn)
         rows: list[SessionRow] = []
         seen: set[str] = set()
         for root in self.roots:
             rroot = str(root)
-            if (Path(root) / SQLITE_DB).is_file():
+            if _has_sqlite(root):
                 self._scan_sqlite(Path(root), known, rows, seen)
                 continue
-            for path, st in discover(root):
+            denied: list[tuple[str, OSError]] = []
+            for path, st in discover(root, denied):
                 if path in seen:
                     continue
                 seen.add(path)
                 rev = _revision(st)
+                if not _utf8_name(path):
+                    rows.append(_bad_name_row(path, rroot, rev, st.st_size))
+                    continue
                 rec = known.get(path)
                 if rec is not None and rec[2] == rev:
                     row = SessionRow(*rec, True)  # _COLUMNS is the dataclass's field order
@@ -737,6 +822,11 @@ class Catalog:
                 else:
                     row = self._header_row(path, rroot, rev, st.st_size, rec)
                 rows.append(row)
+            for path, err in denied:
+                if path not in seen:
+                    seen.add(path)
+                    rows.append(SessionRow(path=path, root=rroot, revision="", state=UNREADABLE, indexed=True,
+                                           reason=f"cannot read {_shown(path)}: {err.strerror or err}"))
         gone = [p for p in known if p not in seen and self._under_roots(p)]
         if gone:
             self._forget(conn, gone)
@@ -853,7 +943,7 @@ class Catalog:
                         conn.execute("DELETE FROM sessions WHERE sid=?", (r[0],))
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
 
     @staticmethod
@@ -884,7 +974,7 @@ class Catalog:
                         i += 1
                     conn.execute("COMMIT")
                 except BaseException:
-                    conn.execute("ROLLBACK")
+                    _rollback(conn)
                     raise
                 finally:
                     self._local.batch = False
@@ -894,13 +984,24 @@ class Catalog:
         return todo
 
     def refresh(self) -> list[SessionRow]:
-        """Scan and index everything that changed; the rows are complete on return."""
-        rows = self.scan()
-        self.index(rows)
+        """Scan and index everything that changed; the rows are complete on return. When the catalog
+        file cannot be written (full disk, I/O error, read-only), everything is indexed in memory."""
+        try:
+            rows = self.scan()
+            self.index(rows)
+        except sqlite3.Error as err:
+            if self.in_memory:
+                raise
+            self._use_memory(err)
+            rows = self.scan()
+            self.index(rows)
         self._post_process(rows)
         return rows
 
     def index_one(self, row: SessionRow, *, conn: sqlite3.Connection | None = None) -> SessionRow:
+        if not _utf8_name(row.path):  # the index holds text: such a path cannot be a key in it
+            row.state, row.reason, row.indexed = UNREADABLE, _BAD_NAME, True
+            return row
         conn = conn if conn is not None else self._conn()
         if _is_sqlite_path(row.path):
             return self._index_sqlite(row, conn)
@@ -989,7 +1090,7 @@ class Catalog:
                 self._write(conn, row, sid, values, extra, texts, keep_content)
                 conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                _rollback(conn)
                 raise
 
     def _write(self, conn, row: SessionRow, sid: int | None, values: list, extra: list,
@@ -1079,6 +1180,38 @@ _SNAPSHOT_COLUMNS = ["path", "revision", "id", "cwd", "title", "updated_at", "tu
 _SNAPSHOT_FIELDS = ("revision", "id", "cwd", "title", "title_source", "created_at", "updated_at", "last_time",
                     "turns", "steps", "events", "tokens_in", "tokens_out", "tokens_cache", "tokens_reasoning",
                     "state", "reason", "parent", "seed_length", "origin")
+
+
+_BAD_NAME = "its file name is not valid UTF-8 (rename the directory to list and open it)"
+
+
+def _utf8_name(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shown(path: str) -> str:
+    """A path for a message: undecodable bytes escaped (``\\xff``), never a lone surrogate."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
+def _bad_name_row(path: str, root: str, rev: str, size: int) -> SessionRow:
+    row = SessionRow(path=path, root=root, revision=rev, size=size, state=UNREADABLE, reason=_BAD_NAME,
+                     indexed=True)
+    with contextlib.suppress(_Unreadable, OSError):
+        _apply_header(row, read_header(path))
+    return row
+
+
+def _rollback(conn: sqlite3.Connection) -> None:
+    """Roll back if a transaction is still open: SQLite has already rolled back after some I/O errors
+    (``disk I/O error``, a full disk), and a second ROLLBACK would hide the real error."""
+    if conn.in_transaction:
+        with contextlib.suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
 
 
 def _load_snapshot(data: bytes | None) -> dict[str, tuple]:

@@ -13,6 +13,7 @@ tolerates placeholders (non-absolute ``{{cwd}}``, duplicated ``{{sessionId}}`` i
 from __future__ import annotations
 
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,13 @@ def open_log_file(path: Path | str, mode: str = "auto") -> LogFile:
     if mode not in MODES:
         raise LogFileError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
     path = Path(path)
+    try:
+        st = path.stat()
+    except OSError:
+        st = None  # read_stable below says why
+    if st is not None and not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):
+        # a device (/dev/full, /dev/zero), a FIFO or a socket: reading it may never end
+        raise LogFileError(f"{path}: not a regular file")
     try:
         buf, revision = jsonl.read_stable(path)
     except FileNotFoundError:

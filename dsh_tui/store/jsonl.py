@@ -871,6 +871,8 @@ def _is_file(path: Path) -> bool:
         return False
     except NotADirectoryError:
         return False
+    except PermissionError:  # in a directory this process cannot search: nothing it could open anyway
+        return False
 
 
 _REFUSAL_CANDIDATES = frozenset(("request/header-delta", "mode/set", "request/header"))
@@ -912,7 +914,13 @@ class JsonlStore:
 
     def _session_dirs(self, project: Path) -> list[Path]:
         out = []
-        for entry in sorted(project.iterdir()):
+        try:
+            entries = sorted(project.iterdir())
+        except (PermissionError, NotADirectoryError):
+            # One unreadable project directory holds no session this process can open; it must not
+            # stop every other session of the root from being found (the catalog lists it as unreadable).
+            return out
+        for entry in entries:
             if entry.is_file() and (entry.name.endswith(".jsonl") or entry.name.endswith(".jsonl.zstd")):
                 raise StoreError(
                     f'session artifact "{entry}" uses the unsupported flat-file layout; use a separate '

@@ -99,8 +99,11 @@ class SessionLock:
             if not same:  # unlinked by a releasing owner between our open and flock: retry on the new file
                 os.close(fd)
                 continue
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            # The pid is only a hint for "in use by pid N": a full disk or a file-size limit (EFBIG)
+            # must not stop the lock, which is the flock itself.
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             self._fd = fd
             return self
         raise DshError(f"could not acquire the lock for session {self.session_id}")

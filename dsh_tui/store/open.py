@@ -66,9 +66,14 @@ def open_store(root: str | Path | None = None, *, backend: str | None = None, co
     root = Path(root).expanduser()
     kind = backend_for(root, backend)
     if kind == "sqlite":
-        from dsh_tui.store.sqlite import SqliteSessionStore
+        import sqlite3
 
-        return SqliteSessionStore(root)
+        from dsh_tui.store.sqlite import DB_FILENAME, SqliteSessionStore
+
+        try:
+            return SqliteSessionStore(root)
+        except sqlite3.Error as err:  # garbage, a newer schema, a full or read-only disk ...
+            raise DshError(f"{Path(root) / DB_FILENAME}: cannot open the SQLite session store: {err}") from None
     from dsh_tui.store.jsonl import JsonlStore
 
     comp = (compression or os.environ.get("DSH_TUI_COMPRESSION") or _detect_compression(root)

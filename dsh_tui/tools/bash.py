@@ -33,8 +33,39 @@ GRACE_MS = 3_000
 READ_CHUNK = 65_536
 
 ENV_OVERRIDES = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
-# Credentials of the harness itself never reach model-run commands.
-_SCRUB = re.compile(r"^(DEEPSEEK_API_KEY|OPENAI_API_KEY|ANTHROPIC_API_KEY|DSH_TUI_API_KEY)$")
+# Credentials never reach model-run commands: every name matching dsh's MCP rule (extensions.md §5:
+# /KEY|PASSWORD|SECRET|TOKEN/i, plus the DSH_ prefix handled below), every variable a provider of the
+# configuration names as its key (``api_key_env``, whatever its name), and any variable holding the
+# value of a configured key.
+_SCRUB = re.compile(r"KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
+
+
+def configured_credentials() -> tuple[set[str], set[str]]:
+    """(variable names, key values) the settings and credentials file name; empty when unreadable."""
+    from dsh_tui.config import load_credentials, load_settings
+    from dsh_tui.session.errors import DshError
+
+    names: set[str] = set()
+    values: set[str] = set()
+    try:
+        for ps in load_settings().providers().values():
+            if ps.api_key_env:
+                names.add(ps.api_key_env)
+    except (DshError, OSError, ValueError, TypeError):
+        pass
+    try:
+        creds = load_credentials() or {}
+    except (DshError, OSError, ValueError):
+        creds = {}
+    for k, v in creds.items():
+        if isinstance(v, str) and v.strip():
+            names.add(k)
+            values.add(v)
+        elif k == "providers" and isinstance(v, dict):
+            values.update(e["api_key"] for e in v.values()
+                          if isinstance(e, dict) and isinstance(e.get("api_key"), str) and e["api_key"].strip())
+    values.update(os.environ[n] for n in names if os.environ.get(n, "").strip())
+    return names, values
 
 
 class _Capture:
@@ -270,7 +301,9 @@ def bash_env(extra: dict[str, str] | None = None, ctx: ToolContext | None = None
     """The command environment: ambient env minus harness credentials and stale ``DSH_*`` values,
     the model-friendly overrides, then the managed ``DSH_*`` facts (dsh ``shell-env``)."""
     home = os.environ.get("DSH_HOME") or os.path.join(os.path.expanduser("~"), ".dsh")
-    env = {k: v for k, v in os.environ.items() if not _SCRUB.match(k) and not k.startswith("DSH_")}
+    names, values = configured_credentials()
+    env = {k: v for k, v in os.environ.items()
+           if not _SCRUB.search(k) and not k.startswith("DSH_") and k not in names and v not in values}
     env.update(ENV_OVERRIDES)
     env["DSH_HOME"] = home
     env["DSH_SHELL"] = "1"

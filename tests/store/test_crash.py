@@ -213,3 +213,25 @@ def test_a_finished_session_is_complete_and_needs_no_repair(tmp_path, backend):
     assert trial.finished and trial.killed_after is None
     res = check_trial(trial)
     assert res.events[-1]["type"] == "turn/end" and trial.durable[0] == len(res.events)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_cli_resumes_a_killed_session_on_every_backend(tmp_path, backend, monkeypatch):
+    """After a SIGKILL mid-request, ``dsh-tui resume`` finds the session by id prefix in the root (JSONL
+    or SQLite alike: SQLite resume used to say "not found") and runs a turn on the repaired log."""
+    import asyncio
+
+    from dsh_tui.cli.resume_cmd import _store, find_session, resume_headless
+    from dsh_tui.llm import scripted
+    from dsh_tui.llm.scripted import ScriptedProvider
+
+    monkeypatch.delenv("DSH_TUI_BACKEND", raising=False)
+    trial = run_trial(tmp_path, backend, 11, kill_at="request 1", hang="request:1")
+    row = find_session(trial.session_id[:5], False, [str(trial.root)], str(tmp_path))
+    assert row.id == trial.session_id
+    provider = ScriptedProvider([scripted.text("after the crash")], name="mock", context_window=100_000)
+    answer, reason = asyncio.run(resume_headless(_store(row), row.id, provider, "m1", "go on"))
+    assert (answer, reason) == ("after the crash", "completed")
+    res = open_store(trial).load(trial.session_id)
+    types = [e["type"] for e in res.events]
+    assert types.count("turn/end") == 2 and "session/end-seed" in types
