@@ -83,7 +83,8 @@ async def test_ctrl_b_lists_the_live_sessions_root_and_esc_or_ctrl_b_return_to_t
         assert tmp_path / "sessions" in screen.catalog.roots
         assert [e.row.id for e in screen.list.entries] == [live]
         assert "say hi" in line(screen, 0) and "open here" in line(screen, 0)
-        assert f"This workspace ({tmp_path / 'ws'}) · 1 session " in str(screen.query_one("#scope").render())
+        header = str(screen.query_one("#scope").render())
+        assert header.startswith("This workspace (") and "/ws) · 1 session " in header  # the chat's workspace
         assert "esc Back" in footer(screen)
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is chat)
@@ -279,3 +280,26 @@ async def test_first_open_in_a_workspace_without_sessions_shows_all_workspaces(t
         await app.push_screen(again)
         await indexed(pilot, again)
         assert not again.scope_all and len(again.list.entries) == 0
+
+
+async def test_palette_goes_back_to_the_chat_and_the_header_fits_80_columns(tmp_path, monkeypatch):
+    w = world(tmp_path, monkeypatch)
+    deep = w["ws"] / "a-rather-long-directory-name" / "and-another-one-below-it" / "project"
+    deep.mkdir(parents=True)
+    app = DshApp(None, start="chat")
+    async with app.run_test(size=(80, 24)) as pilot:
+        screen = BrowserScreen(app, roots=[w["root"]], db_path=w["tmp"] / "catalog.sqlite", cwd=str(deep),
+                               now_ms=lambda: NOW)
+        await app.push_screen(screen)
+        await indexed(pilot, screen)
+        assert screen.scope_all  # nothing in that workspace
+        await pilot.press("tab")
+        header = str(screen.query_one("#scope").render())
+        assert header.startswith("This workspace (…") and "/project) · 0 sessions" in header
+        assert header.endswith("[Tab] all workspaces: 4") and len(header) <= 78
+        await pilot.press("ctrl+p")
+        await pilot.pause()
+        await pilot.press(*"back to chat")
+        await pilot.pause(0.3)
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen))

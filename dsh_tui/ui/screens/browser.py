@@ -697,7 +697,10 @@ restore first).
             if self.scope_all:
                 label = f"All workspaces · {plural(every, 'session')}   [Tab] this workspace: {here}"
             else:
-                label = f"This workspace ({self.cwd}) · {plural(here, 'session')}   [Tab] all workspaces: {every}"
+                rest = f" · {plural(here, 'session')}   [Tab] all workspaces: {every}"
+                room = (self.size.width or 120) - 2 - len("This workspace ()") - len(rest)
+                where = self.cwd if len(self.cwd) <= room else "…" + self.cwd[-max(room - 1, 8):]
+                label = f"This workspace ({where}){rest}"
             if self.search_mode:
                 label = f"Content search · {plural(shown, 'session')} match   " + label
         self._set_label("#scope", label)
@@ -841,8 +844,9 @@ restore first).
             stack = self.app.screen_stack
         except Exception:  # noqa: BLE001 - not running
             return None
-        if len(stack) >= 2 and stack[-1] is self and type(stack[-2]).__name__ == "ChatScreen":
-            return stack[-2]
+        i = next((i for i, screen in enumerate(stack) if screen is self), 0)  # (the palette may be above)
+        if i >= 1 and type(stack[i - 1]).__name__ == "ChatScreen":
+            return stack[i - 1]
         return None
 
     def action_back(self) -> None:
@@ -851,7 +855,10 @@ restore first).
             self.notify("No chat is open under the session browser: Ctrl+N starts a new session.", timeout=4)
             return
         self._remember()
-        self.app.pop_screen()
+        if self.app.screen is self:
+            self.app.pop_screen()
+        else:  # from the command palette: once it has closed
+            self.app.call_later(lambda: self.app.screen is self and self.app.pop_screen())
 
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
