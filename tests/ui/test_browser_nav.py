@@ -303,3 +303,17 @@ async def test_palette_goes_back_to_the_chat_and_the_header_fits_80_columns(tmp_
         await pilot.pause(0.3)
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen))
+
+
+async def test_down_down_from_the_filter_moves_to_the_second_row(tmp_path, monkeypatch):
+    """Keys typed faster than the focus moves: ↓ ↓ from the filter selects the second row, as it reads."""
+    w = world(tmp_path, monkeypatch)
+    app = DshApp(None, start="chat")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = browser(app, w)
+        await app.push_screen(screen)
+        await indexed(pilot, screen)
+        assert screen.focused is screen.query_one("#filter") and screen.list.cursor == 0
+        await pilot.press("down", "down")
+        await pilot.pause()
+        assert screen.focused is screen.list and screen.list.cursor == 1

@@ -427,6 +427,7 @@ restore first).
         self._cancel = threading.Event()
         self.opened_at: int | None = None  # the event a content hit scrolled the chat to (tests read it)
         self._select_path: str | None = None  # select this row once it is listed (the last one selected)
+        self._focusing_list = False  # ↓ in the filter asked the list for the focus; not moved yet
         self._auto_scope = False
 
     # -- layout -------------------------------------------------------------------------------
@@ -555,7 +556,7 @@ restore first).
         if self._select_path is not None:  # the session selected when the browser was last left: on the
             for i, e in enumerate(self.list.entries):  # first rows only (never under a moving cursor)
                 if e.row.path == self._select_path and e.hit_seq is None:
-                    self.list.move_to(i)
+                    self.list.user_move(i)
                     break
             self._select_path = None
         self.loaded.set()
@@ -610,7 +611,7 @@ restore first).
         current = self.list.current
         self.list.set_entries(entries, keep_cursor=keep_cursor)
         plain = isinstance(entries, PlainEntries)
-        if keep_cursor and current is not None:
+        if keep_cursor and current is not None and self.list.user_moved:  # (untouched: the top stays selected)
             pairs = ((e.path, None) for e in entries.rows) if plain else ((e.row.path, e.hit_seq) for e in entries)
             for i, key in enumerate(pairs):
                 if key == (current.row.path, current.hit_seq):
@@ -746,6 +747,7 @@ restore first).
             self.notify("Letters are commands in the list: / filters.", timeout=3)
 
     def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        self._focusing_list = False
         self._refresh_footer()
         self._remember()
 
@@ -864,6 +866,10 @@ restore first).
         self.query_one("#filter", Input).focus()
 
     def action_focus_list(self) -> None:
+        if self._focusing_list:  # a second ↓ before the focus has moved (focus() is applied later)
+            self.list.action_cursor_down()
+            return
+        self._focusing_list = True
         self.list.focus()
 
     def action_new_session(self) -> None:
@@ -1150,5 +1156,5 @@ restore first).
         if select is not None:
             for i, e in enumerate(self.list.entries):
                 if e.row.id == select and e.hit_seq is None:
-                    self.list.move_to(i)
+                    self.list.user_move(i)
                     break

@@ -72,6 +72,7 @@ class LineList(ScrollView, can_focus=True):
         self.count = count
         self.empty_text = empty_text
         self._cache: dict[int, tuple[int, Strip]] = {}
+        self.user_moved = False  # the cursor was moved by a key or a click (or put on a chosen row)
         self.paints = 0  # render_line calls (tests/benches read it)
         self.first_paint_at: float | None = None  # perf_counter() of the first row painted
         self.last_paint_at = 0.0
@@ -194,23 +195,27 @@ class LineList(ScrollView, can_focus=True):
         if self.count:
             self.cursor = max(0, min(self.count - 1, row))
 
+    def user_move(self, row: int) -> None:
+        self.user_moved = True
+        self.move_to(row)
+
     def action_cursor_up(self) -> None:
-        self.move_to(self.cursor - 1)
+        self.user_move(self.cursor - 1)
 
     def action_cursor_down(self) -> None:
-        self.move_to(self.cursor + 1)
+        self.user_move(self.cursor + 1)
 
     def action_page_up(self) -> None:
-        self.move_to(self.cursor - max(1, self.scrollable_content_region.height - 1))
+        self.user_move(self.cursor - max(1, self.scrollable_content_region.height - 1))
 
     def action_page_down(self) -> None:
-        self.move_to(self.cursor + max(1, self.scrollable_content_region.height - 1))
+        self.user_move(self.cursor + max(1, self.scrollable_content_region.height - 1))
 
     def action_first(self) -> None:
-        self.move_to(0)
+        self.user_move(0)
 
     def action_last(self) -> None:
-        self.move_to(self.count - 1)
+        self.user_move(self.count - 1)
 
     def action_select(self) -> None:
         if self.count:
@@ -219,7 +224,7 @@ class LineList(ScrollView, can_focus=True):
     def on_click(self, event: Click) -> None:
         row = self.scroll_offset.y + event.y
         if 0 <= row < self.count:
-            self.move_to(row)
+            self.user_move(row)
             if event.chain >= 2:
                 self.action_select()
 
