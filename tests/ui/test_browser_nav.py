@@ -122,6 +122,7 @@ async def test_keys_follow_the_focus_and_the_browser_keeps_scope_focus_and_selec
         # a character that is no command types nothing anywhere and the focus stays in the list
         await pilot.press("x", "z")
         assert screen.focused is screen.list and screen.query_one("#filter").value == ""
+        assert [n.message for n in app._notifications].count("Letters are commands in the list: / filters.") == 1
         await pilot.press("slash")
         assert screen.focused is screen.query_one("#filter")
         await pilot.press("tab", "down")  # all workspaces, into the list

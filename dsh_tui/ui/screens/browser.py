@@ -428,6 +428,7 @@ restore first).
         self.opened_at: int | None = None  # the event a content hit scrolled the chat to (tests read it)
         self._select_path: str | None = None  # select this row once it is listed (the last one selected)
         self._focusing_list = False  # ↓ in the filter asked the list for the focus; not moved yet
+        self._told_slash = False
         self._auto_scope = False
 
     # -- layout -------------------------------------------------------------------------------
@@ -744,7 +745,9 @@ restore first).
                 and event.key not in self.active_bindings):
             event.stop()
             self.app.bell()
-            self.notify("Letters are commands in the list: / filters.", timeout=3)
+            if not self._told_slash:  # said once; the bell after that
+                self._told_slash = True
+                self.notify("Letters are commands in the list: / filters.", timeout=3)
 
     def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
         self._focusing_list = False
