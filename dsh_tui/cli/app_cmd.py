@@ -131,9 +131,10 @@ def chat_app(args: argparse.Namespace) -> Any:
         raise DshError(f"replay log not found: {replay}")
     settings, backend = _startup_settings()
     hint = "" if replay else credential_hint(backend)
+    roots = [_root(args)]  # the browser (Ctrl+B) lists the root this session is written to
     if hint:  # nothing to resolve: no model can be called (the status bar says why from the first frame)
-        return DshApp(None, settings=settings, model_hint=hint)
-    return DshApp(None, settings=settings, resolve=_chat_resolver(args, cwd))
+        return DshApp(None, settings=settings, model_hint=hint, session_roots=roots)
+    return DshApp(None, settings=settings, resolve=_chat_resolver(args, cwd), session_roots=roots)
 
 
 def _browser_resolver(args: argparse.Namespace) -> Any:

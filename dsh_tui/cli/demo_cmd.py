@@ -33,6 +33,15 @@ def run(args: argparse.Namespace) -> int:
     from dsh_tui.cli import gc_paused
 
     with gc_paused():
-        DshApp(lambda bridge: open_harness(bridge, spec)).run_app()
-    print(f"dsh-tui demo: the session log and workspace are in {base}")
+        DshApp(lambda bridge: open_harness(bridge, spec), session_roots=[spec.root]).run_app()
+    print(reopen_text(base))
     return 0
+
+
+def reopen_text(base) -> str:
+    """What the demo prints when it ends: where it left everything and the command that browses it."""
+    import shlex
+
+    sessions = shlex.quote(str(base / "sessions"))
+    return (f"dsh-tui demo: the session log and workspace are in {base}\n"
+            f"Reopen its sessions with: dsh-tui --root {sessions}")

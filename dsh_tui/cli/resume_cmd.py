@@ -103,7 +103,7 @@ def resume_app(args: argparse.Namespace, row: Any) -> Any:
         spec = HarnessSpec(root=root, cwd=cwd, provider=provider, model=model, resume_id=row.id)
         return (lambda bridge: open_harness(bridge, spec)), ""
 
-    return DshApp(None, settings=settings, resolve=resolve)
+    return DshApp(None, settings=settings, resolve=resolve, session_roots=[root, *args.root])
 
 
 def run(args: argparse.Namespace) -> int:

@@ -2,7 +2,9 @@
 
 Rows come from the files on disk; the catalog index fills in counts and titles (logs that are new or
 changed are indexed before printing). Default scope: sessions of the current directory; ``--all``
-lists every workspace. Subagent children are listed under ``--all`` only with ``--subagents``.
+lists every workspace. A session without a title shows its first prompt. Subagent children are
+listed with ``--subagents``; without it, as in the browser, only those whose parent is not listed
+anywhere (orphans), so no session is hidden.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--all", action="store_true", help="every workspace, not only the current directory")
     parser.add_argument("--search", metavar="TEXT", help="full-text search of messages and tool output")
     parser.add_argument("--json", action="store_true", help="print a JSON array of rows")
-    parser.add_argument("--subagents", action="store_true", help="include subagent children")
+    parser.add_argument("--subagents", action="store_true",
+                        help="include every subagent child (without it: only those whose parent is gone)")
     parser.add_argument("--root", action="append", default=[], metavar="DIR",
                         help="also read sessions under DIR (repeatable; the default root is always read)")
 
@@ -23,6 +26,7 @@ def _row_json(row, hits=None) -> dict:
     d = {
         "id": row.id,
         "title": row.title,
+        "first_prompt": row.prompt,
         "cwd": row.cwd,
         "created_at": row.created_at,
         "updated_at": row.updated_at,
@@ -35,6 +39,7 @@ def _row_json(row, hits=None) -> dict:
         "reason": row.reason,
         "parent": row.parent,
         "seed_length": row.seed_length,
+        "fork_turn": row.fork_turn,
         "origin": row.origin,
         "path": _shown(row.path),
     }
@@ -71,11 +76,12 @@ def run(args) -> int:
     try:
         rows = cat.refresh()
         cwd = os.getcwd()
+        ids = {r.id for r in rows if r.id}
+        if not args.subagents:  # as the browser: a child under its parent, an orphan on its own
+            rows = [r for r in rows if not r.is_subagent or r.parent not in ids]
         if not args.all:
             here = {id(r) for r in workspace_rows(rows, cwd)}
             rows = [r for r in rows if id(r) in here or r.state == "unreadable" and r.cwd is None]
-        if not args.subagents:
-            rows = [r for r in rows if not r.is_subagent]
         rows = sort_rows(rows)
         hits_by_path = None
         if args.search:
@@ -96,13 +102,16 @@ def run(args) -> int:
         print(f"no sessions in {scope}" + (f" matching {args.search!r}" if args.search else ""), file=sys.stderr)
         return 0
     for r in rows:
-        title = r.title or "(untitled)"
+        title = r.display_title or "(untitled)"
         state = r.state if not r.reason or r.state != "unreadable" else f"unreadable: {r.reason}"
-        line = f"{(r.id or '?'):<38} {_when(r.updated_at):<16} {r.turns:>4} turns  {state:<12} {title}"
+        line = f"{(r.id or '?'):<38} {_when(r.updated_at):<16} {r.turns:>4} turns  {state:<14} {title}"
         if args.all:
             line += f"  [{r.cwd or '-'}]"
         if r.parent and not r.is_subagent:
-            line += f"  (fork of {r.parent[:8]})"
+            after = f" after turn {r.fork_turn}" if r.fork_turn is not None else ""
+            line += f"  (fork of {r.parent[:8]}{after})"
+        elif r.parent:
+            line += f"  (subagent of {r.parent[:8]})"
         out.write(line + "\n")
         if hits_by_path is not None:
             for h in hits_by_path.get(r.path, [])[:3]:

@@ -36,7 +36,7 @@ from dsh_tui.session.errors import DshError, SessionCorruptionError
 RAW_NAME = "session.jsonl"
 SQLITE_DB = "sessions.sqlite"  # dsh's SQLite backend (store/sqlite.py) when present in a root
 ZSTD_NAME = "session.jsonl.zstd"
-SCHEMA_VERSION = 4  # 4: + the listing snapshot table (3 -> 4 keeps the index)
+SCHEMA_VERSION = 5  # 5: + first prompt, fork turn, end-reason states (older indexes are rebuilt)
 _CHUNK = 1 << 16
 _SID_SHIFT = 32  # FTS rowid = sid << 32 | n, so one session's text is a rowid range.
 _MAX_TEXT = 20_000  # characters of one event kept for content search
@@ -44,7 +44,7 @@ _BATCH_SECONDS = 0.1
 LOCK_PROBE_WINDOW = 24 * 3600  # seconds
 _CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
 _LISTING_HEADERS = 256  # new session dirs whose header the first-paint listing reads itself
-_SNAPSHOT_FORMAT = 1
+_SNAPSHOT_FORMAT = 2
 
 
 # States shown by the browser and `dsh-tui sessions`.
@@ -53,7 +53,30 @@ INTERRUPTED = "interrupted"
 OPEN_ELSEWHERE = "open elsewhere"
 UNREADABLE = "unreadable"
 BLANK = "blank"
+FAILED = "failed"  # the last turn ended with an error (turn/end reason ``error``)
+CANCELLED = "cancelled"  # the last turn was aborted (by the user, a parent, a hook, disposal)
+BLOCKED = "blocked"
+MAX_TOKENS = "max tokens"  # the last turn hit the output cap
 INDEXING = "indexing…"  # a session directory on disk the index has not seen yet (listing only)
+
+
+_END_STATES = {"completed": COMPLETED, "error": FAILED, "aborted": CANCELLED, "blocked": BLOCKED,
+               "max-tokens": MAX_TOKENS, "interrupted": INTERRUPTED}
+_PROMPT_CHARS = 200  # of the first prompt kept for the list (it is cut to the column anyway)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
+
+
+def end_state(kind: str | None) -> str:
+    """The listed state of a session whose last turn ended with reason ``kind`` (an unknown kind, which
+    dsh keeps, is shown as it is)."""
+    if kind is None:
+        return COMPLETED
+    return _END_STATES.get(kind, kind)
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: whitespace runs collapsed to a space, control and invisible characters dropped."""
+    return _CONTROL.sub("", " ".join(text.split()))
 
 
 class CatalogError(DshError):
@@ -75,6 +98,8 @@ class SessionRow:
     cwd: str | None = None
     title: str | None = None
     title_source: str | None = None
+    prompt: str | None = None  # the first human prompt, on one line (the title until one is written)
+    fork_turn: int | None = None  # a fork child: the last turn of its seed ("after turn N")
     created_at: int = 0
     updated_at: int = 0
     last_time: int = 0
@@ -105,6 +130,11 @@ class SessionRow:
         return self.origin == "subagent"
 
     @property
+    def display_title(self) -> str | None:
+        """What a list shows: the log's title, else the first prompt."""
+        return self.title or self.prompt
+
+    @property
     def is_fork(self) -> bool:
         return bool(self.parent) and not self.is_subagent
 
@@ -123,7 +153,34 @@ class SearchHit:
     id: str | None
     seq: int
     kind: str
-    snippet: str
+    snippet: str  # the matched words in [brackets] (plain text output)
+    text: str = ""  # the same snippet without marks
+    marks: tuple[tuple[int, int], ...] = ()  # (start, end) of each matched word in ``text``
+
+
+_MARK_OPEN, _MARK_CLOSE = "\x02", "\x03"  # snippet() markers; the same characters in a log's text are dropped
+_SNIPPET_CONTROL = re.compile(
+    r"[\x00\x01\x04-\x1f\x7f-\x9f\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
+
+
+def _marked(snippet: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """(plain text on one line, match ranges) of an FTS snippet marked with ``_MARK_OPEN``/``_MARK_CLOSE``."""
+    snippet = _SNIPPET_CONTROL.sub("", re.sub(r"\s+", " ", snippet))
+    out: list[str] = []
+    marks: list[tuple[int, int]] = []
+    n = 0
+    start = None
+    for part in re.split("([\x02\x03])", snippet):
+        if part == _MARK_OPEN:
+            start = n
+        elif part == _MARK_CLOSE:
+            if start is not None and n > start:
+                marks.append((start, n))
+            start = None
+        else:
+            out.append(part)
+            n += len(part)
+    return "".join(out), tuple(marks)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -407,7 +464,8 @@ class _Fold:
 
     FIELDS = {
         "next_seq": 0, "line": 1, "open_turn": None, "open_step": None, "turns": 0, "steps": 0,
-        "title": None, "title_source": None, "updated_at": 0, "last_time": 0,
+        "title": None, "title_source": None, "prompt": None, "last_turn": None, "last_end": None,
+        "fork_turn": None, "updated_at": 0, "last_time": 0,
         "tin": 0, "tout": 0, "tcache": 0, "treason": 0, "step_usage": False,
         "preset": None, "problem": None, "problem_line": None, "corrupt": None,
     }
@@ -483,6 +541,10 @@ class _Fold:
         elif t == "turn/end":
             s["open_turn"] = None
             s["open_step"] = None
+            s["last_turn"] = d.get("turn")
+            reason = d.get("reason")
+            kind = reason.get("kind") if isinstance(reason, dict) else reason
+            s["last_end"] = kind if isinstance(kind, str) else None
         elif t == "step/start":
             s["open_step"] = d.get("step")
             s["steps"] += 1
@@ -495,6 +557,8 @@ class _Fold:
             if src.get("kind") == "user":
                 s["updated_at"] = max(s["updated_at"], time)
                 self._text(seq, "user", text)
+                if s["prompt"] is None:
+                    s["prompt"] = one_line(_text_of(d.get("content"), reasoning=False))[:_PROMPT_CHARS] or None
             elif src.get("kind") == "tool":
                 self._text(seq, "tool", text)
             else:
@@ -513,6 +577,9 @@ class _Fold:
             if isinstance(d.get("title"), str):
                 s["title"] = d["title"]
                 s["title_source"] = (d.get("source") or {}).get("kind")
+        elif t == "session/end-seed":
+            if s["fork_turn"] is None and isinstance(s["last_turn"], int):
+                s["fork_turn"] = s["last_turn"]
         elif t == "agent-preset/selected":
             s["preset"] = d.get("agentPreset")
 
@@ -527,7 +594,10 @@ class _Fold:
 
     def _text(self, seq: int, kind: str, text: str) -> None:
         if text:
-            self.texts.append((seq, kind, text[:_MAX_TEXT]))
+            text = text[:_MAX_TEXT]
+            if "\x02" in text or "\x03" in text:  # the search snippet's markers
+                text = text.replace("\x02", "").replace("\x03", "")
+            self.texts.append((seq, kind, text))
 
 
 def _int(v) -> int:
@@ -539,7 +609,8 @@ def _int(v) -> int:
 
 
 _COLUMNS = [
-    "path", "root", "revision", "id", "cwd", "title", "title_source", "created_at", "updated_at",
+    "path", "root", "revision", "id", "cwd", "title", "title_source", "prompt", "fork_turn", "created_at",
+    "updated_at",
     "last_time", "turns", "steps", "events", "tokens_in", "tokens_out", "tokens_cache",
     "tokens_reasoning", "state", "reason", "parent", "seed_length", "origin", "delegation_depth",
     "agent_preset", "size",
@@ -629,10 +700,7 @@ class Catalog:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 (ver,) = conn.execute("PRAGMA user_version").fetchone()
-                if ver == 3:
-                    conn.execute("CREATE TABLE IF NOT EXISTS snapshot (root TEXT PRIMARY KEY, data BLOB)")
-                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                elif ver != SCHEMA_VERSION:
+                if ver != SCHEMA_VERSION:
                     conn.execute("DROP TABLE IF EXISTS sessions")
                     conn.execute("DROP TABLE IF EXISTS content")
                     conn.execute("DROP TABLE IF EXISTS snapshot")
@@ -761,8 +829,8 @@ class Catalog:
         (blob,) = conn.execute(f"SELECT json_group_array(json_array({cols})) FROM sessions").fetchone()
         strings: dict[str, str] = {}  # one object per repeated string (cwd, state, ...): marshal refs
         per_root: dict[str, dict[str, tuple]] = {r: {} for r in roots}
-        for (path, revision, id_, cwd, title, updated, turns, tin, tout, tcache, state, reason, parent, seed_length,
-             origin) in orjson.loads(blob):
+        for (path, revision, id_, cwd, title, prompt, fork_turn, updated, turns, tin, tout, tcache, state, reason,
+             parent, seed_length, origin) in orjson.loads(blob):
             for r in roots:
                 if path.startswith(r + os.sep):
                     parts = path[len(r) + 1:].split(os.sep)
@@ -770,7 +838,8 @@ class Catalog:
                         sv = strings.setdefault
                         # SessionRow's positional fields from ``revision`` on, then the log's mtime
                         per_root[r][parts[0] + "/" + parts[1]] = (
-                            sv(parts[2], parts[2]), "", id_, sv(cwd, cwd) if cwd else cwd, title, None, 0, updated,
+                            sv(parts[2], parts[2]), "", id_, sv(cwd, cwd) if cwd else cwd, title, None, prompt,
+                            fork_turn, 0, updated,
                             0, turns, 0, 0, tin, tout, tcache, 0, sv(state, state), reason, parent, seed_length,
                             sv(origin, origin) if origin else origin, _revision_mtime(revision or ""))
                     break
@@ -1053,6 +1122,7 @@ class Catalog:
         _apply_header(row, header)
         s = fold.s
         row.title, row.title_source = s["title"], s["title_source"]
+        row.prompt, row.fork_turn = s["prompt"], s["fork_turn"]
         row.updated_at, row.last_time = s["updated_at"], s["last_time"]
         row.turns, row.steps, row.events = s["turns"], s["steps"], s["next_seq"]
         row.tokens_in, row.tokens_out, row.tokens_cache, row.tokens_reasoning = (
@@ -1068,7 +1138,7 @@ class Catalog:
         elif s["turns"] == 0:
             row.state, row.reason = BLANK, None
         else:
-            row.state, row.reason = COMPLETED, None
+            row.state, row.reason = end_state(s["last_end"]), None
         row.indexed = True
 
     def _store_unreadable(self, conn, row: SessionRow, rec, reason: str, ident: str) -> None:
@@ -1136,7 +1206,7 @@ class Catalog:
         conn = self._conn()
         try:
             cur = conn.execute(
-                "SELECT c.rowid >> 32, c.seq, c.kind, snippet(content, 0, '[', ']', '…', 10)"
+                "SELECT c.rowid >> 32, c.seq, c.kind, snippet(content, 0, char(2), char(3), '…', 10)"
                 " FROM content c WHERE content MATCH ? ORDER BY rank LIMIT ?",
                 (query, limit if paths is None else limit * 20),
             )
@@ -1156,7 +1226,14 @@ class Catalog:
             path, sid_id = info[sid]
             if allowed is not None and path not in allowed:
                 continue
-            out.append(SearchHit(path=path, id=sid_id, seq=int(seq), kind=kind, snippet=snip.replace("\n", " ")))
+            text, marks = _marked(snip)
+            bracketed, at = [], 0
+            for a, b in marks:
+                bracketed += [text[at:a], "[", text[a:b], "]"]
+                at = b
+            bracketed.append(text[at:])
+            out.append(SearchHit(path=path, id=sid_id, seq=int(seq), kind=kind, snippet="".join(bracketed), text=text,
+                                 marks=marks))
             if len(out) >= limit:
                 break
         return out
@@ -1174,10 +1251,10 @@ class Catalog:
         raise CatalogError(f"no session {ident!r} in {', '.join(str(r) for r in self.roots)}")
 
 
-_SNAPSHOT_COLUMNS = ["path", "revision", "id", "cwd", "title", "updated_at", "turns", "tokens_in", "tokens_out",
+_SNAPSHOT_COLUMNS = ["path", "revision", "id", "cwd", "title", "prompt", "fork_turn", "updated_at", "turns", "tokens_in", "tokens_out",
                      "tokens_cache", "state", "reason", "parent", "seed_length", "origin"]
 # The SessionRow fields a snapshot entry fills, in order (after the log's file name; then its mtime).
-_SNAPSHOT_FIELDS = ("revision", "id", "cwd", "title", "title_source", "created_at", "updated_at", "last_time",
+_SNAPSHOT_FIELDS = ("revision", "id", "cwd", "title", "title_source", "prompt", "fork_turn", "created_at", "updated_at", "last_time",
                     "turns", "steps", "events", "tokens_in", "tokens_out", "tokens_cache", "tokens_reasoning",
                     "state", "reason", "parent", "seed_length", "origin")
 
@@ -1229,7 +1306,7 @@ def _load_snapshot(data: bytes | None) -> dict[str, tuple]:
 
 
 _INT_COLS = {"created_at", "updated_at", "last_time", "turns", "steps", "events", "tokens_in", "tokens_out",
-             "tokens_cache", "tokens_reasoning", "seed_length", "delegation_depth", "size"}
+             "tokens_cache", "tokens_reasoning", "seed_length", "delegation_depth", "size", "fork_turn"}
 
 
 def _apply_header(row: SessionRow, h: dict) -> None:
@@ -1315,8 +1392,8 @@ def filter_rows(rows: list[SessionRow], text: str) -> list[SessionRow]:
 
 
 def haystack(row: SessionRow) -> str:
-    """What the instant filter matches: title, workspace, id and path, lower-cased."""
-    return f"{row.title or ''}\n{row.cwd or ''}\n{row.id or ''}\n{row.path}".lower()
+    """What the instant filter matches: title, first prompt, workspace, id and path, lower-cased."""
+    return f"{row.title or ''}\n{row.prompt or ''}\n{row.cwd or ''}\n{row.id or ''}\n{row.path}".lower()
 
 
 def workspace_names(cwd: str) -> frozenset[str]:
@@ -1412,6 +1489,13 @@ def completed_turns(row: SessionRow) -> list[tuple[int, str]]:
     return out
 
 
+def prompt_title(prompt: str) -> str:
+    """dsh's fallback title of a prompt: its first 5 words, at most 40 UTF-8 bytes (no ellipsis)."""
+    words = " ".join(one_line(prompt).split(" ")[:5])
+    cut = words.encode()[:40].decode("utf-8", "ignore")
+    return cut.rstrip()
+
+
 def numbered_title(base: str, taken: Iterable[str | None]) -> str:
     """``base (N)`` with the smallest N >= 1 not already used."""
     used = {t for t in taken if t}
@@ -1430,7 +1514,7 @@ def fork_at_turn(row: SessionRow, turn: int, *, taken_titles: Iterable[str | Non
         raise CatalogError("an unreadable session cannot be forked")
     store = _store_for(row)
     header = fork(store, row.id, at_turn=turn)
-    base = row.title or row.id
+    base = row.title or prompt_title(row.prompt or "") or row.id
     _append_standalone(store, header["id"], "session/title",
                        {"title": numbered_title(base, taken_titles), "messageSeqs": [], "source": {"kind": "user"}})
     return header["id"]
@@ -1468,18 +1552,41 @@ def archive(row: SessionRow) -> Path:
     return _move(row.path, row.root, ARCHIVE_DIR)
 
 
+BUCKET_STATES = {TRASH_DIR: "in trash", ARCHIVE_DIR: "archived"}
+_BUCKET_READ = 8 << 20  # bytes of a trashed log read for its title, prompt and turns
+
+
 def bucket_rows(root: str | os.PathLike, bucket: str = TRASH_DIR) -> list[SessionRow]:
-    """Header rows of the sessions in a root's trash (or archive)."""
+    """Rows of the sessions in a root's trash (or archive): header, title, first prompt and turns from
+    the first few MiB of each log (the index does not cover these folders); state "in trash"/"archived"."""
     base = Path(root) / bucket
     rows = []
+    known = _known_types()
     for path, st in discover(base):
         row = SessionRow(path=path, root=str(base), revision=_revision(st), size=st.st_size)
         try:
-            _apply_header(row, read_header(path))
-            row.state = COMPLETED
+            with open(path, "rb") as f:
+                it = _iter_zstd(f, 0) if path.endswith(".zstd") else _iter_raw(f, 0)
+                line, _ = next(it, (None, 0))
+                if line is None:
+                    raise _Unreadable("no complete header line")
+                header = _parse_header(line)
+                fold = _Fold(None, header, known)
+                for line, end in it:
+                    fold.line(line)
+                    if end > _BUCKET_READ or fold.s["problem"] is not None:
+                        break
+            _apply_header(row, header)
+            s = fold.s
+            row.title, row.title_source, row.prompt = s["title"], s["title_source"], s["prompt"]
+            row.turns, row.fork_turn = s["turns"], s["fork_turn"]
+            row.tokens_in, row.tokens_out, row.tokens_cache = s["tin"], s["tout"], s["tcache"]
+            row.updated_at = s["updated_at"]
+            row.state = BUCKET_STATES.get(bucket, bucket.lstrip("."))
         except (_Unreadable, OSError) as err:
             row.state, row.reason = UNREADABLE, str(err)
-        row.updated_at = row.created_at
+            row.updated_at = row.created_at
+        row.indexed = True
         rows.append(row)
     return rows
 

@@ -456,6 +456,10 @@ class DshApp(App):
             self.action_show_help_panel()
 
     def action_browser(self) -> None:
+        back = getattr(self.screen, "action_back", None)
+        if type(self.screen).__name__ == "BrowserScreen" and back is not None:
+            back()  # on the browser already: back to the chat (never a browser over a browser)
+            return
         if not self.push_browser():
             self.notify("The session browser is not available in this build.", timeout=3)
 

@@ -25,3 +25,12 @@ def test_a_command_keeps_its_own_root_option(tmp_path):
     args = build_parser().parse_args(["sessions", "--root", str(tmp_path)])
     assert args.command == "sessions"
     assert args.app_roots == []
+
+
+def test_run_root_reaches_the_browser_of_the_chat(tmp_path, monkeypatch):
+    """`dsh-tui run --root R`: Ctrl+B's browser lists R (the live session's root), not only the default."""
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["run", "--root", str(tmp_path / "r")])
+    app = app_cmd.chat_app(args)
+    screen = BrowserScreen(app, db_path=tmp_path / "catalog.sqlite", cwd=str(tmp_path))
+    assert tmp_path / "r" in screen.catalog.roots

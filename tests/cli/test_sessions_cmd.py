@@ -77,3 +77,38 @@ def test_default_root_comes_from_dsh_home(tmp_path):
     finally:
         os.environ["DSH_HOME"] = env_home
     assert [r["id"] for r in json.loads(p.stdout)] == ["home-1"]
+
+
+def test_orphans_first_prompts_fork_turns_and_states(tmp_path):
+    """What the browser shows, the command prints: an orphaned subagent child is listed (its parent is
+    gone), an untitled session shows its first prompt, a fork says after which turn, a failed turn says so."""
+    from tests.store.test_catalog_display import ended, untitled_turn
+
+    root = tmp_path / "r"
+    here = tmp_path / "ws"
+    here.mkdir()
+    ws = str(here)
+    parent = untitled_turn(0, 1, "Plan the garden beds", "ok")
+    parent += untitled_turn(len(parent), 2, "water the roses", "ok")
+    write_session(root, make_header("parent-1", ws), parent)
+    cut = next(e["seq"] for e in parent if e["type"] == "turn/end") + 1
+    write_session(root, make_header("fork-1", ws, parentSession="parent-1", seedLength=cut),
+                  parent[:cut] + [{"type": "session/end-seed", "seq": cut, "time": 5, "data": {}}])
+    write_session(root, make_header("kid-1", ws, parentSession="parent-1", origin="subagent", delegationDepth=1),
+                  untitled_turn(0, 1, "a child with a parent", "ok"))
+    write_session(root, make_header("orphan-1", "/elsewhere", parentSession="gone-0", origin="subagent",
+                                    delegationDepth=1), untitled_turn(0, 1, "an orphaned child task", "ok"))
+    write_session(root, make_header("failed-1", ws), ended(0, 1, "this one failed", {"kind": "error",
+                                                                                       "error": {"message": "x"}}))
+    p = run_cli("sessions", "--all", "--root", str(root), cwd=here)
+    assert p.returncode == 0, p.stderr
+    lines = {line.split()[0]: line for line in p.stdout.splitlines()}
+    assert set(lines) == {"parent-1", "fork-1", "orphan-1", "failed-1"}  # kid-1 sits under its parent
+    assert "Plan the garden beds" in lines["parent-1"] and "(untitled)" not in p.stdout
+    assert "(fork of parent-1 after turn 1)" in lines["fork-1"]
+    assert "an orphaned child task" in lines["orphan-1"] and "(subagent of gone-0)" in lines["orphan-1"]
+    assert " failed " in lines["failed-1"] and "completed" not in lines["failed-1"]
+    rows = {r["id"]: r for r in json.loads(run_cli("sessions", "--all", "--json", "--root", str(root),
+                                                   cwd=here).stdout)}
+    assert rows["fork-1"]["fork_turn"] == 1 and rows["parent-1"]["first_prompt"] == "Plan the garden beds"
+    assert rows["parent-1"]["title"] is None

@@ -131,19 +131,21 @@ def test_the_snapshot_is_rewritten_when_the_index_changed_or_it_is_unusable(root
     assert c2.listing()[0].indexed and c2.listing()[0].turns == 2
 
 
-def test_a_version_3_catalog_keeps_its_index(root, tmp_path):
+def test_an_older_catalog_is_rebuilt_with_prompts_and_end_states(root, tmp_path):
+    """A version-4 index has no first prompt, fork turn or end-reason state: it is rebuilt from the logs."""
     session(root, "s")
     c = cat(root, tmp_path)
     build(c)
     db = sqlite3.connect(c.db_path)
-    db.execute("DROP TABLE snapshot")
-    db.execute("PRAGMA user_version=3")
+    db.execute("PRAGMA user_version=4")
     db.commit()
     db.close()
     c2 = cat(root, tmp_path)
-    assert [r.indexed for r in c2.scan()] == [True]  # not rebuilt
+    assert [r.indexed for r in c2.scan()] == [False]  # rebuilt
+    (row,) = c2.refresh()
+    assert row.prompt and row.state == "completed"
     c2.save_snapshot()
-    assert c2.listing()[0].turns == 2
+    assert c2.listing()[0].turns == 2 and c2.listing()[0].prompt == row.prompt
 
 
 def test_listing_probes_the_lock_of_an_interrupted_session(root, tmp_path):

@@ -94,9 +94,9 @@ async def test_browser_shows_its_footer_keys_with_the_filter_focused(tmp_path, m
         footer = app.screen.query_one(KeysFooter)
         assert renders[0] == renders[-1]  # the first render already had the final keys
         first = renders[0]
-        assert first.startswith(" tab All/this workspace  ^f Search content  ") and "Resume" not in first
+        assert first.startswith(" ↓ List  tab All workspaces  ^f Search content  ") and "Resume" not in first
         assert first.endswith("▏^p palette ") and len(first) == 120
-        assert [b.description for b, _e, _t in footer.keys()[0]][:2] == ["All/this workspace", "Search content"]
+        assert [d for _b, _e, d, _p in footer.keys()[0]][:3] == ["List", "All workspaces", "Search content"]
         await pilot.press("down")  # the list takes the focus: Resume, Fork, ... are no longer typed text
         await wait_for(pilot, lambda: "Resume" in renders[-1])
         n = len(renders)
@@ -105,11 +105,11 @@ async def test_browser_shows_its_footer_keys_with_the_filter_focused(tmp_path, m
         assert len(renders) == n
         await pilot.hover(KeysFooter, offset=(1, 0))  # the key under the mouse is highlighted
         await wait_for(pilot, lambda: footer._hover == 0)
-        # a click on "Search content" presses ctrl+f
-        x = renders[-1].index("Search content")
-        assert not app.screen.search_mode
+        # a click on "Filter" presses "/": the filter takes the focus
+        x = renders[-1].index("Filter")
+        assert app.screen.focused is app.screen.list
         await pilot.click(KeysFooter, offset=(x + 2, 0))
-        await wait_for(pilot, lambda: app.screen.search_mode)
+        await wait_for(pilot, lambda: app.screen.focused is app.screen.query_one("#filter"))
         # the no-model notice is still said once
         assert [n.title for n in app._notifications] == ["No model configured"]
 

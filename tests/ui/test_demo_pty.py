@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import select
@@ -65,6 +66,13 @@ def test_demo_runs_in_a_real_terminal_and_quits_cleanly(tmp_path):
     assert b"\x1b[?1049l" in tail  # alternate screen left
     assert b"\x1b[?25h" in tail  # cursor shown again
     assert "the session log and workspace are in" in _plain(tail)
+    # the printed command reopens the demo's sessions: its root holds them
+    (reopen,) = re.findall(r"Reopen its sessions with: dsh-tui --root (\S+)", _plain(tail))
+    assert Path(reopen) == tmp_path / "demo" / "sessions"
+    listed = subprocess.run([str(DSH_TUI), "sessions", "--all", "--json", "--root", reopen], capture_output=True,
+                            text=True, env=env, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    assert any(r["path"].startswith(reopen) for r in json.loads(listed.stdout))
     # the real tools changed the real workspace, and the session is on disk
     workspace = tmp_path / "demo" / "workspace"
     assert "if not values:" in (workspace / "stats.py").read_text()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.containers import Vertical
 from textual.geometry import Size
 from textual.reactive import Reactive
@@ -32,6 +34,12 @@ from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
 _NO_WORKSPACE_STATES = (cat.UNREADABLE, cat.INDEXING)  # listed in every scope (workspace unknown yet)
+# per app: what the browser keeps between openings (scope, where the focus was, the selected session)
+_MEMORY: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
 PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
 
 
@@ -41,6 +49,7 @@ class FilterInput(Input):
     needs are not on the browser's way to its first frame)."""
 
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
+    BINDINGS = [Binding("down", "screen.focus_list", "List", id="browser.list", show=False)]  # not a scroll
 
 
 class KeysFooter(Widget):
@@ -74,15 +83,30 @@ class KeysFooter(Widget):
         self._spans: list[tuple[int, int, Binding, bool]] = []  # (start, end, binding, enabled) per key
         self._hover: int | None = None
 
-    def keys(self) -> tuple[list[tuple[Binding, bool, str]], tuple[Binding, bool, str] | None]:
-        """(the shown bindings, one per action, in order; the command palette's binding or None)."""
+    def keys(self) -> tuple[list[tuple[Binding, bool, str, int]], tuple[Binding, bool, str] | None]:
+        """(the shown keys in order, each (binding, enabled, description, priority); the command
+        palette's binding or None).
+
+        A screen with ``footer_items()`` names its keys there, as (action, description, priority) for
+        where the focus is now; each is shown with the key it is bound to (a remapped key shows as
+        remapped) and only when an active binding runs it. Otherwise the bindings marked ``show``."""
         active = self.screen.active_bindings
-        seen: set[str] = set()
         shown = []
-        for _node, binding, enabled, tooltip in active.values():
-            if binding.show and binding.action not in seen:
-                seen.add(binding.action)
-                shown.append((binding, enabled, tooltip))
+        items = getattr(self.screen, "footer_items", None)
+        if items is not None:
+            by_action: dict[str, tuple[Binding, bool]] = {}
+            for _node, binding, enabled, _tooltip in active.values():
+                by_action.setdefault(binding.action.rpartition(".")[2], (binding, enabled))
+            for action, description, priority in items():
+                found = by_action.get(action)
+                if found is not None:
+                    shown.append((found[0], found[1], description, priority))
+        else:
+            seen: set[str] = set()
+            for _node, binding, enabled, _tooltip in active.values():
+                if binding.show and binding.action not in seen:
+                    seen.add(binding.action)
+                    shown.append((binding, enabled, binding.description, 0))
         palette = None
         if self.app.ENABLE_COMMAND_PALETTE:
             found = active.get(self.app.COMMAND_PALETTE_BINDING)
@@ -110,13 +134,14 @@ class KeysFooter(Widget):
         base = self.rich_style
         spans: list[tuple[int, int, Binding, bool]] = []
 
-        def item(text: Text, binding: Binding, enabled: bool, offset: int = 0, palette: bool = False) -> None:
+        def item(text: Text, binding: Binding, enabled: bool, offset: int = 0, palette: bool = False,
+                 description: str = "") -> None:
             start = text.cell_len
             display = self.app.get_key_display(binding)
             if palette:  # as Textual draws it: "^p palette" and one cell of padding
                 key = Text.assemble((display, key_style), (f" {binding.description}", description_style), " ")
             else:
-                key = Text.assemble((f" {display} ", key_style), (f"{binding.description} ", description_style))
+                key = Text.assemble((f" {display} ", key_style), (f"{description} ", description_style))
             if not enabled:
                 key.stylize("dim")
             if self._hover == len(spans):
@@ -125,14 +150,23 @@ class KeysFooter(Widget):
             text.append_text(key)
             spans.append((offset + start, offset + text.cell_len, binding, enabled))
 
-        left = Text(no_wrap=True, overflow="crop")
-        for binding, enabled, _tooltip in shown:
-            item(left, binding, enabled)
-        right = Text(no_wrap=True, overflow="crop")
         room = self.size.width
         if palette is not None:
             binding, enabled, _tooltip = palette
             room = max(0, room - (cell_len(f"{self.app.get_key_display(binding)} {binding.description} ") + 1))
+        # Too many keys for the width: leave out the least important (the highest priority number; of
+        # equals, the last) until the rest fit whole.
+        widths = [cell_len(f" {self.app.get_key_display(b)} {d} ") for b, _e, d, _p in shown]
+        kept = list(range(len(shown)))
+        while kept and sum(widths[i] for i in kept) > room:
+            kept.remove(max(kept, key=lambda i: (shown[i][3], i)))
+        shown = [shown[i] for i in kept]
+        left = Text(no_wrap=True, overflow="crop")
+        for binding, enabled, description, _priority in shown:
+            item(left, binding, enabled, description=description)
+        right = Text(no_wrap=True, overflow="crop")
+        if palette is not None:
+            binding, enabled, _tooltip = palette
             right.append("▏", self.get_component_rich_style("keys-footer--rule"))
             item(right, binding, enabled, room, palette=True)
         left.truncate(room, overflow="crop", pad=True)
@@ -246,6 +280,34 @@ class TextModal(ModalScreen[str | None]):
 # The screen
 
 
+def _live_harness(app: Any) -> Any:
+    return getattr(getattr(app, "bridge", None), "harness", None)
+
+
+def _live_root(app: Any) -> Path | None:
+    """The session root of the app's live harness (``dsh-tui run --root R``, the demo, a resume)."""
+    store = getattr(getattr(_live_harness(app), "writer", None), "store", None)
+    root = getattr(store, "root", None)
+    return Path(root) if root else None
+
+
+def _live_cwd(app: Any) -> str | None:
+    """The workspace of the session the app's chat has open (the demo's is not the current directory)."""
+    header = getattr(getattr(_live_harness(app), "session", None), "header", None)
+    cwd = header.get("cwd") if isinstance(header, dict) else None
+    return cwd if isinstance(cwd, str) and cwd else None
+
+
+def _live_id(app: Any) -> str | None:
+    """The id of the session the app's chat has open (its lock is this process's)."""
+    session = getattr(_live_harness(app), "session", None)
+    try:
+        sid = getattr(session, "id", None)
+    except Exception:  # noqa: BLE001 - a session without a readable header: nothing is "open here"
+        return None
+    return sid if isinstance(sid, str) else None
+
+
 def _configured_route() -> tuple[Any, str, str]:
     """(provider, model, hint) from the settings, as ``dsh-tui run`` uses them."""
     from dsh_tui.llm.route import model_route
@@ -253,18 +315,51 @@ def _configured_route() -> tuple[Any, str, str]:
     return model_route()
 
 
+class BrowserCommands(Provider):
+    """The browser's own entries in the command palette (with the app's)."""
+
+    def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
+        screen = self.screen
+        if not isinstance(screen, BrowserScreen):
+            return []
+        out = []
+        if screen._chat_below() is not None:
+            out.append(("Back to chat", "Return to the session open in the chat", screen.action_back))
+        out += [("New session", "Start a new session in this workspace", screen.action_new_session),
+                ("Trash", "Show the trashed sessions (Enter restores)", screen.action_trash),
+                ("Toggle scope", "This workspace / all workspaces", screen.action_toggle_scope),
+                ("Search content", "Full-text search of messages and tool output", screen.action_toggle_search)]
+        return out
+
+    async def discover(self) -> Hits:
+        for name, help_text, callback in self._commands():
+            yield DiscoveryHit(name, callback, help=help_text)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for name, help_text, callback in self._commands():
+            score = matcher.match(name)
+            if score > 0:
+                yield Hit(score, matcher.highlight(name), callback, help=help_text)
+
+
 class BrowserScreen(Screen):
     """See the module docstring."""
+
+    COMMANDS = {BrowserCommands}
 
     HELP = """
 ## Sessions
 
-Type to filter by title, workspace or id; **↓** / **Enter** moves to the list.
+Type to filter by title, first prompt, workspace or id; **↓** / **Enter** moves to the list.
 **Tab** toggles this workspace / all workspaces. **Ctrl+F** searches message and tool-output text.
+**Ctrl+N** starts a new session here. **Esc** clears the filter, then goes back to the chat;
+**Ctrl+B** goes back to the chat at once.
 
-In the list: **Enter** open read-only · **r** resume · **f** fork at a turn · **n** rename ·
-**e** export · **a** archive · **d** delete (to the trash) · **t** timeline · **c** show subagents ·
-**T** trash (Enter restores) · **/** back to the filter.
+In the list, letters are commands (type **/** to filter): **Enter** open read-only · **r** resume ·
+**f** fork at a turn · **n** rename · **e** export · **a** archive · **d** delete (to the trash) ·
+**t** timeline · **c** show subagents · **T** trash (**Enter** restores; resume and fork need a
+restore first).
 """
 
     DEFAULT_CSS = """
@@ -278,7 +373,9 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
     BINDINGS = [
         Binding("tab", "toggle_scope", "All/this workspace", id="browser.scope", priority=False),
         Binding("ctrl+f", "toggle_search", "Search content", id="browser.search"),
-        Binding("escape", "escape", "Clear", id="browser.escape", show=False),
+        Binding("escape", "escape", "Back", id="browser.escape", show=False),
+        Binding("ctrl+b", "back", "Back to chat", id="browser.back", show=False),
+        Binding("ctrl+n", "new_session", "New session", id="browser.new"),
         Binding("r", "resume", "Resume", id="browser.resume"),
         Binding("f", "fork", "Fork", id="browser.fork"),
         Binding("n", "rename", "Rename", id="browser.rename"),
@@ -298,9 +395,16 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
                  provider_route: Callable[[], tuple[Any, str, str]] | None = None) -> None:
         super().__init__()
         self.provider_route = provider_route or _configured_route
-        extra = roots if roots is not None else list(getattr(app, "session_roots", None) or [])
+        if roots is not None:
+            extra = list(roots)
+        else:  # every root the app knows: the ones it was started with and the live session's
+            extra = list(getattr(app, "session_roots", None) or [])
+            live_root = _live_root(app)
+            if live_root is not None:
+                extra.append(live_root)
         self.catalog = Catalog(cat.resolve_roots(extra), db_path)
-        self.cwd = cwd or os.getcwd()
+        self.new_root = Path(extra[0]) if extra else None  # where Ctrl+N starts a session (else the default)
+        self.cwd = cwd or _live_cwd(app) or os.getcwd()  # "this workspace": the chat's, else the current
         self._cwds = cat.workspace_names(self.cwd)
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.index_in_background = index_in_background
@@ -322,6 +426,10 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.indexed = threading.Event()  # background indexing finished
         self._cancel = threading.Event()
         self.opened_at: int | None = None  # the event a content hit scrolled the chat to (tests read it)
+        self._select_path: str | None = None  # select this row once it is listed (the last one selected)
+        self._focusing_list = False  # ↓ in the filter asked the list for the focus; not moved yet
+        self._told_slash = False
+        self._auto_scope = False
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -334,7 +442,15 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         yield KeysFooter()  # reads the focused widget's keys when it renders: the filter's, on the first frame
 
     async def on_mount(self) -> None:
-        self.query_one("#filter", Input).focus()
+        memory = _MEMORY.get(self.app) or {}
+        self.scope_all = bool(memory.get("scope_all", False))
+        self._select_path = memory.get("path")
+        self._auto_scope = "scope_all" not in memory  # first open: no session here -> all workspaces
+        self.list.live_id = _live_id(self.app)
+        if memory.get("focus") == "list":
+            self.list.focus()
+        else:
+            self.query_one("#filter", Input).focus()
         # First paint from the directory listing joined with the index snapshot (no log is stat'ed
         # or read): the rows are there when the list first paints.
         try:
@@ -365,7 +481,29 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
                 break
 
     def on_unmount(self) -> None:
+        self._remember()
         self._cancel.set()
+
+    def on_screen_suspend(self) -> None:
+        self._remember()
+
+    def on_screen_resume(self) -> None:
+        self.list.live_id = _live_id(self.app)
+        self.list.invalidate()
+
+    def _remember(self) -> None:
+        """Keep the scope, the focus and the selected session for the next browser of this app."""
+        try:
+            app = self.app
+        except Exception:  # noqa: BLE001 - no app any more (torn down): nothing to keep
+            return
+        memory = _MEMORY.setdefault(app, {})
+        memory["scope_all"] = self.scope_all
+        if self.focused is not None:  # (none while the screen is being left)
+            memory["focus"] = "list" if self.focused is self.list else "filter"
+        current = self.list.current if self.list.is_attached else None
+        if current is not None and not self.trash_mode:
+            memory["path"] = current.row.path
 
     # -- loading ------------------------------------------------------------------------------
     @work(thread=True, exclusive=True, group="browser-scan", description="scan session roots")
@@ -411,7 +549,17 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         if self.trash_mode:
             return  # the trash list stays until Esc
         self.rows = rows
+        if self._auto_scope and rows:
+            self._auto_scope = False
+            if not self.scope_all and not self._scoped(rows, False) and self._scoped(rows, True):
+                self.scope_all = True  # nothing in this workspace: show the sessions there are
         self._rebuild(keep_cursor=revalidated)
+        if self._select_path is not None:  # the session selected when the browser was last left: on the
+            for i, e in enumerate(self.list.entries):  # first rows only (never under a moving cursor)
+                if e.row.path == self._select_path and e.hit_seq is None:
+                    self.list.user_move(i)
+                    break
+            self._select_path = None
         self.loaded.set()
 
     def _progress(self, done: int | None, total: int | None) -> None:
@@ -464,7 +612,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         current = self.list.current
         self.list.set_entries(entries, keep_cursor=keep_cursor)
         plain = isinstance(entries, PlainEntries)
-        if keep_cursor and current is not None:
+        if keep_cursor and current is not None and self.list.user_moved:  # (untouched: the top stays selected)
             pairs = ((e.path, None) for e in entries.rows) if plain else ((e.row.path, e.hit_seq) for e in entries)
             for i, key in enumerate(pairs):
                 if key == (current.row.path, current.hit_seq):
@@ -512,8 +660,9 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         out: list[ListEntry] = []
 
         def add(r: SessionRow, depth: int, seen: frozenset[str]) -> None:
-            fork_point = r.seed_length if depth and r.origin != "subagent" else None
-            out.append(ListEntry(r, depth, fork_point=fork_point))
+            fork = bool(depth) and r.origin != "subagent"
+            out.append(ListEntry(r, depth, fork_point=r.seed_length if fork else None,
+                                 fork_turn=r.fork_turn if fork else None))
             children = by_parent.get(r.id) if r.id else None
             if children:
                 seen = seen | {r.id}
@@ -536,29 +685,40 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         for path, hits in by_path.items():
             out.append(ListEntry(scoped[path]))
             for h in hits[:20]:
-                out.append(ListEntry(scoped[path], hit_seq=h.seq, hit_text=f"{h.kind}: {h.snippet}"))
+                prefix = f"{h.kind}: "
+                out.append(ListEntry(scoped[path], hit_seq=h.seq, hit_text=prefix + (h.text or h.snippet),
+                                     hit_marks=tuple((a + len(prefix), b + len(prefix)) for a, b in h.marks)))
         return out
 
     def _update_header(self, shown: int) -> None:
         if self.trash_mode:
-            label = f"Trash · {shown} sessions   (Enter restores, Esc goes back)"
+            label = f"Trash · {plural(shown, 'session')}   (Enter restores, Esc goes back)"
         else:
             here = len(self._scoped(self.rows, False))
             every = len(self._scoped(self.rows, True))
             if self.scope_all:
-                label = f"All workspaces · {every} sessions   [Tab] this workspace: {here}"
+                label = f"All workspaces · {plural(every, 'session')}   [Tab] this workspace: {here}"
             else:
-                label = f"This workspace ({self.cwd}) · {here} sessions   [Tab] all workspaces: {every}"
+                rest = f" · {plural(here, 'session')}   [Tab] all workspaces: {every}"
+                room = (self.size.width or 120) - 2 - len("This workspace ()") - len(rest)
+                where = self.cwd if len(self.cwd) <= room else "…" + self.cwd[-max(room - 1, 8):]
+                label = f"This workspace ({where}){rest}"
             if self.search_mode:
-                label = f"Content search · {shown} session{'' if shown == 1 else 's'} match   " + label
+                label = f"Content search · {plural(shown, 'session')} match   " + label
         self._set_label("#scope", label)
-        if self.indexing is not None:
+        unreadable = sum(1 for r in self.rows if r.state == cat.UNREADABLE)
+        if self.trash_mode:
+            where = ", ".join(sorted({r.root for r in self.rows})) or "the trash"
+            prog = f"{plural(len(self.rows), 'log')} in {where}"
+        elif self.indexing is not None:
             done, total = self.indexing
             prog = f"Indexing {done}/{total}…"
         else:
-            unreadable = sum(1 for r in self.rows if r.state == cat.UNREADABLE)
-            prog = f"{len(self.rows)} logs on disk" + (f" · {unreadable} unreadable" if unreadable else "")
+            prog = f"{plural(len(self.rows), 'log')} on disk"
+        if unreadable and self.indexing is None:
+            prog += f" · {unreadable} unreadable"
         self._set_label("#progress", prog)
+        self._refresh_footer()
 
     def _set_label(self, selector: str, text: str) -> None:
         # Static.update reflows the screen; most keystrokes leave these lines unchanged.
@@ -578,10 +738,63 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
     def _filter_submitted(self) -> None:
         self.list.focus()
 
-    def on_key(self, event) -> None:
-        if event.key == "down" and self.focused is self.query_one("#filter", Input):
-            self.list.focus()
+    def on_key(self, event: events.Key) -> None:
+        # In the list, letters are commands: any other character types nothing (not even into the
+        # filter, which a command letter never does either); "/" goes to the filter.
+        if (self.focused is self.list and event.is_printable and event.character
+                and event.key not in self.active_bindings):
             event.stop()
+            self.app.bell()
+            if not self._told_slash:  # said once; the bell after that
+                self._told_slash = True
+                self.notify("Letters are commands in the list: / filters.", timeout=3)
+
+    def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        self._focusing_list = False
+        self._refresh_footer()
+        self._remember()
+
+    def _refresh_footer(self) -> None:
+        for footer in self.query(KeysFooter):
+            footer.refresh()
+
+    def footer_items(self) -> list[tuple[str, str, int]]:
+        """The keys the footer shows for where the focus is: (action, description, priority: 0 is
+        kept longest when the width is short). Only keys that act here."""
+        in_list = self.focused is self.list
+        text = self.query_one("#filter", Input).value
+        back = self._chat_below() is not None
+        if self.trash_mode:
+            items = [("select", "Restore", 1), ("escape", "Leave trash", 1)] if in_list else [
+                ("focus_list", "List", 1), ("escape", "Leave trash", 1)]
+            if in_list:
+                items += [("timeline", "Timeline", 3), ("export", "Export", 4)]
+            return items + [("help", "Help", 0), ("quit", "Quit", 7)]
+        if text:
+            escape = ("escape", "Clear", 2)
+        elif self.search_mode:
+            escape = ("escape", "Filter", 3)
+        elif back:
+            escape = ("escape", "Back", 1)
+        else:
+            escape = None
+        scope = "This workspace" if self.scope_all else "All workspaces"
+        if in_list:
+            current = self.list.current
+            items = [("select", "Open", 1), ("resume", "Resume", 1), ("fork", "Fork", 2), ("new_session", "New", 2),
+                     ("rename", "Rename", 3), ("delete", "Delete", 3), ("export", "Export", 4),
+                     ("timeline", "Timeline", 4), ("focus_filter", "Filter", 3)]
+            if current is not None and current.row.id and any(
+                    r.is_subagent and r.parent == current.row.id for r in self.rows):
+                items.append(("children", "Subagents", 5))
+            items += [("toggle_scope", scope, 6), ("trash", "Trash", 6)]
+        else:
+            items = [("focus_list", "List", 1), ("toggle_scope", scope, 3),
+                     ("toggle_search", "Filter" if self.search_mode else "Search content", 2),
+                     ("new_session", "New session", 2), ("trash", "Trash", 6)]
+        if escape is not None:
+            items.append(escape)
+        return items + [("help", "Help", 0), ("quit", "Quit", 7)]
 
     @work(thread=True, exclusive=True, group="browser-search", description="content search")
     def _search(self, text: str) -> None:
@@ -595,6 +808,8 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self._rebuild()
 
     def action_toggle_scope(self) -> None:
+        if self.trash_mode:
+            return
         self.scope_all = not self.scope_all
         self._rebuild(rows_changed=False)
 
@@ -611,19 +826,79 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             self._rebuild()
 
     def action_escape(self) -> None:
+        """Leave the trash, else clear the filter, else leave content search, else back to the chat."""
         box = self.query_one("#filter", Input)
         if self.trash_mode:
             self.trash_mode = False
             self.indexed.clear()
             self._scan()
-        elif box.value:
+            self.list.focus()
+            return
+        if box.value:
             box.value = ""
         elif self.search_mode:
             self.action_toggle_search()
+        elif self._chat_below() is not None:
+            self.action_back()
+            return
         box.focus()
+
+    def _chat_below(self) -> Screen | None:
+        """The chat screen this browser was opened over (Esc and Ctrl+B go back to it), or None."""
+        try:
+            stack = self.app.screen_stack
+        except Exception:  # noqa: BLE001 - not running
+            return None
+        i = next((i for i, screen in enumerate(stack) if screen is self), 0)  # (the palette may be above)
+        if i >= 1 and type(stack[i - 1]).__name__ == "ChatScreen":
+            return stack[i - 1]
+        return None
+
+    def action_back(self) -> None:
+        """Back to the chat this browser was opened over."""
+        if self._chat_below() is None:
+            self.notify("No chat is open under the session browser: Ctrl+N starts a new session.", timeout=4)
+            return
+        self._remember()
+        if self.app.screen is self:
+            self.app.pop_screen()
+        else:  # from the command palette: once it has closed
+            self.app.call_later(lambda: self.app.screen is self and self.app.pop_screen())
 
     def action_focus_filter(self) -> None:
         self.query_one("#filter", Input).focus()
+
+    def action_focus_list(self) -> None:
+        if self._focusing_list:  # a second ↓ before the focus has moved (focus() is applied later)
+            self.list.action_cursor_down()
+            return
+        self._focusing_list = True
+        self.list.focus()
+
+    def action_new_session(self) -> None:
+        """A new session in this workspace, in the chat (the app's root: the live session's, the first
+        ``--root``, else dsh's default)."""
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        provider, model, hint = self.provider_route()
+        if provider is None:
+            self.notify(hint or "No model provider is configured.", severity="warning", timeout=6)
+            return
+        if self.new_root is not None:
+            root = self.new_root
+        else:
+            from dsh_tui.paths import default_sessions_root
+
+            root = default_sessions_root()
+        spec = HarnessSpec(root=root, cwd=Path(self.cwd), provider=provider, model=model)
+        self.app.open_chat(lambda bridge: open_harness(bridge, spec))
+
+    def _refuse_in_trash(self, what: str) -> bool:
+        if not self.trash_mode:
+            return False
+        self.notify(f"This session is in the trash: restore it first (Enter), then {what} it.", severity="warning",
+                    timeout=5)
+        return True
 
     # -- actions ------------------------------------------------------------------------------
     def _current(self) -> ListEntry | None:
@@ -716,8 +991,13 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         return TimelineScreen(header=header, events=events, focus_seq=at_seq)
 
     def action_resume(self) -> None:
+        if self._refuse_in_trash("resume"):
+            return
         row = self._readable()
         if row is not None:
+            if row.id is not None and row.id == _live_id(self.app) and self._chat_below() is not None:
+                self.action_back()  # the chat's own session: back to it
+                return
             if row.state == cat.OPEN_ELSEWHERE:
                 self.notify("This session is open in another process.", severity="warning", timeout=5)
                 return
@@ -739,6 +1019,8 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     @work(group="browser-action", description="fork")
     async def action_fork(self) -> None:
+        if self._refuse_in_trash("fork"):
+            return
         row = self._readable()
         if row is None:
             return
@@ -751,7 +1033,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
             self.notify("No completed turn to fork at.", severity="warning", timeout=4)
             return
         choices = [(f"after turn {n}: {text}", n) for n, text in reversed(turns)]
-        turn = await self.app.push_screen_wait(ChoiceModal(f"Fork “{row.title or row.id}” after which turn?",
+        turn = await self.app.push_screen_wait(ChoiceModal(f"Fork “{row.display_title or row.id}” after which turn?",
                                                            choices))
         if turn is None:
             return
@@ -765,10 +1047,12 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     @work(group="browser-action", description="rename")
     async def action_rename(self) -> None:
+        if self._refuse_in_trash("rename"):
+            return
         row = self._readable()
         if row is None:
             return
-        title = await self.app.push_screen_wait(TextModal("New title:", row.title or ""))
+        title = await self.app.push_screen_wait(TextModal("New title:", row.display_title or ""))
         if title is None or not title.strip():
             return
         try:
@@ -803,6 +1087,8 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         self.app.call_from_thread(self.notify, f"Exported to {out}", timeout=5)
 
     def action_archive(self) -> None:
+        if self._refuse_in_trash("archive"):
+            return
         row = self._readable()
         if row is None:
             return
@@ -816,11 +1102,14 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
 
     @work(group="browser-action", description="delete")
     async def action_delete(self) -> None:
+        if self.trash_mode:
+            self.notify("Already in the trash (Enter restores it).", timeout=4)
+            return
         entry = self._current()
-        if entry is None or self.trash_mode:
+        if entry is None:
             return
         row = entry.row
-        name = row.title or row.id or row.path
+        name = row.display_title or row.id or row.path
         ok = await self.app.push_screen_wait(ConfirmModal(f"Move “{name}” to the trash? (restorable with T)",
                                                           "Move to trash"))
         if not ok:
@@ -849,7 +1138,7 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         except Exception as err:  # noqa: BLE001
             self.notify(f"Restore failed: {err}", severity="error", timeout=6)
             return
-        self.notify(f"Restored {row.title or row.id} to {dest.parent}", timeout=4)
+        self.notify(f"Restored {row.display_title or row.id} to {dest.parent}", timeout=4)
         self.action_trash()
 
     def action_children(self) -> None:
@@ -870,5 +1159,5 @@ In the list: **Enter** open read-only · **r** resume · **f** fork at a turn ·
         if select is not None:
             for i, e in enumerate(self.list.entries):
                 if e.row.id == select and e.hit_seq is None:
-                    self.list.move_to(i)
+                    self.list.user_move(i)
                     break

@@ -72,6 +72,7 @@ class LineList(ScrollView, can_focus=True):
         self.count = count
         self.empty_text = empty_text
         self._cache: dict[int, tuple[int, Strip]] = {}
+        self.user_moved = False  # the cursor was moved by a key or a click (or put on a chosen row)
         self.paints = 0  # render_line calls (tests/benches read it)
         self.first_paint_at: float | None = None  # perf_counter() of the first row painted
         self.last_paint_at = 0.0
@@ -194,23 +195,27 @@ class LineList(ScrollView, can_focus=True):
         if self.count:
             self.cursor = max(0, min(self.count - 1, row))
 
+    def user_move(self, row: int) -> None:
+        self.user_moved = True
+        self.move_to(row)
+
     def action_cursor_up(self) -> None:
-        self.move_to(self.cursor - 1)
+        self.user_move(self.cursor - 1)
 
     def action_cursor_down(self) -> None:
-        self.move_to(self.cursor + 1)
+        self.user_move(self.cursor + 1)
 
     def action_page_up(self) -> None:
-        self.move_to(self.cursor - max(1, self.scrollable_content_region.height - 1))
+        self.user_move(self.cursor - max(1, self.scrollable_content_region.height - 1))
 
     def action_page_down(self) -> None:
-        self.move_to(self.cursor + max(1, self.scrollable_content_region.height - 1))
+        self.user_move(self.cursor + max(1, self.scrollable_content_region.height - 1))
 
     def action_first(self) -> None:
-        self.move_to(0)
+        self.user_move(0)
 
     def action_last(self) -> None:
-        self.move_to(self.count - 1)
+        self.user_move(self.count - 1)
 
     def action_select(self) -> None:
         if self.count:
@@ -219,7 +224,7 @@ class LineList(ScrollView, can_focus=True):
     def on_click(self, event: Click) -> None:
         row = self.scroll_offset.y + event.y
         if 0 <= row < self.count:
-            self.move_to(row)
+            self.user_move(row)
             if event.chain >= 2:
                 self.action_select()
 
@@ -229,12 +234,23 @@ class LineList(ScrollView, can_focus=True):
 
 
 UNREADABLE_STATE = "unreadable"
+OPEN_HERE = "open here"  # the session this app has open (its lock is this process's)
+STATE_WIDTH = 11
+# the catalog's states, as the state column shows them (each fits STATE_WIDTH)
+STATE_LABEL = {"open elsewhere": "elsewhere"}
 STATE_STYLE = {
     "completed": "green",
     "interrupted": "yellow",
+    "failed": "red",
+    "cancelled": "yellow",
+    "blocked": "yellow",
+    "max tokens": "yellow",
     "open elsewhere": "cyan",
+    OPEN_HERE: "bold cyan",
     "unreadable": "red",
     "blank": "dim",
+    "in trash": "dim",
+    "archived": "dim",
     "indexing…": "dim italic",
 }
 INDEXING_STATE = "indexing…"  # a session directory listed before its header was read
@@ -272,7 +288,9 @@ class ListEntry:
     depth: int = 0
     hit_seq: int | None = None
     hit_text: str = ""
+    hit_marks: tuple[tuple[int, int], ...] = ()  # (start, end) of the matched words in ``hit_text``
     fork_point: int | None = None  # seq where a fork child leaves its parent
+    fork_turn: int | None = None  # the parent's turn the fork child was made after
 
 
 class PlainEntries(Sequence):
@@ -300,6 +318,7 @@ class SessionList(LineList):
         self.entries: Sequence[ListEntry] = []
         self.now_ms = now_ms
         self.show_workspace = show_workspace
+        self.live_id: str | None = None  # the session this app has open ("open here")
 
     def set_entries(self, entries: Sequence[ListEntry], *, keep_cursor: bool = False) -> None:
         self.entries = entries
@@ -316,24 +335,33 @@ class SessionList(LineList):
         r = e.row
         indent = "  " * e.depth
         if e.hit_seq is not None:
-            return [(f"{indent}    #{e.hit_seq} ", "dim"), (e.hit_text.replace("\n", " "), "italic")]
+            hit: Spans = [(f"{indent}    #{e.hit_seq} ", "dim")]
+            at = 0
+            for a, b in e.hit_marks:  # the matched words highlighted, the rest as it is
+                hit += [(e.hit_text[at:a], "italic"), (e.hit_text[a:b], "bold reverse")]
+                at = b
+            hit.append((e.hit_text[at:], "italic"))
+            return [(text.replace("\n", " "), style) for text, style in hit if text]
         state = r.state
+        if r.id is not None and r.id == self.live_id and state == "open elsewhere":
+            state = OPEN_HERE
         right = f" {ago(r.updated_at, self.now_ms()):>5} {r.turns:>4}t {short_tokens(r.tokens):>6} "
-        state_col = f"{state[:11]:<11} "
+        label = STATE_LABEL.get(state, state)
+        state_col = f"{label[:STATE_WIDTH]:<{STATE_WIDTH}} "
         room = max(1, width - len(right) - len(state_col))
         left: Spans = [(indent, "")]
         if e.depth:
-            label = "↳ sub " if r.is_subagent else "↳ fork "
-            if e.fork_point is not None:
-                label += f"@{e.fork_point} "
-            left.append((label, "dim"))
+            lineage = "↳ sub " if r.is_subagent else "↳ fork "
+            if not r.is_subagent and e.fork_turn is not None:
+                lineage += f"after turn {e.fork_turn} "
+            left.append((lineage, "dim"))
         if state == INDEXING_STATE:
             left.append((os.path.relpath(os.path.dirname(r.path), r.root), "dim"))
         elif state == UNREADABLE_STATE:
             left.append((r.title or r.id or os.path.relpath(r.path, r.root), "red"))
             left.append((f"  unreadable: {r.reason}", "red italic"))
         else:
-            left.append((r.title or "(untitled)", "bold" if state != "blank" else "dim"))
+            left.append((r.display_title or "(untitled)", "bold" if state != "blank" else "dim"))
             if not r.indexed:
                 left.append((" …", "dim"))
         if self.show_workspace and r.cwd:
