@@ -130,7 +130,7 @@ async def test_ctrl_s_steers_into_the_running_turn_and_the_hint_says_so(tmp_path
 
 async def test_queue_shows_its_first_item_highlighted_and_s_steers_it(tmp_path):
     app = scripted_app(tmp_path, [
-        scripted.call("c1", "bash", {"command": "sleep 0.8", "description": "wait a bit"}),
+        scripted.call("c1", "bash", {"command": "sleep 1.5", "description": "wait a bit"}),
         scripted.text("answer"), scripted.text("second turn"),
     ])
     async with app.run_test(size=(100, 30)) as pilot:
@@ -146,13 +146,30 @@ async def test_queue_shows_its_first_item_highlighted_and_s_steers_it(tmp_path):
         await pilot.press("s")
         await pilot.pause()
         assert app.chat.queue == ["later"] and queue.highlighted == 0
-        await pilot.press("escape")  # back to the composer (the turn keeps running)
-        assert app.chat.composer.has_focus and app.chat.running
+        await pilot.press("escape")  # back to the composer
+        assert app.chat.composer.has_focus
         await wait_for(pilot, lambda: _footers(app) == 2)
         events_ = app.bridge.harness.session.events
         splices = [e for e in events_ if e["type"] == "agent/inbox/spliced" and e["data"]["target"] == "next-step"]
         assert splices[0]["data"]["inserted"][0]["content"][0]["text"] == "steer me"
         assert _user_texts(app)[-1] == "later"
+
+
+async def test_up_from_the_composers_top_row_focuses_the_queue_and_esc_comes_back(tmp_path):
+    app = scripted_app(tmp_path, [[Delay(0.05), Hang()]])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "one")
+        await wait_for(pilot, lambda: app.chat.running)
+        await submit(pilot, "two")
+        await submit(pilot, "three")
+        composer, queue = app.chat.composer, app.chat.queue_list
+        await pilot.press(*"ab", "ctrl+j", "c", "up")  # Up moves within the composer first...
+        assert composer.has_focus and composer.cursor_location == (0, 1)
+        await pilot.press("up")  # ...then from its top row to the queue, the next message highlighted
+        assert queue.has_focus and queue.highlighted == 0
+        await pilot.press("escape")  # back to the composer; the turn is not cancelled
+        assert composer.has_focus and composer.value == "ab\nc" and app.chat.running
 
 
 # -- 4. focus ------------------------------------------------------------------------------------

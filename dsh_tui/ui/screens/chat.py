@@ -123,6 +123,7 @@ class ChatScreen(Screen):
         self.note = Static("", id="composer-note")
         self.composer = Composer(placeholder=PLACEHOLDER, id="composer")
         self.composer.border_subtitle = HINT_IDLE
+        self.composer.on_top_edge = self.action_focus_queue
         self._lazy_order = (self.bottom_hint, self.plan_strip, self.queue_list, self.approval, self.note,
                             self.composer)
         yield self.composer
@@ -503,10 +504,13 @@ class ChatScreen(Screen):
             self._send(text, "steer" if self.running else "followup")
         self._show_queue()
 
-    def action_focus_queue(self) -> None:
-        if self.queue:
-            self.queue_list.highlighted = 0
-            self.queue_list.focus()
+    def action_focus_queue(self) -> bool:
+        """Focus the queue with its first (next to go) message highlighted; False when it is empty."""
+        if not self.queue:
+            return False
+        self.queue_list.highlighted = 0
+        self.queue_list.focus()
+        return True
 
     # -- focus -----------------------------------------------------------------------------------
     def _shown(self, widget: Widget | None) -> bool:

@@ -118,6 +118,15 @@ class Composer(TextArea, inherit_bindings=False):
     async def _on_paste(self, event: events.Paste) -> None:
         self._typed()  # TextArea's ``_on_paste`` inserts the whole text after this one
 
+    #: Called by Up on the composer's top row; True when it took the key (the chat focuses its queue).
+    on_top_edge: Callable[[], bool] | None = None
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        at_top = self.wrapped_document.location_to_offset(self.cursor_location).y == 0
+        if not select and at_top and self.on_top_edge is not None and self.on_top_edge():
+            return
+        super().action_cursor_up(select)
+
     def action_newline(self) -> None:
         if not self.read_only:
             result = self.replace("\n", *self.selection, maintain_selection_offset=False)
