@@ -58,9 +58,9 @@ class DshApp(App):
     TITLE = "dsh-tui"
     CSS = """
     Screen { background: $background; }
-    /* toasts at the top right of the chat: the composer, the approval panel and the transcript's latest
-       lines are at the bottom */
-    ChatScreen ToastRack { dock: top; align: right top; margin: 1 0 0 0; }
+    /* the chat's toasts: top right. The transcript's latest lines are at the bottom of its area (its
+       items sit on the composer), so toasts there cover neither them, the composer nor the approval panel */
+    ChatScreen ToastRack { dock: top; align: right top; margin: 1 0 0 0; max-height: 50%; }
     ChatScreen Toast { margin: 0 0 1 0; }
     """
     BINDINGS = [
