@@ -170,6 +170,8 @@ async def test_up_from_the_composers_top_row_focuses_the_queue_and_esc_comes_bac
         assert queue.has_focus and queue.highlighted == 0
         await pilot.press("escape")  # back to the composer; the turn is not cancelled
         assert composer.has_focus and composer.value == "ab\nc" and app.chat.running
+        await pilot.press("ctrl+down", "x")  # a letter the queue does not bind goes to the composer
+        assert composer.has_focus and composer.value == "axb\nc" and app.chat.queue == ["two", "three"]  # at the cursor
 
 
 # -- 4. focus ------------------------------------------------------------------------------------

@@ -528,13 +528,14 @@ class ChatScreen(Screen):
             self.composer.focus()
 
     def on_key(self, event: events.Key) -> None:
-        """A key that reached the screen from a hidden widget (or from none), or a character typed in the
-        transcript, goes to the composer (the keys a visible widget binds are handled after this)."""
+        """A key that reached the screen from a hidden widget (or from none), or a character typed where
+        nothing takes it (the transcript, the queue: all but its own keys), goes to the composer. (The
+        bindings run after this, at the app: a key the focused widget binds is left to it.)"""
         focused = self.focused
         if focused is self.composer or not self.composer.display:
             return
         printable = event.is_printable and bool(event.character)
-        if self._shown(focused) and not (focused is self.transcript and printable):
+        if self._shown(focused) and not (printable and event.key not in focused._bindings.key_to_bindings):
             return
         self.composer.focus()
         if printable:
