@@ -384,3 +384,19 @@ async def test_an_error_toast_in_a_short_chat_leaves_its_last_line_readable(tmp_
         for toast in app.screen.query(Toast):
             assert not toast.region.overlaps(last)  # the footer stays readable
             assert not toast.region.overlaps(app.chat.composer.region)
+
+
+async def test_a_word_typed_in_the_queue_reaches_the_composer_whole(tmp_path):
+    app = scripted_app(tmp_path, [[Delay(0.05), Hang()]])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "one")
+        await wait_for(pilot, lambda: app.chat.running)
+        await submit(pilot, "two")
+        await pilot.press("ctrl+down")
+        assert app.chat.queue_list.has_focus
+        # one burst, as a terminal delivers it: the keys after the first must not go to the queue
+        for key in "typed here":
+            app.post_message(events.Key("space" if key == " " else key, key))
+        await pilot.pause()
+        assert app.chat.composer.value == "typed here" and app.chat.queue == ["two"]

@@ -492,7 +492,7 @@ class ChatScreen(Screen):
     @on(QueueList.Action)
     def _queue_action(self, message: QueueList.Action) -> None:
         if message.action == "leave":
-            self.composer.focus()
+            self.set_focus(self.composer)
             return
         if not 0 <= message.index < len(self.queue):
             return
@@ -525,19 +525,24 @@ class ChatScreen(Screen):
     def _restore_focus(self) -> None:
         """Give the focus back to the composer when what had it is gone (queue emptied, panel closed)."""
         if not self._shown(self.focused) and self.composer.display:
-            self.composer.focus()
+            self.set_focus(self.composer)
 
     def on_key(self, event: events.Key) -> None:
         """A key that reached the screen from a hidden widget (or from none), or a character typed where
         nothing takes it (the transcript, the queue: all but its own keys), goes to the composer. (The
         bindings run after this, at the app: a key the focused widget binds is left to it.)"""
+        composer = self.composer
+        if getattr(event, "via_composer", False) or not composer.display:
+            return
         focused = self.focused
-        if focused is self.composer or not self.composer.display:
-            return
         printable = event.is_printable and bool(event.character)
-        if self._shown(focused) and not (printable and event.key not in focused._bindings.key_to_bindings):
+        if focused is composer:
+            # the rest of a burst queued at the widget that had the focus before the first key moved it
+            if not printable:
+                return
+        elif self._shown(focused) and not (printable and event.key not in focused._bindings.key_to_bindings):
             return
-        self.composer.focus()
+        self.set_focus(composer)
         if printable:
             event.stop()
             event.prevent_default()

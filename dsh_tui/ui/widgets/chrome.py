@@ -110,6 +110,7 @@ class Composer(TextArea, inherit_bindings=False):
     async def _on_key(self, event: events.Key) -> None:
         # TextArea's ``_on_key`` runs after this one (MRO dispatch) unless the default is prevented
         self._typed()
+        event.via_composer = True  # type: ignore[attr-defined]  # the chat screen: handled here
         if event.key == "enter":
             event.stop()
             event.prevent_default()
