@@ -110,6 +110,7 @@ class ChatScreen(Screen):
         self.send_on_attach = False  # send the composer's text once the harness is attached
         self.initial_text = ""  # put in the composer when the screen mounts
         self.read_only = False
+        self._redirecting = False  # keys typed elsewhere are going to the composer (on_key)
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -502,6 +503,7 @@ class ChatScreen(Screen):
             self.composer.focus()
         elif message.action == "steer":
             self._send(text, "steer" if self.running else "followup")
+            self.set_focus(self.composer)  # sent: what comes next is typed
         self._show_queue()
 
     def action_focus_queue(self) -> bool:
@@ -530,25 +532,32 @@ class ChatScreen(Screen):
     def on_key(self, event: events.Key) -> None:
         """A key that reached the screen from a hidden widget (or from none), or a character typed where
         nothing takes it (the transcript, the queue: all but its own keys), goes to the composer. (The
-        bindings run after this, at the app: a key the focused widget binds is left to it.)"""
+        bindings run after this, at the app: a key the focused widget binds is left to it.)
+
+        The terminal delivers a typed burst at once, all of it to the widget focused then: the whole
+        burst is inserted from here, in order, and the focus moves to the composer after it."""
         composer = self.composer
         if getattr(event, "via_composer", False) or not composer.display:
             return
         focused = self.focused
         printable = event.is_printable and bool(event.character)
-        if focused is composer:
-            # the rest of a burst queued at the widget that had the focus before the first key moved it
-            if not printable:
+        if not self._redirecting:
+            if focused is composer or (self._shown(focused) and not (
+                    printable and event.key not in focused._bindings.key_to_bindings)):
                 return
-        elif self._shown(focused) and not (printable and event.key not in focused._bindings.key_to_bindings):
+            self._redirecting = True
+            self.call_after_refresh(self._end_redirect)
+        if not printable:
             return
-        self.set_focus(composer)
-        if printable:
-            event.stop()
-            event.prevent_default()
-            result = self.composer.replace(event.character or "", *self.composer.selection,
-                                           maintain_selection_offset=False)
-            self.composer.move_cursor(result.end_location)
+        event.stop()
+        event.prevent_default()
+        result = composer.replace(event.character or "", *composer.selection, maintain_selection_offset=False)
+        composer.move_cursor(result.end_location)
+
+    def _end_redirect(self) -> None:
+        self._redirecting = False
+        if self.composer.display:
+            self.set_focus(self.composer)
 
     def on_descendant_blur(self, _event: events.DescendantBlur) -> None:
         self.call_after_refresh(self._restore_focus)
