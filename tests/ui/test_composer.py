@@ -68,14 +68,31 @@ async def test_a_terminal_paste_with_carriage_returns_keeps_its_lines(tmp_path):
         assert _user_texts(app) == ["one\ntwo\nthree"]
 
 
-async def test_ten_thousand_line_paste_lands_and_is_sent_whole(tmp_path):
+async def test_ten_thousand_line_paste_lands_and_is_sent_whole(tmp_path, monkeypatch):
+    from textual.document._wrapped_document import WrappedDocument
+
+    full_wraps: list[int] = []
+    wrap = WrappedDocument.wrap
+
+    def counted(self, width, tab_width=None):
+        full_wraps.append(self.document.line_count)
+        return wrap(self, width, tab_width)
+
+    monkeypatch.setattr(WrappedDocument, "wrap", counted)
     pasted = "\n".join(f"{n:05d} ERROR something failed at step {n}" for n in range(10_000))
     app = scripted_app(tmp_path, [scripted.text("long log read")])
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.bridge.harness is not None)
+        full_wraps.clear()
         await _paste(pilot, pasted)
         composer = app.chat.composer
         assert composer.value == pasted and composer.document.line_count == 10_000
+        # only the pasted lines were wrapped, once: not the whole document again when the composer
+        # grew and its scrollbar appeared (each full pass is ~0.5 s at this size)
+        assert [n for n in full_wraps if n > 1] == []
+        await pilot.resize_terminal(90, 30)  # a new width does re-wrap
+        await pilot.pause()
+        assert 10_000 in full_wraps
         assert composer.region.height <= 8  # grows to a few lines, then scrolls
         assert "09999 ERROR" in screen_text(app)  # the cursor's end of the paste is in view
         await pilot.press("enter")
@@ -146,7 +163,8 @@ async def test_queue_shows_its_first_item_highlighted_and_s_steers_it(tmp_path):
         await pilot.press("s")
         await pilot.pause()
         assert app.chat.queue == ["later"] and queue.highlighted == 0
-        await pilot.press("escape")  # back to the composer
+        assert app.chat.composer.has_focus  # steered: back to the composer
+        await pilot.press("ctrl+down", "escape")  # Esc in the queue goes back too
         assert app.chat.composer.has_focus
         await wait_for(pilot, lambda: _footers(app) == 2)
         events_ = app.bridge.harness.session.events

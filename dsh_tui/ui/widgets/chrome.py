@@ -63,7 +63,8 @@ class Composer(TextArea, inherit_bindings=False):
 
     DEFAULT_CSS = """
     Composer { height: auto; min-height: 3; max-height: 8; border: tall $primary-muted; padding: 0 1;
-               background: $surface; }
+               background: $surface; scrollbar-gutter: stable; scrollbar-size-vertical: 1;
+               scrollbar-size-horizontal: 0; }
     Composer:focus { border: tall $primary; }
     Composer > .text-area--placeholder { color: $text-muted; }
     Composer.-notice { border: tall $warning; }
@@ -89,6 +90,23 @@ class Composer(TextArea, inherit_bindings=False):
     def __init__(self, *, placeholder: str = "", **kwargs) -> None:
         super().__init__(soft_wrap=True, tab_behavior="focus", show_line_numbers=False, highlight_cursor_line=False,
                          placeholder=placeholder, **kwargs)
+
+    # TextArea re-wraps the whole document when its scrollbar comes or goes and on every resize (about
+    # 0.5 s each for a 10,000-line paste, which makes the composer grow and its scrollbar appear). The
+    # scrollbar's gutter is reserved (scrollbar-gutter: stable) and growing changes only the height:
+    # re-wrap only when the wrap width changed.
+    def _wrap_is_current(self) -> bool:
+        return self.wrap_width == self.wrapped_document._width
+
+    def _watch_show_vertical_scrollbar(self) -> None:
+        if self.wrap_width and not self._wrap_is_current():
+            self._rewrap_and_refresh_virtual_size()
+        self.scroll_cursor_visible()
+
+    def _on_resize(self, event: events.Resize) -> None:
+        if self._wrap_is_current():
+            event.prevent_default()  # TextArea's ``_on_resize`` (next in the MRO) re-wraps everything
+            self._refresh_size()
 
     @property
     def value(self) -> str:
