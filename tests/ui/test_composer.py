@@ -232,6 +232,7 @@ async def test_no_model_chat_keeps_the_prompt_and_says_what_to_set_inline():
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         assert "set DEEPSEEK_API_KEY" in str(app.chat.note.render())
+        assert "no model configured" in app.chat.composer.border_subtitle
         await pilot.press(*"hello there", "enter")
         await pilot.pause()
         assert app.chat.composer.value == "hello there"
@@ -418,3 +419,19 @@ async def test_a_word_typed_in_the_queue_reaches_the_composer_whole(tmp_path):
             app.post_message(events.Key("space" if key == " " else key, key))
         await pilot.pause()
         assert app.chat.composer.value == "typed here" and app.chat.queue == ["two"]
+
+
+async def test_approval_buttons_show_their_keys(tmp_path):
+    (tmp_path / "ws").mkdir()
+    app = scripted_app(tmp_path, [scripted.call("c1", "bash", {"command": "echo hi", "description": "d"}),
+                                  scripted.text("ok")], preset="workspace-write")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None)
+        await pilot.pause()
+        text = screen_text(app)
+        assert "Allow once [a]" in text and "Reject [r]" in text  # "[a]" is not eaten as markup
+        await pilot.press("y")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        assert app.chat.composer.has_focus

@@ -33,6 +33,7 @@ HINT_IDLE = "Enter send · Ctrl+J newline"
 HINT_RUNNING = "Enter queue · Ctrl+S steer · Esc cancel"
 HINT_RUNNING_SWAPPED = "Enter steer · Ctrl+S queue · Esc cancel"
 HINT_READ_ONLY = "read-only · Enter resumes here"
+HINT_NO_MODEL = "no model configured (see above) · your text is kept"
 
 
 class ChatScreen(Screen):
@@ -142,6 +143,7 @@ class ChatScreen(Screen):
             self.composer.value = self.initial_text
         if self._model_hint and self.bridge.loop is None:
             self.say(self._model_hint)  # no harness is coming: say what to set, inline
+            self._update_composer_hint()
         self.set_interval(0.25, self._update_bottom_hint)
 
     def _ensure_mounted(self, widget: Any) -> None:
@@ -183,7 +185,10 @@ class ChatScreen(Screen):
     def _update_composer_hint(self) -> None:
         """The composer says what Enter does now: send, queue (and how to steer), or resume."""
         composer = self.composer
-        if self.read_only:
+        if self._model_hint and self.bridge.harness is None and self.bridge.loop is None:
+            composer.border_subtitle = HINT_NO_MODEL
+            composer.placeholder = PLACEHOLDER
+        elif self.read_only:
             composer.border_subtitle = HINT_READ_ONLY
             composer.placeholder = READ_ONLY_PLACEHOLDER
         elif self.running:

@@ -344,7 +344,7 @@ class ApprovalPanel(Vertical):
     ApprovalPanel { height: auto; max-height: 16; display: none; border: heavy $warning; padding: 0 1; }
     ApprovalPanel #approval-args { max-height: 8; overflow-y: auto; }
     ApprovalPanel Horizontal { height: auto; }
-    ApprovalPanel Button { margin-right: 2; }
+    ApprovalPanel Button { margin-right: 2; width: auto; }
     """
 
     BINDINGS = [("a", "allow", "Allow once"), ("y", "allow", "Allow once"), ("r", "reject", "Reject"),
@@ -368,9 +368,9 @@ class ApprovalPanel(Vertical):
         self._built = True
         self._title, self._args, self._reason = (Static(id="approval-title"), Static(id="approval-args"),
                                                  Static(id="approval-reason"))
-        self._allow = Button("Allow once [a]", id="allow", variant="warning")
+        self._allow = Button("Allow once \\[a]", id="allow", variant="warning")
         self.mount(self._title, self._args, self._reason,
-                   Horizontal(self._allow, Button("Reject [r]", id="reject", variant="error")))
+                   Horizontal(self._allow, Button("Reject \\[r]", id="reject", variant="error")))
 
     def show_request(self, request: ApprovalRequest) -> None:
         self._build()
