@@ -435,3 +435,15 @@ async def test_approval_buttons_show_their_keys(tmp_path):
         await pilot.press("y")
         await wait_for(pilot, lambda: _footers(app) == 1)
         assert app.chat.composer.has_focus
+
+
+async def test_enter_steers_setting_swaps_enter_and_ctrl_s(tmp_path):
+    app = scripted_app(tmp_path, [[Delay(0.05), Hang()]])
+    app.settings.set("chat.enter_steers", True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "one")
+        await wait_for(pilot, lambda: app.chat.running)
+        assert "Enter steer · Ctrl+S queue" in app.chat.composer.border_subtitle
+        await submit(pilot, "for later", key="ctrl+s")
+        assert app.chat.queue == ["for later"] and app.chat.composer.value == ""

@@ -73,8 +73,10 @@ class ChatScreen(Screen):
         Binding("ctrl+s,ctrl+enter", "steer", "Steer", id="composer.steer", show=False),
         Binding("ctrl+down", "focus_queue", "Queue", id="chat.queue", show=False),
         # priority: the composer's own PageUp/PageDown would move its cursor
-        Binding("pageup", "page_transcript(-1)", "Page up", id="chat.pageup", show=False, priority=True),
-        Binding("pagedown", "page_transcript(1)", "Page down", id="chat.pagedown", show=False, priority=True),
+        Binding("pageup", "page_transcript(-1)", "Scroll transcript up", id="chat.pageup", show=False,
+                priority=True),
+        Binding("pagedown", "page_transcript(1)", "Scroll transcript down", id="chat.pagedown", show=False,
+                priority=True),
     ]
 
     def __init__(self, bridge: Bridge, *, enter_steers: bool = False, model_hint: str = "",

@@ -71,8 +71,10 @@ class Composer(TextArea, inherit_bindings=False):
     Composer.-notice:focus { border: tall $warning; }
     """
 
-    # TextArea's keys without F6/F7 (select line/all), which would shadow whatever a user remaps to them
-    BINDINGS = [*(b for b in TextArea.BINDINGS if not isinstance(b, Binding) or b.key not in ("f6", "f7")),
+    # TextArea's keys without F6/F7 (select line/all), which would shadow whatever a user remaps to them,
+    # and PageUp/PageDown, which scroll the chat's transcript
+    BINDINGS = [*(b for b in TextArea.BINDINGS
+                  if not isinstance(b, Binding) or b.key not in ("f6", "f7", "pageup", "pagedown")),
                 Binding("ctrl+j,shift+enter", "newline", "Newline", id="composer.newline", show=False)]
 
     @dataclass
