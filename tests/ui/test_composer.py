@@ -447,3 +447,35 @@ async def test_enter_steers_setting_swaps_enter_and_ctrl_s(tmp_path):
         assert "Enter steer · Ctrl+S queue" in app.chat.composer.border_subtitle
         await submit(pilot, "for later", key="ctrl+s")
         assert app.chat.queue == ["for later"] and app.chat.composer.value == ""
+
+
+async def test_a_steer_the_cancelled_turn_never_took_comes_back_to_the_composer(tmp_path):
+    app = scripted_app(tmp_path, [[Delay(0.05), Hang()], scripted.text("next")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "one")
+        await wait_for(pilot, lambda: app.chat.running)
+        await submit(pilot, "use the other file", key="ctrl+s")
+        assert app.chat.composer.value == ""
+        await wait_for(pilot, lambda: any(e["type"] == "agent/inbox/spliced"
+                                          for e in app.bridge.harness.session.events))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: _footers(app) == 1 and not app.chat.running)
+        assert "use the other file" not in _user_texts(app)  # the runtime discarded it...
+        assert app.chat.composer.value == "use the other file"  # ...the composer did not
+        assert "back in the composer" in screen_text(app)
+
+
+async def test_a_steer_that_became_a_message_is_not_given_back(tmp_path):
+    app = scripted_app(tmp_path, [
+        scripted.call("c1", "bash", {"command": "sleep 0.6", "description": "wait a bit"}),
+        scripted.text("steered answer"),
+    ])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run the slow thing")
+        await wait_for(pilot, lambda: any(i.kind == "tool" and i.state == "running" for i in items(app)))
+        await submit(pilot, "also check the README", key="ctrl+s")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await pilot.pause(0.1)
+        assert "also check the README" in _user_texts(app) and app.chat.composer.value == ""

@@ -114,6 +114,7 @@ class ChatScreen(Screen):
         self.initial_text = ""  # put in the composer when the screen mounts
         self.read_only = False
         self._redirecting = False  # keys typed elsewhere are going to the composer (on_key)
+        self._steers: list[str] = []  # steered into the running turn, not yet seen as a user message
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -379,7 +380,14 @@ class ChatScreen(Screen):
             status.set_phase("compacting")
         elif etype == "approval/asked":
             status.set_phase("approval")
+        elif etype == "user/message":
+            data = event.get("data") or {}
+            if self._steers and (data.get("source") or {}).get("kind") == "user":
+                text = "".join(p.get("text", "") for p in data.get("content") or [] if isinstance(p, dict))
+                if text in self._steers:
+                    self._steers.remove(text)
         elif etype == "turn/end":
+            self._return_undelivered_steers()
             self._set_running(False)
             gc.freeze()  # the finished turn's events and views are long-lived now
 
@@ -405,6 +413,16 @@ class ChatScreen(Screen):
             self.app.notify(str(value), title="Error", severity="error", timeout=8)
         elif kind == "notice":
             self.app.notify(str(value), timeout=5)
+
+    def _return_undelivered_steers(self) -> None:
+        """A cancelled turn discards the input steered into it that no step took yet (dsh's inbox is
+        cleared): give that text back in the composer instead of losing it."""
+        if not self._steers:
+            return
+        lost, self._steers = self._steers, []
+        current = self.composer.text.strip()
+        self.composer.value = "\n\n".join([*lost, *([current] if current else [])])
+        self.say("The turn ended before your steer reached the model: it is back in the composer.")
 
     def _set_running(self, running: bool) -> None:
         if running == self.running:
@@ -458,6 +476,8 @@ class ChatScreen(Screen):
         self.say("")
         self.status.info.notice = ""
         self.bridge.send(text, mode)
+        if mode == "steer" and self.running:
+            self._steers.append(text)
         self.transcript.back_to_bottom()  # follow what was just sent
         if mode == "followup" and not self.running:
             self._set_running(True)
