@@ -479,3 +479,27 @@ async def test_a_steer_that_became_a_message_is_not_given_back(tmp_path):
         await wait_for(pilot, lambda: _footers(app) == 1)
         await pilot.pause(0.1)
         assert "also check the README" in _user_texts(app) and app.chat.composer.value == ""
+
+
+async def test_text_typed_while_a_read_only_view_loads_is_kept_not_sent():
+    from dsh_tui.ui.replay import ReplayHarness
+
+    gate = threading.Event()
+    resumed: list[str] = []
+
+    async def factory(_bridge):
+        await asyncio.to_thread(gate.wait, 10)
+        return ReplayHarness({"id": "ro", "version": 0}, [], preload_turns=1 << 30)
+
+    app = DshApp(factory, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    async with app.run_test(size=(80, 24)) as pilot:
+        app.chat.resume = lambda text: resumed.append(text) or ""
+        await pilot.press(*"early", "enter")
+        await pilot.pause()
+        gate.set()
+        await wait_for(pilot, lambda: app.chat.read_only)
+        await pilot.pause(0.1)
+        assert resumed == [] and app.chat.composer.value == "early"  # not resumed behind the user's back
+        assert "read-only view" in screen_text(app)
+        await pilot.press("enter")  # now it is the user's choice
+        assert resumed == ["early"]

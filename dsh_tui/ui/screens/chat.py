@@ -289,10 +289,13 @@ class ChatScreen(Screen):
             callback()
         self.read_only = bool(getattr(self.bridge.harness, "read_only", False))
         self._update_composer_hint()
-        if self.send_on_attach and self.bridge.harness is not None and not self.read_only:
+        if self.send_on_attach and self.bridge.harness is not None:
             self.send_on_attach = False
-            self.say("")
-            self.call_after_refresh(self._submit_composer)
+            if self.read_only:  # typed while a stored session was loading: nothing is sent on its own
+                self.say("This is a read-only view: Enter resumes the session here and sends your text.")
+            else:
+                self.say("")
+                self.call_after_refresh(self._submit_composer)
         # the log and its views live as long as the screen: keep them out of the cyclic GC, whose
         # full collections otherwise stall the loop for ~100 ms each while a stream allocates
         gc.freeze()
