@@ -370,8 +370,8 @@ class DshApp(App):
         self.notify(text, severity="error", timeout=10)
 
     def _on_notify(self, event: Notify) -> None:
-        """A new toast replaces a shown one of the same kind (severity and title): one ``Tool cards``
-        or ``Error`` toast at a time, however often it is raised. Textual's handler adds it after this."""
+        """A new toast replaces a shown one of the same kind (severity and title): one ``Error`` toast at
+        a time, however often errors come. Textual's handler (next in the MRO) adds it after this."""
         new = event.notification
         for shown in list(self._notifications):
             if shown.severity == new.severity and shown.title == new.title:
