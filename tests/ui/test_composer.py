@@ -324,23 +324,21 @@ async def test_page_keys_scroll_the_transcript_and_sending_follows_to_the_bottom
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await submit(pilot, "long please")
         await wait_for(pilot, lambda: _footers(app) == 1)
-        await pilot.pause(0.1)
         transcript, composer = app.chat.transcript, app.chat.composer
+        await wait_for(pilot, lambda: transcript.scroll_y > 0 and transcript.at_bottom())
         bottom = transcript.scroll_y
         assert composer.has_focus and bottom > 0
         await pilot.press("pageup")
         await pilot.pause()
         assert transcript.scroll_y < bottom and not transcript.following and composer.has_focus
         await pilot.press("pagedown")
-        await pilot.pause()
-        assert transcript.scroll_y == bottom and transcript.following  # the last page follows again
+        await wait_for(pilot, lambda: transcript.following and transcript.at_bottom())  # the last page follows
         await pilot.press("pageup", "pageup")
         await pilot.pause()
         assert not transcript.following
         await submit(pilot, "and now")
         await wait_for(pilot, lambda: _footers(app) == 2)
-        await pilot.pause(0.1)
-        assert transcript.following and transcript.at_bottom()
+        await wait_for(pilot, lambda: transcript.following and transcript.at_bottom())
 
 
 # -- 11. toasts and modes ------------------------------------------------------------------------
