@@ -326,13 +326,20 @@ async def test_page_keys_scroll_the_transcript_and_sending_follows_to_the_bottom
         await wait_for(pilot, lambda: _footers(app) == 1)
         transcript, composer = app.chat.transcript, app.chat.composer
         await wait_for(pilot, lambda: transcript.scroll_y > 0 and transcript.at_bottom())
-        bottom = transcript.scroll_y
+        bottom, page = transcript.scroll_y, transcript.scrollable_content_region.height
         assert composer.has_focus and bottom > 0
         await pilot.press("pageup")
         await pilot.pause()
         assert transcript.scroll_y < bottom and not transcript.following and composer.has_focus
         await pilot.press("pagedown")
         await wait_for(pilot, lambda: transcript.following and transcript.at_bottom())  # the last page follows
+        await pilot.press("pageup", "pageup")
+        await pilot.pause()
+        assert not transcript.following
+        await wait_for(pilot, lambda: "back to bottom" in app.chat.composer.border_title)
+        assert transcript.scrollable_content_region.height == page  # the hint takes no row from it
+        await pilot.press("pagedown", "pagedown")  # two pages down from two pages up: following again
+        await wait_for(pilot, lambda: transcript.following and transcript.at_bottom())
         await pilot.press("pageup", "pageup")
         await pilot.pause()
         assert not transcript.following

@@ -34,6 +34,7 @@ HINT_RUNNING = "Enter queue · Ctrl+S steer · Esc cancel"
 HINT_RUNNING_SWAPPED = "Enter steer · Ctrl+S queue · Esc cancel"
 HINT_READ_ONLY = "read-only · Enter resumes here"
 HINT_NO_MODEL = "no model configured (see above) · your text is kept"
+BOTTOM_HINT = "↓ back to bottom (Ctrl+End)"
 
 
 class ChatScreen(Screen):
@@ -58,7 +59,7 @@ class ChatScreen(Screen):
 
     DEFAULT_CSS = """
     ChatScreen { layout: vertical; }
-    ChatScreen #bottom-hint { height: 1; display: none; color: $accent; text-align: right; padding: 0 1; }
+    ChatScreen #composer { border-title-align: right; border-title-color: $accent; }
     ChatScreen #composer-note { height: auto; display: none; color: $warning; padding: 0 1; }
     """
 
@@ -121,7 +122,6 @@ class ChatScreen(Screen):
         yield self.transcript
         # mounted on first use, between the transcript and the composer in this order (_ensure_mounted):
         # most sessions never show them, and they are not on the way to the first paint
-        self.bottom_hint = Static("↓ back to bottom (Ctrl+End)", id="bottom-hint")
         self.plan_strip = PlanStrip(id="plan")
         self.queue_list = QueueList(id="queue")
         self.approval = ApprovalPanel(id="approval")
@@ -129,8 +129,7 @@ class ChatScreen(Screen):
         self.composer = Composer(placeholder=PLACEHOLDER, id="composer")
         self.composer.border_subtitle = HINT_IDLE
         self.composer.on_top_edge = self.action_focus_queue
-        self._lazy_order = (self.bottom_hint, self.plan_strip, self.queue_list, self.approval, self.note,
-                            self.composer)
+        self._lazy_order = (self.plan_strip, self.queue_list, self.approval, self.note, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
         self.status.model_hint = self._model_hint
@@ -593,13 +592,20 @@ class ChatScreen(Screen):
         self.call_after_refresh(self._restore_focus)
 
     def action_page_transcript(self, direction: int) -> None:
+        """PageUp/PageDown on the transcript, wherever the focus is; the last page down follows again.
+
+        Pages count from where the previous key put the view (``scroll_target_y``): a scroll lands on the
+        next refresh, and keys pressed quickly would otherwise all count from the same place."""
         transcript = self.transcript
+        page = transcript.scrollable_content_region.height
+        at = transcript.scroll_target_y
         if direction < 0:
-            transcript.scroll_page_up(animate=False)
-        elif transcript.max_scroll_y - transcript.scroll_y <= transcript.scrollable_content_region.height:
+            transcript.scroll_to(y=max(0, at - page), animate=False, immediate=True)
+            return
+        if transcript.max_scroll_y - at <= page:
             transcript.back_to_bottom()  # the last page: follow the stream again
         else:
-            transcript.scroll_page_down(animate=False)
+            transcript.scroll_to(y=at + page, animate=False, immediate=True)
 
     # -- actions ---------------------------------------------------------------------------------
     def action_cancel(self) -> None:
@@ -657,8 +663,9 @@ class ChatScreen(Screen):
         self.transcript.load_earlier()
 
     def _update_bottom_hint(self) -> None:
+        """"Back to bottom" on the composer's top border while the transcript does not follow (a line of
+        its own would take a row from the transcript each time it comes and goes, moving the text)."""
         show = self.transcript.detached or (not self.transcript.following and not self.transcript.at_bottom())
-        if show:
-            self._ensure_mounted(self.bottom_hint)
-        if self.bottom_hint.is_attached:
-            self.bottom_hint.display = show
+        title = BOTTOM_HINT if show else ""
+        if self.composer.border_title != title:
+            self.composer.border_title = title
