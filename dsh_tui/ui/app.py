@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.message import Message
+from textual.notifications import Notify
 from textual.screen import Screen
 
 from dsh_tui.ui.bridge import Bridge, Harness
@@ -67,6 +68,10 @@ class DshApp(App):
     TITLE = "dsh-tui"
     CSS = """
     Screen { background: $background; }
+    /* the chat's toasts: top right. The transcript's latest lines are at the bottom of its area (its
+       items sit on the composer), so toasts there cover neither them, the composer nor the approval panel */
+    ChatScreen ToastRack { dock: top; align: right top; margin: 1 0 0 0; max-height: 50%; }
+    ChatScreen Toast { margin: 0 0 1 0; }
     """
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
@@ -288,13 +293,17 @@ class DshApp(App):
             origin.opened_at = None
         self._opening += 1  # a later open makes this one's results stale
         if resume:
-            self._resume_row(row, origin)
+            problem = self._resume_row(row, origin)
+            if problem:
+                self.notify(problem, severity="warning", timeout=6)
             return
         gen = self._opening
         self.run_worker(lambda: self._load_row(row, at_seq, origin, gen), thread=True, group="open-session",
                         description="open session")
 
-    def _resume_row(self, row: Any, origin: Any) -> None:
+    def _resume_row(self, row: Any, origin: Any, text: str = "") -> str:
+        """Resume ``row`` in a new chat that sends ``text`` once the session is open; returns "" or why
+        it cannot (no model configured)."""
         from pathlib import Path
 
         from dsh_tui.ui.harness import HarnessSpec, open_harness
@@ -304,11 +313,13 @@ class DshApp(App):
             from dsh_tui.llm.route import model_route as route
         provider, model, hint = route()
         if provider is None:
-            self.notify(hint or "No model provider is configured.", severity="warning", timeout=6)
-            return
+            return hint or "No model provider is configured."
         spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or Path.cwd()), provider=provider, model=model,
                            resume_id=row.id)
-        self.open_chat(lambda bridge: open_harness(bridge, spec))
+        chat = self.open_chat(lambda bridge: open_harness(bridge, spec))
+        if text:
+            chat.initial_text, chat.send_on_attach = text, True
+        return ""
 
     def _current(self, gen: int, fn: Callable[..., Any]) -> Callable[..., None]:
         """``fn`` that does nothing once another session has been opened after open #``gen``."""
@@ -335,7 +346,7 @@ class DshApp(App):
                 tail = None  # a short log: the full load is as cheap
         if tail is not None:
             self.call_from_thread(self._current(gen, self._show_stored), tail.header, tail.events, at_seq, origin,
-                                  tail, painted)
+                                  tail, painted, row)
             painted.wait(2.0)  # let the tail reach the screen before this thread takes the GIL for long
         try:
             res = catalog._store_for(row).inspect(row.id)
@@ -344,19 +355,21 @@ class DshApp(App):
             return
         if tail is None:
             self.call_from_thread(self._current(gen, self._show_stored), res.header, res.events, at_seq, origin,
-                                  None, None)
+                                  None, None, row)
             self.call_from_thread(self._current(gen, self._say_repaired), res)
         else:
             self.call_from_thread(self._current(gen, self._confirm_tail), res, tail)
 
     def _show_stored(self, header: dict, events: list[dict], at_seq: int | None, origin: Any, tail: Any,
-                     painted: Any) -> None:
+                     painted: Any, row: Any = None) -> None:
         from dsh_tui.ui.replay import ReplayHarness
 
         async def factory(_bridge: Bridge) -> Harness:
             return ReplayHarness(header, events, preload_turns=1 << 30)
 
         chat = self.open_chat(factory)
+        if row is not None:  # Enter in the read-only view's composer resumes it right there
+            chat.resume = lambda text: self._resume_row(row, origin, text)
         if tail is not None:
             chat.expect_head = True  # the older part arrives with the full load
             chat.on_attached = lambda: chat.call_after_refresh(painted.set)
@@ -406,6 +419,14 @@ class DshApp(App):
             self.chat.status.redraw()
             text += " (only the last turns, read without validation, are shown)"
         self.notify(text, severity="error", timeout=10)
+
+    def _on_notify(self, event: Notify) -> None:
+        """A new toast replaces a shown one of the same kind (severity and title): one ``Error`` toast at
+        a time, however often errors come. Textual's handler (next in the MRO) adds it after this."""
+        new = event.notification
+        for shown in list(self._notifications):
+            if shown.severity == new.severity and shown.title == new.title:
+                self._unnotify(shown, refresh=False)
 
     def push_browser(self) -> bool:
         screen = self.make_screen("browser")

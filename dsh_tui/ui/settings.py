@@ -1,7 +1,7 @@
 """The UI's view of the user's settings (``dsh_tui.config``), with in-memory fallback.
 
 Keys used by the UI: ``ui.theme``, ``ui.show_time``, ``ui.cursor_blink``, ``chat.enter_steers`` (Enter steers while
-running, Ctrl+Enter queues), ``keymap.<binding id>`` (e.g. ``keymap.chat.cards = "ctrl+k"``),
+running, Ctrl+S queues), ``keymap.<binding id>`` (e.g. ``keymap.chat.cards = "ctrl+k"``),
 ``models`` (names offered in the command palette) and ``model``.
 """
 

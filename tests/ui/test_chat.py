@@ -233,8 +233,8 @@ async def test_compaction_row_keeps_history_visible(tmp_path):
 
 
 async def test_rarely_shown_widgets_are_mounted_on_first_use_in_their_place(tmp_path):
-    """The bottom hint, plan strip, queue and approval panel are not on the first screen; whatever order
-    they are first needed in, each is mounted in its place between the transcript and the composer."""
+    """The plan strip, queue and approval panel are not on the first screen; whatever order they are
+    first needed in, each is mounted in its place between the transcript and the composer."""
     from dsh_tui.session.transcript import PlanState
 
     app = scripted_app(tmp_path, [scripted.text("ok")])
@@ -244,7 +244,7 @@ async def test_rarely_shown_widgets_are_mounted_on_first_use_in_their_place(tmp_
 
         def ids() -> list[str]:
             return [w.id for w in chat.children if w.id in
-                    ("transcript", "bottom-hint", "plan", "queue", "approval", "composer", "status")]
+                    ("transcript", "plan", "queue", "approval", "composer", "status")]
 
         assert ids() == ["transcript", "composer", "status"]
         chat._show_plan(PlanState([]))  # an empty plan mounts nothing
@@ -253,9 +253,8 @@ async def test_rarely_shown_widgets_are_mounted_on_first_use_in_their_place(tmp_
         chat.queue.append("later")
         chat._show_queue()
         chat._show_plan(PlanState([{"content": "step one", "status": "in_progress"}]))
-        chat._ensure_mounted(chat.bottom_hint)
         await pilot.pause()
-        assert ids() == ["transcript", "bottom-hint", "plan", "queue", "approval", "composer", "status"]
+        assert ids() == ["transcript", "plan", "queue", "approval", "composer", "status"]
         assert "Plan: 0 completed · 1 in progress · 0 pending  ▶ step one" in screen_text(app)
         assert "⏳ later" in screen_text(app)
         chat._ensure_mounted(chat.plan_strip)  # mounted once

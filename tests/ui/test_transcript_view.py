@@ -63,10 +63,13 @@ async def test_fixture_replay_is_read_only_and_matches_the_cold_fold():
         assert kinds == ["user", "context", "tool", "tool", "assistant", "footer"]
         text = screen_text(app)
         assert "read a.txt" in text and "DONE" in text
+        assert app.chat.read_only and "read-only" in app.chat.composer.border_subtitle
         app.chat.composer.value = "more"
         await pilot.press("enter")
         await pilot.pause()
-        assert "Notify" in notes and not app.chat.running
+        # nothing sent, the text kept, and why said above the composer (not in a toast)
+        assert app.chat.composer.value == "more" and not app.chat.running and "Notify" not in notes
+        assert "read-only view" in screen_text(app)
 
 
 async def test_jump_requested_before_the_session_is_folded_happens_after(monkeypatch):

@@ -11,20 +11,30 @@ import gc
 import time
 from typing import Any
 
-from textual import on, work
+from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import Input, Static
+from textual.widget import Widget
+from textual.widgets import Static
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
-from dsh_tui.ui.widgets.chrome import ApprovalPanel, LightInput, PlanStrip, QueueList, StatusBar
+from dsh_tui.ui.widgets.chrome import ApprovalPanel, Composer, PlanStrip, QueueList, StatusBar
 from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView, ViewState
 
 FLUSH_INTERVAL = 0.05
 FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams
 TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the rest in the background
+
+PLACEHOLDER = "Ask the agent…  (F1 for help)"
+READ_ONLY_PLACEHOLDER = "Read-only view of a stored session. Type, then Enter resumes it here and sends."
+HINT_IDLE = "Enter send · Ctrl+J newline"
+HINT_RUNNING = "Enter queue · Ctrl+S steer · Esc cancel"
+HINT_RUNNING_SWAPPED = "Enter steer · Ctrl+S queue · Esc cancel"
+HINT_READ_ONLY = "read-only · Enter resumes here"
+HINT_NO_MODEL = "no model configured (see above) · your text is kept"
+BOTTOM_HINT = "↓ back to bottom (Ctrl+End)"
 
 
 class ChatScreen(Screen):
@@ -33,19 +43,24 @@ class ChatScreen(Screen):
     HELP = """
 ## Chat
 
-- **Enter** sends while idle. While the agent runs, Enter queues a follow-up for the next turn and
-  **Ctrl+Enter** (or Alt+Enter) steers into the running turn (swap them with `chat.enter_steers`).
+- **Enter** sends while idle; **Ctrl+J** inserts a newline; a paste arrives whole. While the agent runs,
+  Enter queues a follow-up for the next turn and **Ctrl+S** (or Ctrl+Enter where the terminal sends it)
+  steers into the running turn (swap them with `chat.enter_steers`).
 - **Esc** cancels the running turn; the partial answer stays, marked.
-- **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning.
-- **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads earlier items.
-- The queue (above the composer): **e** edits, **Delete** removes, **s** steers the highlighted message.
+- **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning
+  (the status bar shows what is not at its default).
+- **PageUp / PageDown** scroll the transcript; **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads
+  earlier items.
+- The queue (above the composer, **Ctrl+Down** or **Up** from the composer's first line): **s** steers the
+  highlighted message now, **e** edits, **Delete** removes, **Esc** goes back to the composer.
+- A read-only view (opened from the session browser): **Enter** in the composer resumes the session
+  here and sends what you typed.
 """
 
     DEFAULT_CSS = """
     ChatScreen { layout: vertical; }
-    ChatScreen #bottom-hint { height: 1; display: none; color: $accent; text-align: right; padding: 0 1; }
-    ChatScreen #composer { border: tall $primary-muted; height: 3; }
-    ChatScreen #composer:focus { border: tall $primary; }
+    ChatScreen #composer { border-title-align: right; border-title-color: $accent; }
+    ChatScreen #composer-note { height: auto; display: none; color: $warning; padding: 0 1; }
     """
 
     BINDINGS = [
@@ -54,8 +69,15 @@ class ChatScreen(Screen):
         Binding("ctrl+r", "toggle_reasoning", "Reasoning", id="chat.reasoning"),
         Binding("ctrl+end", "back_to_bottom", "Bottom", id="chat.bottom", show=False),
         Binding("ctrl+home", "load_earlier", "Earlier", id="chat.earlier", show=False),
-        Binding("ctrl+enter,alt+enter", "steer", "Steer", id="composer.steer", show=False),
+        # Alt+Enter reaches the app as Enter in xterm and tmux, Ctrl+Enter only with the kitty keyboard
+        # protocol: Ctrl+S is the key every terminal sends (flow control is off in the app's raw mode)
+        Binding("ctrl+s,ctrl+enter", "steer", "Steer", id="composer.steer", show=False),
         Binding("ctrl+down", "focus_queue", "Queue", id="chat.queue", show=False),
+        # priority: the composer's own PageUp/PageDown would move its cursor
+        Binding("pageup", "page_transcript(-1)", "Scroll transcript up", id="chat.pageup", show=False,
+                priority=True),
+        Binding("pagedown", "page_transcript(1)", "Scroll transcript down", id="chat.pagedown", show=False,
+                priority=True),
     ]
 
     def __init__(self, bridge: Bridge, *, enter_steers: bool = False, model_hint: str = "",
@@ -86,18 +108,28 @@ class ChatScreen(Screen):
         self.tail_of: TranscriptFold | None = None  # the tail fold waiting for complete_history()
         self.on_attached: Any = None  # called once after the next attach (the app's first-paint hook)
         self._pending_seq: int | None = None
+        # set by the app on a read-only view of a stored session: ``resume(text)`` resumes it in a new
+        # chat that sends ``text``; returns "" or why it could not (no model configured)
+        self.resume: Any = None
+        self.send_on_attach = False  # send the composer's text once the harness is attached
+        self.initial_text = ""  # put in the composer when the screen mounts
+        self.read_only = False
+        self._redirecting = False  # keys typed elsewhere are going to the composer (on_key)
+        self._steers: list[str] = []  # steered into the running turn, not yet seen as a user message
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
         yield self.transcript
         # mounted on first use, between the transcript and the composer in this order (_ensure_mounted):
         # most sessions never show them, and they are not on the way to the first paint
-        self.bottom_hint = Static("↓ back to bottom (Ctrl+End)", id="bottom-hint")
         self.plan_strip = PlanStrip(id="plan")
         self.queue_list = QueueList(id="queue")
         self.approval = ApprovalPanel(id="approval")
-        self.composer = LightInput(placeholder="Ask the agent…  (Enter to send, F1 for help)", id="composer")
-        self._lazy_order = (self.bottom_hint, self.plan_strip, self.queue_list, self.approval, self.composer)
+        self.note = Static("", id="composer-note")
+        self.composer = Composer(placeholder=PLACEHOLDER, id="composer")
+        self.composer.border_subtitle = HINT_IDLE
+        self.composer.on_top_edge = self.action_focus_queue
+        self._lazy_order = (self.plan_strip, self.queue_list, self.approval, self.note, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
         self.status.model_hint = self._model_hint
@@ -109,6 +141,11 @@ class ChatScreen(Screen):
         self.status.usage = self.fold.usage
         self.status.redraw()
         self.composer.focus()
+        if self.initial_text:
+            self.composer.value = self.initial_text
+        if self._model_hint and self.bridge.loop is None:
+            self.say(self._model_hint)  # no harness is coming: say what to set, inline
+            self._update_composer_hint()
         self.set_interval(0.25, self._update_bottom_hint)
 
     def _ensure_mounted(self, widget: Any) -> None:
@@ -129,10 +166,39 @@ class ChatScreen(Screen):
             self.plan_strip.show_plan(plan)
 
     def set_model_hint(self, hint: str) -> None:
-        """How to configure a model (shown in the status bar while no model is configured)."""
+        """How to configure a model (shown in the status bar and above the composer while no model is
+        configured)."""
         self._model_hint = hint
         self.status.model_hint = hint
         self.status.redraw()
+        if hint and self.bridge.harness is None:
+            self.say(hint)
+        self._update_composer_hint()
+
+    def say(self, text: str) -> None:
+        """One line (wrapped) above the composer, in the warning colour: why a prompt was not sent."""
+        if text:
+            self._ensure_mounted(self.note)
+        if self.note.is_attached:
+            self.note.update(text)
+            self.note.display = bool(text)
+        self.composer.set_class(bool(text), "-notice")
+
+    def _update_composer_hint(self) -> None:
+        """The composer says what Enter does now: send, queue (and how to steer), or resume."""
+        composer = self.composer
+        if self._model_hint and self.bridge.harness is None and self.bridge.loop is None:
+            composer.border_subtitle = HINT_NO_MODEL
+            composer.placeholder = PLACEHOLDER
+        elif self.read_only:
+            composer.border_subtitle = HINT_READ_ONLY
+            composer.placeholder = READ_ONLY_PLACEHOLDER
+        elif self.running:
+            composer.border_subtitle = HINT_RUNNING_SWAPPED if self.enter_steers else HINT_RUNNING
+            composer.placeholder = PLACEHOLDER
+        else:
+            composer.border_subtitle = HINT_IDLE
+            composer.placeholder = PLACEHOLDER
 
     # -- harness -> UI ---------------------------------------------------------------------------
     def events_ready(self) -> None:
@@ -220,6 +286,15 @@ class ChatScreen(Screen):
         if self.on_attached is not None:
             callback, self.on_attached = self.on_attached, None
             callback()
+        self.read_only = bool(getattr(self.bridge.harness, "read_only", False))
+        self._update_composer_hint()
+        if self.send_on_attach and self.bridge.harness is not None:
+            self.send_on_attach = False
+            if self.read_only:  # typed while a stored session was loading: nothing is sent on its own
+                self.say("This is a read-only view: Enter resumes the session here and sends your text.")
+            else:
+                self.say("")
+                self.call_after_refresh(self._submit_composer)
         # the log and its views live as long as the screen: keep them out of the cyclic GC, whose
         # full collections otherwise stall the loop for ~100 ms each while a stream allocates
         gc.freeze()
@@ -309,7 +384,14 @@ class ChatScreen(Screen):
             status.set_phase("approval")
         elif etype == "approval/decided":
             self._leave_approval_phase()
+        elif etype == "user/message":
+            data = event.get("data") or {}
+            if self._steers and (data.get("source") or {}).get("kind") == "user":
+                text = "".join(p.get("text", "") for p in data.get("content") or [] if isinstance(p, dict))
+                if text in self._steers:
+                    self._steers.remove(text)
         elif etype == "turn/end":
+            self._return_undelivered_steers()
             self._set_running(False)
             gc.freeze()  # the finished turn's events and views are long-lived now
 
@@ -330,6 +412,8 @@ class ChatScreen(Screen):
                 self._show_next_approval()
         elif kind == "error":
             self.status.info.notice = str(value)
+            if self.bridge.harness is None:
+                self.say(str(value))  # the session could not start: nothing typed is sent
             self.app.notify(str(value), title="Error", severity="error", timeout=8)
         elif kind == "notice":
             self.app.notify(str(value), timeout=5)
@@ -337,11 +421,22 @@ class ChatScreen(Screen):
             self.status.route = value
             self.status.redraw()
 
+    def _return_undelivered_steers(self) -> None:
+        """A cancelled turn discards the input steered into it that no step took yet (dsh's inbox is
+        cleared): give that text back in the composer instead of losing it."""
+        if not self._steers:
+            return
+        lost, self._steers = self._steers, []
+        current = self.composer.text.strip()
+        self.composer.value = "\n\n".join([*lost, *([current] if current else [])])
+        self.say("The turn ended before your steer reached the model: it is back in the composer.")
+
     def _set_running(self, running: bool) -> None:
         if running == self.running:
             return
         self.running = running
         self.status.set_status("running" if running else "idle")
+        self._update_composer_hint()
         if not running and self.queue:
             self._send(self.queue.pop(0), "followup")
             self._show_queue()
@@ -358,6 +453,7 @@ class ChatScreen(Screen):
         self.status.set_phase("approval")
         self._ensure_mounted(self.approval)
         self.approval.show_request(request)
+        self.transcript.back_to_bottom()  # the call it asks about is the latest item
 
     @on(ApprovalPanel.Decided)
     def _approval_decided(self, message: ApprovalPanel.Decided) -> None:
@@ -374,49 +470,73 @@ class ChatScreen(Screen):
         status.set_phase("tools" if status.info.tools_running else "waiting")
 
     # -- composer --------------------------------------------------------------------------------
-    def _send(self, text: str, mode: str) -> None:
-        if self.bridge.harness is None:
-            self.app.notify(self._model_hint or "No session is open.", severity="warning", timeout=6)
-            return
-        if getattr(self.bridge.harness, "read_only", False):
-            self.app.notify("This is a read-only view: resume the session from the browser (r) to continue.",
-                            severity="warning", timeout=6)
-            return
+    def _send(self, text: str, mode: str) -> bool:
+        """Hand ``text`` to the harness; False (and the reason above the composer) when it cannot be."""
+        harness = self.bridge.harness
+        if harness is None:
+            if self.bridge.loop is not None and self.bridge.start_error is None:
+                self.send_on_attach = True  # the session is starting: sent as soon as it is attached
+                self.say("Starting the session… your message is sent when it is ready.")
+            else:
+                self.say(self._model_hint or self.status.info.notice or "No session is open.")
+            return False
+        if self.read_only:
+            if self.resume is None:
+                self.say("This is a read-only view: resume the session from the browser (r) to continue.")
+                return False
+            problem = self.resume(text)
+            if problem:
+                self.say(problem)
+            return False  # the text goes to the resumed chat; this view keeps it too
+        self.say("")
         self.status.info.notice = ""
         self.bridge.send(text, mode)
+        if mode == "steer" and self.running:
+            self._steers.append(text)
+        self.transcript.back_to_bottom()  # follow what was just sent
         if mode == "followup" and not self.running:
             self._set_running(True)
             self.status.set_phase("waiting")
+        return True
 
-    @on(Input.Submitted, "#composer")
-    def _submitted(self, event: Input.Submitted) -> None:
-        text = event.value.strip()
-        if not text:
+    def _submit_composer(self, alternate: bool = False) -> None:
+        """Enter (``alternate``: the steer key): send, queue or steer the composer's text.
+
+        The text leaves the composer only when it was sent or queued."""
+        text = self.composer.text.strip()
+        if not text and not self.read_only:
             return
-        self.composer.value = ""
-        if not self.running:
-            self._send(text, "followup")
-        elif self.enter_steers:
-            self._send(text, "steer")
-        else:
+        steer = self.enter_steers != alternate
+        if self.running and not steer:
+            self.composer.value = ""
             self.queue.append(text)
             self._show_queue()
+            return
+        if self._send(text, "steer" if self.running else "followup"):
+            self.composer.value = ""
+
+    @on(Composer.Submitted, "#composer")
+    def _submitted(self, event: Composer.Submitted) -> None:
+        event.stop()
+        self._submit_composer()
 
     def action_steer(self) -> None:
-        text = self.composer.value.strip()
-        if not text:
-            return
-        self.composer.value = ""
-        self._send(text, "steer" if self.running else "followup")
+        if self.composer.has_focus:
+            self._submit_composer(alternate=True)
 
     def _show_queue(self) -> None:
         self._ensure_mounted(self.queue_list)
         self.queue_list.show(self.queue)
         self.status.info.queued = len(self.queue)
         self.status.redraw()
+        if not self.queue:
+            self._restore_focus()
 
     @on(QueueList.Action)
     def _queue_action(self, message: QueueList.Action) -> None:
+        if message.action == "leave":
+            self.set_focus(self.composer)
+            return
         if not 0 <= message.index < len(self.queue):
             return
         text = self.queue.pop(message.index)
@@ -425,13 +545,80 @@ class ChatScreen(Screen):
             self.composer.focus()
         elif message.action == "steer":
             self._send(text, "steer" if self.running else "followup")
+            self.set_focus(self.composer)  # sent: what comes next is typed
         self._show_queue()
-        if not self.queue:
-            self.composer.focus()
 
-    def action_focus_queue(self) -> None:
-        if self.queue:
-            self.queue_list.focus()
+    def action_focus_queue(self) -> bool:
+        """Focus the queue with its first (next to go) message highlighted; False when it is empty."""
+        if not self.queue:
+            return False
+        self.queue_list.highlighted = 0
+        self.queue_list.focus()
+        return True
+
+    # -- focus -----------------------------------------------------------------------------------
+    def _shown(self, widget: Widget | None) -> bool:
+        """``widget`` is mounted on this screen and neither it nor a container of it is hidden."""
+        node: Any = widget
+        while node is not None and node is not self:
+            if not node.is_attached or not node.display:
+                return False
+            node = node.parent
+        return node is self
+
+    def _restore_focus(self) -> None:
+        """Give the focus back to the composer when what had it is gone (queue emptied, panel closed)."""
+        if not self._shown(self.focused) and self.composer.display:
+            self.set_focus(self.composer)
+
+    def on_key(self, event: events.Key) -> None:
+        """A key that reached the screen from a hidden widget (or from none), or a character typed where
+        nothing takes it (the transcript, the queue: all but its own keys), goes to the composer. (The
+        bindings run after this, at the app: a key the focused widget binds is left to it.)
+
+        The terminal delivers a typed burst at once, all of it to the widget focused then: the whole
+        burst is inserted from here, in order, and the focus moves to the composer after it."""
+        composer = self.composer
+        if getattr(event, "via_composer", False) or not composer.display:
+            return
+        focused = self.focused
+        printable = event.is_printable and bool(event.character)
+        if not self._redirecting:
+            if focused is composer or (self._shown(focused) and not (
+                    printable and event.key not in focused._bindings.key_to_bindings)):
+                return
+            self._redirecting = True
+            self.call_after_refresh(self._end_redirect)
+        if not printable:
+            return
+        event.stop()
+        event.prevent_default()
+        result = composer.replace(event.character or "", *composer.selection, maintain_selection_offset=False)
+        composer.move_cursor(result.end_location)
+
+    def _end_redirect(self) -> None:
+        self._redirecting = False
+        if self.composer.display:
+            self.set_focus(self.composer)
+
+    def on_descendant_blur(self, _event: events.DescendantBlur) -> None:
+        self.call_after_refresh(self._restore_focus)
+
+    def action_page_transcript(self, direction: int) -> None:
+        """PageUp/PageDown on the transcript, wherever the focus is; the last page down follows again.
+
+        Pages count from where the previous key put the view (``scroll_target_y``): a scroll lands on the
+        next refresh, and keys pressed quickly would otherwise all count from the same place."""
+        transcript = self.transcript
+        page = transcript.scrollable_content_region.height
+        at = transcript.scroll_target_y
+        if direction < 0:
+            transcript.scroll_to(y=max(0, at - page), animate=False, immediate=True)
+            return
+        if transcript.max_scroll_y - at <= page:
+            transcript.back_to_bottom()  # the last page: follow the stream again
+        else:
+            transcript.scroll_to(y=at + page, animate=False, immediate=True)
 
     # -- actions ---------------------------------------------------------------------------------
     def action_cancel(self) -> None:
@@ -445,11 +632,13 @@ class ChatScreen(Screen):
         modes = ViewState.CARD_MODES
         self.state.card_mode = modes[(modes.index(self.state.card_mode) + 1) % len(modes)]
         self.transcript.refresh_all()
-        self.app.notify(f"Tool cards: {self.state.card_mode}", timeout=2)
+        mode = self.state.card_mode
+        self.status.set_mode("cards", "" if mode == modes[0] else f"cards {mode}")
 
     def action_toggle_reasoning(self) -> None:
         self.state.reasoning = not self.state.reasoning
         self.transcript.refresh_all()
+        self.status.set_mode("reasoning", "thinking shown" if self.state.reasoning else "")
 
     def scroll_to_seq(self, seq: int) -> bool:
         """Show the item built from event ``seq`` (or the last item before it), e.g. a search hit.
@@ -487,8 +676,9 @@ class ChatScreen(Screen):
         self.transcript.load_earlier()
 
     def _update_bottom_hint(self) -> None:
+        """"Back to bottom" on the composer's top border while the transcript does not follow (a line of
+        its own would take a row from the transcript each time it comes and goes, moving the text)."""
         show = self.transcript.detached or (not self.transcript.following and not self.transcript.at_bottom())
-        if show:
-            self._ensure_mounted(self.bottom_hint)
-        if self.bottom_hint.is_attached:
-            self.bottom_hint.display = show
+        title = BOTTOM_HINT if show else ""
+        if self.composer.border_title != title:
+            self.composer.border_title = title

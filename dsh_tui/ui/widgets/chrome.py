@@ -1,4 +1,4 @@
-"""Small chat widgets: status bar, composer input, queue, plan strip, approval panel."""
+"""Small chat widgets: status bar, composer, light input, queue, plan strip, approval panel."""
 
 from __future__ import annotations
 
@@ -8,12 +8,13 @@ from dataclasses import dataclass
 
 from rich.text import Text
 from textual import events
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import Reactive
 from textual.widget import Widget
-from textual.widgets import Button, Input, OptionList, Static
+from textual.widgets import Button, Input, OptionList, Static, TextArea
 
 from dsh_tui.session.stats import UsageFold, format_tokens
 from dsh_tui.session.transcript import PlanState
@@ -48,8 +49,109 @@ class LightInput(Input):
         await super()._on_key(event)
 
     def _on_paste(self, event: events.Paste) -> None:
+        # Textual dispatches a message to the handler of every class in the MRO: Input's own
+        # ``_on_paste`` runs after this one (calling it here too inserted every paste twice)
         self._typed()
-        super()._on_paste(event)
+
+
+class Composer(TextArea, inherit_bindings=False):
+    """The chat's prompt box: grows to a few lines, then scrolls.
+
+    Enter submits (``Composer.Submitted``); Ctrl+J (or Shift+Enter where the terminal sends it) inserts
+    a newline; a paste arrives whole, newlines kept. ``value`` is the text (as on an ``Input``).
+    """
+
+    DEFAULT_CSS = """
+    Composer { height: auto; min-height: 3; max-height: 8; border: tall $primary-muted; padding: 0 1;
+               background: $surface; scrollbar-gutter: stable; scrollbar-size-vertical: 1;
+               scrollbar-size-horizontal: 0; }
+    Composer:focus { border: tall $primary; }
+    Composer > .text-area--placeholder { color: $text-muted; }
+    Composer.-notice { border: tall $warning; }
+    Composer.-notice:focus { border: tall $warning; }
+    """
+
+    # TextArea's keys without F6/F7 (select line/all), which would shadow whatever a user remaps to them,
+    # and PageUp/PageDown, which scroll the chat's transcript
+    BINDINGS = [*(b for b in TextArea.BINDINGS
+                  if not isinstance(b, Binding) or b.key not in ("f6", "f7", "pageup", "pagedown")),
+                Binding("ctrl+j,shift+enter", "newline", "Newline", id="composer.newline", show=False)]
+
+    @dataclass
+    class Submitted(Message):
+        composer: Composer
+        value: str
+
+        @property
+        def control(self) -> Composer:
+            return self.composer
+
+    #: As ``LightInput.echo_pending``: a keystroke or paste waits for the refresh that paints it.
+    echo_pending = False
+
+    def __init__(self, *, placeholder: str = "", **kwargs) -> None:
+        super().__init__(soft_wrap=True, tab_behavior="focus", show_line_numbers=False, highlight_cursor_line=False,
+                         placeholder=placeholder, **kwargs)
+
+    # TextArea re-wraps the whole document when its scrollbar comes or goes and on every resize (about
+    # 0.5 s each for a 10,000-line paste, which makes the composer grow and its scrollbar appear). The
+    # scrollbar's gutter is reserved (scrollbar-gutter: stable) and growing changes only the height:
+    # re-wrap only when the wrap width changed.
+    def _wrap_is_current(self) -> bool:
+        return self.wrap_width == self.wrapped_document._width
+
+    def _watch_show_vertical_scrollbar(self) -> None:
+        if self.wrap_width and not self._wrap_is_current():
+            self._rewrap_and_refresh_virtual_size()
+        self.scroll_cursor_visible()
+
+    def _on_resize(self, event: events.Resize) -> None:
+        if self._wrap_is_current():
+            event.prevent_default()  # TextArea's ``_on_resize`` (next in the MRO) re-wraps everything
+            self._refresh_size()
+
+    @property
+    def value(self) -> str:
+        return self.text
+
+    @value.setter
+    def value(self, text: str) -> None:
+        self.load_text(text)
+        self.move_cursor(self.document.end)
+
+    def _typed(self) -> None:
+        if not self.echo_pending:
+            self.echo_pending = True
+            self.call_after_refresh(self._echoed)
+
+    def _echoed(self) -> None:
+        self.echo_pending = False
+
+    async def _on_key(self, event: events.Key) -> None:
+        # TextArea's ``_on_key`` runs after this one (MRO dispatch) unless the default is prevented
+        self._typed()
+        event.via_composer = True  # type: ignore[attr-defined]  # the chat screen: handled here
+        if event.key == "enter":
+            event.stop()
+            event.prevent_default()
+            self.post_message(self.Submitted(self, self.text))
+
+    async def _on_paste(self, event: events.Paste) -> None:
+        self._typed()  # TextArea's ``_on_paste`` inserts the whole text after this one
+
+    #: Called by Up on the composer's top row; True when it took the key (the chat focuses its queue).
+    on_top_edge: Callable[[], bool] | None = None
+
+    def action_cursor_up(self, select: bool = False) -> None:
+        at_top = self.wrapped_document.location_to_offset(self.cursor_location).y == 0
+        if not select and at_top and self.on_top_edge is not None and self.on_top_edge():
+            return
+        super().action_cursor_up(select)
+
+    def action_newline(self) -> None:
+        if not self.read_only:
+            result = self.replace("\n", *self.selection, maintain_selection_offset=False)
+            self.move_cursor(result.end_location)
 
 
 PHASE_TEXT = {
@@ -115,6 +217,7 @@ class StatusBar(Widget):
         self.model_hint = ""
         # the live route (provider, model, effort) the next request uses: shown before the first turn
         self.route: tuple[str, str, str | None] | None = None
+        self.modes: dict[str, str] = {}  # display modes that differ from the default, e.g. "cards hidden"
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -142,6 +245,14 @@ class StatusBar(Widget):
         self.set_class(status == "running", "-running")
         self.redraw()
 
+    def set_mode(self, key: str, text: str) -> None:
+        """Show ``text`` for the display mode ``key`` (empty: the mode is at its default, nothing shown)."""
+        if text:
+            self.modes[key] = text
+        else:
+            self.modes.pop(key, None)
+        self.redraw()
+
     def redraw(self) -> None:
         # repaint only: the bar is one line, so a change never needs a screen-wide layout pass; and only
         # when its text changed (every transcript flush asks, most change nothing here)
@@ -167,6 +278,8 @@ class StatusBar(Widget):
         else:
             state = Text("○ idle", style="dim")
         out.append((0, state))
+        for mode in self.modes.values():
+            out.append((1, Text(mode, style="italic")))
         usage = self.usage
         route = self.route
         model = (route[1] if route else "") or (usage.model if usage is not None else "") or ""
@@ -256,7 +369,7 @@ class PlanStrip(Static):
 
 
 class QueueList(OptionList):
-    """Follow-ups waiting for the next turn: Enter edits, Delete removes, S steers."""
+    """Follow-ups waiting for the next turn: Enter edits, Delete removes, S steers, Esc goes back."""
 
     DEFAULT_CSS = "QueueList { height: auto; max-height: 5; display: none; border: none; padding: 0 1; }"
 
@@ -264,6 +377,7 @@ class QueueList(OptionList):
         ("delete", "remove", "Remove"),
         ("s", "steer", "Steer now"),
         ("e", "edit", "Edit"),
+        ("escape", "leave", "Back to the composer"),
     ]
 
     @dataclass
@@ -284,14 +398,27 @@ class QueueList(OptionList):
     def action_edit(self) -> None:
         self._fire("edit")
 
+    def action_leave(self) -> None:
+        self.post_message(self.Action("leave", -1))
+
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         event.stop()
         self.post_message(self.Action("edit", event.option_index))
 
     def show(self, queued: list[str]) -> None:
+        """List ``queued`` with an item always highlighted (the same index, or the last one)."""
+        before = self.highlighted
         self.clear_options()
-        self.add_options([f"⏳ {q.splitlines()[0][:100] if q else ''}" for q in queued])
+        self.add_options([_queue_label(q) for q in queued])
         self.display = bool(queued)
+        if queued:
+            self.highlighted = min(before or 0, len(queued) - 1)
+
+
+def _queue_label(text: str) -> str:
+    lines = text.splitlines() or [""]
+    more = f"  (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+    return f"⏳ {lines[0][:100]}{more}"
 
 
 class ApprovalPanel(Vertical):
@@ -301,7 +428,7 @@ class ApprovalPanel(Vertical):
     ApprovalPanel { height: auto; max-height: 16; display: none; border: heavy $warning; padding: 0 1; }
     ApprovalPanel #approval-args { max-height: 8; overflow-y: auto; }
     ApprovalPanel Horizontal { height: auto; }
-    ApprovalPanel Button { margin-right: 2; }
+    ApprovalPanel Button { margin-right: 2; width: auto; }
     """
 
     BINDINGS = [("a", "allow", "Allow once"), ("y", "allow", "Allow once"), ("r", "reject", "Reject"),
@@ -325,9 +452,9 @@ class ApprovalPanel(Vertical):
         self._built = True
         self._title, self._args, self._reason = (Static(id="approval-title"), Static(id="approval-args"),
                                                  Static(id="approval-reason"))
-        self._allow = Button("Allow once [a]", id="allow", variant="warning")
+        self._allow = Button("Allow once \\[a]", id="allow", variant="warning")
         self.mount(self._title, self._args, self._reason,
-                   Horizontal(self._allow, Button("Reject [r]", id="reject", variant="error")))
+                   Horizontal(self._allow, Button("Reject \\[r]", id="reject", variant="error")))
 
     def show_request(self, request: ApprovalRequest) -> None:
         self._build()
