@@ -1,0 +1,178 @@
+"""Child sessions of the subagent tools: opened through the agent host in the parent's store, tracked in a
+per-process registry (what the control tools, the settlement notices and the UI read).
+
+A child is a real session: header ``parentSession``/``seedLength``/``origin: "subagent"``/``delegationDepth``,
+``subagent/descriptor``, the delegated ``sandbox/mode``/``approval/policy`` (extensions spec §4).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN
+from dsh_tui.runtime.subagents import texts
+
+log = logging.getLogger("dsh_tui.runtime.subagents")
+
+#: Live agents by session id (every agent the plugin was applied to): reports and notices go to them.
+AGENTS: dict[str, Any] = {}
+#: Children opened in this process by session id (live or closed); see ``Child``.
+CHILDREN: dict[str, Child] = {}
+#: Listeners ``fn(child)`` called when a child starts, changes phase or settles (the UI's card).
+WATCHERS: list[Callable[[Child], Any]] = []
+
+
+@dataclass
+class Child:
+    id: str
+    parent_id: str
+    depth: int
+    mode: str  # "one-shot" | "continuable"
+    provider: str  # "spawn" | "fork"
+    label: str
+    tool_name: str
+    call_id: str
+    created_at: float = field(default_factory=time.monotonic)
+    host: Any = None  # the AgentHost while the child is live
+    epoch_start: int = 0  # index in the child's log where the current activation began
+    outcome: dict | None = None  # {"kind", "text", "error"} once settled
+    closing: asyncio.Task | None = None
+    _offs: list[Callable[[], Any]] = field(default_factory=list)
+
+    @property
+    def agent(self) -> Any:
+        return self.host.agent if self.host is not None else None
+
+    @property
+    def status(self) -> str:
+        """``running`` / ``idle`` (live) or ``ready`` (stored only)."""
+        agent = self.agent
+        if agent is None:
+            return "ready"
+        return "running" if agent.status == "running" else "idle"
+
+
+def notify_watchers(child: Child) -> None:
+    for fn in list(WATCHERS):
+        try:
+            fn(child)
+        except Exception:  # noqa: BLE001 - a UI watcher must not break the runtime
+            log.exception("subagent watcher failed")
+
+
+def epoch_outcome(events: list[dict], start: int) -> dict:
+    """What an activation produced: the last turn-end kind in ``events[start:]`` and the last non-empty
+    assistant message (its blocks, and the concatenation of its text blocks)."""
+    kind, error, blocks, text = "completed", None, [], ""
+    ended = False
+    for ev in events[start:]:
+        t = ev["type"]
+        if t == "turn/end":
+            reason = ev["data"].get("reason") or {}
+            kind, ended = reason.get("kind", "error"), True
+            error = (reason.get("error") or {}).get("message") if kind == "error" else None
+        elif t == "assistant/message":
+            content = ev["data"]["message"].get("content") or []
+            joined = "".join(b.get("text", "") for b in content if b.get("type") == "text")
+            if joined:
+                blocks, text = [b for b in content if b.get("type") == "text"], joined
+    if not ended:
+        kind = "aborted"
+    return {"kind": kind, "error": error, "blocks": blocks, "text": text}
+
+
+def foreground_error(outcome: dict) -> str:
+    """The tool-result error of a foreground run that did not complete (without ``Error: ``)."""
+    kind = outcome["kind"]
+    text = texts.FAILURES.get(kind, f"subagent run ended abnormally ({kind})")
+    if outcome.get("error"):
+        text += f"\nDiagnostic: {outcome['error']}"
+    if outcome.get("text"):
+        text += f"\nPartial output before the run ended:\n{outcome['text']}"
+    return text
+
+
+def settlement_notice(child: Child, outcome: dict) -> dict:
+    kind = outcome["kind"] if outcome["kind"] in texts.SETTLED else "error"
+    summary = texts.SETTLED[kind].format(id=child.id)
+    content = [{"type": "text", "text": summary}]
+    if outcome["blocks"]:
+        content.append({"type": "text", "text": texts.CLOSING})
+        content.extend(copy.deepcopy(outcome["blocks"]))
+    else:
+        content.append({"type": "text", "text": texts.NO_CLOSING})
+    short = summary if len(summary) <= 120 else summary[:119] + "…"
+    return {"role": "user", "content": content,
+            "source": {"kind": "subagent-settled", "form": "notice", "summary": short, "senderSessionId": child.id}}
+
+
+def deliver(parent: Any, message: dict, *, notice: bool) -> dict | None:
+    """Hand ``message`` to a live parent: an idle one starts a turn with it (notices) or a step (reports);
+    a busy one gets it at its next step."""
+    if parent is None or getattr(parent, "_disposed", False):
+        return None
+    if parent.status == "running":
+        return parent.send(message, NEXT_STEP, True)
+    return parent.send(message, NEXT_TURN if notice else NEXT_STEP, True)
+
+
+def watch_continuable(child: Child) -> None:
+    """Every activation end of a live continuable child sends the parent a settlement notice, then the
+    child is closed (it stays resumable from its descriptor: ``ready``)."""
+    agent = child.agent
+
+    def on_status(payload: dict) -> None:
+        notify_watchers(child)
+        if payload.get("status") == "idle":
+            asyncio.get_running_loop().call_soon(_settle, child)
+
+    child._offs.append(agent.on("agent/status", on_status))
+    child._offs.append(agent.on("agent/phase", lambda _p: notify_watchers(child)))
+
+
+def _settle(child: Child) -> None:
+    agent = child.agent
+    if agent is None or agent.status == "running" or agent.inbox.pending() or child.closing is not None:
+        return  # a queued message started the next turn: the activation goes on
+    outcome = epoch_outcome(agent.session.events, child.epoch_start)
+    child.outcome = outcome
+    child.epoch_start = len(agent.session.events)
+    deliver(AGENTS.get(child.parent_id), settlement_notice(child, outcome), notice=True)
+    child.closing = asyncio.get_running_loop().create_task(close_child(child))
+
+
+async def close_child(child: Child) -> None:
+    host, child.host = child.host, None
+    for off in child._offs:
+        off()
+    child._offs.clear()
+    if host is not None:
+        try:
+            await host.close()
+        except Exception:  # noqa: BLE001 - closing a child must not break the parent
+            log.exception("closing subagent %s failed", child.id)
+    notify_watchers(child)
+
+
+def descendants(parent_id: str) -> list[tuple[Child, int]]:
+    """The children opened under ``parent_id``, tree pre-order, each with its depth below the parent."""
+    out: list[tuple[Child, int]] = []
+
+    def walk(pid: str, depth: int) -> None:
+        kids = sorted((c for c in CHILDREN.values() if c.parent_id == pid), key=lambda c: (c.created_at, c.id))
+        for c in kids:
+            out.append((c, depth))
+            walk(c.id, depth + 1)
+
+    walk(parent_id, 1)
+    return out
+
+
+def live_children(parent_id: str) -> list[Child]:
+    return [c for c in CHILDREN.values() if c.parent_id == parent_id and c.host is not None]

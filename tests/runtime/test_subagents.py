@@ -1,0 +1,104 @@
+"""The subagents built-in plugin: dsh's tool schemas, child sessions through the agent host, settlement."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from dsh_tui.llm import scripted
+from dsh_tui.llm.scripted import ScriptedProvider
+from dsh_tui.runtime.host import AgentHost, HostSpec
+from dsh_tui.runtime.subagents import children as ch
+from dsh_tui.store.open import open_store
+from tests.conftest import FIXTURES
+
+SNAPSHOTS = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots"
+
+
+def _recorded_schemas() -> dict[str, dict]:
+    out = {}
+    for path, _key in ((SNAPSHOTS / "advanced-toolchain" / "tool-schemas.expected.json", None),
+                      (SNAPSHOTS / "subagent-continuable-inheritance" / "tool-schemas.1.expected.json", None)):
+        data = json.loads(path.read_text())
+        lists = [data] if isinstance(data, list) else [v for v in data.values() if isinstance(v, list)]
+        for items in lists:
+            for t in items:
+                if isinstance(t, dict):
+                    out.setdefault(t["name"], t)
+    return out
+
+
+async def _host(tmp_path, provider, **kw) -> AgentHost:
+    return await AgentHost.open(HostSpec(root=None, store=open_store(tmp_path / "root"), cwd=tmp_path,
+                                         provider=provider, model="m", preset="full-access", persona=None,
+                                         plugins=(), **kw))
+
+
+async def test_tool_schemas_are_dshs(tmp_path):
+    host = await _host(tmp_path, ScriptedProvider([], name="mock"))
+    try:
+        ours = {t["name"]: t for t in host.agent.tools.schemas()}
+        recorded = _recorded_schemas()
+        for name in ("subagent", "subagent_fork", "send_message", "interrupt_agent", "list_agents"):
+            assert ours[name] == recorded[name], name
+        assert "report" not in ours  # only continuable children report
+    finally:
+        await host.close()
+
+
+async def test_report_is_only_in_continuable_children_and_matches_dsh(tmp_path):
+    recorded = _recorded_schemas()["report"]
+    calls = [scripted.call("c1", "subagent", {"description": "d", "prompt": "p"}),
+             scripted.text("started")]
+    child_script = [scripted.text("CHILD")]
+    provider = _TreeProvider(calls, [child_script])
+    host = await _host(tmp_path, provider)
+    try:
+        seen = {}
+
+        def watch(child):
+            if child.agent is not None:
+                seen.setdefault(child.id, {t["name"]: t for t in child.agent.tools.schemas()})
+
+        ch.WATCHERS.append(watch)
+        host.agent.followup("go")
+        await host.agent.wait_idle()
+        for c in list(ch.CHILDREN.values()):
+            if c.closing is not None:
+                await c.closing
+        await host.agent.wait_idle()
+    finally:
+        ch.WATCHERS.remove(watch)
+        await host.close()
+    (tools,) = seen.values()
+    assert tools["report"] == recorded
+
+
+class _TreeProvider(ScriptedProvider):
+    """A scripted root whose children get the next script of ``children`` in creation order."""
+
+    def __init__(self, script, children):
+        super().__init__(script, name="mock")
+        self._children = list(children)
+
+    def child_provider(self, child_id):
+        p = _TreeProvider(self._children.pop(0) if self._children else [], [])
+        p._children = self._children
+        return p
+
+
+@pytest.mark.parametrize("max_depth", [0])
+async def test_depth_limit_from_config(tmp_path, max_depth):
+    calls = [scripted.call("c1", "subagent", {"description": "d", "prompt": "p",
+                                                        "run_in_background": False}),
+             scripted.text("done")]
+    host = await _host(tmp_path, _TreeProvider(calls, []), plugin_config={"subagents": {"max_depth": max_depth}})
+    try:
+        host.agent.followup("go")
+        await host.agent.wait_idle()
+        (result,) = [e for e in host.session.events if e["type"] == "tool/result"]
+        block = result["data"]["message"]["content"][0]
+        assert block["isError"] and block["content"][0]["text"] == "Error: subagent depth 1 exceeds maxDepth 0"
+    finally:
+        await host.close()
