@@ -109,12 +109,18 @@ class AgentHost:
         host.agent = agent
         return host
 
-    async def run_turn(self, prompt: str) -> TurnResult:
-        """One turn with ``prompt`` (headless): waits until the agent is idle again."""
+    async def run_turn(self, prompt: str, *, settle: bool = False) -> TurnResult:
+        """One turn with ``prompt`` (headless): waits until the agent is idle again. ``settle``: also until
+        every subagent it started has settled and the turns their notices start have ended (the answer is
+        then the last one)."""
         start = len(self.session.events)
         self.agent.followup(prompt)
         await asyncio.sleep(0)
         await self.agent.wait_idle()
+        if settle:
+            from dsh_tui.runtime.subagents.children import settle as settle_tree
+
+            await settle_tree(self.agent)
         answer, reason = "", {"kind": "none"}
         for e in self.session.events[start:]:
             if e["type"] == "assistant/message":

@@ -176,3 +176,26 @@ def descendants(parent_id: str) -> list[tuple[Child, int]]:
 
 def live_children(parent_id: str) -> list[Child]:
     return [c for c in CHILDREN.values() if c.parent_id == parent_id and c.host is not None]
+
+
+async def settle(agent: Any, timeout: float = 600.0) -> None:
+    """Wait until ``agent`` and every child below it are idle, their settlements delivered and handled."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        await agent.wait_idle()
+        busy = [c for c, _d in descendants(agent.id)
+                if c.host is not None or (c.closing is not None and not c.closing.done())]
+        if not busy:
+            await asyncio.sleep(0)  # a settlement scheduled with call_soon
+            if agent.status == "idle" and not agent.inbox.pending() and not any(
+                    c.host is not None for c, _d in descendants(agent.id)):
+                return
+        if loop.time() > deadline:
+            raise TimeoutError("subagents did not settle")
+        for c in busy:
+            if c.closing is not None:
+                await asyncio.shield(c.closing)
+            elif c.agent is not None:
+                await c.agent.wait_idle()
+        await asyncio.sleep(0.001)
