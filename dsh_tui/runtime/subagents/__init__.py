@@ -160,11 +160,59 @@ def apply(ctx: Any, config: Any = None) -> None:
 
     ctx.on("system-prompt/assemble", assemble)
 
+    if _is_resumed(agent.session):  # continuable children with queued input run again (and settle to us)
+        task = asyncio.get_running_loop().create_task(resume_pending_children(agent))
+        ch.RESUMING[agent.id] = task
+        task.add_done_callback(lambda t: ch.RESUMING.pop(agent.id, None) if ch.RESUMING.get(agent.id) is t else None)
+        ctx.effect(lambda: task.cancel() if not task.done() else None)
+
     async def close_children() -> None:  # host teardown disposes descendants child-first
         for child in ch.live_children(agent.id):
             await ch.close_child(child)
 
     ctx.effect(close_children)
+
+
+def _is_resumed(session: Any) -> bool:
+    """A session opened from the store (not a new one, nor a new child's seed)."""
+    end = session.end_seed_seq
+    seeded = session.header.get("seedLength")
+    if end is None or (seeded is not None and end <= seeded):
+        return False
+    return end + 1 == len(session.events) and any(
+        e["type"] == "turn/start" for e in session.events)
+
+
+async def resume_pending_children(parent: Any) -> list[str]:
+    """After the parent is resumed: each stored continuable child of it whose inbox still holds input (a
+    ``send_message`` turn the crash or the close left unrun) is cold-resumed from its descriptor and runs
+    it; its settlement notice reaches the parent. Returns the ids it resumed."""
+    store = parent.host.store
+    try:
+        headers = await asyncio.to_thread(store.list)
+    except Exception:  # noqa: BLE001 - listing is best effort; send_message still resumes on demand
+        return []
+    resumed = []
+    for header in headers:
+        sid = header.get("id")
+        if header.get("parentSession") != parent.id or header.get("origin") != "subagent":
+            continue
+        known = ch.CHILDREN.get(sid)
+        if known is not None and known.host is not None:
+            continue
+        try:
+            child = await _cold_resume(parent, sid)
+        except ToolError:
+            continue
+        cagent = child.agent
+        if cagent.inbox.pending():
+            child.epoch_start = len(cagent.session.events)
+            cagent._wake()
+            ch.notify_watchers(child)
+            resumed.append(sid)
+        else:
+            await ch.close_child(child)
+    return resumed
 
 
 def _one_shot_descriptor(provider: str, label: str) -> dict:
@@ -196,7 +244,7 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
                                     "data": desc}]
     child_provider = parent.provider
     make = getattr(parent.provider, "child_provider", None)
-    if callable(make) and resume_id is None:
+    if callable(make):
         child_provider = make(child_id)
     options = dict(spec.agent_options)
     options["approval_policy"] = "never"

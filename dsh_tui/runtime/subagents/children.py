@@ -24,6 +24,8 @@ log = logging.getLogger("dsh_tui.runtime.subagents")
 AGENTS: dict[str, Any] = {}
 #: Children opened in this process by session id (live or closed); see ``Child``.
 CHILDREN: dict[str, Child] = {}
+#: A resumed parent's task that cold-resumes its children with queued input (``settle`` waits for it).
+RESUMING: dict[str, asyncio.Task] = {}
 #: Listeners ``fn(child)`` called when a child starts, changes phase or settles (the UI's card).
 WATCHERS: list[Callable[[Child], Any]] = []
 
@@ -182,6 +184,9 @@ async def settle(agent: Any, timeout: float = 600.0) -> None:
     """Wait until ``agent`` and every child below it are idle, their settlements delivered and handled."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
+    resuming = RESUMING.pop(agent.id, None)
+    if resuming is not None:
+        await asyncio.shield(resuming)
     while True:
         await agent.wait_idle()
         busy = [c for c, _d in descendants(agent.id)
