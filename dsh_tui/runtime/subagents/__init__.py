@@ -267,7 +267,11 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
         child = ch.Child(child_id, parent.id, depth, mode, provider, label, tool_name, call_id)
         ch.CHILDREN[child_id] = child
     child.host = child_host
+    child.session = child_host.session
     child.closing = None
+    child.ended_at = None
+    child.outcome = None
+    ch.watch(child)
     return child
 
 

@@ -42,8 +42,10 @@ class Child:
     call_id: str
     created_at: float = field(default_factory=time.monotonic)
     host: Any = None  # the AgentHost while the child is live
+    session: Any = None  # the child's Session (kept after close: the UI shows its transcript)
     epoch_start: int = 0  # index in the child's log where the current activation began
     outcome: dict | None = None  # {"kind", "text", "error"} once settled
+    ended_at: float | None = None
     closing: asyncio.Task | None = None
     _offs: list[Callable[[], Any]] = field(default_factory=list)
 
@@ -124,18 +126,69 @@ def deliver(parent: Any, message: dict, *, notice: bool) -> dict | None:
     return parent.send(message, NEXT_TURN if notice else NEXT_STEP, True)
 
 
+LIVE_TYPES = {"tool/call", "tool/result", "assistant/message", "turn/start", "turn/end"}
+
+
+def watch(child: Child) -> None:
+    """Tell the watchers (the app's card) about the child's phase, tools and tokens as they change."""
+    agent = child.agent
+    child._offs.append(agent.on("agent/phase", lambda _p: notify_watchers(child)))
+
+    def on_event(_session: Any, event: dict) -> None:
+        if event.get("type") in LIVE_TYPES:
+            notify_watchers(child)
+
+    child._offs.append(agent.session.subscribe(on_event))
+
+
 def watch_continuable(child: Child) -> None:
     """Every activation end of a live continuable child sends the parent a settlement notice, then the
     child is closed (it stays resumable from its descriptor: ``ready``)."""
     agent = child.agent
 
     def on_status(payload: dict) -> None:
-        notify_watchers(child)
         if payload.get("status") == "idle":
             asyncio.get_running_loop().call_soon(_settle, child)
 
     child._offs.append(agent.on("agent/status", on_status))
-    child._offs.append(agent.on("agent/phase", lambda _p: notify_watchers(child)))
+
+
+def snapshot(child: Child, now: float | None = None) -> dict:
+    """The child's live state for a UI card: status, phase, current tool, tokens, elapsed, outcome."""
+    session = child.session
+    events = session.events if session is not None else []
+    tool, tokens, turn_open = None, 0, False
+    open_calls: dict[str, str] = {}
+    for ev in events[(session.header.get("seedLength") or 0) if session is not None else 0:]:
+        t = ev["type"]
+        if t == "tool/call":
+            open_calls[ev["data"]["callId"]] = ev["data"]["name"]
+        elif t == "tool/result":
+            open_calls.pop(((ev["data"].get("message") or {}).get("source") or {}).get("callId"), None)
+        elif t == "assistant/message":
+            usage = ev["data"].get("usage") or {}
+            tokens += int(usage.get("inputTokens") or 0) + int(usage.get("outputTokens") or 0)
+        elif t == "turn/start":
+            turn_open = True
+        elif t == "turn/end":
+            turn_open, open_calls = False, {}
+    if open_calls:
+        tool = list(open_calls.values())[-1]
+    agent = child.agent
+    phase = ""
+    if agent is not None and agent.status == "running":
+        p = agent.phase
+        phase = f"turn {p.get('turn')} step {p.get('step')}" if p.get("step") else "starting"
+    status = child.status
+    if child.outcome is not None and (agent is None or agent.status != "running"):
+        status = "settled"
+    elif agent is not None and turn_open:
+        status = "running"
+    now = time.monotonic() if now is None else now
+    return {"id": child.id, "parentId": child.parent_id, "callId": child.call_id, "label": child.label,
+            "toolName": child.tool_name, "mode": child.mode, "status": status, "phase": phase, "tool": tool,
+            "tokens": tokens, "elapsed": max(0.0, (child.ended_at or now) - child.created_at),
+            "outcome": dict(child.outcome, blocks=None) if child.outcome else None, "depth": child.depth}
 
 
 def _settle(child: Child) -> None:
@@ -151,6 +204,7 @@ def _settle(child: Child) -> None:
 
 async def close_child(child: Child) -> None:
     host, child.host = child.host, None
+    child.ended_at = time.monotonic()
     for off in child._offs:
         off()
     child._offs.clear()

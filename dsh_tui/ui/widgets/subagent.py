@@ -1,0 +1,106 @@
+"""The subagent card: the tool card of a ``subagent``/``subagent_fork`` call plus the child's live state
+(phase, current tool, tokens, elapsed) while it runs and its result when it settles. Focusable: Enter
+opens the child's live transcript (``dsh_tui.ui.screens.subagent``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+
+from dsh_tui.session.stats import format_tokens
+from dsh_tui.ui.widgets.render import CachedLines, render_tool
+from dsh_tui.ui.widgets.transcript import ItemView
+
+SUBAGENT_TOOLS = ("subagent", "subagent_fork")
+OUTCOME_TEXT = {"completed": ("✓", "finished", "green"), "aborted": ("⏹", "stopped", "yellow"),
+                "max-tokens": ("✗", "ran out of room", "red"), "blocked": ("✗", "declined", "red"),
+                "error": ("✗", "failed", "red")}
+
+
+def _elapsed(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+def live_line(snap: dict[str, Any]) -> Text:
+    """``↳ ● running · turn 1 step 2 · bash · 1.2k tok · 12s`` or ``↳ ✓ finished · … — first result line``."""
+    line = Text("↳ ", style="dim")
+    status = snap.get("status")
+    facts = []
+    if status == "settled" and snap.get("outcome"):
+        outcome = snap["outcome"]
+        icon, word, style = OUTCOME_TEXT.get(outcome.get("kind"), ("✗", str(outcome.get("kind")), "red"))
+        line.append(f"{icon} {word}", style=f"bold {style}")
+    elif status in ("running", "idle"):
+        line.append("● running" if status == "running" else "○ idle", style="bold green" if status == "running"
+                    else "dim")
+        if snap.get("phase"):
+            facts.append(snap["phase"])
+        if snap.get("tool"):
+            facts.append(snap["tool"])
+    else:
+        line.append(f"○ {status}", style="dim")
+    facts.append(f"{format_tokens(int(snap.get('tokens') or 0))} tok")
+    facts.append(_elapsed(float(snap.get("elapsed") or 0)))
+    for fact in facts:
+        line.append(" · ", style="dim")
+        line.append(fact)
+    outcome = snap.get("outcome") or {}
+    if status == "settled" and outcome.get("text"):
+        first = outcome["text"].strip().splitlines()[0] if outcome["text"].strip() else ""
+        if first:
+            line.append(" — ", style="dim")
+            line.append(first[:200])
+    line.append("   Enter: open", style="dim italic")
+    return line
+
+
+class SubagentCard(ItemView):
+    """A ``subagent``/``subagent_fork`` tool card with the child's live line."""
+
+    can_focus = True
+    DEFAULT_CSS = """
+    SubagentCard:focus { background: $boost; }
+    """
+    BINDINGS = [Binding("enter", "open", "Open subagent", id="subagent.open")]
+
+    class Open(Message):
+        def __init__(self, child_id: str) -> None:
+            super().__init__()
+            self.child_id = child_id
+
+    def snap(self) -> dict[str, Any] | None:
+        return getattr(self.state, "subagents", {}).get(getattr(self.item, "call_id", None))
+
+    def refresh_item(self) -> None:
+        snap = self.snap()
+        key = (self.item.version, self.expanded(), _snap_key(snap))
+        if key == self._rendered:
+            return
+        self._rendered = key
+        self.update(CachedLines(render_card(self.item, snap, key[1])))
+
+    def action_open(self) -> None:
+        snap = self.snap()
+        if snap is not None:
+            self.post_message(self.Open(snap["id"]))
+        else:
+            self.app.notify("This subagent did not run in this app session.", timeout=4)
+
+
+def _snap_key(snap: dict[str, Any] | None) -> tuple | None:
+    if snap is None:
+        return None
+    return (snap.get("status"), snap.get("phase"), snap.get("tool"), snap.get("tokens"), int(snap.get("elapsed") or 0),
+            (snap.get("outcome") or {}).get("kind"))
+
+
+def render_card(item: Any, snap: dict[str, Any] | None, expanded: bool) -> RenderableType:
+    head = render_tool(item, expanded)
+    if snap is None:
+        return head
+    return Group(head, live_line(snap))
