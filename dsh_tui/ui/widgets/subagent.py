@@ -12,7 +12,7 @@ from textual.binding import Binding
 from textual.message import Message
 
 from dsh_tui.session.stats import format_tokens
-from dsh_tui.ui.widgets.render import CachedLines, render_tool
+from dsh_tui.ui.widgets.render import STATE_ICON, STATE_STYLE, CachedLines, render_tool
 from dsh_tui.ui.widgets.transcript import ItemView
 
 SUBAGENT_TOOLS = ("subagent", "subagent_fork")
@@ -55,7 +55,7 @@ def live_line(snap: dict[str, Any]) -> Text:
         if first:
             line.append(" — ", style="dim")
             line.append(first[:200])
-    line.append("   Enter: open", style="dim italic")
+    line.append("   Tab, Enter: open", style="dim italic")
     return line
 
 
@@ -64,7 +64,7 @@ class SubagentCard(ItemView):
 
     can_focus = True
     DEFAULT_CSS = """
-    SubagentCard:focus { background: $boost; }
+    SubagentCard:focus { background: $primary-muted; }
     """
     BINDINGS = [Binding("enter", "open", "Open subagent", id="subagent.open")]
 
@@ -84,6 +84,9 @@ class SubagentCard(ItemView):
         self._rendered = key
         self.update(CachedLines(render_card(self.item, snap, key[1])))
 
+    def on_click(self) -> None:
+        self.action_open()
+
     def action_open(self) -> None:
         snap = self.snap()
         if snap is not None:
@@ -99,8 +102,26 @@ def _snap_key(snap: dict[str, Any] | None) -> tuple | None:
             (snap.get("outcome") or {}).get("kind"))
 
 
+def card_head(item: Any) -> Text:
+    """``✓ subagent  <description>`` (the delegated task's display label, not the raw arguments)."""
+    args = item.args()
+    head = Text()
+    head.append(f"{STATE_ICON.get(item.state, '·')} ", style=STATE_STYLE.get(item.state, ""))
+    head.append(item.name, style="bold")
+    label = args.get("description") if isinstance(args, dict) else None
+    if isinstance(label, str) and label.strip():
+        head.append("  ")
+        head.append(" ".join(label.split())[:100])
+    if isinstance(args, dict) and args.get("run_in_background") is not False and item.name == "subagent":
+        head.append("  background", style="dim")
+    if item.state in ("error", "aborted") and item.result:
+        first = str(item.result).strip().splitlines()[0] if str(item.result).strip() else ""
+        head.append("  " + first[:120], style="red" if item.state == "error" else "yellow")
+    return head
+
+
 def render_card(item: Any, snap: dict[str, Any] | None, expanded: bool) -> RenderableType:
-    head = render_tool(item, expanded)
+    head = render_tool(item, True) if expanded else card_head(item)
     if snap is None:
         return head
     return Group(head, live_line(snap))
