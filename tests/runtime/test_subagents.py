@@ -102,3 +102,22 @@ async def test_depth_limit_from_config(tmp_path, max_depth):
         assert block["isError"] and block["content"][0]["text"] == "Error: subagent depth 1 exceeds maxDepth 0"
     finally:
         await host.close()
+
+
+async def test_a_continuable_child_is_a_subagent_of_its_parent_in_the_transcript(tmp_path):
+    from dsh_tui.session.transcript import TranscriptFold
+
+    calls = [scripted.call("c1", "subagent", {"description": "d", "prompt": "p"}), scripted.text("started"),
+             scripted.text("noted")]
+    host = await _host(tmp_path, _TreeProvider(calls, [[scripted.text("CHILD")]]))
+    try:
+        host.agent.followup("go")
+        await ch.settle(host.agent)
+    finally:
+        await host.close()
+    (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+    fold = TranscriptFold(child.session.header)
+    for e in child.session.events:
+        fold.apply(e)
+    dividers = [i.text for i in fold.items if i.kind == "divider"]
+    assert dividers == [f"subagent of {host.agent.id}"]
