@@ -67,6 +67,26 @@ class AgentHarness:
 
         asyncio.get_running_loop().call_soon(post)
 
+    def child_spans(self) -> list[dict[str, Any]]:
+        """The direct children of this agent for the timeline: id, spawning call id, label, their first
+        turn's start and last turn's end (epoch ms; end None while running) and the last turn-end kind."""
+        out = []
+        for child in list(self._subagents.CHILDREN.values()):
+            if child.parent_id != self.agent.id or child.session is None:
+                continue
+            start = end = state = None
+            for e in list(child.session.events):
+                if e.get("type") == "turn/start" and start is None:
+                    start = e.get("time")
+                elif e.get("type") == "turn/end":
+                    end, state = e.get("time"), (e.get("data", {}).get("reason") or {}).get("kind")
+            if start is None:
+                continue
+            running = child.agent is not None and child.agent.status == "running"
+            out.append({"id": child.id, "callId": child.call_id, "label": child.label, "start": start,
+                        "end": None if running else end, "state": None if running else state})
+        return out
+
     def child_session(self, child_id: str) -> Any:
         """The session of a subagent below this agent (live or settled), or None."""
         child = self._subagents.CHILDREN.get(child_id)

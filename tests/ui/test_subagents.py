@@ -106,3 +106,23 @@ async def test_enter_on_the_card_opens_the_live_child_read_only_and_escape_retur
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is app.chat)
         await wait_for(pilot, lambda: "PARENT_DONE" in screen_text(app))
+
+
+async def test_the_timeline_shows_each_child_as_a_lane_under_its_tool_call(tmp_path):
+    from dsh_tui.ui.screens.timeline import TimelineScreen
+
+    gate = threading.Event()
+    gate.set()
+    app = _app(tmp_path, gate)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "delegate it")
+        await wait_for(pilot, lambda: "PARENT_DONE" in screen_text(app))
+        await pilot.press("ctrl+t")
+        await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.folded.is_set())
+        text = screen_text(app)
+        lines = [line.strip() for line in text.split("\n")]
+        tools = next(i for i, line in enumerate(lines) if line.startswith("tools[0]"))
+        assert lines[tools + 1].startswith("↳ Find the")  # the child's lane right under the tool lane
+        assert "▚" in lines[tools + 1]
+        assert "↳ subagent Find the answer" in text and "completed" in text
