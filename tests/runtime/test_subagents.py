@@ -121,3 +121,119 @@ async def test_a_continuable_child_is_a_subagent_of_its_parent_in_the_transcript
         fold.apply(e)
     dividers = [i.text for i in fold.items if i.kind == "divider"]
     assert dividers == [f"subagent of {host.agent.id}"]
+
+
+class _Slow(ScriptedProvider):
+    """A child model that streams one delta and then waits until cancelled."""
+
+    def __init__(self, started):
+        super().__init__([], name="mock")
+        self.started = started
+
+    async def stream(self, request):
+        import asyncio
+
+        yield {"type": "block-start", "index": 0, "blockType": "text"}
+        yield {"type": "text-delta", "index": 0, "text": "partial"}
+        self.started.set()
+        await asyncio.Event().wait()
+
+
+class _SlowTree(ScriptedProvider):
+    def __init__(self, script, started):
+        super().__init__(script, name="mock")
+        self.started = started
+
+    def child_provider(self, child_id):
+        return _Slow(self.started)
+
+
+def _turn_ends(events):
+    return [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"]
+
+
+async def test_parent_cancel_cancels_a_foreground_child_but_not_a_continuable_one(tmp_path):
+    import asyncio
+
+    started = asyncio.Event()
+    calls = [scripted.call("c1", "subagent", {"description": "fg", "prompt": "p", "run_in_background": False})]
+    host = await _host(tmp_path, _SlowTree(calls, started))
+    try:
+        host.agent.followup("go")
+        await started.wait()
+        (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+        host.agent.cancel({"kind": "user"})
+        await host.agent.wait_idle()
+        await ch.settle(host.agent)
+        assert _turn_ends(child.session.events) == ["aborted"]  # the parent's abort reached the child
+        assert child.host is None  # disposed
+    finally:
+        await host.close()
+
+    started = asyncio.Event()
+    calls = [scripted.call("c1", "subagent", {"description": "bg", "prompt": "p"}), scripted.text("started")]
+    host = await _host(tmp_path / "b", _SlowTree(calls, started))
+    try:
+        host.agent.followup("go")
+        await started.wait()
+        await host.agent.wait_idle()
+        (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+        host.agent.cancel({"kind": "user"})  # the parent is idle: nothing reaches the background child
+        await asyncio.sleep(0.05)
+        assert child.agent is not None and child.agent.status == "running"
+    finally:
+        await host.close()
+    assert _turn_ends(child.session.events) == ["aborted"]  # host teardown disposed the child first
+
+
+async def test_interrupt_agent_stops_the_turn_parks_the_queue_and_the_parent_gets_a_notice(tmp_path):
+    import asyncio
+
+    started = asyncio.Event()
+    calls = [scripted.call("c1", "subagent", {"description": "bg", "prompt": "p"}), scripted.text("started")]
+    host = await _host(tmp_path, _SlowTree(calls, started))
+    try:
+        host.agent.followup("go")
+        await started.wait()
+        await host.agent.wait_idle()
+        (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+        child.agent.send({"role": "user", "content": [{"type": "text", "text": "later"}],
+                          "source": {"kind": "coordinator", "form": "relay", "senderSessionId": host.agent.id}})
+        tools = host.agent.tools.tools
+        out = await tools["interrupt_agent"].execute({"agent_id": child.id}, None)
+        assert out == f"interrupt requested for agent {child.id}"
+        await child.agent.wait_idle()
+        await ch.settle(host.agent)
+        assert _turn_ends(child.session.events) == ["aborted"]  # the queued turn did not run: parked
+        notices = [e["data"] for e in host.session.events if e["type"] == "user/message"
+                   and e["data"]["source"]["kind"] == "subagent-settled"]
+        assert notices[0]["content"][0]["text"] == f"Background subagent {child.id} was stopped before it finished."
+        assert notices[0]["content"][1:] == [{"type": "text", "text": "Its closing message:"},
+                                             {"type": "text", "text": "partial"}]
+        listed = await tools["list_agents"].execute({}, None)
+        assert listed == f"{child.id} [ready] — bg"
+    finally:
+        await host.close()
+
+
+async def test_list_agents_after_a_restart_lists_stored_children_as_ready(tmp_path):
+    calls = [scripted.call("c1", "subagent", {"description": "keep me", "prompt": "p"}), scripted.text("started"),
+             scripted.text("noted")]
+    host = await _host(tmp_path, _TreeProvider(calls, [[scripted.text("CHILD")]]))
+    try:
+        host.agent.followup("go")
+        await ch.settle(host.agent)
+        parent_id = host.agent.id
+        (child_id,) = [c.id for c in ch.CHILDREN.values() if c.parent_id == parent_id]
+    finally:
+        await host.close()
+    ch.CHILDREN.clear()  # a new process knows nothing but the store
+    host = await AgentHost.open(HostSpec(root=None, store=host.store, cwd=None, provider=ScriptedProvider([]),
+                                         model="m", preset="full-access", persona=None, plugins=(),
+                                         resume_id=parent_id))
+    try:
+        assert await host.agent.tools.tools["list_agents"].execute({}, None) == f"{child_id} [ready] — keep me"
+        out = await host.agent.tools.tools["list_agents"].execute({"scope": "descendants"}, None)
+        assert out == f"{child_id} [ready] parent={parent_id} depth=1 — keep me"
+    finally:
+        await host.close()

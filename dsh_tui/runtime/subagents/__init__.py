@@ -329,24 +329,59 @@ def _register_control_tools(ctx: Any, agent: Any) -> None:
         aid = args["agent_id"]
         below = {c.id: c for c, _d in ch.descendants(agent.id)}
         target = below.get(aid)
-        if target is not None and target.agent is not None:
+        if target is not None and target.agent is not None and target.agent.status == "running":
+            target.agent._wake_requested = False  # queued messages stay parked until a later send_message
             target.agent.cancel({"kind": "interrupted"}, keep_inbox=True)
         return f"interrupt requested for agent {aid}"
 
     async def list_agents(args: dict, tctx: Any) -> str:
         scope = args.get("scope") or "children"
-        rows = [(c, d) for c, d in ch.descendants(agent.id) if c.mode == "continuable"]
+        await _adopt_stored_children(agent)
+        rows = [(c, d) for c, d in ch.descendants(agent.id) if c.mode in ("continuable", "diagnostic")]
         if scope == "children":
             rows = [(c, d) for c, d in rows if d == 1]
         lines = []
         for c, d in rows:
             extra = f" parent={c.parent_id} depth={d}" if scope == "descendants" else ""
-            lines.append(f"{c.id} [{c.status}]{extra} — {c.label}")
+            if c.mode == "diagnostic":
+                lines.append(f"{c.id} [diagnostic: {c.label}]{extra}")
+            else:
+                lines.append(f"{c.id} [{c.status}]{extra} — {c.label}")
         return "\n".join(lines) if lines else "(no subagents)"
 
     ctx.tools.register(schema_tool(texts.SEND_MESSAGE_SCHEMA, send_message))
     ctx.tools.register(schema_tool(texts.INTERRUPT_AGENT_SCHEMA, interrupt_agent))
     ctx.tools.register(schema_tool(texts.LIST_AGENTS_SCHEMA, list_agents))
+
+
+async def _adopt_stored_children(parent: Any) -> None:
+    """Register the stored children of ``parent`` this process has not seen (after a restart) as ``ready``
+    (continuable) or as diagnostics (``corrupt``: unreadable; ``unsupported``: no continuable descriptor)."""
+    store = getattr(getattr(parent, "host", None), "store", None)
+    if store is None:
+        return
+    try:
+        headers = await asyncio.to_thread(store.list)
+    except Exception:  # noqa: BLE001 - listing is best effort
+        return
+    for header in headers:
+        sid = header.get("id")
+        if header.get("parentSession") != parent.id or header.get("origin") != "subagent" or sid in ch.CHILDREN:
+            continue
+        depth = int(header.get("delegationDepth") or 1)
+        try:
+            info = await asyncio.to_thread(store.inspect, sid)
+            desc = next((e["data"] for e in info.events if e["type"] == "subagent/descriptor"), None)
+        except Exception:  # noqa: BLE001 - a child that cannot be read is reported, not dropped
+            ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, "diagnostic", "spawn", "corrupt", "subagent", "",
+                                        created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
+            continue
+        if not isinstance(desc, dict):
+            continue  # a descriptorless (host-created) child is not a subagent the tools manage
+        mode = "continuable" if desc.get("mode") == "continuable" else "one-shot"
+        ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, mode, desc.get("provider", "spawn"),
+                                    str(desc.get("label", "")), "subagent", "",
+                                    created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
 
 
 async def _cold_resume(parent: Any, sid: str) -> ch.Child:

@@ -193,8 +193,8 @@ def snapshot(child: Child, now: float | None = None) -> dict:
 
 def _settle(child: Child) -> None:
     agent = child.agent
-    if agent is None or agent.status == "running" or agent.inbox.pending() or child.closing is not None:
-        return  # a queued message started the next turn: the activation goes on
+    if agent is None or agent.status == "running" or agent._wake_requested or child.closing is not None:
+        return  # a queued message starts the next turn: the activation goes on (parked input settles)
     outcome = epoch_outcome(agent.session.events, child.epoch_start)
     child.outcome = outcome
     child.epoch_start = len(agent.session.events)
