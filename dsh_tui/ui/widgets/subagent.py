@@ -73,6 +73,8 @@ class SubagentCard(ItemView):
             super().__init__()
             self.child_id = child_id
 
+    _fitted = False  # the last live line fitted on one row (a same-height repaint needs no reflow)
+
     def snap(self) -> dict[str, Any] | None:
         return getattr(self.state, "subagents", {}).get(getattr(self.item, "call_id", None))
 
@@ -81,8 +83,15 @@ class SubagentCard(ItemView):
         key = (self.item.version, self.expanded(), _snap_key(snap))
         if key == self._rendered:
             return
-        self._rendered = key
-        self.update(CachedLines(render_card(self.item, snap, key[1])))
+        before, self._rendered = self._rendered, key
+        # a live-line change (phase, tool, tokens, seconds) keeps the card's height: repaint it alone, no
+        # screen-wide reflow (8 cards ticking every second would reflow the transcript 8 times a second)
+        width = self.size.width - 4 if self.size.width else 0
+        fits = snap is not None and 0 < len(live_line(snap)) <= width
+        same_shape = (before is not None and before[:2] == key[:2] and before[2] is not None and key[2] is not None
+                      and before[2][0] == key[2][0] and fits and self._fitted)
+        self._fitted = fits
+        self.update(CachedLines(render_card(self.item, snap, key[1])), layout=not same_shape)
 
     def on_click(self) -> None:
         self.action_open()
