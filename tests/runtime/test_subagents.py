@@ -237,3 +237,45 @@ async def test_list_agents_after_a_restart_lists_stored_children_as_ready(tmp_pa
         assert out == f"{child_id} [ready] parent={parent_id} depth=1 — keep me"
     finally:
         await host.close()
+
+
+async def test_recorded_headless_settlement_scenario(tmp_path):
+    """dsh's headless ``subagent-settlement`` recording: the parent (its scripted override) starts a
+    background child, ends its turn with STARTED; the child (its own recording) answers CHILD_RESULT; the
+    settlement notice wakes the idle parent, which answers PARENT_RECEIVED_CHILD_RESULT. The child's log
+    matches dsh's ``child.expected.jsonl`` row for row (approval/policy aside: dsh's headless host has no
+    approvals, ours always does)."""
+    from dsh_tui.llm.replay import ReplayProvider, attempts_from_events, read_log_events
+
+    d = FIXTURES / "examples" / "headless-agent" / "tests" / "snapshots" / "subagent-settlement"
+    override = json.loads((d / "parent.override.json").read_text())
+    child_attempts = attempts_from_events(read_log_events(d / "child.replay.jsonl")[1])
+
+    class Root(ReplayProvider):
+        def child_provider(self, child_id):
+            return ReplayProvider(child_attempts, name="deepseek-official")
+
+    root = Root([], override=override, name="deepseek-official")
+    host = await AgentHost.open(HostSpec(root=None, store=open_store(tmp_path / "root"), cwd=tmp_path,
+                                         provider=root, model="deepseek-v4-flash", preset="full-access",
+                                         persona=None, plugins=()))
+    try:
+        result = await host.run_turn("Start the child", settle=True)
+    finally:
+        await host.close()
+    assert result.answer == "PARENT_RECEIVED_CHILD_RESULT"
+    (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+    expected = read_log_events(d / "child.expected.jsonl")[1]
+    loop_rows = {"subagent/descriptor", "session/end-seed", "agent/inbox/spliced", "turn/start", "step/start",
+                 "assistant/message", "step/end", "turn/end"}
+    ours = [e for e in child.session.events if e["type"] in loop_rows]
+    theirs = [e for e in expected if e["type"] in loop_rows]
+    assert [e["type"] for e in ours] == [e["type"] for e in theirs]
+    assert ours[0]["data"] == theirs[0]["data"]  # the continuable descriptor, exactly
+    assert [e["data"]["message"]["content"] for e in ours if e["type"] == "assistant/message"] == [
+        e["data"]["message"]["content"] for e in theirs if e["type"] == "assistant/message"]
+    notices = [e["data"] for e in host.session.events if e["type"] == "user/message"
+               and e["data"]["source"]["kind"] == "subagent-settled"]
+    assert [b["text"] for b in notices[0]["content"]] == [
+        f"Background subagent {child.id} finished and will do no further work unless you send it more.",
+        "Its closing message:", "CHILD_RESULT"]
