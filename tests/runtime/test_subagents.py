@@ -279,3 +279,31 @@ async def test_recorded_headless_settlement_scenario(tmp_path):
     assert [b["text"] for b in notices[0]["content"]] == [
         f"Background subagent {child.id} finished and will do no further work unless you send it more.",
         "Its closing message:", "CHILD_RESULT"]
+
+
+async def test_list_agents_reports_a_descriptorless_stored_child_as_corrupt(tmp_path):
+    """dsh's ``subagent-diagnostic-snapshots/descriptorless-child``: a stored subagent child of this parent
+    without a ``subagent/descriptor`` is listed as ``<id> [diagnostic: corrupt]``, not dropped."""
+    from dsh_tui.session.headers import make_header
+    from dsh_tui.store import lifecycle
+
+    host = await _host(tmp_path, ScriptedProvider([scripted.text("ok")]))
+    store = host.store
+    try:
+        await host.run_turn("Start a background job.")
+        parent_id = host.agent.id
+    finally:
+        await host.close()
+    header = make_header("child-without-descriptor", cwd=str(tmp_path), created_at=5, parent_session=parent_id,
+                         origin="subagent", delegation_depth=1)
+    session, writer = lifecycle.start(store, header)
+    session.append("approval/policy", {"policy": "never", "source": "delegation"})
+    writer.close()
+    ch.CHILDREN.clear()
+    host = await AgentHost.open(HostSpec(root=None, store=store, cwd=None, provider=ScriptedProvider([]), model="m",
+                                         preset="full-access", persona=None, plugins=(), resume_id=parent_id))
+    try:
+        out = await host.agent.tools.tools["list_agents"].execute({}, None)
+        assert out == "child-without-descriptor [diagnostic: corrupt]"
+    finally:
+        await host.close()

@@ -376,8 +376,10 @@ async def _adopt_stored_children(parent: Any) -> None:
             ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, "diagnostic", "spawn", "corrupt", "subagent", "",
                                         created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
             continue
-        if not isinstance(desc, dict):
-            continue  # a descriptorless (host-created) child is not a subagent the tools manage
+        if not isinstance(desc, dict):  # a subagent child without its descriptor: dsh reports it as corrupt
+            ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, "diagnostic", "spawn", "corrupt", "subagent", "",
+                                        created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
+            continue
         mode = "continuable" if desc.get("mode") == "continuable" else "one-shot"
         ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, mode, desc.get("provider", "spawn"),
                                     str(desc.get("label", "")), "subagent", "",
