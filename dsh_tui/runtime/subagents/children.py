@@ -126,7 +126,8 @@ def deliver(parent: Any, message: dict, *, notice: bool) -> dict | None:
     return parent.send(message, NEXT_TURN if notice else NEXT_STEP, True)
 
 
-LIVE_TYPES = {"tool/call", "tool/result", "assistant/message", "turn/start", "turn/end"}
+LIVE_TYPES = {"tool/call", "tool/result", "assistant/message", "turn/start", "turn/end", "step/start"}
+CHUNK_NOTIFY_S = 0.5  # a streaming child tells the watchers at most this often
 
 
 def watch(child: Child) -> None:
@@ -134,9 +135,18 @@ def watch(child: Child) -> None:
     agent = child.agent
     child._offs.append(agent.on("agent/phase", lambda _p: notify_watchers(child)))
 
+    last = [0.0]
+
     def on_event(_session: Any, event: dict) -> None:
-        if event.get("type") in LIVE_TYPES:
+        etype = event.get("type")
+        if etype in LIVE_TYPES:
+            last[0] = time.monotonic()
             notify_watchers(child)
+        elif etype == "assistant/chunk" and WATCHERS:
+            now = time.monotonic()
+            if now - last[0] >= CHUNK_NOTIFY_S:
+                last[0] = now
+                notify_watchers(child)
 
     child._offs.append(agent.session.subscribe(on_event))
 
@@ -157,7 +167,7 @@ def snapshot(child: Child, now: float | None = None) -> dict:
     """The child's live state for a UI card: status, phase, current tool, tokens, elapsed, outcome."""
     session = child.session
     events = session.events if session is not None else []
-    tool, tokens, turn_open = None, 0, False
+    tool, tokens, turn_open, streaming = None, 0, False, False
     open_calls: dict[str, str] = {}
     for ev in events[(session.header.get("seedLength") or 0) if session is not None else 0:]:
         t = ev["type"]
@@ -168,6 +178,11 @@ def snapshot(child: Child, now: float | None = None) -> dict:
         elif t == "assistant/message":
             usage = ev["data"].get("usage") or {}
             tokens += int(usage.get("inputTokens") or 0) + int(usage.get("outputTokens") or 0)
+            streaming = False
+        elif t == "assistant/chunk":
+            streaming = True
+        elif t == "step/start":
+            streaming = False
         elif t == "turn/start":
             turn_open = True
         elif t == "turn/end":
@@ -178,7 +193,9 @@ def snapshot(child: Child, now: float | None = None) -> dict:
     phase = ""
     if agent is not None and agent.status == "running":
         p = agent.phase
-        phase = f"turn {p.get('turn')} step {p.get('step')}" if p.get("step") else "starting"
+        phase = f"step {p.get('step')}" if p.get("step") else "starting"
+        if p.get("step"):
+            phase += " responding" if streaming else (" tools" if open_calls else " waiting")
     status = child.status
     if child.outcome is not None and (agent is None or agent.status != "running"):
         status = "settled"

@@ -72,6 +72,9 @@ class SubagentScreen(ChatScreen):
         label = self.snap.get("label") or self.snap.get("id", "")
         self.composer.placeholder = f"subagent “{label}” — {READ_ONLY}"
         self.sub_title = f"subagent {self.snap.get('id', '')}"
+        if self.snap.get("status") == "running":  # opened mid-turn: the bar shows it running until turn/end
+            self._set_running(True)
+            self.status.set_phase("responding" if "responding" in (self.snap.get("phase") or "") else "waiting")
 
     def on_child_events(self, _message: ChildEvents) -> None:
         self.events_ready()

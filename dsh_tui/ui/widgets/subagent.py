@@ -28,7 +28,7 @@ def _elapsed(seconds: float) -> str:
 
 def live_line(snap: dict[str, Any]) -> Text:
     """``↳ ● running · turn 1 step 2 · bash · 1.2k tok · 12s`` or ``↳ ✓ finished · … — first result line``."""
-    line = Text("↳ ", style="dim")
+    line = Text("↳ ", style="dim", no_wrap=True, overflow="ellipsis")
     status = snap.get("status")
     facts = []
     if status == "settled" and snap.get("outcome"):
@@ -49,14 +49,19 @@ def live_line(snap: dict[str, Any]) -> Text:
     for fact in facts:
         line.append(" · ", style="dim")
         line.append(fact)
-    outcome = snap.get("outcome") or {}
-    if status == "settled" and outcome.get("text"):
-        first = outcome["text"].strip().splitlines()[0] if outcome["text"].strip() else ""
-        if first:
-            line.append(" — ", style="dim")
-            line.append(first[:200])
     line.append("   Tab, Enter: open", style="dim italic")
     return line
+
+
+def result_line(snap: dict[str, Any]) -> Text | None:
+    """The first line of a settled child's result, on one row (cut with an ellipsis)."""
+    outcome = snap.get("outcome") or {}
+    text = (outcome.get("text") or "").strip()
+    if snap.get("status") != "settled" or not text:
+        return None
+    out = Text("  ", no_wrap=True, overflow="ellipsis")
+    out.append(" ".join(text.splitlines()[0].split())[:500])
+    return out
 
 
 class SubagentCard(ItemView):
@@ -87,7 +92,7 @@ class SubagentCard(ItemView):
         # a live-line change (phase, tool, tokens, seconds) keeps the card's height: repaint it alone, no
         # screen-wide reflow (8 cards ticking every second would reflow the transcript 8 times a second)
         width = self.size.width - 4 if self.size.width else 0
-        fits = snap is not None and 0 < len(live_line(snap)) <= width
+        fits = snap is not None and 0 < len(live_line(snap)) <= width and result_line(snap) is None
         same_shape = (before is not None and before[:2] == key[:2] and before[2] is not None and key[2] is not None
                       and before[2][0] == key[2][0] and fits and self._fitted)
         self._fitted = fits
@@ -133,4 +138,5 @@ def render_card(item: Any, snap: dict[str, Any] | None, expanded: bool) -> Rende
     head = render_tool(item, True) if expanded else card_head(item)
     if snap is None:
         return head
-    return Group(head, live_line(snap))
+    result = result_line(snap)
+    return Group(head, live_line(snap)) if result is None else Group(head, live_line(snap), result)
