@@ -307,3 +307,17 @@ async def test_list_agents_reports_a_descriptorless_stored_child_as_corrupt(tmp_
         assert out == "child-without-descriptor [diagnostic: corrupt]"
     finally:
         await host.close()
+
+
+async def test_a_one_shot_background_config_is_a_clear_plugin_error(tmp_path):
+    """One-shot background subagents need dsh's job tools (job_output/job_kill), which do not exist here:
+    the config is refused when the plugin loads (reported; the agent still opens), not advertised."""
+    failures = []
+    host = await _host(tmp_path, ScriptedProvider([]), on_plugin_failure=failures.append,
+                       plugin_config={"subagents": {"subagent_mode": "one-shot"}})
+    try:
+        assert "subagent" not in host.agent.tools.tools
+        (record,) = failures
+        assert record.id == "subagents" and "job_output" in record.error and "subagent_background" in record.error
+    finally:
+        await host.close()

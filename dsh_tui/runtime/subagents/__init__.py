@@ -8,8 +8,9 @@
 Children are real sessions in the parent's store, opened through the agent host (``AgentHost.open``) with
 the parent's provider, options and plugins. Config (``[plugins.subagents]`` in the settings file):
 ``max_depth`` (3, or ``"provider-managed"``), ``subagent_mode`` (``continuable``), ``fork_mode``
-(``one-shot``), ``fork_background`` (false: one-shot background jobs are not implemented, so the fork
-tool always waits, as dsh's with ``enableRunInBackground: false``).
+(``one-shot``), ``subagent_background`` (true) and ``fork_background`` (false: the fork tool always waits,
+as dsh's shipped ``subagent_fork`` with ``enableRunInBackground: false``). One-shot *background* runs need
+dsh's job tools (``job_output``/``job_kill``), which dsh-tui does not have: that combination is refused.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ def _config(raw: Any) -> dict[str, Any]:
     for key in ("fork_background", "subagent_background"):
         if not isinstance(cfg[key], bool):
             raise DshError(f"{key} must be true or false")
+    for tool, mode, background in (("subagent", "subagent_mode", "subagent_background"),
+                                   ("fork", "fork_mode", "fork_background")):
+        if cfg[mode] == "one-shot" and cfg[background]:
+            raise DshError(f"{background} = true with {mode} = \"one-shot\" needs background jobs (job_output, "
+                           f"job_kill), which dsh-tui does not have yet: set {background} = false")
     return cfg
 
 
