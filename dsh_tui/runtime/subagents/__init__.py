@@ -49,8 +49,7 @@ def _config(raw: Any) -> dict[str, Any]:
     for key in ("fork_background", "subagent_background"):
         if not isinstance(cfg[key], bool):
             raise DshError(f"{key} must be true or false")
-    for tool, mode, background in (("subagent", "subagent_mode", "subagent_background"),
-                                   ("fork", "fork_mode", "fork_background")):
+    for mode, background in (("subagent_mode", "subagent_background"), ("fork_mode", "fork_background")):
         if cfg[mode] == "one-shot" and cfg[background]:
             raise DshError(f"{background} = true with {mode} = \"one-shot\" needs background jobs (job_output, "
                            f"job_kill), which dsh-tui does not have yet: set {background} = false")
