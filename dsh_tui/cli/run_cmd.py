@@ -5,7 +5,8 @@ under the root (store + write-behind writer with semantic checkpoints); the fina
 Exit 0 when the turn completed, 1 otherwise (the turn-end reason goes to stderr). Nobody can answer an
 approval here, so a call the preset does not allow is refused and the model sees the refusal;
 ``--preset full-access`` allows everything. ``--replay FILE`` plays a recorded dsh log instead of
-calling a model (offline). Without ``--headless`` the app opens (``dsh_tui.cli.app_cmd.run_chat``).
+calling a model (offline); ``--replay DIR`` a recorded scenario directory, each subagent child its own
+``session.N.jsonl``. The run waits until every subagent has settled. Without ``--headless`` the app opens (``dsh_tui.cli.app_cmd.run_chat``).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--headless", action="store_true", help="run one turn without the UI and print the answer")
     parser.add_argument("--cwd", help="working directory of the session (default: the current directory)")
     parser.add_argument("--root", help="session root (default $DSH_HOME/sessions)")
-    parser.add_argument("--replay", metavar="FILE", help="replay the model side of a recorded dsh log (offline)")
+    parser.add_argument("--replay", metavar="FILE|DIR",
+                        help="replay the model side of a recorded dsh log, or of a scenario directory (root "
+                             "session.jsonl, children session.1.jsonl, ...; offline)")
     parser.add_argument("--preset", choices=PRESETS, default="workspace-write",
                         help="permission preset (default workspace-write)")
     parser.add_argument("--model", help="model id (default: from settings)")
@@ -40,6 +43,12 @@ def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
         from dsh_tui.llm.replay import ReplayProvider, read_log_events
 
         path = Path(args.replay)
+        if path.is_dir():  # a recorded scenario: each subagent child replays its own session.N.jsonl
+            from dsh_tui.llm.replay import ScenarioReplay
+
+            provider = ScenarioReplay.from_dir(path, cwd=cwd)
+            _, model = ReplayProvider.recorded_route(read_log_events(path / "session.jsonl")[1])
+            return provider, args.model or model or "replay"
         if not path.is_file():
             raise DshError(f"replay log not found: {path}")
         provider = ReplayProvider.from_file(path, cwd=cwd)
@@ -67,7 +76,7 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
     host = await AgentHost.open(HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider, model=model,
                                          preset=preset))
     try:
-        result = await host.run_turn(prompt)
+        result = await host.run_turn(prompt, settle=True)
     finally:
         await host.close()
     return result.answer, result.reason, result.session_id

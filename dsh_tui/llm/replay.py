@@ -211,3 +211,61 @@ class ReplayProvider:
             await asyncio.Event().wait()
         else:
             raise LlmError(f"unknown replay override kind {kind!r}", UNKNOWN)
+
+
+def scenario_logs(directory: Path | str) -> tuple[Path, list[Path]]:
+    """A recorded scenario directory: the root ``session.jsonl`` and the children's ``session.1.jsonl``,
+    ``session.2.jsonl``, ... in creation order."""
+    d = Path(directory)
+    root = d / "session.jsonl"
+    if not root.is_file():
+        raise LlmError(f"replay directory {d} has no session.jsonl", UNKNOWN)
+    children = []
+    n = 1
+    while (d / f"session.{n}.jsonl").is_file():
+        children.append(d / f"session.{n}.jsonl")
+        n += 1
+    return root, children
+
+
+def _own_events(events: list[dict]) -> list[dict]:
+    """A child's events after its seed (a fork's parent prefix, a continuable descriptor)."""
+    for i, ev in enumerate(events):
+        if ev.get("type") == "session/end-seed":
+            return events[i + 1:]
+    return events
+
+
+class ScenarioReplay(ReplayProvider):
+    """The root's provider for a recorded scenario directory (``run --replay DIR``): each subagent child
+    (``child_provider``, in creation order across the whole tree) replays its own recording.
+    ``replay.override.json`` patches the root only. ``children`` lists the child ids in creation order."""
+
+    @classmethod
+    def from_dir(cls, directory: Path | str, *, cwd: Path | str | None = None, **kwargs: Any) -> ScenarioReplay:
+        root, child_logs = scenario_logs(directory)
+        provider = cls.from_file(root, cwd=cwd, **kwargs)
+        provider._child_logs = child_logs
+        provider._tree = {"next": 0, "ids": []}
+        return provider
+
+    def child_provider(self, child_id: str) -> ReplayProvider:
+        tree = self._tree
+        i = tree["next"]
+        tree["next"] = i + 1
+        tree["ids"].append(child_id)
+        if i >= len(self._child_logs):
+            child = ReplayProvider([], name=self.name, cwd=self.cwd)
+        else:
+            _, events = read_log_events(self._child_logs[i])
+            attempts = attempts_from_events(_own_events(events))
+            if self.cwd is not None:
+                attempts = json.loads(json.dumps(attempts).replace("{{cwd}}", str(self.cwd)))
+            child = ReplayProvider(attempts, name=self.recorded_route(events)[0] or self.name, cwd=self.cwd,
+                                   context_window=self.context_window, retry_policy=self._retry_policy)
+        child.child_provider = self.child_provider  # grandchildren continue the same creation order
+        return child
+
+    @property
+    def children(self) -> list[str]:
+        return list(self._tree["ids"])

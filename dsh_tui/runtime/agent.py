@@ -151,6 +151,7 @@ class Agent:
         sleep: Callable[[float], Awaitable[Any]] | None = None,
         bus: EventBus | None = None,
         plugins: Plugins | None = None,
+        host: Any = None,
     ) -> None:
         self.session = session
         self.provider = provider
@@ -166,6 +167,7 @@ class Agent:
         self.sleep = sleep or asyncio.sleep
         self.bus = bus or EventBus()
         self.id: str = session.id
+        self.host: Any = host  # the AgentHost that opened this agent (subagents open children through it)
         self.tool_state: dict[str, Any] = {}
         self.spill_dir = Path(self.config.spill_dir) if self.config.spill_dir else (
             Path(tempfile.gettempdir()) / "dsh-tui-spill" / str(self.id))

@@ -45,6 +45,12 @@ class HostSpec:
     strict_plugins: bool | None = None
     on_plugin_failure: Any = None  # called with each failed PluginRecord (the app shows a notice)
     close_provider: bool = True  # close the provider with the host (the SDK keeps one across runs)
+    # A subagent child (dsh_tui.runtime.subagents): header fields on top of a new session's (parentSession,
+    # seedLength, origin, delegationDepth) and the seed events (a fork's parent prefix, a descriptor).
+    header_fields: dict[str, Any] = field(default_factory=dict)
+    seed: list[dict] | None = None
+    tool_options: dict[str, Any] = field(default_factory=dict)  # ``builtin_tools(**tool_options)``
+    plugin_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # built-in plugin id -> config
 
 
 @dataclass
@@ -81,27 +87,40 @@ class AgentHost:
         if spec.resume_id:
             session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
         else:
-            header = make_header(str(uuid.uuid4()), cwd=os.fspath(Path(spec.cwd).resolve()),
-                                 created_at=spec.clock() if spec.clock else None)
-            session, writer = await asyncio.to_thread(lifecycle.start, store, header, clock=spec.clock)
+            fields = dict(spec.header_fields)
+            header = make_header(str(fields.pop("id", None) or uuid.uuid4()), cwd=os.fspath(Path(spec.cwd).resolve()),
+                                 created_at=spec.clock() if spec.clock else None,
+                                 parent_session=fields.pop("parentSession", None),
+                                 seed_length=fields.pop("seedLength", None), origin=fields.pop("origin", None),
+                                 delegation_depth=fields.pop("delegationDepth", 0))
+            session, writer = await asyncio.to_thread(lifecycle.start, store, header, clock=spec.clock,
+                                                      seed=spec.seed)
         cwd = spec.cwd if spec.cwd is not None else (session.header.get("cwd") or os.getcwd())
+        host = cls(spec, store, session, writer, None)
         try:
             config = AgentConfig(provider=getattr(spec.provider, "name", "") or "", model=spec.model,
                                  reasoning_effort=spec.reasoning_effort, preset=spec.preset, cwd=cwd,
                                  persona=spec.persona, **spec.agent_options)
-            agent = Agent(session, spec.provider, builtin_tools(), config=config, checkpoint=writer.checkpoint,
-                          clock=spec.clock, plugins=plugins)
+            agent = Agent(session, spec.provider, builtin_tools(**spec.tool_options), config=config,
+                          checkpoint=writer.checkpoint, clock=spec.clock, plugins=plugins, host=host)
         except BaseException:
             await asyncio.to_thread(writer.close)
             raise
-        return cls(spec, store, session, writer, agent)
+        host.agent = agent
+        return host
 
-    async def run_turn(self, prompt: str) -> TurnResult:
-        """One turn with ``prompt`` (headless): waits until the agent is idle again."""
+    async def run_turn(self, prompt: str, *, settle: bool = False) -> TurnResult:
+        """One turn with ``prompt`` (headless): waits until the agent is idle again. ``settle``: also until
+        every subagent it started has settled and the turns their notices start have ended (the answer is
+        then the last one)."""
         start = len(self.session.events)
         self.agent.followup(prompt)
         await asyncio.sleep(0)
         await self.agent.wait_idle()
+        if settle:
+            from dsh_tui.runtime.subagents.children import settle as settle_tree
+
+            await settle_tree(self.agent)
         answer, reason = "", {"kind": "none"}
         for e in self.session.events[start:]:
             if e["type"] == "assistant/message":
@@ -167,7 +186,11 @@ def load_plugins(spec: HostSpec) -> Any:
 
     modules = spec.plugins if spec.plugins is not None else _PROCESS_PLUGINS["modules"]
     strict = spec.strict_plugins if spec.strict_plugins is not None else _PROCESS_PLUGINS["strict"]
-    return Plugins(plugin_specs(tuple(modules), tuple(spec.plugin_objects)), strict=strict,
+    specs = plugin_specs(tuple(modules), tuple(spec.plugin_objects))
+    for ps in specs:
+        if ps.source == "builtin" and ps.id in spec.plugin_config:
+            ps.config = {**ps.config, **spec.plugin_config[ps.id]}
+    return Plugins(specs, strict=strict,
                    on_failure=spec.on_plugin_failure or report_plugin_failure)
 
 

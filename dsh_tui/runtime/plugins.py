@@ -37,7 +37,7 @@ from dsh_tui.session.events import KNOWN_EVENT_TYPES
 ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
 #: The built-in plugins, each disable-able by id.
-BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant")
+BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "subagents")
 
 
 class PluginError(DshError):
@@ -477,11 +477,19 @@ def _apply_request_invariant(ctx: Context) -> None:
     when ``AgentConfig.check_requests`` is on; disabling this plugin turns it off."""
 
 
+def _apply_subagents(ctx: Context, config: Any) -> None:
+    """dsh's subagent tools (``dsh_tui.runtime.subagents``); config ``[plugins.subagents]``."""
+    from dsh_tui.runtime import subagents
+
+    subagents.apply(ctx, config)
+
+
 BUILTINS: dict[str, Any] = {
     "retry": _Builtin("retry", _apply_retry),
     "compaction": _Builtin("compaction", _apply_compaction),
     "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
     "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
+    "subagents": _Builtin("subagents", lambda ctx, config=None: _apply_subagents(ctx, config)),
 }
 
 

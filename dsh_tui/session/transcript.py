@@ -773,7 +773,9 @@ class TranscriptFold:
             return  # an empty seed: nothing above to divide from
         parent = self.header.get("parentSession")
         seed_length = self.header.get("seedLength")
-        if parent and (seed_length is None or seq <= seed_length):
+        if parent and self.header.get("origin") == "subagent" and (seed_length is None or seq <= seed_length):
+            text = f"subagent of {parent}" + (" (forked from its conversation here)" if seed_length else "")
+        elif parent and (seed_length is None or seq <= seed_length):
             text = f"forked from {parent} here"
         else:
             text = "resumed here"

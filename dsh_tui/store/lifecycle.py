@@ -42,14 +42,17 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def start(store, header: dict, *, clock=None, window_ms: float = DEFAULT_WINDOW_MS, on_error=None):
-    """A brand-new session: lazy ``create``, lock, empty Session, writer."""
+def start(store, header: dict, *, clock=None, window_ms: float = DEFAULT_WINDOW_MS, on_error=None,
+          seed: list[dict] | None = None):
+    """A brand-new session: lazy ``create``, lock, empty Session, writer. ``seed`` (a fork's parent prefix or a
+    subagent's descriptor, seqs from 0) is the log's first events; ``session/end-seed`` follows it. The writer
+    persists the seed with the first flush."""
     from dsh_tui.session.log import Session
 
     store.create(header)
     lk = locks.acquire(store, header["id"], header)
     try:
-        session = Session(header, clock=clock)
+        session = Session(header, copy.deepcopy(seed), clock=clock) if seed else Session(header, clock=clock)
         writer = SessionWriter(store, session, window_ms, persisted=0, lock=lk, on_error=on_error)
     except BaseException:
         lk.release()

@@ -38,7 +38,59 @@ class AgentHarness:
         self._offs.append(on("agent/error", self._on_error))
         # the host's answerer is built-in behaviour: a user plugin's approval/request listener runs first
         self._offs.append(on("approval/request", self._on_approval, tier=BUILTIN))
+        # subagents below this agent: their live state for the cards and the status bar
+        from dsh_tui.runtime.subagents import children as subagents
+
+        self._subagents = subagents
+        subagents.WATCHERS.append(self._on_child)
+        self._offs.append(lambda: subagents.WATCHERS.remove(self._on_child)
+                          if self._on_child in subagents.WATCHERS else None)
         self.announce_model()
+
+    def _on_child(self, child: Any) -> None:
+        """A subagent below this agent changed: post its snapshot (at most one per child per loop turn)."""
+        pid, seen = child.parent_id, set()
+        while pid != self.agent.id:
+            parent = self._subagents.CHILDREN.get(pid)
+            if parent is None or pid in seen:
+                return
+            seen.add(pid)
+            pid = parent.parent_id
+        pending = self.__dict__.setdefault("_child_pending", set())
+        if child.id in pending:
+            return
+        pending.add(child.id)
+
+        def post() -> None:
+            pending.discard(child.id)
+            self.bridge.notice("subagent", self._subagents.snapshot(child))
+
+        asyncio.get_running_loop().call_soon(post)
+
+    def child_spans(self) -> list[dict[str, Any]]:
+        """The direct children of this agent for the timeline: id, spawning call id, label, their first
+        turn's start and last turn's end (epoch ms; end None while running) and the last turn-end kind."""
+        out = []
+        for child in list(self._subagents.CHILDREN.values()):
+            if child.parent_id != self.agent.id or child.session is None:
+                continue
+            start = end = state = None
+            for e in list(child.session.events):
+                if e.get("type") == "turn/start" and start is None:
+                    start = e.get("time")
+                elif e.get("type") == "turn/end":
+                    end, state = e.get("time"), (e.get("data", {}).get("reason") or {}).get("kind")
+            if start is None:
+                continue
+            running = child.agent is not None and child.agent.status == "running"
+            out.append({"id": child.id, "callId": child.call_id, "label": child.label, "start": start,
+                        "end": None if running else end, "state": None if running else state})
+        return out
+
+    def child_session(self, child_id: str) -> Any:
+        """The session of a subagent below this agent (live or settled), or None."""
+        child = self._subagents.CHILDREN.get(child_id)
+        return child.session if child is not None else None
 
     def announce_model(self) -> None:
         """Tell the UI the route the next request uses (the status bar shows it before any turn)."""

@@ -50,9 +50,9 @@ def applicability(d: Path) -> str | None:
     """None when the scenario can run here, else the reason it is not applicable."""
     if not (d / "session.jsonl").is_file():
         return "no recorded session.jsonl"
-    if any(d.glob("session.[0-9]*.jsonl")):
-        return "delegates to child sessions (subagents)"
     spec = json.loads((d / "input.json").read_text())
+    if any(d.glob("session.[0-9]*.jsonl")):
+        return subagent_applicability(d, spec)
     ops = {s.get("op") for s in spec.get("steps", [])}
     if ops - SUPPORTED_OPS:
         return f"needs ACP host ops {sorted(ops - SUPPORTED_OPS)}"
@@ -73,6 +73,192 @@ def applicability(d: Path) -> str | None:
         if "sandbox:" in text or "landlock" in text:
             return "depends on dsh's OS sandbox (landlock) behaviour"
     return None
+
+
+# Subagent scenarios (root session.jsonl + children session.N.jsonl) that cannot run here, and why.
+SUBAGENT_NOT_APPLICABLE = {
+    "subagent-published-run-failure": "dsh's test hook makes the child's published run and its disposal throw "
+                                      "(no model call records it); there is no such hook here",
+    "subagent-continuable": "the child's third turn fails on dsh's injected 'snapshot disk full' before its "
+                            "first step; the replay cannot inject that failure",
+    "subagent-child-question-rejection": "the child calls ask_user_question, a tool dsh-tui does not have",
+}
+# dsh's configuration of a scenario where it differs from the shipped defaults.
+SUBAGENT_CONFIG = {"subagent-depth-two-rejection": {"max_depth": 2}}
+
+
+def subagent_applicability(d: Path, spec: dict) -> str | None:
+    if d.name in SUBAGENT_NOT_APPLICABLE:
+        return SUBAGENT_NOT_APPLICABLE[d.name]
+    ops = {s.get("op") for s in spec.get("steps", [])}
+    if ops - SUPPORTED_OPS - {"waitForSubagentTurnEnd", "waitForTurnStart", "waitForFile"}:
+        return f"needs ACP host ops {sorted(ops - SUPPORTED_OPS)}"
+    names = set()
+    for log in [d / "session.jsonl", *sorted(d.glob("session.[0-9]*.jsonl"))]:
+        _, events = read_log_events(log)
+        names |= {e["data"]["name"] for e in events if e["type"] == "tool/call"}
+    foreign = sorted(n for n in names if n not in BUILTIN_TOOL_NAMES and n not in SUBAGENT_TOOLS)
+    if foreign:
+        return f"uses non-built-in tools {foreign}"
+    header, _ = read_log_events(d / "session.jsonl")
+    if not any("origin" in read_log_events(c)[0] for c in d.glob("session.[0-9]*.jsonl")):
+        return "its child sessions are not subagents (no origin: subagent; a host-created child)"
+    return None
+
+
+SUBAGENT_TOOLS = {"subagent", "subagent_fork", "send_message", "interrupt_agent", "list_agents", "report"}
+
+
+@dataclass
+class TreeOutcome:
+    root: Outcome
+    children: list[Outcome]
+    headers: list[dict]
+    recorded_headers: list[dict]
+
+    @property
+    def mismatches(self) -> list[str]:
+        out = [f"root: {m}" for m in self.root.mismatches]
+        for i, c in enumerate(self.children, 1):
+            out += [f"child {i}: {m}" for m in c.mismatches]
+        return out
+
+
+def _header_shape(h: dict) -> dict:
+    return {k: h.get(k) for k in ("seedLength", "origin", "delegationDepth") if k in h} | \
+        {"hasParent": "parentSession" in h}
+
+
+async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
+    """A subagent scenario through the agent host and a real store: the root replays ``session.jsonl``,
+    each child its own ``session.N.jsonl`` (``ScenarioReplay``); root and children are compared."""
+    from dsh_tui.llm.replay import ScenarioReplay
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.store.open import open_store
+
+    spec = json.loads((d / "input.json").read_text())
+    work = tmp / "workspace"
+    if (d / "workspace").is_dir():
+        shutil.copytree(d / "workspace", work)
+    else:
+        work.mkdir()
+    provider = ScenarioReplay.from_dir(d, cwd=work)
+    _, recorded = read_log_events(d / "session.jsonl")
+    _, model = ReplayProvider.recorded_route(recorded)
+    store = open_store(tmp / "root")
+    host = await AgentHost.open(HostSpec(
+        root=None, store=store, cwd=work, provider=provider, model=model or "replay-model", preset="full-access",
+        persona=None, plugins=(), agent_options={"runtime_context": False, "check_requests": True,
+                                                 "spill_dir": str(tmp / "spill"), "max_inline_bytes": 50_000},
+        tool_options={"escalation": True, "background": True},
+        plugin_config={"subagents": SUBAGENT_CONFIG.get(d.name, {})}))
+    agent = host.agent
+    for ev in recorded:  # the ACP host's session configuration before the first prompt (e.g. sandbox/mode)
+        if ev["type"] in ("sandbox/mode", "approval/policy"):
+            host.session.append(ev["type"], ev["data"])
+        elif ev["type"] == "agent/inbox/spliced":
+            break
+    try:
+        for step in spec.get("steps", []):
+            op = step.get("op")
+            if op in ("prompt", "promptExpectError"):
+                agent.followup(step["text"])
+                await asyncio.wait_for(agent.wait_idle(), 60)
+            elif op in ("waitForTurnEnd", "waitForTurnStart", "waitForSubagentTurnEnd", "waitForFile"):
+                await _settle_tree(agent)
+        await _settle_tree(agent)
+    finally:
+        await host.close()
+    root_id = host.session.header["id"]
+    ours_root = store.inspect(root_id).events
+    root = compare(Outcome(list(ours_root), recorded, work))
+    children, headers, rec_headers = [], [], []
+    child_logs = sorted(d.glob("session.[0-9]*.jsonl"), key=lambda p: int(p.name.split(".")[1]))
+    ids = provider.children
+    if len(ids) != len(child_logs):
+        root.mismatches.append(f"children differ: ours={len(ids)} dsh={len(child_logs)}")
+    for cid, log in zip(ids, child_logs):
+        res = store.inspect(cid)
+        rh, rev = read_log_events(log)
+        headers.append(res.header)
+        rec_headers.append(rh)
+        o = compare(Outcome(list(res.events), rev, work))
+        n = res.header.get("seedLength")
+        if n is not None:  # a fork: the seed is our parent's log through its last completed turn (dsh's
+            # count differs by the rows other features add, e.g. titles), so it is checked against ours
+            if res.events[:n] != list(ours_root[:n]) or ours_root[n - 1]["type"] != "turn/end":
+                o.mismatches.append("fork seed is not the parent's log through its last turn/end")
+            rh = {**rh, "seedLength": n} if "seedLength" in rh else rh
+        if _header_shape(res.header) != _header_shape(rh):
+            o.mismatches.append(f"header differs: ours={_header_shape(res.header)} dsh={_header_shape(rh)}")
+        ours_pre = [e["type"] for e in res.events if e["type"] in CHILD_ROWS]
+        rec_pre = [e["type"] for e in rev if e["type"] in CHILD_ROWS]
+        if ours_pre != rec_pre:
+            o.mismatches.append(f"child rows differ: ours={ours_pre} dsh={rec_pre}")
+        ours_desc = [e["data"] for e in res.events if e["type"] == "subagent/descriptor"]
+        rec_desc = [e["data"] for e in rev if e["type"] == "subagent/descriptor"]
+        if ours_desc != rec_desc:
+            o.mismatches.append(f"descriptor differs: ours={ours_desc} dsh={rec_desc}")
+        children.append(o)
+    # The relayed messages each log received (settlement notices, reports, send_message turns), with our
+    # session ids mapped to dsh's.
+    ids_map = {h["id"]: r["id"] for h, r in zip(headers, rec_headers)}
+    ids_map[root_id] = read_log_events(d / "session.jsonl")[0]["id"]
+    for o, ours_events in [(root, ours_root)] + [(c, store.inspect(i).events) for c, i in zip(children, ids)]:
+        a, b = _relayed(ours_events, ids_map), _relayed(o.recorded, {})
+        if a != b:
+            o.mismatches.append(f"relayed messages differ: ours={a} dsh={b}")
+        names = {e["data"]["callId"]: e["data"]["name"] for e in o.recorded if e["type"] == "tool/call"}
+        for x, y in zip(_results(ours_events), _results(o.recorded)):
+            if names.get(y["message"]["content"][0]["toolCallId"]) not in SUBAGENT_TOOLS:
+                continue
+            o.compared_results += 1
+            tx = json.dumps(x["message"]["content"][0].get("content"))
+            for ours, theirs in ids_map.items():
+                tx = tx.replace(ours, theirs)
+            if tx != json.dumps(y["message"]["content"][0].get("content")):
+                o.mismatches.append(f"subagent tool result differs: ours={tx} dsh="
+                                    f"{json.dumps(y['message']['content'][0].get('content'))}")
+    return TreeOutcome(root, children, headers, rec_headers)
+
+
+def _relayed(events: list[dict], ids_map: dict[str, str]) -> list[str]:
+    out = []
+    for e in events:
+        if e["type"] == "user/message" and (e["data"].get("source") or {}).get("kind") in RELAYED:
+            text = json.dumps({"content": e["data"]["content"], "source": e["data"]["source"]}, sort_keys=True)
+            for ours, theirs in ids_map.items():
+                text = text.replace(ours, theirs)
+            out.append(text)
+    return out
+
+
+RELAYED = {"subagent-settled", "subagent-report", "coordinator"}
+
+
+# The subagent rows of a child log, in order (with the loop's boundaries around them).
+CHILD_ROWS = {"subagent/descriptor", "session/end-seed", "approval/policy", "sandbox/mode", "turn/start",
+              "step/start", "turn/end"}
+
+
+async def _settle_tree(agent) -> None:
+    """Wait until the root and every live child are idle and no settlement is pending."""
+    from dsh_tui.runtime.subagents import children as ch
+
+    for _ in range(2000):
+        await asyncio.wait_for(agent.wait_idle(), 60)
+        busy = [c for c in ch.CHILDREN.values() if c.host is not None or c.closing is not None and not c.closing.done()]
+        if not busy and agent.status == "idle" and not agent.inbox.pending():
+            await asyncio.sleep(0)
+            if agent.status == "idle":
+                return
+        for c in busy:
+            if c.closing is not None:
+                await c.closing
+            elif c.agent is not None:
+                await c.agent.wait_idle()
+        await asyncio.sleep(0.001)
+    raise AssertionError("the subagent tree did not settle")
 
 
 @dataclass

@@ -88,3 +88,48 @@ def test_headless_against_a_real_server_closes_its_connection(tmp_path):
     assert p.returncode == 0, p.stderr
     assert p.stdout == "hello\n"
     assert "ResourceWarning" not in p.stderr and "unclosed" not in p.stderr
+
+
+def _prompt(scenario) -> str:
+    import json
+
+    steps = json.loads((scenario / "input.json").read_text())["steps"]
+    return next(s["text"] for s in steps if s["op"] == "prompt")
+
+
+def test_headless_replay_of_a_scenario_directory_runs_each_child_from_its_own_recording(tmp_path):
+    """``--replay DIR``: the root replays session.jsonl, the foreground child session.1.jsonl; the child is a
+    real session in the same root with dsh's header fields and descriptor."""
+    scenario = SNAP / "subagent-spawn-in-process"
+    root = tmp_path / "root"
+    p = run("--headless", _prompt(scenario), "--replay", str(scenario), "--cwd", str(tmp_path), "--root", str(root),
+            "--preset", "full-access", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "PARENT_DONE\n"
+    logs = {}
+    for path in root.rglob("session.jsonl*"):
+        log = open_log_file(path)
+        logs[log.header["id"]] = log
+    assert len(logs) == 2
+    (parent,) = [log for log in logs.values() if "parentSession" not in log.header]
+    (child,) = [log for log in logs.values() if "parentSession" in log.header]
+    assert child.header["parentSession"] == parent.header["id"]
+    assert child.header["origin"] == "subagent" and child.header["delegationDepth"] == 1
+    assert [e["data"] for e in child.events if e["type"] == "subagent/descriptor"] == [
+        {"version": 2, "mode": "one-shot", "provider": "spawn", "label": "Reply with CHILD_OK"}]
+    assert tool_result_text(parent.events) == "CHILD_OK"
+
+
+def test_headless_replay_dir_waits_for_a_background_child_and_its_notice(tmp_path):
+    scenario = SNAP / "subagent-continuable-inheritance"
+    p = run("--headless", _prompt(scenario), "--replay", str(scenario), "--cwd", str(tmp_path), "--root",
+            str(tmp_path / "root"), "--preset", "full-access", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == "SUBAGENT_SETTLED_NOTED\n"  # the answer of the turn the settlement notice started
+
+
+def test_headless_replay_of_a_directory_without_a_root_log_is_one_clear_line(tmp_path):
+    p = run("--headless", "x", "--replay", str(tmp_path), "--cwd", str(tmp_path), "--root", str(tmp_path / "r"),
+            cwd=tmp_path)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert p.stderr.startswith("dsh-tui: ") and "session.jsonl" in p.stderr

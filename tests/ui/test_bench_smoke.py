@@ -25,3 +25,14 @@ def test_long_session_bench_child_opens_a_tiny_session_tail_first(tmp_path):
     out = bench.spawn("long", str(tmp_path), "tail")
     assert out["events"] == events and out["last_turn"] == 30
     assert out["first_paint"] <= out["head_folded"] and out["mounted_views"] > 0
+
+
+async def test_subagents_bench_runs_parallel_children_over_http():
+    """A tiny run of tests/bench/bench_subagents.py (3 children, short streams): every child answers over
+    the real HTTP server and the parent's turn completes; no timing asserted."""
+    spec = importlib.util.spec_from_file_location("bench_subagents", BENCH.parent / "bench_subagents.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = await bench.measure(children=3, chunks=5, delay=0.001)
+    assert set(result) >= {"alone_s", "parallel_s", "ratio", "echo_p95"}
+    assert result["alone_s"] > 0 and result["parallel_s"] > 0

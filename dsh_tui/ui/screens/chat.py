@@ -98,6 +98,8 @@ class ChatScreen(Screen):
         self._flush_timer = None
         self._model_hint = model_hint
         self.flushes = 0  # drains applied (tests and benches read it)
+        self.subagents: dict[str, dict] = {}  # child id -> live snapshot (see _subagent_changed)
+        self._subagent_timer: Any = None
         self._flush_cost = 0.0
         self._last_freeze = 0.0
         self.loading_head = False
@@ -417,6 +419,8 @@ class ChatScreen(Screen):
             self.app.notify(str(value), title="Error", severity="error", timeout=8)
         elif kind == "notice":
             self.app.notify(str(value), timeout=5)
+        elif kind == "subagent" and isinstance(value, dict):
+            self._subagent_changed(value)
         elif kind == "model" and isinstance(value, tuple) and len(value) == 3:
             self.status.route = value
             self.status.redraw()
@@ -430,6 +434,48 @@ class ChatScreen(Screen):
         current = self.composer.text.strip()
         self.composer.value = "\n\n".join([*lost, *([current] if current else [])])
         self.say("The turn ended before your steer reached the model: it is back in the composer.")
+
+    # -- subagents -------------------------------------------------------------------------------
+    def _subagent_changed(self, snap: dict[str, Any]) -> None:
+        """A subagent's live snapshot: its card (by the spawning call id) and the running count."""
+        self.subagents[snap["id"]] = snap
+        if snap.get("callId"):
+            self.state.subagents[snap["callId"]] = snap
+        self._refresh_subagent_cards()
+        if any(s.get("status") == "running" for s in self.subagents.values()) and self._subagent_timer is None:
+            self._subagent_timer = self.set_interval(1.0, self._tick_subagents)
+
+    def _refresh_subagent_cards(self) -> None:
+        from dsh_tui.ui.widgets.subagent import SubagentCard
+
+        running = sum(1 for s in self.subagents.values() if s.get("status") == "running")
+        if running != self.status.info.subagents:
+            self.status.info.subagents = running
+            self.status.redraw()
+        for view in self.transcript.views.values():
+            if isinstance(view, SubagentCard):
+                view.refresh_item()
+
+    def _tick_subagents(self) -> None:
+        """Elapsed time on running cards (the runtime posts only on changes)."""
+        now_running = False
+        for snap in self.subagents.values():
+            if snap.get("status") == "running":
+                snap["elapsed"] = float(snap.get("elapsed") or 0) + 1.0
+                now_running = True
+        self._refresh_subagent_cards()
+        if not now_running and self._subagent_timer is not None:
+            self._subagent_timer.stop()
+            self._subagent_timer = None
+
+    def on_subagent_card_open(self, message: Any) -> None:
+        self.open_subagent(message.child_id)
+
+    def open_subagent(self, child_id: str) -> None:
+        """Push the child's live transcript (read-only while this session owns it; Esc returns)."""
+        from dsh_tui.ui.screens.subagent import open_child_screen
+
+        open_child_screen(self, child_id, self.subagents.get(child_id) or {})
 
     def _set_running(self, running: bool) -> None:
         if running == self.running:
@@ -482,7 +528,8 @@ class ChatScreen(Screen):
             return False
         if self.read_only:
             if self.resume is None:
-                self.say("This is a read-only view: resume the session from the browser (r) to continue.")
+                self.say(getattr(harness, "read_only_reason", None)
+                         or "This is a read-only view: resume the session from the browser (r) to continue.")
                 return False
             problem = self.resume(text)
             if problem:

@@ -45,8 +45,10 @@ def _usage_text(u: Usage) -> str:
     return f"in {u.input:,} · cached {u.cache_read:,} · out {u.output:,} · reasoning {u.reasoning:,}"
 
 
-def render_lane(lane: TurnLane, width: int) -> Text:
-    """The lanes of one turn as text bars on a shared time axis."""
+def render_lane(lane: TurnLane, width: int, children: dict[int, list[dict]] | None = None) -> Text:
+    """The lanes of one turn as text bars on a shared time axis. ``children``: by the seq of a subagent
+    tool call, the children it started (``{"label", "start", "end", "state"}``, epoch ms): one lane each,
+    right under the tool lanes."""
     label_w = 12
     bar_w = max(10, width - label_w - 2)
     ends = [s.end for s in lane.spans if s.end is not None] + [lane.end or lane.start]
@@ -98,6 +100,13 @@ def render_lane(lane: TurnLane, width: int) -> Text:
             style = {"ok": "green", "error": "red", "aborted": "yellow", "unknown": "magenta"}.get(t.state, "white")
             cells.append((col(t.start), col(t.end if t.end is not None else t1) + 1, "▓", style))
         row(f"tools[{slot}]", cells)
+    child_rows = [(t, c) for t in tools for c in (children or {}).get(t.seq, [])]
+    for _t, c in child_rows:
+        style = {"completed": "green", "error": "red", "aborted": "yellow", "max-tokens": "red"}.get(
+            c.get("state"), "magenta")
+        end = c.get("end") if c.get("end") is not None else t1
+        row(f"↳ {str(c.get('label') or 'subagent')[:label_w - 3]}",
+            [(col(c["start"]), col(end) + 1, "▚", style)])
     for kind, ch, style in (("retry", "╌", "red"), ("compaction", "▒", "blue")):
         spans = lane.of_kind(kind)
         if spans:
@@ -107,6 +116,10 @@ def render_lane(lane: TurnLane, width: int) -> Text:
                    "dim")
     for t in tools:
         out.append(f"  tool {t.label:<19} slot {t.slot}  {_fmt_ms(t.duration_ms):>9}  {t.state}\n", "dim")
+    for _t, c in child_rows:
+        dur = None if c.get("end") is None else c["end"] - c["start"]
+        out.append(f"    ↳ subagent {str(c.get('label'))[:30]:<30} {_fmt_ms(dur):>9}  {c.get('state') or 'running'}"
+                   f"  {c.get('id', '')}\n", "dim")
     for s in lane.steps:
         out.append(f"  step {s.step:<3} {_usage_text(s.usage)}\n", "dim")
     return out
@@ -183,6 +196,16 @@ The inspector shows the raw event and, inside a model request, what the model re
             header, events = self._from_chat(app)
         self.header = header or {}
         self.events: list[dict] = events or []
+        # subagent children by the seq of the tool call that started them (the chat's live harness knows them)
+        self.subagent_lanes: dict[int, list[dict]] = {}
+        harness = getattr(getattr(app, "bridge", None), "harness", None) if app is not None else None
+        spans = getattr(harness, "child_spans", None)
+        if callable(spans):
+            by_call = {e["data"].get("callId"): e["seq"] for e in self.events if e.get("type") == "tool/call"}
+            for c in spans():
+                seq = by_call.get(c.get("callId"))
+                if seq is not None:
+                    self.subagent_lanes.setdefault(seq, []).append(c)
         self.focus_seq = focus_seq
         # The ledger paints as soon as the events exist; the lanes fold (O(events)) runs in a worker.
         self.fold: TimelineFold = TimelineFold()
@@ -254,7 +277,7 @@ The inspector shows the raw event and, inside a model request, what the model re
             return
         self.turn_index = max(0, min(len(self.fold.turns) - 1, self.turn_index))
         width = max(40, (self.size.width or 100) - 2)
-        lanes.update(render_lane(self.fold.turns[self.turn_index], width))
+        lanes.update(render_lane(self.fold.turns[self.turn_index], width, self.subagent_lanes))
 
     def action_turn(self, delta: int) -> None:
         self.turn_index += delta

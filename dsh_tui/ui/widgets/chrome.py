@@ -172,6 +172,7 @@ class StatusInfo:
     phase_since: float = 0.0
     tools_running: int = 0
     queued: int = 0
+    subagents: int = 0  # running subagents below this session
     notice: str = ""
 
 
@@ -304,6 +305,9 @@ class StatusBar(Widget):
                 out.append((6, Text(f"cache {cache:.0f}%")))
         if info.queued:
             out.append((1, Text(f"{info.queued} queued", style="bold yellow")))
+        if info.subagents:
+            out.append((1, Text(f"{info.subagents} subagent{'s' if info.subagents != 1 else ''} running",
+                                style="bold cyan")))
         if info.notice:
             out.append((7, Text(info.notice, style="bold red")))
         return out

@@ -42,6 +42,7 @@ class ViewState:
         self.card_mode = "collapsed"
         self.reasoning = False
         self.show_time = True
+        self.subagents: dict[str, dict] = {}  # tool call id -> the live snapshot of the subagent it started
 
 
 class CachedStatic(Static):
@@ -407,6 +408,10 @@ class TranscriptView(VerticalScroll):
         # only a streaming answer needs segments; finished ones are one cached Static (one widget)
         if isinstance(item, StreamItem) and item.state == "streaming":
             return AnswerView(item, self.state) if item.kind == "assistant" else ThinkingView(item, self.state)
+        if item.kind == "tool" and getattr(item, "name", "") in ("subagent", "subagent_fork"):
+            from dsh_tui.ui.widgets.subagent import SubagentCard
+
+            return SubagentCard(item, self.state)
         return ItemView(item, self.state)
 
     def clear_views(self) -> None:

@@ -1,0 +1,443 @@
+"""The ``subagents`` built-in plugin: dsh's subagent tools (extensions spec §4).
+
+- ``subagent`` (spawn: a fresh child; continuable, background by default) and ``subagent_fork`` (fork: a
+  child seeded with the parent's completed turns; one-shot, waits);
+- ``send_message``, ``interrupt_agent``, ``list_agents`` (agents that can start children) and ``report``
+  (in continuable children).
+
+Children are real sessions in the parent's store, opened through the agent host (``AgentHost.open``) with
+the parent's provider, options and plugins. Config (``[plugins.subagents]`` in the settings file):
+``max_depth`` (3, or ``"provider-managed"``), ``subagent_mode`` (``continuable``), ``fork_mode``
+(``one-shot``), ``subagent_background`` (true) and ``fork_background`` (false: the fork tool always waits,
+as dsh's shipped ``subagent_fork`` with ``enableRunInBackground: false``). One-shot *background* runs need
+dsh's job tools (``job_output``/``job_kill``), which dsh-tui does not have: that combination is refused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import uuid
+from pathlib import Path
+from typing import Any
+
+from dsh_tui.runtime.subagents import children as ch
+from dsh_tui.runtime.subagents import texts
+from dsh_tui.session.errors import DshError
+from dsh_tui.tools.base import ToolDefinition, ToolError
+
+name = "subagents"
+__all__ = ["apply", "name", "DEFAULTS"]
+
+DEFAULTS: dict[str, Any] = {"max_depth": 3, "subagent_mode": "continuable", "fork_mode": "one-shot",
+                            "fork_background": False, "subagent_background": True}
+
+
+def _config(raw: Any) -> dict[str, Any]:
+    cfg = dict(DEFAULTS)
+    raw = dict(raw or {})
+    unknown = set(raw) - set(DEFAULTS)
+    if unknown:
+        raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected {', '.join(DEFAULTS)})")
+    cfg.update(raw)
+    md = cfg["max_depth"]
+    if md != "provider-managed" and (isinstance(md, bool) or not isinstance(md, int) or md < 0):
+        raise DshError(f'max_depth must be a non-negative integer or "provider-managed", got {md!r}')
+    for key in ("subagent_mode", "fork_mode"):
+        if cfg[key] not in ("one-shot", "continuable"):
+            raise DshError(f'{key} must be "one-shot" or "continuable", got {cfg[key]!r}')
+    for key in ("fork_background", "subagent_background"):
+        if not isinstance(cfg[key], bool):
+            raise DshError(f"{key} must be true or false")
+    for mode, background in (("subagent_mode", "subagent_background"), ("fork_mode", "fork_background")):
+        if cfg[mode] == "one-shot" and cfg[background]:
+            raise DshError(f"{background} = true with {mode} = \"one-shot\" needs background jobs (job_output, "
+                           f"job_kill), which dsh-tui does not have yet: set {background} = false")
+    return cfg
+
+
+def _text(value: str) -> list[dict]:
+    return [{"type": "text", "text": value}]
+
+
+def _descriptor(session: Any) -> dict | None:
+    for ev in session.events:
+        if ev["type"] == "subagent/descriptor":
+            return ev["data"]
+    return None
+
+
+def _delegation_depth(agent: Any) -> int:
+    return int(agent.session.header.get("delegationDepth") or 0)
+
+
+def _sandbox_override(session: Any) -> str | None:
+    mode = None
+    for ev in session.events:
+        if ev["type"] == "sandbox/mode":
+            mode = (ev.get("data") or {}).get("mode")
+    return mode
+
+
+def apply(ctx: Any, config: Any = None) -> None:
+    cfg = _config(config)
+    agent = ctx._agent
+    if getattr(agent, "host", None) is None:
+        return  # children are opened through the agent host: an agent built without one has no subagents
+    ch.AGENTS[agent.id] = agent
+    ctx.effect(lambda: ch.AGENTS.pop(agent.id, None) if ch.AGENTS.get(agent.id) is agent else None)
+
+    def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
+        base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (
+            texts.FORK_BASE, texts.FORK_PROMPT)
+        props: dict[str, Any] = {"description": {"type": "string", "description": texts.DESCRIPTION_PARAM},
+                                 "prompt": {"type": "string", "description": prompt_desc}}
+        if not background_enabled:
+            description = base + texts.NO_BACKGROUND_SUFFIX
+        elif mode == "continuable":
+            description = base + texts.CONTINUABLE_SUFFIX
+            props["run_in_background"] = {"type": "boolean", "description": texts.CONTINUABLE_PARAM}
+        else:
+            description = base + texts.ONE_SHOT_SUFFIX
+            props["run_in_background"] = {"type": "boolean", "description": texts.ONE_SHOT_PARAM}
+        parameters = {"type": "object", "properties": props, "required": ["description", "prompt"]}
+
+        async def execute(args: dict, tctx: Any) -> Any:
+            background = args.get("run_in_background")
+            if background is True and not background_enabled:
+                raise ToolError(texts.BACKGROUND_DISABLED)
+            if background is None:
+                background = background_enabled and mode == "continuable"
+            if background and mode == "one-shot":
+                raise ToolError("one-shot background subagent jobs are not supported by dsh-tui yet; "
+                                "call again with run_in_background: false")
+            depth = max(_delegation_depth(agent), 0) + 1
+            if cfg["max_depth"] != "provider-managed" and depth > cfg["max_depth"]:
+                raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg['max_depth']}")
+            host = agent.host
+            child_mode = "continuable" if background else "one-shot"  # dsh: a foreground child is one-shot
+            child = await open_child(agent, host, provider=provider, mode=child_mode, label=args["description"],
+                                     tool_name=tool_name, call_id=tctx.call_id, depth=depth)
+            prompt = {"role": "user", "content": _text(args["prompt"]), "source": {"kind": "user"}}
+            cagent = child.agent
+            child.epoch_start = len(cagent.session.events)
+            cagent.followup(prompt)
+            if child_mode == "one-shot":  # inside the first turn, after turn/start and the claim, before step/start
+                cagent.session.append("subagent/descriptor", _one_shot_descriptor(provider, args["description"]))
+            ch.notify_watchers(child)
+            if background:
+                ch.watch_continuable(child)
+                return {"kind": "continuable", "subagentId": child.id}
+            return await _foreground(child, tctx)
+
+        def render(args: Any, value: Any) -> list[dict]:
+            if isinstance(value, dict) and value.get("kind") == "continuable":
+                return _text(f"started subagent {value['subagentId']}")
+            return _text(value.get("text", "") if isinstance(value, dict) else str(value))
+
+        return ToolDefinition(tool_name, description, parameters, execute, render,
+                              is_concurrency_safe=lambda _a: True, access="read")
+
+    ctx.tools.register(spawn_tool("subagent", "spawn", cfg["subagent_mode"], cfg["subagent_background"]))
+    ctx.tools.register(spawn_tool("subagent_fork", "fork", cfg["fork_mode"], cfg["fork_background"]))
+    continuable = cfg["subagent_mode"] == "continuable" or cfg["fork_mode"] == "continuable"
+    if continuable:
+        _register_control_tools(ctx, agent)
+    desc = _descriptor(agent.session)
+    is_child = agent.session.header.get("origin") == "subagent"
+    if desc is not None and desc.get("mode") == "continuable":
+        _register_report(ctx, agent)
+
+    async def assemble(payload: dict, nxt: Any) -> Any:
+        from dsh_tui.runtime import prompt as prompt_mod
+
+        assembly = await nxt()
+        if is_child and assembly.contexts is not None and agent.config.runtime_context:
+            assembly.contexts.append(prompt_mod.Section("subagent:delegated", 90, texts.DELEGATED_CONTEXT))
+        names = agent.tools.tools
+        for tool_name, mode in (("subagent", cfg["subagent_mode"]), ("subagent_fork", cfg["fork_mode"])):
+            if mode == "continuable" and tool_name in names:
+                assembly.sections.append(prompt_mod.Section(f"tool:{tool_name}", 116.5,
+                                                            texts.continuable_section(tool_name)))
+        if "report" in names:
+            assembly.sections.append(prompt_mod.Section("tool:report", 116.6, texts.REPORT_SECTION))
+        return assembly
+
+    ctx.on("system-prompt/assemble", assemble)
+
+    if _is_resumed(agent.session):  # continuable children with queued input run again (and settle to us)
+        task = asyncio.get_running_loop().create_task(resume_pending_children(agent))
+        ch.RESUMING[agent.id] = task
+        task.add_done_callback(lambda t: ch.RESUMING.pop(agent.id, None) if ch.RESUMING.get(agent.id) is t else None)
+        ctx.effect(lambda: task.cancel() if not task.done() else None)
+
+    async def close_children() -> None:  # host teardown disposes descendants child-first
+        for child in ch.live_children(agent.id):
+            await ch.close_child(child)
+
+    ctx.effect(close_children)
+
+
+def _is_resumed(session: Any) -> bool:
+    """A session opened from the store (not a new one, nor a new child's seed)."""
+    end = session.end_seed_seq
+    seeded = session.header.get("seedLength")
+    if end is None or (seeded is not None and end <= seeded):
+        return False
+    return end + 1 == len(session.events) and any(
+        e["type"] == "turn/start" for e in session.events)
+
+
+async def resume_pending_children(parent: Any) -> list[str]:
+    """After the parent is resumed: each stored continuable child of it whose inbox still holds input (a
+    ``send_message`` turn the crash or the close left unrun) is cold-resumed from its descriptor and runs
+    it; its settlement notice reaches the parent. Returns the ids it resumed."""
+    store = parent.host.store
+    try:
+        headers = await asyncio.to_thread(store.list)
+    except Exception:  # noqa: BLE001 - listing is best effort; send_message still resumes on demand
+        return []
+    resumed = []
+    for header in headers:
+        sid = header.get("id")
+        if header.get("parentSession") != parent.id or header.get("origin") != "subagent":
+            continue
+        known = ch.CHILDREN.get(sid)
+        if known is not None and known.host is not None:
+            continue
+        try:
+            child = await _cold_resume(parent, sid)
+        except ToolError:
+            continue
+        cagent = child.agent
+        if cagent.inbox.pending():
+            child.epoch_start = len(cagent.session.events)
+            cagent._wake()
+            ch.notify_watchers(child)
+            resumed.append(sid)
+        else:
+            await ch.close_child(child)
+    return resumed
+
+
+def _one_shot_descriptor(provider: str, label: str) -> dict:
+    return {"version": 2, "mode": "one-shot", "provider": provider, "label": label}
+
+
+async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label: str, tool_name: str,
+                     call_id: str, depth: int, resume_id: str | None = None) -> ch.Child:
+    """Open a new child of ``parent`` (or cold-resume ``resume_id``) through the agent host."""
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+
+    spec = host.spec
+    seed: list[dict] | None = None
+    fields: dict[str, Any] = {"parentSession": parent.id, "origin": "subagent", "delegationDepth": depth}
+    now = parent.clock()
+    child_id = resume_id or str(uuid.uuid4())
+    fields["id"] = child_id
+    if resume_id is None:
+        if provider == "fork":
+            events = parent.session.events
+            end = max((i for i, e in enumerate(events) if e["type"] == "turn/end"), default=-1)
+            seed = [copy.deepcopy(dict(e)) for e in events[: end + 1]]
+            if seed:
+                fields["seedLength"] = len(seed)
+        if mode == "continuable":
+            desc: dict[str, Any] = {"version": 2, "mode": "continuable", "provider": provider, "label": label,
+                                    "agentProvider": parent.config.provider, "agentModel": parent.config.model}
+            seed = (seed or []) + [{"seq": len(seed or []), "time": now, "type": "subagent/descriptor",
+                                    "data": desc}]
+    child_provider = parent.provider
+    make = getattr(parent.provider, "child_provider", None)
+    if callable(make):
+        child_provider = make(child_id)
+    options = dict(spec.agent_options)
+    options["approval_policy"] = "never"
+    child_spec = HostSpec(
+        root=None, store=host.store, cwd=Path(parent.config.cwd) if resume_id is None else None,
+        provider=child_provider, model=parent.config.model, reasoning_effort=parent.config.reasoning_effort,
+        preset=parent.config.preset, resume_id=resume_id, clock=spec.clock, persona=spec.persona,
+        agent_options=options, plugins=spec.plugins, plugin_objects=spec.plugin_objects,
+        strict_plugins=spec.strict_plugins, on_plugin_failure=spec.on_plugin_failure, close_provider=False,
+        header_fields=fields if resume_id is None else {}, seed=seed, tool_options=dict(spec.tool_options),
+        plugin_config=copy.deepcopy(spec.plugin_config))
+    child_host = await AgentHost.open(child_spec)
+    if resume_id is None:
+        sandbox = _sandbox_override(parent.session)
+        if sandbox is not None:
+            child_host.session.append("sandbox/mode", {"mode": sandbox, "source": "delegation"})
+        child_host.session.append("approval/policy", {"policy": "never", "source": "delegation"})
+    child = ch.CHILDREN.get(child_id)
+    if child is None:
+        child = ch.Child(child_id, parent.id, depth, mode, provider, label, tool_name, call_id)
+        ch.CHILDREN[child_id] = child
+    child.host = child_host
+    child.session = child_host.session
+    child.closing = None
+    child.ended_at = None
+    child.outcome = None
+    ch.watch(child)
+    return child
+
+
+async def _foreground(child: ch.Child, tctx: Any) -> dict:
+    agent = child.agent
+    idle = asyncio.ensure_future(agent.wait_idle())
+    cancelled = asyncio.ensure_future(tctx.cancelled.wait())
+    try:
+        await asyncio.wait({idle, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        if not idle.done():  # the parent's call was cancelled: so is the child's run
+            agent.cancel({"kind": "user"})
+            await asyncio.shield(idle)
+    finally:
+        cancelled.cancel()
+    outcome = ch.epoch_outcome(agent.session.events, child.epoch_start)
+    child.outcome = outcome
+    try:
+        await ch.close_child(child)
+    except Exception as err:  # noqa: BLE001
+        raise ToolError(f"subagent run failed: {err}") from err
+    if outcome["kind"] != "completed":
+        raise ToolError(ch.foreground_error(outcome))
+    return {"kind": "completed", "text": outcome["text"]}
+
+
+class SubagentError(ToolError):
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message, code, "SubagentError")
+
+
+def _register_control_tools(ctx: Any, agent: Any) -> None:
+    def schema_tool(schema: dict, execute: Any) -> ToolDefinition:
+        return ToolDefinition(schema["name"], schema["description"], copy.deepcopy(schema["parameters"]), execute,
+                              lambda _a, v: _text(str(v)), access="read")
+
+    async def send_message(args: dict, tctx: Any) -> str:
+        sid, text = args["subagent_id"], args["message"]
+        child = ch.CHILDREN.get(sid)
+        if child is not None and child.closing is not None:
+            await asyncio.shield(child.closing)
+        if child is not None and child.parent_id != agent.id:
+            raise SubagentError(f'subagent "{sid}" belongs to another parent session', "UNAUTHORIZED")
+        if child is None or child.host is None:
+            child = await _cold_resume(agent, sid)
+        msg = {"role": "user", "content": _text(text),
+               "source": {"kind": "coordinator", "form": "relay", "senderSessionId": agent.id}}
+        cagent = child.agent
+        if cagent.status != "running":
+            child.epoch_start = len(cagent.session.events)
+        cagent.send(msg, "next-turn", True)
+        ch.notify_watchers(child)
+        return f"message queued as the next turn for subagent {sid}"
+
+    async def interrupt_agent(args: dict, tctx: Any) -> str:
+        aid = args["agent_id"]
+        below = {c.id: c for c, _d in ch.descendants(agent.id)}
+        target = below.get(aid)
+        if target is not None and target.agent is not None and target.agent.status == "running":
+            target.agent._wake_requested = False  # queued messages stay parked until a later send_message
+            target.agent.cancel({"kind": "interrupted"}, keep_inbox=True)
+        return f"interrupt requested for agent {aid}"
+
+    async def list_agents(args: dict, tctx: Any) -> str:
+        scope = args.get("scope") or "children"
+        await _adopt_stored_children(agent)
+        rows = [(c, d) for c, d in ch.descendants(agent.id) if c.mode in ("continuable", "diagnostic")]
+        if scope == "children":
+            rows = [(c, d) for c, d in rows if d == 1]
+        lines = []
+        for c, d in rows:
+            extra = f" parent={c.parent_id} depth={d}" if scope == "descendants" else ""
+            if c.mode == "diagnostic":
+                lines.append(f"{c.id} [diagnostic: {c.label}]{extra}")
+            else:
+                lines.append(f"{c.id} [{c.status}]{extra} — {c.label}")
+        return "\n".join(lines) if lines else "(no subagents)"
+
+    ctx.tools.register(schema_tool(texts.SEND_MESSAGE_SCHEMA, send_message))
+    ctx.tools.register(schema_tool(texts.INTERRUPT_AGENT_SCHEMA, interrupt_agent))
+    ctx.tools.register(schema_tool(texts.LIST_AGENTS_SCHEMA, list_agents))
+
+
+async def _adopt_stored_children(parent: Any) -> None:
+    """Register the stored children of ``parent`` this process has not seen (after a restart) as ``ready``
+    (continuable) or as diagnostics (``corrupt``: unreadable; ``unsupported``: no continuable descriptor)."""
+    store = getattr(getattr(parent, "host", None), "store", None)
+    if store is None:
+        return
+    try:
+        headers = await asyncio.to_thread(store.list)
+    except Exception:  # noqa: BLE001 - listing is best effort
+        return
+    for header in headers:
+        sid = header.get("id")
+        if header.get("parentSession") != parent.id or header.get("origin") != "subagent" or sid in ch.CHILDREN:
+            continue
+        depth = int(header.get("delegationDepth") or 1)
+        try:
+            info = await asyncio.to_thread(store.inspect, sid)
+            desc = next((e["data"] for e in info.events if e["type"] == "subagent/descriptor"), None)
+        except Exception:  # noqa: BLE001 - a child that cannot be read is reported, not dropped
+            ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, "diagnostic", "spawn", "corrupt", "subagent", "",
+                                        created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
+            continue
+        if not isinstance(desc, dict):  # a subagent child without its descriptor: dsh reports it as corrupt
+            ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, "diagnostic", "spawn", "corrupt", "subagent", "",
+                                        created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
+            continue
+        mode = "continuable" if desc.get("mode") == "continuable" else "one-shot"
+        ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, mode, desc.get("provider", "spawn"),
+                                    str(desc.get("label", "")), "subagent", "",
+                                    created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
+
+
+async def _cold_resume(parent: Any, sid: str) -> ch.Child:
+    """Open a stored continuable child of ``parent`` from its descriptor."""
+    host = getattr(parent, "host", None)
+    store = getattr(host, "store", None)
+    unavailable = SubagentError(f'subagent "{sid}" is unavailable', "NOT_RESUMABLE")
+    if store is None:
+        raise unavailable
+    try:
+        exists = await asyncio.to_thread(store.exists, sid)
+    except Exception:  # noqa: BLE001 - a malformed id is simply not a stored child
+        exists = False
+    if not exists:
+        raise unavailable
+    try:
+        info = await asyncio.to_thread(store.inspect, sid)
+    except Exception as err:  # noqa: BLE001
+        raise unavailable from err
+    header = info.header
+    if header.get("parentSession") != parent.id:
+        raise SubagentError(f'subagent "{sid}" belongs to another parent session', "UNAUTHORIZED")
+    desc = next((e["data"] for e in info.events if e["type"] == "subagent/descriptor"), None)
+    if not isinstance(desc, dict) or desc.get("mode") != "continuable":
+        raise SubagentError(f'subagent "{sid}" has no supported continuation state and cannot be resumed; '
+                            f"do not retry send_message with this id", "NOT_RESUMABLE")
+    child = ch.CHILDREN.get(sid)
+    label = desc.get("label", "")
+    depth = int(header.get("delegationDepth") or 1)
+    child = await open_child(parent, host, provider=desc.get("provider", "spawn"), mode="continuable",
+                             label=label, tool_name="subagent", call_id="", depth=depth, resume_id=sid)
+    ch.watch_continuable(child)
+    return child
+
+
+def _register_report(ctx: Any, agent: Any) -> None:
+    async def report(args: dict, tctx: Any) -> str:
+        parent_id = agent.session.header.get("parentSession")
+        parent = ch.AGENTS.get(parent_id)
+        if parent is None or getattr(parent, "_disposed", False):
+            raise ToolError("direct parent is not live; report was not delivered")
+        msg = {"id": str(uuid.uuid4()), "role": "user",
+               "content": [{"type": "text", "text": f"Background subagent {agent.id} reported:"},
+                           {"type": "text", "text": args["output"]}],
+               "source": {"kind": "subagent-report", "form": "relay", "senderSessionId": agent.id}}
+        ch.deliver(parent, msg, notice=False)
+        return f"report accepted by the agent that started you as message {msg['id']}"
+
+    schema = texts.REPORT_SCHEMA
+    ctx.tools.register(ToolDefinition(schema["name"], schema["description"], copy.deepcopy(schema["parameters"]),
+                                      report, lambda _a, v: _text(str(v)), access="read"))
+
