@@ -35,6 +35,14 @@ class Hang:
 
 
 @dataclass(frozen=True)
+class Gate:
+    """Block until ``event`` (a ``threading.Event``, set from any thread, e.g. a test's) is set: a step
+    boundary a test controls instead of a timed ``Delay``."""
+
+    event: Any
+
+
+@dataclass(frozen=True)
 class Raise:
     error: BaseException
 
@@ -215,6 +223,9 @@ class ScriptedProvider:
                     await asyncio.sleep(step.seconds)
                 elif isinstance(step, Hang):
                     await asyncio.Event().wait()
+                elif isinstance(step, Gate):
+                    while not step.event.is_set():  # polled: a cancelled stream stops waiting at once
+                        await asyncio.sleep(0.01)
                 elif isinstance(step, Raise):
                     raise step.error
                 else:

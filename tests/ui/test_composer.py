@@ -194,7 +194,12 @@ async def test_up_from_the_composers_top_row_focuses_the_queue_and_esc_comes_bac
 
 # -- 4. focus ------------------------------------------------------------------------------------
 async def test_focus_returns_to_the_composer_when_the_queue_empties_itself(tmp_path):
-    app = scripted_app(tmp_path, [[Delay(0.6), *scripted.text("first")], scripted.text("second")])
+    import threading
+
+    from dsh_tui.llm.scripted import Gate
+
+    first_may_end = threading.Event()  # the first turn ends when the test says so (no timed race)
+    app = scripted_app(tmp_path, [[Gate(first_may_end), *scripted.text("first")], scripted.text("second")])
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await submit(pilot, "one")
@@ -202,6 +207,7 @@ async def test_focus_returns_to_the_composer_when_the_queue_empties_itself(tmp_p
         await submit(pilot, "two")
         await pilot.press("ctrl+down")
         assert app.chat.queue_list.has_focus
+        first_may_end.set()
         await wait_for(pilot, lambda: not app.chat.queue)  # the turn ended and sent "two"
         await pilot.pause()
         assert not app.chat.queue_list.display and app.chat.composer.has_focus
