@@ -193,8 +193,9 @@ class ChatScreen(Screen):
             composer.border_subtitle = HINT_NO_MODEL
             composer.placeholder = PLACEHOLDER
         elif self.read_only:
-            composer.border_subtitle = HINT_READ_ONLY
-            composer.placeholder = READ_ONLY_PLACEHOLDER
+            reason = getattr(self.bridge.harness, "read_only_reason", None)  # e.g. a parent's subagent
+            composer.border_subtitle = HINT_READ_ONLY if reason is None else "Esc back"
+            composer.placeholder = reason or READ_ONLY_PLACEHOLDER
         elif self.running:
             composer.border_subtitle = HINT_RUNNING_SWAPPED if self.enter_steers else HINT_RUNNING
             composer.placeholder = PLACEHOLDER
