@@ -102,6 +102,7 @@ class AgentHost:
         self.agent.followup(prompt)
         await asyncio.sleep(0)
         await self.agent.wait_idle()
+        await self.flush()
         answer, reason = "", {"kind": "none"}
         for e in self.session.events[start:]:
             if e["type"] == "assistant/message":
@@ -112,6 +113,13 @@ class AgentHost:
             elif e["type"] == "turn/end":
                 reason = e["data"].get("reason") or {"kind": "none"}
         return TurnResult(self.session.header["id"], answer, reason)
+
+    async def flush(self) -> None:
+        """Wait for work plugins run beside the turn (``session/flush``: the pending LLM title request)."""
+        try:
+            await self.agent.bus.parallel("session/flush", {"agent": self.agent}, scope=self.agent.id)
+        except Exception:  # noqa: BLE001 - a failing flush listener must not lose the turn's result
+            pass
 
     async def close(self) -> None:
         """Cancel a running turn, dispose the agent, flush and close the writer, close the provider."""
