@@ -336,6 +336,10 @@ def reason_text(reason: Any) -> str:
 
 def context_producer(source: dict[str, Any]) -> str:
     kind = source.get("kind", "?")
+    if kind == "agent-instructions":  # "instructions · AGENTS.md, nested/AGENTS.md": the files it names
+        paths = [c["path"] for c in source.get("changes") or []
+                 if isinstance(c, dict) and isinstance(c.get("path"), str)]
+        return "instructions · " + ", ".join(dict.fromkeys(paths)) if paths else "instructions"
     if kind == "plugin":
         plugin = str(source.get("plugin", "plugin"))
         form = source.get("form")

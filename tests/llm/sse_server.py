@@ -124,8 +124,9 @@ def is_title_request(body: Any) -> bool:
         return False
 
 
-def title_reply(text: str = SCRIPTED_TITLE) -> Reply:
-    return sse_reply(chunk(text), chunk(finish="stop", usage={"prompt_tokens": 5, "completion_tokens": 3}))
+def title_reply(text: str = SCRIPTED_TITLE, delay: float = 0.0) -> Reply:
+    return sse_reply(*([delay] if delay else []), chunk(text),
+                     chunk(finish="stop", usage={"prompt_tokens": 5, "completion_tokens": 3}))
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -157,9 +158,14 @@ class _Handler(BaseHTTPRequestHandler):
             "client": self.client_address,  # (host, port): the same port means a reused connection
         }
         if self.server.title_reply is not None and is_title_request(parsed):
-            # the session-title-llm request beside the first turn: answered here, not from the script
+            # the session-title-llm request beside the first turn: answered from its own queue (by default
+            # SCRIPTED_TITLE), never from the turn script, whichever of the two requests arrives first
             self.server.title_requests.append(record)
-            self._play(self.server.title_reply())
+            try:
+                reply = self.server.title_replies.get_nowait()
+            except queue.Empty:
+                reply = self.server.title_reply()
+            self._play(reply)
             return
         self.server.requests.append(record)
         if self.server.fixed_body is not None:
@@ -263,6 +269,7 @@ class _Server(ThreadingHTTPServer):
     fixed_body: bytes | None
     title_requests: list[dict[str, Any]]
     title_reply: Any
+    title_replies: queue.Queue[Reply]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         exc = sys.exc_info()[1]
@@ -274,13 +281,14 @@ class _Server(ThreadingHTTPServer):
 class ScriptServer:
     """``with ScriptServer() as srv: srv.push(reply); url = srv.base_url``."""
 
-    def __init__(self, fixed_body: bytes | None = None, *, script_titles: bool = False) -> None:
-        """``script_titles``: title requests take replies from the script like any other request (by
-        default they are answered with ``SCRIPTED_TITLE`` and recorded in ``title_requests`` only)."""
+    def __init__(self, fixed_body: bytes | None = None) -> None:
+        """Title requests (``is_title_request``) are recorded in ``title_requests``, not ``requests``, and
+        answered with the replies given to ``push_title``, then with ``SCRIPTED_TITLE``."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.requests = []
         self._server.title_requests = []
-        self._server.title_reply = None if script_titles or fixed_body is not None else title_reply
+        self._server.title_replies = queue.Queue()
+        self._server.title_reply = None if fixed_body is not None else title_reply
         self._server.replies = queue.Queue()
         self._server.stopping = threading.Event()
         self._server.fixed_body = fixed_body
@@ -303,6 +311,10 @@ class ScriptServer:
     @property
     def title_requests(self) -> list[dict[str, Any]]:
         return self._server.title_requests
+
+    def push_title(self, *replies: Reply) -> None:
+        for r in replies:
+            self._server.title_replies.put(r)
 
     def push(self, *replies: Reply) -> None:
         for r in replies:
