@@ -43,6 +43,7 @@ class ChatScreen(Screen):
 
     DEFAULT_CSS = """
     ChatScreen { layout: vertical; }
+    ChatScreen #chat-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
     ChatScreen #bottom-hint { height: 1; display: none; color: $accent; text-align: right; padding: 0 1; }
     ChatScreen #composer { border: tall $primary-muted; height: 3; }
     ChatScreen #composer:focus { border: tall $primary; }
@@ -86,6 +87,8 @@ class ChatScreen(Screen):
         self.tail_of: TranscriptFold | None = None  # the tail fold waiting for complete_history()
         self.on_attached: Any = None  # called once after the next attach (the app's first-paint hook)
         self._pending_seq: int | None = None
+        self.title_bar: Static | None = None
+        self.title_text = ""  # what the title header shows
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -102,6 +105,20 @@ class ChatScreen(Screen):
         self.status = StatusBar(clock=self.clock, id="status")
         self.status.model_hint = self._model_hint
         yield self.status
+
+    def _show_title(self) -> None:
+        """The session's title in a one-line header, mounted when the session first has one."""
+        title = self.fold.title
+        bar = self.title_bar
+        if title is None and bar is None:
+            return
+        text = title or ""
+        if bar is None:
+            self.title_bar = bar = Static(text, id="chat-title", markup=False)
+            self.mount(bar, before=self.transcript)
+        elif self.title_text != text:
+            bar.update(text)
+        self.title_text = text
 
     def on_mount(self) -> None:
         self.composer.cursor_blink = bool(self.app.settings.get("ui.cursor_blink", True)) \
@@ -174,6 +191,8 @@ class ChatScreen(Screen):
                 continue
             changes.extend(self.fold.apply(event))
             self._phase_from_event(event)
+            if event.get("type") == "session/title":
+                self._show_title()
         with self.app.batch_update():
             if changes:
                 plan = [c for c in changes if c[0] == PLAN]
@@ -213,6 +232,7 @@ class ChatScreen(Screen):
         if len(fold.items) > FIRST_PAINT_ITEMS:
             self.call_after_refresh(self._fill_window)
         self._show_plan(fold.plan)
+        self._show_title()
         self.attached = True
         if partial:
             self.loading_head = True
@@ -273,6 +293,7 @@ class ChatScreen(Screen):
         if self.fold is not tail:
             return  # another session was attached meanwhile
         tail.prepend(head)
+        self._show_title()
         gc.freeze()
         self.transcript._update_earlier()
         self._show_plan(tail.plan)
