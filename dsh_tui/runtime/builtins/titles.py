@@ -7,7 +7,8 @@ dsh's place: after the step's entering messages, before its ``request/header``.
 
 ``session-title-llm``: dsh's first-prompt LLM title. When the first eligible prompt of a new, unforked,
 untitled session reaches its first main model request (``llm/stream``), a ``session/title-llm-request``
-is appended and the title request starts beside the main request (never before it, never delaying it).
+is appended (dsh's place: after ``request/context``, before the first chunk) and the title request is sent
+once the main request's first chunk is in: it runs beside the turn and never delays its first byte.
 A valid reply is appended as ``{..., source:{kind:"provider", provider:"session-title-first-prompt-llm",
 model:{provider, model}}}``; a failure is logged (``session "<id>": automatic title generation failed:
 ...``), the fallback stays and nothing is retried. A user title (``set_user_title``, the browser's
@@ -216,6 +217,7 @@ class SessionTitleLlm:
 
         async def on_stream(payload: dict, nxt: Any) -> Any:
             request = payload.get("request") or {}
+            launch = None
             if state["task"] is None and request.get("purpose", "turn") == "turn":
                 first = first_prompt()
                 if first is not None:
@@ -224,8 +226,12 @@ class SessionTitleLlm:
                     titled_before = any(e.get("type") == "session/title" and e.get("seq", 0) < seq
                                         for e in plain_events(session.events))
                     if not titled_before and not _pinned(session):
-                        self._start(ctx, config, state, seq, message_text(message), request.get("config") or {})
-            return await nxt()
+                        launch = self._start(ctx, config, state, seq, message_text(message),
+                                             request.get("config") or {})
+            stream = await nxt()
+            if launch is None:
+                return stream
+            return _launch_after_first_chunk(stream, launch)
 
         state["off"] = ctx.on("llm/stream", on_stream)
 
@@ -243,7 +249,8 @@ class SessionTitleLlm:
 
         ctx.effect(cancel)
 
-    def _start(self, ctx: Any, config: LlmTitleConfig, state: dict, seq: int, text: str, main: dict) -> None:
+    def _start(self, ctx: Any, config: LlmTitleConfig, state: dict, seq: int, text: str, main: dict) -> Any:
+        """Log the title request (or the reason there is none) and return ``launch()``, which sends it."""
         agent = ctx._agent
         session = agent.session
 
@@ -256,18 +263,24 @@ class SessionTitleLlm:
                                                   ensure_ascii=False)
         size = len(body_text.encode("utf-8"))
         if size > config.maxInputBytes:
-            return failed(f"session-title-llm: input is {size} bytes, exceeding maxInputBytes {config.maxInputBytes}")
+            failed(f"session-title-llm: input is {size} bytes, exceeding maxInputBytes {config.maxInputBytes}")
+            return None
         if config.provider is not None:
             route = {"provider": config.provider, "model": config.model}
         elif main.get("provider") and main.get("model"):
             route = {"provider": main["provider"], "model": main["model"]}
         else:
-            return failed("session-title-llm: no logged request route is available; "
-                          "configure provider and model together")
+            failed("session-title-llm: no logged request route is available; configure provider and model together")
+            return None
         if agent.provider is None:
-            return failed("session-title-llm: no provider is configured")
+            failed("session-title-llm: no provider is configured")
+            return None
         body = request_body(seq, text, route, config, str(uuid.uuid4()))
         session.append("session/title-llm-request", body)
+
+        def launch() -> None:
+            if state["task"] is False and not getattr(agent, "_disposed", False):
+                state["task"] = asyncio.get_running_loop().create_task(run())
 
         async def run() -> None:
             try:
@@ -284,7 +297,25 @@ class SessionTitleLlm:
             except Exception as err:  # noqa: BLE001 - a closed or failing log: the fallback stays
                 failed(err)
 
-        state["task"] = asyncio.get_running_loop().create_task(run())
+        return launch
+
+
+async def _launch_after_first_chunk(stream: Any, launch: Any) -> Any:
+    """The turn's stream, unchanged; the title request is sent once its first chunk is in (or it ended):
+    the two run side by side, and the title request never holds up the turn's first byte."""
+    launched = False
+    try:
+        async for chunk in stream:
+            if not launched:
+                launched = True
+                launch()
+            yield chunk
+    finally:
+        if not launched:
+            launch()
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 SESSION_TITLE = SessionTitle()
