@@ -248,3 +248,35 @@ def test_the_transcript_names_the_files_of_an_instructions_row():
     rows = [i.producer for i in fold.items if i.kind == "context"]
     assert "instructions · AGENTS.md" in rows and "instructions · nested/AGENTS.md" in rows
     assert json.dumps(rows)  # plain strings
+
+
+async def test_a_compaction_that_shadows_the_baseline_re_adds_it_with_the_deeper_files(tmp_path):
+    work = tmp_path / "ws"
+    (work / "pkg").mkdir(parents=True)
+    (work / "AGENTS.md").write_text("Root rule.\n")
+    (work / "pkg" / "AGENTS.md").write_text("Pkg rule.\n")
+    (work / "pkg" / "a.txt").write_text("a\n")
+    session = Session(make_header("s", cwd=str(work), created_at=1))
+    script = [call("c1", "read", {"file_path": "pkg/a.txt"}), text("answer one " * 200),
+              text("second " * 200), text("summary of it"), text("after")]
+    agent = _agent(session, script, work, context_window=100_000)
+    agent.followup("first question " * 300)
+    await agent.wait_idle()
+    agent.followup("second question " * 50)
+    await agent.wait_idle()
+    assert await agent.compact_now() is True
+    visible = [m for m in session.derive_messages().to_list() if m["source"].get("kind") == "agent-instructions"]
+    assert visible == []  # shadowed by the summary
+    agent.followup("after")
+    await agent.wait_idle()
+    last = _instruction_messages(session)[-1]
+    assert last["source"]["baseline"] is True
+    assert [c["path"] for c in last["source"]["changes"]] == ["AGENTS.md", "pkg/AGENTS.md"]
+    assert last["content"][0]["text"] == (
+        "<system-reminder>\n" + INTRO + "\n\nInstructions from: AGENTS.md\n\nRoot rule.\n\n\n"
+        "Additional instructions from: pkg/AGENTS.md\n\nThese instructions apply to work under `pkg`. Use them as "
+        "guidance when relevant; more specific instructions take precedence. They do not override system, "
+        "developer, or direct user instructions.\n\nPkg rule.\n\n</system-reminder>")
+    request = agent.provider.requests[-1]["messages"]
+    assert any(m["source"].get("kind") == "agent-instructions" for m in request)
+    await agent.dispose()

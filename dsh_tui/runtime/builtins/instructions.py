@@ -315,6 +315,20 @@ def baseline_message(ws: Workspace, sources: list[Source], *, superseding: bool 
     return _message(text, source), kept
 
 
+def readd_message(ws: Workspace, baseline: list[Source], dynamic: list[Source]) -> tuple[dict | None, list[Source]]:
+    """After compaction shadowed the baseline: one baseline message with the baseline files and the loaded
+    deeper scopes (as "Additional instructions" blocks), ``baseline: true``."""
+    if ws.config.maxBytes <= 0 or not (baseline or dynamic):
+        return None, []
+    sections = baseline_sections(baseline) + change_sections([("set", s) for s in dynamic])
+    text, kept = render(sections, INTRO, ws.config.maxBytes)
+    if not text:
+        return None, []
+    source = {"kind": KIND, "form": "instructions", "baseline": True, "baselineIdentity": ws.identity(),
+              "changes": [_change("set", s) for s in kept]}
+    return _message(text, source), kept
+
+
 def changes_message(ws: Workspace, changes: list[tuple[str, Source]]) -> tuple[dict | None, list[tuple[str, Source]]]:
     """One dynamic message for ``changes`` (no intro) and the changes it carries."""
     if not changes or ws.config.maxBytes <= 0:
@@ -372,7 +386,7 @@ class AgentInstructions:
     def apply(self, ctx: Any, config: InstructionsConfig) -> None:
         agent = ctx._agent
         ws = Workspace(agent.config.cwd or os.getcwd(), config)
-        state: dict[str, Any] = {"started": False, "loaded": {}, "touched": [], "pending": None}
+        state: dict[str, Any] = {"started": False, "loaded": {}, "touched": [], "pending": None, "generation": 0}
         if config.maxBytes <= 0:
             return
 
@@ -428,16 +442,37 @@ class AgentInstructions:
                 else:
                     state["loaded"][s.scope] = (s.path, s.digest)
 
+        def after_compaction() -> dict | None:
+            """A compaction that shadowed the baseline: the loaded files again, as one baseline."""
+            identity, _ = fold_loaded(_visible_sources(agent.session))
+            if identity is not None:
+                return None
+            baseline = ws.baseline_sources()
+            in_baseline = {s.scope for s in baseline}
+            dynamic = [s for scope in state["loaded"] if scope not in in_baseline
+                       for s in [ws.probe_scope(scope)] if s is not None]
+            message, kept = readd_message(ws, baseline, dynamic)
+            state["loaded"] = {s.scope: (s.path, s.digest) for s in kept}
+            return message
+
         async def pre_step(payload: dict, nxt: Any) -> Any:
             decision = await nxt()
-            if state["started"]:
+            generation = agent.session.replace_generation
+            first = not state["started"]
+            if first:
+                state["started"] = True
+                message = first_entry()
+            elif generation != state["generation"]:
+                message = after_compaction()
+            else:
                 return decision
-            state["started"] = True
-            message = first_entry()
+            state["generation"] = generation
             if message is None:
                 return decision
-            if isinstance(decision, dict) and decision.get("kind") == "enter" and decision.get("messages"):
-                messages = list(decision["messages"])
+            # step 1: right after the claimed prompt; after a compaction: in this step whatever it enters
+            if isinstance(decision, dict) and decision.get("kind") == "enter" \
+                    and (decision.get("messages") or not first):
+                messages = list(decision.get("messages") or [])
                 at = min(len(payload.get("messages") or []), len(messages))
                 messages.insert(at, message)
                 return {**decision, "messages": messages}
