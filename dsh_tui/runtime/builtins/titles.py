@@ -74,9 +74,11 @@ def set_user_title(session: Any, text: str) -> dict:
 
 
 def _human_messages(session: Any, start: int = 0) -> list[tuple[int, dict]]:
+    """(seq, data) of every eligible human ``user/message`` from ``start`` on."""
+    events = session.events
     out = []
-    for ev in plain_events(session.events):
-        if ev.get("seq", 0) >= start and ev.get("type") == "user/message" and is_eligible(ev.get("data")):
+    for ev in (plain_events(events) if start == 0 else events[start:]):
+        if ev.get("type") == "user/message" and is_eligible(ev.get("data")):
             out.append((ev["seq"], ev["data"]))
     return out
 
@@ -101,10 +103,12 @@ class SessionTitle:
         if session.title_data() is not None:
             return  # titled (or a fork child that inherited its parent's title): nothing to do
         off = None
+        scanned = [0]  # events already searched for a human prompt (each is looked at once)
 
         async def ensure_fallback(payload: dict, nxt: Any) -> Any:
             if session.title_data() is None:
-                first = next(iter(_human_messages(session)), None)
+                first = next(iter(_human_messages(session, scanned[0])), None)
+                scanned[0] = len(session.events)
                 if first is not None:
                     seq, message = first
                     title = fallback_title(message_text(message), config.fallbackMaxWords, config.fallbackMaxBytes)
@@ -203,8 +207,8 @@ class SessionTitleLlm:
     def apply(self, ctx: Any, config: LlmTitleConfig) -> None:
         agent = ctx._agent
         session = agent.session
-        if (session.header or {}).get("parentSession"):
-            return  # fork and subagent children: no first-prompt LLM title
+        if (session.header or {}).get("parentSession") or session.title_data() is not None:
+            return  # fork and subagent children, titled sessions: no first-prompt LLM title
         if any(ev.get("type") == "user/message" and is_eligible(ev.get("data"))
                for ev in plain_events(session.events)):
             return  # the first prompt was before this agent: its title work is not pending here
