@@ -203,4 +203,5 @@ def after_script(_request: dict[str, Any]) -> list:
 def demo_provider(workspace: Path, pace: float = 0.0) -> scripted.ScriptedProvider:
     """The bundled scripted model for ``workspace`` (``pace`` = seconds between streamed pieces)."""
     return scripted.ScriptedProvider(demo_responses(workspace, pace), name=DEMO_PROVIDER,
-                                     context_window=128_000, fallback=after_script)
+                                     context_window=128_000, fallback=after_script,
+                                     titles=[scripted.text("Offline tour of dsh-tui", usage=_usage(120, 6))])

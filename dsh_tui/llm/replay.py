@@ -144,6 +144,7 @@ class ReplayProvider:
         self._retry_policy = retry_policy or RetryPolicy()
         self.requests: list[dict] = []
         self.served = 0
+        self._title_cursor = 0
 
     @classmethod
     def from_file(
@@ -179,11 +180,19 @@ class ReplayProvider:
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
         self.requests.append(request)
         purpose = request.get("purpose") or "turn"
-        i = self.served
-        # Model-call slots of another purpose (e.g. session titles we never request) are skipped.
-        while i < len(self.attempts) and self.attempts[i]["purpose"] != purpose:
-            i += 1
-        self.served = i + 1
+        if purpose == "session-title":
+            # A title request runs beside the turn, in any order with it: title slots have their own
+            # cursor and never move the turn/compaction one.
+            i = self._title_cursor
+            while i < len(self.attempts) and self.attempts[i]["purpose"] != purpose:
+                i += 1
+            self._title_cursor = i + 1
+        else:
+            i = self.served
+            # Model-call slots of another purpose (e.g. session titles we never request) are skipped.
+            while i < len(self.attempts) and self.attempts[i]["purpose"] != purpose:
+                i += 1
+            self.served = i + 1
         recorded = self.attempts[i]["chunks"] if i < len(self.attempts) else None
         patch = self.override[i] if i < len(self.override) else None
         if patch is None:

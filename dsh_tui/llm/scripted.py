@@ -182,7 +182,11 @@ class ScriptedProvider:
         default_max_tokens: int | None = None,
         fallback: Callable[[dict], list] | None = None,
         record: bool = True,
+        titles: list | None = None,
     ) -> None:
+        """``titles``: the responses to session-title requests (``purpose: "session-title"``), which run
+        beside the turn and never take a turn's response; without one a title request fails (the session
+        keeps its fallback title)."""
         self.name = name
         self.responses: list = list(responses or [])
         self.requests: list[dict] = []
@@ -193,6 +197,8 @@ class ScriptedProvider:
         self.record = record  # keep every served request in ``requests`` (off for long benchmarks)
         self.calls = 0
         self.active = 0  # streams currently open (to test prompt release on cancel)
+        self.titles: list = list(titles or [])
+        self.title_requests: list[dict] = []
 
     def add(self, *responses: list) -> ScriptedProvider:
         self.responses.extend(responses)
@@ -205,6 +211,17 @@ class ScriptedProvider:
         return self._retry_policy
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        if request.get("purpose") == "session-title":
+            self.title_requests.append(request)
+            if not self.titles:
+                raise LlmError("scripted provider has no title response", UNKNOWN)
+            response = self.titles.pop(0)
+            for step in response(request) if callable(response) else response:
+                if isinstance(step, Delay):
+                    await asyncio.sleep(step.seconds)
+                elif not isinstance(step, (Hang, Raise)):
+                    yield step
+            return
         self.calls += 1
         if self.record:
             self.requests.append(request)

@@ -65,6 +65,14 @@ class ToolsResult(AgentPayload):
     result: dict[str, Any]
 
 
+class AgentStepEnd(AgentPayload):
+    """``agent/step-end``: a step's ``step/end`` was appended (before the turn decides to go on)."""
+
+    turn: int
+    step: int
+    signal: Any
+
+
 # ---- serial -----------------------------------------------------------------------------------------
 class AgentTurnStopping(AgentPayload):
     """``agent/turn-stopping``: the turn is about to end; ``ctx.agent.steer(...)`` here continues it."""
@@ -155,6 +163,7 @@ PAYLOADS: dict[str, type] = {
     "agent/request": AgentRequest,
     "agent/request-error": AgentRequestError,
     "agent/turn-stopping": AgentTurnStopping,
+    "agent/step-end": AgentStepEnd,
     "agent/error": AgentError,
     "system-prompt/assemble": SystemPromptAssemble,
     "llm/stream": LlmStream,

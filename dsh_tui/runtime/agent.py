@@ -413,6 +413,8 @@ class Agent:
                         turn_ends = step_end
                 finally:
                     self.session.append("step/end", {"turn": turn, "step": step})
+                    if self.bus.has("agent/step-end", self.id):
+                        self._notify("agent/step-end", {"turn": turn, "step": step, "signal": signal})
                 signal.throw_if_aborted()
                 if turn_ends is not None and not self.inbox.next_step:
                     await self.bus.serial("agent/turn-stopping", {"agent": self, "turn": turn, "signal": signal},

@@ -50,6 +50,7 @@ EVENT_MODES: dict[str, str] = {
     "agent/request": WATERFALL,
     "agent/request-error": WATERFALL,
     "agent/turn-stopping": SERIAL,
+    "agent/step-end": EMIT,
     "agent/error": EMIT,
     "system-prompt/assemble": WATERFALL,
     "llm/stream": WATERFALL,

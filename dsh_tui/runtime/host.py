@@ -121,6 +121,7 @@ class AgentHost:
             from dsh_tui.runtime.subagents.children import settle as settle_tree
 
             await settle_tree(self.agent)
+        await self.flush()
         answer, reason = "", {"kind": "none"}
         for e in self.session.events[start:]:
             if e["type"] == "assistant/message":
@@ -131,6 +132,13 @@ class AgentHost:
             elif e["type"] == "turn/end":
                 reason = e["data"].get("reason") or {"kind": "none"}
         return TurnResult(self.session.header["id"], answer, reason)
+
+    async def flush(self) -> None:
+        """Wait for work plugins run beside the turn (``session/flush``: the pending LLM title request)."""
+        try:
+            await self.agent.bus.parallel("session/flush", {"agent": self.agent}, scope=self.agent.id)
+        except Exception:  # noqa: BLE001 - a failing flush listener must not lose the turn's result
+            pass
 
     async def close(self) -> None:
         """Cancel a running turn, dispose the agent, flush and close the writer, close the provider."""

@@ -37,7 +37,10 @@ from dsh_tui.session.events import KNOWN_EVENT_TYPES
 ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
 #: The built-in plugins, each disable-able by id.
-BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "subagents")
+BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
+               "session-title-llm", "subagents")
+#: Built-in features (extensions spec §1, §2) the agent host loads; a bare ``Agent`` leaves them out.
+FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm")
 
 
 class PluginError(DshError):
@@ -493,5 +496,20 @@ BUILTINS: dict[str, Any] = {
 }
 
 
-def builtin_specs() -> list[PluginSpec]:
-    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid]) for pid in BUILTIN_IDS]
+def _feature_builtins() -> None:
+    from dsh_tui.runtime.builtins import AGENT_INSTRUCTIONS, SESSION_TITLE, SESSION_TITLE_LLM
+
+    BUILTINS.update({"agent-instructions": AGENT_INSTRUCTIONS, "session-title": SESSION_TITLE,
+                     "session-title-llm": SESSION_TITLE_LLM})
+
+
+_feature_builtins()
+
+
+def builtin_specs(features: bool = False) -> list[PluginSpec]:
+    """The built-in plugins of a bare ``Agent`` (no ``plugins=``): the loop's own behaviour. The feature
+    plugins (``FEATURE_IDS``: project instructions, titles) read the workspace and call the model
+    beside the turn; the agent host loads them with every other plugin (``discover``), and
+    ``features=True`` adds them here."""
+    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid]) for pid in BUILTIN_IDS
+            if features or pid not in FEATURE_IDS]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsh_tui.session.folds import title_update
 from dsh_tui.session.stats import UsageFold
 
 ADD, UPDATE, REMOVE, PLAN = "add", "update", "remove", "plan"
@@ -336,6 +337,10 @@ def reason_text(reason: Any) -> str:
 
 def context_producer(source: dict[str, Any]) -> str:
     kind = source.get("kind", "?")
+    if kind == "agent-instructions":  # "instructions · AGENTS.md, nested/AGENTS.md": the files it names
+        paths = [c["path"] for c in source.get("changes") or []
+                 if isinstance(c, dict) and isinstance(c.get("path"), str)]
+        return "instructions · " + ", ".join(dict.fromkeys(paths)) if paths else "instructions"
     if kind == "plugin":
         plugin = str(source.get("plugin", "plugin"))
         form = source.get("form")
@@ -363,6 +368,7 @@ class TranscriptFold:
         self._retries: dict[str, RetryItem] = {}
         self._compactions: dict[str, CompactionItem] = {}
         self.workspace = str(self.header.get("cwd") or "")
+        self.title_data: dict[str, Any] | None = None  # the latest session/title (a user title pins)
         self._turn_start_time: int | None = None
         self._first_chunk_time: int | None = None
         self._last_chunk_time: int | None = None
@@ -782,6 +788,13 @@ class TranscriptFold:
         self._add(DividerItem(f"d{seq}", "divider", seq, self.turn, text=text), out)
 
 
+    @property
+    def title(self) -> str | None:
+        return None if self.title_data is None else self.title_data["title"]
+
+    def _on_title(self, event, data, seq, out) -> None:
+        self.title_data = title_update(self.title_data, event)
+
     def prepend(self, head: TranscriptFold) -> None:
         """Put the items of ``head`` (a fold of the events before this fold's first turn) in front.
 
@@ -789,6 +802,9 @@ class TranscriptFold:
         in the background and prepended. A turn boundary separates the two, so no per-turn state
         crosses it; only the plan and the usage totals carry over.
         """
+        if head.title_data is not None:  # the head's events come first
+            tail = self.title_data
+            self.title_data = head.title_data if tail is None else title_update(head.title_data, {"data": tail})
         self.items[:0] = head.items
         for item in head.items:
             self.by_key[item.key] = item
@@ -862,6 +878,7 @@ _HANDLERS = {
     "turn/end": TranscriptFold._on_turn_end,
     "todo/write": TranscriptFold._on_todo,
     "session/end-seed": TranscriptFold._on_end_seed,
+    "session/title": TranscriptFold._on_title,
 }
 
 

@@ -1459,14 +1459,17 @@ def _append_standalone(store, session_id: str, etype: str, data: dict) -> dict:
 
 
 def rename(row: SessionRow, title: str) -> dict:
-    """Retitle a session: a ``session/title`` event with source ``{kind:'user'}`` (it pins the title)."""
-    title = title.strip()
-    if not title:
-        raise CatalogError("a title cannot be empty")
+    """Retitle a session: a ``session/title`` event with source ``{kind:'user'}`` (it pins the title),
+    normalized as dsh does (escapes and invisible characters removed, 80 bytes)."""
+    from dsh_tui.session.titles import user_title_data
+
+    try:
+        data = user_title_data(title)
+    except ValueError as err:
+        raise CatalogError(str(err)) from None
     if row.id is None:
         raise CatalogError("an unreadable session cannot be renamed")
-    return _append_standalone(_store_for(row), row.id, "session/title",
-                              {"title": title, "messageSeqs": [], "source": {"kind": "user"}})
+    return _append_standalone(_store_for(row), row.id, "session/title", data)
 
 
 def completed_turns(row: SessionRow) -> list[tuple[int, str]]:

@@ -142,6 +142,15 @@ class AgentHarness:
         self.agent.config.model = model
         self.announce_model()
 
+    async def set_title(self, text: str) -> dict:
+        """Rename the open session (``n`` in the browser, ``/title``): a ``source: user`` title, appended by
+        the live session (its log is locked by this process), which pins it."""
+        from dsh_tui.runtime.builtins.titles import set_user_title
+
+        event = set_user_title(self.session, text)
+        await self.writer.aflush()  # on disk before the browser re-reads its rows
+        return event
+
     async def cancel(self) -> None:
         self.agent.cancel({"kind": "user"})
 

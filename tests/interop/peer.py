@@ -149,6 +149,14 @@ class Peer:
                 current.append(obj)
         return LoadReport(sessions, events, proc.returncode)
 
+    def messages(self, root: Path, session_id: str, compression: str = "zstd") -> dict:
+        """What the real dsh derives for the model from a stored session (messages.mjs): ``{id, events,
+        title, messages}``, or ``{id, error}``."""
+        proc = self._run("messages.mjs", ["--root", str(root), "--id", session_id, "--compression", compression])
+        if proc.returncode not in (0, 1):
+            raise AssertionError(f"messages.mjs crashed: {proc.stderr.decode(errors='replace')[-2000:]}")
+        return json.loads(proc.stdout.decode().strip().splitlines()[-1])
+
 
 def get_peer() -> Peer:
     return Peer(install())

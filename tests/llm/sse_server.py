@@ -111,6 +111,24 @@ def json_reply(status: int, obj: Any, headers: dict[str, str] | None = None) -> 
     return Reply(status=status, headers=h, body=json.dumps(obj).encode())
 
 
+TITLE_SYSTEM_PREFIX = "Create a concise title for an AI coding-assistant session"
+SCRIPTED_TITLE = "Scripted session title"
+
+
+def is_title_request(body: Any) -> bool:
+    """The session-title-llm request (its system prompt), as opposed to a turn's."""
+    try:
+        first = body["messages"][0]
+        return first["role"] == "system" and str(first["content"]).startswith(TITLE_SYSTEM_PREFIX)
+    except (KeyError, IndexError, TypeError):
+        return False
+
+
+def title_reply(text: str = SCRIPTED_TITLE, delay: float = 0.0) -> Reply:
+    return sse_reply(*([delay] if delay else []), chunk(text),
+                     chunk(finish="stop", usage={"prompt_tokens": 5, "completion_tokens": 3}))
+
+
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
@@ -131,16 +149,25 @@ class _Handler(BaseHTTPRequestHandler):
             parsed = json.loads(raw) if raw else None
         except ValueError:
             parsed = None
-        self.server.requests.append(
-            {
-                "method": "POST",
-                "path": self.path,
-                "headers": dict(self.headers.items()),
-                "body": parsed,
-                "raw": raw,
-                "client": self.client_address,  # (host, port): the same port means a reused connection
-            }
-        )
+        record = {
+            "method": "POST",
+            "path": self.path,
+            "headers": dict(self.headers.items()),
+            "body": parsed,
+            "raw": raw,
+            "client": self.client_address,  # (host, port): the same port means a reused connection
+        }
+        if self.server.title_reply is not None and is_title_request(parsed):
+            # the session-title-llm request beside the first turn: answered from its own queue (by default
+            # SCRIPTED_TITLE), never from the turn script, whichever of the two requests arrives first
+            self.server.title_requests.append(record)
+            try:
+                reply = self.server.title_replies.get_nowait()
+            except queue.Empty:
+                reply = self.server.title_reply()
+            self._play(reply)
+            return
+        self.server.requests.append(record)
         if self.server.fixed_body is not None:
             self._send_chunked_blob(self.server.fixed_body)
             return
@@ -240,6 +267,9 @@ class _Server(ThreadingHTTPServer):
     replies: queue.Queue[Reply]
     stopping: threading.Event
     fixed_body: bytes | None
+    title_requests: list[dict[str, Any]]
+    title_reply: Any
+    title_replies: queue.Queue[Reply]
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         exc = sys.exc_info()[1]
@@ -252,8 +282,13 @@ class ScriptServer:
     """``with ScriptServer() as srv: srv.push(reply); url = srv.base_url``."""
 
     def __init__(self, fixed_body: bytes | None = None) -> None:
+        """Title requests (``is_title_request``) are recorded in ``title_requests``, not ``requests``, and
+        answered with the replies given to ``push_title``, then with ``SCRIPTED_TITLE``."""
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.requests = []
+        self._server.title_requests = []
+        self._server.title_replies = queue.Queue()
+        self._server.title_reply = None if fixed_body is not None else title_reply
         self._server.replies = queue.Queue()
         self._server.stopping = threading.Event()
         self._server.fixed_body = fixed_body
@@ -272,6 +307,14 @@ class ScriptServer:
     @property
     def requests(self) -> list[dict[str, Any]]:
         return self._server.requests
+
+    @property
+    def title_requests(self) -> list[dict[str, Any]]:
+        return self._server.title_requests
+
+    def push_title(self, *replies: Reply) -> None:
+        for r in replies:
+            self._server.title_replies.put(r)
 
     def push(self, *replies: Reply) -> None:
         for r in replies:

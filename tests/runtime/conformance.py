@@ -22,6 +22,7 @@ from pathlib import Path
 
 from dsh_tui.llm.replay import ReplayProvider, attempts_from_events, read_log_events
 from dsh_tui.runtime import Agent, AgentConfig
+from dsh_tui.runtime.plugins import Plugins, builtin_specs
 from dsh_tui.session.headers import make_header
 from dsh_tui.session.log import Session
 from dsh_tui.tools import BUILTIN_TOOL_NAMES, builtin_tools
@@ -306,10 +307,35 @@ async def run_scenario(d: Path, tmp: Path) -> Outcome:
     provider = ReplayProvider(_realize(attempts_from_events(recorded), work), override=override, cwd=work,
                               name=provider_name or "replay")
     session = Session(make_header("conformance", cwd=str(work), created_at=1))
+    agent = _agent(session, provider, model, work, tmp, recorded)
+    return await _drive(agent, spec, work, session, recorded)
+
+
+def feature_plugins(recorded: list[dict], home: Path) -> Plugins:
+    """Every built-in plugin, titles and project instructions included, configured as the recording was:
+    the LLM title is on where dsh's test composition had it (a recorded ``session/title-llm-request``, whose
+    route and token limit it shows); the user's home instructions come from ``home`` (empty), not ``~/.dsh``."""
+    specs = builtin_specs(features=True)
+    title = next((e["data"] for e in recorded if e["type"] == "session/title-llm-request"), None)
+    for spec in specs:
+        if spec.id == "session-title-llm":  # on in dsh's composition only where a request was recorded
+            spec.enabled = title is not None
+            spec.config = {"maxOutputTokens": title["maxTokens"], **title["route"]} if title else {}
+        elif spec.id == "agent-instructions":
+            spec.config = {"dshHome": str(home)}
+    return Plugins(specs, strict=True)
+
+
+def _agent(session: Session, provider, model, work: Path, tmp: Path, recorded: list[dict]) -> Agent:
+    home = tmp / "dsh-home"
+    home.mkdir(exist_ok=True)
     config = AgentConfig(model=model or "replay-model", cwd=str(work), preset="full-access", runtime_context=False,
                          check_requests=True, spill_dir=str(tmp / "spill"), max_inline_bytes=50_000)
-    agent = Agent(session, provider, builtin_tools(escalation=True, background=True), config=config,
-                  sleep=FakeSleep())
+    return Agent(session, provider, builtin_tools(escalation=True, background=True), config=config,
+                 sleep=FakeSleep(), plugins=feature_plugins(recorded, home))
+
+
+async def _drive(agent: Agent, spec: dict, work: Path, session: Session, recorded: list[dict]) -> Outcome:
     answers = [ANSWERS.get(a.get("kind"), "rejected") for a in spec.get("permissionAnswers", [])]
 
     def escalation(payload, nxt):
@@ -340,6 +366,8 @@ async def run_scenario(d: Path, tmp: Path) -> Outcome:
             await asyncio.wait_for(agent.wait_idle(), 60)
         elif op in ("waitForTurnEnd", "waitForTitleAfterTurnEnd"):
             await asyncio.wait_for(agent.wait_idle(), 60)
+    await agent.bus.parallel("session/flush", {"agent": agent}, scope=agent.id)  # the title request
+    await agent.dispose()
     return compare(Outcome(list(session.events), recorded, work))
 
 
@@ -371,21 +399,70 @@ def _results(events: list[dict]) -> list[dict]:
     return [e["data"] for e in events if e["type"] == "tool/result" and e.get("surfaceOp") == "append"]
 
 
+def _texts_by_seq(events: list[dict]) -> dict[int, str]:
+    return {e["seq"]: json.dumps(e["data"].get("content"), sort_keys=True) for e in events
+            if e["type"] == "user/message"}
+
+
+def _titles(events: list[dict]) -> list[tuple]:
+    """Every ``session/title``: title, source, and the texts of its source messages (seqs differ when dsh
+    logged host rows we do not, so they are compared by what they point at)."""
+    texts = _texts_by_seq(events)
+    return [(e["data"]["title"], json.dumps(e["data"]["source"], sort_keys=True),
+             [texts.get(s) for s in e["data"]["messageSeqs"]]) for e in events if e["type"] == "session/title"]
+
+
+def _title_requests(events: list[dict]) -> list[str]:
+    """Every ``session/title-llm-request`` byte for byte but the message id and the seq numbers."""
+    texts = _texts_by_seq(events)
+    out = []
+    for e in events:
+        if e["type"] == "session/title-llm-request":
+            d = json.loads(json.dumps(e["data"]))
+            d["messageSeqs"] = [texts.get(s) for s in d["messageSeqs"]]
+            for m in d["messages"]:
+                m["id"] = "<id>"
+                for b in m["content"]:
+                    b["text"] = re.sub(r'\{"seq":\d+,', '{"seq":#,', b["text"])
+            out.append(json.dumps(d, ensure_ascii=False))
+    return out
+
+
+def _instructions(events: list[dict]) -> list[tuple]:
+    """The project-instruction messages the model saw: exact text and source."""
+    return [(e["data"]["content"][0]["text"], json.dumps(e["data"]["source"], sort_keys=True)) for e in events
+            if e["type"] == "user/message" and e.get("surfaceOp") == "append"
+            and (e["data"].get("source") or {}).get("kind") == "agent-instructions"]
+
+
 SKELETON = {"turn/start", "turn/end", "step/start", "step/end", "assistant/message", "tool/call", "tool/result",
             "llm/retry", "llm/retry-started", "compaction/start", "compaction/summary", "compaction/end",
             "compaction/prune", "approval/asked", "approval/decided", "todo/write"}
 
 
 def _skeleton(events: list[dict]) -> list[str]:
-    """The order of the loop's durable rows (chunks, prompts and host-only rows left out)."""
-    return [e["type"] for e in events if e["type"] in SKELETON]
+    """The order of the loop's durable rows (chunks, prompts and host-only rows left out), with the
+    fallback title, the title request and the instruction messages in their places (a provider title's
+    place depends on when its request finishes: not compared)."""
+    out = []
+    for e in events:
+        t = e["type"]
+        if t in SKELETON or t == "session/title-llm-request":
+            out.append(t)
+        elif t == "session/title" and (e["data"].get("source") or {}).get("kind") == "fallback":
+            out.append("session/title(fallback)")
+        elif t == "user/message" and (e["data"].get("source") or {}).get("kind") == "agent-instructions" \
+                and e.get("surfaceOp") == "append":
+            out.append("user/message(instructions)")
+    return out
 
 
 def compare(o: Outcome) -> Outcome:
     ours = _normalize(o.ours, o.cwd)
     rec = o.recorded
     for name, fn in (("event order", _skeleton), ("boundaries", _boundaries), ("assistant messages", _assistant),
-                     ("tool calls", _calls)):
+                     ("tool calls", _calls), ("titles", _titles), ("title requests", _title_requests),
+                     ("instructions", _instructions)):
         a, b = fn(ours), fn(rec)
         if a != b:
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
@@ -413,3 +490,51 @@ def compare(o: Outcome) -> Outcome:
                 o.mismatches.append(f"tool result {by['toolCallId']} text differs: ours={bx.get('content')!r:.300} "
                                     f"dsh={by.get('content')!r:.300}")
     return o
+
+
+# -------------------------------------------------------------------------------------------------
+# Headless snapshots (``session.expected.jsonl`` without ``input.json``): one run, or a resume of the
+# recorded prefix up to ``session/end-seed``; the prompts are the next-turn messages the recording queued.
+
+# What dsh's test wrote into the workspace before the run (examples/headless-agent/tests: the
+# workspace-context resume test edits AGENTS.md while the session is closed).
+WORKSPACE_SETUP = {"offline-edit": {"AGENTS.md": "New workspace instruction after offline edit.\n"}}
+
+
+def headless_dirs() -> list[Path]:
+    return sorted(p.parent for p in EXAMPLES.rglob("session.expected.jsonl")
+                  if not (p.parent / "input.json").is_file())
+
+
+def headless_applicability(d: Path) -> str | None:
+    _, events = read_log_events(d / "session.expected.jsonl")
+    names = sorted({e["data"]["name"] for e in events if e["type"] == "tool/call"})
+    if [n for n in names if n not in BUILTIN_TOOL_NAMES]:
+        end = next((e["seq"] for e in events if e["type"] == "session/end-seed"), None)
+        if end is None or any(e["type"] == "tool/call" and e["seq"] > end for e in events):
+            return f"uses non-built-in tools {names}"
+    return None
+
+
+async def run_headless(d: Path, tmp: Path) -> Outcome:
+    header, recorded = read_log_events(d / "session.expected.jsonl")
+    work = tmp / "workspace"
+    work.mkdir()
+    for name, text in WORKSPACE_SETUP.get(d.name, {}).items():
+        (work / name).write_text(text, encoding="utf-8")
+    end = next((e["seq"] for e in recorded if e["type"] == "session/end-seed"), None)
+    seed = [] if end is None else [e for e in recorded if e["seq"] < end]
+    live = recorded if end is None else [e for e in recorded if e["seq"] > end]
+    override = None
+    if (d / "replay.override.json").is_file():
+        override = _realize(json.loads((d / "replay.override.json").read_text()), work)
+    provider_name, model = ReplayProvider.recorded_route(recorded)
+    provider = ReplayProvider(_realize(attempts_from_events(live), work), override=override, cwd=work,
+                              name=provider_name or "replay")
+    hdr = make_header("conformance", cwd=str(work), created_at=1)
+    session = Session(hdr, _realize(seed, work), check_relations=False) if seed else Session(hdr)
+    agent = _agent(session, provider, model, work, tmp, recorded)
+    prompts = [m for e in live if e["type"] == "agent/inbox/spliced" and e["data"]["target"] == "next-turn"
+               for m in e["data"].get("inserted", [])]
+    steps = [{"op": "promptContent", "content": m["content"]} for m in prompts]
+    return await _drive(agent, {"steps": steps}, work, session, recorded)

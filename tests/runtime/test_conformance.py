@@ -10,7 +10,13 @@ from __future__ import annotations
 import pytest
 
 from tests.runtime.conformance import (
+    _instructions,
+    _title_requests,
+    _titles,
     applicability,
+    headless_applicability,
+    headless_dirs,
+    run_headless,
     run_scenario,
     run_tree_scenario,
     scenario_dirs,
@@ -21,15 +27,20 @@ ALL = scenario_dirs()
 APPLICABLE = [d for d in ALL if applicability(d) is None]
 TREES = [d for d in APPLICABLE if any(d.glob("session.[0-9]*.jsonl"))]
 APPLICABLE = [d for d in APPLICABLE if d not in TREES]
+HEADLESS = headless_dirs()
+HEADLESS_APPLICABLE = [d for d in HEADLESS if headless_applicability(d) is None]
 
 
 def test_inventory(capsys):
     rows = [(scenario_id(d), applicability(d)) for d in ALL]
+    headless = [(scenario_id(d), headless_applicability(d)) for d in HEADLESS]
     with capsys.disabled():
         print(f"\nconformance: {len(APPLICABLE) + len(TREES)} applicable of {len(ALL)} scenarios "
-              f"({len(TREES)} with subagent children)")
-        for sid, why in rows:
+              f"({len(TREES)} with subagent children), "
+              f"{len(HEADLESS_APPLICABLE)} of {len(HEADLESS)} headless snapshots")
+        for sid, why in rows + headless:
             print(f"  {'run ' if why is None else 'n/a '} {sid}{'' if why is None else ' - ' + why}")
+    assert len(HEADLESS_APPLICABLE) >= 3
     assert len(ALL) >= 60
     assert len(APPLICABLE) >= 20
     assert len(TREES) >= 8
@@ -59,3 +70,43 @@ async def test_subagent_scenario_matches_dsh(scenario, tmp_path):
     assert outcome.mismatches == []
     assert outcome.children and all(h.get("origin") == "subagent" for h in outcome.headers)
     assert outcome.root.compared_results >= 1  # the subagent tools' own result texts were compared
+
+
+@pytest.mark.parametrize("scenario", HEADLESS_APPLICABLE, ids=scenario_id)
+async def test_headless_snapshot_matches_dsh(scenario, tmp_path):
+    outcome = await run_headless(scenario, tmp_path)
+    assert outcome.mismatches == []
+    assert _titles(outcome.recorded), "every headless snapshot has a fallback title"
+
+
+def _by_name(dirs, name):
+    return next(d for d in dirs if d.name == name)
+
+
+async def test_titles_replay_as_dsh_logged_them(tmp_path):
+    """session-title-after-turn: the fallback before the first request/header, the title request byte for
+    byte (dsh's system prompt, user text, route, maxTokens), the provider's title after the turn."""
+    outcome = await run_scenario(_by_name(APPLICABLE, "session-title-after-turn"), tmp_path)
+    assert outcome.mismatches == []
+    titles = _titles(outcome.ours)
+    assert [(t, src) for t, src, _ in titles] == [
+        ("Reply with exactly TITLE_DONE. Do", '{"kind": "fallback"}'),
+        ("Late durable session title", '{"kind": "provider", "model": {"model": "title-model", "provider": '
+                                       '"title-replay"}, "provider": "session-title-first-prompt-llm"}')]
+    assert _title_requests(outcome.ours) == _title_requests(outcome.recorded) and len(_title_requests(outcome.ours)) == 1
+
+
+async def test_a_failed_title_request_keeps_the_fallback(tmp_path):
+    """headless-profile: dsh's title request failed; the request row stays, no provider title follows."""
+    outcome = await run_headless(_by_name(HEADLESS_APPLICABLE, "headless-profile"), tmp_path)
+    assert outcome.mismatches == []
+    assert len(_title_requests(outcome.ours)) == 1
+    assert [src for _, src, _ in _titles(outcome.ours)] == ['{"kind": "fallback"}']
+
+
+async def test_an_offline_edit_of_agents_md_enters_as_a_replace_on_resume(tmp_path):
+    outcome = await run_headless(_by_name(HEADLESS_APPLICABLE, "offline-edit"), tmp_path)
+    assert outcome.mismatches == []
+    (text, source), = _instructions([e for e in outcome.ours if e["seq"] > 5])
+    assert text.startswith("<system-reminder>\nUpdated instructions from: AGENTS.md\n\n")
+    assert '"action": "replace"' in source

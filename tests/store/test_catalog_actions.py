@@ -34,8 +34,12 @@ def test_rename_appends_a_user_title_event(setup):
     assert last["data"] == {"title": "Better title", "messageSeqs": [], "source": {"kind": "user"}}
     (row2,) = c.refresh()
     assert row2.title == "Better title" and row2.title_source == "user"
-    with pytest.raises(CatalogError):
-        cat.rename(row2, "   ")
+    with pytest.raises(CatalogError, match="session title must contain visible characters"):
+        cat.rename(row2, " \u200b\x1b[0m ")
+    # dsh's rename normalization: escapes and invisible characters out, whitespace runs collapsed, 80 bytes
+    cat.rename(row2, "\x1b[1mBold\x1b[0m   new\u200b title " + "x" * 100)
+    last = json.loads(path.read_bytes().splitlines()[-1])
+    assert last["data"]["title"] == ("Bold new title " + "x" * 100)[:80]
 
 
 def test_completed_turns_and_fork_with_numbered_title(setup):

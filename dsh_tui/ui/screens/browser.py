@@ -1056,7 +1056,12 @@ restore first).
         if title is None or not title.strip():
             return
         try:
-            cat.rename(row, title)
+            if row.id is not None and row.id == _live_id(self.app):  # open in the chat: the live log appends it
+                import asyncio
+
+                await asyncio.wrap_future(self.app.bridge.call(lambda h: h.set_title(title)))
+            else:
+                cat.rename(row, title)
         except Exception as err:  # noqa: BLE001
             self.notify(f"Rename failed: {err}", severity="error", timeout=6)
             return

@@ -61,6 +61,7 @@ class ChatScreen(Screen):
     ChatScreen { layout: vertical; }
     ChatScreen #composer { border-title-align: right; border-title-color: $accent; }
     ChatScreen #composer-note { height: auto; display: none; color: $warning; padding: 0 1; }
+    ChatScreen #chat-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
     """
 
     BINDINGS = [
@@ -118,6 +119,8 @@ class ChatScreen(Screen):
         self.read_only = False
         self._redirecting = False  # keys typed elsewhere are going to the composer (on_key)
         self._steers: list[str] = []  # steered into the running turn, not yet seen as a user message
+        self.title_bar: Static | None = None
+        self.title_text = ""  # what the title header shows
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -136,6 +139,20 @@ class ChatScreen(Screen):
         self.status = StatusBar(clock=self.clock, id="status")
         self.status.model_hint = self._model_hint
         yield self.status
+
+    def _show_title(self) -> None:
+        """The session's title in a one-line header, mounted when the session first has one."""
+        title = self.fold.title
+        bar = self.title_bar
+        if title is None and bar is None:
+            return
+        text = title or ""
+        if bar is None:
+            self.title_bar = bar = Static(text, id="chat-title", markup=False)
+            self.mount(bar, before=self.transcript)
+        elif self.title_text != text:
+            bar.update(text)
+        self.title_text = text
 
     def on_mount(self) -> None:
         self.composer.cursor_blink = bool(self.app.settings.get("ui.cursor_blink", True)) \
@@ -243,6 +260,8 @@ class ChatScreen(Screen):
                 continue
             changes.extend(self.fold.apply(event))
             self._phase_from_event(event)
+            if event.get("type") == "session/title":
+                self._show_title()
         with self.app.batch_update():
             if changes:
                 plan = [c for c in changes if c[0] == PLAN]
@@ -282,6 +301,7 @@ class ChatScreen(Screen):
         if len(fold.items) > FIRST_PAINT_ITEMS:
             self.call_after_refresh(self._fill_window)
         self._show_plan(fold.plan)
+        self._show_title()
         self.attached = True
         if partial:
             self.loading_head = True
@@ -351,6 +371,7 @@ class ChatScreen(Screen):
         if self.fold is not tail:
             return  # another session was attached meanwhile
         tail.prepend(head)
+        self._show_title()
         gc.freeze()
         self.transcript._update_earlier()
         self._show_plan(tail.plan)
