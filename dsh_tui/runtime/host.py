@@ -197,7 +197,10 @@ def load_plugins(spec: HostSpec) -> Any:
     specs = plugin_specs(tuple(modules), tuple(spec.plugin_objects))
     for ps in specs:
         if ps.source == "builtin" and ps.id in spec.plugin_config:
-            ps.config = {**ps.config, **spec.plugin_config[ps.id]}
+            config = dict(spec.plugin_config[ps.id])
+            if config.pop("enabled", True) is False:
+                ps.enabled = False
+            ps.config = {**ps.config, **config}
     return Plugins(specs, strict=strict,
                    on_failure=spec.on_plugin_failure or report_plugin_failure)
 

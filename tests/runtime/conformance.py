@@ -147,12 +147,18 @@ async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
     _, recorded = read_log_events(d / "session.jsonl")
     _, model = ReplayProvider.recorded_route(recorded)
     store = open_store(tmp / "root")
+    title = next((e["data"] for e in recorded if e["type"] == "session/title-llm-request"), None)
+    (tmp / "dsh-home").mkdir(exist_ok=True)
     host = await AgentHost.open(HostSpec(
         root=None, store=store, cwd=work, provider=provider, model=model or "replay-model", preset="full-access",
         persona=None, plugins=(), agent_options={"runtime_context": False, "check_requests": True,
                                                  "spill_dir": str(tmp / "spill"), "max_inline_bytes": 50_000},
         tool_options={"escalation": True, "background": True},
-        plugin_config={"subagents": SUBAGENT_CONFIG.get(d.name, {})}))
+        plugin_config={"subagents": SUBAGENT_CONFIG.get(d.name, {}),
+                       # configured as dsh's composition was for this recording (as feature_plugins does)
+                       "session-title-llm": ({"maxOutputTokens": title["maxTokens"], **title["route"]} if title
+                                             else {"enabled": False}),
+                       "agent-instructions": {"dshHome": str(tmp / "dsh-home")}}))
     agent = host.agent
     for ev in recorded:  # the ACP host's session configuration before the first prompt (e.g. sandbox/mode)
         if ev["type"] in ("sandbox/mode", "approval/policy"):
