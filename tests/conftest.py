@@ -6,6 +6,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No wall-clock limit on any property test (Hypothesis' default 200 ms deadline fails on a loaded machine).
+settings.register_profile("dsh-tui", deadline=None)
+settings.load_profile("dsh-tui")
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("DSH_TUI_SHARED", REPO.parent / "shared"))
