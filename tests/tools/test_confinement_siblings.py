@@ -183,3 +183,16 @@ async def test_every_preset_with_an_allow_everything_extension(layout, preset, t
     else:
         assert not (sib / "new.txt").exists() and not (sib / "ran").exists()
         assert (sib / "secret.txt").read_text() == SECRET + "\n"
+
+
+async def test_a_double_leading_slash_is_one_root(tmp_path):
+    # POSIX normpath keeps exactly two leading slashes; Node's path.resolve (the display path) does not
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("one\n")
+    bench = Bench(ws)
+    out = await bench.run("read", {"file_path": "/" + str(ws / "a.txt")})
+    assert out.text.startswith(f"<path>{ws / 'a.txt'}</path>\n") and "1: one" in out.text
+    out = await bench.run("write", {"file_path": "/" + str(ws / "b.txt"), "content": "two"})
+    assert out.text == f"<path>{ws / 'b.txt'}</path>\n<type>file</type>\n<content>\nCreated file\n</content>"
+    assert (ws / "b.txt").read_text() == "two"
