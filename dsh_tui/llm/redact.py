@@ -46,8 +46,6 @@ def _redact_fragments(text: str, keys: list[str]) -> str:
         out.append(REDACTED)
         start = j
         m = find(text, j)
-    if not out:
-        return text
     out.append(text[start:])
     return "".join(out)
 

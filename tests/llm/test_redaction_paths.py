@@ -190,6 +190,9 @@ def test_redact_unit_cases():
     assert redact(f"{KEY[:6]}", [KEY]) == KEY[:6]  # too short to be sure it is the key
     assert redact("Bearer abc.def", []) == f"Bearer {REDACTED}"
     assert redact("nothing secret here", [KEY, None, ""]) == "nothing secret here"
+    # a short secret (4-7 characters: no fragment rule) is still replaced whole, wherever it sits
+    assert redact("token=Zq7x9 and Zq7x9!", ["Zq7x9"]) == f"token={REDACTED} and {REDACTED}!"
+    assert redact("abc", ["abc"]) == "abc"  # under 4 characters: too common to redact
 
 
 @pytest.mark.parametrize("echo,expected", [
