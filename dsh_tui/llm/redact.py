@@ -39,7 +39,7 @@ def _redact_fragments(text: str, keys: list[str]) -> str:
     m = find(text)
     while m is not None:
         i = m.start()
-        j = i + n
+        j = m.end()  # the window matched: extend the run while it stays inside a key
         while j < len(text) and any(text[i : j + 1] in k for k in keys):
             j += 1
         out.append(text[start:i])
