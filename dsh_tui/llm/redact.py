@@ -23,9 +23,7 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     for key in sorted(keys, key=len, reverse=True):
         if key in text:
             text = text.replace(key, REDACTED)
-    long_keys = [k for k in keys if len(k) >= _MIN_FRAGMENT]
-    if long_keys:
-        text = _redact_fragments(text, long_keys)
+    text = _redact_fragments(text, keys)
     return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
 
 
@@ -33,6 +31,8 @@ def _redact_fragments(text: str, keys: list[str]) -> str:
     """Each maximal run of ``text`` that is a substring (8+ characters) of a key becomes ``[REDACTED]``."""
     n = _MIN_FRAGMENT
     windows = sorted({k[i : i + n] for k in keys for i in range(len(k) - n + 1)})
+    if not windows:  # no key long enough for a fragment to be recognisable
+        return text
     find = re.compile("|".join(map(re.escape, windows))).search
     out: list[str] = []
     start = 0

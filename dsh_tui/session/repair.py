@@ -48,7 +48,7 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
     open_turn = plain[start]["data"]["turn"]  # the turn to close: nothing after it starts or ends one
     open_step: Any = None
     boundary = _BOUNDARY_TYPES
-    for ev in [ev for ev in islice(plain, start + 1, None) if ev["type"] in boundary]:
+    for ev in [ev for ev in islice(plain, start, None) if ev["type"] in boundary]:  # (not the turn/start)
         t = ev["type"]
         if t == "step/start":
             open_step = ev["data"]["step"]

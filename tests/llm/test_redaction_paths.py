@@ -18,7 +18,7 @@ import pytest
 from dsh_tui.llm import protocol as P
 from dsh_tui.llm.openai_compat import OpenAICompatProvider
 from dsh_tui.llm.protocol import LlmError, ModelInfo
-from dsh_tui.llm.redact import REDACTED, redact
+from dsh_tui.llm.redact import REDACTED, redact, redact_url
 from tests.llm.sse_server import Reply, ScriptServer, chunk, json_reply, sse, sse_reply
 
 KEY = "sk-QzX9vLw2Kp7Rt4Ym8Nb3Hd6Fj1Gs5Ac0"
@@ -193,6 +193,19 @@ def test_redact_unit_cases():
     # a short secret (4-7 characters: no fragment rule) is still replaced whole, wherever it sits
     assert redact("token=Zq7x9 and Zq7x9!", ["Zq7x9"]) == f"token={REDACTED} and {REDACTED}!"
     assert redact("abc", ["abc"]) == "abc"  # under 4 characters: too common to redact
+    # a secret inside a longer one: the longer is replaced first, whole (one marker, no leftover pieces)
+    assert redact(f"x {KEY} y", [KEY[:5], KEY]) == f"x {REDACTED} y"
+    # the key's last 8 characters alone are a fragment; its last 7 are not
+    assert redact(f"tail ...{KEY[-8:]}.", [KEY]) == f"tail ...{REDACTED}."
+    assert redact(f"tail ...{KEY[-7:]}.", [KEY]) == f"tail ...{KEY[-7:]}."
+    # an 8-character key is its own only fragment
+    assert redact("k=Ab3dE6gH;", ["Ab3dE6gH"]) == f"k={REDACTED};"
+
+
+def test_redact_url_cases():
+    assert redact_url("https://user:pw@host/v1?api_key=zzz&x") == f"https://{REDACTED}@host/v1?api_key={REDACTED}&x"
+    assert redact_url("http://[::1/v1") == REDACTED  # urlsplit refuses it: nothing of it is shown
+    assert redact_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
 
 
 @pytest.mark.parametrize("echo,expected", [

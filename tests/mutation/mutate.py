@@ -78,6 +78,22 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return ids
 
 
+def _annotations(tree: ast.AST) -> set[int]:
+    """ids of nodes inside annotations (not evaluated under ``from __future__ import annotations``)."""
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        parts = []
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            parts.append(node.annotation)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            parts.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            parts.append(node.annotation)
+        for part in parts:
+            ids.update(id(n) for n in ast.walk(part))
+    return ids
+
+
 def _inside_function(tree: ast.AST) -> set[int]:
     """ids of nodes inside a function body (module-level constants and imports are not mutated)."""
     ids: set[int] = set()
@@ -160,10 +176,13 @@ def mutants(source: str) -> list[Mutant]:
     tree = ast.parse(source)
     nodes = list(ast.walk(tree))
     docs = _docstrings(tree)
-    in_fn = _inside_function(tree)
+    in_fn = _inside_function(tree) - _annotations(tree)
     parents = {id(child): parent for parent in nodes for child in ast.iter_child_nodes(parent)}
     plans: list[tuple[int, str, object]] = []
+    skip = _annotations(tree)
     for index, node in enumerate(nodes):
+        if id(node) in skip:
+            continue
         for desc, edit in _edits(node, docs, in_fn):
             plans.append((index, desc, edit))
         # one statement of a function body -> pass (a body keeps at least one statement)
