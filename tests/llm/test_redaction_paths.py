@@ -212,6 +212,7 @@ def test_redact_url_cases():
     # A truncated key glued to a parameter name: the whole token is no fragment of the key, its tail is.
     (f"api_key={KEY[:16]}****", f"api_key={REDACTED}****"),
     (f"key={KEY[:20]}", f"key={REDACTED}"),
+    (f"key={KEY[:17]}!", f"key={REDACTED}!"),  # an odd-length run: nothing past its end is taken
     (f"token:{KEY[4:30]}.", f"token:{REDACTED}."),
     (f"{KEY[:10]}{KEY[:10]}", f"{REDACTED}{REDACTED}"),
     (f"provided: {KEY[:8]}**********{KEY[-5:]}", f"provided: {REDACTED}**********{KEY[-5:]}"),
