@@ -192,6 +192,7 @@ def test_redact_unit_cases():
     assert redact("nothing secret here", [KEY, None, ""]) == "nothing secret here"
     # a short secret (4-7 characters: no fragment rule) is still replaced whole, wherever it sits
     assert redact("token=Zq7x9 and Zq7x9!", ["Zq7x9"]) == f"token={REDACTED} and {REDACTED}!"
+    assert redact("pin=Ab1z.", ["Ab1z"]) == f"pin={REDACTED}."  # 4 characters: the shortest secret
     assert redact("abc", ["abc"]) == "abc"  # under 4 characters: too common to redact
     # a secret inside a longer one: the longer is replaced first, whole (one marker, no leftover pieces)
     assert redact(f"x {KEY} y", [KEY[:5], KEY]) == f"x {REDACTED} y"

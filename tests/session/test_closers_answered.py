@@ -60,6 +60,7 @@ def test_first_answered_second_running_gets_one_closer_for_the_second(events):
         ("turn/end", None, None, None, 23),
     ]
     assert closers[0]["data"]["message"]["id"] == "interrupted-tool-result-call_read_b-21"
+    assert closers[0]["data"]["error"] == {"name": "ToolOutcomeUnknownError", "code": "TOOL_OUTCOME_UNKNOWN"}
     assert closers[0]["data"]["step"] == 1 and closers[-1]["data"]["reason"] == {"kind": "interrupted"}
     s = Session(header(), prefix + closers, clock=lambda: 0)
     assert s.open_turn is None
@@ -77,6 +78,8 @@ def test_first_answered_second_never_started_gets_one_not_started_closer(events)
         ("step/end", None, None, None, 21),
         ("turn/end", None, None, None, 22),
     ]
+    assert closers[0]["data"]["error"] == {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}
+    assert closers[0]["data"]["message"]["content"][0]["content"][0]["text"] == repair.NOT_STARTED_TEXT
     Session(header(), prefix + closers, clock=lambda: 0)
 
 
