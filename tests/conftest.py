@@ -5,6 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# No wall-clock limit on any property test (Hypothesis' default 200 ms deadline fails on a loaded machine).
+settings.register_profile("dsh-tui", deadline=None)
+settings.load_profile("dsh-tui")
 
 REPO = Path(__file__).resolve().parents[1]
 # Everything the tests read lives in this repository: a fresh clone passes its own suite.

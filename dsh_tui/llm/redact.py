@@ -12,34 +12,42 @@ from urllib.parse import urlsplit, urlunsplit
 
 REDACTED = "[REDACTED]"
 
-# Candidate tokens that may be an echoed (possibly truncated) key: long runs of key-ish characters.
-_TOKEN = re.compile(r"[A-Za-z0-9_\-\.+/=~]{8,}")
 _BEARER = re.compile(r"(?i)(bearer\s+)[^\s\"',;]+")
 _MIN_FRAGMENT = 8
 
 
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """Replace every secret, every long fragment of one, and any bearer token with ``[REDACTED]``."""
+    """Replace every secret, every fragment of one (8+ characters, wherever it sits: ``key=sk-12345678``
+    or ``sk-1234567****``) and any bearer token with ``[REDACTED]``."""
     keys = [s for s in secrets if s and len(s) >= 4]
     for key in sorted(keys, key=len, reverse=True):
         if key in text:
             text = text.replace(key, REDACTED)
-    long_keys = [k for k in keys if len(k) >= _MIN_FRAGMENT]
-    if long_keys:
-
-        def _sub(m: re.Match[str]) -> str:
-            tok = m.group(0)
-            # A truncated echo: the token (or its inner part) is a long fragment of a key.
-            for key in long_keys:
-                if tok in key:
-                    return REDACTED
-                for piece in re.split(r"[.*]+", tok):
-                    if len(piece) >= _MIN_FRAGMENT and piece in key:
-                        return tok.replace(piece, REDACTED)
-            return tok
-
-        text = _TOKEN.sub(_sub, text)
+    text = _redact_fragments(text, keys)
     return _BEARER.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def _redact_fragments(text: str, keys: list[str]) -> str:
+    """Each maximal run of ``text`` that is a substring (8+ characters) of a key becomes ``[REDACTED]``."""
+    n = _MIN_FRAGMENT
+    windows = sorted({k[i : i + n] for k in keys for i in range(len(k) - n + 1)})
+    if not windows:  # no key long enough for a fragment to be recognisable
+        return text
+    find = re.compile("|".join(map(re.escape, windows))).search
+    out: list[str] = []
+    start = 0
+    m = find(text)
+    while m is not None:
+        i = m.start()
+        j = m.end()  # the window matched: extend the run while it stays inside a key
+        while j < len(text) and any(text[i : j + 1] in k for k in keys):
+            j += 1
+        out.append(text[start:i])
+        out.append(REDACTED)
+        start = j
+        m = find(text, j)
+    out.append(text[start:])
+    return "".join(out)
 
 
 def redact_url(url: str) -> str:

@@ -167,7 +167,7 @@ def _num(v: Any) -> bool:
 class Relations:
     """The §2.6 turn/step state machine. ``check(ev)`` validates without mutating; ``apply(ev)`` commits."""
 
-    __slots__ = ("open_turn", "last_turn", "open_step", "last_step", "step_calls")
+    __slots__ = ("open_turn", "last_turn", "open_step", "last_step", "step_calls", "answered")
 
     def __init__(self) -> None:
         self.open_turn: Any = None
@@ -175,11 +175,14 @@ class Relations:
         self.open_step: Any = None
         self.last_step: Any = 0
         self.step_calls: set[Any] = set()
+        # call ids an append-origin tool/result already answered since the last turn/step boundary
+        self.answered: set[Any] = set()
 
     def copy(self) -> Relations:
         r = Relations()
         r.open_turn, r.last_turn, r.open_step, r.last_step = self.open_turn, self.last_turn, self.open_step, self.last_step
         r.step_calls = set(self.step_calls)
+        r.answered = set(self.answered)
         return r
 
     def _names_open_step(self, ev: dict) -> None:
@@ -231,11 +234,14 @@ class Relations:
             if ev.get("surfaceOp") != "append":
                 return  # a replacing tool/result only needs an open turn
             d = ev["data"]
+            call_id = d["message"]["source"]["callId"]
+            if call_id in self.answered:
+                # one result answers one call: a second one would feed the model two answers for one call
+                raise _err(f"seq {seq}: tool/result for {call_id!r} already answered in this step", "RELATION")
             err = d.get("error")
             if isinstance(err, dict) and err.get("code") == "TOOL_NOT_STARTED":
                 return
             self._names_open_step(ev)
-            call_id = d["message"]["source"]["callId"]
             if call_id not in self.step_calls:
                 raise _err(f"seq {seq}: tool/result for {call_id!r} has no tool/call in step {self.open_step}",
                            "RELATION")
@@ -254,6 +260,8 @@ class Relations:
             self.end_step()
         elif t == TOOL_CALL:
             self.step_calls.add(ev["data"]["callId"])
+        elif t == TOOL_RESULT and ev.get("surfaceOp") == "append":
+            self.answered.add(ev["data"]["message"]["source"]["callId"])
 
     # the state changes of apply(), one per boundary type (a seed's fast path calls them directly)
     def start_turn(self, turn: Any) -> None:
@@ -261,19 +269,23 @@ class Relations:
         self.open_step = None
         self.last_step = 0
         self.step_calls = set()
+        self.answered = set()
 
     def end_turn(self) -> None:
         self.open_turn = None
         self.open_step = None
         self.step_calls = set()
+        self.answered = set()
 
     def start_step(self, step: Any) -> None:
         self.open_step = self.last_step = step
         self.step_calls = set()
+        self.answered = set()
 
     def end_step(self) -> None:
         self.open_step = None
         self.step_calls = set()
+        self.answered = set()
 
 
 def check_relations(events: list[dict]) -> Relations:

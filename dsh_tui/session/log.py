@@ -61,7 +61,7 @@ _NONE = object()
 # the types Relations.check looks at / Relations.apply changes state for / _track records (others: no-ops)
 _RELATION_TYPES = frozenset((ASSISTANT_CHUNK, STEP_END, ASSISTANT_MESSAGE, TOOL_CALL, TURN_START, TURN_END,
                              STEP_START, TOOL_RESULT, TODO_WRITE, REQUEST_HEADER, REQUEST_CONTEXT))
-_BOUNDARY_TYPES = frozenset((TURN_START, TURN_END, STEP_START, STEP_END, TOOL_CALL))
+_BOUNDARY_TYPES = frozenset((TURN_START, TURN_END, STEP_START, STEP_END, TOOL_CALL, TOOL_RESULT))
 _TRACKED_TYPES = frozenset((REQUEST_HEADER, REQUEST_CONTEXT, SESSION_TITLE, TODO_WRITE, SESSION_END_SEED))
 # every type with a rule beyond the envelope and lossless JSON (payload shape, surface, relations, tracking)
 # the seed loader's fast paths for common shapes (tests turn them off to compare with the generic path)

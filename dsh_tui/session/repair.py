@@ -20,8 +20,8 @@ NOT_STARTED_TEXT = (
 )
 
 
-_BOUNDARY_TYPES = frozenset({"turn/start", "turn/end", "step/start", "step/end", "assistant/message", "tool/call",
-                             "tool/result"})
+# what the walk from the last turn/start on looks at (no turn/start or turn/end can follow it there)
+_BOUNDARY_TYPES = frozenset({"step/start", "step/end", "assistant/message", "tool/call", "tool/result"})
 
 
 def interrupted_turn_closers(events: list[dict]) -> list[dict]:
@@ -33,8 +33,6 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
 
     ``turn/start`` and ``turn/end`` reset the whole walk, so only the events from the last of them on can
     leave anything open: the log is searched backwards for it (a balanced log ends at its own ``turn/end``)."""
-    open_turn: Any = None
-    open_step: Any = None
     pending: dict[Any, dict[str, Any]] = {}
     plain = plain_events(events)
     start = len(plain)
@@ -47,18 +45,12 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
             break
     else:
         return []  # no turn was ever opened
+    open_turn = plain[start]["data"]["turn"]  # the turn to close: nothing after it starts or ends one
+    open_step: Any = None
     boundary = _BOUNDARY_TYPES
-    for ev in [ev for ev in islice(plain, start, None) if ev["type"] in boundary]:
+    for ev in [ev for ev in islice(plain, start, None) if ev["type"] in boundary]:  # (not the turn/start)
         t = ev["type"]
-        if t == "turn/start":
-            open_turn = ev["data"]["turn"]
-            open_step = None
-            pending.clear()
-        elif t == "turn/end":
-            open_turn = None
-            open_step = None
-            pending.clear()
-        elif t == "step/start":
+        if t == "step/start":
             open_step = ev["data"]["step"]
         elif t == "step/end":
             pending.clear()
@@ -75,8 +67,6 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
         elif t == "tool/result":
             pending.pop(ev["data"]["message"]["source"]["callId"], None)
 
-    if open_turn is None or not events:
-        return []
     last = events[-1]
     seq = last["seq"] + 1
     time = last["time"]

@@ -28,7 +28,8 @@ class Target:
 def display_path(ctx: ToolContext, raw: str) -> str:
     """Node ``path.resolve(cwd, raw)``: absolute, ``.``/``..`` collapsed, no symlink resolution."""
     shown = os.path.normpath(os.path.join(str(ctx.cwd), raw))
-    return "/" + shown.lstrip("/") if shown.startswith("//") else shown
+    # POSIX normpath keeps exactly two leading slashes (three or more become one); Node keeps one
+    return shown[1:] if shown.startswith("//") else shown
 
 
 def inside(root: str, path: str) -> bool:

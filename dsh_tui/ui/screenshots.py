@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import shutil
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -145,20 +147,58 @@ def run_before(state: State) -> Callable[[Any], Awaitable[None]]:
     return before
 
 
-def state_dir(state: State) -> Path:
-    """A fixed, emptied directory per state: paths shown in cards stay the same run to run."""
-    base = Path(tempfile.gettempdir()) / "dsh-tui-screens" / state.name
-    shutil.rmtree(base, ignore_errors=True)
-    base.mkdir(parents=True)
-    return base
+def shown_dir(state: State) -> str:
+    """The directory the pictures show for ``state`` (the real one is per run, see ``state_dir``)."""
+    return f"/tmp/dsh-tui-screens/{state.name}"
+
+
+def state_dir(state: State, parent: Path | None = None) -> Path:
+    """A fresh directory of this run's own (parallel runs never share or delete one) under ``parent`` (default:
+    the temp dir, else /tmp when that path is too long), whose path has exactly the length of ``shown_dir``:
+    ``build_app`` shows the one in place of the other, so the layout and the pictures do not depend on where
+    the temp dir is. The caller removes it with ``shutil.rmtree(base.parent)``."""
+    want = len(shown_dir(state))
+    candidates = [Path(parent)] if parent is not None else [Path(tempfile.gettempdir()), Path("/tmp")]
+    for where in candidates:
+        # mkdtemp's name is the prefix plus 8 characters; a filler directory pads to the wanted length
+        room = want - len(str(where)) - len("/s12345678/")
+        if room < 1 or not where.is_dir():
+            continue
+        run = Path(tempfile.mkdtemp(prefix="s", dir=where))
+        base = run / ("p" * (want - len(str(run)) - 1))
+        base.mkdir()
+        return base
+    raise RuntimeError(f"no temporary directory with a path shorter than {want - 12} characters for the screenshots")
+
+
+def masked(app: DshApp, real: str, shown: str) -> DshApp:
+    """Make ``app``'s screenshots show ``shown`` wherever the screen shows ``real`` (same length: same layout)."""
+    if len(real) != len(shown):
+        raise ValueError(f"{real!r} and {shown!r} differ in length; the layout would differ")
+    export = app.export_screenshot
+
+    def export_screenshot(*args: Any, **kwargs: Any) -> str:
+        svg = export(*args, **kwargs)
+        svg = svg.replace(real, shown).replace(real.replace(" ", "&#160;"), shown)
+        # Textual names the SVG's classes after a hash of what it rendered (the real path): rename them
+        # after what the picture shows, so the same picture is the same file
+        plain = re.sub(r"\bterminal-\d+-", "terminal-", svg)
+        return re.sub(r"\bterminal-\d+-", f"terminal-{zlib.crc32(plain.encode())}-", svg)
+
+    app.export_screenshot = export_screenshot  # type: ignore[method-assign]
+    return app
 
 
 async def _shoot(state: State, out: Path) -> Path:
-    app = build_app(state, state_dir(state))
-    async with app.run_test(size=state.size, notifications=True) as pilot:
-        await drive(pilot, state)
-        path = out / f"{state.name}.svg"
-        path.write_text(app.export_screenshot(simplify=True), encoding="utf-8")
+    base = state_dir(state)
+    try:
+        app = masked(build_app(state, base), str(base), shown_dir(state))
+        async with app.run_test(size=state.size, notifications=True) as pilot:
+            await drive(pilot, state)
+            path = out / f"{state.name}.svg"
+            path.write_text(app.export_screenshot(simplify=True), encoding="utf-8")
+    finally:
+        shutil.rmtree(base.parent, ignore_errors=True)
     return path
 
 

@@ -6,11 +6,12 @@ import asyncio
 import email.utils
 import socket
 import threading
-import time
+import types
 
 import httpx
 import pytest
 
+from dsh_tui.llm import openai_compat
 from dsh_tui.llm import protocol as P
 from dsh_tui.llm.openai_compat import OpenAICompatProvider, parse_retry_after
 from dsh_tui.llm.protocol import LlmError, ModelInfo, Provider
@@ -418,11 +419,11 @@ async def test_cancellation_while_waiting_for_the_response_closes_the_connection
 
 
 async def test_comments_keep_a_slow_stream_alive(server):
-    # 1.5 s of stream in all, longer than the 1 s idle timeout, but every 0.3 s gap is bridged by a
-    # keep-alive comment (comments count as activity).
+    # At least 1.2 s of stream in all (the server's sleeps never end early), longer than the 1 s idle
+    # timeout, but every gap is a tenth of it, bridged by a keep-alive comment (comments count as activity).
     steps: list = [sse(chunk("a"))]
-    for _ in range(5):
-        steps += [0.3, b": keep-alive\n\n"]
+    for _ in range(12):
+        steps += [0.1, b": keep-alive\n\n"]
     steps += [sse(chunk("b", finish="stop")), DONE]
     server.push(Reply(steps=steps))
     chunks = await collect(make(server, idle_timeout_s=1.0))
@@ -526,8 +527,14 @@ async def test_429_with_retry_after_seconds(server):
     assert err.failure()["providerRetryAfterMs"] == 7000
 
 
-async def test_429_with_retry_after_http_date(server):
-    when = int(time.time()) + 120
+def frozen_wall_clock(monkeypatch, now: float) -> None:
+    """The provider's wall clock (only ``time.time`` is read there: Retry-After dates) fixed at ``now``."""
+    monkeypatch.setattr(openai_compat, "time", types.SimpleNamespace(time=lambda: now))
+
+
+async def test_429_with_retry_after_http_date(server, monkeypatch):
+    when = 1_780_000_120  # an HTTP date has whole seconds
+    frozen_wall_clock(monkeypatch, when - 119.7504)
     server.push(
         json_reply(
             429,
@@ -535,12 +542,9 @@ async def test_429_with_retry_after_http_date(server):
             headers={"retry-after": email.utils.formatdate(when, usegmt=True)},
         )
     )
-    before = time.time()
     err, _ = await fail(make(server))
-    after = time.time()
     assert err.code == P.RATE_LIMIT
-    # The delay is measured from the moment the header was parsed, somewhere between before and after.
-    assert round((when - after) * 1000) <= err.retry_after_ms <= round((when - before) * 1000)
+    assert err.retry_after_ms == 119_750  # measured from the parse, rounded to the millisecond
 
 
 def test_parse_retry_after_forms():
@@ -553,8 +557,9 @@ def test_parse_retry_after_forms():
         assert parse_retry_after(bad, now=now) is None
 
 
-async def test_retry_after_in_the_past_or_zero_is_ignored(server):
-    past = email.utils.formatdate(time.time() - 60, usegmt=True)
+async def test_retry_after_in_the_past_or_zero_is_ignored(server, monkeypatch):
+    frozen_wall_clock(monkeypatch, 1_780_000_000.5)
+    past = email.utils.formatdate(1_780_000_000, usegmt=True)
     server.push(json_reply(429, {"error": {"message": "x"}}, headers={"retry-after": past}))
     server.push(json_reply(429, {"error": {"message": "x"}}, headers={"retry-after": "0"}))
     e1, _ = await fail(make(server))

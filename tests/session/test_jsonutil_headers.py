@@ -6,7 +6,7 @@ import json
 import math
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_tui.session import events, headers, jsonutil
@@ -76,6 +76,7 @@ def _num_norm(v):
     return {k: _num_norm(x) for k, x in v.items()}
 
 
+@settings(deadline=None)
 @given(json_values)
 def test_dumps_round_trips(value):
     text = jsonutil.dumps(value)
@@ -178,6 +179,7 @@ def test_version_refusal_precedes_shape_checks(version, needle):
         headers.validate_header({"type": "session", "version": version, "createdAt": "garbage"})
 
 
+@settings(deadline=None)
 @given(st.floats(allow_nan=False, allow_infinity=False))
 def test_js_number_round_trips_and_uses_exponents_only_outside_js_range(f):
     text = jsonutil.js_number(f)
@@ -205,6 +207,7 @@ wide_values = st.recursive(
 )
 
 
+@settings(deadline=None)
 @given(wide_values)
 def test_dumps_fast_path_equals_the_exact_encoder(value):
     try:

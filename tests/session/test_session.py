@@ -139,6 +139,7 @@ SE = ("step/end", {"turn": 1, "step": 1}, {})
 TE = ("turn/end", {"turn": 1, "reason": {"kind": "completed"}}, {})
 AM = ("assistant/message", {"turn": 1, "step": 1, "message": asst_msg(calls=["c1"])}, {"surface_op": "append"})
 TC = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "bash", "arguments": "{}"}, {})
+TR = ("tool/result", {"turn": 1, "step": 1, "message": tool_msg("c1")}, {"surface_op": "append"})
 
 
 @pytest.mark.parametrize(
@@ -168,6 +169,10 @@ TC = ("tool/call", {"turn": 1, "step": 1, "callId": "c1", "name": "bash", "argum
          "has no tool/call"),
         ([("tool/result", {"turn": 1, "step": 1, "message": tool_msg("c1")}, {"surface_op": "append"})],
          "outside a turn"),
+        ([TS, SS, AM, TC, TR, TR], "already answered"),
+        ([TS, SS, AM, TC, TR, ("tool/result", {"turn": 1, "step": 1, "message": tool_msg("c1", mid="r-c1-b", is_error=True),
+                                                "error": {"name": "ToolNotStartedError", "code": "TOOL_NOT_STARTED"}},
+                               {"surface_op": "append"})], "already answered"),
         ([("todo/write", {"todos": []}, {})], "outside a turn"),
         ([("request/context", {"provider": "p", "model": "m"}, {})], "outside a turn"),
         ([("request/header", {"header": {"config": {"provider": "p", "model": "m"}}, "reason": "initial"}, {})],
@@ -500,8 +505,9 @@ def test_packed_runs_outside_the_open_step_are_rejected():
 # ---------------------------------------------------------------- relational rules vs an independent model
 
 def _model_accepts(state, kind, turn, step, call):
-    """A straightforward restatement of §2.6 over (open turn, last turn, open step, last step, step calls)."""
-    ot, lt, os_, ls, calls = state
+    """A straightforward restatement of §2.6 over (open turn, last turn, open step, last step, step calls,
+    calls answered in the step): one append-origin result per call."""
+    ot, lt, os_, ls, calls, answered = state
     if kind == "turn/start":
         return ot is None and turn == lt + 1
     if kind == "turn/end":
@@ -511,24 +517,27 @@ def _model_accepts(state, kind, turn, step, call):
     if kind in ("step/end", "assistant/chunk", "tool/call"):
         return ot is not None and os_ is not None and (turn, step) == (ot, os_)
     if kind == "tool/result":
-        return ot is not None and os_ is not None and (turn, step) == (ot, os_) and call in calls
+        return (ot is not None and os_ is not None and (turn, step) == (ot, os_) and call in calls
+                and call not in answered)
     if kind in ("todo/write", "request/context"):
         return ot is not None
     return True  # user/message, plugins, end-seed
 
 
 def _model_apply(state, kind, turn, step, call):
-    ot, lt, os_, ls, calls = state
+    ot, lt, os_, ls, calls, answered = state
     if kind == "turn/start":
-        return (turn, turn, None, 0, frozenset())
+        return (turn, turn, None, 0, frozenset(), frozenset())
     if kind == "turn/end":
-        return (None, lt, None, ls, frozenset())
+        return (None, lt, None, ls, frozenset(), frozenset())
     if kind == "step/start":
-        return (ot, lt, step, step, frozenset())
+        return (ot, lt, step, step, frozenset(), frozenset())
     if kind == "step/end":
-        return (ot, lt, None, ls, frozenset())
+        return (ot, lt, None, ls, frozenset(), frozenset())
     if kind == "tool/call":
-        return (ot, lt, os_, ls, calls | {call})
+        return (ot, lt, os_, ls, calls | {call}, answered)
+    if kind == "tool/result":
+        return (ot, lt, os_, ls, calls, answered | {call})
     return state
 
 
@@ -541,7 +550,7 @@ REL_KINDS = ["turn/start", "turn/end", "step/start", "step/end", "assistant/chun
                           st.sampled_from(["a", "b"])), max_size=40))
 def test_relational_rules_match_an_independent_model(script):
     s = new_session()
-    state = (None, 0, None, 0, frozenset())
+    state = (None, 0, None, 0, frozenset(), frozenset())
     for kind, dturn, dstep, call in script:
         # bias towards plausible numbers: offsets from the model's current view
         turn = (state[0] if state[0] is not None else state[1]) + (dturn - 1 if dturn else 0) + (kind == "turn/start")

@@ -236,6 +236,8 @@ def child_main(root: str, backend: str, seed: int, session_id: str) -> None:
                 _milestone("tool", f"tool {turn} 1 {cid}")
                 time.sleep(rng.random() * 0.01)  # the tool body runs
                 tool_result(session, turn, 1, cid, seq, f"ran {cid}")
+            if calls:  # every call answered, the step not yet ended; the last field: events so far
+                _milestone("result", f"result {turn} 1 {len(session.events)}")
             end_step(session, turn, 1)
             end_turn(session, turn)
             time.sleep(rng.random() * 0.01)

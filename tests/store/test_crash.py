@@ -39,7 +39,8 @@ class Trial:
 
 def run_trial(root: Path, backend: str, seed: int, *, kill_at: str | None = None, hang: str | None = None) -> Trial:
     """Run the child; SIGKILL it after a random milestone line (or the first line starting with ``kill_at``).
-    ``hang`` makes the child stop forever at that milestone (``request:1``, ``tool:<callId>``)."""
+    ``hang`` makes the child stop forever at that milestone (``request:1``, ``tool:<callId>``, ``result:1``);
+    at a ``result`` milestone the kill waits until the writer reports the events so far durable."""
     rng = random.Random(seed * 7919 + 1)
     trial = Trial(backend, seed, root)
     env = dict(os.environ)
@@ -71,6 +72,15 @@ def run_trial(root: Path, backend: str, seed: int, *, kill_at: str | None = None
             if timer is not None and not timer.is_alive() and len(trial.lines) == 1:
                 timer.start()
             hit = line.startswith(kill_at) if kill_at else len(trial.lines) >= target
+            if hit and hang and line.startswith("result "):
+                # the child stopped after the tool results: let its writer make them durable first
+                wanted = int(line.split()[-1])
+                while trial.durable is None or trial.durable[0] < wanted:
+                    more = proc.stdout.readline()
+                    if not more:
+                        break
+                    trial.lines.append(more.decode().strip())
+                    _note(trial, trial.lines[-1])
             if hit:
                 time.sleep(rng.random() * 0.003 if not hang else 0)
                 os.kill(proc.pid, signal.SIGKILL)
@@ -174,12 +184,40 @@ def _check_closers(stored: list[dict], closers: list[dict]) -> None:
     assert all(c["time"] == stored[-1]["time"] for c in closers)
 
 
+# Kill points every run covers, whatever the random draw: (seed, kill at the line starting with, hang at).
+# Seed 3's first turn asks for tool calls.
+FIXED_KILLS = [
+    (11, "request 1", "request:1"),  # inside a model request
+    (3, "tool", "tool:"),  # inside a tool body
+    (3, "result 1", "result:1"),  # between a tool result and the step's end
+]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_random_kills_keep_every_flushed_event(tmp_path, backend):
+    for i, (seed, kill_at, hang) in enumerate(FIXED_KILLS):
+        trial = run_trial(tmp_path / f"fixed{i}", backend, seed, kill_at=kill_at, hang=hang)
+        assert trial.killed_after is not None and trial.killed_after.startswith(kill_at), trial.lines
+        check_trial(trial)
     rng = random.Random(20261129)
     for i in range(4):
         trial = run_trial(tmp_path / f"t{i}", backend, rng.randrange(1 << 30))
         check_trial(trial)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_kill_between_the_tool_results_and_the_step_end(tmp_path, backend):
+    trial = run_trial(tmp_path, backend, 3, kill_at="result 1", hang="result:1")
+    res = check_trial(trial)
+    stored = res.events[: len(res.events) - len(res.closers)]
+    assert trial.durable[0] == len(stored) == int(trial.killed_after.split()[-1])
+    # every call has its one real result: only the step and the turn are closed
+    assert [c["type"] for c in res.closers] == ["step/end", "turn/end"]
+    calls = [e["data"]["callId"] for e in stored if e["type"] == "tool/call"]
+    results = [e for e in res.events if e["type"] == "tool/result"]
+    assert calls and [r["data"]["message"]["source"]["callId"] for r in results] == calls
+    assert all("error" not in r["data"] for r in results)
+    assert res.closers[-1]["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

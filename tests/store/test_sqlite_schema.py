@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 import sqlite_utils
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from dsh_tui.store import sqlite as sq
@@ -148,6 +148,7 @@ def test_source_event_seqs_varint_zigzag_example():
     assert sq.encode_seqs([300]) == bytes([0xAC, 0x02])
 
 
+@settings(deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=2**53 - 1), min_size=1, max_size=30, unique=True))
 def test_source_event_seqs_round_trip(seqs):
     blob = sq.encode_seqs(seqs)

@@ -19,6 +19,7 @@ from dsh_tui.session.headers import make_header
 from dsh_tui.session.log import Session
 from dsh_tui.store import lifecycle
 from dsh_tui.store import lock as locks
+from dsh_tui.store import writer as writer_mod
 from dsh_tui.store.jsonl import JsonlStore
 from dsh_tui.store.lock import SessionInUseError
 from dsh_tui.store.sqlite import SqliteSessionStore
@@ -58,6 +59,52 @@ class Flaky:
         return getattr(self.inner, name)
 
 
+class Clock:
+    """The writer's monotonic clock, moved by hand, and a probe of its thread: ``settle()`` returns once the
+    writer has looked at the queue again after the clock moved (no wall-clock waiting in the assertions)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.waits = 0
+        self.writer: SessionWriter | None = None
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def watch(self, writer: SessionWriter) -> None:
+        self.writer = writer
+        wait = writer._cv.wait
+
+        def counting_wait(timeout=None):
+            self.waits += 1
+            return wait(timeout)
+
+        writer._cv.wait = counting_wait
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+        self.settle()
+
+    def settle(self) -> None:
+        # two more waits entered: the second one follows an evaluation that began after this call
+        n = self.waits
+        cv = self.writer._cv
+        end = time.monotonic() + 10
+        while self.waits < n + 2:
+            with cv:
+                cv.notify_all()
+            if time.monotonic() > end:
+                raise AssertionError("the writer thread did not come back to its wait")
+            time.sleep(0.0005)
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    c = Clock()
+    monkeypatch.setattr(writer_mod, "time", c)
+    return c
+
+
 @pytest.fixture(params=["jsonl", "sqlite"])
 def store(request, tmp_path):
     if request.param == "sqlite":
@@ -94,25 +141,30 @@ def test_flush_drains_everything_and_returns_the_durable_length(store):
     writer.close()
 
 
-def test_window_is_fixed_and_batches_everything_queued_within_it(store):
+def test_window_is_fixed_and_batches_everything_queued_within_it(store, clock):
     session, writer, flaky = _new(store, window_ms=1500)
+    clock.watch(writer)
     session.append("turn/start", {"turn": 1})
     for i in range(1, 20):
-        time.sleep(0.005)
+        clock.advance(0.005)
         session.append("session/title", {"title": f"t{i}", "messageSeqs": [], "source": {"kind": "user"}})
+    clock.advance(1.4)  # 1.495 s after the first event: not yet
+    assert flaky.attempts == []
+    clock.advance(0.01)
     _wait(lambda: writer.durable_length == 20)
     assert flaky.attempts == [list(range(20))]
     writer.close()
 
 
-def test_window_is_not_reset_by_later_events(store):
+def test_window_is_not_reset_by_later_events(store, clock):
     session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
     session.append("turn/start", {"turn": 1})
-    end = time.monotonic() + 0.8
-    while time.monotonic() < end:  # a steady stream, one event per 20 ms: a resetting window never fires
+    for _ in range(40):  # a steady stream, one event per 20 ms for 0.8 s: a resetting window never fires
+        clock.advance(0.02)
         session.append("todo/write", {"todos": []})
-        time.sleep(0.02)
-    assert len(flaky.attempts) >= 2
+    clock.settle()
+    assert len(flaky.attempts) >= 6  # a batch at least every 120 ms
     writer.close()
     flat = [s for a in flaky.attempts for s in a]
     assert flat == list(range(len(session.events)))
@@ -134,18 +186,22 @@ def test_events_arriving_during_a_write_form_the_next_batch(store):
     writer.close()
 
 
-def test_failed_background_write_keeps_its_batch_first_and_pauses_retry(store):
+def test_failed_background_write_keeps_its_batch_first_and_pauses_retry(store, clock):
     errors = []
     session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
     writer.on_error = errors.append
     flaky.fail_next = 1
     session.append("turn/start", {"turn": 1})
     session.append("step/start", {"turn": 1, "step": 1})
+    clock.advance(0.15)
     _wait(lambda: writer.last_error is not None)
-    time.sleep(0.5)  # several windows: no automatic retry while paused
+    for _ in range(5):
+        clock.advance(0.1)  # several windows: no automatic retry while paused
     assert flaky.attempts == [[0, 1]]
     assert len(errors) == 1 and isinstance(errors[0], OSError)
     session.append("step/end", {"turn": 1, "step": 1})  # a new event re-enables retry
+    clock.advance(0.15)
     _wait(lambda: writer.durable_length == 3)
     assert flaky.attempts[1] == [0, 1, 2]  # the failed batch stays ahead of the newer event
     assert store.read_from("w1", 0) == session.events
@@ -171,18 +227,22 @@ async def test_checkpoint_fails_closed_and_aflush_does_not_block_the_loop(store)
     with pytest.raises(CheckpointError, match="checkpoint before request failed"):
         await writer.checkpoint("request")
     flaky.gate = threading.Event()
+    flaky.entered = threading.Event()
     ticks = 0
 
     async def ticker():
         nonlocal ticks
         while not flaky.gate.is_set():
             ticks += 1
-            await asyncio.sleep(0.001)
+            await asyncio.sleep(0)
 
     task = asyncio.create_task(ticker())
     waiter = asyncio.create_task(writer.checkpoint("tool"))
-    await asyncio.sleep(0.05)
-    assert not waiter.done() and ticks > 3  # the loop keeps running while the flush waits
+    assert await asyncio.to_thread(flaky.entered.wait, 5)  # the retried write is in flight, held by the gate
+    before = ticks
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not waiter.done() and ticks > before  # the loop keeps running while the flush waits
     flaky.gate.set()
     assert await waiter == 1
     await task
@@ -226,13 +286,14 @@ async def test_a_cancelled_checkpoint_still_completes_its_flush(store):
     threading.excepthook = lambda args: seen.append(args.exc_value)
     try:
         task = asyncio.create_task(writer.checkpoint("tool"))
-        await asyncio.sleep(0.02)
+        assert await asyncio.to_thread(flaky.entered.wait, 5)  # the flush is writing (held by the gate)
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task
         flaky.gate.set()
         _wait(lambda: writer.durable_length == 1)
-        await asyncio.sleep(0.05)
+        for _ in range(3):  # the writer thread's call_soon_threadsafe(_settle) runs on this loop
+            await asyncio.sleep(0)
     finally:
         threading.excepthook = old_hook
     assert seen == []

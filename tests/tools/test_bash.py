@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.harness import Bench, Ticker
+from tests.tools.harness import Bench
 
 
 @pytest.fixture
@@ -220,10 +220,17 @@ async def test_background_start_through_jobs(tmp_path):
 
 
 async def test_event_loop_keeps_running_during_a_command(bench):
-    async with Ticker(0.01) as ticker:
-        out = await bench.run("bash", sh("sleep 0.3; echo ok"))
+    """The command waits for the event loop to create ``go``: were the tool blocking the loop, it would time out."""
+
+    async def release():
+        for _ in range(5):
+            await asyncio.sleep(0)
+        (bench.workspace / "go").touch()
+
+    helper = asyncio.create_task(release())
+    out = await bench.run("bash", sh("while [ ! -e go ]; do sleep 0.01; done; echo ok", timeoutMs=20_000))
+    await helper
     assert out.text == "ok\n"
-    assert ticker.ticks >= 5
 
 
 async def test_session_id_from_the_calling_agent(tmp_path):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.tools.harness import Bench, Ticker
+from tests.tools.harness import Bench
 
 HINT = "Use read with offset/limit, or grep this path to search within it."
 
@@ -293,13 +294,37 @@ async def test_raw_output_cap(bench, monkeypatch):
     assert out.error == {"name": "SearchError", "code": "SEARCH_RAW_OUTPUT_OVERFLOW"}
 
 
-async def test_walks_run_off_the_event_loop(bench):
-    for i in range(400):
-        put(bench.workspace, f"d{i % 20}/f{i}.txt", "needle\n" * 5)
-    async with Ticker(0) as ticker:
-        out = await bench.run("grep", {"pattern": "needle", "include": "*.txt"})
-    assert out.meta["total"] == 2_000
-    assert ticker.ticks > 1
+@pytest.mark.parametrize("tool", ["grep", "glob"])
+async def test_walks_run_off_the_event_loop(bench, monkeypatch, tool):
+    """The walk waits for the event loop to answer it: on the loop itself it would wait in vain."""
+    from dsh_tui.tools import search
+
+    for i in range(40):
+        put(bench.workspace, f"d{i % 4}/f{i}.txt", "needle\n" * 5)
+    walking, loop_answered, answered_in_time = threading.Event(), threading.Event(), []
+    real = search._walk_files
+
+    def gated(*args, **kwargs):
+        walking.set()
+        answered_in_time.append(loop_answered.wait(10))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(search, "_walk_files", gated)
+
+    async def answer():
+        while not walking.is_set():
+            await asyncio.sleep(0.001)
+        loop_answered.set()
+
+    helper = asyncio.create_task(answer())
+    args = {"pattern": "needle", "include": "*.txt"} if tool == "grep" else {"pattern": "**/*.txt"}
+    out = await bench.run(tool, args)
+    await helper
+    assert answered_in_time == [True]
+    if tool == "grep":
+        assert out.meta["total"] == 200
+    else:
+        assert len(out.text.split("\n")) == 40
 
 
 async def test_invalid_globs_are_rejected_and_bad_ignore_lines_skipped(bench):

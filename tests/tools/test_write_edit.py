@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import time
 
 import pytest
 
@@ -217,8 +216,10 @@ async def test_version_notices_same_size_rewrite(bench):
     p = bench.workspace / "v.txt"
     p.write_text("aaaa\n")
     await bench.run("read", {"file_path": "v.txt"})
-    time.sleep(0.01)
-    p.write_text("bbbb\n")  # same size; mtime/ctime (ns) move
+    before = p.stat()
+    p.write_text("bbbb\n")  # same size, same inode
+    # the rewrite's own timestamps may land in the same clock tick: set an mtime that surely differs
+    os.utime(p, ns=(before.st_atime_ns, before.st_mtime_ns + 1_000_000_000))
     out = await bench.run("edit", {"file_path": "v.txt", "old_string": "aaaa", "new_string": "c"})
     assert out.error == {"name": "FsError", "code": "FS_STALE_VERSION"}
 

@@ -376,10 +376,24 @@ def test_the_command_line_builds_without_the_editable_install_hook():
     assert "'run'" in out.stdout and "'sessions'" in out.stdout
 
 
-@pytest.mark.parametrize("argv", [[], ["run"], ["run", "hi", "--preset", "full-access"], ["--root", "run"],
-                                  ["--root", "a", "--root", "b"], ["sessions", "--search", "run"],
-                                  ["log", "check", "x.jsonl"], ["export", "abc", "--format", "md"]])
-def test_parse_args_equals_the_full_parser(argv):
+# (argv, what the command line means, written out by hand: a subset of the namespace, or "error")
+PARSES = [
+    ([], {"app_roots": [], "command": None}),
+    (["run"], {"command": "run", "prompt": None, "preset": "workspace-write", "headless": False, "app_roots": []}),
+    (["run", "hi", "--preset", "full-access"], {"command": "run", "prompt": "hi", "preset": "full-access"}),
+    (["--root", "run"], {"app_roots": ["run"], "command": None}),  # "run" is the --root value, not a command
+    (["--root", "a", "--root", "b"], {"app_roots": ["a", "b"], "command": None}),
+    (["sessions", "--search", "run"], {"command": "sessions", "search": "run", "all": False, "json": False}),
+    (["log", "check", "x.jsonl"], {"command": "log", "log_command": "check", "files": ["x.jsonl"], "mode": "auto"}),
+    (["export", "abc", "--format", "md"], {"command": "export", "session": "abc", "format": "md", "output": None}),
+    (["run", "--preset", "bogus"], "error"),
+    (["export", "abc", "--format", "pdf"], "error"),
+    (["sessions", "--nope"], "error"),
+]
+
+
+@pytest.mark.parametrize(("argv", "meaning"), PARSES, ids=[" ".join(a) or "-" for a, _ in PARSES])
+def test_parse_args_equals_the_full_parser(argv, meaning, capsys):
     from dsh_tui.cli import build_parser, parse_args
 
     try:
@@ -391,10 +405,21 @@ def test_parse_args_equals_the_full_parser(argv):
     except SystemExit:
         got = "error"
     assert got == expected
+    # both parsers could be wrong the same way: the meaning is independent of either
+    if meaning == "error":
+        assert got == "error"
+    else:
+        assert got != "error" and {k: got.get(k, "<missing>") for k in meaning} == meaning
 
 
-@pytest.mark.parametrize("argv", [["--help"], ["run", "-h"], ["bogus"], ["run", "--nope"], ["--version"]])
-def test_parse_args_help_and_errors_are_the_full_parsers(argv, capsys):
+@pytest.mark.parametrize(("argv", "code", "stream", "needle"), [
+    (["--help"], 0, "out", "usage: dsh-tui"),
+    (["run", "-h"], 0, "out", "--preset"),
+    (["bogus"], 2, "err", "invalid choice: 'bogus'"),
+    (["run", "--nope"], 2, "err", "unrecognized arguments: --nope"),
+    (["--version"], 0, "out", "dsh-tui"),
+])
+def test_parse_args_help_and_errors_are_the_full_parsers(argv, code, stream, needle, capsys):
     from dsh_tui.cli import build_parser, parse_args
 
     with pytest.raises(SystemExit) as full:
@@ -404,6 +429,9 @@ def test_parse_args_help_and_errors_are_the_full_parsers(argv, capsys):
         parse_args(argv)
     got = capsys.readouterr()
     assert (fast.value.code, got.out, got.err) == (full.value.code, expected.out, expected.err)
+    # independent of both parsers: the exit code and what the user reads
+    assert fast.value.code == code and needle in getattr(got, stream)
+    assert (got.err if stream == "out" else got.out) == ""
     if argv == ["bogus"]:
         assert "choose from" in got.err and "'sessions'" in got.err  # every command listed
 
