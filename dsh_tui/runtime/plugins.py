@@ -37,7 +37,7 @@ from dsh_tui.session.events import KNOWN_EVENT_TYPES
 ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
 #: The built-in plugins, each disable-able by id.
-BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant")
+BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "mcp")
 
 
 class PluginError(DshError):
@@ -112,6 +112,8 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
     specs: list[PluginSpec] = []
     for pid in BUILTIN_IDS:
         enabled, config, _module = options(pid)
+        if pid == "mcp":  # its servers are the [mcp] table (and --mcp: dsh_tui.runtime.host.load_plugins)
+            config = {"settings": settings.get("mcp") if settings is not None else None, "cli": ()}
         specs.append(PluginSpec(pid, "builtin", obj=BUILTINS[pid], config=config, enabled=enabled))
     eps = {ep.name: ep for ep in _entry_points()}
     for pid in configured:  # settings order
@@ -477,11 +479,24 @@ def _apply_request_invariant(ctx: Context) -> None:
     when ``AgentConfig.check_requests`` is on; disabling this plugin turns it off."""
 
 
+class _LazyBuiltin:
+    """A built-in whose module is imported only when it is applied (``mcp``)."""
+
+    def __init__(self, name: str, module: str) -> None:
+        self.name = name
+        self._module = module
+
+    def apply(self, ctx: Context, config: Any) -> Any:
+        return importlib.import_module(self._module).apply(ctx, config)
+
+
 BUILTINS: dict[str, Any] = {
     "retry": _Builtin("retry", _apply_retry),
     "compaction": _Builtin("compaction", _apply_compaction),
     "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
     "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
+    # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
+    "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp"),
 }
 
 
