@@ -93,7 +93,12 @@ class McpManager:
 
 
 def apply(ctx: Any, config: dict) -> None:
-    configs = parse_servers(config.get("settings"), config.get("cli") or ())
+    from dsh_tui.runtime.plugins import PluginError
+
+    try:
+        configs = parse_servers(config.get("settings"), config.get("cli") or ())
+    except McpConfigError as err:  # reported as the plugin's load failure, naming the field
+        raise PluginError(str(err)) from None
     if not configs:
         return
     agent = ctx._agent
