@@ -108,6 +108,7 @@ class Server:
         self._sync_lock: asyncio.Lock | None = None
         self._resync_tasks: set[asyncio.Task] = set()
         self.ever_connected = False
+        self.connections = 0  # successful connections so far (a reconnect makes a new one)
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @property
@@ -250,6 +251,7 @@ class Server:
                 raise ConnectionError("the server closed the connection")
             self.state, self.error = "ready", ""
             self.ever_connected = True
+            self.connections += 1
             up = time.monotonic()
             assert self._first is not None and self._wake is not None
             self._first.set()
