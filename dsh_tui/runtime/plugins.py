@@ -480,13 +480,16 @@ def _apply_request_invariant(ctx: Context) -> None:
 
 
 class _LazyBuiltin:
-    """A built-in whose module is imported only when it is applied (``mcp``)."""
+    """A built-in whose module is imported only when it has something to do (``mcp``: servers configured)."""
 
-    def __init__(self, name: str, module: str) -> None:
+    def __init__(self, name: str, module: str, needed: Callable[[Any], bool]) -> None:
         self.name = name
         self._module = module
+        self._needed = needed
 
     def apply(self, ctx: Context, config: Any) -> Any:
+        if not self._needed(config):
+            return None
         return importlib.import_module(self._module).apply(ctx, config)
 
 
@@ -496,7 +499,8 @@ BUILTINS: dict[str, Any] = {
     "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
     "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
     # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
-    "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp"),
+    "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp",
+                        lambda config: bool(isinstance(config, Mapping) and (config.get("settings") or config.get("cli")))),
 }
 
 

@@ -163,3 +163,27 @@ def test_status_lines():
     assert ServerStatus("f", "stdio", "x", "failed", [], "boom").text == "f  failed: boom"
     assert ServerStatus("f", "stdio", "x", "reconnecting", [], "closed", 2, 10).text == \
         "f  reconnecting (attempt 2/10) · closed"
+
+
+def test_without_servers_neither_the_plugin_nor_the_sdk_is_imported(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = ("import asyncio, sys\n"
+            "from dsh_tui.llm import scripted\n"
+            "from dsh_tui.llm.scripted import ScriptedProvider\n"
+            "from dsh_tui.runtime.host import AgentHost, HostSpec\n"
+            "async def main():\n"
+            f"    h = await AgentHost.open(HostSpec(root={str(tmp_path / 'root')!r}, cwd={str(tmp_path)!r},\n"
+            "        provider=ScriptedProvider([scripted.text('x')], name='m'), model='m'))\n"
+            "    await h.run_turn('hi')\n"
+            "    await h.close()\n"
+            "    print([m for m in ('dsh_tui.runtime.mcp', 'mcp') if m in sys.modules])\n"
+            "asyncio.run(main())\n")
+    p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
+                       env=dict(os.environ))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.strip() == "[]"
