@@ -131,6 +131,12 @@ async def test_a_server_that_never_answers_delays_no_turn(tmp_path):
     assert f"cannot start {tmp_path / 'no-such-program'}: no such file or directory" in bad.error
     rows = {r.name: r.text for r in agent.mcp.status()}
     assert rows["t"] == "t  connecting"
+    # reconnecting one that is stuck connecting starts a new attempt (the stuck one is dropped)
+    hang = server(agent, "t")
+    assert hang.attempts == 1
+    assert agent.mcp.reconnect("t")
+    await until(lambda: hang.attempts == 2)
+    assert hang.state == "connecting"
     await agent.dispose()
 
 

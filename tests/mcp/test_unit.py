@@ -187,3 +187,12 @@ def test_without_servers_neither_the_plugin_nor_the_sdk_is_imported(tmp_path):
                        env=dict(os.environ))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "[]"
+
+
+def test_mcp_tools_ask_for_no_approval_of_their_own(tmp_path):
+    from dsh_tui.runtime.approval import decide_preset
+
+    outside = {"path": "/etc/passwd", "file_path": "/etc/passwd"}  # an MCP tool's own arguments, not ours
+    for preset in ("read-only", "workspace-write", "full-access"):
+        assert decide_preset(preset, "mcp", outside, tmp_path, tmp_path, "mcp__fs__read") == {"kind": "allow"}
+    assert decide_preset("workspace-write", "read", outside, tmp_path, tmp_path, "read")["kind"] == "ask"

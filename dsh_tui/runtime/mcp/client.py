@@ -109,6 +109,8 @@ class Server:
         self._resync_tasks: set[asyncio.Task] = set()
         self.ever_connected = False
         self.connections = 0  # successful connections so far (a reconnect makes a new one)
+        self.attempts = 0  # connection attempts started
+        self._attempt: asyncio.Task | None = None
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @property
@@ -143,6 +145,8 @@ class Server:
         self._reconnect_now = True
         assert self._wake is not None
         self._wake.set()
+        if self.session is None and self._attempt is not None and not self._attempt.done():
+            self._attempt.cancel()  # still connecting (perhaps to a server that never answers): start over
 
     async def close(self) -> None:
         self._stop = True
@@ -176,11 +180,18 @@ class Server:
             assert self._wake is not None
             self._wake.clear()
             errfile = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            self.attempts += 1
+            # the attempt is a task of its own: a reconnect by hand cancels one stuck connecting
+            self._attempt = asyncio.get_running_loop().create_task(self._connect_and_serve(errfile))
             try:
-                connected_at = await self._connect_and_serve(errfile)
+                connected_at = await self._attempt
                 failure = _describe(ConnectionError("connection closed"), errfile)
             except asyncio.CancelledError:
-                raise
+                current = asyncio.current_task()
+                if self._stop or (current is not None and current.cancelling()) or not self._reconnect_now:
+                    self._attempt.cancel()
+                    raise
+                failure = "reconnecting by hand"
             except BaseException as err:  # noqa: BLE001 - any failure of an attempt is the attempt's
                 failure = _describe(err, errfile)
                 if self._first is not None and not self._first.is_set():
