@@ -228,31 +228,14 @@ class Server:
     async def _connect_and_serve(self, errfile: Any) -> float | None:
         """One generation: connect, list, register, then wait for the transport to close (returns the time
         it was up from) or for a stop/reconnect. Raises on a failed attempt."""
-        import anyio
         import mcp.types as types
         from mcp import ClientSession
 
         closed = asyncio.Event()
         async with contextlib.AsyncExitStack() as stack:
             read, write = await stack.enter_async_context(self._transport(errfile))
-            # The stdio transport ends its read stream when the server exits: a pump in between notices.
-            send, recv = anyio.create_memory_object_stream(0)
-            tg = await stack.enter_async_context(anyio.create_task_group())
-
-            async def pump() -> None:
-                try:
-                    async with send:
-                        async for item in read:
-                            await send.send(item)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-                    pass
-                finally:
-                    closed.set()
-                    if self._wake is not None:
-                        self._wake.set()
-
-            tg.start_soon(pump)
-            stack.callback(tg.cancel_scope.cancel)
+            # The stdio transport ends its read stream when the server exits: the wrapper notices.
+            recv = _ClosingStream(read, self._closed_now(closed))
             session = await stack.enter_async_context(ClientSession(
                 recv, write, client_info=types.Implementation(**CLIENT_INFO), message_handler=self._on_message))
             await session.initialize()
@@ -271,6 +254,14 @@ class Server:
                 await self._wake.wait()
             self.session = None
             return up
+
+    def _closed_now(self, closed: asyncio.Event) -> Callable[[], None]:
+        def mark() -> None:
+            closed.set()
+            if self._wake is not None:
+                self._wake.set()
+
+        return mark
 
     def _transport(self, errfile: Any) -> Any:
         cfg = self.config
@@ -382,19 +373,15 @@ class Server:
                                     request_read_timeout_seconds=self.config.tool_call_timeout_ms / 1000)
         if cancelled is None:
             result = await coro
-        else:
-            call = asyncio.ensure_future(coro)
-            stop = asyncio.ensure_future(cancelled.wait())
+        else:  # the call is cancelled with the tool call (the SDK tells the server: notifications/cancelled)
+            current = asyncio.current_task()
+            watch = asyncio.ensure_future(cancelled.wait())
+            if current is not None:
+                watch.add_done_callback(lambda w: current.cancel() if not w.cancelled() else None)
             try:
-                await asyncio.wait({call, stop}, return_when=asyncio.FIRST_COMPLETED)
+                result = await coro
             finally:
-                stop.cancel()
-            if not call.done():
-                call.cancel()
-                with contextlib.suppress(BaseException):
-                    await call
-                raise asyncio.CancelledError
-            result = call.result()
+                watch.cancel()
         try:
             return canonical(result.model_dump(by_alias=True, mode="json"), raw)
         except McpToolError as err:
@@ -441,3 +428,44 @@ class _RawResult(BaseModel):
     """Any ``tools/call`` result, kept as sent (dsh converts the blocks itself)."""
 
     model_config = ConfigDict(extra="allow")
+
+
+class _ClosingStream:
+    """The transport's read stream as the session reads it, calling ``on_end`` when it ends (the server
+    exited): a transport close is what dsh reconnects on. No extra task or hop per message."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _ClosingStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._inner.__aexit__(*exc)
+        finally:
+            self._on_end()
+
+    def __aiter__(self) -> _ClosingStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except BaseException as err:
+            if not isinstance(err, asyncio.CancelledError):
+                self._on_end()
+            raise
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except BaseException as err:
+            if not isinstance(err, asyncio.CancelledError):
+                self._on_end()
+            raise
