@@ -158,12 +158,13 @@ class Server:
                 self._wake.set()
             if self.session is None:  # connecting (perhaps to a server that never answers): stop it now
                 task.cancel()
-            try:  # a live connection winds down itself: stdin closed, the server exits (bounded waits)
-                await asyncio.wait_for(asyncio.shield(task), CLOSE_TIMEOUT_S)
-            except Exception:  # noqa: BLE001 - the timeout or the task's own failure
+            # a live connection winds down itself: stdin closed, the server exits (bounded waits)
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+            if not done:
                 task.cancel()
-                with contextlib.suppress(BaseException):
-                    await asyncio.wait_for(task, CLOSE_TIMEOUT_S)
+                await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: a failure while closing is not worth a warning
         self._unregister()
         self.state = "closed" if self.config.enabled else self.state
 
