@@ -201,3 +201,36 @@ async def test_a_duplicate_name_fails_the_later_server(tmp_path):
     assert [(r.name, r.state, r.error, r.source) for r in rows][1] == ("t", "failed", 'duplicate MCP server name "t"',
                                                                      "cli")
     await agent.dispose()
+
+
+async def test_streamable_http_sends_the_configured_headers_and_a_refusal_is_the_reason(tmp_path):
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    seen: list[dict] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 - http.server's name
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            self.send_response(403)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
+        agent = mcp_agent([scripted.text("ok")], {"web": {"url": url, "headers": {"Authorization": "Bearer abc"},
+                                                          "reconnect": {"enabled": False}}}, tmp_path)
+        srv = server(agent, "web")
+        await until(lambda: srv.state == "failed")
+        assert seen and seen[0]["authorization"] == "Bearer abc"
+        assert srv.error  # the SDK's reason, shown in the listing
+        await agent.dispose()
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
