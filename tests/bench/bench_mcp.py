@@ -9,6 +9,8 @@
 2. ``--startup RUNS``: ``dsh-tui run`` (the chat, a key set so the harness opens) to its first paint with
    three MCP servers configured in settings.toml (two test servers and one that never answers) vs none,
    RUNS fresh processes each, interleaved (target: within 10 ms). Uses the frame log of bench_ui_long.py.
+3. ``--instructions``: the same two start-ups counted in instructions from process start to the first frame
+   (valgrind callgrind, every thread; nearly deterministic where times on a shared machine are not).
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ async def compare(n: int, rounds: int) -> dict:
     return {"bare_ms": b, "harness_ms": h, "limit_ms": 1.2 * b + 2, "rounds": rounds, "calls": n}
 
 
-def startup(runs: int) -> None:
+def _startup_setup() -> tuple[object, Path, str]:
     import json
     import os
 
@@ -114,6 +116,32 @@ def startup(runs: int) -> None:
     server = f"command = {json.dumps(SERVER[0])}\nargs = {json.dumps(SERVER[1:])}\n"
     settings = (f"[mcp.servers.a]\n{server}[mcp.servers.b]\n{server}"
                 f"[mcp.servers.never]\n{server}env = {{ MCP_TEST_HANG = \"1\" }}\n")
+    return ui, config, settings
+
+
+def instructions() -> None:
+    import subprocess
+
+    ui, config, settings = _startup_setup()
+    counts: dict[str, float] = {}
+    for name, text in (("none", ""), ("3 MCP servers", settings)):
+        (config / "settings.toml").write_text(text)
+        env = {**ui.child_env(), "DSH_BENCH_FIRST_FRAME_EXIT": "1", "PYTHONHASHSEED": "0"}
+        proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", ui.CHILD["python"],
+                               ui.__file__, "--child", "cli", repr(time.perf_counter()), "run"],
+                              capture_output=True, text=True, env=env, timeout=1800)
+        found = [line for line in proc.stderr.splitlines() if "Collected" in line]
+        if not found:
+            raise RuntimeError(f"callgrind run ({name}) failed:\n{proc.stderr[-3000:]}")
+        counts[name] = int(found[-1].split()[-1]) / 1e6
+    print("dsh-tui run, instructions from process start to the first frame (callgrind, every thread, millions):")
+    for name, n in counts.items():
+        print(f"  {name:16s} {n:8.1f} M")
+    print(f"  difference {counts['3 MCP servers'] - counts['none']:+.1f} M")
+
+
+def startup(runs: int) -> None:
+    ui, config, settings = _startup_setup()
     firsts: dict[str, list[float]] = {"none": [], "3 MCP servers": []}
     for i in range(runs):
         for name in list(firsts)[:: 1 if i % 2 == 0 else -1]:  # alternate which goes first
@@ -130,6 +158,9 @@ def startup(runs: int) -> None:
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--startup"]:
         startup(int(argv[1]) if len(argv) > 1 else 9)
+        return
+    if argv[:1] == ["--instructions"]:
+        instructions()
         return
     n = int(argv[0]) if argv else 300
     rounds = int(argv[1]) if len(argv) > 1 else 5
