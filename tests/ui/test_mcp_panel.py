@@ -63,7 +63,7 @@ async def test_the_panel_lists_states_and_reconnects_one(tmp_path):
         await wait_for(pilot, lambda: not isinstance(app.screen, McpScreen))
         await submit(pilot, "echo it")
         await wait_for(pilot, lambda: any(i.state == "ok" for i in items(app, "tool")), timeout=30)
-        assert "✓ t › echo" in screen_text(app)
+        await wait_for(pilot, lambda: "✓ t › echo" in screen_text(app))  # the card, once painted
 
 
 async def test_the_panel_without_servers_or_session(tmp_path):
