@@ -91,16 +91,32 @@ def add_plugin_arguments(parser: argparse.ArgumentParser, dest_prefix: str = "")
                         help="a plugin that fails to load is fatal (default: reported, the rest still load)")
     parser.add_argument("--check-requests", dest=f"{dest_prefix}check_requests", action="store_true",
                         help="check every model request against the session log (the request invariant)")
+    parser.add_argument("--mcp", dest=f"{dest_prefix}mcp", action="append", default=[], metavar="NAME=COMMAND",
+                        type=_mcp_value,
+                        help="also connect the MCP server NAME: a command line (stdio) or an http(s) URL "
+                             "(repeatable; see [mcp.servers.<name>] in settings.toml)")
+
+
+def _mcp_value(value: str) -> str:
+    """``--mcp`` values are checked when parsed (a usage error, exit 2); the runtime parses them again."""
+    from dsh_tui.runtime.mcp.config import McpConfigError, parse_cli
+
+    try:
+        parse_cli(value)
+    except McpConfigError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--mcp {value!r}: ")) from None
+    return value
 
 
 def _apply_plugin_options(args: argparse.Namespace) -> None:
     modules = list(getattr(args, "app_plugins", None) or []) + list(getattr(args, "plugins", None) or [])
     strict = bool(getattr(args, "app_strict_plugins", False) or getattr(args, "strict_plugins", False))
     check = bool(getattr(args, "app_check_requests", False) or getattr(args, "check_requests", False))
-    if modules or strict or check:  # else nothing to import (``dsh-tui log`` never loads the runtime)
+    mcp = list(getattr(args, "app_mcp", None) or []) + list(getattr(args, "mcp", None) or [])
+    if modules or strict or check or mcp:  # else nothing to import (``dsh-tui log`` never loads the runtime)
         from dsh_tui.runtime.host import set_plugin_options
 
-        set_plugin_options(tuple(modules), strict, check)
+        set_plugin_options(tuple(modules), strict, check, tuple(mcp))
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -112,7 +128,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     rejects are parsed again by the full one, so the output and errors are exactly the full parser's."""
     if not argv:  # plain ``dsh-tui``: what the parser returns, without building one (argparse's gettext
         return argparse.Namespace(app_roots=[], app_plugins=[], app_strict_plugins=False,  # lookups alone
-                                  app_check_requests=False, command=None)  # are ~5 ms)
+                                  app_check_requests=False, app_mcp=[], command=None)  # are ~5 ms)
     if not any(a in ("-h", "--help", "--version") for a in argv):
         named = [a for a in argv if a in COMMANDS][:1]
         try:

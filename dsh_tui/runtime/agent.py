@@ -193,6 +193,7 @@ class Agent:
         # Built-in behaviour (retry, compaction, ...) and user plugins, applied before agent/created so that
         # their listeners see it; user listeners run before the built-in ones (see runtime/plugins.py).
         self.compactor = None
+        self.mcp = None  # the built-in mcp plugin's servers (dsh_tui.runtime.mcp.McpManager)
         self.plugins = plugins if plugins is not None else Plugins()
         if self.plugins.disabled("runtime-context"):
             self.config.runtime_context = False

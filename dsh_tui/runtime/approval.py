@@ -53,7 +53,7 @@ def target_path(args: Any, cwd: Path) -> Path | None:
 
 def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Path, tool_name: str) -> dict:
     """``{"kind": "allow"}`` or ``{"kind": "ask", "reason": ...}`` for one call under a preset."""
-    if preset == "full-access":
+    if preset == "full-access" or access == "mcp":  # MCP tools: no approval of their own (dsh)
         return {"kind": "allow"}
     path = target_path(args, cwd)
     outside = path is not None and not _inside(path, workspace.resolve())

@@ -43,6 +43,8 @@ class HostSpec:
     plugins: tuple[str, ...] | None = None
     plugin_objects: tuple[Any, ...] = ()
     strict_plugins: bool | None = None
+    # ``--mcp NAME=COMMAND`` servers on top of the settings' [mcp.servers.*]; None = the process's options
+    mcp: tuple[str, ...] | None = None
     on_plugin_failure: Any = None  # called with each failed PluginRecord (the app shows a notice)
     close_provider: bool = True  # close the provider with the host (the SDK keeps one across runs)
     # A subagent child (dsh_tui.runtime.subagents): header fields on top of a new session's (parentSession,
@@ -107,6 +109,12 @@ class AgentHost:
             await asyncio.to_thread(writer.close)
             raise
         host.agent = agent
+        if agent.mcp is not None:  # servers with fail_on_startup_error: their first attempt must succeed
+            try:
+                await agent.mcp.startup()
+            except BaseException:
+                await host.close()
+                raise
         return host
 
     async def run_turn(self, prompt: str, *, settle: bool = False) -> TurnResult:
@@ -162,13 +170,15 @@ class AgentHost:
                 await close_provider(self.agent.provider)
 
 
-_PROCESS_PLUGINS: dict[str, Any] = {"modules": (), "strict": False, "check_requests": False}
+_PROCESS_PLUGINS: dict[str, Any] = {"modules": (), "strict": False, "check_requests": False, "mcp": ()}
 
 
-def set_plugin_options(modules: tuple[str, ...] = (), strict: bool = False, check_requests: bool = False) -> None:
-    """The command line's ``--plugin``/``--strict-plugins``/``--check-requests``: every agent this process
-    opens (``run``, ``resume``, sessions opened from the browser, the demo) gets them."""
-    _PROCESS_PLUGINS.update(modules=tuple(modules), strict=bool(strict), check_requests=bool(check_requests))
+def set_plugin_options(modules: tuple[str, ...] = (), strict: bool = False, check_requests: bool = False,
+                       mcp: tuple[str, ...] = ()) -> None:
+    """The command line's ``--plugin``/``--strict-plugins``/``--check-requests``/``--mcp``: every agent this
+    process opens (``run``, ``resume``, sessions opened from the browser, the demo) gets them."""
+    _PROCESS_PLUGINS.update(modules=tuple(modules), strict=bool(strict), check_requests=bool(check_requests),
+                            mcp=tuple(mcp))
     if check_requests:
         os.environ["DSH_TUI_CHECK_REQUESTS"] = "1"
 
@@ -194,6 +204,7 @@ def load_plugins(spec: HostSpec) -> Any:
 
     modules = spec.plugins if spec.plugins is not None else _PROCESS_PLUGINS["modules"]
     strict = spec.strict_plugins if spec.strict_plugins is not None else _PROCESS_PLUGINS["strict"]
+    mcp = spec.mcp if spec.mcp is not None else _PROCESS_PLUGINS["mcp"]
     specs = plugin_specs(tuple(modules), tuple(spec.plugin_objects))
     for ps in specs:
         if ps.source == "builtin" and ps.id in spec.plugin_config:
@@ -201,8 +212,9 @@ def load_plugins(spec: HostSpec) -> Any:
             if config.pop("enabled", True) is False:
                 ps.enabled = False
             ps.config = {**ps.config, **config}
-    return Plugins(specs, strict=strict,
-                   on_failure=spec.on_plugin_failure or report_plugin_failure)
+        if mcp and ps.id == "mcp" and ps.source == "builtin":
+            ps.config = {**ps.config, "cli": tuple(mcp)}
+    return Plugins(specs, strict=strict, on_failure=spec.on_plugin_failure or report_plugin_failure)
 
 
 async def close_provider(provider: Any) -> None:

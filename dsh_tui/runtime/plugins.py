@@ -38,7 +38,7 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
-               "session-title-llm", "subagents")
+               "session-title-llm", "subagents", "mcp")
 #: Built-in features (extensions spec §1, §2) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm")
 
@@ -115,6 +115,8 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
     specs: list[PluginSpec] = []
     for pid in BUILTIN_IDS:
         enabled, config, _module = options(pid)
+        if pid == "mcp":  # its servers are the [mcp] table (and --mcp: dsh_tui.runtime.host.load_plugins)
+            config = {"settings": settings.get("mcp") if settings is not None else None, "cli": ()}
         specs.append(PluginSpec(pid, "builtin", obj=BUILTINS[pid], config=config, enabled=enabled))
     eps = {ep.name: ep for ep in _entry_points()}
     for pid in configured:  # settings order
@@ -487,12 +489,31 @@ def _apply_subagents(ctx: Context, config: Any) -> None:
     subagents.apply(ctx, config)
 
 
+class _LazyBuiltin:
+    """A built-in whose module is imported only when it has something to do (``mcp``: servers configured)."""
+
+    def __init__(self, name: str, module: str, needed: Callable[[Any], bool]) -> None:
+        self.name = name
+        self._module = module
+        self._needed = needed
+
+    def apply(self, ctx: Context, config: Any) -> Any:
+        if not self._needed(config):
+            return None
+        return importlib.import_module(self._module).apply(ctx, config)
+
+
 BUILTINS: dict[str, Any] = {
     "retry": _Builtin("retry", _apply_retry),
     "compaction": _Builtin("compaction", _apply_compaction),
     "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
     "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
     "subagents": _Builtin("subagents", lambda ctx, config=None: _apply_subagents(ctx, config)),
+
+
+    # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
+    "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp",
+                        lambda config: bool(isinstance(config, Mapping) and (config.get("settings") or config.get("cli")))),
 }
 
 

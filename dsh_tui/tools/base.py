@@ -67,7 +67,8 @@ class ToolDefinition:
     # Only an exact ``True`` makes a call parallel-safe; anything else is exclusive (fail closed).
     is_concurrency_safe: Callable[[Any], bool] | None = None
     # "read" tools never ask for approval; "write" tools ask outside the workspace under
-    # workspace-write; "exec" tools ask under workspace-write (runtime spec 5.8 presets).
+    # workspace-write; "exec" tools ask under workspace-write (runtime spec 5.8 presets); "mcp" tools (an MCP
+    # server's) never ask on their own (dsh: only the generic pre-execute policies apply).
     access: str = "read"
 
     def schema(self) -> dict[str, Any]:

@@ -492,6 +492,12 @@ class DshApp(App):
         if screen is not None:
             self.push_screen(screen)
 
+    def action_mcp(self) -> None:
+        """The ``/mcp`` panel: the live session's MCP servers (``dsh_tui.ui.screens.mcp``)."""
+        from dsh_tui.ui.screens.mcp import McpScreen
+
+        self.push_screen(McpScreen(self.bridge))
+
     def watch_theme(self, theme: str) -> None:
         if getattr(self, "settings", None) is not None and theme != self.settings.get("ui.theme"):
             self.settings.set("ui.theme", theme)
@@ -518,6 +524,9 @@ class DshApp(App):
             yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
         if chat is not None and screen is chat and "timeline" in SCREEN_FACTORIES:  # [browser/timeline engineer]
             yield SystemCommand("Timeline", "Lanes, event ledger and request inspector", self.action_timeline)
+        if chat is not None and screen is chat:
+            yield SystemCommand("MCP servers", "The session's MCP servers: state, tools, reconnect (/mcp)",
+                                self.action_mcp)
 
     def _model_routes(self) -> list[tuple[str | None, str]]:
         """(provider or None, model) for every model the settings list (``models`` has no provider)."""

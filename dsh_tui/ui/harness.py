@@ -154,6 +154,17 @@ class AgentHarness:
     async def cancel(self) -> None:
         self.agent.cancel({"kind": "user"})
 
+    async def mcp_servers(self) -> list[Any]:
+        """The ``/mcp`` listing (``dsh_tui.runtime.mcp.servers``), read on the harness loop."""
+        from dsh_tui.runtime.mcp import servers
+
+        return servers(self.agent)
+
+    async def mcp_reconnect(self, name: str) -> bool:
+        from dsh_tui.runtime.mcp import reconnect
+
+        return reconnect(self.agent, name)
+
     async def play(self, prompts: tuple[str, ...]) -> None:
         """Send each prompt once the agent is idle (the demo tour)."""
         for prompt in prompts:

@@ -268,6 +268,12 @@ def tool_title(item: ToolItem) -> str:
         todos = args.get("todos")
         n = len(todos) if isinstance(todos, list) else 0
         return f"{item.name} · {n} item{'' if n == 1 else 's'}"
+    if item.name.startswith("mcp__"):  # an MCP server's tool: server › tool
+        from dsh_tui.runtime.mcp.naming import split_public_name
+
+        parts = split_public_name(item.name)
+        if parts is not None:
+            return f"{parts[0]} › {parts[1]} {_one_line(item.arguments, 60)}".rstrip()
     return f"{item.name} {_one_line(item.arguments, 70)}"
 
 
@@ -441,7 +447,7 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
             pretty = json.dumps(json.loads(item.arguments), indent=1, ensure_ascii=False) if item.arguments else ""
         except ValueError:
             pretty = item.arguments
-        if pretty:
+        if pretty and not (pretty == "{}" and item.name.startswith("mcp__")):  # an MCP call without arguments
             parts.append(Text(_clip(pretty, 8, 2), style="dim"))
     body = _read_lines(item) if item.tool == "read" and item.state == "ok" else None
     if body is not None:

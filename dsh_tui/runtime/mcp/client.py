@@ -1,0 +1,472 @@
+"""One supervised connection per MCP server, on the official ``mcp`` SDK (stdio and streamable HTTP).
+
+``Server.start()`` runs a supervisor task on the agent's loop: connect (a fresh transport and
+``ClientSession``), ``initialize``, list every page of ``tools/list``, register the tools, then wait for
+the transport to close. Nothing here waits for a server: the agent's turns go on while it connects, and
+its tools appear in the next request after it is ready. dsh's rules (extensions spec 5):
+
+- a lost connection (the stdio transport closing: the server exited) or a failed attempt is retried
+  with backoff doubling from ``initial_delay_ms`` to ``max_delay_ms``; after ``max_attempts``
+  consecutive failures the server's tools are unregistered until a reconnect by hand; a connection that
+  stayed up ``max_delay_ms`` resets the budget. During an outage the tools stay registered and calls fail;
+- ``notifications/tools/list_changed`` re-lists; a failed fetch keeps the old tools, a new list
+  replaces them atomically; a duplicate raw name rejects the list; a name some other tool already holds
+  rolls the whole generation back (no tools from this server);
+- stdio servers get the parent environment minus names matching KEY/PASSWORD/SECRET/TOKEN (any case)
+  or starting ``DSH_``, with the server's ``env`` over it; their stderr goes to a temporary file whose
+  last line is quoted when the server fails.
+
+Nothing is written to the session log. The ``mcp`` package is imported only when a server starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from dsh_tui.runtime.mcp.config import ServerConfig
+from dsh_tui.runtime.mcp.convert import McpToolError, canonical, model_content
+from dsh_tui.runtime.mcp.naming import public_tool_name
+from dsh_tui.tools.base import ToolDefinition, ToolError
+
+log = logging.getLogger("dsh_tui.plugins.mcp")
+
+CLIENT_INFO = {"name": "dsh-mcp-client", "version": "0.0.1"}
+_SECRET = re.compile(r"KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
+# the stdio transport's own shutdown (close stdin, 2 s, SIGTERM, 2 s, SIGKILL) is bounded; so is ours
+CLOSE_TIMEOUT_S = 8.0
+
+
+def scrubbed_environment(extra: dict[str, str] | None = None, parent: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a stdio server: the parent's minus secret-looking names, ``extra`` over it."""
+    env = {k: v for k, v in (os.environ if parent is None else parent).items()
+           if not _SECRET.search(k) and not k.startswith("DSH_")}
+    env.update(extra or {})
+    return env
+
+
+@dataclass
+class ServerStatus:
+    """One row of the ``/mcp`` listing."""
+
+    name: str
+    transport: str
+    target: str
+    state: str  # connecting | ready | reconnecting | failed | disabled | closed
+    tools: list[str]
+    error: str = ""
+    attempt: int = 0
+    max_attempts: int = 0
+    source: str = "settings"
+
+    @property
+    def text(self) -> str:
+        """``name  ready · 3 tools`` and friends (one line)."""
+        n = len(self.tools)
+        if self.state == "ready":
+            detail = f"ready · {n} tool{'' if n == 1 else 's'}"
+        elif self.state == "reconnecting":
+            detail = f"reconnecting (attempt {self.attempt}/{self.max_attempts})"
+            if self.error:
+                detail += f" · {self.error}"
+        elif self.state == "failed":
+            detail = f"failed: {self.error}" if self.error else "failed"
+        else:
+            detail = self.state
+        return f"{self.name}  {detail}"
+
+
+class Server:
+    """One configured server and its supervised connection (see the module docstring)."""
+
+    def __init__(self, config: ServerConfig, registry: Any, *, duplicate: bool = False) -> None:
+        self.config = config
+        self.name = config.name
+        self.registry = registry  # register(tool) -> off(), unregister via the off()s
+        self.state = "disabled" if not config.enabled else "connecting"
+        self.error = ""
+        if duplicate:
+            self.state, self.error = "failed", f'duplicate MCP server name "{config.name}"'
+        self.failed_attempts = 0
+        self.session: Any = None
+        self.tools: dict[str, ToolDefinition] = {}
+        self._offs: dict[str, Callable[[], None]] = {}
+        self._task: asyncio.Task | None = None
+        self._stop = False
+        self._wake: asyncio.Event | None = None
+        self._first: asyncio.Event | None = None  # created on the loop in start()
+        self._sync_lock: asyncio.Lock | None = None
+        self._resync_tasks: set[asyncio.Task] = set()
+        self.ever_connected = False
+        self.connections = 0  # successful connections so far (a reconnect makes a new one)
+        self.attempts = 0  # connection attempts started
+        self._attempt: asyncio.Task | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------------------
+    @property
+    def startable(self) -> bool:
+        return self.config.enabled and not (self.state == "failed" and self.error.startswith("duplicate"))
+
+    def start(self) -> None:
+        if not self.startable or self._task is not None:
+            return
+        self._first = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._sync_lock = asyncio.Lock()
+        self._stop = False
+        self._task = asyncio.get_running_loop().create_task(self._supervise(), name=f"mcp:{self.name}")
+
+    async def first_attempt(self) -> None:
+        """Wait until the first connection attempt succeeded or failed (``fail_on_startup_error``)."""
+        if self._first is not None:
+            await self._first.wait()
+
+    def reconnect(self) -> None:
+        """Drop the current connection (or backoff wait) and connect again now, with a fresh budget."""
+        if not self.startable:
+            return
+        if self._task is None or self._task.done():
+            self._task = None
+            self.failed_attempts = 0
+            self.state, self.error = "connecting", ""
+            self.start()
+            return
+        self.failed_attempts = 0
+        self._reconnect_now = True
+        assert self._wake is not None
+        self._wake.set()
+        if self.session is None and self._attempt is not None and not self._attempt.done():
+            self._attempt.cancel()  # still connecting (perhaps to a server that never answers): start over
+
+    async def close(self) -> None:
+        self._stop = True
+        task, self._task = self._task, None
+        for t in list(self._resync_tasks):
+            t.cancel()
+        if task is not None and not task.done():
+            if self._wake is not None:
+                self._wake.set()
+            if self.session is None:  # connecting (perhaps to a server that never answers): stop it now
+                task.cancel()
+            # a live connection winds down itself: stdin closed, the server exits (bounded waits)
+            done, _ = await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+            if not done:
+                task.cancel()
+                await asyncio.wait({task}, timeout=CLOSE_TIMEOUT_S)
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: a failure while closing is not worth a warning
+        self._unregister()
+        self.state = "closed" if self.config.enabled else self.state
+
+    # ---- the supervisor --------------------------------------------------------------------------
+    _reconnect_now = False
+
+    async def _supervise(self) -> None:
+        connected_at: float | None = None
+        while not self._stop:
+            self.state = "connecting" if self.failed_attempts == 0 and not self.ever_connected else "reconnecting"
+            if self._reconnect_now:
+                self.state = "connecting"
+            self._reconnect_now = False
+            assert self._wake is not None
+            self._wake.clear()
+            errfile = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            self.attempts += 1
+            # the attempt is a task of its own: a reconnect by hand cancels one stuck connecting
+            self._attempt = asyncio.get_running_loop().create_task(self._connect_and_serve(errfile))
+            try:
+                connected_at = await self._attempt
+                failure = _describe(ConnectionError("connection closed"), errfile)
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if self._stop or (current is not None and current.cancelling()) or not self._reconnect_now:
+                    self._attempt.cancel()
+                    raise
+                failure = "reconnecting by hand"
+            except BaseException as err:  # noqa: BLE001 - any failure of an attempt is the attempt's
+                failure = _describe(err, errfile)
+                if self._first is not None and not self._first.is_set():
+                    log.warning("mcp server %s: connection attempt failed: %s", self.name, failure)
+            finally:
+                self.session = None
+                errfile.close()
+                assert self._first is not None
+                self._first.set()
+            if self._stop:
+                return
+            if self._reconnect_now:
+                continue
+            self.error = failure
+            policy = self.config.reconnect
+            if not policy.enabled:
+                self.state = "failed"
+                return
+            if connected_at is not None and time.monotonic() - connected_at >= policy.max_delay_ms / 1000:
+                self.failed_attempts = 0
+            connected_at = None
+            self.failed_attempts += 1
+            if self.failed_attempts > policy.max_attempts:
+                self._unregister()
+                self.state = "failed"
+                self.error = (f"gave up after {policy.max_attempts} consecutive failed reconnect attempts "
+                              f"({failure})")
+                return
+            delay = min(policy.max_delay_ms, policy.initial_delay_ms * 2 ** (self.failed_attempts - 1)) / 1000
+            self.state = "reconnecting"
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), delay)
+
+    async def _connect_and_serve(self, errfile: Any) -> float | None:
+        """One generation: connect, list, register, then wait for the transport to close (returns the time
+        it was up from) or for a stop/reconnect. Raises on a failed attempt."""
+        import mcp.types as types
+        from mcp import ClientSession
+
+        closed = asyncio.Event()
+        async with contextlib.AsyncExitStack() as stack:
+            read, write = await stack.enter_async_context(self._transport(errfile))
+            # The stdio transport ends its read stream when the server exits: the wrapper notices.
+            recv = _ClosingStream(read, self._closed_now(closed))
+            session = await stack.enter_async_context(ClientSession(
+                recv, write, client_info=types.Implementation(**CLIENT_INFO), message_handler=self._on_message))
+            await session.initialize()
+            self.session = session
+            await self._sync(session, initial=True)
+            if closed.is_set():
+                raise ConnectionError("the server closed the connection")
+            self.state, self.error = "ready", ""
+            self.ever_connected = True
+            self.connections += 1
+            up = time.monotonic()
+            assert self._first is not None and self._wake is not None
+            self._first.set()
+            while not (closed.is_set() or self._stop or self._reconnect_now):
+                self._wake.clear()
+                await self._wake.wait()
+            self.session = None
+            return up
+
+    def _closed_now(self, closed: asyncio.Event) -> Callable[[], None]:
+        def mark() -> None:
+            closed.set()
+            if self._wake is not None:
+                self._wake.set()
+
+        return mark
+
+    def _transport(self, errfile: Any) -> Any:
+        cfg = self.config
+        if cfg.transport == "stdio":
+            from mcp import StdioServerParameters, stdio_client
+
+            params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args),
+                                           env=scrubbed_environment(cfg.env), cwd=cfg.cwd or None)
+            return stdio_client(params, errlog=errfile)
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        @contextlib.asynccontextmanager
+        async def http() -> Any:
+            async with create_mcp_http_client(headers=dict(cfg.headers)) as client, \
+                    streamable_http_client(cfg.url or "", http_client=client) as streams:
+                yield streams[0], streams[1]
+
+        return http()
+
+    # ---- tools -----------------------------------------------------------------------------------
+    async def _on_message(self, message: Any) -> None:
+        method = getattr(message, "method", None)
+        if method == "notifications/tools/list_changed" and self.session is not None:
+            session = self.session
+            task = asyncio.get_running_loop().create_task(self._resync(session))
+            self._resync_tasks.add(task)
+            task.add_done_callback(self._resync_tasks.discard)
+
+    async def _resync(self, session: Any) -> None:
+        try:
+            await self._sync(session, initial=False)
+        except Exception as err:  # noqa: BLE001 - a failed fetch keeps the old tools
+            log.warning("mcp server %s: tool re-sync failed: %s", self.name, err)
+
+    async def _list(self, session: Any) -> list[Any]:
+        import mcp.types as types
+
+        tools: list[Any] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        while True:
+            params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+            result = await session.list_tools(params=params)
+            for tool in result.tools:
+                if tool.name in seen:
+                    raise ValueError(f'server listed tool "{tool.name}" more than once — invalid tool list')
+                seen.add(tool.name)
+                tools.append(tool)
+            cursor = result.next_cursor
+            if not cursor:
+                return tools
+
+    async def _sync(self, session: Any, *, initial: bool) -> None:
+        assert self._sync_lock is not None
+        async with self._sync_lock:
+            listed = await self._list(session)
+            if self.session is not session or self._stop:
+                return
+            definitions: dict[str, ToolDefinition] = {}
+            for tool in listed:
+                public = public_tool_name(self.name, tool.name)
+                if public in definitions:
+                    raise ValueError(f'server listed tool "{tool.name}" more than once — invalid tool list')
+                execution = getattr(tool, "execution", None)
+                task_required = getattr(execution, "task_support", None) == "required"
+                definitions[public] = self._definition(public, tool.name, tool.description or "",
+                                                       _schema(tool), task_required)
+            self._unregister()
+            try:
+                for public, definition in definitions.items():
+                    self._offs[public] = self.registry(definition)
+                    self.tools[public] = definition
+            except Exception as err:  # noqa: BLE001 - a foreign name in our namespace: none of ours
+                self._unregister()
+                self.error = f"tool registration failed, no tools registered: {err}"
+                log.error("mcp server %s: %s", self.name, self.error)
+                if initial and self.config.fail_on_startup_error:
+                    raise
+
+    def _unregister(self) -> None:
+        for off in self._offs.values():
+            with contextlib.suppress(Exception):
+                off()
+        self._offs.clear()
+        self.tools.clear()
+
+    def _definition(self, public: str, raw: str, description: str, schema: dict, task_required: bool) -> ToolDefinition:
+        server = self
+
+        async def execute(args: Any, ctx: Any) -> Any:
+            if task_required:
+                raise ToolError(f'Tool "{raw}" requires task-based execution, which this bridge does not support')
+            arguments = args if isinstance(args, dict) else {}
+            return await server.call(raw, arguments, getattr(ctx, "cancelled", None))
+
+        return ToolDefinition(name=public, description=description, parameters=schema, execute=execute,
+                              render=lambda _args, value: model_content(value, raw), access="mcp")
+
+    async def call(self, raw: str, arguments: dict, cancelled: asyncio.Event | None = None) -> dict:
+        """``tools/call`` on the live session; the canonical value (``McpToolError`` as a ``ToolError``)."""
+        import mcp.types as types
+
+        session = self.session
+        if session is None:
+            raise ToolError("Not connected")
+        request = types.CallToolRequest(params=types.CallToolRequestParams(name=raw, arguments=arguments))
+        coro = session.send_request(request, _RawResult,
+                                    request_read_timeout_seconds=self.config.tool_call_timeout_ms / 1000)
+        if cancelled is None:
+            result = await coro
+        else:  # the call is cancelled with the tool call (the SDK tells the server: notifications/cancelled)
+            current = asyncio.current_task()
+            watch = asyncio.ensure_future(cancelled.wait())
+            if current is not None:
+                watch.add_done_callback(lambda w: current.cancel() if not w.cancelled() else None)
+            try:
+                result = await coro
+            finally:
+                watch.cancel()
+        try:
+            return canonical(result.model_dump(by_alias=True, mode="json"), raw)
+        except McpToolError as err:
+            raise ToolError(str(err)) from None
+
+    def status(self) -> ServerStatus:
+        return ServerStatus(self.name, self.config.transport or "", self.config.target, self.state,
+                            sorted(self.tools), self.error, self.failed_attempts,
+                            self.config.reconnect.max_attempts, self.config.source)
+
+
+def _schema(tool: Any) -> dict:
+    schema = tool.input_schema
+    if hasattr(schema, "model_dump"):
+        schema = schema.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return dict(schema) if isinstance(schema, dict) else {"type": "object"}
+
+
+def _describe(err: BaseException, errfile: Any) -> str:
+    """One line for a failed attempt: the SDK's or OS's message, plus the server's last stderr line."""
+    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
+        err = err.exceptions[0]
+    if isinstance(err, BaseExceptionGroup):
+        err = err.exceptions[0]
+    if isinstance(err, FileNotFoundError):
+        text = f"cannot start {err.filename or 'the server'}: no such file or directory"
+    elif isinstance(err, OSError) and err.strerror:
+        text = f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
+    else:
+        text = str(err) or type(err).__name__
+    text = " ".join(text.split())
+    try:
+        errfile.flush()
+        errfile.seek(0)
+        lines = [ln.strip() for ln in errfile.read()[-4096:].splitlines() if ln.strip()]
+    except (OSError, ValueError):
+        lines = []
+    if lines:
+        text += f" (stderr: {lines[-1][:200]})"
+    return text
+
+
+class _RawResult(BaseModel):
+    """Any ``tools/call`` result, kept as sent (dsh converts the blocks itself)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class _ClosingStream:
+    """The transport's read stream as the session reads it, calling ``on_end`` when it ends (the server
+    exited): a transport close is what dsh reconnects on. No extra task or hop per message."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    async def __aenter__(self) -> _ClosingStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        try:
+            return await self._inner.__aexit__(*exc)
+        finally:
+            self._on_end()
+
+    def __aiter__(self) -> _ClosingStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except BaseException as err:
+            if not isinstance(err, asyncio.CancelledError):
+                self._on_end()
+            raise
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except BaseException as err:
+            if not isinstance(err, asyncio.CancelledError):
+                self._on_end()
+            raise

@@ -1,0 +1,120 @@
+"""``dsh-tui run --headless --mcp ...`` as a real subprocess against the local model server: the reference
+MCP server (server-everything, Node 22 from npm) and the test server; what the model receives is exactly
+dsh's conversion. Plus the command line's refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from dsh_tui.config import settings_path
+from tests.conftest import REPO
+from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
+
+USAGE = {"prompt_tokens": 3, "completion_tokens": 1}
+NO_STORE = ("[image unavailable: image/png; no attachment store is mounted; "
+            "raw image data remains available to programmatic callers]")
+
+
+def _settings(srv: ScriptServer, extra: str = "") -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[default]\nprovider = "local"\nmodel = "m"\n'
+                    f'[providers.local]\nbase_url = "{srv.base_url}/v1"\n{extra}')
+
+
+def _run(tmp_path, *argv: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dsh_tui", "run", "--headless", *argv, "--root",
+                           str(tmp_path / "root"), "--cwd", str(tmp_path)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ))
+
+
+def _calls(*items: tuple[str, str, dict]) -> list:
+    return [chunk(tool_calls=[tool_call(i, id=cid, name=name, args=json.dumps(args))])
+            for i, (cid, name, args) in enumerate(items)]
+
+
+def _tool_messages(request: dict) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request["body"]["messages"] if m["role"] == "tool"}
+
+
+@pytest.mark.interop
+def test_server_everything_through_run_headless(tmp_path, everything):
+    calls = [("e1", "mcp__everything__echo", {"message": "hello"}),
+             ("e2", "mcp__everything__get-sum", {"a": 2, "b": 3}),
+             ("e3", "mcp__everything__get-tiny-image", {}),
+             ("e4", "mcp__everything__get-resource-links", {"count": 2}),
+             ("e5", "mcp__everything__get-resource-reference", {"resourceType": "Text", "resourceId": 1}),
+             ("e6", "mcp__everything__get-structured-content", {"location": "Chicago"}),
+             ("e7", "mcp__everything__simulate-research-query", {"topic": "x"}),
+             ("e8", "mcp__everything__get-sum", {"a": "two"})]
+    with ScriptServer() as srv:
+        srv.push(sse_reply(*_calls(*calls), chunk(finish="tool_calls", usage=USAGE)),
+                 sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)))
+        _settings(srv)
+        p = _run(tmp_path, "use the tools", "--preset", "workspace-write", "--mcp",
+                 "everything=" + shlex.join(everything))
+        assert p.returncode == 0, p.stderr
+        assert p.stdout == "done\n"
+        got = _tool_messages(srv.requests[1])
+        tools = {t["function"]["name"]: t["function"] for t in srv.requests[1]["body"]["tools"]}
+    assert got["e1"] == "Echo: hello"
+    assert got["e2"] == "The sum of 2 and 3 is 5."
+    assert got["e3"] == "Here's the image you requested:" + NO_STORE + "The image above is the MCP logo."
+    assert got["e4"] == ("Here are 2 resource links to resources available in this server:\n"
+                         "Resource link: Blob Resource 1 (demo://resource/dynamic/blob/1)\n"
+                         "Resource link: Text Resource 2 (demo://resource/dynamic/text/2)")
+    assert got["e5"] == ("Returning resource reference for Resource 1:\n[embedded resource unsupported; raw "
+                         "resource data remains available to programmatic callers]\nYou can access this resource "
+                         "using the URI: demo://resource/dynamic/text/1")
+    weather = json.loads(got["e6"])  # the text block; structuredContent never reaches the model
+    assert set(weather) == {"temperature", "conditions", "humidity"}
+    assert got["e7"] == ('Error: Tool "simulate-research-query" requires task-based execution, which this bridge '
+                         "does not support")
+    assert got["e8"].startswith("Error: invalid arguments")  # refused against the listed schema
+    assert tools["mcp__everything__echo"]["description"] == "Echoes back the input string"
+    assert tools["mcp__everything__echo"]["parameters"]["properties"]["message"]["type"] == "string"
+
+
+def test_a_test_server_from_settings_and_a_broken_one_that_delays_nothing(tmp_path):
+    server = f'command = {json.dumps(sys.executable)}\nargs = ["-m", "tests.mcp.server", "stdio"]\n' \
+             f'cwd = {json.dumps(str(REPO))}\n'
+    with ScriptServer() as srv:
+        srv.push(sse_reply(*_calls(("c1", "mcp__t__echo", {"text": "from settings"})),
+                           chunk(finish="tool_calls", usage=USAGE)),
+                 sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
+        _settings(srv, f"[mcp.servers.t]\n{server}[mcp.servers.hang]\n{server}env = {{ MCP_TEST_HANG = \"1\" }}\n")
+        p = _run(tmp_path, "go")
+        assert p.returncode == 0, p.stderr
+        assert _tool_messages(srv.requests[1]) == {"c1": "echo: from settings"}
+
+
+def test_a_required_server_that_fails_stops_the_run_with_one_line(tmp_path):
+    with ScriptServer() as srv:
+        _settings(srv, f"[mcp.servers.req]\ncommand = {json.dumps(str(tmp_path / 'missing'))}\n"
+                       "fail_on_startup_error = true\n")
+        p = _run(tmp_path, "go")
+    assert p.returncode == 1
+    assert p.stderr == (f"dsh-tui: MCP server req failed to start: cannot start {tmp_path / 'missing'}: "
+                        "no such file or directory\n")
+    assert srv.requests == []
+
+
+def test_bad_mcp_settings_and_flags_are_one_line(tmp_path):
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
+        _settings(srv, '[mcp.servers.x]\ncommand = "a"\ntool_call_timeout_ms = "soon"\n')
+        p = _run(tmp_path, "go")
+    assert p.returncode == 0, p.stderr  # a plugin that fails to load is reported; the run goes on
+    assert p.stderr == ("dsh-tui: plugin mcp (builtin) failed to load: settings: "
+                        "mcp.servers.x.tool_call_timeout_ms: Input should be a valid integer\n")
+    p = subprocess.run([sys.executable, "-m", "dsh_tui", "run", "--headless", "x", "--mcp", "no-equals"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.startswith("dsh-tui: run: argument --mcp: expected NAME=COMMAND")
+    assert p.stderr.count("\n") == 1
