@@ -227,9 +227,7 @@ def _copy_tree(dest: Path) -> None:
 
 def _pytest(work: Path, tests: list[str], timeout: float) -> str:
     """"killed", "survived" or "timeout" (a hang counts as killed: the suite noticed)."""
-    from tests.conftest import SHARED
-
-    env = dict(os.environ, DSH_TUI_SHARED=str(SHARED), PYTHONDONTWRITEBYTECODE="1")
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # the copy holds tests/fixtures: nothing outside it
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
            "-p", "no:xdist", "--no-header", *tests]
     try:
