@@ -193,6 +193,7 @@ class Agent:
         # their listeners see it; user listeners run before the built-in ones (see runtime/plugins.py).
         self.compactor = None
         self.skills = None  # the skills plugin's SkillService
+        self.store = None  # the store holding this session, when a host opened it (/fork)
         self.commands = CommandRegistry()  # slash commands (ctx.commands.register)
         self.plugins = plugins if plugins is not None else Plugins()
         if self.plugins.disabled("runtime-context"):

@@ -231,16 +231,33 @@ def _new(call: CommandCall) -> CommandResult:
     return CommandResult("Starting a new session.", action={"kind": "new"})
 
 
-def _fork(call: CommandCall) -> CommandResult:
-    turn: int | None = None
-    if call.args:
-        if not call.args.isdigit() or int(call.args) < 1:
-            raise CommandError("Usage: /fork [turn] (a turn number, 1 or more)")
-        turn = int(call.args)
-        if turn > call.agent.session.last_turn:
-            raise CommandError(f"This session has {call.agent.session.last_turn} turn(s).")
-    where = f"at turn {turn}" if turn else "at its latest turn"
-    return CommandResult(f"Forking this session {where}.", action={"kind": "fork", "turn": turn})
+def _fork(call: CommandCall) -> Awaitable[CommandResult]:
+    async def go() -> CommandResult:
+        import asyncio
+
+        from dsh_tui.store.lifecycle import fork
+
+        agent = call.agent
+        turn: int | None = None
+        if call.args:
+            if not call.args.isdigit() or int(call.args) < 1:
+                raise CommandError("Usage: /fork [turn] (a turn number, 1 or more)")
+            turn = int(call.args)
+            if turn > agent.session.last_turn:
+                raise CommandError(f"This session has {agent.session.last_turn} turn(s).")
+        store = getattr(agent, "store", None)
+        if store is None:
+            raise CommandError("This session is not stored: nothing to fork.")
+        if agent.checkpoint is not None:
+            await agent.checkpoint("fork")  # the fork copies what is committed on disk
+        try:
+            child = await asyncio.to_thread(fork, store, agent.session.id, at_turn=turn)
+        except Exception as err:  # noqa: BLE001 - a fork error (open turn, no completed turn) is the reply
+            raise CommandError(f"Fork failed: {err}") from err
+        where = f"after turn {turn}" if turn else "after the last completed turn"
+        return CommandResult(f"Forked {where}: {child['id']}", action={"kind": "fork", "child": child["id"]})
+
+    return go()
 
 
 def _export(call: CommandCall) -> CommandResult:

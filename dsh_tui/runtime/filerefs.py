@@ -136,6 +136,8 @@ class PathIndex:
                 if "/" not in entry.rstrip("/"):
                     groups[0].append(entry)
                 continue
+            if low == q:
+                continue  # the directory just completed: its contents, not itself again
             name = low.rstrip("/").rsplit("/", 1)[-1]
             if name.startswith(q):
                 groups[0].append(entry)

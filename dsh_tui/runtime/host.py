@@ -94,6 +94,7 @@ class AgentHost:
         except BaseException:
             await asyncio.to_thread(writer.close)
             raise
+        agent.store = store  # /fork copies the committed log from it
         return cls(spec, store, session, writer, agent)
 
     async def run_turn(self, prompt: str) -> TurnResult:

@@ -321,6 +321,25 @@ class DshApp(App):
             chat.initial_text, chat.send_on_attach = text, True
         return ""
 
+    def open_from_command(self, harness: Any, action: dict[str, Any]) -> str:
+        """``/new`` (a new session in the same root and cwd) or ``/fork`` (the forked child, resumed): the
+        live session is flushed and closed first. Returns "" or why it could not."""
+        from pathlib import Path
+
+        from dsh_tui.llm.route import model_route
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        host = getattr(harness, "host", None)
+        if host is None:
+            return "No live session."
+        provider, model, hint = model_route()
+        if provider is None:
+            return hint or "No model provider is configured."
+        cwd = Path(str(harness.agent.config.cwd))
+        spec = HarnessSpec(root=host.spec.root, cwd=cwd, provider=provider, model=model, resume_id=action.get("child") if action.get("kind") == "fork" else None)
+        self.open_chat(lambda bridge: open_harness(bridge, spec))
+        return ""
+
     def _current(self, gen: int, fn: Callable[..., Any]) -> Callable[..., None]:
         """``fn`` that does nothing once another session has been opened after open #``gen``."""
         def call(*args: Any) -> None:
