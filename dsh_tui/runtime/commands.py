@@ -172,6 +172,8 @@ def _compact(call: CommandCall) -> Awaitable[CommandResult]:
         if call.args:
             raise CommandError("Usage: /compact (no arguments)")
         agent = call.agent
+        if not agent.session.messages_view():
+            return CommandResult("No compactable history yet.")
         start = len(agent.session.events)
         try:
             await agent.compact_now()

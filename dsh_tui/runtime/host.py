@@ -98,7 +98,14 @@ class AgentHost:
         return cls(spec, store, session, writer, agent)
 
     async def run_turn(self, prompt: str) -> TurnResult:
-        """One turn with ``prompt`` (headless): waits until the agent is idle again."""
+        """One turn with ``prompt`` (headless): waits until the agent is idle again. Commands are interactive
+        only, except that a prompt that is exactly ``/compact`` compacts (its reply is the answer)."""
+        if prompt.strip() == "/compact" and self.agent.commands.get("compact") is not None:
+            done = await self.agent.commands.run(self.agent, "/compact")
+            if done is not None:
+                reason = {"kind": "completed"} if done.kind == "success" else \
+                    {"kind": "error", "error": {"message": done.text, "code": "COMMAND_FAILED"}}
+                return TurnResult(self.session.header["id"], done.text if done.kind == "success" else "", reason)
         start = len(self.session.events)
         self.agent.followup(prompt)
         await asyncio.sleep(0)
