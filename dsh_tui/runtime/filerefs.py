@@ -9,6 +9,7 @@ thread, 10,000 entries, skipping ``.git`` and ``node_modules``; 20 results a que
 
 from __future__ import annotations
 
+import heapq
 import os
 import re
 import threading
@@ -88,6 +89,8 @@ class PathIndex:
         self.root = Path(root)
         self.max_entries = max_entries
         self.entries: list[str] = []
+        self._lows: list[str] = []  # lower-cased entries and names, kept by the builder (search reads them)
+        self._names: list[str] = []
         self.done = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -116,10 +119,12 @@ class PathIndex:
                         continue
                     name = rel + entry.name
                     if is_dir:
-                        self.entries.append(name + "/")
                         queue.append((entry.path, name + "/"))
-                    else:
-                        self.entries.append(name)
+                        name += "/"
+                    # names and lows first: search() reads a prefix of the shortest list (entries)
+                    self._names.append(entry.name.lower())
+                    self._lows.append(name.lower())
+                    self.entries.append(name)
                     if len(self.entries) >= self.max_entries:
                         break
         finally:
@@ -129,26 +134,25 @@ class PathIndex:
         """Up to ``limit`` entries matching ``query`` (case-insensitive): those whose name starts with it,
         then whose path starts with it, then containing it; shorter paths first within each group."""
         q = query.lower()
-        groups: tuple[list[str], list[str], list[str]] = ([], [], [])
-        for entry in list(self.entries):
-            low = entry.lower()
-            if not q:
-                if "/" not in entry.rstrip("/"):
-                    groups[0].append(entry)
-                continue
-            if low == q:
-                continue  # the directory just completed: its contents, not itself again
-            name = low.rstrip("/").rsplit("/", 1)[-1]
-            if name.startswith(q):
-                groups[0].append(entry)
-            elif low.startswith(q):
-                groups[1].append(entry)
-            elif q in low:
-                groups[2].append(entry)
+        n = len(self.entries)  # the builder thread appends: read a consistent prefix
+        entries, lows, names = self.entries[:n], self._lows[:n], self._names[:n]
+        if not q:
+            groups = [[e for e, low in zip(entries, lows) if "/" not in low.rstrip("/")], [], []]
+        else:
+            # each group is computed only while the earlier ones hold fewer than ``limit``
+            first = [i for i, name in enumerate(names) if name.startswith(q) and lows[i] != q]
+            second: list[int] = []
+            third: list[int] = []
+            if len(first) < limit:
+                taken = set(first)
+                second = [i for i, low in enumerate(lows) if low.startswith(q) and low != q and i not in taken]
+                if len(first) + len(second) < limit:
+                    taken.update(second)
+                    third = [i for i, low in enumerate(lows) if q in low and low != q and i not in taken]
+            groups = [[entries[i] for i in g] for g in (first, second, third)]
         out: list[str] = []
-        for group in groups:
-            group.sort(key=lambda e: (len(e), e))
-            out += group[: limit - len(out)]
+        for group in groups:  # the shortest of each group (a heap: "f" may match thousands)
+            out += heapq.nsmallest(limit - len(out), group, key=lambda e: (len(e), e))
             if len(out) >= limit:
                 break
         return out

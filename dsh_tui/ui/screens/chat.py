@@ -125,6 +125,7 @@ class ChatScreen(Screen):
         self._steers: list[str] = []  # steered into the running turn, not yet seen as a user message
         self._path_index: Any = None  # dsh_tui.runtime.filerefs.PathIndex of the cwd, built on the first @
         self._index_timer: Any = None
+        self._completion_pending = False
         self._skill_names: list[tuple[str, str]] | None = None  # user-invocable skills, read when / opens
 
     def compose(self) -> ComposeResult:
@@ -621,6 +622,13 @@ class ChatScreen(Screen):
     @on(TextArea.Changed, "#composer")
     @on(TextArea.SelectionChanged, "#composer")
     def _composer_moved(self, _event: Any) -> None:
+        # a keystroke posts both Changed and SelectionChanged: one refresh after both
+        if not self._completion_pending:
+            self._completion_pending = True
+            self.call_later(self._refresh_completion_once)
+
+    def _refresh_completion_once(self) -> None:
+        self._completion_pending = False
         self._refresh_completion()
 
     def _refresh_completion(self) -> None:
