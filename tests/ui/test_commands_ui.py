@@ -32,6 +32,12 @@ async def _type(pilot, text: str) -> None:
     await pilot.pause()
 
 
+def _opened(app, previous) -> bool:
+    """A new chat replaced ``previous``, is composed and has its session."""
+    return app.chat is not previous and hasattr(app.chat, "composer") and app.chat.attached \
+        and app.bridge.harness is not None
+
+
 def _labels(app) -> list[str]:
     return [c.label for c in app.chat.completion.candidates] if app.chat.completion.shown else []
 
@@ -137,3 +143,32 @@ async def test_a_skill_named_in_the_prompt_is_put_in_the_conversation(tmp_path):
         assert kinds[0] == "user" and kinds[-2:] == ["skill-catalog", "skill-invocation"]
         assert "Ship carefully." in _events(app, "user/message")[-1]["data"]["content"][0]["text"]
         assert not _events(app, "command/run")  # a skill is not a command
+
+
+async def test_fork_and_new_open_the_new_session_in_the_chat(tmp_path):
+    """/fork 1 opens the forked child resumed, /new a fresh session, on the same provider (the closing
+    harness hands it over). The harness thread never waits for the UI (that deadlocked for 20 s)."""
+    app = scripted_app(tmp_path, [scripted.text("ok"), scripted.text("in the child")])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        app.chat.composer.value = "hi"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        first, parent, old = app.chat, app.bridge.harness.session.id, app.bridge.harness
+        app.chat.composer.value = "/fork 1"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: _opened(app, first))
+        assert old.writer._closed and old._closed  # the parent was flushed and closed, its lock released
+        child = app.bridge.harness.session
+        assert child.header["parentSession"] == parent and child.id != parent
+        app.chat.composer.value = "go on"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any(i.kind == "assistant" and i.text == "in the child"
+                                          for i in app.chat.fold.items))
+        second = app.chat
+        app.chat.composer.value = "/new"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: _opened(app, second))
+        fresh = app.bridge.harness.session
+        assert fresh.id not in (parent, child.id) and "parentSession" not in fresh.header
+        assert not any(e["type"] == "user/message" for e in fresh.events)

@@ -8,13 +8,13 @@ uses, and the resulting item changes are applied in one batch.
 from __future__ import annotations
 
 import gc
-import threading
 import time
 from typing import Any
 
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static, TextArea
@@ -39,6 +39,15 @@ HINT_RUNNING_SWAPPED = "Enter steer · Ctrl+S queue · Esc cancel"
 HINT_READ_ONLY = "read-only · Enter resumes here"
 HINT_NO_MODEL = "no model configured (see above) · your text is kept"
 BOTTOM_HINT = "↓ back to bottom (Ctrl+End)"
+
+
+class CommandFinished(Message):
+    """A slash command's result (posted from the harness thread)."""
+
+    def __init__(self, text: str, result: Any) -> None:
+        super().__init__()
+        self.text = text
+        self.result = result
 
 
 class ChatScreen(Screen):
@@ -558,24 +567,21 @@ class ChatScreen(Screen):
         self.composer.value = ""
         self.say("")
         self._show_output(f"{text.split(maxsplit=1)[0]} …", error=False)
-        app = self.app
-        ui_thread = threading.get_ident()
+        screen = self
 
-        def done(fut: Any) -> None:
+        def done(fut: Any) -> None:  # on the harness thread: must not wait for the UI (post, never call)
             try:
                 result = fut.result()
             except Exception as err:  # noqa: BLE001 - the bridge reports it as a notice too
                 result = err
-            if threading.get_ident() == ui_thread:  # it was already done when the callback was added
-                self.call_later(self._command_done, text, result)
-                return
-            try:
-                app.call_from_thread(self._command_done, text, result)
-            except RuntimeError:  # the app is gone
-                pass
+            screen.post_message(CommandFinished(text, result))
 
         future.add_done_callback(done)
         return True
+
+    @on(CommandFinished)
+    def _command_finished(self, message: CommandFinished) -> None:
+        self._command_done(message.text, message.result)
 
     def _show_output(self, text: str, *, error: bool) -> None:
         """A command's output, above the composer (UI text: never sent to the model). Esc or the next
@@ -595,9 +601,12 @@ class ChatScreen(Screen):
         if kind == "export":
             self._export(action.get("format", "md"))
         elif kind in ("new", "fork") and hasattr(self.app, "open_from_command"):
-            problem = self.app.open_from_command(self.bridge.harness, action)
-            if problem:
-                self._show_output(problem, error=True)
+            self._open_from_command(self.bridge.harness, action)
+
+    def _open_from_command(self, harness: Any, action: dict[str, Any]) -> None:
+        problem = self.app.open_from_command(harness, action)
+        if problem:
+            self._show_output(problem, error=True)
 
     def _export(self, fmt: str) -> None:
         from pathlib import Path
