@@ -25,6 +25,7 @@ from dsh_tui.runtime import prompt as prompt_mod
 from dsh_tui.runtime.approval import PRESETS, ApprovalService
 from dsh_tui.runtime.assembler import BlockAssembler
 from dsh_tui.runtime.bus import USER, EventBus
+from dsh_tui.runtime.commands import CommandRegistry
 from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN, Inbox
 from dsh_tui.runtime.plugins import Plugins
 from dsh_tui.runtime.signal import AbortError, AbortSignal
@@ -194,6 +195,9 @@ class Agent:
         # their listeners see it; user listeners run before the built-in ones (see runtime/plugins.py).
         self.compactor = None
         self.mcp = None  # the built-in mcp plugin's servers (dsh_tui.runtime.mcp.McpManager)
+        self.skills = None  # the skills plugin's SkillService
+        self.store = None  # the store holding this session, when a host opened it (/fork)
+        self.commands = CommandRegistry()  # slash commands (ctx.commands.register)
         self.plugins = plugins if plugins is not None else Plugins()
         if self.plugins.disabled("runtime-context"):
             self.config.runtime_context = False

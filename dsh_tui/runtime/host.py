@@ -108,6 +108,7 @@ class AgentHost:
         except BaseException:
             await asyncio.to_thread(writer.close)
             raise
+        agent.store = store  # /fork copies the committed log from it
         host.agent = agent
         if agent.mcp is not None:  # servers with fail_on_startup_error: their first attempt must succeed
             try:
@@ -120,7 +121,14 @@ class AgentHost:
     async def run_turn(self, prompt: str, *, settle: bool = False) -> TurnResult:
         """One turn with ``prompt`` (headless): waits until the agent is idle again. ``settle``: also until
         every subagent it started has settled and the turns their notices start have ended (the answer is
-        then the last one)."""
+        then the last one). Commands are interactive only, except that a prompt that is exactly ``/compact``
+        compacts (its reply is the answer)."""
+        if prompt.strip() == "/compact" and self.agent.commands.get("compact") is not None:
+            done = await self.agent.commands.run(self.agent, "/compact")
+            if done is not None:
+                reason = {"kind": "completed"} if done.kind == "success" else \
+                    {"kind": "error", "error": {"message": done.text, "code": "COMMAND_FAILED"}}
+                return TurnResult(self.session.header["id"], done.text if done.kind == "success" else "", reason)
         start = len(self.session.events)
         self.agent.followup(prompt)
         await asyncio.sleep(0)

@@ -38,7 +38,7 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
-               "session-title-llm", "subagents", "mcp")
+               "session-title-llm", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands")
 #: Built-in features (extensions spec §1, §2) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm")
 
@@ -257,6 +257,30 @@ class _Tools:
         return list(self._ctx._agent.tools.tools)
 
 
+class _Commands:
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def register(self, name: str, help: str, run: Callable[..., Any], *,  # noqa: A002 - the command's help
+                 usage: str = "", record_input: bool = True) -> Callable[[], None]:
+        """Register the slash command ``/name`` (``[a-z][a-z0-9_-]*``) with a one-line ``help``. ``run(call)``
+        gets a ``CommandCall`` (``call.args``, ``call.raw``, ``call.agent``) and returns the text shown to the
+        user (or a ``CommandResult``; raise ``CommandError`` for an error), possibly async. Undone when the
+        plugin unloads. A later registration of the same name replaces an earlier one."""
+        from dsh_tui.runtime.commands import Command
+
+        registry = self._ctx._agent.commands
+        off = registry.register(Command(name, help, run, usage=usage, record_input=record_input,
+                                        plugin=self._ctx.id))
+        self._ctx.command_names.append(name)
+        self._ctx._disposers.append(off)
+        return off
+
+    @property
+    def names(self) -> list[str]:
+        return sorted(self._ctx._agent.commands.commands)
+
+
 class Context:
     """What ``apply(ctx, config)`` gets. See docs/plugins.md."""
 
@@ -269,6 +293,8 @@ class Context:
         self.events: list[str] = []
         self.tool_names: list[str] = []
         self.tools = _Tools(self)
+        self.command_names: list[str] = []
+        self.commands = _Commands(self)
         self.session = SessionView(agent.session)
         self.agent = AgentView(agent)
         self.log = logging.getLogger(f"dsh_tui.plugins.{plugin_id}")
@@ -503,17 +529,43 @@ class _LazyBuiltin:
         return importlib.import_module(self._module).apply(ctx, config)
 
 
+def _apply_skills(ctx: Context) -> None:
+    from dsh_tui.runtime.skills import apply_skills
+
+    apply_skills(ctx)
+
+
+def _apply_skill_tool(ctx: Context) -> None:
+    from dsh_tui.runtime.skills import apply_skill_tool
+
+    apply_skill_tool(ctx)
+
+
+def _apply_file_reference(ctx: Context) -> None:
+    from dsh_tui.runtime.filerefs import apply_file_reference
+
+    apply_file_reference(ctx)
+
+
+def _apply_commands(ctx: Context) -> None:
+    from dsh_tui.runtime.commands import apply_commands
+
+    apply_commands(ctx)
+
+
 BUILTINS: dict[str, Any] = {
     "retry": _Builtin("retry", _apply_retry),
     "compaction": _Builtin("compaction", _apply_compaction),
     "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
     "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
     "subagents": _Builtin("subagents", lambda ctx, config=None: _apply_subagents(ctx, config)),
-
-
     # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
     "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp",
                         lambda config: bool(isinstance(config, Mapping) and (config.get("settings") or config.get("cli")))),
+    "skills": _Builtin("skills", _apply_skills),
+    "skill-tool": _Builtin("skill-tool", _apply_skill_tool),
+    "file-reference": _Builtin("file-reference", _apply_file_reference),
+    "commands": _Builtin("commands", _apply_commands),
 }
 
 

@@ -321,6 +321,26 @@ class DshApp(App):
             chat.initial_text, chat.send_on_attach = text, True
         return ""
 
+    def open_from_command(self, harness: Any, action: dict[str, Any]) -> str:
+        """``/new`` (a new session in the same root and cwd) or ``/fork`` (the forked child, resumed), on the
+        live session's provider and model (handed over: the closing harness does not close it); the live
+        session is flushed and closed first. Returns "" or why it could not."""
+        from pathlib import Path
+
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        host = getattr(harness, "host", None)
+        agent = getattr(harness, "agent", None)
+        if host is None or agent is None or agent.provider is None:
+            return "No live session."
+        host.spec.close_provider = False
+        cfg = agent.config
+        spec = HarnessSpec(root=host.spec.root, cwd=Path(str(cfg.cwd)), provider=agent.provider, model=cfg.model,
+                           reasoning_effort=cfg.reasoning_effort, preset=cfg.preset,
+                           resume_id=action.get("child") if action.get("kind") == "fork" else None)
+        self.open_chat(lambda bridge: open_harness(bridge, spec))
+        return ""
+
     def _current(self, gen: int, fn: Callable[..., Any]) -> Callable[..., None]:
         """``fn`` that does nothing once another session has been opened after open #``gen``."""
         def call(*args: Any) -> None:

@@ -165,6 +165,17 @@ class AgentHarness:
 
         return reconnect(self.agent, name)
 
+    async def run_command(self, text: str) -> Any:
+        """Run a slash command (``dsh_tui.runtime.commands``); a ``CommandResult`` or None (not a command).
+        The UI acts on ``result.action`` (a new session, the forked child, an export, the model)."""
+        result = await self.agent.commands.run(self.agent, text)
+        if result is None:
+            return None
+        action = result.action or {}
+        if action.get("kind") == "model":
+            self.announce_model()
+        return result
+
     async def play(self, prompts: tuple[str, ...]) -> None:
         """Send each prompt once the agent is idle (the demo tour)."""
         for prompt in prompts:

@@ -15,7 +15,7 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.conftest import INTEROP
@@ -86,6 +86,7 @@ class LoadReport:
     sessions: list[dict]
     events: dict[str, list[dict]]  # id -> dumped events (with --dump)
     returncode: int
+    messages: dict[str, list[dict]] = field(default_factory=dict)  # id -> dsh's deriveMessages() (--messages)
 
 
 @dataclass
@@ -121,7 +122,8 @@ class Peer:
         return json.loads(proc.stdout.decode().strip().splitlines()[-1])
 
     def load(self, root: Path, *, session_id: str | None = None, inspect: bool = False, dump: bool = False,
-             timing: bool = False, repeat: int = 1, compression: str | None = None) -> LoadReport:
+             timing: bool = False, repeat: int = 1, compression: str | None = None,
+             messages: bool = False) -> LoadReport:
         args = ["--root", str(root)]
         if session_id:
             args += ["--id", session_id]
@@ -131,6 +133,8 @@ class Peer:
             args.append("--inspect")
         if dump:
             args.append("--dump")
+        if messages:
+            args.append("--messages")
         if timing:
             args += ["--time", "--repeat", str(repeat)]
         proc = self._run("load.mjs", args, timeout=900)
@@ -139,15 +143,18 @@ class Peer:
         sessions: list[dict] = []
         events: dict[str, list[dict]] = {}
         current: list[dict] | None = None
+        derived: dict[str, list[dict]] = {}
         for line in proc.stdout.splitlines():
             obj = json.loads(line)
-            if "ok" in obj and ("events" in obj or "error" in obj) and "seq" not in obj:
+            if "derivedMessages" in obj and "seq" not in obj:
+                derived[obj["id"]] = obj["derivedMessages"]
+            elif "ok" in obj and ("events" in obj or "error" in obj) and "seq" not in obj:
                 sessions.append(obj)
                 current = events.setdefault(obj.get("id"), [])
             else:
                 assert current is not None, line[:200]
                 current.append(obj)
-        return LoadReport(sessions, events, proc.returncode)
+        return LoadReport(sessions, events, proc.returncode, derived)
 
     def messages(self, root: Path, session_id: str, compression: str = "zstd") -> dict:
         """What the real dsh derives for the model from a stored session (messages.mjs): ``{id, events,

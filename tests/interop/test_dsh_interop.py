@@ -157,3 +157,41 @@ def test_dsh_live_mode_log_loads_in_dsh_tui(dsh_peer, tmp_path):
     assert report.sessions[0]["ok"]
     assert ours.events == report.events["live-1"]
     assert len(ours.events) == len(fixture_events("tool-call-turn"))
+
+
+async def test_a_session_with_skills_loads_in_dsh_with_the_same_catalog_texts(dsh_peer, tmp_path, monkeypatch):
+    """A session dsh-tui started in a workspace with a skill (catalog, a user's /name invocation, the skill
+    tool, a /title command) is loaded by the real dsh persistence; dsh derives the same model messages."""
+    from dsh_tui.llm import scripted
+    from dsh_tui.llm.scripted import ScriptedProvider
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.store.open import open_store
+
+    for name in ("HOME", "DSH_HOME", "DSH_AGENTS_HOME"):
+        monkeypatch.setenv(name, str(tmp_path / "home" / name))
+    work = tmp_path / "ws"
+    skill = work / ".dsh" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text('---\nname: deploy\ndescription: Ship <it> & "check"\n---\nShip carefully.\n')
+    provider = ScriptedProvider([scripted.call("c1", "skill", {"name": "deploy"}), scripted.text("done")],
+                                name="mock")
+    root = tmp_path / "root"
+    host = await AgentHost.open(HostSpec(root=root, cwd=work, provider=provider, model="mock-model",
+                                         store=open_store(root), plugins=()))
+    try:
+        await host.agent.commands.run(host.agent, "/title Skills interop")
+        result = await host.run_turn("please /deploy")
+        ours = host.session.derive_messages().to_list()
+        sid = host.session.id
+    finally:
+        await host.close()
+    assert result.reason == {"kind": "completed"}
+    kinds = [m["source"].get("kind") for m in ours if m["role"] == "user"]
+    assert kinds == ["user", "plugin", "skill-catalog", "skill-invocation", "tool"]
+    report = dsh_peer.load(root, inspect=True, messages=True)
+    assert report.returncode == 0, report.sessions
+    assert [s["ok"] for s in report.sessions] == [True]
+    theirs = report.messages[sid]
+    assert theirs == orjson.loads(orjson.dumps(ours))
+    catalog = next(m for m in theirs if m["source"].get("kind") == "skill-catalog")
+    assert "- `deploy`: Ship &lt;it&gt; &amp; \"check\"\n" in catalog["content"][0]["text"]

@@ -133,3 +133,30 @@ def test_headless_replay_of_a_directory_without_a_root_log_is_one_clear_line(tmp
             cwd=tmp_path)
     assert p.returncode != 0 and "Traceback" not in p.stderr
     assert p.stderr.startswith("dsh-tui: ") and "session.jsonl" in p.stderr
+
+
+def test_headless_gets_skills_and_a_prompt_that_is_exactly_compact_compacts(tmp_path):
+    work = tmp_path / "ws"
+    skill = work / ".dsh" / "skills" / "deploy"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: deploy\ndescription: Ship <it>\n---\nShip carefully.\n")
+    env = dict(os.environ, HOME=str(tmp_path / "home"), DSH_HOME=str(tmp_path / "home" / ".dsh"),
+               DSH_AGENTS_HOME=str(tmp_path / "home" / ".agents"))
+    root = tmp_path / "root"
+    p = subprocess.run([sys.executable, "-m", "dsh_tui", "run", "--headless", "please /deploy", "--replay",
+                        str(SNAP / "text-turn" / "session.jsonl"), "--cwd", str(work), "--root", str(root)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert p.returncode == 0, p.stderr
+    events = stored_events(root)
+    kinds = [e["data"]["source"]["kind"] for e in events if e["type"] == "user/message"]
+    assert kinds == ["user", "plugin", "skill-catalog", "skill-invocation"]
+    catalog = [e for e in events if e["type"] == "user/message"][2]["data"]["content"][0]["text"]
+    assert "- `deploy`: Ship &lt;it&gt;\n" in catalog
+    root2 = tmp_path / "root2"
+    p = subprocess.run([sys.executable, "-m", "dsh_tui", "run", "--headless", "/compact", "--replay",
+                        str(SNAP / "text-turn" / "session.jsonl"), "--cwd", str(work), "--root", str(root2)],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
+    assert (p.returncode, p.stdout) == (0, "No compactable history yet.\n"), p.stderr
+    events = stored_events(root2)
+    assert [e["type"] for e in events if not e["type"].startswith("session/")] == ["command/run", "command/done"]
+    assert events[-1]["data"]["text"] == "No compactable history yet."

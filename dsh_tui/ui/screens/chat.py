@@ -14,13 +14,15 @@ from typing import Any
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Static
+from textual.widgets import Static, TextArea
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.widgets.chrome import ApprovalPanel, Composer, PlanStrip, QueueList, StatusBar
+from dsh_tui.ui.widgets.completion import Candidate, CompletionList
 from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView, ViewState
 
 FLUSH_INTERVAL = 0.05
@@ -28,6 +30,8 @@ FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams
 TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the rest in the background
 
 PLACEHOLDER = "Ask the agent…  (F1 for help)"
+# the built-in command names: a read-only view says that they need a live session
+_KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "help"}
 READ_ONLY_PLACEHOLDER = "Read-only view of a stored session. Type, then Enter resumes it here and sends."
 HINT_IDLE = "Enter send · Ctrl+J newline"
 HINT_RUNNING = "Enter queue · Ctrl+S steer · Esc cancel"
@@ -35,6 +39,15 @@ HINT_RUNNING_SWAPPED = "Enter steer · Ctrl+S queue · Esc cancel"
 HINT_READ_ONLY = "read-only · Enter resumes here"
 HINT_NO_MODEL = "no model configured (see above) · your text is kept"
 BOTTOM_HINT = "↓ back to bottom (Ctrl+End)"
+
+
+class CommandFinished(Message):
+    """A slash command's result (posted from the harness thread)."""
+
+    def __init__(self, text: str, result: Any) -> None:
+        super().__init__()
+        self.text = text
+        self.result = result
 
 
 class ChatScreen(Screen):
@@ -62,6 +75,9 @@ class ChatScreen(Screen):
     ChatScreen #composer { border-title-align: right; border-title-color: $accent; }
     ChatScreen #composer-note { height: auto; display: none; color: $warning; padding: 0 1; }
     ChatScreen #chat-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
+    ChatScreen #command-output { height: auto; max-height: 50%; display: none; padding: 0 1;
+                                 border-left: thick $accent; overflow-y: auto; }
+    ChatScreen #command-output.-error { border-left: thick $error; }
     """
 
     BINDINGS = [
@@ -121,6 +137,10 @@ class ChatScreen(Screen):
         self._steers: list[str] = []  # steered into the running turn, not yet seen as a user message
         self.title_bar: Static | None = None
         self.title_text = ""  # what the title header shows
+        self._path_index: Any = None  # dsh_tui.runtime.filerefs.PathIndex of the cwd, built on the first @
+        self._index_timer: Any = None
+        self._completion_pending = False
+        self._skill_names: list[tuple[str, str]] | None = None  # user-invocable skills, read when / opens
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -131,10 +151,14 @@ class ChatScreen(Screen):
         self.queue_list = QueueList(id="queue")
         self.approval = ApprovalPanel(id="approval")
         self.note = Static("", id="composer-note")
+        self.command_output = Static("", id="command-output", markup=False)
+        self.completion = CompletionList(id="completion")
         self.composer = Composer(placeholder=PLACEHOLDER, id="composer")
         self.composer.border_subtitle = HINT_IDLE
         self.composer.on_top_edge = self.action_focus_queue
-        self._lazy_order = (self.plan_strip, self.queue_list, self.approval, self.note, self.composer)
+        self.composer.on_completion_key = self._completion_key
+        self._lazy_order = (self.plan_strip, self.queue_list, self.approval, self.note, self.command_output,
+                            self.completion, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
         self.status.model_hint = self._model_hint
@@ -558,6 +582,8 @@ class ChatScreen(Screen):
                 self.say(problem)
             return False  # the text goes to the resumed chat; this view keeps it too
         self.say("")
+        if self.command_output.is_attached:
+            self.command_output.display = False
         self.status.info.notice = ""
         self.bridge.send(text, mode)
         if mode == "steer" and self.running:
@@ -575,6 +601,9 @@ class ChatScreen(Screen):
         text = self.composer.text.strip()
         if not text and not self.read_only:
             return
+        self.completion.hide()
+        if self.composer.text.startswith("/") and self._run_command(self.composer.text):
+            return
         steer = self.enter_steers != alternate
         if self.running and not steer:
             self.composer.value = ""
@@ -583,6 +612,219 @@ class ChatScreen(Screen):
             return
         if self._send(text, "steer" if self.running else "followup"):
             self.composer.value = ""
+
+    # -- slash commands ----------------------------------------------------------------------------
+    def _commands(self) -> Any:
+        """The live session's command registry (None: no session, or a read-only view)."""
+        agent = getattr(self.bridge.harness, "agent", None)
+        return getattr(agent, "commands", None)
+
+    def _run_command(self, text: str) -> bool:
+        """Run ``text`` if it starts with a registered ``/command`` (True: it did, or it was refused and said
+        why); False: the text is a prompt."""
+        commands = self._commands()
+        if commands is None or commands.match(text) is None:
+            if self.read_only and text.split(maxsplit=1)[0][1:] in _KNOWN_COMMANDS:
+                self.say("Commands need a live session: resume this one first (Enter on a prompt, or r in the "
+                         "browser).")
+                return True
+            return False
+        future = self.bridge.call(lambda h: h.run_command(text))  # type: ignore[attr-defined]
+        if future is None:
+            self.say("No session is open.")
+            return True
+        self.composer.value = ""
+        self.say("")
+        self._show_output(f"{text.split(maxsplit=1)[0]} …", error=False)
+        screen = self
+
+        def done(fut: Any) -> None:  # on the harness thread: must not wait for the UI (post, never call)
+            try:
+                result = fut.result()
+            except Exception as err:  # noqa: BLE001 - the bridge reports it as a notice too
+                result = err
+            screen.post_message(CommandFinished(text, result))
+
+        future.add_done_callback(done)
+        return True
+
+    @on(CommandFinished)
+    def _command_finished(self, message: CommandFinished) -> None:
+        self._command_done(message.text, message.result)
+
+    def _show_output(self, text: str, *, error: bool) -> None:
+        """A command's output, above the composer (UI text: never sent to the model). Esc or the next
+        send hides it."""
+        self._ensure_mounted(self.command_output)
+        self.command_output.update(text)
+        self.command_output.set_class(error, "-error")
+        self.command_output.display = bool(text)
+
+    def _command_done(self, text: str, result: Any) -> None:
+        if result is None or isinstance(result, BaseException):
+            self._show_output(f"{text.split(maxsplit=1)[0]} failed: {result or 'see the notice'}", error=True)
+            return
+        self._show_output(result.text, error=result.kind == "error")
+        action = result.action or {}
+        kind = action.get("kind")
+        if kind == "export":
+            self._export(action.get("format", "md"))
+        elif kind in ("new", "fork") and hasattr(self.app, "open_from_command"):
+            self._open_from_command(self.bridge.harness, action)
+
+    def _open_from_command(self, harness: Any, action: dict[str, Any]) -> None:
+        problem = self.app.open_from_command(harness, action)
+        if problem:
+            self._show_output(problem, error=True)
+
+    def _export(self, fmt: str) -> None:
+        from pathlib import Path
+
+        from dsh_tui.export import default_filename, to_html, to_markdown
+
+        harness = self.bridge.harness
+        if harness is None:
+            return
+        session = harness.session
+        cwd = Path(str(getattr(getattr(harness, "agent", None), "config", None).cwd or "."))
+        path = cwd / default_filename(session.id, fmt)
+        render = to_markdown if fmt == "md" else to_html
+        try:
+            path.write_text(render(session.header, list(session.events)), encoding="utf-8")
+        except OSError as err:
+            self._show_output(f"Export failed: {err}", error=True)
+            return
+        self._show_output(f"Exported to {path}", error=False)
+
+    # -- completion ------------------------------------------------------------------------------
+    @on(TextArea.Changed, "#composer")
+    @on(TextArea.SelectionChanged, "#composer")
+    def _composer_moved(self, _event: Any) -> None:
+        # a keystroke posts both Changed and SelectionChanged: one refresh after both
+        if not self._completion_pending:
+            self._completion_pending = True
+            self.call_later(self._refresh_completion_once)
+
+    def _refresh_completion_once(self) -> None:
+        self._completion_pending = False
+        self._refresh_completion()
+
+    def _refresh_completion(self) -> None:
+        composer = self.composer
+        if self.read_only or composer.selection.start != composer.selection.end:
+            self.completion.hide()
+            return
+        row, col = composer.cursor_location
+        line = composer.document.get_line(row)
+        candidates: list[Candidate] = []
+        kind = ""
+        if row == 0 and line.startswith("/") and col >= 1 and not any(c.isspace() for c in line[:col]):
+            kind = "command"
+            candidates = self._command_candidates(line, col)
+        else:
+            from dsh_tui.runtime.filerefs import mention_at
+
+            mention = mention_at(line, col)
+            if mention is not None:
+                kind = "path"
+                candidates = self._path_candidates(row, line, mention)
+        if not candidates:
+            self.completion.hide()
+            return
+        self._ensure_mounted(self.completion)
+        self.completion.show(kind, candidates)
+
+    def _command_candidates(self, line: str, col: int) -> list[Candidate]:
+        commands = self._commands()
+        if commands is None:
+            return []
+        end = col
+        while end < len(line) and not line[end].isspace():
+            end += 1
+        query = line[1:col]
+        out = [Candidate(f"/{c.name}", c.help, f"/{c.name} ", 0, 0, end) for c in commands.sorted()
+               if c.name.startswith(query)]
+        if self._skill_names is None or col == 1:
+            self._skill_names = self._read_skills()
+        taken = {c.name for c in commands.sorted()}
+        out += [Candidate(f"/{name}", f"skill: {help_}", f"/{name} ", 0, 0, end) for name, help_ in self._skill_names
+                if name.startswith(query) and name not in taken]
+        return out
+
+    def _read_skills(self) -> list[tuple[str, str]]:
+        service = getattr(getattr(self.bridge.harness, "agent", None), "skills", None)
+        if service is None:
+            return []
+        try:
+            return [(s.name, " ".join(s.description.split())) for s in service.discover() if s.user_invocable]
+        except Exception:  # noqa: BLE001 - a broken skill folder: complete the commands anyway
+            return []
+
+    def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
+        from dsh_tui.runtime.filerefs import PathIndex, insertion
+
+        index = self._path_index
+        if index is None:
+            agent = getattr(self.bridge.harness, "agent", None)
+            cwd = getattr(getattr(agent, "config", None), "cwd", None)
+            if cwd is None:
+                return []
+            index = self._path_index = PathIndex(cwd).start()
+        if not index.done.is_set() and self._index_timer is None:
+            self._index_timer = self.set_interval(0.1, self._index_progress)
+        end = mention.end
+        while end < len(line) and not line[end].isspace() and not mention.quoted:
+            end += 1
+        out = []
+        for path in index.search(mention.query):
+            is_dir = path.endswith("/")
+            text = insertion(path.rstrip("/"), is_dir, mention.quoted)
+            if text is None:
+                continue
+            out.append(Candidate(path, "", text + ("" if is_dir else " "), row, mention.start, end, reopen=is_dir))
+        return out
+
+    def _index_progress(self) -> None:
+        """While the index builds: the list shown grows with it (a query with no match yet may find one)."""
+        index = self._path_index
+        if (index is None or index.done.is_set()) and self._index_timer is not None:
+            self._index_timer.stop()
+            self._index_timer = None
+        if self.composer.has_focus and not self.read_only:
+            self._refresh_completion()
+
+    def _completion_key(self, key: str) -> bool:
+        completion = self.completion
+        if not completion.shown:
+            return False
+        if key == "escape":
+            completion.hide()
+            return True
+        if key in ("up", "down"):
+            completion.move(-1 if key == "up" else 1)
+            return True
+        chosen = completion.current
+        if chosen is None:
+            return False
+        if key == "enter":
+            line = self.composer.document.get_line(chosen.row)
+            if line[chosen.start:chosen.end] == chosen.insert.rstrip():
+                completion.hide()
+                return False  # the token is complete: Enter sends (or runs the command)
+        self._accept(chosen)
+        return True
+
+    def _accept(self, chosen: Candidate) -> None:
+        composer = self.composer
+        line = composer.document.get_line(chosen.row)
+        insert = chosen.insert
+        if insert.endswith(" ") and line[chosen.end:chosen.end + 1].isspace():
+            insert = insert[:-1]
+        result = composer.replace(insert, (chosen.row, chosen.start), (chosen.row, chosen.end),
+                                  maintain_selection_offset=False)
+        composer.move_cursor(result.end_location)
+        if not chosen.reopen:
+            self.completion.hide()
 
     @on(Composer.Submitted, "#composer")
     def _submitted(self, event: Composer.Submitted) -> None:
@@ -691,6 +933,9 @@ class ChatScreen(Screen):
 
     # -- actions ---------------------------------------------------------------------------------
     def action_cancel(self) -> None:
+        if self.command_output.is_attached and self.command_output.display and not self.running:
+            self.command_output.display = False
+            return
         if self.approval.request is not None:
             self.approval.action_reject()
             return

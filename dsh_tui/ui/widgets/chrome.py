@@ -127,10 +127,18 @@ class Composer(TextArea, inherit_bindings=False):
     def _echoed(self) -> None:
         self.echo_pending = False
 
+    #: Called with Up, Down, Tab, Enter and Esc while a completion list is shown; True when it took the key.
+    on_completion_key: Callable[[str], bool] | None = None
+
     async def _on_key(self, event: events.Key) -> None:
         # TextArea's ``_on_key`` runs after this one (MRO dispatch) unless the default is prevented
         self._typed()
         event.via_composer = True  # type: ignore[attr-defined]  # the chat screen: handled here
+        if event.key in ("up", "down", "tab", "enter", "escape") and self.on_completion_key is not None \
+                and self.on_completion_key(event.key):
+            event.stop()
+            event.prevent_default()
+            return
         if event.key == "enter":
             event.stop()
             event.prevent_default()

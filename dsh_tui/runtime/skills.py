@@ -1,0 +1,354 @@
+"""Skills (dsh ``skill``, ``skill-filesystem``, ``tool-skill``; extensions spec 3).
+
+A skill is a ``SKILL.md`` (or ``<x>.md``) with a YAML front matter ``name`` and ``description``, found one
+level below a skill root. Roots and their rank (the lower rank wins a name):
+
+100 ``<projectRoot>/.dsh/skills``, 200 ``<projectRoot>/.agents/skills``, 300 ``customSkillDirs`` (plugin
+config), 400 ``<dshHome>/skills`` (not ``.system``), 500 ``<$DSH_AGENTS_HOME|~/.agents>/skills``,
+600 ``$DSH_BUNDLED_SKILL_DIR``. The project root is the nearest ancestor of the cwd holding ``.git``.
+
+Built-in plugins: ``skills`` (the catalog message at each accepted pre-step and the user's ``/name``
+invocations) and ``skill-tool`` (the model's ``skill`` tool). With ``skill-tool`` disabled the catalog is
+empty (dsh: the catalog lists only what the agent can load).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
+CATALOG_DESCRIPTION_MAX = 500
+
+TOOL_DESCRIPTION = ("Load the full instructions for an available skill. Call this with the exact skill name from "
+                    "the session skill catalog before acting on a task that names or clearly matches that skill.")
+TOOL_PARAMETERS = {"type": "object", "properties": {"name": {
+    "type": "string", "description": "The exact skill name from the available skills list."}}, "required": ["name"]}
+
+CATALOG_INTRO = ("A skill is a reusable set of task-specific instructions. The following skills are available in "
+                 "this session:")
+CATALOG_USE = ("If the user names a skill, or the task clearly matches a skill's description, call the `skill` "
+               "tool with the exact skill name before taking task actions. Load all applicable skills, then "
+               "follow their full instructions. This catalog contains summaries only; do not infer or follow a "
+               "skill's instructions until it has been loaded.")
+USER_MAY = ("A user may also invoke a skill directly; its <skill_content> block then appears in this "
+            "conversation. Follow it, and do not call the `skill` tool again for that skill.")
+UPDATE_INTRO = ("The available skill catalog changed. This complete catalog replaces every earlier "
+                "available-skills list in this session:")
+UPDATE_USE = ("Use only names in this replacement catalog. If the user names a listed skill, or the task "
+              "clearly matches its description, call the `skill` tool with the exact name before acting.")
+UPDATE_EMPTY = ("No skills are currently available through the `skill` tool. Do not use names from earlier "
+                "skill catalogs.")
+UPDATE_EMPTY_USER = ("A user may still invoke a skill directly; its <skill_content> block then appears in this "
+                     "conversation. Follow it, and do not call the `skill` tool for it.")
+
+_BOOL_WORDS = {"true": True, "yes": True, "on": True, "1": True, "false": False, "no": False, "off": False,
+               "0": False}
+_LEGACY_KEYS = ("disableModelInvocation", "modelInvocable", "userInvocable")
+
+
+@dataclass
+class Skill:
+    name: str
+    description: str
+    path: Path  # the SKILL.md (or <x>.md)
+    base: Path  # the resource base directory
+    source: str  # "project-dsh", "project-agents", "custom", "user-dsh", "user-agents", "bundled"
+    rank: int
+    model_invocable: bool = True
+    user_invocable: bool = True
+
+    def body(self) -> str:
+        """The instructions, read again on every load (a skill edited mid-session is loaded as it is now)."""
+        return parse_skill_text(self.path.read_text(encoding="utf-8"))[1]
+
+
+class SkillFormatError(ValueError):
+    pass
+
+
+def _flag(meta: Mapping[str, Any], key: str, default: bool) -> bool:
+    if key not in meta:
+        return default
+    value = meta[key]
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _BOOL_WORDS:
+        return _BOOL_WORDS[value.strip().lower()]
+    raise SkillFormatError(f"{key} must be a boolean")
+
+
+def parse_skill_text(text: str) -> tuple[dict[str, Any], str]:
+    """(front matter mapping, body) of a skill file; ``SkillFormatError`` when it has no valid front matter."""
+    import yaml
+
+    lines = text.split("\n")
+    if not lines or lines[0].rstrip("\r") != "---":
+        raise SkillFormatError("the first line must be ---")
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r") == "---":
+            break
+    else:
+        raise SkillFormatError("the front matter has no closing ---")
+    try:
+        meta = yaml.safe_load("\n".join(line.rstrip("\r") for line in lines[1:i]))
+    except yaml.YAMLError as err:
+        raise SkillFormatError(f"invalid YAML: {err}") from None
+    if not isinstance(meta, dict):
+        raise SkillFormatError("the front matter must be a mapping")
+    return meta, "\n".join(lines[i + 1:]).strip()
+
+
+def load_skill(path: Path, base: Path, source: str, rank: int) -> Skill:
+    meta, _body = parse_skill_text(path.read_text(encoding="utf-8"))
+    name = meta.get("name")
+    if not isinstance(name, str) or not NAME.match(name):
+        raise SkillFormatError("name must match ^[a-z0-9]+(-[a-z0-9]+)*$")
+    description = meta.get("description")
+    if not isinstance(description, str) or not description.strip():
+        raise SkillFormatError("description is required")
+    if "metadata" in meta and meta["metadata"] is not None and not isinstance(meta["metadata"], dict):
+        raise SkillFormatError("metadata must be a mapping")
+    if any(k in meta for k in _LEGACY_KEYS):
+        raise SkillFormatError("legacy invocation keys are not accepted")
+    model = not _flag(meta, "disable-model-invocation", False)
+    user = _flag(meta, "user-invocable", True)
+    return Skill(name, description, path, base, source, rank, model, user)
+
+
+def project_root(cwd: Path) -> Path:
+    here = Path(cwd).resolve()
+    for d in (here, *here.parents):
+        if (d / ".git").exists():
+            return d
+    return here
+
+
+def skill_roots(cwd: Path, custom_dirs: Iterable[str] = (), env: Mapping[str, str] | None = None
+                ) -> list[tuple[int, str, Path]]:
+    env = os.environ if env is None else env
+    root = project_root(cwd)
+    home = Path.home()
+    dsh_home = Path(env["DSH_HOME"]) if env.get("DSH_HOME", "").strip() else home / ".dsh"
+    agents_home = Path(env["DSH_AGENTS_HOME"]) if env.get("DSH_AGENTS_HOME", "").strip() else home / ".agents"
+    roots = [(100, "project-dsh", root / ".dsh" / "skills"), (200, "project-agents", root / ".agents" / "skills")]
+    roots += [(300, "custom", (Path(cwd) / Path(d).expanduser())) for d in custom_dirs]
+    roots += [(400, "user-dsh", dsh_home / "skills"), (500, "user-agents", agents_home / "skills")]
+    if env.get("DSH_BUNDLED_SKILL_DIR", "").strip():
+        roots.append((600, "bundled", Path(env["DSH_BUNDLED_SKILL_DIR"])))
+    return roots
+
+
+def discover(cwd: Path, custom_dirs: Iterable[str] = (), env: Mapping[str, str] | None = None) -> list[Skill]:
+    """Every valid skill that wins its name, sorted by name. Invalid files are skipped."""
+    found: dict[str, Skill] = {}
+    for rank, source, root in skill_roots(cwd, custom_dirs, env):
+        try:
+            entries = sorted(os.scandir(root), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            if source == "user-dsh" and entry.name == ".system":
+                continue
+            try:
+                if entry.is_dir():
+                    path, base = Path(entry.path) / "SKILL.md", Path(entry.path)
+                    if not path.is_file():
+                        continue
+                elif entry.is_file() and entry.name.endswith(".md"):
+                    path, base = Path(entry.path), Path(root)
+                else:
+                    continue
+                skill = load_skill(path, base, source, rank)
+            except (OSError, UnicodeDecodeError, SkillFormatError):
+                continue
+            held = found.get(skill.name)
+            if held is None or skill.rank < held.rank:
+                found[skill.name] = skill
+    return [found[n] for n in sorted(found)]
+
+
+# -------------------------------------------------------------------------------------------------
+# Model-visible texts
+
+
+def _utf16_len(s: str) -> int:
+    return len(s.encode("utf-16-le")) // 2
+
+
+def catalog_description(description: str) -> str:
+    text = " ".join(description.split())
+    if _utf16_len(text) <= CATALOG_DESCRIPTION_MAX:
+        return text
+    units = text.encode("utf-16-le")[: (CATALOG_DESCRIPTION_MAX - 3) * 2]
+    return units.decode("utf-16-le", errors="ignore") + "..."
+
+
+def _escape(text: str, quote: bool = False) -> str:
+    text = text.replace("&", "&amp;").replace("<", "&lt;")
+    return text.replace('"', "&quot;") if quote else text.replace(">", "&gt;")
+
+
+def catalog_entries(skills: Iterable[Skill]) -> list[dict[str, str]]:
+    return [{"name": s.name, "description": catalog_description(s.description)} for s in skills if s.model_invocable]
+
+
+def render_catalog(entries: list[dict[str, str]], update: bool = False) -> str:
+    lines = ["<system-reminder>"]
+    block = ["<available_skills>", *(f"- `{e['name']}`: {_escape(e['description'])}" for e in entries),
+             "</available_skills>"]
+    if not update:
+        lines += [CATALOG_INTRO, "", *block, "", CATALOG_USE, USER_MAY]
+    elif entries:
+        lines += [UPDATE_INTRO, "", *block, "", UPDATE_USE, USER_MAY]
+    else:
+        lines += [UPDATE_INTRO, "", *block, "", UPDATE_EMPTY, UPDATE_EMPTY_USER]
+    lines.append("</system-reminder>")
+    return "\n".join(lines)
+
+
+def render_content(name: str, base: Path | str, body: str) -> str:
+    return (f'<skill_content name="{_escape(name, quote=True)}">\n<skill_resources>\n'
+            f"Base directory for this skill: {_escape(str(base))}\n"
+            "Resolve relative paths mentioned by this skill against the base directory before using them. "
+            "Load referenced resources only as needed.\n</skill_resources>\n\n"
+            f"<skill_instructions>\n{body}\n</skill_instructions>\n</skill_content>")
+
+
+def invoked_names(text: str) -> list[str]:
+    """``/name`` tokens in ``text`` (start or whitespace before, whitespace or end after), first seen first."""
+    return list(dict.fromkeys(m.group(1) for m in INVOCATION.finditer(text)))
+
+
+def _message(text: str, source: dict[str, Any]) -> dict[str, Any]:
+    return {"id": str(uuid.uuid4()), "role": "user", "content": [{"type": "text", "text": text}], "source": source}
+
+
+# -------------------------------------------------------------------------------------------------
+# The plugins
+
+
+class SkillService:
+    """What the ``skills`` plugin keeps on the agent (``agent.skills``): discovery and the catalog state."""
+
+    def __init__(self, agent: Any, custom_dirs: Iterable[str] = ()) -> None:
+        self.agent = agent
+        self.custom_dirs = tuple(custom_dirs)
+
+    def discover(self) -> list[Skill]:
+        return discover(Path(self.agent.config.cwd), self.custom_dirs)
+
+    def find(self, name: str) -> Skill | None:
+        return next((s for s in self.discover() if s.name == name), None)
+
+    def _catalog_state(self) -> tuple[list[dict] | None, bool]:
+        """(entries of the newest visible catalog or None, whether any catalog was ever published)."""
+        visible = None
+        for m in reversed(self.agent.session.messages_view()):
+            src = m.get("source") if isinstance(m, dict) else None
+            if isinstance(src, dict) and src.get("kind") == "skill-catalog":
+                visible = list(src.get("entries") or [])
+                break
+        if visible is not None:
+            return visible, True
+        ever = any(e["type"] == "user/message" and isinstance(e["data"].get("source"), dict)
+                   and e["data"]["source"].get("kind") == "skill-catalog" for e in self.agent.session.events)
+        return None, ever
+
+    def entering(self, claimed: list[dict]) -> list[dict]:
+        """The catalog message (when it changed) and the user's ``/name`` invocations for this step."""
+        skills = self.discover()
+        out: list[dict] = []
+        entries = catalog_entries(skills) if "skill" in self.agent.tools.tools else []
+        visible, ever = self._catalog_state()
+        if (visible is None and entries) or (visible is not None and visible != entries):
+            source: dict[str, Any] = {"kind": "skill-catalog", "form": "catalog", "entries": entries}
+            if ever:
+                source["update"] = True
+            out.append(_message(render_catalog(entries, update=ever), source))
+        by_name = {s.name: s for s in skills}
+        names: list[str] = []
+        for m in claimed:
+            src = m.get("source") if isinstance(m, dict) else None
+            if not (isinstance(src, dict) and src.get("kind") == "user"):
+                continue
+            for block in m.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "text":
+                    names += invoked_names(str(block.get("text") or ""))
+        for name in dict.fromkeys(names):
+            skill = by_name.get(name)
+            if skill is None or not skill.user_invocable:
+                continue
+            try:
+                body = skill.body()
+            except (OSError, UnicodeDecodeError, SkillFormatError):
+                continue
+            out.append(_message(render_content(skill.name, skill.base, body),
+                                {"kind": "skill-invocation", "name": skill.name, "form": "instructions"}))
+        return out
+
+
+def apply_skills(ctx: Any) -> None:
+    agent = ctx._agent
+    config = ctx.config if isinstance(ctx.config, Mapping) else {}
+    dirs = config.get("customSkillDirs") or []
+    if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
+        raise ValueError("customSkillDirs must be a list of directories")
+    service = SkillService(agent, dirs)
+    agent.skills = service
+
+    async def on_pre_step(payload: dict, next_: Any) -> Any:
+        decision = await next_()
+        if not isinstance(decision, dict) or decision.get("kind") != "enter":
+            return decision
+        messages = list(decision.get("messages") or [])
+        if not messages and payload.get("step") == 1:
+            return decision  # nothing claimed: the turn does not start
+        extra = service.entering(list(payload.get("messages") or []))
+        return {**decision, "messages": messages + extra} if extra else decision
+
+    ctx.on("agent/pre-step", on_pre_step)
+
+    def forget() -> None:
+        if getattr(agent, "skills", None) is service:
+            agent.skills = None
+
+    ctx.effect(forget)
+
+
+def skill_tool(agent: Any) -> Any:
+    from dsh_tui.tools.base import ToolDefinition, ToolError
+
+    async def execute(args: Any, _ctx: Any) -> Any:
+        name = args.get("name") if isinstance(args, dict) else None
+        if not isinstance(name, str) or not NAME.match(name):
+            raise ToolError(f'invalid skill name "{name}"')
+        service = getattr(agent, "skills", None) or SkillService(agent)
+        skill = service.find(name)
+        if skill is None:
+            raise ToolError(f'skill "{name}" is unknown or no longer available')
+        if not skill.model_invocable:
+            raise ToolError(f'skill "{name}" is not available for model invocation')
+        try:
+            body = skill.body()
+        except (OSError, UnicodeDecodeError, SkillFormatError):
+            raise ToolError(f'skill "{name}" is unknown or no longer available') from None
+        return {"name": skill.name, "provider": skill.source, "resourceBase": str(skill.base), "content": body}
+
+    def render(_args: Any, value: Any) -> list[dict]:
+        return [{"type": "text", "text": render_content(value["name"], value["resourceBase"], value["content"])}]
+
+    return ToolDefinition(name="skill", description=TOOL_DESCRIPTION, parameters=TOOL_PARAMETERS,
+                          execute=execute, render=render, access="read")
+
+
+def apply_skill_tool(ctx: Any) -> None:
+    ctx.tools.register(skill_tool(ctx._agent))
