@@ -62,16 +62,25 @@ async def _ws(s: Served, *, origin: str | None = None, token: str | None = None)
     return session, ws
 
 
-async def _first_screen(ws, needle: bytes, timeout: float = 60) -> bytes:
+async def _first_screen(ws, needle: bytes, timeout: float = 30) -> bytes:
     seen = b""
-    async with asyncio.timeout(timeout):
-        while needle not in seen:
-            msg = await ws.receive()
-            if msg.type == aiohttp.WSMsgType.BINARY:
-                seen += msg.data
-            elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
-                raise AssertionError(f"websocket closed before {needle!r}: {seen[-500:]!r}")
+    try:
+        async with asyncio.timeout(timeout):
+            while needle not in seen:
+                msg = await ws.receive()
+                if msg.type == aiohttp.WSMsgType.BINARY:
+                    seen += msg.data
+                elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
+                    raise AssertionError(f"websocket closed before {needle!r}: {_plain(seen)[-800:]!r}")
+    except TimeoutError:
+        raise AssertionError(f"never saw {needle!r}; the last output: {_plain(seen)[-800:]!r}") from None
     return seen
+
+
+def _plain(data: bytes) -> str:
+    import re
+
+    return re.sub(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]", b"", data).decode("utf-8", "replace")
 
 
 async def test_token_option_and_a_websocket_from_another_origin_is_refused(tmp_path):
@@ -207,3 +216,41 @@ def test_a_port_in_use_is_one_line():
     assert r.returncode == 1 and r.stdout == ""
     assert r.stderr.strip().splitlines() == [f"dsh-tui: cannot listen on 127.0.0.1:{port}: address already in use"] \
         or (len(r.stderr.splitlines()) == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr), r.stderr
+
+
+async def test_closing_the_websocket_mid_turn_closes_the_turn_in_the_log(tmp_path):
+    """The model is still streaming when the tab closes: the app quits, its harness ends the turn (aborted)
+    and the log on disk is valid, with no open turn and everything streamed so far."""
+    import json
+
+    from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+
+    ws_dir = tmp_path / "ws"
+    ws_dir.mkdir()
+    root = tmp_path / "sessions"
+    with ScriptServer() as model:
+        model.push(sse_reply(chunk("first words ", role="assistant"), chunk("still streaming"), 60.0,
+                             chunk(finish="stop"), end="stall"))
+        env = {"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": model.base_url}
+        with Served(["--port", "0", "--", "run", "--root", str(root)], cwd=ws_dir, env=env) as s:
+            session, ws = await _ws(s)
+            try:
+                await _first_screen(ws, b"sk the agent")  # (the A is under the cursor: styled apart)
+                assert s.wait_log(lambda s: any(root.rglob("*")), timeout=60)  # the session is open
+                for key in "hello there\r":  # as xterm.js sends them, one by one
+                    await ws.send_json(["stdin", key])
+                await _first_screen(ws, b"still streaming")
+                pid = s.started()[0]
+            finally:
+                await ws.close()
+                await session.close()
+            assert s.wait_log(lambda s: pid in s.ended()), s.log()
+            assert s.ended()[pid] == "0" and gone(pid)
+    logs = [p for p in root.rglob("session.jsonl*") if p.is_file()]
+    check = subprocess.run([str(DSH_TUI), "log", "check", str(logs[0])], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and json.loads(check.stdout)["open_turn"] is False, check
+    cat = subprocess.run([str(DSH_TUI), "log", "cat", str(logs[0])], capture_output=True, text=True, timeout=60)
+    events = [json.loads(line) for line in cat.stdout.splitlines()]
+    assert events[-1]["type"] == "turn/end" and events[-1]["data"]["reason"]["kind"] == "aborted", events[-1]
+    streamed = "".join(e["data"]["chunk"].get("text", "") for e in events if e["type"] == "assistant/chunk")
+    assert streamed == "first words still streaming"
