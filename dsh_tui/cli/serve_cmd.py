@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from dsh_tui.session.errors import DshError, UsageError
 
     if importlib.util.find_spec("textual_serve") is None:
-        raise DshError("dsh-tui serve needs textual-serve: pip install 'dsh-tui[web]'")
+        raise DshError("serve needs textual-serve: pip install 'dsh-tui[web]'")
     command = app_command(args)
     token = args.token if args.token is not None else secrets.token_urlsafe(24)
     require_text(token, "--token")

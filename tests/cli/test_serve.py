@@ -254,3 +254,16 @@ async def test_closing_the_websocket_mid_turn_closes_the_turn_in_the_log(tmp_pat
     assert events[-1]["type"] == "turn/end" and events[-1]["data"]["reason"]["kind"] == "aborted", events[-1]
     streamed = "".join(e["data"]["chunk"].get("text", "") for e in events if e["type"] == "assistant/chunk")
     assert streamed == "first words still streaming"
+
+
+def test_without_the_web_extra_it_says_what_to_install(monkeypatch, capsys):
+    import importlib.util
+
+    from dsh_tui.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "textual_serve" else real(name, *a))
+    assert main(["serve"]) == 1
+    err = capsys.readouterr().err
+    assert err == "dsh-tui: serve needs textual-serve: pip install 'dsh-tui[web]'\n"
