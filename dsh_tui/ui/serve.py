@@ -182,7 +182,7 @@ class DshServer(Server):
 
     async def _make_app(self) -> web.Application:
         app = web.Application(middlewares=[self._guard])
-        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path))
+        aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path), autoescape=True)
         app.add_routes([
             web.get("/", self.handle_index, name="index"),
             web.get("/ws", self.handle_websocket, name="websocket"),

@@ -267,3 +267,11 @@ def test_without_the_web_extra_it_says_what_to_install(monkeypatch, capsys):
     assert main(["serve"]) == 1
     err = capsys.readouterr().err
     assert err == "dsh-tui: serve needs textual-serve: pip install 'dsh-tui[web]'\n"
+
+
+def test_the_page_escapes_what_comes_from_the_request(tmp_path):
+    with Served(["--port", "0", "--root", str(tmp_path / "r")]) as s:
+        r = httpx.get(s.base + "/", params={"token": s.token}, headers={"Host": 'x"><script>alert(1)</script>'},
+                      timeout=10)
+        assert r.status_code in (200, 400)
+        assert "<script>alert(1)" not in r.text
