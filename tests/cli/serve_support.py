@@ -25,6 +25,7 @@ class Served:
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen[str] | None = None
         self.urls: list[str] = []
+        self.out: list[str] = []
         self._err: list[str] = []
         self._ready = threading.Event()
 
@@ -41,6 +42,7 @@ class Served:
     def _read_out(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
         for line in self.proc.stdout:
+            self.out.append(line)  # the URLs, then what an app that failed wrote (textual-serve relays it)
             if line.startswith("http"):
                 self.urls.append(line.strip())
                 self._ready.set()

@@ -62,6 +62,33 @@ def wait_screen(page: Any, *needles: str, timeout: float = 60.0) -> str:
     raise AssertionError(f"the browser never showed {needles!r}; it shows:\n{text}")
 
 
+REFUSED = "No session is open"
+
+
+def send_prompt(page: Any, text: str, attempts: int = 12) -> None:
+    """Type ``text`` in the chat's composer and send it, until the transcript shows it.
+
+    The chat paints before its session is open, and a prompt sent in between is refused ("No session is
+    open.", the composer cleared): a race of the chat itself, not of serve (reported). Each refusal is
+    waited out (its notice gone) and the prompt sent again; any other outcome fails."""
+    for _ in range(attempts):
+        page.keyboard.type(text)
+        page.keyboard.press("Enter")
+        end = time.monotonic() + 60
+        while time.monotonic() < end:
+            screen = screen_text(page)
+            if f"█ {text}" in screen:
+                return
+            if REFUSED in screen:
+                break
+            page.wait_for_timeout(50)
+        else:
+            raise AssertionError(f"the prompt never showed:\n{screen_text(page)}")
+        while REFUSED in screen_text(page) and time.monotonic() < end:
+            page.wait_for_timeout(100)
+    raise AssertionError(f"the prompt was refused {attempts} times:\n{screen_text(page)}")
+
+
 class ModelServer:
     """An OpenAI-compatible ``/chat/completions`` on 127.0.0.1 that answers by the request: a title request
     gets a title; a prompt asking to read a file gets a ``read`` tool call; after the tool result, the

@@ -14,7 +14,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from tests.cli.serve_support import Served  # noqa: E402
-from tests.ui.browser_support import ModelServer, launch, wait_screen  # noqa: E402
+from tests.ui.browser_support import ModelServer, launch, send_prompt, wait_screen  # noqa: E402
 
 
 def main() -> None:
@@ -39,10 +39,9 @@ def main() -> None:
             page.set_viewport_size({"width": 1000, "height": 420})
             page.goto(served.url)
             wait_screen(page, "Ask the agent")
-            served.wait_log(lambda s: any(root.rglob("*")), timeout=60)
+            served.wait_log(lambda s: any(root.rglob("session.lock")), timeout=60)
             page.focus("textarea.xterm-helper-textarea")
-            page.keyboard.type("please read a.txt")
-            page.keyboard.press("Enter")
+            send_prompt(page, "please read a.txt")
             wait_screen(page, "The file says: MAGIC-4242")
             page.wait_for_timeout(500)
             page.screenshot(path=str(out))

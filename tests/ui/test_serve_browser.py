@@ -10,7 +10,7 @@ import subprocess
 from playwright.sync_api import sync_playwright
 
 from tests.cli.serve_support import DSH_TUI, Served, gone
-from tests.ui.browser_support import ModelServer, launch, wait_screen
+from tests.ui.browser_support import ModelServer, launch, send_prompt, wait_screen
 
 
 def test_the_served_app_in_chromium_runs_a_turn_and_closing_the_tab_ends_it(tmp_path):
@@ -29,12 +29,10 @@ def test_the_served_app_in_chromium_runs_a_turn_and_closing_the_tab_ends_it(tmp_
             wait_screen(page, "Ask the agent")
             assert len(served.started()) == 1
             pid = served.started()[0]
-            # the chat paints before its session is open (the model route resolves after the first
-            # frame); a prompt sent before then is refused ("No session is open."): wait for the session
-            assert served.wait_log(lambda s: any(root.rglob("*")), timeout=60), "the session never opened"
+            # the chat paints before its session is open (the model route resolves after the first frame)
+            assert served.wait_log(lambda s: any(root.rglob("session.lock")), timeout=60), "no session opened"
             page.focus("textarea.xterm-helper-textarea")  # xterm.js takes the keys here (as a click gives it)
-            page.keyboard.type("please read a.txt")
-            page.keyboard.press("Enter")
+            send_prompt(page, "please read a.txt")
             screen = wait_screen(page, "The file says: MAGIC-4242", "✓ read a.txt")  # the answer, the tool card
             lines = [line.strip() for line in screen.splitlines()]
             order = [lines.index(t) for t in ("█ please read a.txt", "✓ read a.txt", "The file says: MAGIC-4242")]
