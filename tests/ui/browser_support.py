@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import re
+import select
 import shutil
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -63,6 +65,7 @@ def wait_screen(page: Any, *needles: str, timeout: float = 60.0) -> str:
 
 
 REFUSED = "No session is open"
+STALL: Any = object()  # ends a scripted reply that never finishes
 
 
 def send_prompt(page: Any, text: str, attempts: int = 12) -> None:
@@ -92,7 +95,8 @@ def send_prompt(page: Any, text: str, attempts: int = 12) -> None:
 class ModelServer:
     """An OpenAI-compatible ``/chat/completions`` on 127.0.0.1 that answers by the request: a title request
     gets a title; a prompt asking to read a file gets a ``read`` tool call; after the tool result, the
-    answer quotes the ``MAGIC-<digits>`` word the tool result holds; anything else gets an echo."""
+    answer quotes the ``MAGIC-<digits>`` word the tool result holds; "keep streaming" gets two deltas and
+    then nothing, the stream left open; anything else gets an echo."""
 
     ANSWER = "The file says: "
 
@@ -110,13 +114,23 @@ class ModelServer:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
                 outer.requests.append(body)
                 events = outer.reply(body)
-                payload = b"".join(sse(e) for e in events) + DONE
+                stall = events[-1] is STALL
+                payload = b"".join(sse(e) for e in events if e is not STALL) + (b"" if stall else DONE)
                 self.send_response(200)
                 self.send_header("content-type", "text/event-stream")
-                self.send_header("content-length", str(len(payload)))
+                if not stall:
+                    self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+                self.wfile.flush()
+                if stall:  # the stream stays open, sending nothing more, until the client goes or we stop
+                    self.close_connection = True
+                    while not outer.stopping.wait(0.05):
+                        readable, _, _ = select.select([self.connection], [], [], 0)
+                        if readable and not self.connection.recv(1, socket.MSG_PEEK):
+                            return
 
+        self.stopping = threading.Event()
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -137,6 +151,8 @@ class ModelServer:
             text = self.ANSWER + (found.group(0) if found else "nothing I could find")
             return [chunk(text, role="assistant"), chunk(finish="stop"), chunk(no_choices=True, usage=usage)]
         prompts = json.dumps([m.get("content") for m in messages if m.get("role") == "user"])
+        if "keep streaming" in prompts:  # a stream that starts and never ends
+            return [chunk("first words ", role="assistant"), chunk("still streaming"), STALL]
         if "read a.txt" in prompts:
             call = tool_call(0, id="call_1", name="read", args=json.dumps({"file_path": "a.txt"}))
             return [chunk(role="assistant", tool_calls=[call]), chunk(finish="tool_calls"),
@@ -148,5 +164,6 @@ class ModelServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self.server.shutdown()
         self.server.server_close()

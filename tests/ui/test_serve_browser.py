@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 
 from playwright.sync_api import sync_playwright
 
 from tests.cli.serve_support import DSH_TUI, Served, gone
-from tests.ui.browser_support import ModelServer, launch, send_prompt, wait_screen
+from tests.ui.browser_support import ModelServer, launch, screen_text, send_prompt, wait_screen
 
 
 def test_the_served_app_in_chromium_runs_a_turn_and_closing_the_tab_ends_it(tmp_path):
@@ -38,7 +39,12 @@ def test_the_served_app_in_chromium_runs_a_turn_and_closing_the_tab_ends_it(tmp_
             order = [lines.index(t) for t in ("█ please read a.txt", "✓ read a.txt", "The file says: MAGIC-4242")]
             assert order == sorted(order), screen
             page.keyboard.press("Control+b")  # the session browser, listing this session
-            wait_screen(page, "This workspace", "please read a.txt")
+            wait_screen(page, "This workspace", "· 1 session")
+            # the row, once indexed, names the session by its first prompt (or its title, where titles are on)
+            end = time.monotonic() + 60
+            while not any(t in screen_text(page) for t in ("please read a.txt", "Served Title")):
+                assert time.monotonic() < end, screen_text(page)
+                page.wait_for_timeout(100)
             page.close()  # the tab closes
             assert served.wait_log(lambda s: pid in s.ended()), served.log()
             assert served.ended()[pid] == "0" and gone(pid) and served.children() == []
@@ -56,6 +62,7 @@ def test_the_served_app_in_chromium_runs_a_turn_and_closing_the_tab_ends_it(tmp_
     assert [e["seq"] for e in events] == list(range(len(events))) == list(range(report["events"]))
     types = [e["type"] for e in events]
     assert types.count("tool/call") == 1 and types.count("tool/result") == 1
-    assert events[-1]["type"] == "turn/end" and events[-1]["data"]["reason"] == {"kind": "completed"}
+    ends = [e for e in events if e["type"] == "turn/end"]  # (a session title may be written after it)
+    assert len(ends) == 1 and ends[0]["data"]["reason"] == {"kind": "completed"}, ends
     answer = [e for e in events if e["type"] == "assistant/message"][-1]["data"]["message"]["content"]
     assert answer == [{"type": "text", "text": "The file says: MAGIC-4242"}]
