@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "export": "dsh_tui.cli.export_cmd",
     "log": "dsh_tui.cli.log_cmd",
     "plugins": "dsh_tui.cli.plugins_cmd",
+    "serve": "dsh_tui.cli.serve_cmd",
 }
 
 # One-line help, kept here so ``--help`` does not import every command module.
@@ -41,6 +42,7 @@ SUMMARIES: dict[str, str] = {
     "export": "export a session as md, html or jsonl",
     "log": "low-level log tools: check, cat, messages, repair",
     "plugins": "list the plugins found, where from, loaded or failed (--json)",
+    "serve": "serve the app to a browser (loopback and a token; -- run / resume ID / demo)",
 }
 
 

@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.notifications import Notify
 from textual.screen import Screen
 
+from dsh_tui.ui import served
 from dsh_tui.ui.bridge import Bridge, Harness
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes
@@ -214,7 +215,7 @@ class DshApp(App):
         # background after the first paint, not in the middle of the first streamed code block.
         self.set_timer(1.0, lambda: self.run_worker(_prewarm_markdown, thread=True, group="prewarm",
                                                     description="prewarm markdown"))
-        keymap = self.settings.keymap()
+        keymap = served.keymap(self.settings.keymap())  # + the browser-safe keys under ``dsh-tui serve``
         if keymap:
             self.set_keymap(keymap)
         if self.resolve is not None:
@@ -262,6 +263,11 @@ class DshApp(App):
                 self.bridge.start(factory)
         elif hint:  # the browser is showing: say it once here
             self.notify(_untitled(hint), title=NO_MODEL, severity="warning", timeout=15, markup=False)
+
+    def push_screen(self, screen: Any, *args: Any, **kwargs: Any) -> Any:
+        if served.is_served() and getattr(screen, "HELP", None):
+            screen.HELP = served.help_text(screen.HELP)  # names the alternatives of the keys a browser keeps
+        return super().push_screen(screen, *args, **kwargs)
 
     def open_chat(self, factory: HarnessFactory | None, **kwargs: Any) -> ChatScreen:
         """Show the chat screen and start ``factory`` on the harness thread (None: no harness)."""

@@ -1,0 +1,286 @@
+"""``dsh-tui serve``: loopback by default, a token on every request, one app process per websocket, each
+ended when its websocket closes or the server stops. A real server process, real HTTP and websocket clients."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+import textwrap
+
+import aiohttp
+import httpx
+import pytest
+
+from tests.cli.serve_support import DSH_TUI, Served, gone, listening
+
+PATHS = ["/", "/ws", "/static/js/textual.js", "/static/css/xterm.css", "/download/abc"]
+
+
+def test_listens_on_loopback_only_and_refuses_every_request_without_the_token(tmp_path):
+    with Served(["--port", "0", "--root", str(tmp_path / "r")]) as s:
+        assert s.url.startswith(f"http://127.0.0.1:{s.port}/?token=") and len(s.token) >= 32
+        assert listening(s.port) == ["127.0.0.1"]
+        with httpx.Client(base_url=s.base, timeout=10) as client:
+            for path in PATHS:
+                for params in ({}, {"token": "wrong"}, {"token": ""}, {"token": s.token[:-1]}):
+                    r = client.get(path, params=params)
+                    assert r.status_code == 403, (path, params, r.status_code)
+                    assert "set-cookie" not in r.headers
+            with httpx.Client(base_url=s.base, timeout=10, cookies={f"dsh-tui-token-{s.port}": "wrong"}) as bad:
+                assert bad.get("/static/js/textual.js").status_code == 403
+            # a websocket upgrade without the token: 403 before anything starts
+            r = client.get("/ws", headers={"Connection": "Upgrade", "Upgrade": "websocket",
+                                           "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+            assert r.status_code == 403
+            assert s.started() == [] and s.children() == []
+
+            page = client.get("/", params={"token": s.token})
+            assert page.status_code == 200 and 'id="terminal"' in page.text
+            assert f"ws://127.0.0.1:{s.port}/ws" in page.text and "googleapis" not in page.text
+            cookie = page.headers["set-cookie"]
+            assert cookie.startswith(f"dsh-tui-token-{s.port}={s.token};")
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+            assert page.headers["referrer-policy"] == "no-referrer"
+            # the page's own files come with the cookie (a browser sends it; no token in their URLs)
+            with httpx.Client(base_url=s.base, timeout=10, cookies={f"dsh-tui-token-{s.port}": s.token}) as ok:
+                js = ok.get("/static/js/textual.js")
+            assert js.status_code == 200 and len(js.content) > 100_000
+        assert s.started() == []
+    assert "refused" in s.log()
+
+
+async def _ws(s: Served, *, origin: str | None = None, token: str | None = None):
+    session = aiohttp.ClientSession(cookies={f"dsh-tui-token-{s.port}": token or s.token})
+    headers = {"Origin": origin} if origin else {}
+    try:
+        ws = await session.ws_connect(f"ws://127.0.0.1:{s.port}/ws?width=100&height=30", headers=headers)
+    except BaseException:
+        await session.close()
+        raise
+    return session, ws
+
+
+async def _first_screen(ws, needle: bytes, timeout: float = 30, either: bytes | None = None) -> bytes:
+    seen = b""
+    try:
+        async with asyncio.timeout(timeout):
+            while needle not in seen and (either is None or either not in seen):
+                msg = await ws.receive()
+                if msg.type == aiohttp.WSMsgType.BINARY:
+                    seen += msg.data
+                elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
+                    raise AssertionError(f"websocket closed before {needle!r}: {_plain(seen)[-800:]!r}")
+    except TimeoutError:
+        raise AssertionError(f"never saw {needle!r}; the last output: {_plain(seen)[-800:]!r}") from None
+    return seen
+
+
+def _plain(data: bytes) -> str:
+    import re
+
+    return re.sub(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]", b"", data).decode("utf-8", "replace")
+
+
+async def test_token_option_and_a_websocket_from_another_origin_is_refused(tmp_path):
+    token = "a-token-of-my-own-1234"
+    with Served(["--port", "0", "--token", token, "--root", str(tmp_path / "r")]) as s:
+        assert s.token == token
+        with pytest.raises(aiohttp.WSServerHandshakeError) as err:
+            await _ws(s, origin="http://evil.example")
+        assert err.value.status == 403
+        with pytest.raises(aiohttp.WSServerHandshakeError) as err:
+            await _ws(s, token="not-the-token")
+        assert err.value.status == 403
+        assert s.started() == [] and s.children() == []
+        session, ws = await _ws(s, origin=f"http://127.0.0.1:{s.port}")  # the page's own origin
+        try:
+            await _first_screen(ws, b"Filter")
+            assert len(s.started()) == 1
+        finally:
+            await ws.close()
+            await session.close()
+        assert s.wait_log(lambda s: s.ended())
+
+
+async def test_each_websocket_gets_its_own_app_process_and_closing_it_ends_that_process(tmp_path):
+    with Served(["--port", "0", "--root", str(tmp_path / "r")]) as s:
+        one, ws1 = await _ws(s)
+        two, ws2 = await _ws(s)
+        try:
+            await _first_screen(ws1, b"Filter")
+            await _first_screen(ws2, b"Filter")
+            assert s.wait_log(lambda s: len(s.started()) == 2)
+            first, second = s.started()
+            assert first != second and sorted(s.children()) == sorted([first, second])
+            await ws1.close()  # the tab closes
+            assert s.wait_log(lambda s: first in s.ended()), s.log()
+            assert s.ended()[first] == "0" and gone(first)
+            assert not gone(second) and second not in s.ended()
+            await ws2.send_json(["stdin", "x"])  # the other app still answers
+            await _first_screen(ws2, b"x")
+        finally:
+            await ws1.close()
+            await one.close()
+        # the server stops (Ctrl+C / SIGTERM) with a tab still open: that app quits first
+        code = await asyncio.to_thread(s.stop)
+        await ws2.close()
+        await two.close()
+        assert code == 0, s.log()
+        assert s.ended().get(second) == "0" and gone(second)
+
+
+async def test_an_app_that_will_not_quit_is_terminated_with_its_process_group(tmp_path, monkeypatch):
+    """The quit packet is ignored, SIGTERM too: after the grace periods SIGKILL ends the app and what it
+    started in its process group (a tool's leftover child)."""
+    from textual_serve.download_manager import DownloadManager
+
+    from dsh_tui.ui import serve
+
+    monkeypatch.setattr(serve, "QUIT_GRACE_S", 0.5)
+    monkeypatch.setattr(serve, "TERM_GRACE_S", 0.5)
+    pidfile = tmp_path / "child.pid"
+    stubborn = textwrap.dedent(f"""
+        import signal, subprocess, sys, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+        open({str(pidfile)!r}, "w").write(str(child.pid))
+        sys.stdout.write("__GANGLION__\\n"); sys.stdout.flush()
+        time.sleep(600)
+    """)
+    sent: list[bytes] = []
+
+    async def write_bytes(data: bytes) -> None:
+        sent.append(data)
+
+    async def write_str(data: str) -> None:
+        pass
+
+    async def close() -> None:
+        pass
+
+    ended: list[int] = []
+    app = serve.ServedApp([sys.executable, "-c", stubborn], on_exit=lambda a: ended.append(a.pid),
+                          write_bytes=write_bytes, write_str=write_str, close=close,
+                          download_manager=DownloadManager())
+    await app.start(80, 24)
+    async with asyncio.timeout(30):
+        while not pidfile.exists() or not pidfile.read_text():
+            await asyncio.sleep(0.05)
+    child = int(pidfile.read_text())
+    await app.stop()
+    assert ended == [app.pid] and app._process.returncode == -9
+    async with asyncio.timeout(10):
+        while not gone(child):  # killed with the group; reaped by init once its parent is gone
+            await asyncio.sleep(0.05)
+    await app.stop()  # idempotent
+
+
+def test_another_host_warns_what_it_exposes(tmp_path):
+    with Served(["--host", "0.0.0.0", "--port", "0", "--root", str(tmp_path / "r")]) as s:
+        assert listening(s.port) == ["0.0.0.0"]
+        assert s.wait_log(lambda s: len(s.urls) == 2) and s.url.startswith("http://127.0.0.1:")
+        warning = s.log()
+        assert "warning: listening on 0.0.0.0, not on loopback" in warning
+        assert "can run shell commands on this machine" in warning and "plain HTTP" in warning
+        assert httpx.get(s.base + "/", timeout=10).status_code == 403
+
+
+def _refused(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(DSH_TUI), "serve", *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+@pytest.mark.parametrize(("args", "code", "words"), [
+    (["--", "sessions"], 2, "cannot serve `dsh-tui sessions`"),
+    (["--root", "/tmp", "--", "run"], 2, "--root before -- is for the browser"),
+    (["--token", ""], 2, "--token must be non-empty"),
+    (["--token", "two words"], 2, "--token must be non-empty"),
+    (["--", "run", "--headless", "hi"], 2, "cannot serve --headless"),
+    (["--", "resume", "--no-such-option"], 2, "unrecognized arguments: --no-such-option"),
+    (["--port", "70000"], 2, "port out of range"),
+])
+def test_refusals_are_one_line_and_start_nothing(args, code, words):
+    r = _refused(*args)
+    assert r.returncode == code, r
+    assert r.stdout == "" and len(r.stderr.splitlines()) == 1 and r.stderr.startswith("dsh-tui: "), r.stderr
+    assert words in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_port_in_use_is_one_line():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        r = _refused("--port", str(port))
+    assert r.returncode == 1 and r.stdout == ""
+    assert r.stderr.strip().splitlines() == [f"dsh-tui: cannot listen on 127.0.0.1:{port}: address already in use"] \
+        or (len(r.stderr.splitlines()) == 1 and f"cannot listen on 127.0.0.1:{port}" in r.stderr), r.stderr
+
+
+async def test_closing_the_websocket_mid_turn_closes_the_turn_in_the_log(tmp_path):
+    """The model is still streaming when the tab closes: the app quits, its harness ends the turn (aborted)
+    and the log on disk is valid, with no open turn and everything streamed so far."""
+    import json
+
+    from tests.ui.browser_support import ModelServer
+
+    ws_dir = tmp_path / "ws"
+    ws_dir.mkdir()
+    root = tmp_path / "sessions"
+    with ModelServer() as model:
+        env = {"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": model.base_url}
+        with Served(["--port", "0", "--", "run", "--root", str(root)], cwd=ws_dir, env=env) as s:
+            session, ws = await _ws(s)
+            try:
+                await _first_screen(ws, b"sk the agent")  # (the A is under the cursor: styled apart)
+                assert s.wait_log(lambda s: any(root.rglob("session.lock")), timeout=60)  # the session opens
+                await ws.send_json(["focus"])  # as the page does when its terminal takes the focus
+                deadline = asyncio.get_running_loop().time() + 120
+                while asyncio.get_running_loop().time() < deadline:
+                    for key in "keep streaming\r":  # as xterm.js sends them, one by one
+                        await ws.send_json(["stdin", key])
+                    # a prompt sent while the chat's session is still opening is refused (a race of the
+                    # chat, not of serve; see tests/ui/browser_support.send_prompt): send it again
+                    seen = await _first_screen(ws, b"still streaming", either=b"No session is open")
+                    if b"still streaming" in seen:
+                        break
+                    await asyncio.sleep(7)  # the refusal's notice (6 s) is gone: its repaints no longer count
+                else:
+                    raise AssertionError(f"the prompt was refused for 2 minutes: {_plain(seen)[-500:]!r}")
+                pid = s.started()[0]
+            finally:
+                await ws.close()
+                await session.close()
+            assert s.wait_log(lambda s: pid in s.ended()), s.log()
+            assert s.ended()[pid] == "0" and gone(pid)
+    logs = [p for p in root.rglob("session.jsonl*") if p.is_file()]
+    check = subprocess.run([str(DSH_TUI), "log", "check", str(logs[0])], capture_output=True, text=True, timeout=60)
+    assert check.returncode == 0 and json.loads(check.stdout)["open_turn"] is False, check
+    cat = subprocess.run([str(DSH_TUI), "log", "cat", str(logs[0])], capture_output=True, text=True, timeout=60)
+    events = [json.loads(line) for line in cat.stdout.splitlines()]
+    ends = [e for e in events if e["type"] == "turn/end"]  # (a session title may be written after it)
+    assert len(ends) == 1 and ends[0]["data"]["reason"]["kind"] == "aborted", ends
+    streamed = "".join(e["data"]["chunk"].get("text", "") for e in events if e["type"] == "assistant/chunk")
+    assert streamed == "first words still streaming"
+
+
+def test_without_the_web_extra_it_says_what_to_install(monkeypatch, capsys):
+    import importlib.util
+
+    from dsh_tui.cli import main
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "textual_serve" else real(name, *a))
+    assert main(["serve"]) == 1
+    err = capsys.readouterr().err
+    assert err == "dsh-tui: serve needs textual-serve: pip install 'dsh-tui[web]'\n"
+
+
+def test_the_page_escapes_what_comes_from_the_request(tmp_path):
+    with Served(["--port", "0", "--root", str(tmp_path / "r")]) as s:
+        r = httpx.get(s.base + "/", params={"token": s.token}, headers={"Host": 'x"><script>alert(1)</script>'},
+                      timeout=10)
+        assert r.status_code in (200, 400)
+        assert "<script>alert(1)" not in r.text
