@@ -541,7 +541,7 @@ restore first).
 
     def _index_done(self, rows: list[SessionRow]) -> None:
         # lineage and lock states are recomputed on the UI thread, so no paint sees them half-done
-        self.catalog._post_process(rows)
+        self.catalog.post_process(rows)
         self.indexing = None
         self._rebuild(keep_cursor=True)
 
