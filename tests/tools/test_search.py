@@ -267,7 +267,7 @@ async def test_grep_streams_large_files_and_named_groups(bench, monkeypatch):
     with open(big, "w") as fh:
         for i in range(50_000):
             fh.write(f"row {i}\n")
-    monkeypatch.setattr(search, "STREAM_MIN_BYTES", 64 * 1024)  # stream anything over 64 KiB
+    monkeypatch.setattr(search.grep, "STREAM_MIN_BYTES", 64 * 1024)  # stream anything over 64 KiB
     out = await bench.run("grep", {"pattern": r"^row (?<n>4999\d)$"})
     assert out.meta["total"] == 10
     assert out.meta["files"][0]["matches"][0] == {"lineNumber": 49_991, "line": "row 49990"}
@@ -279,7 +279,7 @@ async def test_grep_streams_large_files_and_named_groups(bench, monkeypatch):
 async def test_raw_output_cap(bench, monkeypatch):
     import dsh_tui.tools.search as search
 
-    monkeypatch.setattr(search, "RAW_OUTPUT_MAX_BYTES", 2_000)
+    monkeypatch.setattr(search.grep, "RAW_OUTPUT_MAX_BYTES", 2_000)
     put(bench.workspace, "many.txt", "hit\n" * 100)
     out = await bench.run("grep", {"pattern": "hit"})
     assert out.text == (
