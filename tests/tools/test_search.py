@@ -279,7 +279,7 @@ async def test_grep_streams_large_files_and_named_groups(bench, monkeypatch):
 async def test_raw_output_cap(bench, monkeypatch):
     import dsh_tui.tools.search as search
 
-    monkeypatch.setattr(search.grep, "RAW_OUTPUT_MAX_BYTES", 2_000)
+    monkeypatch.setattr(search.walk, "RAW_OUTPUT_MAX_BYTES", 2_000)
     put(bench.workspace, "many.txt", "hit\n" * 100)
     out = await bench.run("grep", {"pattern": "hit"})
     assert out.text == (
