@@ -20,9 +20,9 @@ from typing import Any
 
 import orjson
 
-from .errors import SessionCorruptionError
-from .events import REASONING_CHUNKS, ROW_TAGS, TEXT_CHUNKS, TOOL_CALL_CHUNKS
-from .jsonutil import MAX_SAFE_INTEGER, dumps
+from dsh_tui.session.errors import SessionCorruptionError
+from dsh_tui.session.events import REASONING_CHUNKS, ROW_TAGS, TEXT_CHUNKS, TOOL_CALL_CHUNKS
+from dsh_tui.session.jsonutil import MAX_SAFE_INTEGER, dumps
 
 _encode_str = json.encoder.encode_basestring  # == dumps(str) for text without surrogates
 _orjson_dumps = orjson.dumps
