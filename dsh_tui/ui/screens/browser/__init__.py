@@ -1,5 +1,11 @@
-"""The session browser (see :mod:`dsh_tui.ui.screens.browser.screen`); this package re-exports its names."""
+"""The session browser: :mod:`.screen` (:class:`BrowserScreen`), :mod:`.footer` (the keys line),
+:mod:`.lineage` (forks under their parent). This package re-exports the names other modules import."""
 
 from __future__ import annotations
 
-from .screen import BrowserCommands, BrowserScreen, ChoiceModal, ConfirmModal, KeysFooter, TextModal  # noqa: F401
+from dsh_tui.ui.screens.modals import ChoiceModal, ConfirmModal, TextModal
+
+from .footer import KeysFooter
+from .screen import BrowserCommands, BrowserScreen
+
+__all__ = ["BrowserScreen", "BrowserCommands", "KeysFooter", "ChoiceModal", "ConfirmModal", "TextModal"]
