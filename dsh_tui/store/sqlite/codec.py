@@ -10,6 +10,8 @@ from typing import Any
 
 import zstandard
 
+from dsh_tui.session.headers import header_in_order
+
 TEXT_LIMIT = 4096
 ZSTD_LEVEL = 3
 PACK_MAX_MEMBERS = 1024
@@ -199,17 +201,8 @@ def header_to_row(h: dict) -> tuple:
 
 
 def row_to_header(r: tuple) -> dict:
+    """The header of a ``sessions`` row (the stored version kept: loading refuses another one)."""
     sid, version, created_at, cwd, parent, seed_length, origin, depth, preset = r[:9]
-    h: dict = {"type": "session", "version": version, "id": sid, "createdAt": created_at}
-    if cwd is not None:
-        h["cwd"] = cwd
-    if parent is not None:
-        h["parentSession"] = parent
-    if seed_length is not None:
-        h["seedLength"] = seed_length
-    if origin is not None:
-        h["origin"] = origin
-    h["delegationDepth"] = depth if depth is not None else 0
-    if preset is not None:
-        h["agentPreset"] = preset
-    return h
+    return header_in_order(sid, created_at, version=version, cwd=cwd, parent_session=parent,
+                           seed_length=seed_length, origin=origin,
+                           delegation_depth=depth if depth is not None else 0, agent_preset=preset)
