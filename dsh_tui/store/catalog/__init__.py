@@ -56,7 +56,7 @@ from .index import (  # noqa: F401
 from .reader import (  # noqa: F401  # noqa: F401  (tests spy on the readers)
     _iter_raw,
     _iter_zstd,
-    read_header,
+    read_log_header,
 )
 from .rows import (  # noqa: F401
     BLANK,

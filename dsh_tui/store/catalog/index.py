@@ -58,7 +58,7 @@ from .reader import (
     _shown,
     _Unreadable,
     _utf8_name,
-    read_header,
+    read_log_header,
 )
 from .rows import (
     BLANK,
@@ -448,7 +448,7 @@ class Catalog:
             return row
         row = SessionRow(path=path, root=root, revision=rev, size=size)
         try:
-            h = read_header(path)
+            h = read_log_header(path)
         except (_Unreadable, OSError) as err:
             row.state, row.reason = UNREADABLE, str(err)
             return row
@@ -743,7 +743,7 @@ def _bad_name_row(path: str, root: str, rev: str, size: int) -> SessionRow:
     row = SessionRow(path=path, root=root, revision=rev, size=size, state=UNREADABLE, reason=_BAD_NAME,
                      indexed=True)
     with contextlib.suppress(_Unreadable, OSError):
-        _apply_header(row, read_header(path))
+        _apply_header(row, read_log_header(path))
     return row
 
 

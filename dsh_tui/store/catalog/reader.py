@@ -83,8 +83,10 @@ class _Unreadable(Exception):
     pass
 
 
-def read_header(path: str) -> dict:
-    """Only the header record (first line; zstd: first frame). Raises ``_Unreadable``."""
+def read_log_header(path: str) -> dict:
+    """Only the header record (first line; zstd: first frame), for a listing: raises ``_Unreadable`` with
+    the reason the browser shows. (:func:`dsh_tui.store.jsonl.read_header` is the store's, dsh's
+    ``list()`` rule: None for a header it skips.)"""
     with open(path, "rb") as f:
         it = _iter_zstd(f, 0) if path.endswith(".zstd") else _iter_raw(f, 0)
         for line, _ in it:
