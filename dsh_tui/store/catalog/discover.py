@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 RAW_NAME = "session.jsonl"
-SQLITE_DB = "sessions.sqlite"  # dsh's SQLite backend (store/sqlite.py) when present in a root
+SQLITE_DB = "sessions.sqlite"  # dsh's SQLite backend (store/sqlite/) when present in a root
 ZSTD_NAME = "session.jsonl.zstd"
 
 
