@@ -36,7 +36,7 @@ from .presentation import (
     render_grep,
 )
 from .tools import SEARCH_TIMEOUT_MS, glob_tool, grep_tool
-from .walk import RAW_OUTPUT_MAX_BYTES, _Budget  # noqa: F401
+from .walk import RAW_OUTPUT_MAX_BYTES, _Budget, _walk_files  # noqa: F401
 
 __all__ = [
     "glob_tool", "grep_tool", "compile_glob", "GlobRule", "GlobSyntaxError", "compile_rg_regex", "validate_include",

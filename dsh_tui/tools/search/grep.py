@@ -12,8 +12,9 @@ from typing import Any
 from dsh_tui.tools._common import plain_error, search_error
 from dsh_tui.tools.base import ToolContext
 
+from . import walk
 from .globs import _compile_user_glob
-from .walk import _Aborted, _aborted, _Budget, _check, _display, _search_root, _walk_files
+from .walk import _Aborted, _aborted, _Budget, _check, _display, _search_root
 
 GREP_MAX_LINE_BYTES = 2000
 STREAM_MIN_BYTES = 8 << 20
@@ -150,7 +151,7 @@ def _grep_blocking(
                 for number, line in _grep_file(root_abs, regex, budget, len(shown) + 100):
                     matches.append({"path": shown, "lineNumber": number, "line": line})
         else:
-            for rel, abs_path, st in _walk_files(root_abs, stop, deadline, respect_ignores=True):
+            for rel, abs_path, st in walk._walk_files(root_abs, stop, deadline, respect_ignores=True):
                 if include_rule is not None and not include_rule.regex.match(rel):
                     continue
                 shown = _display(raw, root_abs, rel, cwd)
