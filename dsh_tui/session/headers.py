@@ -26,6 +26,35 @@ def _is_neg_zero(v: Any) -> bool:
     return type(v) is float and v == 0 and math.copysign(1.0, v) < 0
 
 
+def header_in_order(
+    id: str,  # noqa: A002 - the dsh field name
+    created_at: Any,
+    *,
+    version: Any = SESSION_FORMAT_VERSION,
+    cwd: str | None = None,
+    parent_session: str | None = None,
+    seed_length: int | None = None,
+    origin: str | None = None,
+    delegation_depth: Any = 0,
+    agent_preset: str | None = None,
+) -> dict[str, Any]:
+    """A header dict in dsh's key order (absent optional fields left out, ``delegationDepth`` always
+    present), not validated: what a store read back is checked where it is loaded."""
+    h: dict[str, Any] = {"type": "session", "version": version, "id": id, "createdAt": created_at}
+    if cwd is not None:
+        h["cwd"] = cwd
+    if parent_session is not None:
+        h["parentSession"] = parent_session
+    if seed_length is not None:
+        h["seedLength"] = seed_length
+    if origin is not None:
+        h["origin"] = origin
+    h["delegationDepth"] = delegation_depth
+    if agent_preset is not None:
+        h["agentPreset"] = agent_preset
+    return h
+
+
 def make_header(
     id: str,  # noqa: A002 - the dsh field name
     *,
@@ -41,18 +70,8 @@ def make_header(
     ``created_at`` defaults to now (epoch milliseconds)."""
     if created_at is None:
         created_at = time.time_ns() // 1_000_000
-    h: dict[str, Any] = {"type": "session", "version": SESSION_FORMAT_VERSION, "id": id, "createdAt": created_at}
-    if cwd is not None:
-        h["cwd"] = cwd
-    if parent_session is not None:
-        h["parentSession"] = parent_session
-    if seed_length is not None:
-        h["seedLength"] = seed_length
-    if origin is not None:
-        h["origin"] = origin
-    h["delegationDepth"] = delegation_depth
-    if agent_preset is not None:
-        h["agentPreset"] = agent_preset
+    h = header_in_order(id, created_at, cwd=cwd, parent_session=parent_session, seed_length=seed_length,
+                        origin=origin, delegation_depth=delegation_depth, agent_preset=agent_preset)
     validate_header(h)
     return h
 

@@ -197,10 +197,11 @@ def fold_usage(events: list[dict[str, Any]], prices: dict[str, tuple[float, floa
     return fold
 
 
-def format_tokens(n: int) -> str:
-    """1234 -> '1.2k', 1234567 -> '1.23M'."""
+def format_tokens(n: int, *, m_digits: int = 2) -> str:
+    """1234 -> '1.2k', 1234567 -> '1.23M' (``m_digits`` decimals of millions: the browser's 6-cell token
+    column uses 1, '1.2M')."""
     if n < 1000:
         return str(n)
     if n < 1_000_000:
         return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.2f}M"
+    return f"{n / 1_000_000:.{m_digits}f}M"

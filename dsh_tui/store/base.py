@@ -9,6 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from dsh_tui.session.errors import DshError
+
+
+class StoreError(DshError):
+    """A store operation that cannot proceed (missing session, duplicate id, wrong seq...)."""
+
 
 @dataclass
 class LoadResult:
@@ -95,10 +101,3 @@ class SessionStore(Protocol):
     def exists(self, session_id: str) -> bool:
         """True if the id has a stored artifact (a pending, unmaterialized create does not count)."""
 
-
-def open_log_file(path: Path | str, mode: str = "auto") -> Any:
-    """Read an arbitrary log file (raw, zstd or the projected fixture form); see
-    :func:`dsh_tui.store.fixture.open_log_file` (``mode``: ``auto`` | ``strict`` | ``lenient``)."""
-    from dsh_tui.store.fixture import open_log_file as _open
-
-    return _open(path, mode)

@@ -80,6 +80,6 @@ def _row_of_file(path: Path) -> SessionRow:
 
 def store_for(row: SessionRow):
     """The store holding ``row`` (SQLite or JSONL, the encoding of its log)."""
-    from dsh_tui.store.catalog import _store_for
+    from dsh_tui.store.catalog import store_for
 
-    return _store_for(row)
+    return store_for(row)

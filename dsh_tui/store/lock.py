@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from dsh_tui.session.errors import DshError
+from dsh_tui.store.layout import encode_segment
 
 LOCK_NAME = "session.lock"
 
@@ -31,24 +32,9 @@ class SessionInUseError(DshError):
 
 
 def lock_file_name(session_id: str) -> str:
-    """A safe single path segment for an arbitrary id (dsh's encodeSegment rule) + ``.lock``."""
-    out = []
-    for unit in _utf16_units(session_id):
-        ch = chr(unit)
-        if unit < 128 and (ch.isalnum() or ch in "._-"):
-            out.append(ch)
-        else:
-            out.append(f"~{unit:04X}")
-    seg = "".join(out)
-    if seg in ("", ".", ".."):
-        seg = seg.replace(".", "~002E") or "~"
-    return seg + ".lock"
-
-
-def _utf16_units(s: str):
-    data = s.encode("utf-16-le", "surrogatepass")
-    for i in range(0, len(data), 2):
-        yield data[i] | (data[i + 1] << 8)
+    """A safe single path segment for an arbitrary id (dsh's encodeSegment rule, :func:`layout.encode_segment`)
+    + ``.lock``; the empty id, which has no segment, is ``~``."""
+    return (encode_segment(session_id) if session_id else "~") + ".lock"
 
 
 def _read_pid(fd: int) -> int | None:

@@ -56,3 +56,13 @@ def test_helpers():
     assert format_tokens(999) == "999" and format_tokens(1234) == "1.2k" and format_tokens(2_500_000) == "2.50M"
     assert cost_of(Usage(input=1_000_000), None) is None
     assert Usage().cache_percent() is None
+
+
+def test_one_token_format_for_the_status_line_and_the_browser_column():
+    """The browser's 6-cell column and the status line print tokens by the same rule, the column with one
+    decimal of millions."""
+    from dsh_tui.ui.widgets.sessionlist import SessionList  # noqa: F401  (the column's module imports it)
+
+    assert format_tokens(1_234_567) == "1.23M" and format_tokens(1_234_567, m_digits=1) == "1.2M"
+    assert format_tokens(12_345, m_digits=1) == "12.3k" and format_tokens(999, m_digits=1) == "999"
+

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import dsh_tui.store.catalog as mod
+import dsh_tui.store.catalog.index as mod
 from dsh_tui.store.catalog import COMPLETED, INDEXING, UNREADABLE, Catalog
 from tests.store.test_catalog_support import append_events, make_header, user_turn, write_session
 

@@ -480,7 +480,7 @@ def test_a_log_of_many_decode_batches_reads_whole_and_names_a_damaged_late_frame
     """Batches decode in a helper thread (the batch decoder needs each frame's content size: without it the
     frame-by-frame path reads the same); a damaged frame deep in the file is named by its offset."""
     monkeypatch.setattr(zstdframes, "BATCH_BYTES", 32 << 10)
-    monkeypatch.setattr(jsonl, "RAW_SLICE", 100_000)  # the file is read in slices that cut frames
+    monkeypatch.setattr(jsonl.decode, "RAW_SLICE", 100_000)  # the file is read in slices that cut frames
     data, events = _big_zstd_log(tmp_path, content_size)
     assert len(data) > 8 * zstdframes.BATCH_BYTES
     prefix = jsonl.scan_buffer(data, "zstd")

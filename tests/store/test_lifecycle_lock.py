@@ -68,4 +68,13 @@ def test_lock_file_names_are_single_safe_segments():
     assert lk.lock_file_name("session-1.a_b") == "session-1.a_b.lock"
     assert lk.lock_file_name("../x") == "..~002Fx.lock"
     assert lk.lock_file_name("..") == "~002E~002E.lock"
+
+
+@pytest.mark.parametrize("sid", ["s-1.a_b", "../x", ".", "..", "é", "\U0001F600x", "a\udc80b", "a b/c", "~", "\x00"])
+def test_a_lock_file_is_named_by_the_jsonl_segment_rule(sid):
+    """One encodeSegment rule: the SQLite lock name of an id is its JSONL directory segment + ``.lock``."""
+    from dsh_tui.store import layout
+
+    assert lk.lock_file_name(sid) == layout.encode_segment(sid) + ".lock"
+    assert lk.lock_file_name("") == "~.lock"  # the empty id has no segment
     assert lk.lock_file_name("é😀") == "~00E9~D83D~DE00.lock"

@@ -216,3 +216,16 @@ def test_row_last_seq_matches_the_decoder_on_good_and_damaged_rows():
         else:
             assert sq.row_last_seq(row) == want
     assert sq.row_last_seq(encoded[-1]) == 7 and sq.row_last_seq(encoded[0]) == 0
+
+
+def test_a_sessions_row_reads_back_as_the_header_make_header_builds():
+    """One header builder: the SQLite row mapping gives the dict (key order too) that make_header gives."""
+    from dsh_tui.session.headers import make_header
+
+    for kw in ({}, {"cwd": "/w", "parent_session": "p", "seed_length": 3, "origin": "subagent",
+                    "delegation_depth": 2, "agent_preset": "plan"}):
+        h = make_header("s1", created_at=5, **kw)
+        back = sq.row_to_header(sq.header_to_row(h))
+        assert back == h and list(back) == list(h)
+    assert sq.row_to_header(("s2", 7, 1, None, None, None, None, None, None))["version"] == 7  # kept for the refusal
+

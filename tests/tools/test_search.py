@@ -268,7 +268,7 @@ async def test_grep_streams_large_files_and_named_groups(bench, monkeypatch):
     with open(big, "w") as fh:
         for i in range(50_000):
             fh.write(f"row {i}\n")
-    monkeypatch.setattr(search, "STREAM_MIN_BYTES", 64 * 1024)  # stream anything over 64 KiB
+    monkeypatch.setattr(search.grep, "STREAM_MIN_BYTES", 64 * 1024)  # stream anything over 64 KiB
     out = await bench.run("grep", {"pattern": r"^row (?<n>4999\d)$"})
     assert out.meta["total"] == 10
     assert out.meta["files"][0]["matches"][0] == {"lineNumber": 49_991, "line": "row 49990"}
@@ -280,7 +280,7 @@ async def test_grep_streams_large_files_and_named_groups(bench, monkeypatch):
 async def test_raw_output_cap(bench, monkeypatch):
     import dsh_tui.tools.search as search
 
-    monkeypatch.setattr(search, "RAW_OUTPUT_MAX_BYTES", 2_000)
+    monkeypatch.setattr(search.walk, "RAW_OUTPUT_MAX_BYTES", 2_000)
     put(bench.workspace, "many.txt", "hit\n" * 100)
     out = await bench.run("grep", {"pattern": "hit"})
     assert out.text == (
@@ -297,19 +297,19 @@ async def test_raw_output_cap(bench, monkeypatch):
 @pytest.mark.parametrize("tool", ["grep", "glob"])
 async def test_walks_run_off_the_event_loop(bench, monkeypatch, tool):
     """The walk waits for the event loop to answer it: on the loop itself it would wait in vain."""
-    from dsh_tui.tools import search
+    from dsh_tui.tools.search import walk
 
     for i in range(40):
         put(bench.workspace, f"d{i % 4}/f{i}.txt", "needle\n" * 5)
     walking, loop_answered, answered_in_time = threading.Event(), threading.Event(), []
-    real = search._walk_files
+    real = walk._walk_files  # the one walk glob and grep both use
 
     def gated(*args, **kwargs):
         walking.set()
         answered_in_time.append(loop_answered.wait(10))
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(search, "_walk_files", gated)
+    monkeypatch.setattr(walk, "_walk_files", gated)
 
     async def answer():
         while not walking.is_set():

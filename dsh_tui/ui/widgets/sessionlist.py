@@ -25,6 +25,7 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from dsh_tui.session.stats import format_tokens
 from dsh_tui.store.catalog import SessionRow
 
 Spans = list[tuple[str, str]]  # (text, rich style string) pieces of one line
@@ -272,14 +273,6 @@ def ago(ms: int, now_ms: int) -> str:
     return _dt.datetime.fromtimestamp(ms / 1000, tz=_dt.UTC).strftime("%Y-%m-%d")
 
 
-def short_tokens(n: int) -> str:
-    if n < 1000:
-        return str(n)
-    if n < 1_000_000:
-        return f"{n / 1000:.1f}k"
-    return f"{n / 1_000_000:.1f}M"
-
-
 @dataclass
 class ListEntry:
     """One visible browser line: a session, with its lineage depth, or a content-search hit under it."""
@@ -345,7 +338,7 @@ class SessionList(LineList):
         state = r.state
         if r.id is not None and r.id == self.live_id and state == "open elsewhere":
             state = OPEN_HERE
-        right = f" {ago(r.updated_at, self.now_ms()):>5} {r.turns:>4}t {short_tokens(r.tokens):>6} "
+        right = f" {ago(r.updated_at, self.now_ms()):>5} {r.turns:>4}t {format_tokens(r.tokens, m_digits=1):>6} "
         label = STATE_LABEL.get(state, state)
         state_col = f"{label[:STATE_WIDTH]:<{STATE_WIDTH}} "
         room = max(1, width - len(right) - len(state_col))

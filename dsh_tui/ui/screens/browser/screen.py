@@ -3,6 +3,11 @@
 Rows come from a disk scan (cheap: stat + cached index rows); new or changed logs are indexed by a
 thread worker with its own SQLite connection while the list is already on screen ("indexing n/N").
 Content search runs in a worker too; a hit opens the session at the matching event.
+
+Over 500 lines for a reason: :class:`BrowserScreen` is one screen whose handlers (loading, the list,
+filter and search, open, fork, archive/trash) all read and write the same state (rows, scope, filter,
+selection, expanded parents). What is not that state lives beside it: the keys line (:mod:`.footer`),
+the lineage (:mod:`.lineage`) and the dialogs (:mod:`dsh_tui.ui.screens.modals`).
 """
 
 from __future__ import annotations
@@ -15,23 +20,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.cells import cell_len
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.command import DiscoveryHit, Hit, Hits, Provider
-from textual.containers import Vertical
 from textual.geometry import Size
 from textual.reactive import Reactive
-from textual.screen import ModalScreen, Screen
-from textual.widget import Widget
-from textual.widgets import Input, OptionList, Static
-from textual.widgets.option_list import Option
+from textual.screen import Screen
+from textual.widgets import Input, Static
 
 from dsh_tui.store import catalog as cat
 from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
+from dsh_tui.ui.screens.modals import ChoiceModal, ConfirmModal, TextModal
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
+
+from .footer import KeysFooter
+from .lineage import lineage
 
 _NO_WORKSPACE_STATES = (cat.UNREADABLE, cat.INDEXING)  # listed in every scope (workspace unknown yet)
 # per app: what the browser keeps between openings (scope, where the focus was, the selected session)
@@ -52,232 +57,6 @@ class FilterInput(Input):
     BINDINGS = [Binding("down", "screen.focus_list", "List", id="browser.list", show=False)]  # not a scroll
 
 
-class KeysFooter(Widget):
-    """The screen's keys on one line, drawn like Textual's ``Footer`` (key, description, the command
-    palette's key docked right behind a thin rule) by one widget.
-
-    Textual's footer is a container of one widget per key: styling, laying out and rendering those was
-    ~28 ms of the browser's first frame here (~85 M instructions), and it recomposed them whenever the
-    bindings were refreshed. This one reads the screen's active bindings when it renders, so its keys are
-    on the first frame and a change of keys is a repaint. A click on a key presses it (a disabled one
-    rings the bell); the key under the mouse is highlighted. Binding groups are drawn key by key."""
-
-    ALLOW_SELECT = False
-    COMPONENT_CLASSES = {"keys-footer--key", "keys-footer--description", "keys-footer--hover",
-                         "keys-footer--rule"}
-    DEFAULT_CSS = """
-    KeysFooter {
-        dock: bottom; height: 1; color: $footer-foreground; background: $footer-background;
-        & > .keys-footer--key { color: $footer-key-foreground; background: $footer-key-background;
-            text-style: bold; }
-        & > .keys-footer--description { color: $footer-description-foreground;
-            background: $footer-description-background; }
-        & > .keys-footer--hover { color: $footer-key-foreground; background: $block-hover-background; }
-        & > .keys-footer--rule { color: $foreground 20%; }
-    }
-    """
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._shown: tuple = ()
-        self._spans: list[tuple[int, int, Binding, bool]] = []  # (start, end, binding, enabled) per key
-        self._hover: int | None = None
-
-    def keys(self) -> tuple[list[tuple[Binding, bool, str, int]], tuple[Binding, bool, str] | None]:
-        """(the shown keys in order, each (binding, enabled, description, priority); the command
-        palette's binding or None).
-
-        A screen with ``footer_items()`` names its keys there, as (action, description, priority) for
-        where the focus is now; each is shown with the key it is bound to (a remapped key shows as
-        remapped) and only when an active binding runs it. Otherwise the bindings marked ``show``."""
-        active = self.screen.active_bindings
-        shown = []
-        items = getattr(self.screen, "footer_items", None)
-        if items is not None:
-            by_action: dict[str, tuple[Binding, bool]] = {}
-            for _node, binding, enabled, _tooltip in active.values():
-                by_action.setdefault(binding.action.rpartition(".")[2], (binding, enabled))
-            for action, description, priority in items():
-                found = by_action.get(action)
-                if found is not None:
-                    shown.append((found[0], found[1], description, priority))
-        else:
-            seen: set[str] = set()
-            for _node, binding, enabled, _tooltip in active.values():
-                if binding.show and binding.action not in seen:
-                    seen.add(binding.action)
-                    shown.append((binding, enabled, binding.description, 0))
-        palette = None
-        if self.app.ENABLE_COMMAND_PALETTE:
-            found = active.get(self.app.COMMAND_PALETTE_BINDING)
-            if found is not None:
-                palette = found[1:]
-        return shown, palette
-
-    def on_mount(self) -> None:
-        self.screen.bindings_updated_signal.subscribe(self, self._bindings_changed)
-
-    def on_unmount(self) -> None:
-        self.screen.bindings_updated_signal.unsubscribe(self)
-
-    def _bindings_changed(self, screen: Screen) -> None:
-        if self.is_attached and screen is self.screen and self.keys() != self._shown:
-            self.refresh()
-
-    def render(self) -> Text:
-        from rich.style import Style
-
-        shown, palette = self._shown = self.keys()
-        key_style = self.get_component_rich_style("keys-footer--key")
-        description_style = self.get_component_rich_style("keys-footer--description")
-        hover = Style(bgcolor=self.get_component_rich_style("keys-footer--hover").bgcolor)
-        base = self.rich_style
-        spans: list[tuple[int, int, Binding, bool]] = []
-
-        def item(text: Text, binding: Binding, enabled: bool, offset: int = 0, palette: bool = False,
-                 description: str = "") -> None:
-            start = text.cell_len
-            display = self.app.get_key_display(binding)
-            if palette:  # as Textual draws it: "^p palette" and one cell of padding
-                key = Text.assemble((display, key_style), (f" {binding.description}", description_style), " ")
-            else:
-                key = Text.assemble((f" {display} ", key_style), (f"{description} ", description_style))
-            if not enabled:
-                key.stylize("dim")
-            if self._hover == len(spans):
-                key.stylize(hover)
-            key.stylize_before(base)
-            text.append_text(key)
-            spans.append((offset + start, offset + text.cell_len, binding, enabled))
-
-        room = self.size.width
-        if palette is not None:
-            binding, enabled, _tooltip = palette
-            room = max(0, room - (cell_len(f"{self.app.get_key_display(binding)} {binding.description} ") + 1))
-        # Too many keys for the width: leave out the least important (the highest priority number; of
-        # equals, the last) until the rest fit whole.
-        widths = [cell_len(f" {self.app.get_key_display(b)} {d} ") for b, _e, d, _p in shown]
-        kept = list(range(len(shown)))
-        while kept and sum(widths[i] for i in kept) > room:
-            kept.remove(max(kept, key=lambda i: (shown[i][3], i)))
-        shown = [shown[i] for i in kept]
-        left = Text(no_wrap=True, overflow="crop")
-        for binding, enabled, description, _priority in shown:
-            item(left, binding, enabled, description=description)
-        right = Text(no_wrap=True, overflow="crop")
-        if palette is not None:
-            binding, enabled, _tooltip = palette
-            right.append("▏", self.get_component_rich_style("keys-footer--rule"))
-            item(right, binding, enabled, room, palette=True)
-        left.truncate(room, overflow="crop", pad=True)
-        # the left keys are cut at the palette's rule; the palette's key keeps its place at the right
-        self._spans = [span if i >= len(shown) else (span[0], min(span[1], room), span[2], span[3])
-                       for i, span in enumerate(spans)]
-        return Text.assemble(left, right, no_wrap=True, overflow="crop")
-
-    def _span_at(self, x: int) -> int | None:
-        for i, (start, end, _binding, _enabled) in enumerate(self._spans):
-            if start <= x < end:
-                return i
-        return None
-
-    def on_mouse_move(self, event: events.MouseMove) -> None:
-        hover = self._span_at(event.x)
-        if hover != self._hover:
-            self._hover = hover
-            self.refresh()
-
-    def on_leave(self, _event: events.Leave) -> None:
-        if self._hover is not None:
-            self._hover = None
-            self.refresh()
-
-    def on_mouse_down(self, event: events.MouseDown) -> None:
-        i = self._span_at(event.x)
-        if i is None:
-            return
-        _start, _end, binding, enabled = self._spans[i]
-        if enabled:
-            self.app.simulate_key(binding.key)
-        else:
-            self.app.bell()
-
-
-# -------------------------------------------------------------------------------------------------
-# Modals
-
-
-class ChoiceModal(ModalScreen[Any]):
-    """A titled list of choices; dismisses with the chosen value (None on Esc)."""
-
-    DEFAULT_CSS = """
-    ChoiceModal { align: center middle; }
-    ChoiceModal > Vertical { width: 80; max-width: 90%; height: auto; max-height: 80%;
-        border: thick $primary; background: $panel; padding: 0 1; }
-    ChoiceModal #title { text-style: bold; padding: 0 0 1 0; }
-    ChoiceModal OptionList { height: auto; max-height: 20; }
-    """
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
-
-    def __init__(self, title: str, choices: list[tuple[str, Any]]) -> None:
-        super().__init__()
-        self.title_text = title
-        self.choices = choices
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.title_text, id="title")
-            yield OptionList(*[Option(label, id=str(i)) for i, (label, _) in enumerate(self.choices)], id="choices")
-
-    def on_mount(self) -> None:
-        self.query_one(OptionList).focus()
-
-    @on(OptionList.OptionSelected)
-    def _chosen(self, event: OptionList.OptionSelected) -> None:
-        self.dismiss(self.choices[int(event.option.id or 0)][1])
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-class ConfirmModal(ChoiceModal):
-    def __init__(self, question: str, yes: str = "Yes") -> None:
-        super().__init__(question, [(yes, True), ("Cancel", False)])
-
-
-class TextModal(ModalScreen[str | None]):
-    """One line of text (rename)."""
-
-    DEFAULT_CSS = """
-    TextModal { align: center middle; }
-    TextModal > Vertical { width: 80; max-width: 90%; height: auto; border: thick $primary;
-        background: $panel; padding: 0 1; }
-    """
-    BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
-
-    def __init__(self, title: str, value: str = "") -> None:
-        super().__init__()
-        self.title_text = title
-        self.value = value
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Static(self.title_text)
-            yield Input(self.value, id="text")
-
-    def on_mount(self) -> None:
-        self.query_one(Input).focus()
-
-    @on(Input.Submitted)
-    def _submit(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
-
-
-# -------------------------------------------------------------------------------------------------
-# The screen
 
 
 def _live_harness(app: Any) -> Any:
@@ -541,7 +320,7 @@ restore first).
 
     def _index_done(self, rows: list[SessionRow]) -> None:
         # lineage and lock states are recomputed on the UI thread, so no paint sees them half-done
-        self.catalog._post_process(rows)
+        self.catalog.post_process(rows)
         self.indexing = None
         self._rebuild(keep_cursor=True)
 
@@ -633,46 +412,7 @@ restore first).
         return self._hay_cache[1]
 
     def _lineage(self, rows: list[SessionRow]) -> Sequence[ListEntry]:
-        """Forks under their parent (with the fork point); subagents only under an expanded parent.
-
-        Linear in the rows (this runs on every filter keystroke over up to ~10k rows)."""
-        present = {r.id for r in rows if r.id} if self._has_lineage else ()
-        by_parent: dict[str, list[SessionRow]] = {}
-        top: list[SessionRow] = []
-        ids = self._ids
-        for r in rows:
-            parent = r.parent
-            if parent is None:
-                top.append(r)
-            elif r.origin != "subagent":
-                if parent in present:
-                    by_parent.setdefault(parent, []).append(r)
-                else:
-                    top.append(r)
-            elif parent not in ids:
-                top.append(r)  # an orphan subagent session stays visible
-        for pid in self.expanded:
-            subs = [r for r in self.rows if r.parent == pid and r.origin == "subagent"]
-            if subs:
-                by_parent.setdefault(pid, []).extend(cat.sort_rows(subs))
-        if not by_parent:
-            return PlainEntries(top)  # no lineage to show: entries are made only when read
-        out: list[ListEntry] = []
-
-        def add(r: SessionRow, depth: int, seen: frozenset[str]) -> None:
-            fork = bool(depth) and r.origin != "subagent"
-            out.append(ListEntry(r, depth, fork_point=r.seed_length if fork else None,
-                                 fork_turn=r.fork_turn if fork else None))
-            children = by_parent.get(r.id) if r.id else None
-            if children:
-                seen = seen | {r.id}
-                for child in children:
-                    if child.id not in seen:
-                        add(child, depth + 1, seen)
-
-        for r in top:
-            add(r, 0, frozenset())
-        return out
+        return lineage(rows, self.rows, self.expanded, self._ids, has_lineage=self._has_lineage)
 
     def _search_entries(self) -> list[ListEntry]:
         scoped = {r.path: r for r in self._scoped(self.rows, self.scope_all)}

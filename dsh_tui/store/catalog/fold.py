@@ -1,0 +1,183 @@
+"""The per-log fold: the listing facts of one log (turns, tokens, title, first prompt, end state,
+searchable text), folded event by event. Incremental: its state is stored in the index."""
+
+from __future__ import annotations
+
+from dsh_tui.session.errors import SessionCorruptionError
+
+from .reader import _expand, _loads
+from .rows import one_line
+
+_MAX_TEXT = 20_000  # characters of one event kept for content search
+
+
+_CHUNK_PREFIX = b'{"type":"assistant/chunk","seq":'
+
+
+_PROMPT_CHARS = 200  # of the first prompt kept for the list (it is cut to the column anyway)
+
+
+# ---------------------------------------------------------------------------------------------
+# The per-log fold (incremental; its state is stored in the index)
+
+
+def _text_of(blocks, *, reasoning: bool = True) -> str:
+    parts = []
+    if not isinstance(blocks, list):
+        return ""
+    for b in blocks:
+        if not isinstance(b, dict):
+            continue
+        t = b.get("type")
+        if t == "text" or (reasoning and t == "reasoning"):
+            parts.append(str(b.get("text", "")))
+        elif t == "tool-call":
+            parts.append(f"{b.get('name', '')} {b.get('arguments', '')}")
+        elif t == "tool-result":
+            parts.append(_text_of(b.get("content")))
+    return "\n".join(p for p in parts if p)
+
+
+class _Fold:
+    """Listing facts of one log, folded event by event. ``state`` is a plain dict (stored as JSON)."""
+
+    FIELDS = {
+        "next_seq": 0, "line": 1, "open_turn": None, "open_step": None, "turns": 0, "steps": 0,
+        "title": None, "title_source": None, "prompt": None, "last_turn": None, "last_end": None,
+        "fork_turn": None, "updated_at": 0, "last_time": 0,
+        "tin": 0, "tout": 0, "tcache": 0, "treason": 0, "step_usage": False,
+        "preset": None, "problem": None, "problem_line": None, "corrupt": None,
+    }
+
+    def __init__(self, state: dict | None, header: dict, known: frozenset[str] | None) -> None:
+        self.s = dict(self.FIELDS)
+        if state:
+            self.s.update(state)
+        else:
+            ca = header.get("createdAt")
+            self.s["updated_at"] = ca if isinstance(ca, int) else 0
+        self.known = known
+        self.texts: list[tuple[int, str, str]] = []
+
+    def line(self, raw: bytes) -> None:
+        s = self.s
+        s["line"] += 1
+        if s["problem"] is not None:
+            # Past the first problem: only look for a committed turn/end (=> corruption).
+            if s["corrupt"] is None and b'"turn/end"' in raw:
+                s["corrupt"] = s["problem"]
+            return
+        if raw.startswith(_CHUNK_PREFIX) and b'"usage"' not in raw and raw.endswith(b"}"):
+            # Fast path for the bulk of a log (dsh writes type, seq first): a streamed delta only
+            # advances the seq; nothing in it is listed or searched.
+            end = raw.find(b",", len(_CHUNK_PREFIX))
+            digits = raw[len(_CHUNK_PREFIX):end]
+            if digits.isdigit() and int(digits) == s["next_seq"]:
+                s["next_seq"] += 1
+                return
+        try:
+            obj = _loads(raw)
+        except (ValueError, RecursionError):
+            s["problem"] = f"unparsable line {s['line']}"
+            return
+        if not isinstance(obj, dict):
+            s["problem"] = f"line {s['line']} is not an event"
+            return
+        try:
+            events = _expand(obj)
+        except (KeyError, TypeError, IndexError, SessionCorruptionError):
+            s["problem"] = f"malformed packed row at line {s['line']}"
+            return
+        for ev in events:
+            seq = ev.get("seq")
+            if seq != s["next_seq"]:
+                s["problem"] = f"seq gap at line {s['line']} (expected {s['next_seq']}, got {seq})"
+                return
+            t = ev.get("type")
+            if self.known is not None and t not in self.known and ev.get("ignorable") is not True:
+                s["problem"] = f"written by a newer harness (unknown event type {t!r} at line {s['line']})"
+                s["corrupt"] = s["problem"]
+                return
+            s["next_seq"] += 1
+            self.event(ev)
+
+    def event(self, ev: dict) -> None:
+        s = self.s
+        t = ev.get("type")
+        d = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        seq = ev["seq"]
+        time = ev.get("time") if isinstance(ev.get("time"), int) else 0
+        s["last_time"] = max(s["last_time"], time)
+        if t == "assistant/chunk":
+            chunk = d.get("chunk") or {}
+            if chunk.get("type") == "usage":
+                self._usage(chunk.get("usage"))
+                s["step_usage"] = True
+            return
+        if t == "turn/start":
+            s["open_turn"] = d.get("turn")
+            s["turns"] += 1
+        elif t == "turn/end":
+            s["open_turn"] = None
+            s["open_step"] = None
+            s["last_turn"] = d.get("turn")
+            reason = d.get("reason")
+            kind = reason.get("kind") if isinstance(reason, dict) else reason
+            s["last_end"] = kind if isinstance(kind, str) else None
+        elif t == "step/start":
+            s["open_step"] = d.get("step")
+            s["steps"] += 1
+            s["step_usage"] = False
+        elif t == "step/end":
+            s["open_step"] = None
+        elif t == "user/message":
+            src = d.get("source") or {}
+            text = _text_of(d.get("content"))
+            if src.get("kind") == "user":
+                s["updated_at"] = max(s["updated_at"], time)
+                self._text(seq, "user", text)
+                if s["prompt"] is None:
+                    s["prompt"] = one_line(_text_of(d.get("content"), reasoning=False))[:_PROMPT_CHARS] or None
+            elif src.get("kind") == "tool":
+                self._text(seq, "tool", text)
+            else:
+                self._text(seq, "context", text)
+        elif t == "assistant/message":
+            msg = d.get("message") or {}
+            self._text(seq, "assistant", _text_of(msg.get("content")))
+            if not s["step_usage"] and isinstance(d.get("usage"), dict):
+                self._usage(d["usage"])
+        elif t == "tool/call":
+            self._text(seq, "tool-call", f"{d.get('name', '')} {d.get('arguments', '')}")
+        elif t == "tool/result":
+            msg = d.get("message") or {}
+            self._text(seq, "tool", _text_of(msg.get("content")))
+        elif t == "session/title":
+            if isinstance(d.get("title"), str):
+                s["title"] = d["title"]
+                s["title_source"] = (d.get("source") or {}).get("kind")
+        elif t == "session/end-seed":
+            if s["fork_turn"] is None and isinstance(s["last_turn"], int):
+                s["fork_turn"] = s["last_turn"]
+        elif t == "agent-preset/selected":
+            s["preset"] = d.get("agentPreset")
+
+    def _usage(self, u) -> None:
+        if not isinstance(u, dict):
+            return
+        s = self.s
+        s["tin"] += _int(u.get("inputTokens"))
+        s["tout"] += _int(u.get("outputTokens"))
+        s["tcache"] += _int(u.get("cacheReadTokens")) + _int(u.get("cacheWriteTokens"))
+        s["treason"] += _int(u.get("reasoningTokens"))
+
+    def _text(self, seq: int, kind: str, text: str) -> None:
+        if text:
+            text = text[:_MAX_TEXT]
+            if "\x02" in text or "\x03" in text:  # the search snippet's markers
+                text = text.replace("\x02", "").replace("\x03", "")
+            self.texts.append((seq, kind, text))
+
+
+def _int(v) -> int:
+    return v if isinstance(v, int) and not isinstance(v, bool) else 0
