@@ -147,10 +147,12 @@ def skill_roots(cwd: Path, custom_dirs: Iterable[str] = (), env: Mapping[str, st
     return roots
 
 
-def discover(cwd: Path, custom_dirs: Iterable[str] = (), env: Mapping[str, str] | None = None) -> list[Skill]:
-    """Every valid skill that wins its name, sorted by name. Invalid files are skipped."""
+def discover(cwd: Path, custom_dirs: Iterable[str] = (), env: Mapping[str, str] | None = None,
+             roots: list[tuple[int, str, Path]] | None = None) -> list[Skill]:
+    """Every valid skill that wins its name, sorted by name. Invalid files are skipped. ``roots``: the
+    result of ``skill_roots`` when the caller keeps it (it walks up to the project root)."""
     found: dict[str, Skill] = {}
-    for rank, source, root in skill_roots(cwd, custom_dirs, env):
+    for rank, source, root in (roots if roots is not None else skill_roots(cwd, custom_dirs, env)):
         try:
             entries = sorted(os.scandir(root), key=lambda e: e.name)
         except OSError:
@@ -242,26 +244,53 @@ class SkillService:
     def __init__(self, agent: Any, custom_dirs: Iterable[str] = ()) -> None:
         self.agent = agent
         self.custom_dirs = tuple(custom_dirs)
+        self._roots_key: tuple | None = None
+        self._roots: list[tuple[int, str, Path]] = []
+        self._cursor = 0  # events looked at by _catalog_state
+        self._ever = False  # a catalog was published in this session
+        self._visible: list[dict] | None = None  # the newest visible catalog's entries
 
     def discover(self) -> list[Skill]:
-        return discover(Path(self.agent.config.cwd), self.custom_dirs)
+        # the roots (a walk up to the project root and the home directories) are worked out once per cwd
+        # and environment; the skill folders themselves are read at every step, as dsh does
+        cwd = Path(self.agent.config.cwd)
+        key = (cwd, os.environ.get("DSH_HOME"), os.environ.get("DSH_AGENTS_HOME"),
+               os.environ.get("DSH_BUNDLED_SKILL_DIR"), os.environ.get("HOME"))
+        if key != self._roots_key:
+            self._roots_key, self._roots = key, skill_roots(cwd, self.custom_dirs)
+        return discover(cwd, self.custom_dirs, roots=self._roots)
 
     def find(self, name: str) -> Skill | None:
         return next((s for s in self.discover() if s.name == name), None)
 
     def _catalog_state(self) -> tuple[list[dict] | None, bool]:
-        """(entries of the newest visible catalog or None, whether any catalog was ever published)."""
-        visible = None
-        for m in reversed(self.agent.session.messages_view()):
-            src = m.get("source") if isinstance(m, dict) else None
-            if isinstance(src, dict) and src.get("kind") == "skill-catalog":
-                visible = list(src.get("entries") or [])
-                break
-        if visible is not None:
-            return visible, True
-        ever = any(e["type"] == "user/message" and isinstance(e["data"].get("source"), dict)
-                   and e["data"]["source"].get("kind") == "skill-catalog" for e in self.agent.session.events)
-        return None, ever
+        """(entries of the newest visible catalog or None, whether any catalog was ever published).
+
+        Incremental: only the events appended since the last call are looked at (a per-step rescan of the
+        history made every step's cost grow with the session). A surface rewrite (compaction) may hide the
+        catalog: then the visible messages are searched once again."""
+        events = self.agent.session.events
+        n = len(events)
+        rewritten = False
+        for i in range(self._cursor, n):
+            e = events[i]
+            op = e.get("surfaceOp")
+            if op is not None and op != "append":
+                rewritten = True
+            if e["type"] == "user/message":
+                src = e["data"].get("source")
+                if isinstance(src, dict) and src.get("kind") == "skill-catalog":
+                    self._ever = True
+                    self._visible = list(src.get("entries") or [])
+        self._cursor = n
+        if rewritten:
+            self._visible = None
+            for m in reversed(self.agent.session.messages_view()):
+                src = m.get("source") if isinstance(m, dict) else None
+                if isinstance(src, dict) and src.get("kind") == "skill-catalog":
+                    self._visible = list(src.get("entries") or [])
+                    break
+        return self._visible, self._ever
 
     def entering(self, claimed: list[dict]) -> list[dict]:
         """The catalog message (when it changed) and the user's ``/name`` invocations for this step."""

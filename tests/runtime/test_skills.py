@@ -228,3 +228,34 @@ async def test_file_reference_section_while_read_is_visible(tmp_path):
     bare = make_agent([text("ok")], tmp_path=tmp_path)
     await _turn(bare, "hi")
     assert SECTION_TEXT not in (of_type(bare, "request/header")[0]["data"]["header"].get("system") or "")
+
+
+def test_the_catalog_state_looks_only_at_new_events():
+    """Each step looked at the whole history for the newest catalog (a step's cost grew with the session:
+    5,000 steps took minutes); now only the events appended since the last step are read."""
+    import types
+
+    from dsh_tui.runtime.skills import SkillService
+
+    class Counting(list):
+        reads = 0
+
+        def __getitem__(self, i):
+            Counting.reads += 1
+            return list.__getitem__(self, i)
+
+    def msg(kind, entries=None):
+        src = {"kind": kind} if entries is None else {"kind": kind, "entries": entries}
+        return {"type": "user/message", "data": {"source": src}, "surfaceOp": "append"}
+
+    events = Counting([msg("user") for _ in range(1000)] + [msg("skill-catalog", [{"name": "a"}])])
+    session = types.SimpleNamespace(events=events, messages_view=lambda: [])
+    service = SkillService(types.SimpleNamespace(session=session, config=types.SimpleNamespace(cwd="/")))
+    assert service._catalog_state() == ([{"name": "a"}], True)
+    Counting.reads = 0
+    events.extend([msg("user"), msg("user")])
+    assert service._catalog_state() == ([{"name": "a"}], True)
+    assert Counting.reads == 2
+    # a surface rewrite (compaction) may hide the catalog: the visible messages decide again
+    events.append({"type": "compaction/end", "data": {}, "surfaceOp": {"kind": "replace"}})
+    assert service._catalog_state() == (None, True)
