@@ -7,9 +7,10 @@
 2. One step streaming CHUNKS (default 50,000) one-character deltas, with and without one ``llm/stream``
    pass-through wrapper (target: <= 2 us per chunk).
 Rounds alternate the variants (ROUNDS, default 5) and report medians; the check is off (no invariant).
-3. ``--startup RUNS``: ``dsh-tui run`` (the chat, a key set so the harness opens and the plugins load) to its
+3. ``--startup RUNS [--instructions]``: ``dsh-tui run`` (the chat, a key set so the harness opens and the plugins load) to its
    first paint with 5 plugins configured in settings.toml vs none, RUNS fresh processes each, interleaved
-   (target: within 10 ms). Uses the frame log of ``bench_ui_long.py``.
+   (target: within 10 ms). Uses the frame log of ``bench_ui_long.py``; ``--instructions`` counts
+   instructions to the first frame under callgrind instead (one run each, repeatable).
 """
 
 from __future__ import annotations
@@ -111,7 +112,7 @@ async def main_async(steps: int, chunks: int, rounds: int) -> None:
           f"{med(wrapped) * 1000:.0f} ms: {per_chunk:+.2f} us/chunk (target <= 2 us)")
 
 
-def startup(runs: int) -> None:
+def startup(runs: int, instructions: bool = False) -> None:
     import os
     import tempfile
     from pathlib import Path
@@ -140,6 +141,23 @@ def startup(runs: int) -> None:
         return env
 
     ui.child_env = child_env
+    if instructions:  # callgrind: instructions to the first frame (repeatable, unlike times here)
+        import subprocess
+
+        counts = {}
+        for name in ("none", "5 plugins"):
+            (config / "settings.toml").write_text(settings if name != "none" else "")
+            env = {**ui.child_env(), "DSH_BENCH_FIRST_FRAME_EXIT": "1", "PYTHONHASHSEED": "0"}
+            proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
+                                   ui.__file__, "--child", "cli", "0.0", "run"], capture_output=True, text=True,
+                                  env=env, timeout=900)
+            found = [line for line in proc.stderr.splitlines() if "Collected" in line]
+            if not found:
+                raise RuntimeError(f"callgrind run failed:\n{proc.stderr[-2000:]}")
+            counts[name] = int(found[-1].split()[-1]) / 1e6
+        print(f"dsh-tui run to its first frame (callgrind): no plugins {counts['none']:.1f} M instructions, "
+              f"5 plugins configured {counts['5 plugins']:.1f} M ({counts['5 plugins'] - counts['none']:+.1f} M)")
+        return
     firsts: dict[str, list[float]] = {"none": [], "5 plugins": []}
     for _ in range(runs):
         for name in firsts:
@@ -155,7 +173,7 @@ def startup(runs: int) -> None:
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--startup"]:
-        startup(int(argv[1]) if len(argv) > 1 else 9)
+        startup(int(argv[1]) if len(argv) > 1 and argv[1].isdigit() else 9, instructions="--instructions" in argv)
         return
     steps = int(argv[0]) if argv else 5000
     chunks = int(argv[1]) if len(argv) > 1 else 50_000
