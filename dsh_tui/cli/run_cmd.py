@@ -75,6 +75,8 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
 
     host = await AgentHost.open(HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider, model=model,
                                          preset=preset))
+    if hasattr(provider, "root_idle"):  # a recorded scenario directory: children settle as dsh recorded
+        provider.root_idle = host.agent.wait_idle
     try:
         result = await host.run_turn(prompt, settle=True)
     finally:

@@ -62,6 +62,6 @@ def redact_url(url: str) -> str:
     query = parts.query
     if query:
         query = "&".join(
-            (kv.split("=", 1)[0] + "=" + REDACTED) if "=" in kv else kv for kv in query.split("&")
+            (kv.partition("=")[0] + "=" + REDACTED) if "=" in kv else kv for kv in query.split("&")
         )
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))

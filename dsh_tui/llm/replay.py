@@ -178,6 +178,10 @@ class ReplayProvider:
         return self._retry_policy
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        hold = getattr(self, "_hold_last", None)
+        if hold is not None and getattr(hold, "root_idle", None) is not None and (request.get("purpose") or "turn") \
+                == "turn" and self.served >= sum(1 for a in self.attempts if a["purpose"] == "turn") - 1:
+            await hold.root_idle()
         self.requests.append(request)
         purpose = request.get("purpose") or "turn"
         if purpose == "session-title":
@@ -245,6 +249,37 @@ def _own_events(events: list[dict]) -> list[dict]:
     return events
 
 
+def _settlement_starts_a_turn(events: list[dict]) -> bool:
+    """Whether a subagent settlement notice in this root recording started a turn of its own (the parent
+    was idle when it arrived) rather than entering a running one."""
+    last = None
+    for e in events:
+        t = e.get("type")
+        if t in ("turn/start", "turn/end"):
+            last = t
+        elif t == "user/message":
+            src = (e.get("data") or {}).get("source")
+            if isinstance(src, dict) and src.get("kind") == "subagent-settled":
+                return last == "turn/start" and _first_message_of_turn(events, e)
+    return False
+
+
+def _first_message_of_turn(events: list[dict], message: dict) -> bool:
+    """``message`` is the first user/message after the latest turn/start before it (the turn's opener)."""
+    opener = None
+    for e in events:
+        if e is message:
+            return opener is None
+        t = e.get("type")
+        if t == "turn/start":
+            opener = None
+        elif t == "user/message" and opener is None:
+            src = (e.get("data") or {}).get("source")
+            if not (isinstance(src, dict) and src.get("kind") == "subagent-settled"):
+                opener = e
+    return False
+
+
 class ScenarioReplay(ReplayProvider):
     """The root's provider for a recorded scenario directory (``run --replay DIR``): each subagent child
     (``child_provider``, in creation order across the whole tree) replays its own recording.
@@ -256,6 +291,8 @@ class ScenarioReplay(ReplayProvider):
         provider = cls.from_file(root, cwd=cwd, **kwargs)
         provider._child_logs = child_logs
         provider._tree = {"next": 0, "ids": []}
+        provider._notices_start_turns = _settlement_starts_a_turn(read_log_events(root)[1])
+        provider.root_idle = None  # set by the runner: ``async () -> None`` that returns once the root is idle
         return provider
 
     def child_provider(self, child_id: str) -> ReplayProvider:
@@ -272,6 +309,13 @@ class ScenarioReplay(ReplayProvider):
                 attempts = json.loads(json.dumps(attempts).replace("{{cwd}}", str(self.cwd)))
             child = ReplayProvider(attempts, name=self.recorded_route(events)[0] or self.name, cwd=self.cwd,
                                    context_window=self.context_window, retry_policy=self._retry_policy)
+            continuable = any(e["type"] == "subagent/descriptor" and (e.get("data") or {}).get("mode") == "continuable"
+                              for e in events)
+            if continuable and self._notices_start_turns:
+                # dsh recorded this background child settling while its parent was idle (the notice started
+                # a turn): its last reply waits for the root to be idle, so the replay takes the same path
+                # whatever the machine's timing (else the notice may land in the running turn as a steer)
+                child._hold_last = self
         child.child_provider = self.child_provider  # grandchildren continue the same creation order
         return child
 

@@ -159,6 +159,7 @@ async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
                        "session-title-llm": ({"maxOutputTokens": title["maxTokens"], **title["route"]} if title
                                              else {"enabled": False}),
                        "agent-instructions": {"dshHome": str(tmp / "dsh-home")}}))
+    provider.root_idle = host.agent.wait_idle  # background children settle as dsh recorded them
     agent = host.agent
     for ev in recorded:  # the ACP host's session configuration before the first prompt (e.g. sandbox/mode)
         if ev["type"] in ("sandbox/mode", "approval/policy"):
