@@ -926,8 +926,10 @@ class ChatScreen(Screen):
         if direction < 0:
             transcript.scroll_to(y=max(0, at - page), animate=False, immediate=True)
             return
-        if transcript.max_scroll_y - at <= page:
-            transcript.back_to_bottom()  # the last page: follow the stream again
+        # the last page follows the stream again; two rows of slack so that a layout change since the page
+        # up (a row mounted or removed above the transcript) does not leave the view a row short of the end
+        if transcript.max_scroll_y - at <= page + 2:
+            transcript.back_to_bottom()
         else:
             transcript.scroll_to(y=at + page, animate=False, immediate=True)
 
