@@ -1,4 +1,4 @@
-"""The agent host: the one place that resolves the model route, opens a session's store, builds the tools
+"""The agent host: the one place that opens a session's store, builds the tools
 and the agent, and closes them again.
 
 The app (``dsh_tui.ui.harness``), ``run --headless``, ``resume --headless`` and the demo all go through
@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dsh_tui.llm.route import credential_hint, model_route  # noqa: F401 - the host's model route
 from dsh_tui.runtime.prompt import DEFAULT_PERSONA
 
 # -------------------------------------------------------------------------------------------------
