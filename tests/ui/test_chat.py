@@ -239,7 +239,9 @@ async def test_rarely_shown_widgets_are_mounted_on_first_use_in_their_place(tmp_
 
     app = scripted_app(tmp_path, [scripted.text("ok")])
     async with app.run_test(size=(100, 30)) as pilot:
-        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        # attaching the session shows its (empty) plan: wait for it, or it can land after the plan this
+        # test shows and replace it (it did, once, in a CI run)
+        await wait_for(pilot, lambda: app.bridge.harness is not None and app.chat.attached)
         chat = app.chat
 
         def ids() -> list[str]:
