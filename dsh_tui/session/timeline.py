@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsh_tui.session.content import content_text
 from dsh_tui.session.stats import Usage, UsageFold
 
 
@@ -366,25 +367,6 @@ def summarize(event: dict[str, Any], width: int = 120) -> str:
     return text[:width]
 
 
-def _blocks(blocks: Any) -> str:
-    if not isinstance(blocks, list):
-        return ""
-    out = []
-    for b in blocks:
-        if not isinstance(b, dict):
-            continue
-        bt = b.get("type")
-        if bt in ("text", "reasoning"):
-            out.append(str(b.get("text", "")))
-        elif bt == "tool-call":
-            out.append(f"→ {b.get('name')}({b.get('arguments', '')})")
-        elif bt == "tool-result":
-            out.append(_blocks(b.get("content")))
-        else:
-            out.append(f"[{bt}]")
-    return " ".join(out)
-
-
 def dispatch_seq(events: list[dict[str, Any]], seq: int) -> int | None:
     """For an event inside a model request, the seq before which the request was dispatched: the
     first ``assistant/chunk`` of that attempt (messages derived over ``events[:result]``)."""
@@ -413,3 +395,7 @@ def request_header_at(events: list[dict[str, Any]], before: int) -> dict[str, An
         if events[k].get("type") == "request/header":
             return (events[k].get("data") or {}).get("header")
     return None
+
+
+def _blocks(blocks: Any) -> str:
+    return content_text(blocks, sep=" ", calls="→ {name}({arguments})", marks=True)

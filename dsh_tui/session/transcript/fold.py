@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from dsh_tui.session.content import content_text
 from dsh_tui.session.folds import title_update
 from dsh_tui.session.stats import UsageFold
 
-from .hunks import _hunk_lines, _hunk_starts
+from .hunks import SeenFiles
 from .items import (
     ADD,
     PLAN,
@@ -42,24 +43,6 @@ from .items import (
 # A model request counts towards a turn footer's tok/s only when it decoded for at least this long:
 # output that arrived in one burst (a server that buffers, a short tool call) measures the network.
 MIN_DECODE_MS = 100
-
-
-def _text_of(blocks: Any) -> str:
-    if not isinstance(blocks, list):
-        return ""
-    out = []
-    for block in blocks:
-        if not isinstance(block, dict):
-            continue
-        btype = block.get("type")
-        if btype in ("text", "reasoning") and isinstance(block.get("text"), str):
-            out.append(block["text"])
-        elif btype == "image":
-            name = ((block.get("attachment") or {}).get("name")) or "image"
-            out.append(f"[{name}]")
-        elif btype == "tool-result":
-            out.append(_text_of(block.get("content")))
-    return "\n".join(out)
 
 
 class TranscriptFold:
@@ -91,9 +74,7 @@ class TranscriptFold:
         self._decode_ms = 0
         self._decode_tokens = 0
         self._request_counted = False
-        # what the session's reads and writes showed of each file (path -> {line number: text}), to
-        # put line numbers on later diff hunks
-        self._files: dict[str, dict[int, str]] = {}
+        self._files = SeenFiles(self.workspace)  # line numbers for later diff hunks
 
     # -- helpers -------------------------------------------------------------------------------
     def _add(self, item: Item, out: list[Change]) -> Item:
@@ -192,7 +173,7 @@ class TranscriptFold:
         if event.get("surfaceOp") != "append":
             return  # replacements (compaction summaries) shadow history for the model only
         source = data.get("source") or {}
-        text = _text_of(data.get("content"))
+        text = content_text(data.get("content"), marks=True)
         if source.get("kind") == "user":
             self._add(UserItem(f"u{seq}", "user", seq, self.turn, text=text), out)
         else:
@@ -326,7 +307,7 @@ class TranscriptFold:
         else:
             item.touch()
             out.append((UPDATE, item))
-        item.result = _text_of(block.get("content"))
+        item.result = content_text(block.get("content"), marks=True)
         item.meta = data.get("meta")
         error = data.get("error") if isinstance(data.get("error"), dict) else None
         item.error_code = error.get("code") if error else None
@@ -340,61 +321,7 @@ class TranscriptFold:
         else:
             item.state = "ok"
         if item.state == "ok" and item.tool in ("read", "edit"):
-            self._track_file(item)
-
-    # -- file contents seen by the session (line numbers for diff hunks) ------------------------------
-    def _file_key(self, path: Any) -> str | None:
-        if not isinstance(path, str) or not path:
-            return None
-        import posixpath
-
-        if not posixpath.isabs(path) and self.workspace:
-            path = posixpath.join(self.workspace, path)
-        return posixpath.normpath(path)
-
-    def _track_file(self, item: ToolItem) -> None:
-        meta = item.meta if isinstance(item.meta, dict) else {}
-        args = item.args()
-        key = self._file_key(args.get("file_path") or args.get("path"))
-        if key is None:
-            return
-        if item.name in ("read", "read_file"):
-            lines = meta.get("lines")
-            if isinstance(lines, list):
-                known = self._files.setdefault(key, {})
-                for line in lines:
-                    if isinstance(line, dict) and isinstance(line.get("number"), int):
-                        known[line["number"]] = str(line.get("text", ""))
-            return
-        diffs = meta.get("diffs")
-        if not isinstance(diffs, list):
-            self._files.pop(key, None)
-            return
-        if item.name == "write" and isinstance(args.get("content"), str):
-            old = self._files.get(key)
-            if diffs and old is not None:
-                item.hunk_starts = _hunk_starts(old, diffs)
-            content = args["content"]
-            self._files[key] = dict(enumerate(content.split("\n")[:-1] if content.endswith("\n")
-                                              else content.split("\n"), 1)) if content else {}
-            return
-        known = self._files.get(key)
-        if known is None:
-            return
-        starts = _hunk_starts(known, diffs)
-        item.hunk_starts = starts
-        if None in starts:
-            self._files.pop(key, None)  # lost track of where the file's lines are
-            return
-        for start, hunk in sorted(zip(starts, diffs), key=lambda pair: -pair[0]):
-            old_lines = _hunk_lines(hunk.get("oldText"))
-            new_lines = _hunk_lines(hunk.get("newText"))
-            delta = len(new_lines) - len(old_lines)
-            end = start + len(old_lines)
-            shifted = {n if n < start else n + delta: t for n, t in known.items() if n < start or n >= end}
-            shifted.update(enumerate(new_lines, start))
-            known = shifted
-        self._files[key] = known
+            self._files.track(item)
 
     def _on_approval_asked(self, event, data, seq, out) -> None:
         item = self._tools.get(str(data.get("callId") or ""))
@@ -438,7 +365,7 @@ class TranscriptFold:
             item.messages = len(seqs) if isinstance(seqs, list) else 0
             item.tokens = data.get("shadowedTokenCount") or 0
             summary = data.get("summary")
-            item.summary = _text_of(summary) if isinstance(summary, list) else str(summary or "")
+            item.summary = content_text(summary, marks=True) if isinstance(summary, list) else str(summary or "")
             item.state = "done"
         elif etype == "compaction/prune":
             seqs = data.get("shadowedSeqs")

@@ -3,6 +3,7 @@ searchable text), folded event by event. Incremental: its state is stored in the
 
 from __future__ import annotations
 
+from dsh_tui.session.content import content_text
 from dsh_tui.session.errors import SessionCorruptionError
 
 from .reader import _expand, _loads
@@ -22,20 +23,8 @@ _PROMPT_CHARS = 200  # of the first prompt kept for the list (it is cut to the c
 
 
 def _text_of(blocks, *, reasoning: bool = True) -> str:
-    parts = []
-    if not isinstance(blocks, list):
-        return ""
-    for b in blocks:
-        if not isinstance(b, dict):
-            continue
-        t = b.get("type")
-        if t == "text" or (reasoning and t == "reasoning"):
-            parts.append(str(b.get("text", "")))
-        elif t == "tool-call":
-            parts.append(f"{b.get('name', '')} {b.get('arguments', '')}")
-        elif t == "tool-result":
-            parts.append(_text_of(b.get("content")))
-    return "\n".join(p for p in parts if p)
+    """Searchable text: text (and reasoning), tool calls as ``name arguments``, tool results."""
+    return content_text(blocks, reasoning=reasoning, calls="{name} {arguments}")
 
 
 class _Fold:

@@ -1,0 +1,40 @@
+"""The readable text of message content blocks (``text``, ``reasoning``, ``image``, ``tool-call``,
+``tool-result`` ...), shared by the transcript, the timeline inspector and the catalog's search text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def content_text(blocks: Any, *, sep: str = "\n", reasoning: bool = True, calls: str | None = None,
+                 marks: bool = False) -> str:
+    """The text of ``blocks``, one part per block joined with ``sep``; a ``tool-result``'s content is
+    read the same way. Empty parts and non-dict blocks are skipped; anything but a list is "".
+
+    ``reasoning``: include reasoning blocks. ``calls``: a format with ``{name}`` and ``{arguments}`` for
+    tool calls (None leaves them out). ``marks``: an image as ``[its attachment name]`` and any other
+    block as ``[its type]`` (otherwise left out).
+    """
+    if not isinstance(blocks, list):
+        return ""
+    out = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            continue
+        btype = block.get("type")
+        if btype == "text" or (btype == "reasoning" and reasoning):
+            text = block.get("text")
+            part = text if isinstance(text, str) else ""
+        elif btype == "tool-result":
+            part = content_text(block.get("content"), sep=sep, reasoning=reasoning, calls=calls, marks=marks)
+        elif btype == "tool-call":
+            part = calls.format(name=block.get("name", ""), arguments=block.get("arguments", "")) if calls else ""
+        elif marks and btype == "image":
+            part = f"[{(block.get('attachment') or {}).get('name') or 'image'}]"
+        elif marks and btype != "reasoning":
+            part = f"[{btype}]"
+        else:
+            part = ""
+        if part:
+            out.append(part)
+    return sep.join(out)
