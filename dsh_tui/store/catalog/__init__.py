@@ -6,8 +6,11 @@ Catalog, SessionRow, ...`` keeps working):
 * :mod:`.rows` -- :class:`SessionRow`, :class:`SearchHit`, the listed states;
 * :mod:`.discover` -- roots, the session logs in them, file revisions, lock probes;
 * :mod:`.reader` -- complete records of a log from a byte offset (raw or zstd), the header;
-* :mod:`.fold` -- the incremental per-log fold (listing facts and searchable text);
-* :mod:`.index` -- :class:`Catalog`: the SQLite/FTS5 index, the listing snapshot, scan, index, search;
+* :mod:`.fold` -- the incremental per-log fold (listing facts and searchable text) and the row it fills;
+* :mod:`.db` -- the SQLite schema (``sessions``, FTS5 ``content``, ``snapshot``), table reads, row writes;
+* :mod:`.snapshot` -- the listing snapshot a first paint loads (per root, the facts the list shows);
+* :mod:`.search` -- full-text search of the ``content`` table;
+* :mod:`.index` -- :class:`Catalog`: per-thread connections, the listing, scan, incremental index;
 * :mod:`.filters` -- ordering, the instant filter, workspaces, FTS query text;
 * :mod:`.actions` -- rename, fork, archive, trash, restore.
 """
@@ -29,6 +32,7 @@ from .actions import (  # noqa: F401
     restore,
     store_for,
 )
+from .db import SCHEMA_VERSION  # noqa: F401
 from .discover import (  # noqa: F401
     LOCK_PROBE_WINDOW,
     RAW_NAME,
@@ -49,10 +53,7 @@ from .filters import (  # noqa: F401
     workspace_names,
     workspace_rows,
 )
-from .index import (  # noqa: F401
-    SCHEMA_VERSION,
-    Catalog,
-)
+from .index import Catalog  # noqa: F401
 from .reader import (  # noqa: F401  # noqa: F401  (tests spy on the readers)
     _iter_raw,
     _iter_zstd,

@@ -7,7 +7,7 @@ from dsh_tui.session.content import content_text
 from dsh_tui.session.errors import SessionCorruptionError
 
 from .reader import _expand, _loads
-from .rows import one_line
+from .rows import BLANK, INTERRUPTED, UNREADABLE, SessionRow, _apply_header, end_state, one_line
 
 _MAX_TEXT = 20_000  # characters of one event kept for content search
 
@@ -170,3 +170,28 @@ class _Fold:
 
 def _int(v) -> int:
     return v if isinstance(v, int) and not isinstance(v, bool) else 0
+
+
+def finish_row(row: SessionRow, header: dict, fold: _Fold) -> None:
+    """Fill ``row`` from the log's header and its fold: the listed facts and the end state."""
+    _apply_header(row, header)
+    s = fold.s
+    row.title, row.title_source = s["title"], s["title_source"]
+    row.prompt, row.fork_turn = s["prompt"], s["fork_turn"]
+    row.updated_at, row.last_time = s["updated_at"], s["last_time"]
+    row.turns, row.steps, row.events = s["turns"], s["steps"], s["next_seq"]
+    row.tokens_in, row.tokens_out, row.tokens_cache, row.tokens_reasoning = (
+        s["tin"], s["tout"], s["tcache"], s["treason"])
+    if s["preset"]:
+        row.agent_preset = s["preset"]
+    if s["corrupt"]:
+        row.state, row.reason = UNREADABLE, s["corrupt"]
+    elif s["problem"]:
+        row.state, row.reason = INTERRUPTED, f"torn tail: {s['problem']}"
+    elif s["open_turn"] is not None:
+        row.state, row.reason = INTERRUPTED, f"turn {s['open_turn']} is open"
+    elif s["turns"] == 0:
+        row.state, row.reason = BLANK, None
+    else:
+        row.state, row.reason = end_state(s["last_end"]), None
+    row.indexed = True

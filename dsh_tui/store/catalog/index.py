@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import marshal
 import os
 import sqlite3
 import threading
@@ -32,6 +31,15 @@ from pathlib import Path
 
 import orjson
 
+from .db import (
+    _COLUMNS,
+    _file_ident,
+    _rollback,
+    drop_content,
+    ensure_schema,
+    index_rows,
+    write_row,
+)
 from .discover import (
     LOCK_PROBE_WINDOW,
     RAW_NAME,
@@ -48,8 +56,7 @@ from .discover import (
     default_roots,
     discover,
 )
-from .filters import fts_query
-from .fold import _Fold
+from .fold import _Fold, finish_row
 from .reader import (
     _iter_raw,
     _iter_zstd,
@@ -61,7 +68,6 @@ from .reader import (
     read_log_header,
 )
 from .rows import (
-    BLANK,
     INDEXING,
     INTERRUPTED,
     OPEN_ELSEWHERE,
@@ -70,28 +76,16 @@ from .rows import (
     SearchHit,
     SessionRow,
     _apply_header,
-    _marked,
-    end_state,
 )
+from .search import search_content
+from .snapshot import _load_snapshot, dump_snapshot, snapshot_entries
 
-SCHEMA_VERSION = 5  # 5: + first prompt, fork turn, end-reason states (older indexes are rebuilt)
-_SID_SHIFT = 32  # FTS rowid = sid << 32 | n, so one session's text is a rowid range.
 _BATCH_SECONDS = 0.1
 _LISTING_HEADERS = 256  # new session dirs whose header the first-paint listing reads itself
-_SNAPSHOT_FORMAT = 2
 
 
 # ---------------------------------------------------------------------------------------------
 # The catalog
-
-
-_COLUMNS = [
-    "path", "root", "revision", "id", "cwd", "title", "title_source", "prompt", "fork_turn", "created_at",
-    "updated_at",
-    "last_time", "turns", "steps", "events", "tokens_in", "tokens_out", "tokens_cache",
-    "tokens_reasoning", "state", "reason", "parent", "seed_length", "origin", "delegation_depth",
-    "agent_preset", "size",
-]
 
 
 class Catalog:
@@ -163,42 +157,11 @@ class Catalog:
             with contextlib.suppress(sqlite3.OperationalError):
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
-            self._ensure_schema(conn)
+            ensure_schema(conn, self._write_lock)
         except sqlite3.DatabaseError:
             conn.close()
             raise
         return conn
-
-    def _ensure_schema(self, conn: sqlite3.Connection) -> None:
-        (ver,) = conn.execute("PRAGMA user_version").fetchone()
-        if ver == SCHEMA_VERSION:
-            return
-        with self._write_lock:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                (ver,) = conn.execute("PRAGMA user_version").fetchone()
-                if ver != SCHEMA_VERSION:
-                    conn.execute("DROP TABLE IF EXISTS sessions")
-                    conn.execute("DROP TABLE IF EXISTS content")
-                    conn.execute("DROP TABLE IF EXISTS snapshot")
-                    conn.execute("CREATE TABLE snapshot (root TEXT PRIMARY KEY, data BLOB)")
-                    cols = ",\n".join(
-                        f"{c} {'INTEGER' if c in _INT_COLS else 'TEXT'}" for c in _COLUMNS if c != "path"
-                    )
-                    conn.execute(
-                        f"CREATE TABLE sessions (sid INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, {cols},"
-                        " fold TEXT, header TEXT, offset INTEGER, ident TEXT)"
-                    )
-                    conn.execute("CREATE INDEX sessions_id ON sessions(id)")
-                    conn.execute(
-                        "CREATE VIRTUAL TABLE content USING fts5(text, seq UNINDEXED, kind UNINDEXED,"
-                        " tokenize='unicode61 remove_diacritics 2')"
-                    )
-                    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-                conn.execute("COMMIT")
-            except BaseException:
-                _rollback(conn)
-                raise
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -242,7 +205,7 @@ class Catalog:
             rroot = str(root)
             if _has_sqlite(root):
                 if conn is not None:
-                    self._scan_sqlite(Path(root), self._index_rows(conn), rows, seen)
+                    self._scan_sqlite(Path(root), index_rows(conn), rows, seen)
                 continue
             snap = _load_snapshot(snaps.get(rroot))
             if not snap and snaps.get(rroot):
@@ -287,12 +250,6 @@ class Catalog:
                     by_id[r.parent].children.append(r.id)
         return rows
 
-    def _index_rows(self, conn: sqlite3.Connection) -> dict[str, list]:
-        # One JSON value for the whole table: sqlite3 releases the GIL on every row step, and 10k
-        # hand-offs with a busy UI thread cost more than building and parsing one string.
-        (blob,) = conn.execute(f"SELECT json_group_array(json_array({', '.join(_COLUMNS)})) FROM sessions").fetchone()
-        return {r[0]: r for r in orjson.loads(blob)}
-
     def save_snapshot(self, *, force: bool = False) -> None:
         """Write the listing snapshot (per root: ``project/session`` -> the facts the list shows)
         when the index changed since the last one, or when a root has none."""
@@ -302,30 +259,13 @@ class Catalog:
         if not (force or self._dirty or any(r not in have for r in roots)):
             return
         self._dirty = False
-        cols = ", ".join(_SNAPSHOT_COLUMNS)
-        (blob,) = conn.execute(f"SELECT json_group_array(json_array({cols})) FROM sessions").fetchone()
-        strings: dict[str, str] = {}  # one object per repeated string (cwd, state, ...): marshal refs
-        per_root: dict[str, dict[str, tuple]] = {r: {} for r in roots}
-        for (path, revision, id_, cwd, title, prompt, fork_turn, updated, turns, tin, tout, tcache, state, reason,
-             parent, seed_length, origin) in orjson.loads(blob):
-            for r in roots:
-                if path.startswith(r + os.sep):
-                    parts = path[len(r) + 1:].split(os.sep)
-                    if len(parts) == 3:
-                        sv = strings.setdefault
-                        # SessionRow's positional fields from ``revision`` on, then the log's mtime
-                        per_root[r][parts[0] + "/" + parts[1]] = (
-                            sv(parts[2], parts[2]), "", id_, sv(cwd, cwd) if cwd else cwd, title, None, prompt,
-                            fork_turn, 0, updated,
-                            0, turns, 0, 0, tin, tout, tcache, 0, sv(state, state), reason, parent, seed_length,
-                            sv(origin, origin) if origin else origin, _revision_mtime(revision or ""))
-                    break
+        per_root = snapshot_entries(conn, roots)
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 for r, snap in per_root.items():
                     conn.execute("INSERT OR REPLACE INTO snapshot (root, data) VALUES (?, ?)",
-                                 (r, marshal.dumps((_SNAPSHOT_FORMAT, _SNAPSHOT_FIELDS, snap))))
+                                 (r, dump_snapshot(snap)))
                 conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
@@ -344,7 +284,7 @@ class Catalog:
 
     def _scan(self) -> list[SessionRow]:
         conn = self._conn()
-        known = self._index_rows(conn)
+        known = index_rows(conn)
         rows: list[SessionRow] = []
         seen: set[str] = set()
         for root in self.roots:
@@ -432,7 +372,7 @@ class Catalog:
                 break
             fold.s["next_seq"] += 1
             fold.event(ev)
-        self._finish_row(row, header, fold)
+        finish_row(row, header, fold)
         self._store(conn, row, rec[0] if rec else None, fold.s, header, fold.s["next_seq"], ident, fold.texts,
                     keep_content=start > 0)
         return row
@@ -485,17 +425,12 @@ class Catalog:
                 for p in paths:
                     r = conn.execute("SELECT sid FROM sessions WHERE path=?", (p,)).fetchone()
                     if r:
-                        self._drop_content(conn, r[0])
+                        drop_content(conn, r[0])
                         conn.execute("DELETE FROM sessions WHERE sid=?", (r[0],))
                 conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
-
-    @staticmethod
-    def _drop_content(conn: sqlite3.Connection, sid: int) -> None:
-        lo = sid << _SID_SHIFT
-        conn.execute("DELETE FROM content WHERE rowid >= ? AND rowid < ?", (lo, lo + (1 << _SID_SHIFT)))
 
     # -- indexing -----------------------------------------------------------------------------
 
@@ -591,32 +526,9 @@ class Catalog:
             self._store_unreadable(conn, row, rec, f"cannot read: {err.strerror or err}", ident)
             return row
         fold.s["sig"] = _tail_sig(row.path, offset)
-        self._finish_row(row, header, fold)
+        finish_row(row, header, fold)
         self._store(conn, row, rec[0] if rec else None, fold.s, header, offset, ident, texts, keep_content=grown)
         return row
-
-    def _finish_row(self, row: SessionRow, header: dict, fold: _Fold) -> None:
-        _apply_header(row, header)
-        s = fold.s
-        row.title, row.title_source = s["title"], s["title_source"]
-        row.prompt, row.fork_turn = s["prompt"], s["fork_turn"]
-        row.updated_at, row.last_time = s["updated_at"], s["last_time"]
-        row.turns, row.steps, row.events = s["turns"], s["steps"], s["next_seq"]
-        row.tokens_in, row.tokens_out, row.tokens_cache, row.tokens_reasoning = (
-            s["tin"], s["tout"], s["tcache"], s["treason"])
-        if s["preset"]:
-            row.agent_preset = s["preset"]
-        if s["corrupt"]:
-            row.state, row.reason = UNREADABLE, s["corrupt"]
-        elif s["problem"]:
-            row.state, row.reason = INTERRUPTED, f"torn tail: {s['problem']}"
-        elif s["open_turn"] is not None:
-            row.state, row.reason = INTERRUPTED, f"turn {s['open_turn']} is open"
-        elif s["turns"] == 0:
-            row.state, row.reason = BLANK, None
-        else:
-            row.state, row.reason = end_state(s["last_end"]), None
-        row.indexed = True
 
     def _store_unreadable(self, conn, row: SessionRow, rec, reason: str, ident: str) -> None:
         row.state, row.reason, row.indexed = UNREADABLE, reason, True
@@ -629,91 +541,22 @@ class Catalog:
         extra = [orjson.dumps(fold).decode() if fold is not None else None,
                  orjson.dumps(header).decode() if header is not None else None, offset, ident]
         if getattr(self._local, "batch", False):
-            self._write(conn, row, sid, values, extra, texts, keep_content)
+            write_row(conn, row, sid, values, extra, texts, keep_content)
             return
         with self._write_lock:
             conn.execute("BEGIN IMMEDIATE")
             try:
-                self._write(conn, row, sid, values, extra, texts, keep_content)
+                write_row(conn, row, sid, values, extra, texts, keep_content)
                 conn.execute("COMMIT")
             except BaseException:
                 _rollback(conn)
                 raise
 
-    def _write(self, conn, row: SessionRow, sid: int | None, values: list, extra: list,
-               texts: list[tuple[int, str, str]], keep_content: bool) -> None:
-        if sid is None:
-            # A concurrent indexer may have inserted it meanwhile.
-            r = conn.execute("SELECT sid FROM sessions WHERE path=?", (row.path,)).fetchone()
-            sid = r[0] if r else None
-        if sid is None:
-            cols = _COLUMNS + ["fold", "header", "offset", "ident"]
-            cur = conn.execute(
-                f"INSERT INTO sessions ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})",
-                values + extra,
-            )
-            sid = cur.lastrowid
-            base = 0
-        else:
-            sets = ", ".join(f"{c}=?" for c in _COLUMNS + ["fold", "header", "offset", "ident"])
-            conn.execute(f"UPDATE sessions SET {sets} WHERE sid=?", values + extra + [sid])
-            if not keep_content:
-                self._drop_content(conn, sid)
-                base = 0
-            else:
-                lo = sid << _SID_SHIFT
-                (mx,) = conn.execute(
-                    "SELECT max(rowid) FROM content WHERE rowid >= ? AND rowid < ?",
-                    (lo, lo + (1 << _SID_SHIFT)),
-                ).fetchone()
-                base = (mx - lo + 1) if mx is not None else 0
-        lo = sid << _SID_SHIFT
-        conn.executemany(
-            "INSERT INTO content (rowid, text, seq, kind) VALUES (?, ?, ?, ?)",
-            [(lo + base + i, text, seq, kind) for i, (seq, kind, text) in enumerate(texts)],
-        )
-
     # -- search and lookup --------------------------------------------------------------------
 
     def search(self, text: str, *, limit: int = 200, paths: Iterable[str] | None = None) -> list[SearchHit]:
         """Full-text search over messages and tool output; each hit names the event seq it came from."""
-        query = fts_query(text)
-        if not query:
-            return []
-        conn = self._conn()
-        try:
-            cur = conn.execute(
-                "SELECT c.rowid >> 32, c.seq, c.kind, snippet(content, 0, char(2), char(3), '…', 10)"
-                " FROM content c WHERE content MATCH ? ORDER BY rank LIMIT ?",
-                (query, limit if paths is None else limit * 20),
-            )
-            hits = cur.fetchall()
-        except sqlite3.OperationalError:
-            return []
-        sids = {h[0] for h in hits}
-        info = {}
-        if sids:
-            q = f"SELECT sid, path, id FROM sessions WHERE sid IN ({', '.join('?' * len(sids))})"
-            info = {r[0]: (r[1], r[2]) for r in conn.execute(q, list(sids))}
-        allowed = set(paths) if paths is not None else None
-        out = []
-        for sid, seq, kind, snip in hits:
-            if sid not in info:
-                continue
-            path, sid_id = info[sid]
-            if allowed is not None and path not in allowed:
-                continue
-            text, marks = _marked(snip)
-            bracketed, at = [], 0
-            for a, b in marks:
-                bracketed += [text[at:a], "[", text[a:b], "]"]
-                at = b
-            bracketed.append(text[at:])
-            out.append(SearchHit(path=path, id=sid_id, seq=int(seq), kind=kind, snippet="".join(bracketed), text=text,
-                                 marks=marks))
-            if len(out) >= limit:
-                break
-        return out
+        return search_content(self._conn(), text, limit=limit, paths=paths)
 
     def find(self, rows: list[SessionRow], ident: str) -> SessionRow:
         """A row by exact id, else by unique id prefix."""
@@ -728,14 +571,6 @@ class Catalog:
         raise CatalogError(f"no session {ident!r} in {', '.join(str(r) for r in self.roots)}")
 
 
-_SNAPSHOT_COLUMNS = ["path", "revision", "id", "cwd", "title", "prompt", "fork_turn", "updated_at", "turns", "tokens_in", "tokens_out",
-                     "tokens_cache", "state", "reason", "parent", "seed_length", "origin"]
-# The SessionRow fields a snapshot entry fills, in order (after the log's file name; then its mtime).
-_SNAPSHOT_FIELDS = ("revision", "id", "cwd", "title", "title_source", "prompt", "fork_turn", "created_at", "updated_at", "last_time",
-                    "turns", "steps", "events", "tokens_in", "tokens_out", "tokens_cache", "tokens_reasoning",
-                    "state", "reason", "parent", "seed_length", "origin")
-
-
 _BAD_NAME = "its file name is not valid UTF-8 (rename the directory to list and open it)"
 
 
@@ -747,32 +582,6 @@ def _bad_name_row(path: str, root: str, rev: str, size: int) -> SessionRow:
     return row
 
 
-def _rollback(conn: sqlite3.Connection) -> None:
-    """Roll back if a transaction is still open: SQLite has already rolled back after some I/O errors
-    (``disk I/O error``, a full disk), and a second ROLLBACK would hide the real error."""
-    if conn.in_transaction:
-        with contextlib.suppress(sqlite3.Error):
-            conn.execute("ROLLBACK")
-
-
-def _load_snapshot(data: bytes | None) -> dict[str, tuple]:
-    """``project/session`` -> (log file name, *SessionRow fields, mtime ns); empty when absent or of
-    another format."""
-    if not data:
-        return {}
-    try:
-        fmt, cols, snap = marshal.loads(data)
-    except (ValueError, EOFError, TypeError):
-        return {}
-    if fmt != _SNAPSHOT_FORMAT or cols != _SNAPSHOT_FIELDS or not isinstance(snap, dict):
-        return {}
-    return snap
-
-
-_INT_COLS = {"created_at", "updated_at", "last_time", "turns", "steps", "events", "tokens_in", "tokens_out",
-             "tokens_cache", "tokens_reasoning", "seed_length", "delegation_depth", "size", "fork_turn"}
-
-
 def _tail_sig(path: str, offset: int) -> str:
     """The 64 bytes before ``offset``: a cheap check that the indexed prefix was not rewritten."""
     try:
@@ -782,11 +591,4 @@ def _tail_sig(path: str, offset: int) -> str:
     except OSError:
         return ""
 
-
-def _file_ident(p: Path) -> str | None:
-    try:
-        st = os.stat(p)
-    except OSError:
-        return None
-    return f"{st.st_dev}:{st.st_ino}"
 
