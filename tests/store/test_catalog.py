@@ -348,3 +348,63 @@ def test_workspace_scope_follows_symlinks_both_ways(tmp_path):
             SessionRow(path="c", root="r", revision="", cwd=str(tmp_path))]
     assert [r.path for r in workspace_rows(rows, str(real))] == ["a", "b"]
     assert [r.path for r in workspace_rows(rows, str(link))] == ["a", "b"]
+
+
+def test_the_schema_is_made_once_and_a_warm_open_does_not_import_sqlite_utils(root, tmp_path):
+    two_turns("s1", root=root)
+    db = tmp_path / "cache" / "catalog.sqlite"
+    Catalog([root], db).refresh()  # made here, through sqlite-utils
+    code = (
+        "import sys\nfrom dsh_tui.store.catalog import Catalog\n"
+        f"c = Catalog([{str(root)!r}], {str(db)!r})\nrows = c.refresh()\n"
+        "assert [r.turns for r in rows] == [2] and len(c.search('marmalade')) == 1, rows\n"
+        "print('sqlite_utils' in sys.modules)\n"
+    )
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "False"  # the warm path reads one pragma and goes on in plain sqlite3
+
+
+def test_a_catalog_with_the_hand_written_version_5_tables_is_kept(root, tmp_path):
+    import sqlite3
+
+    from dsh_tui.store.catalog import SCHEMA_VERSION
+    from dsh_tui.store.catalog.db import _COLUMNS, _INT_COLS
+
+    two_turns("s1", root=root)
+    db = tmp_path / "cache" / "catalog.sqlite"
+    db.parent.mkdir(parents=True)
+    conn = sqlite3.connect(db, isolation_level=None)
+    cols = ", ".join(f"{c} {'INTEGER' if c in _INT_COLS else 'TEXT'}" for c in _COLUMNS if c != "path")
+    conn.execute("CREATE TABLE snapshot (root TEXT PRIMARY KEY, data BLOB)")
+    conn.execute(f"CREATE TABLE sessions (sid INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, {cols},"
+                 " fold TEXT, header TEXT, offset INTEGER, ident TEXT)")
+    conn.execute("CREATE INDEX sessions_id ON sessions(id)")
+    conn.execute("CREATE VIRTUAL TABLE content USING fts5(text, seq UNINDEXED, kind UNINDEXED,"
+                 " tokenize='unicode61 remove_diacritics 2')")
+    conn.execute("INSERT INTO snapshot VALUES ('kept', x'00')")
+    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+    conn.close()
+    c = Catalog([root], db)
+    rows = c.refresh()
+    assert [(r.id, r.turns) for r in rows] == [("s1", 2)] and len(c.search("marmalade")) == 1
+    check = sqlite3.connect(db)
+    assert check.execute("SELECT count(*) FROM snapshot WHERE root='kept'").fetchone() == (1,)  # not rebuilt
+    assert "UNIQUE" in check.execute("SELECT sql FROM sqlite_master WHERE name='sessions'").fetchone()[0]
+
+
+def test_a_new_catalog_keys_sessions_by_rowid_with_unique_paths(root, tmp_path):
+    import sqlite3
+
+    two_turns("s1", root=root)
+    c = cat(root, tmp_path)
+    c.refresh()
+    conn = sqlite3.connect(c.db_path)
+    (sid, path) = conn.execute("SELECT sid, path FROM sessions").fetchone()
+    assert conn.execute("SELECT rowid FROM sessions WHERE sid=?", (sid,)).fetchone() == (sid,)
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("INSERT INTO sessions (path) VALUES (?)", (path,))
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("INSERT INTO sessions (path) VALUES (NULL)")

@@ -13,7 +13,9 @@ import orjson
 
 from .rows import SessionRow
 
-SCHEMA_VERSION = 5  # 5: + first prompt, fork turn, end-reason states (older indexes are rebuilt)
+# 5: + first prompt, fork turn, end-reason states (older indexes are rebuilt). The tables as sqlite-utils
+# declares them (a named unique index on path) behave as version 5's hand-written ones: no rebuild.
+SCHEMA_VERSION = 5
 _SID_SHIFT = 32  # FTS rowid = sid << 32 | n, so one session's text is a rowid range.
 
 
@@ -30,35 +32,49 @@ _INT_COLS = {"created_at", "updated_at", "last_time", "turns", "steps", "events"
 
 
 def ensure_schema(conn: sqlite3.Connection, write_lock: threading.Lock) -> None:
+    """Create the tables unless ``PRAGMA user_version`` says they are this version's (a catalog of
+    another version is dropped and rebuilt from the logs)."""
     (ver,) = conn.execute("PRAGMA user_version").fetchone()
     if ver == SCHEMA_VERSION:
-        return
+        return  # the warm path: one pragma read
     with write_lock:
         conn.execute("BEGIN IMMEDIATE")
         try:
             (ver,) = conn.execute("PRAGMA user_version").fetchone()
             if ver != SCHEMA_VERSION:
-                conn.execute("DROP TABLE IF EXISTS sessions")
-                conn.execute("DROP TABLE IF EXISTS content")
-                conn.execute("DROP TABLE IF EXISTS snapshot")
-                conn.execute("CREATE TABLE snapshot (root TEXT PRIMARY KEY, data BLOB)")
-                cols = ",\n".join(
-                    f"{c} {'INTEGER' if c in _INT_COLS else 'TEXT'}" for c in _COLUMNS if c != "path"
-                )
-                conn.execute(
-                    f"CREATE TABLE sessions (sid INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, {cols},"
-                    " fold TEXT, header TEXT, offset INTEGER, ident TEXT)"
-                )
-                conn.execute("CREATE INDEX sessions_id ON sessions(id)")
-                conn.execute(
-                    "CREATE VIRTUAL TABLE content USING fts5(text, seq UNINDEXED, kind UNINDEXED,"
-                    " tokenize='unicode61 remove_diacritics 2')"
-                )
+                _create_tables(conn)
                 conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
             conn.execute("COMMIT")
         except BaseException:
             _rollback(conn)
             raise
+
+
+def _create_tables(conn: sqlite3.Connection) -> None:
+    """The schema, inside the caller's transaction. The plain tables are declared through sqlite-utils
+    (imported here, when a catalog is made: importing it takes ~90 ms, more than a warm open may);
+    plugins and connection pragmas of sqlite-utils are off, so the connection stays as opened."""
+    import sqlite_utils
+
+    db = sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
+    for name in ("sessions", "content", "snapshot"):
+        db.table(name).drop(ignore=True)
+    db.table("snapshot").create({"root": str, "data": bytes}, pk="root")
+    sessions = db.table("sessions")
+    sessions.create(
+        {"sid": int, **{c: int if c in _INT_COLS else str for c in _COLUMNS},
+         "fold": str, "header": str, "offset": int, "ident": str},
+        pk="sid", not_null={"path"},
+    )  # sid is INTEGER PRIMARY KEY: the rowid, so an insert's lastrowid is the new row's sid
+    sessions.create_index(["path"], index_name="sessions_path", unique=True)
+    sessions.create_index(["id"], index_name="sessions_id")
+    # The FTS5 table in raw SQL: sqlite-utils' enable_fts() makes an external-content index of a
+    # plain table kept in step by triggers; this one is standalone (it holds the text), with unindexed
+    # seq/kind columns and rowids ``sid << _SID_SHIFT | n`` so one session's text is a rowid range.
+    conn.execute(
+        "CREATE VIRTUAL TABLE content USING fts5(text, seq UNINDEXED, kind UNINDEXED,"
+        " tokenize='unicode61 remove_diacritics 2')"
+    )
 
 
 def index_rows(conn: sqlite3.Connection) -> dict[str, list]:

@@ -13,9 +13,10 @@ unchanged revision (``dev:ino:size:mtimeNs:ctimeNs``) is not read at all.
 Threads: a :class:`Catalog` opens one SQLite connection per thread, so a UI thread can scan while a
 worker indexes.
 
-Over 500 lines for a reason: :class:`Catalog` is one object whose connection, listing snapshot, scan,
-incremental index and search share the same SQLite schema and per-thread state; the helpers it does
-not own live beside it (rows, discover, reader, fold, filters, actions).
+Over 500 lines for a reason: :class:`Catalog` is one object whose per-thread connections, first-paint
+listing, scan and incremental index share the same state (the connection, the dirty flag, the lock
+probe); what it does not own lives beside it: the schema and table writes (``db``), the listing
+snapshot (``snapshot``), search (``search``), the per-log fold (``fold``), rows, discovery, readers.
 """
 
 from __future__ import annotations
@@ -152,8 +153,9 @@ class Catalog:
     def _open(self, where: str | os.PathLike | None = None) -> sqlite3.Connection:
         conn = sqlite3.connect(self.db_path if where is None else where, timeout=10, check_same_thread=False, isolation_level=None)
         try:
-            # Plain sqlite3 pragmas: sqlite_utils.Database() loads setuptools entry points (~100 ms),
-            # which alone would blow the warm-open budget.
+            # Plain sqlite3 on every open: importing sqlite_utils takes ~90 ms (its Database() with
+            # plugins loads setuptools entry points on top), which alone would blow the warm-open
+            # budget; it is imported only when the schema is made (db.ensure_schema).
             with contextlib.suppress(sqlite3.OperationalError):
                 conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
