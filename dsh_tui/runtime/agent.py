@@ -5,6 +5,10 @@ messages are ``session.derive_messages()``; config, system prompt and tools are 
 ``request/header``. The driver is written literally after the TypeScript ``turn()`` / ``step()``
 including its abort checkpoints; the synchronous prefix of a turn (``turn/start`` and the first claim)
 runs inline in the waking ``send()`` (JS runs an async function synchronously up to its first await).
+
+Over 500 lines for a reason: one phase machine (inbox, phase, abort signal, the turn and step driver and
+the model call of a step) whose methods share that state and follow dsh's ``turn()`` / ``step()`` branch for
+branch; the tool scheduler, retry and compaction already live in their own modules.
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ from dsh_tui.runtime.bus import USER, EventBus
 from dsh_tui.runtime.commands import CommandRegistry
 from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN, Inbox
 from dsh_tui.runtime.plugins import Plugins
+from dsh_tui.runtime.scheduler import Scheduler
 from dsh_tui.runtime.signal import AbortError, AbortSignal
-from dsh_tui.runtime.tools import Scheduler, ToolService
+from dsh_tui.runtime.tools import ToolService
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.surface import FrozenDict, FrozenList, MessagesView, freeze
 from dsh_tui.tools.base import ToolDefinition

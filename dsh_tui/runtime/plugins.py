@@ -18,6 +18,10 @@ failure before the built-in retry does). Any built-in can be disabled by id.
 
 A plugin whose import, config or ``apply`` fails is reported (``PluginRecord.state == "failed"`` with the
 reason) and the others still load; ``strict=True`` makes any failure fatal (``PluginError``).
+
+Over 500 lines for a reason: discovery, the ``Context`` a plugin is applied with, loading and unloading
+and the built-in registry are one API (re-exported by ``dsh_tui.plugins``); the built-ins' bodies live in
+their own modules, imported only when applied.
 """
 
 from __future__ import annotations

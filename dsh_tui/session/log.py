@@ -18,6 +18,10 @@ needed.
 projected (frozen) once; the cached list is extended incrementally and rebuilt only when
 ``replace_generation`` changed; each call returns an O(1) copy-on-write snapshot (``surface.MessagesView``)
 of shared immutable messages, equal to the list of them (``to_list()`` gives that list).
+
+Over 500 lines for a reason: seed validation and ``append`` share one set of fast paths and incremental
+state (relations, surface fold, tracked headers) in one class; splitting it would put the append hot path
+behind extra calls.
 """
 
 from __future__ import annotations

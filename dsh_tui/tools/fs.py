@@ -6,6 +6,9 @@ lives in ``ctx.state['fs.observed']``: real path -> ``{"kind": "present", "versi
 (``dev:ino:size:mtimeNs:ctimeNs``, as dsh); ``write`` over an unseen existing file and ``edit`` of
 an unseen file are refused, and both refuse when the file changed since it was seen.
 All file work runs in a worker thread; the event loop never blocks.
+
+Over 500 lines for a reason: ``read``, ``write`` and ``edit`` are one dsh package (``tool-fs``) sharing the
+observation policy and the diff helpers.
 """
 
 from __future__ import annotations

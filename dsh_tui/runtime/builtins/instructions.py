@@ -12,6 +12,9 @@ enters at the first step of the agent, right after the claimed prompt. After a s
 and the ``set``/``replace``/``remove`` changes are queued as one ``next-step`` message. A resumed session
 keeps its visible baseline when the configuration is the same and only adds what changed offline;
 otherwise a complete superseding baseline replaces it.
+
+Over 500 lines for a reason: one plugin whose parts (discovery, dsh's exact texts and byte budget, the
+resume fold) are used only by it and only make sense together.
 """
 
 from __future__ import annotations
