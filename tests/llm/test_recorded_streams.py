@@ -14,7 +14,7 @@ from collections import defaultdict
 import pytest
 
 from dsh_tui.llm.openai_compat import Translator
-from tests.session.fixture_logs import fixture_id, load_fixture, session_fixture_paths
+from tests.fixture_logs import fixture_id, load_fixture, session_fixture_paths
 
 _FINISH = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}
 _HEAD = {"id": "chatcmpl-x", "object": "chat.completion.chunk", "created": 1, "model": "deepseek-v4-flash"}

@@ -9,7 +9,7 @@ import pytest
 from dsh_tui.session import jsonutil, legacy, repair
 from dsh_tui.session.errors import SessionFormatUnsupportedError
 from tests.conftest import FIXTURES
-from tests.session.fixture_logs import fixture_id, load_fixture, project, session_fixture_paths
+from tests.fixture_logs import fixture_id, load_fixture, project, session_fixture_paths
 
 WEB = sorted(p for p in session_fixture_paths() if "apps/web/tests/snapshots" in str(p))
 

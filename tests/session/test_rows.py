@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from dsh_tui.session import jsonutil, rows
 from dsh_tui.session.errors import SessionCorruptionError
-from tests.session.fixture_logs import (
+from tests.fixture_logs import (
     fixture_id,
     load_fixture,
     project,

@@ -460,7 +460,7 @@ def test_derived_messages_are_shared_immutable_and_serializable():
 
 def test_packed_runs_load_the_same_log_and_still_check_relations():
     from dsh_tui.session import legacy, rows
-    from tests.session.fixture_logs import load_fixture, session_fixture_paths
+    from tests.fixture_logs import load_fixture, session_fixture_paths
 
     checked = 0
     for p in session_fixture_paths():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dsh_tui.session.stats import Usage, UsageFold, cost_of, fold_usage, format_tokens
-from tests.ui.fixture_logs import fixture_path, read_fixture
+from tests.fixture_logs import fixture_path, read_fixture
 
 
 def test_usage_chunks_per_step_and_turn_on_a_fixture():

@@ -16,7 +16,7 @@ from dsh_tui.session.errors import SessionValidationError
 from dsh_tui.session.invariants import check_relations
 from dsh_tui.session.log import Session
 from dsh_tui.session.surface import derive_messages_from, fold_surface
-from tests.session.fixture_logs import fixture_id, load_fixture, session_fixture_paths
+from tests.fixture_logs import fixture_id, load_fixture, session_fixture_paths
 from tests.session.helpers import asst_msg, new_session, open_step, tool_msg, user_msg
 
 

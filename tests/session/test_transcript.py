@@ -14,7 +14,7 @@ from dsh_tui.session.transcript import (
     reason_text,
     tool_kind,
 )
-from tests.ui.fixture_logs import all_fixture_paths, fixture_path, read_fixture
+from tests.fixture_logs import all_fixture_paths, fixture_path, read_fixture
 
 
 def _fold(name: str) -> TranscriptFold:
@@ -235,7 +235,7 @@ def test_tail_first_fold_plus_prepended_head_equals_the_full_fold():
 
 @pytest.mark.parametrize("path", all_fixture_paths()[:20], ids=lambda p: p.parent.name)
 def test_store_reader_and_minimal_parser_agree_on_the_fixtures(path):
-    from tests.ui.fixture_logs import read_projected
+    from tests.fixture_logs import read_projected
 
     header, events = read_fixture(path)
     header2, events2 = read_projected(path)

@@ -6,8 +6,8 @@ from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.replay import ReplayHarness
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.widgets.transcript import MAX_MOUNTED, PAGE
+from tests.fixture_logs import fixture_path, read_fixture
 from tests.ui.conftest import wait_for
-from tests.ui.fixture_logs import fixture_path, read_fixture
 from tests.ui.screen_text import screen_text
 from tests.ui.synthetic import long_session
 
