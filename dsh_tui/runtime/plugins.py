@@ -43,7 +43,7 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands")
-#: Built-in features (extensions spec §1, §2) the agent host loads; a bare ``Agent`` leaves them out.
+#: Built-in features (session titles, project instructions) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm")
 
 

@@ -75,10 +75,10 @@ KNOWN_EVENT_TYPES: frozenset[str] = CORE_EVENT_TYPES | PLUGIN_EVENT_TYPES
 #: The three model-visible (surface) event types: surfaceOp mandatory, sourceEventSeqs allowed.
 SURFACE_TYPES: frozenset[str] = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 
-#: Legacy shapes refused after import (§3.6).
+#: Legacy shapes refused after import.
 LEGACY_REFUSED_TYPES: frozenset[str] = frozenset({"request/header-delta", "mode/set"})
 
-# Packed storage rows (§3.3): not events.
+# Packed storage rows: not events.
 TEXT_CHUNKS = "text-chunks"
 REASONING_CHUNKS = "reasoning-chunks"
 TOOL_CALL_CHUNKS = "tool-call-chunks"

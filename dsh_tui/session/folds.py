@@ -1,6 +1,7 @@
-"""Whole-value folds over a log (§2.4, §2.7): request header canonicalization/equality, request context,
-title, todos, plan mode, approval/sandbox overrides, agent preset. Each ``fold_*`` takes an event list and
-reads the latest relevant event; :class:`Session` keeps the same values incrementally."""
+"""Whole-value folds over a log (docs/format.md, "Request header" and "Other folds"): request header
+canonicalization/equality, request context, title, todos, plan mode, approval/sandbox overrides, agent
+preset. Each ``fold_*`` takes an event list and reads the latest relevant event; :class:`Session` keeps the
+same values incrementally."""
 
 from __future__ import annotations
 

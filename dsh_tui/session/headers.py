@@ -1,4 +1,4 @@
-"""The session header (§1.2): construction in dsh's on-disk key order and validation."""
+"""The session header (docs/format.md, "Header"): construction in dsh's on-disk key order and validation."""
 
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def make_header(
 
 
 def check_header_version(h: Any) -> None:
-    """The version refusal that precedes every shape check (§1.2)."""
+    """The version refusal that precedes every shape check."""
     if isinstance(h, dict):
         v = h.get("version")
         if type(v) in (int, float) and not _is_neg_zero(v) and v != SESSION_FORMAT_VERSION:

@@ -1,6 +1,6 @@
-"""Event validation shared by appends and seeds: envelope (§1.1, §10.2), per-type payload shape (§3.7) and
-the relational turn/step rules (§2.6). Pure; every failure raises :class:`SessionValidationError`
-naming the seq and the field."""
+"""Event validation shared by appends and seeds: envelope, per-type payload shape and the
+relational turn/step rules (docs/format.md, "Envelope", "Seed validation", "Turns and steps"). Pure; every
+failure raises :class:`SessionValidationError` naming the seq and the field."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def _neg_zero(v: Any) -> bool:
 
 
 def check_envelope(ev: Any, expected_seq: int) -> None:
-    """§1.1 envelope rules for a stored/seeded event at index ``expected_seq``."""
+    """Envelope rules for a stored/seeded event at index ``expected_seq``."""
     if type(ev) is not dict:
         raise _err(f"event at index {expected_seq} is not an object")
     if not ev.keys() <= ENVELOPE_KEYS:
@@ -81,7 +81,7 @@ PAYLOAD_CHECKED_TYPES = frozenset((USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT,
 
 
 def check_payload(ev: dict) -> None:
-    """Per-type payload shape (§3.7) for the core vocabulary. Unknown/plugin types are opaque."""
+    """Per-type payload shape for the core vocabulary. Unknown/plugin types are opaque."""
     t = ev["type"]
     if t not in KNOWN_EVENT_TYPES:
         return
@@ -165,7 +165,7 @@ def _num(v: Any) -> bool:
 
 
 class Relations:
-    """The §2.6 turn/step state machine. ``check(ev)`` validates without mutating; ``apply(ev)`` commits."""
+    """The turn/step state machine. ``check(ev)`` validates without mutating; ``apply(ev)`` commits."""
 
     __slots__ = ("open_turn", "last_turn", "open_step", "last_step", "step_calls", "answered")
 
@@ -289,7 +289,7 @@ class Relations:
 
 
 def check_relations(events: list[dict]) -> Relations:
-    """Run the §2.6 rules over a whole log; returns the final state."""
+    """Run the turn/step rules over a whole log; returns the final state."""
     r = Relations()
     for ev in events:
         r.check(ev)

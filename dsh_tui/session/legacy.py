@@ -1,4 +1,5 @@
-"""Read-only import of older same-version (v0) shapes (§3.6) and the format refusals that follow it.
+"""Read-only import of older same-version (v0) shapes (docs/format.md, "Legacy import") and the format
+refusals that follow it.
 
 :func:`import_legacy` returns a new list (events that need no change are the same dict objects; changed ones
 are fresh dicts — the input is never mutated). :func:`check_refusals` raises
@@ -184,7 +185,7 @@ def _maybe_legacy(ev: Any) -> bool:
 
 
 def import_legacy(events: list[dict], session_id: str, notable: Sequence[int] | None = None) -> list[dict]:
-    """Apply the §3.6 import in log order. Returns ``events`` itself when nothing needed importing; otherwise
+    """Apply the legacy import in log order. Returns ``events`` itself when nothing needed importing; otherwise
     a new list (an :class:`~.rows.EventList` for one, compact packed-row members being chunks, never legacy
     shapes) where only the imported events are new dicts. ``notable``: :func:`notable_positions` of ``events``."""
     plain = plain_events(events)

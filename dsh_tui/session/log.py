@@ -1,8 +1,9 @@
 """The append-only session log: :class:`Session`.
 
-``Session(header, seed=None, *, clock=None)`` validates the header and the seed (§3.7: envelope, payload
-shapes, relational turn/step rules, surface fold — a tight path for ``assistant/chunk``), then appends
-``session/end-seed`` when a seed was supplied (even empty) unless it already ends with one (§5.1).
+``Session(header, seed=None, *, clock=None)`` validates the header and the seed (docs/format.md, "Seed
+validation": envelope, payload shapes, relational turn/step rules, surface fold — a tight path for
+``assistant/chunk``), then appends ``session/end-seed`` when a seed was supplied (even empty) unless it
+already ends with one (a resume, docs/format.md "Resume").
 
 ``append`` assigns ``seq`` (= length) and ``time`` (``clock()``, epoch ms), validates everything before
 touching state (a rejected append leaves the log unchanged), then notifies observers in order. An append
@@ -14,10 +15,11 @@ store's :class:`~.rows.EventList` holding compact packed rows (a cold load), whe
 memory). Both are sequences of the same event dicts; use ``list(...)`` / ``to_list()`` where a real list is
 needed.
 
-``derive_messages()`` is the §2.3 projection with a generation-keyed cache: every surface node is
-projected (frozen) once; the cached list is extended incrementally and rebuilt only when
-``replace_generation`` changed; each call returns an O(1) copy-on-write snapshot (``surface.MessagesView``)
-of shared immutable messages, equal to the list of them (``to_list()`` gives that list).
+``derive_messages()`` is the projection of docs/format.md "What the model sees" with a generation-keyed
+cache: every surface node is projected (frozen) once; the cached list is extended incrementally and rebuilt
+only when ``replace_generation`` changed; each call returns an O(1) copy-on-write snapshot
+(``surface.MessagesView``) of shared immutable messages, equal to the list of them (``to_list()`` gives that
+list).
 
 Over 500 lines for a reason: seed validation and ``append`` share one set of fast paths and incremental
 state (relations, surface fold, tracked headers) in one class; splitting it would put the append hot path
@@ -104,7 +106,7 @@ class Session:
         _check_only: bool = False,
     ) -> None:
         """``lenient`` accepts fixture placeholders in the header (see ``validate_header``);
-        ``check_relations=False`` skips the §2.6 turn/step rules for the seed only (foreign/replay logs);
+        ``check_relations=False`` skips the turn/step rules for the seed only (foreign/replay logs);
         ``packed_runs`` — ``(index, count)`` spans of the seed that ``rows.expand_row`` produced (see
         ``rows.expand_lines_with_runs``): their members are trusted as decoded and only the span's first
         event (turn/step relation, floats) and its boundary seqs are checked. Only pass spans you got from
@@ -481,7 +483,7 @@ class Session:
 
     # ------------------------------------------------------------------ projections
     def derive_messages(self) -> MessagesView:
-        """What the model sees (§2.3), in O(1): a snapshot (``MessagesView``) of the shared, immutable message
+        """What the model sees, in O(1): a snapshot (``MessagesView``) of the shared, immutable message
         objects. It compares equal to the list of those messages; later appends and replaces never change it;
         mutating it copies it first (copy-on-write, so it is the caller's as a fresh list would be).
         ``jsonutil.dumps`` / ``dumps_bytes`` serialise it; use ``to_list()`` where a real ``list`` is needed
@@ -520,7 +522,7 @@ class Session:
         return self._derived
 
     def request_header(self) -> dict | None:
-        """The latest ``request/header`` canonicalized (§2.4), or None."""
+        """The latest ``request/header`` canonicalized (docs/format.md, "Request header"), or None."""
         ev = self._header_ev
         return None if ev is None else canonical_header(ev["data"]["header"])
 

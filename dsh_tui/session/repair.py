@@ -1,4 +1,5 @@
-"""Crash-recovery closers for a log that ends inside a turn (§3.8, dsh ``repair.ts``). Pure and deterministic."""
+"""Crash-recovery closers for a log that ends inside a turn (docs/format.md, "Crash closers"; dsh
+``repair.ts``). Pure and deterministic."""
 
 from __future__ import annotations
 

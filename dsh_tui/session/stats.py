@@ -1,6 +1,6 @@
 """Status figures folded from a session log: tokens, cache hits, context use and cost.
 
-Token accounting follows session spec §2.3: per-attempt ``assistant/chunk{usage}`` records are
+Token accounting (docs/format.md, "Token accounting"): per-attempt ``assistant/chunk{usage}`` records are
 authoritative, ``assistant/message.usage`` is the fallback for an attempt that streamed none; failed
 attempts only have the chunk (and still cost tokens). Counts are disjoint: ``inputTokens`` is the
 uncached input, billed input = input + cacheRead + cacheWrite.

@@ -1,4 +1,4 @@
-"""The surface fold (§2.1, §2.2) and the message projection (§2.3).
+"""The surface fold and the message projection (docs/format.md, "Surface and projection").
 
 :class:`SurfaceFold` keeps the ordered model-visible node seqs and ``replace_generation``. ``plan(event)``
 validates a candidate without mutating anything and returns a plan; ``apply(plan)`` commits it. A full
@@ -219,7 +219,7 @@ def _invalid(msg: str) -> SessionValidationError:
 
 
 def check_markers(event: dict) -> Any:
-    """Event-local §2.1 checks: returns the surfaceOp ("append", the replace dict, or None for a
+    """Event-local surface-marker checks: returns the surfaceOp ("append", the replace dict, or None for a
     non-surface event). Raises SessionValidationError."""
     t = event["type"]
     seq = event["seq"]

@@ -1,4 +1,4 @@
-"""dsh's session-title text rules (extensions spec §1): ``clean``, ``truncate_utf8``, ``normalize`` and the
+"""dsh's session-title text rules: ``clean``, ``truncate_utf8``, ``normalize`` and the
 fallback title of a prompt. Pure functions; the plugins that append titles are in
 ``dsh_tui.runtime.builtins.titles``.
 """

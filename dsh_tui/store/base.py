@@ -20,10 +20,10 @@ class StoreError(DshError):
 class LoadResult:
     """What ``load``/``inspect`` return: the header and the balanced logical events.
 
-    ``events`` are the stored events after the §3.6 legacy import, followed by the crash
-    ``closers`` (§3.8). ``recovered_events`` are complete records decoded from a torn last zstd
-    frame (already part of ``events``); ``truncated_bytes`` is how many file bytes the torn tail
-    held. For ``load`` the repair is already durable (the file was re-read after the commit); for
+    ``events`` are the stored events after the legacy import, followed by the crash ``closers``
+    (docs/format.md, "Legacy import" and "Crash closers"). ``recovered_events`` are complete records decoded
+    from a torn last zstd frame (already part of ``events``); ``truncated_bytes`` is how many file bytes the
+    torn tail held. For ``load`` the repair is already durable (the file was re-read after the commit); for
     ``inspect`` it exists in memory only.
     """
 

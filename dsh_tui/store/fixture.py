@@ -1,6 +1,6 @@
 """Reading an arbitrary log file: runtime form (raw or zstd) and the projected fixture form.
 
-The dsh test fixtures are a *projection* of runtime logs (spec session-format.md §1.1, §6.3): the header
+The dsh test fixtures are a *projection* of runtime logs (docs/format.md, "Fixtures"): the header
 line is kept, body lines drop ``seq``/``time``/``seq0``/``time0`` and ids, paths and large texts are
 replaced by placeholders (``{{sessionId}}``, ``{{cwd}}``, ``{{system}}`` ...). :func:`open_log_file`
 restores seq as a running count and time as 0 (packed rows ``time0 = 0``).
@@ -109,7 +109,7 @@ def _has_placeholders_in(buf: bytes, compression: str) -> bool:
 
 
 def prepare_file(log: LogFile, *, validate: bool = True, keep_session: bool = True) -> jsonl.Prepared:
-    """§3.6 import, refusals, closers (in memory) and validation for an opened file (``keep_session=False``:
+    """Legacy import, refusals, closers (in memory) and validation for an opened file (``keep_session=False``:
     validated the same way, no Session kept)."""
     try:
         return jsonl.prepare(log.prefix, lenient=log.lenient, validate=validate, keep_session=keep_session)
@@ -128,7 +128,7 @@ def render_canonical(log: LogFile) -> bytes:
     """The file in dsh's canonical form: header line verbatim, body re-packed as one batch.
 
     For a projected fixture the body is projected again (seq/time/seq0/time0 dropped), so the output
-    of a committed fixture is byte-identical to the file (dsh's fixture-layout guard, §6.2)."""
+    of a committed fixture is byte-identical to the file (dsh's fixture-layout guard)."""
     from dsh_tui.session import jsonutil, rows
 
     out = [log.prefix.header_record]

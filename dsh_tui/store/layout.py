@@ -1,4 +1,4 @@
-"""On-disk layout of a JSONL session root (spec session-format.md §3.1).
+"""On-disk layout of a JSONL session root (docs/format.md, "Layout").
 
 ``<root>/--<projectKey(cwd)>--/<encodeSegment(id)>/session.jsonl[.zstd]`` and ``<root>/_no-cwd/...``
 for a header without ``cwd``. Both encoders work on UTF-16 code units, exactly like dsh, so a

@@ -1,4 +1,5 @@
-"""Session lifecycles at store level: start, resume (§5.1) and fork (§5.2).
+"""Session lifecycles at store level: start, resume and fork (docs/format.md, "Resume and fork";
+docs/storage.md).
 
 ``start``/``resume`` return ``(Session, SessionWriter)``; the writer holds the cross-process session lock and
 releases it on ``close()``. ``fork`` reads the persisted parent (never writes it: it stays byte-identical) and

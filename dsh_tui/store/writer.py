@@ -1,4 +1,4 @@
-"""Write-behind persistence for one live session (spec §3.4).
+"""Write-behind persistence for one live session (docs/format.md, "Write path").
 
 ``SessionWriter(store, session)`` subscribes to the Session. Every appended event joins one queue; the first
 event into an empty queue arms a **fixed** window (200 ms, not reset by later events); when it expires a

@@ -1,4 +1,4 @@
-"""Zstandard frame container of a ``session.jsonl.zstd`` log (spec session-format.md §3.2).
+"""Zstandard frame container of a ``session.jsonl.zstd`` log (docs/format.md, "Zstandard frames").
 
 The file is a concatenation of independent, checksummed frames: frame 1 holds exactly the header
 line, every later frame one durable batch. :func:`scan_frames` finds frame boundaries

@@ -33,8 +33,8 @@ GRACE_MS = 3_000
 READ_CHUNK = 65_536
 
 ENV_OVERRIDES = {"NO_COLOR": "1", "TERM": "dumb", "PAGER": "cat", "GIT_PAGER": "cat"}
-# Credentials never reach model-run commands: every name matching dsh's MCP rule (extensions.md §5:
-# /KEY|PASSWORD|SECRET|TOKEN/i, plus the DSH_ prefix handled below), every variable a provider of the
+# Credentials never reach model-run commands: every name matching dsh's MCP rule
+# (/KEY|PASSWORD|SECRET|TOKEN/i, plus the DSH_ prefix handled below), every variable a provider of the
 # configuration names as its key (``api_key_env``, whatever its name), and any variable holding the
 # value of a configured key.
 _SCRUB = re.compile(r"KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)

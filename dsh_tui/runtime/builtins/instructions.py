@@ -1,4 +1,4 @@
-"""Project instructions (``AGENTS.md``) as the built-in plugin ``agent-instructions`` (extensions spec §2).
+"""Project instructions (``AGENTS.md``) as the built-in plugin ``agent-instructions``.
 
 Discovery: ``<dshHome>/AGENTS.md`` (``$DSH_HOME`` if set, else ``~/.dsh``), then, for every directory from
 the project root (the nearest ancestor of the cwd with a ``.git``, else the cwd) down to the cwd, the

@@ -1,4 +1,4 @@
-"""Session titles as built-in plugins (extensions spec §1).
+"""Session titles as built-in plugins.
 
 ``session-title``: the fallback title. Before the first model request after the session's first human
 prompt (``agent/request``), if the session has no ``session/title`` at all, the first eligible prompt's

@@ -1,4 +1,5 @@
-"""Packed chunk rows (§3.3): ``text-chunks`` / ``reasoning-chunks`` / ``tool-call-chunks`` storage lines.
+"""Packed chunk rows (docs/format.md, "Packed rows"): ``text-chunks`` / ``reasoning-chunks`` /
+``tool-call-chunks`` storage lines.
 
 :mod:`.codec` packs a batch into rows and expands rows into events; :mod:`.lazy` keeps loaded rows compact
 (:class:`EventList`, :class:`PackedRun`). This package re-exports the public names.

@@ -1,4 +1,5 @@
-"""The packed-row codec (§3.3): packing one append batch into rows, validating and expanding rows.
+"""The packed-row codec (docs/format.md, "Packed rows"): packing one append batch into rows, validating and
+expanding rows.
 
 A storage line is either an event verbatim or a packed row ``{type, seq0, time0, data}`` standing for a run
 of >= 3 consecutive whitelisted ``assistant/chunk`` delta events. Rows are an encoding, never events.

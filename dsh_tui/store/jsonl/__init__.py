@@ -1,14 +1,14 @@
-"""JSONL session persistence in dsh's exact on-disk format (spec session-format.md §3).
+"""JSONL session persistence in dsh's exact on-disk format (docs/format.md, "JSONL storage").
 
 One module per layer, bottom up; this package re-exports the public names (``from dsh_tui.store.jsonl
 import JsonlStore`` keeps working):
 
 * :mod:`.codec` -- the header record and encoding events as lines or zstd batches;
 * :mod:`.scanner` -- :class:`LineScanner`: incremental scanner over decoded plaintext that expands packed
-  rows, checks seq contiguity and tells a torn tail from corruption (§3.5);
+  rows, checks seq contiguity and tells a torn tail from corruption;
 * :mod:`.decode` -- a whole file (raw or zstd frames) -> :class:`StoredPrefix`;
 * :mod:`dsh_tui.store.fsio` -- durable file primitives (new files made whole, fsynced appends, truncation);
-* :mod:`.prepare` -- §3.6 legacy import, refusals, §3.8 closers, §3.7 seed validation, in-place repair;
+* :mod:`.prepare` -- legacy import, refusals, crash closers, seed validation, in-place repair;
 * :mod:`.store` -- :class:`JsonlStore`, the :class:`~dsh_tui.store.base.SessionStore` over a root directory.
 """
 

@@ -1,4 +1,4 @@
-"""The JSONL record codec (spec session-format.md §3): the header record (parse, canonical key
+"""The JSONL record codec (docs/format.md, "JSONL storage"): the header record (parse, canonical key
 order) and encoding events as lines or zstd batches, chunk runs packed into rows."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Preparing a stored prefix for use (spec §3.6-§3.8): legacy import, refusals, crash closers, seed
-validation; repairing a torn file in place."""
+"""Preparing a stored prefix for use (docs/format.md, "Legacy import" to "Crash closers"): legacy import,
+refusals, crash closers, seed validation; repairing a torn file in place."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ class Prepared:
 
 def prepare(prefix: StoredPrefix, *, session_id: str | None = None, lenient: bool = False,
             validate: bool = True, clock: Any = None, keep_session: bool = True) -> Prepared:
-    """§3.6 import + refusals, §3.8 closers, §3.7 validation (by constructing a Session, with ``clock``; with
+    """Legacy import and refusals, crash closers, seed validation (by constructing a Session, with ``clock``; with
     ``keep_session=False`` the events are checked the same way but no Session is kept: ``session`` is None)."""
     sid = session_id or prefix.header.get("id") or ""
     with bulk_load():
@@ -91,7 +91,7 @@ def _construct(header: dict[str, Any], events: list[dict[str, Any]], *, lenient:
 
 
 def repair_file(path: Path, *, lenient: bool = False) -> tuple[StoredPrefix, Prepared]:
-    """Crash recovery of one file in place (§3.8): cut a torn tail, append recovered events +
+    """Crash recovery of one file in place: cut a torn tail, append recovered events +
     closers as one batch (zstd: one frame). A healthy file is not touched. Returns what was found
     *before* the repair."""
     buf, revision = read_stable(path)

@@ -1,5 +1,6 @@
-"""The incremental JSONL line scanner (spec session-format.md §3.5): decoded plaintext split on
-``\\n``, packed rows expanded, seq contiguity checked, a torn tail told from corruption."""
+"""The incremental JSONL line scanner (docs/format.md, "Read path: torn tail or corruption"): decoded
+plaintext split on ``\\n``, packed rows expanded, seq contiguity checked, a torn tail told from
+corruption."""
 
 from __future__ import annotations
 
@@ -104,14 +105,14 @@ def _expand_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 class LineScanner:
-    """Incremental scanner of complete JSONL event records following a header record (§3.5).
+    """Incremental scanner of complete JSONL event records following a header record.
 
     On the first problem (unparsable line, malformed row, seq gap) it stops accepting events but
     keeps scanning: a later complete record holding a ``turn/end`` means the damage is in the
     committed region and raises :class:`SessionCorruptionError`; otherwise the problem and
     everything after it is a torn tail. ``committed_bytes`` is the end of the last accepted line.
 
-    ``projected`` (fixture form, §1.1): body lines carry no seq/time; they are synthesised (seq =
+    ``projected`` (fixture form): body lines carry no seq/time; they are synthesised (seq =
     running count, time = 0; packed rows get ``time0 = 0``). ``None`` = detect from the first line.
     """
 

@@ -1,15 +1,15 @@
-"""JSONL session persistence in dsh's exact on-disk format (spec session-format.md §3).
+"""JSONL session persistence in dsh's exact on-disk format (docs/format.md, "JSONL storage").
 
 Layers of this module, bottom up:
 
 * :class:`LineScanner` — incremental scanner over decoded plaintext (split on ``\\n``) that expands
-  packed rows, checks seq contiguity and tells a torn tail from corruption (§3.5).
+  packed rows, checks seq contiguity and tells a torn tail from corruption.
 * :func:`scan_buffer` — a whole file (raw or zstd frames) → :class:`StoredPrefix` (header, committed
   events, torn-tail marker). Zstd is decoded frame by frame; raw text is fed in bounded slices, so the
   whole plaintext and its line array are never held at once.
 * file primitives — lazy materialisation (temp file + ``os.link`` + directory fsync, 0700/0600),
   fsynced append with rollback to the previous length, truncation.
-* :func:`prepare` — §3.6 legacy import, refusals, §3.8 closers and §3.7 seed validation.
+* :func:`prepare` — legacy import, refusals, crash closers and seed validation.
 * :class:`JsonlStore` — the :class:`~dsh_tui.store.base.SessionStore` over a root directory.
 """
 
@@ -235,7 +235,7 @@ class JsonlStore:
         return self._result(prefix, prepared, committed=False)
 
     def load(self, session_id: str, *, clock: Any = None) -> LoadResult:
-        """Load with crash repair committed (§3.8). ``result.session`` is the validated Session of
+        """Load with crash repair committed. ``result.session`` is the validated Session of
         ``result.events``, built with ``clock`` (its constructor appends ``session/end-seed`` at
         ``clock()``), so a resume can use it as is instead of validating the log a second time."""
         prefix, prepared = self._prepare(session_id, clock)

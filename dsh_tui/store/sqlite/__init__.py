@@ -1,4 +1,5 @@
-"""SQLite session backend: dsh schema 17 (spec §4), byte-compatible rows, same interface as the JSONL store.
+"""SQLite session backend: dsh schema 17 (docs/format.md, "SQLite storage"), byte-compatible rows, same
+interface as the JSONL store.
 
 One module per concern; this package re-exports the public names (``from dsh_tui.store.sqlite import
 SqliteSessionStore`` keeps working):

@@ -1,6 +1,6 @@
-"""The SQLite row codec (spec §4.3): ``data`` is the compact JSON text of the event data (or of a
-packed row's data), stored as TEXT below 4 KiB, else zstd level 3 as a BLOB only if that is smaller;
-``surface_op`` is JSON text; ``source_event_seqs`` a varint/zigzag BLOB; packed chunk rows carry
+"""The SQLite row codec (docs/format.md, "SQLite storage"): ``data`` is the compact JSON text of the event
+data (or of a packed row's data), stored as TEXT below 4 KiB, else zstd level 3 as a BLOB only if that is
+smaller; ``surface_op`` is JSON text; ``source_event_seqs`` a varint/zigzag BLOB; packed chunk rows carry
 ``ignorable = 0``. Also the session header <-> ``sessions`` row mapping."""
 
 from __future__ import annotations

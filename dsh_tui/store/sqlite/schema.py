@@ -1,6 +1,6 @@
-"""dsh's SQLite schema 17 (spec §4): the exact schema text, pragmas, application id and user version;
-opening a database, creating it, or verifying that its whitespace-normalised ``sqlite_schema`` SQL matches
-the reference (any difference is refused: no migrations)."""
+"""dsh's SQLite schema 17 (docs/format.md, "SQLite storage"): the exact schema text, pragmas, application id
+and user version; opening a database, creating it, or verifying that its whitespace-normalised
+``sqlite_schema`` SQL matches the reference (any difference is refused: no migrations)."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def _check_path_security(path: Path) -> None:
 
 
 def connect(path: str | Path, *, journal_mode: str = "wal") -> sqlite3.Connection:
-    """Open with dsh's settings (§4.2), each read back and verified, then create or verify schema 17."""
+    """Open with dsh's settings, each read back and verified, then create or verify schema 17."""
     memory = str(path) == ":memory:"
     if not memory:
         path = Path(path)

@@ -86,7 +86,7 @@ class SqliteSessionStore:
             return self._header_row(session_id) is not None
 
     def locate(self, header) -> None:
-        """SQLite sessions have no per-session artifact (§4.3): always None."""
+        """SQLite sessions have no per-session artifact: always None."""
         return None
 
     def create(self, header: dict) -> None:
@@ -360,7 +360,7 @@ class SqliteSessionStore:
         return out
 
     def read_raw(self, session_id: str) -> None:
-        """No raw artifact exists for SQLite sessions (§4.3)."""
+        """No raw artifact exists for SQLite sessions."""
         return None
 
     def list(self) -> list[dict]:
@@ -423,7 +423,7 @@ def _check_batch(events: list[dict]) -> None:
 
 def _validate_events(header: dict, events: list[dict], session_id: str,
                      packed_runs: list[tuple[int, int]] | None = None) -> None:
-    """§3.6 refusals + §3.7 seed validation, delegated to the session core."""
+    """Legacy refusals and seed validation, delegated to the session core."""
     from dsh_tui.session import legacy
     from dsh_tui.session.log import Session
 
