@@ -88,6 +88,17 @@ def _footer_text(item) -> str:
     return " · ".join(parts) or "completed"
 
 
+def _facts(header: dict) -> list[tuple[str, str, bool]]:
+    """The session facts both exports list first: (label, value, shown as code)."""
+    facts = [("Session", str(header.get("id")), True)]
+    if header.get("cwd"):
+        facts.append(("Workspace", header["cwd"], True))
+    facts.append(("Created", _when(header.get("createdAt")), False))
+    if header.get("parentSession"):
+        facts.append(("Parent", header["parentSession"], True))
+    return facts
+
+
 def _items(header: dict, events: list[dict]):
     return fold_transcript(header, events).items
 
@@ -95,12 +106,7 @@ def _items(header: dict, events: list[dict]):
 def to_markdown(header: dict, events: list[dict], *, reasoning: bool = False) -> str:
     title = _title(events) or header.get("id", "session")
     out = [f"# {title}", ""]
-    out.append(f"- Session: `{header.get('id')}`")
-    if header.get("cwd"):
-        out.append(f"- Workspace: `{header['cwd']}`")
-    out.append(f"- Created: {_when(header.get('createdAt'))}")
-    if header.get("parentSession"):
-        out.append(f"- Parent: `{header['parentSession']}`")
+    out += [f"- {label}: `{value}`" if code else f"- {label}: {value}" for label, value, code in _facts(header)]
     out.append("")
     last_role = None
     for item in _items(header, events):
@@ -155,13 +161,9 @@ def to_html(header: dict, events: list[dict], *, reasoning: bool = False) -> str
     e = html.escape
     title = _title(events) or header.get("id", "session")
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
-           f"<title>{e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{e(title)}</h1>", "<ul>",
-           f"<li>Session: <code>{e(str(header.get('id')))}</code></li>"]
-    if header.get("cwd"):
-        out.append(f"<li>Workspace: <code>{e(header['cwd'])}</code></li>")
-    out.append(f"<li>Created: {e(_when(header.get('createdAt')))}</li>")
-    if header.get("parentSession"):
-        out.append(f"<li>Parent: <code>{e(header['parentSession'])}</code></li>")
+           f"<title>{e(title)}</title><style>{_CSS}</style></head><body>", f"<h1>{e(title)}</h1>", "<ul>"]
+    out += [f"<li>{label}: <code>{e(value)}</code></li>" if code else f"<li>{label}: {e(value)}</li>"
+            for label, value, code in _facts(header)]
     out.append("</ul>")
 
     def pre(text: str) -> str:

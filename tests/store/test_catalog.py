@@ -23,23 +23,13 @@ from dsh_tui.store.catalog import (
 )
 from tests.store.test_catalog_support import (
     append_events,
+    cat,
     current_fixtures,
     load_fixture,
     make_header,
     user_turn,
     write_session,
 )
-
-
-@pytest.fixture
-def root(tmp_path):
-    r = tmp_path / "sessions"
-    r.mkdir()
-    return r
-
-
-def cat(root, tmp_path, **kw):
-    return Catalog([root], tmp_path / "cache" / "catalog.sqlite", **kw)
 
 
 def two_turns(sid="s1", cwd="/work/project", zstd=False, root=None):

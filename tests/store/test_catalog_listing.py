@@ -6,25 +6,12 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 import dsh_tui.store.catalog.index as mod
-from dsh_tui.store.catalog import COMPLETED, INDEXING, UNREADABLE, Catalog
-from tests.store.test_catalog_support import append_events, make_header, user_turn, write_session
+from dsh_tui.store.catalog import COMPLETED, INDEXING, UNREADABLE
+from tests.store.test_catalog_support import append_events, cat, make_header, user_turn, write_session
 
 FIELDS = ("id", "cwd", "title", "updated_at", "turns", "tokens", "state", "reason", "parent", "seed_length",
           "origin", "children", "indexed", "path", "root")
-
-
-@pytest.fixture
-def root(tmp_path):
-    r = tmp_path / "sessions"
-    r.mkdir()
-    return r
-
-
-def cat(root, tmp_path, **kw):
-    return Catalog([root], tmp_path / "cache" / "catalog.sqlite", **kw)
 
 
 def session(root, sid, cwd="/work/project", zstd=False, **hdr):

@@ -1,6 +1,6 @@
 """Helpers shared by the catalog, browser, timeline and CLI tests: real session roots on disk.
 
-Fixture recordings are projected (no seq/time, §1.1); ``load_fixture`` restores them the way dsh's
+Fixture recordings are projected (no seq/time: docs/format.md, "Fixtures"); ``load_fixture`` restores them the way dsh's
 replay parser does. ``write_session`` writes a log in dsh's layout, raw or as real zstd frames.
 """
 
@@ -13,6 +13,13 @@ from pathlib import Path
 import zstandard
 
 from tests.conftest import FIXTURES
+
+
+def cat(root, tmp_path, **kw):
+    """A catalog over ``root`` with its database under ``tmp_path``."""
+    from dsh_tui.store.catalog import Catalog
+
+    return Catalog([root], tmp_path / "cache" / "catalog.sqlite", **kw)
 
 
 def session_dir(root: Path, session_id: str, cwd: str | None) -> Path:
