@@ -26,6 +26,7 @@ import orjson
 
 from dsh_tui import __version__
 from dsh_tui.llm._httpx import httpx
+from dsh_tui.llm.openai.sse import DATA, SseDecoder
 from dsh_tui.llm.protocol import (
     AUTH,
     CONTEXT_WINDOW_EXCEEDED,
@@ -45,7 +46,6 @@ from dsh_tui.llm.protocol import (
     RetryPolicy,
 )
 from dsh_tui.llm.redact import redact, redact_url
-from dsh_tui.llm.sse import DATA, SseDecoder
 
 HARNESS_VERSION = "0.1.1-rc.2"  # the dsh release whose wire behaviour this adapter reproduces
 DEFAULT_USER_AGENT = f"deepseek-harness/{HARNESS_VERSION} (+https://github.com/deepseek-ai/deepseek-harness) dsh-tui/{__version__}"
