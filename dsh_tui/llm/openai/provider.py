@@ -1,9 +1,10 @@
 """One adapter for the DeepSeek API and any OpenAI-compatible ``/chat/completions`` endpoint.
 
-A port of dsh's ``dsh-llm-deepseek`` (runtime spec §6.2 with corrections C13): request serialization,
-SSE framing (``dsh_tui.llm.sse``), the stateful wire → ``StreamChunk`` translation, usage and finish
-mapping, HTTP error classification and the idle timeout. Generic gateways (vLLM, SGLang, Ollama,
-llama.cpp) use the same translator; ``thinking_format`` chooses how reasoning effort is put on the wire.
+A port of dsh's ``dsh-llm-deepseek`` (runtime spec §6.2 with corrections C13). This module is the httpx
+client: headers, the idle timeout, connection reuse and the streaming loop; the request body comes from
+``serialize``, SSE framing from ``sse``, the wire → ``StreamChunk`` translation from ``translate`` and the
+HTTP error classification from ``errors`` (all in ``dsh_tui/llm/openai/``). Generic gateways (vLLM, SGLang,
+Ollama, llama.cpp) use the same translator; ``thinking_format`` chooses how reasoning effort is put on the wire.
 
 The API key is resolved per request through ``api_key_resolver`` and never leaves the
 ``authorization`` header: every error message is passed through ``redact`` first.
