@@ -29,6 +29,7 @@ from dsh_tui.config.models import (
     ModelSettings,
     ProviderSettings,
     SettingsError,
+    StorageSettings,
 )
 from dsh_tui.config.settings import (
     Settings,
@@ -41,7 +42,7 @@ from dsh_tui.config.settings import (
 __all__ = [
     "APP_NAME", "CREDENTIALS_FILE", "DEEPSEEK_BASE_URL", "DEEPSEEK_BASE_URL_ENV", "DEEPSEEK_CONTEXT_WINDOW",
     "DEEPSEEK_KEY_ENV", "DEEPSEEK_MAX_TOKENS", "DEEPSEEK_MODELS", "DEEPSEEK_PROVIDER", "EFFORTS", "SETTINGS_FILE",
-    "THINKING_FORMATS", "ModelSettings", "ProviderSettings", "Settings", "SettingsError", "config_dir",
+    "THINKING_FORMATS", "ModelSettings", "ProviderSettings", "Settings", "SettingsError", "StorageSettings", "config_dir",
     "credentials_path", "dumps_toml", "find_api_key", "load_credentials", "load_settings", "missing_key_message",
     "save_credential", "save_settings", "settings_path",
 ]

@@ -217,6 +217,30 @@ class ProviderSettings(_Table):
         return self
 
 
+class StorageSettings(_Table):
+    """``[storage]``: the session backend of a root without one yet (``jsonl`` | ``sqlite``) and the
+    compression of new JSONL logs (``zstd`` | ``none``); ``dsh_tui.store.open`` checks the values."""
+
+    backend: str | None = None
+    compression: str | None = None
+
+    @field_validator("backend", "compression", mode="after")
+    @classmethod
+    def _blank_is_unset(cls, value: str | None) -> str | None:
+        return value or None
+
+
+def parse_storage(raw: Any) -> StorageSettings:
+    if raw is None:
+        return StorageSettings()
+    if not isinstance(raw, dict):
+        raise SettingsError("storage must be a table")
+    try:
+        return StorageSettings.model_validate(raw)
+    except ValidationError as err:
+        raise SettingsError(describe(err, "storage")) from None
+
+
 def builtin_deepseek() -> dict[str, Any]:
     """The built-in ``deepseek-official`` table; a user's ``[providers.deepseek-official]`` is merged over it."""
     models: dict[str, Any] = {m: {"context_window": DEEPSEEK_CONTEXT_WINDOW} for m in DEEPSEEK_MODELS}

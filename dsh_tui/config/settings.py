@@ -54,8 +54,10 @@ from dsh_tui.config.models import (
     EFFORTS,
     ProviderSettings,
     SettingsError,
+    StorageSettings,
     builtin_deepseek,
     parse_provider,
+    parse_storage,
 )
 
 
@@ -155,6 +157,10 @@ class Settings:
                 f'unknown provider "{name}" (configured: {known}); add a [providers.{name}] table'
             )
         return parse_provider(name, view[name], name == DEEPSEEK_PROVIDER)
+
+    def storage(self) -> StorageSettings:
+        """The ``[storage]`` table (the session backend and compression of new roots)."""
+        return parse_storage(self.data.get("storage"))
 
     @property
     def default_provider(self) -> str:
