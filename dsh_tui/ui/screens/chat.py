@@ -21,9 +21,14 @@ from textual.widgets import Static, TextArea
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
-from dsh_tui.ui.widgets.chrome import ApprovalPanel, Composer, PlanStrip, QueueList, StatusBar
+from dsh_tui.ui.widgets.approval import ApprovalPanel
 from dsh_tui.ui.widgets.completion import Candidate, CompletionList
-from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView, ViewState
+from dsh_tui.ui.widgets.composer import Composer
+from dsh_tui.ui.widgets.item import ViewState
+from dsh_tui.ui.widgets.plan import PlanStrip
+from dsh_tui.ui.widgets.queue import QueueList
+from dsh_tui.ui.widgets.status import StatusBar
+from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView
 
 FLUSH_INTERVAL = 0.05
 FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams

@@ -50,7 +50,7 @@ PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
 
 class FilterInput(Input):
     """The filter box: an ``Input`` whose keystrokes repaint only itself (as the chat's ``LightInput``,
-    ``dsh_tui.ui.widgets.chrome``, which is not imported here: that module and the transcript fold it
+    ``dsh_tui.ui.widgets.input``, which is not imported here: the chat widgets and the transcript fold it
     needs are not on the browser's way to its first frame)."""
 
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
