@@ -9,8 +9,9 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from textual.css.stylesheet import Stylesheet
 from textual.theme import Theme
+
+from dsh_tui.ui.textual_compat import HookedStylesheet
 
 THEME_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground",
               "background", "surface", "panel", "boost")
@@ -62,7 +63,7 @@ def load_themes() -> list[Theme]:
 
 
 # -- parsed CSS, kept between runs ---------------------------------------------------------------------
-class CachedStylesheet(Stylesheet):
+class CachedStylesheet(HookedStylesheet):
     """A Textual ``Stylesheet`` whose parsed rules are kept in a file between runs.
 
     Tokenizing and parsing the default CSS of the app, its screens and widgets is 25-40 ms of every
@@ -108,13 +109,13 @@ class CachedStylesheet(Stylesheet):
                     self._entries = data["entries"]
         return self._entries
 
-    def _parse_rules(self, css: str, read_from: Any, is_default_rules: bool = False, tie_breaker: int = 0,
-                     scope: str = "") -> list[Any]:
+    def parse_rules(self, css: str, read_from: Any, is_default_rules: bool, tie_breaker: int,
+                    scope: str) -> list[Any]:
         if self.cache_path is None:
-            return super()._parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
+            return super().parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
         memo = (css, read_from, is_default_rules, tie_breaker, scope)
         try:
-            return self._parse_cache[memo]
+            return self.memo[memo]
         except KeyError:
             pass
         key = self._key(*memo)
@@ -126,7 +127,7 @@ class CachedStylesheet(Stylesheet):
             except Exception:  # noqa: BLE001 - a damaged entry: parse it again
                 rules = None
         if rules is None:
-            rules = super()._parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
+            rules = super().parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
             if not any(rule.errors for rule in rules):
                 try:
                     self._load()[key] = pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL)
@@ -134,7 +135,7 @@ class CachedStylesheet(Stylesheet):
                 except Exception:  # noqa: BLE001 - not picklable: just not cached
                     pass
         else:
-            self._parse_cache[memo] = rules
+            self.memo[memo] = rules
         self._used.add(key)
         return rules
 

@@ -21,6 +21,7 @@ from textual.widgets import Static, TextArea
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
+from dsh_tui.ui.textual_compat import key_is_bound
 from dsh_tui.ui.widgets.approval import ApprovalPanel
 from dsh_tui.ui.widgets.completion import Candidate, CompletionList
 from dsh_tui.ui.widgets.composer import Composer
@@ -901,7 +902,7 @@ class ChatScreen(Screen):
         printable = event.is_printable and bool(event.character)
         if not self._redirecting:
             if focused is composer or (self._shown(focused) and not (
-                    printable and event.key not in focused._bindings.key_to_bindings)):
+                    printable and not key_is_bound(focused, event.key))):
                 return
             self._redirecting = True
             self.call_after_refresh(self._end_redirect)

@@ -10,6 +10,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
 
+from dsh_tui.ui.textual_compat import refresh_size, rewrap, wrapped_width
+
 
 class Composer(TextArea, inherit_bindings=False):
     """The chat's prompt box: grows to a few lines, then scrolls.
@@ -55,17 +57,17 @@ class Composer(TextArea, inherit_bindings=False):
     # scrollbar's gutter is reserved (scrollbar-gutter: stable) and growing changes only the height:
     # re-wrap only when the wrap width changed.
     def _wrap_is_current(self) -> bool:
-        return self.wrap_width == self.wrapped_document._width
+        return self.wrap_width == wrapped_width(self)
 
     def _watch_show_vertical_scrollbar(self) -> None:
         if self.wrap_width and not self._wrap_is_current():
-            self._rewrap_and_refresh_virtual_size()
+            rewrap(self)
         self.scroll_cursor_visible()
 
     def _on_resize(self, event: events.Resize) -> None:
         if self._wrap_is_current():
             event.prevent_default()  # TextArea's ``_on_resize`` (next in the MRO) re-wraps everything
-            self._refresh_size()
+            refresh_size(self)
 
     @property
     def value(self) -> str:

@@ -23,6 +23,8 @@ from textual.reactive import reactive
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
+from dsh_tui.ui.textual_compat import scroll_update
+
 Spans = list[tuple[str, str]]  # (text, rich style string) pieces of one line
 
 
@@ -89,7 +91,7 @@ class LineList(ScrollView, can_focus=True):
             # Same scrollbar need: skip the screen-wide reflow a virtual_size change would trigger
             # (the list's own size never depends on its rows).
             self.set_reactive(ScrollView.virtual_size, new_size)
-            self._scroll_update(new_size)
+            scroll_update(self, new_size)
         else:
             self.virtual_size = new_size
         new = min(self.cursor, max(0, count - 1)) if keep_cursor else 0

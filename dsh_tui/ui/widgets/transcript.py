@@ -18,6 +18,7 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from dsh_tui.session.transcript import ADD, REMOVE, UPDATE, Item, StreamItem, TranscriptFold
+from dsh_tui.ui.textual_compat import is_following
 from dsh_tui.ui.widgets.answer import AnswerView
 from dsh_tui.ui.widgets.item import ItemView, ViewState
 from dsh_tui.ui.widgets.thinking import ThinkingView
@@ -191,7 +192,7 @@ class TranscriptView(VerticalScroll):
     @property
     def following(self) -> bool:
         """Bottom-follow state: anchored and not released by a user scroll."""
-        return self._anchored and not self._anchor_released
+        return is_following(self)
 
     def refresh_all(self) -> None:
         """Re-render mounted items after a display switch (card mode, reasoning)."""

@@ -33,6 +33,7 @@ from textual.widgets import Input, Static
 from dsh_tui.store import catalog as cat
 from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
 from dsh_tui.ui.screens.modals import ChoiceModal, ConfirmModal, TextModal
+from dsh_tui.ui.textual_compat import mount_toasts, notifications
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
 from .footer import KeysFooter
@@ -247,17 +248,9 @@ restore first).
         so they are on its first frame (awaited here: the screen paints once they are mounted). Textual
         mounts them from a callback queued when the screen resumes, which runs after the first frame;
         that callback then finds them mounted."""
-        notes = getattr(self.app, "_notifications", None)
-        if not notes:
-            return
-        from textual.widgets._toast import Toast, ToastHolder, ToastRack
-
-        for rack in self.children:
-            if isinstance(rack, ToastRack):
-                rack.display = True
-                await rack.mount_all(ToastHolder(Toast(note), id=rack._toast_id(note))
-                                     for note in notes if not note.has_expired)
-                break
+        notes = notifications(self.app)
+        if notes:
+            await mount_toasts(self, notes)
 
     def on_unmount(self) -> None:
         self._remember()
