@@ -1,5 +1,5 @@
-"""Project themes: TOML files in ``themes/`` (and the user's config dir), registered at start-up; and
-``CachedStylesheet``, the app's stylesheet with its parsed rules kept between runs."""
+"""Themes: the bundled TOML files in ``theme_files/`` (package data) and the user's config dir ``themes/``,
+registered at start-up; and ``CachedStylesheet``, the app's stylesheet with its parsed rules kept between runs."""
 
 from __future__ import annotations
 
@@ -18,19 +18,13 @@ THEME_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "
 DEFAULT_THEME = "dsh-dark"
 
 
-# The package's own copy of the repository's ``themes/`` (shipped as package data, so a regular,
-# non-editable install finds them too; tests/ui/test_themes.py keeps the two copies identical).
+# The bundled themes: package data, the one source of truth (a checkout and an install read the same files).
 PACKAGE_THEMES = Path(__file__).resolve().parent / "theme_files"
 
 
 def theme_dirs() -> list[Path]:
-    """Bundled themes (the package copy, then the repository's ``themes/`` when run from a checkout,
-    whose files win), then user themes (config dir ``themes/``, which win over both)."""
-    here = Path(__file__).resolve()
+    """Bundled themes, then user themes (config dir ``themes/``, whose files win)."""
     dirs = [PACKAGE_THEMES]
-    checkout = here.parents[2]
-    if (checkout / "pyproject.toml").is_file():  # a source checkout, not site-packages
-        dirs.append(checkout / "themes")
     try:
         from dsh_tui import paths
 
