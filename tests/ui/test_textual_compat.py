@@ -13,11 +13,10 @@ from dsh_tui.ui.textual_compat import PRIVATE_NAMES, TESTED_TEXTUAL, TextualVers
 
 def _instance(cls):
     """An instance for names set in ``__init__`` (where the class can be built without arguments)."""
-    from textual.css.stylesheet import Stylesheet
-    from textual.document._wrapped_document import WrappedDocument
-    from textual.document._document import Document
-
     from textual.app import App
+    from textual.css.stylesheet import Stylesheet
+    from textual.document._document import Document
+    from textual.document._wrapped_document import WrappedDocument
     from textual.widget import Widget
 
     if cls is Stylesheet:
