@@ -19,4 +19,6 @@ def test_bench_catalog_tiny(capsys):
     for key in ("cold_sessions_per_s", "cold_MB_per_s", "warm_scan_ms", "search_p95_ms", "filter_p95_ms",
                 "warm_open_to_first_paint_ms", "baseline_optionlist_first_paint_ms", "ratio_cold_build_to_read_all"):
         assert out[key] > 0, key
+    assert out["catalog_made_open_ms"] > 0 and out["baseline_warm_catalog_open_ms"] > 0
+    assert out["warm_open_imports_sqlite_utils"] is False
     assert "warm_open_to_first_paint_ms" in capsys.readouterr().out
