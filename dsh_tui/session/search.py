@@ -40,6 +40,11 @@ def item_text(item: Item) -> str:
     if isinstance(item, StreamItem):
         return item.text
     if isinstance(item, ToolItem):
+        if item.tool == "bash":  # the card shows the command, not its description or the JSON around it
+            args = item.args()
+            command = args.get("command")
+            if isinstance(command, str):
+                return f"{args.get('workdir') or ''} $ {command}\n{item.result}"
         return f"{item.name} {item.arguments}\n{item.result}"
     if isinstance(item, ContextItem):
         return f"{item.producer}\n{item.text}"
