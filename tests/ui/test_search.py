@@ -226,3 +226,21 @@ async def test_output_viewer_shows_everything_searches_and_returns(tmp_path):
         await pilot.pause()
         assert app.screen is chat and chat.focused is chat.transcript.views[items(app, "tool")[0].key]
         assert chat.transcript.scroll_y == scroll_before
+
+
+async def test_closing_the_search_during_an_approval_gives_the_focus_back_to_it(tmp_path):
+    app = scripted_app(tmp_path, [scripted.call("c1", "bash", {"command": "echo hi", "description": "hi"}),
+                                     scripted.text("ok")],
+                       preset="workspace-write")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "say hi")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None)
+        await pilot.pause(0.1)
+        await pilot.press("ctrl+f", "e", "c", "h", "o")
+        await pilot.pause(0.1)
+        assert app.chat.search_bar.counts == (1, 1)
+        await pilot.press("escape", "a")  # Esc closes the search only; "a" then allows the call
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        card = items(app, "tool")[0]
+        assert card.approval == "allowed-once" and card.state == "ok"

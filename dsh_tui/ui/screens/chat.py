@@ -1010,7 +1010,10 @@ class ChatScreen(Screen):
         self.call_after_refresh(self.search_bar.open)
 
     def on_search_bar_closed(self, _message: SearchBar.Closed) -> None:
-        self.set_focus(self.composer if self.composer.display else None)
+        if self.composer.display:
+            self.set_focus(self.composer)
+        elif self.approval.is_attached and self.approval.display:  # back to the pending approval's buttons
+            self.set_focus(next(iter(self.approval.query("Button")), None))
 
     def action_back_to_bottom(self) -> None:
         self.transcript.back_to_bottom()

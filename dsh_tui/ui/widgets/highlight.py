@@ -14,8 +14,9 @@ from rich.segment import Segment
 from rich.style import Style
 from textual.strip import Strip
 
-MATCH = Style(color="black", bgcolor="yellow")
-CURRENT = Style(color="black", bgcolor="dark_orange", bold=True)
+# explicit RGB (named ANSI colours follow the theme: its "yellow" can be orange) that stay apart in 256 colours
+MATCH = Style(color="#000000", bgcolor="#ffd75f")
+CURRENT = Style(color="#000000", bgcolor="#ff8700", bold=True)
 
 
 def _spans(text: str, query: str) -> list[tuple[int, int]]:

@@ -137,7 +137,8 @@ class Selectable:
             self.call_after_refresh(self.action_move_item, -1)  # type: ignore[attr-defined]  # once mounted
             return
         if 0 <= target < len(siblings):
-            siblings[target].focus()
+            # at once (Widget.focus defers it): the next key of a burst (a held Up) goes to the new item
+            self.screen.set_focus(siblings[target])  # type: ignore[attr-defined]
         elif target >= len(siblings):
             self.action_leave_items()
 
