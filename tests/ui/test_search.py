@@ -244,3 +244,19 @@ async def test_closing_the_search_during_an_approval_gives_the_focus_back_to_it(
         await wait_for(pilot, lambda: _footers(app) == 1)
         card = items(app, "tool")[0]
         assert card.approval == "allowed-once" and card.state == "ok"
+
+
+async def test_a_click_on_an_item_does_not_select_it_typing_goes_to_the_composer(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("Some answer text.")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "hello")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await pilot.pause(0.1)
+        view = app.chat.transcript.views[items(app, "assistant")[0].key]
+        await pilot.click(view)
+        await pilot.pause()
+        assert app.chat.focused is app.chat.transcript
+        await pilot.press("c", "y")  # typed, not "copy"
+        await pilot.pause()
+        assert app.chat.composer.value == "cy" and app.clipboard == ""

@@ -2,7 +2,7 @@
 
 Item views (``item.py``, ``answer.py``, ``thinking.py``) are focusable: Shift+Tab from the composer
 focuses the latest item, Up/Down move between items (loading earlier ones at the top), Esc goes back to
-the composer. Copies go through ``dsh_tui/ui/clipboard.py`` (OSC 52, or a file when too big).
+the composer. A mouse click does not select an item (typing after a click still goes to the composer). Copies go through ``dsh_tui/ui/clipboard.py`` (OSC 52, or a file when too big).
 """
 
 from __future__ import annotations
@@ -141,6 +141,14 @@ class Selectable:
             self.screen.set_focus(siblings[target])  # type: ignore[attr-defined]
         elif target >= len(siblings):
             self.action_leave_items()
+
+    def on_mouse_up(self, _event: Any) -> None:
+        """A click leaves the focus on the transcript, as before items were focusable: text typed next still
+        goes to the composer (ChatScreen.on_key) instead of running an item's keys. Items are selected
+        with the keyboard."""
+        parent = self.parent  # type: ignore[attr-defined]
+        if self.has_focus and parent is not None and parent.can_focus:  # type: ignore[attr-defined]
+            parent.focus()
 
     def action_leave_items(self) -> None:
         screen = self.screen  # type: ignore[attr-defined]
