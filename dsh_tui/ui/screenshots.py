@@ -104,6 +104,8 @@ STATES: dict[str, State] = {s.name: s for s in [
     State("retry", "retry", "hello", done=lambda app: _footers(app) == 1),
     State("chat-80x24", "tools", "Find beta and fix the greeting", size=(80, 24),
           done=lambda app: _footers(app) == 1),
+    State("search", "tools", "Find beta and fix the greeting", keys=("ctrl+f", "b", "e", "t", "a", "enter"),
+          done=lambda app: _footers(app) == 1),
 ]}
 
 

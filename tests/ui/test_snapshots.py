@@ -23,6 +23,8 @@ DESCRIPTIONS = {
     "error-notice": "a failed turn: footer 'Failed: AUTH: …', error toast, status bar notice",
     "retry": "the muted 'Retrying model request (1/5) in 1 s' row and the recovered answer",
     "chat-80x24": "tool cards at 80×24",
+    "search": "Ctrl+F 'beta', Enter once: '4 of 5' in the search bar (the read's output counts too), matches yellow, the current one"
+              " orange in the bash card's output, the card shown expanded",
 }
 
 

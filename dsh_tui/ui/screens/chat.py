@@ -28,6 +28,7 @@ from dsh_tui.ui.widgets.composer import Composer
 from dsh_tui.ui.widgets.item import ViewState
 from dsh_tui.ui.widgets.plan import PlanStrip
 from dsh_tui.ui.widgets.queue import QueueList
+from dsh_tui.ui.widgets.searchbar import SearchBar
 from dsh_tui.ui.widgets.status import StatusBar
 from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView
 
@@ -70,6 +71,12 @@ class ChatScreen(Screen):
   (the status bar shows what is not at its default).
 - **PageUp / PageDown** scroll the transcript; **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads
   earlier items.
+- **Ctrl+F** searches the whole session: **Enter** (or F3, Up) goes to the previous (older) match,
+  **Shift+Enter** (Shift+F3, Down) to the next, **Esc** closes the bar.
+- **Shift+Tab** from the composer selects the latest item (**Up/Down** move, **Esc** goes back): **c** copies
+  it (OSC 52 clipboard; a file when too big), **b** copies its next code block (**1**–**9** pick one),
+  **Enter** expands or collapses a tool card alone, **v** opens the whole output in a viewer (**Ctrl+F**
+  finds in it, **Esc** returns).
 - The queue (above the composer, **Ctrl+Down** or **Up** from the composer's first line): **s** steers the
   highlighted message now, **e** edits, **Delete** removes, **Esc** goes back to the composer.
 - A read-only view (opened from the session browser): **Enter** in the composer resumes the session
@@ -92,6 +99,7 @@ class ChatScreen(Screen):
         Binding("ctrl+r", "toggle_reasoning", "Reasoning", id="chat.reasoning"),
         Binding("ctrl+end", "back_to_bottom", "Bottom", id="chat.bottom", show=False),
         Binding("ctrl+home", "load_earlier", "Earlier", id="chat.earlier", show=False),
+        Binding("ctrl+f", "find", "Find", id="chat.find", show=False),
         # Alt+Enter reaches the app as Enter in xterm and tmux, Ctrl+Enter only with the kitty keyboard
         # protocol: Ctrl+S is the key every terminal sends (flow control is off in the app's raw mode)
         Binding("ctrl+s,ctrl+enter", "steer", "Steer", id="composer.steer", show=False),
@@ -153,6 +161,7 @@ class ChatScreen(Screen):
         yield self.transcript
         # mounted on first use, between the transcript and the composer in this order (_ensure_mounted):
         # most sessions never show them, and they are not on the way to the first paint
+        self.search_bar = SearchBar(self.transcript, id="search")
         self.plan_strip = PlanStrip(id="plan")
         self.queue_list = QueueList(id="queue")
         self.approval = ApprovalPanel(id="approval")
@@ -163,7 +172,7 @@ class ChatScreen(Screen):
         self.composer.border_subtitle = HINT_IDLE
         self.composer.on_top_edge = self.action_focus_queue
         self.composer.on_completion_key = self._completion_key
-        self._lazy_order = (self.plan_strip, self.queue_list, self.approval, self.note, self.command_output,
+        self._lazy_order = (self.search_bar, self.plan_strip, self.queue_list, self.approval, self.note, self.command_output,
                             self.completion, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
@@ -953,6 +962,7 @@ class ChatScreen(Screen):
     def action_cycle_cards(self) -> None:
         modes = ViewState.CARD_MODES
         self.state.card_mode = modes[(modes.index(self.state.card_mode) + 1) % len(modes)]
+        self.state.toggled.clear()  # cards expanded or collapsed one by one (Enter) follow the new mode
         self.transcript.refresh_all()
         mode = self.state.card_mode
         self.status.set_mode("cards", "" if mode == modes[0] else f"cards {mode}")
@@ -990,6 +1000,20 @@ class ChatScreen(Screen):
 
         self.call_after_refresh(scroll)
         return True
+
+    def action_find(self) -> None:
+        """Ctrl+F: the search bar over the whole session (widgets/searchbar.py, widgets/transcript.py)."""
+        if self.search_bar.is_attached:
+            self.search_bar.open()
+            return
+        self._ensure_mounted(self.search_bar)
+        self.call_after_refresh(self.search_bar.open)
+
+    def on_search_bar_closed(self, _message: SearchBar.Closed) -> None:
+        if self.composer.display:
+            self.set_focus(self.composer)
+        elif self.approval.is_attached and self.approval.display:  # back to the pending approval's buttons
+            self.set_focus(next(iter(self.approval.query("Button")), None))
 
     def action_back_to_bottom(self) -> None:
         self.transcript.back_to_bottom()

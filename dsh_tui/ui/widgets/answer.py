@@ -17,8 +17,10 @@ from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from dsh_tui.session.transcript import StreamItem
+from dsh_tui.ui.widgets.highlight import MATCH, highlight_strip
 from dsh_tui.ui.widgets.item import ViewState
 from dsh_tui.ui.widgets.render import markdown, settled_blocks
+from dsh_tui.ui.widgets.selectable import ITEM_BINDINGS, Selectable, search_mark
 
 STREAM_ROOM = 6  # blank lines kept below a streaming answer (see AnswerView.get_content_height)
 INTERRUPTED_TEXT = "⏹ interrupted: the answer above is partial"
@@ -33,7 +35,7 @@ class PlainTail:
         self.text = text
 
 
-class AnswerView(Widget):
+class AnswerView(Selectable, Widget, can_focus=True):
     """Streamed assistant Markdown in ONE widget: frozen segments + a live tail, drawn line by line.
 
     The growing text is cut into segments at settled top-level Markdown blocks (``settled_blocks``):
@@ -47,7 +49,10 @@ class AnswerView(Widget):
 
     DEFAULT_CSS = """
     AnswerView { height: auto; padding: 0 1; }
+    AnswerView:focus { background: $accent 25%; }
     """
+
+    BINDINGS = ITEM_BINDINGS
 
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=False)  # see CachedStatic
 
@@ -74,7 +79,19 @@ class AnswerView(Widget):
         """Frozen Markdown segments so far (each parsed and rendered once)."""
         return len(self._segments)
 
+    _mark: tuple[str, int] | None = None
+
+    def _remark(self) -> bool:
+        """Follow the transcript search's query; True when the highlights changed (and were repainted)."""
+        mark = search_mark(self.item, self.state)
+        if mark == self._mark:
+            return False
+        self._mark = mark
+        self.refresh()
+        return True
+
     def refresh_item(self) -> None:
+        self._remark()
         key = (self.item.version, self.item.state)
         if key == self._rendered:
             return
@@ -190,8 +207,9 @@ class AnswerView(Widget):
         width = self.size.width
         frozen, tail = self._lines(width)
         if y < len(frozen):
-            return frozen[y]
-        y -= len(frozen)
-        if y < len(tail):
-            return tail[y]
-        return Strip.blank(width, self.visual_style.rich_style)
+            strip = frozen[y]
+        elif y - len(frozen) < len(tail):
+            strip = tail[y - len(frozen)]
+        else:
+            return Strip.blank(width, self.visual_style.rich_style)
+        return highlight_strip(strip, self._mark[0], MATCH) if self._mark else strip

@@ -1,13 +1,22 @@
-"""A finished transcript item: one cached Static per item (Textual caches its lines per width)."""
+"""A finished transcript item: one cached Static per item (Textual caches its lines per width).
+
+Item views are focusable (Tab / Shift+Tab into the transcript): ``selectable.py`` gives them their keys
+(copy, code blocks, expand, the full-output viewer); search matches are painted over the cached lines
+(``highlight.py``) without rendering the item again.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widgets import Static
 
 from dsh_tui.session.transcript import Item
+from dsh_tui.ui.widgets.highlight import CURRENT, MATCH, Highlighted
 from dsh_tui.ui.widgets.render import CachedLines, render_item
+from dsh_tui.ui.widgets.selectable import ITEM_BINDINGS, Selectable, search_mark
 
 
 class ViewState:
@@ -20,6 +29,18 @@ class ViewState:
         self.reasoning = False
         self.show_time = True
         self.subagents: dict[str, dict] = {}  # tool call id -> the live snapshot of the subagent it started
+        self.toggled: set[str] = set()  # item keys expanded/collapsed by hand (Enter), against the mode above
+        self.search = ""  # the transcript search's query, lower case ("" when no search is shown)
+        self.search_key: str | None = None  # the item holding the current match (shown expanded)
+        self.search_nth = 0  # which occurrence of the query in that item is the current match
+        self.search_index: Any = None  # the TranscriptSearch in use (its lower-cased texts are reused)
+
+    def flipped(self, key: str, expanded: bool) -> bool:
+        """``expanded`` as the global switch says, flipped for an item toggled by hand; the item holding
+        the current search match is always shown expanded."""
+        if key == self.search_key and self.search:
+            return True
+        return (not expanded) if key in self.toggled else expanded
 
 
 class CachedStatic(Static):
@@ -50,8 +71,10 @@ class CachedStatic(Static):
         return self._height
 
 
-class ItemView(CachedStatic):
+class ItemView(Selectable, CachedStatic, can_focus=True):
     """One finished (or non-Markdown) transcript item."""
+
+    BINDINGS = ITEM_BINDINGS
 
     DEFAULT_CSS = """
     ItemView { height: auto; padding: 0 1; }
@@ -59,26 +82,47 @@ class ItemView(CachedStatic):
     ItemView.-footer { margin-bottom: 1; }
     ItemView.-tool { padding-left: 2; }
     ItemView.-divider { margin: 1 0; }
+    ItemView:focus { background: $accent 25%; }
     """
 
     def __init__(self, item: Item, state: ViewState) -> None:
         self.item = item
         self.state = state
         self._rendered: tuple[int, bool] | None = None
+        self._lines: CachedLines | None = None
+        self._marked: tuple[str, int] | None = None
         super().__init__(classes=f"-{item.kind}")
         self.refresh_item()
 
     def expanded(self) -> bool:
         kind = self.item.kind
         if kind == "tool":
-            return self.state.card_mode == "expanded"
+            return self.state.flipped(self.item.key, self.state.card_mode == "expanded")
         if kind in ("thinking", "context", "compaction"):
-            return self.state.reasoning
+            return self.state.flipped(self.item.key, self.state.reasoning)
         return True
 
     def refresh_item(self) -> None:
         key = (self.item.version, self.expanded())
-        if key == self._rendered:
+        changed = key != self._rendered or self._lines is None
+        if changed:
+            self._rendered = key
+            self._lines = CachedLines(render_item(self.item, expanded=key[1], show_time=self.state.show_time))
+        mark = search_mark(self.item, self.state)
+        if not changed and mark == self._marked:
             return
-        self._rendered = key
-        self.update(CachedLines(render_item(self.item, expanded=key[1], show_time=self.state.show_time)))
+        self._marked = mark
+        content: object = self._lines
+        if mark is not None:
+            query, nth = mark
+            content = Highlighted(self._lines, query, MATCH, nth, CURRENT)
+        self.update(content, layout=changed)
+
+    def match_line(self) -> int | None:
+        """The rendered line of the current match in this item (None: not on a line of its own)."""
+        lines = self._lines
+        if self._marked is None or lines is None or lines._width < 0:
+            return None
+        from dsh_tui.ui.widgets.highlight import line_of
+
+        return line_of([[s.text for s in line] for line in lines._lines], *self._marked)

@@ -13,11 +13,13 @@ from textual.visual import Visual, visualize
 from textual.widget import Widget
 
 from dsh_tui.session.transcript import StreamItem
+from dsh_tui.ui.widgets.highlight import MATCH, highlight_strip
 from dsh_tui.ui.widgets.item import ViewState
 from dsh_tui.ui.widgets.render import render_thinking
+from dsh_tui.ui.widgets.selectable import ITEM_BINDINGS, Selectable, search_mark
 
 
-class ThinkingView(Widget):
+class ThinkingView(Selectable, Widget, can_focus=True):
     """A streaming reasoning row, drawn line by line like ``AnswerView``.
 
     Collapsed it is ``render_thinking``'s one line (its summary follows the latest line). Expanded, the
@@ -28,7 +30,10 @@ class ThinkingView(Widget):
 
     DEFAULT_CSS = """
     ThinkingView { height: auto; padding: 0 1; }
+    ThinkingView:focus { background: $accent 25%; }
     """
+
+    BINDINGS = ITEM_BINDINGS
 
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=False)  # see CachedStatic
 
@@ -43,10 +48,16 @@ class ThinkingView(Widget):
         self._body: tuple[int, Any, str, list[Strip]] | None = None  # (width, style, complete text, strips)
         self.refresh_item()
 
+    _mark: tuple[str, int] | None = None
+
     def expanded(self) -> bool:
-        return self.state.reasoning
+        return self.state.flipped(self.item.key, self.state.reasoning)
 
     def refresh_item(self) -> None:
+        mark = search_mark(self.item, self.state)
+        if mark != self._mark:
+            self._mark = mark
+            self.refresh()
         key = (self.item.version, self.item.state, self.expanded())
         if key == self._rendered:
             return
@@ -102,4 +113,6 @@ class ThinkingView(Widget):
     def render_line(self, y: int) -> Strip:
         width = self.size.width
         lines = self._lines(width)
-        return lines[y] if y < len(lines) else Strip.blank(width, self.visual_style.rich_style)
+        if y >= len(lines):
+            return Strip.blank(width, self.visual_style.rich_style)
+        return highlight_strip(lines[y], self._mark[0], MATCH) if self._mark else lines[y]

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from textual.containers import VerticalScroll
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.reactive import Reactive
 from textual.widget import Widget
 from textual.widgets import Static
 
+from dsh_tui.session.search import Match, TranscriptSearch
 from dsh_tui.session.transcript import ADD, REMOVE, UPDATE, Item, StreamItem, TranscriptFold
 from dsh_tui.ui.textual_compat import is_following
 from dsh_tui.ui.widgets.answer import AnswerView
@@ -58,6 +59,8 @@ class TranscriptView(VerticalScroll):
         # True while the window shows older items without the tail (after a jump to an old event):
         # new items are then not mounted until "back to bottom" reloads the tail.
         self.detached = False
+        self.searcher: TranscriptSearch | None = None  # while the search bar is open (search_for)
+        self.search_listener: Any = None  # called with (number, count) when live changes move the counts
 
     def compose(self):  # noqa: ANN201 - textual compose
         yield self._earlier
@@ -177,6 +180,8 @@ class TranscriptView(VerticalScroll):
             if view is not None and view not in added:
                 view.refresh_item()  # type: ignore[attr-defined]
         self._prune()
+        if self.searcher is not None and self.state.search:
+            self._requery()
 
     def _prune(self) -> None:
         """Keep at most MAX_MOUNTED item views (oldest go first) while following the bottom."""
@@ -213,3 +218,74 @@ class TranscriptView(VerticalScroll):
     def on_scroll_up(self) -> None:  # mouse wheel at the top loads older items
         if self.scroll_y <= 0 and self.hidden_before():
             self.load_earlier()
+
+    # -- search (the search bar's target; the domain search is dsh_tui/session/search.py) --------------
+    def search_for(self, query: str) -> tuple[int, int]:
+        """Incremental search over the whole session (every item of the fold, mounted or not): mark the
+        matches in the mounted items, bring the current one into view; returns (number, count)."""
+        searcher = self.searcher
+        if searcher is None:
+            self.searcher = searcher = TranscriptSearch()
+            self.state.search_index = searcher
+        searcher.sync(self.fold.items)
+        return self._show(searcher.refine(query))
+
+    def search_step(self, direction: int) -> tuple[int, int]:
+        """The next older (-1) or newer (+1) match."""
+        if self.searcher is None:
+            return 0, 0
+        self.searcher.sync(self.fold.items)
+        return self._show(self.searcher.step(direction) if self.searcher.query else None)
+
+    def search_clear(self) -> None:
+        """The search bar closed: no marks, cards back as they were."""
+        state = self.state
+        state.search, state.search_key, state.search_nth, state.search_index = "", None, 0, None
+        self.searcher = None
+        for view in self.views.values():
+            view.refresh_item()  # type: ignore[attr-defined]
+
+    def _requery(self) -> None:
+        searcher = self.searcher
+        assert searcher is not None
+        before = (searcher.count, searcher.current.number if searcher.current else 0)
+        match = searcher.requery(self.fold.items)
+        after = (searcher.count, match.number if match else 0)
+        if after != before and self.search_listener is not None:
+            self.search_listener(after[1], after[0])
+
+    def _show(self, match: Match | None) -> tuple[int, int]:
+        searcher = self.searcher
+        assert searcher is not None
+        state = self.state
+        state.search = searcher.query
+        state.search_key = match.item.key if match is not None else None
+        state.search_nth = searcher.nth_in_item(match) if match is not None else 0
+        for view in self.views.values():
+            view.refresh_item()  # type: ignore[attr-defined]
+        if match is not None:
+            self.reveal(match.index)
+        return (match.number if match is not None else 0), searcher.count
+
+    def reveal(self, index: int) -> Widget | None:
+        """Bring item ``index`` of the fold into view (mounting a window around it when it is not
+        mounted), its current search match in the middle of the view."""
+        item = self.fold.items[index]
+        view = self.views.get(item.key)
+        if view is None:
+            view = self.show_around(index)
+        if view is None:
+            return None
+        self.anchor(False)
+
+        def scroll() -> None:
+            if not view.is_attached:
+                return
+            line = getattr(view, "match_line", lambda: None)() or 0
+            region = view.virtual_region
+            self.scroll_to_region(Region(0, region.y + min(line, max(0, region.height - 1)), 1, 1),
+                                  animate=False, center=True, immediate=True)
+
+        # a window mounted (or a card expanded) is laid out one refresh later
+        self.call_after_refresh(lambda: self.call_after_refresh(scroll))
+        return view
