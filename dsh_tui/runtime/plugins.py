@@ -38,7 +38,7 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
-               "session-title-llm", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands")
+               "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands")
 #: Built-in features (extensions spec §1, §2) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm")
 
@@ -558,6 +558,8 @@ BUILTINS: dict[str, Any] = {
     "compaction": _Builtin("compaction", _apply_compaction),
     "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
     "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
+    # background jobs (run_in_background) and job_output / job_list / job_kill: dsh_tui/runtime/jobs/
+    "jobs": _LazyBuiltin("jobs", "dsh_tui.runtime.jobs", lambda config: True),
     "subagents": _Builtin("subagents", lambda ctx, config=None: _apply_subagents(ctx, config)),
     # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
     "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp",

@@ -34,7 +34,9 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
                  "waitForTitleAfterTurnEnd",  # titles are the host's job; the loop part is compared
                  "promptContent"}
 # Tools whose output depends only on the workspace and arguments.
-DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash"}
+DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill"}
+# The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
+JOB_TOOLS = {"job_output", "job_list", "job_kill"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
            "reject_always": "rejected"}
 
@@ -61,7 +63,7 @@ def applicability(d: Path) -> str | None:
         return "no prompt (protocol handshake only)"
     _, events = read_log_events(d / "session.jsonl")
     names = sorted({e["data"]["name"] for e in events if e["type"] == "tool/call"})
-    foreign = [n for n in names if n not in BUILTIN_TOOL_NAMES]
+    foreign = [n for n in names if n not in BUILTIN_TOOL_NAMES and n not in JOB_TOOLS]
     if foreign:
         return f"uses non-built-in tools {foreign}"
     kinds = {e["type"] for e in events}
@@ -98,7 +100,7 @@ def subagent_applicability(d: Path, spec: dict) -> str | None:
     for log in [d / "session.jsonl", *sorted(d.glob("session.[0-9]*.jsonl"))]:
         _, events = read_log_events(log)
         names |= {e["data"]["name"] for e in events if e["type"] == "tool/call"}
-    foreign = sorted(n for n in names if n not in BUILTIN_TOOL_NAMES and n not in SUBAGENT_TOOLS)
+    foreign = sorted(n for n in names if n not in BUILTIN_TOOL_NAMES and n not in SUBAGENT_TOOLS and n not in JOB_TOOLS)
     if foreign:
         return f"uses non-built-in tools {foreign}"
     header, _ = read_log_events(d / "session.jsonl")

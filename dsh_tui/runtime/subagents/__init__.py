@@ -9,8 +9,9 @@ Children are real sessions in the parent's store, opened through the agent host 
 the parent's provider, options and plugins. Config (``[plugins.subagents]`` in the settings file):
 ``max_depth`` (3, or ``"provider-managed"``), ``subagent_mode`` (``continuable``), ``fork_mode``
 (``one-shot``), ``subagent_background`` (true) and ``fork_background`` (false: the fork tool always waits,
-as dsh's shipped ``subagent_fork`` with ``enableRunInBackground: false``). One-shot *background* runs need
-dsh's job tools (``job_output``/``job_kill``), which dsh-tui does not have: that combination is refused.
+as dsh's shipped ``subagent_fork`` with ``enableRunInBackground: false``). One-shot *background* runs are
+jobs of the ``jobs`` plugin (``dsh_tui.runtime.jobs``: ``started background subagent job <id>``, collected
+with ``job_output``, stopped with ``job_kill``); without that plugin the combination is refused.
 """
 
 from __future__ import annotations
@@ -49,11 +50,17 @@ def _config(raw: Any) -> dict[str, Any]:
     for key in ("fork_background", "subagent_background"):
         if not isinstance(cfg[key], bool):
             raise DshError(f"{key} must be true or false")
+    return cfg
+
+
+def _check_jobs(cfg: dict[str, Any], agent: Any) -> None:
+    """One-shot background runs are jobs: without the ``jobs`` plugin that combination is refused."""
+    if getattr(agent, "jobs", None) is not None:
+        return
     for mode, background in (("subagent_mode", "subagent_background"), ("fork_mode", "fork_background")):
         if cfg[mode] == "one-shot" and cfg[background]:
             raise DshError(f"{background} = true with {mode} = \"one-shot\" needs background jobs (job_output, "
-                           f"job_kill), which dsh-tui does not have yet: set {background} = false")
-    return cfg
+                           f"job_kill): enable the jobs plugin or set {background} = false")
 
 
 def _text(value: str) -> list[dict]:
@@ -82,6 +89,7 @@ def _sandbox_override(session: Any) -> str | None:
 def apply(ctx: Any, config: Any = None) -> None:
     cfg = _config(config)
     agent = ctx._agent
+    _check_jobs(cfg, agent)
     if getattr(agent, "host", None) is None:
         return  # children are opened through the agent host: an agent built without one has no subagents
     ch.AGENTS[agent.id] = agent
@@ -108,13 +116,19 @@ def apply(ctx: Any, config: Any = None) -> None:
                 raise ToolError(texts.BACKGROUND_DISABLED)
             if background is None:
                 background = background_enabled and mode == "continuable"
-            if background and mode == "one-shot":
-                raise ToolError("one-shot background subagent jobs are not supported by dsh-tui yet; "
-                                "call again with run_in_background: false")
+            jobs = getattr(agent, "jobs", None)
+            if background and mode == "one-shot" and jobs is None:
+                raise ToolError("background jobs unavailable: load @deepseek-ai/dsh-jobs and "
+                                "@deepseek-ai/dsh-tool-jobs")
             depth = max(_delegation_depth(agent), 0) + 1
             if cfg["max_depth"] != "provider-managed" and depth > cfg["max_depth"]:
                 raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg['max_depth']}")
             host = agent.host
+            if background and mode == "one-shot":  # a job: collected with job_output, stopped with job_kill
+                job = await jobs.start("subagent", args["description"], lambda handle: _start_job_child(
+                    agent, host, handle, provider=provider, args=args, tool_name=tool_name, call_id=tctx.call_id,
+                    depth=depth))
+                return {"kind": "job", "jobId": job.id}
             child_mode = "continuable" if background else "one-shot"  # dsh: a foreground child is one-shot
             child = await open_child(agent, host, provider=provider, mode=child_mode, label=args["description"],
                                      tool_name=tool_name, call_id=tctx.call_id, depth=depth)
@@ -133,6 +147,8 @@ def apply(ctx: Any, config: Any = None) -> None:
         def render(args: Any, value: Any) -> list[dict]:
             if isinstance(value, dict) and value.get("kind") == "continuable":
                 return _text(f"started subagent {value['subagentId']}")
+            if isinstance(value, dict) and value.get("kind") == "job":
+                return _text(f"started background subagent job {value['jobId']}")
             return _text(value.get("text", "") if isinstance(value, dict) else str(value))
 
         return ToolDefinition(tool_name, description, parameters, execute, render,
@@ -278,6 +294,48 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
     child.outcome = None
     ch.watch(child)
     return child
+
+
+async def _start_job_child(parent: Any, host: Any, handle: Any, *, provider: str, args: dict, tool_name: str,
+                           call_id: str, depth: int) -> Any:
+    """Open a one-shot child for a background job and run its prompt; the job settles with the child's
+    result (``completed``), its failure (``failed``, the reason as detail) or ``killed`` (``job_kill``,
+    teardown: the child's run is cancelled). Returns the job's cancel function."""
+    child = await open_child(parent, host, provider=provider, mode="one-shot", label=args["description"],
+                             tool_name=tool_name, call_id=call_id, depth=depth)
+    cagent = child.agent
+    child.epoch_start = len(cagent.session.events)
+    cagent.followup({"role": "user", "content": _text(args["prompt"]), "source": {"kind": "user"}})
+    cagent.session.append("subagent/descriptor", _one_shot_descriptor(provider, args["description"]))
+    ch.notify_watchers(child)
+    killed = [False]
+
+    async def run() -> None:
+        try:
+            await cagent.wait_idle()
+        finally:
+            outcome = ch.epoch_outcome(cagent.session.events, child.epoch_start)
+            child.outcome = outcome
+            try:
+                await ch.close_child(child)
+            except Exception:  # noqa: BLE001 - the job still settles
+                pass
+        if outcome["kind"] == "completed" and not killed[0]:
+            handle.settle("completed", None, outcome["text"])
+        elif killed[0]:
+            handle.settle("killed", None, outcome["text"] or None)
+        else:
+            handle.settle("failed", ch.foreground_error(outcome).split("\n")[0], outcome["text"] or None)
+
+    task = asyncio.ensure_future(run())
+
+    def cancel(_reason: str | None = None) -> None:
+        if task.done() or killed[0]:
+            return
+        killed[0] = True
+        cagent.cancel({"kind": "user"})
+
+    return cancel
 
 
 async def _foreground(child: ch.Child, tctx: Any) -> dict:
