@@ -39,8 +39,9 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands")
-#: Built-in features (extensions spec §1, §2) the agent host loads; a bare ``Agent`` leaves them out.
-FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm")
+#: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
+#: leaves them out.
+FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs")
 
 
 class PluginError(DshError):
@@ -583,7 +584,7 @@ _feature_builtins()
 
 def builtin_specs(features: bool = False) -> list[PluginSpec]:
     """The built-in plugins of a bare ``Agent`` (no ``plugins=``): the loop's own behaviour. The feature
-    plugins (``FEATURE_IDS``: project instructions, titles) read the workspace and call the model
+    plugins (``FEATURE_IDS``: project instructions, titles, background jobs) read the workspace, run work or call the model
     beside the turn; the agent host loads them with every other plugin (``discover``), and
     ``features=True`` adds them here."""
     return [PluginSpec(pid, "builtin", obj=BUILTINS[pid]) for pid in BUILTIN_IDS

@@ -77,8 +77,8 @@ async def test_a_user_listener_can_take_over_from_the_builtin_retry():
 async def test_builtins_can_be_disabled_by_id():
     specs = discover(None)
     assert [s.id for s in specs] == ["retry", "compaction", "runtime-context", "request-invariant",
-                                    "agent-instructions", "session-title", "session-title-llm", "subagents", "mcp",
-                                    "skills", "skill-tool", "file-reference", "commands"]
+                                    "agent-instructions", "session-title", "session-title-llm", "jobs", "subagents",
+                                    "mcp", "skills", "skill-tool", "file-reference", "commands"]
 
     class S:
         def get(self, key):
