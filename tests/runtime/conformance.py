@@ -84,7 +84,6 @@ SUBAGENT_NOT_APPLICABLE = {
                                       "(no model call records it); there is no such hook here",
     "subagent-continuable": "the child's third turn fails on dsh's injected 'snapshot disk full' before its "
                             "first step; the replay cannot inject that failure",
-    "subagent-child-question-rejection": "the child calls ask_user_question, a tool dsh-tui does not have",
 }
 # dsh's configuration of a scenario where it differs from the shipped defaults.
 SUBAGENT_CONFIG = {"subagent-depth-two-rejection": {"max_depth": 2}}
@@ -109,7 +108,8 @@ def subagent_applicability(d: Path, spec: dict) -> str | None:
     return None
 
 
-SUBAGENT_TOOLS = {"subagent", "subagent_fork", "send_message", "interrupt_agent", "list_agents", "report"}
+SUBAGENT_TOOLS = {"subagent", "subagent_fork", "send_message", "interrupt_agent", "list_agents", "report",
+                  "ask_user_question"}  # ask_user_question: only in children, where dsh refuses it
 
 
 @dataclass

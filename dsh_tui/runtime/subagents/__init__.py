@@ -3,7 +3,8 @@
 - ``subagent`` (spawn: a fresh child; continuable, background by default) and ``subagent_fork`` (fork: a
   child seeded with the parent's completed turns; one-shot, waits);
 - ``send_message``, ``interrupt_agent``, ``list_agents`` (agents that can start children) and ``report``
-  (in continuable children).
+  (in continuable children);
+- ``ask_user_question`` in children only, refused as dsh refuses it there (no human can answer a child).
 
 Children are real sessions in the parent's store, opened through the agent host (``AgentHost.open``) with
 the parent's provider, options and plugins. Config (``[plugins.subagents]`` in the settings file):
@@ -163,6 +164,8 @@ def apply(ctx: Any, config: Any = None) -> None:
     is_child = agent.session.header.get("origin") == "subagent"
     if desc is not None and desc.get("mode") == "continuable":
         _register_report(ctx, agent)
+    if is_child and "ask_user_question" not in agent.tools.tools:
+        _register_child_question(ctx)
 
     async def assemble(payload: dict, nxt: Any) -> Any:
         from dsh_tui.runtime import prompt as prompt_mod
@@ -480,6 +483,17 @@ async def _cold_resume(parent: Any, sid: str) -> ch.Child:
                              label=label, tool_name="subagent", call_id="", depth=depth, resume_id=sid)
     ch.watch_continuable(child)
     return child
+
+
+def _register_child_question(ctx: Any) -> None:
+    """dsh's ``ask_user_question`` in a child: nobody can answer, so every call is refused with dsh's error."""
+    schema = texts.ASK_USER_QUESTION_SCHEMA
+
+    async def ask(args: dict, tctx: Any) -> str:
+        raise ToolError(texts.DELEGATED_QUESTION, "DELEGATED_CALLER", "UserQuestionError")
+
+    ctx.tools.register(ToolDefinition(schema["name"], schema["description"], copy.deepcopy(schema["parameters"]),
+                                      ask, lambda _a, v: _text(str(v)), access="read"))
 
 
 def _register_report(ctx: Any, agent: Any) -> None:
