@@ -306,3 +306,4 @@ async def test_config_errors_are_reported(tmp_path, config, message):
         assert "job_output" not in host.agent.tools.tools
     finally:
         await host.close()
+
