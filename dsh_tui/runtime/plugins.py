@@ -248,6 +248,11 @@ class AgentView:
     def tool_names(self) -> list[str]:
         return list(self._a.tools.tools)
 
+    @property
+    def jobs(self) -> Any:
+        """The agent's background-job registry (the built-in ``jobs`` plugin), or None when it is off."""
+        return getattr(self._a, "jobs", None)
+
     def followup(self, message: Any) -> dict:
         return self._a.followup(message)
 

@@ -307,3 +307,45 @@ async def test_config_errors_are_reported(tmp_path, config, message):
     finally:
         await host.close()
 
+
+
+async def test_a_plugin_registers_its_own_job_and_its_end_is_announced(tmp_path):
+    """docs/plugins.md: ``ctx.agent.jobs.start(kind, label, starter)``; the job is listed, read and announced
+    like the built-in producers' jobs."""
+    seen = {}
+
+    class Indexer:
+        name = "indexer"
+
+        @staticmethod
+        def apply(ctx):
+            seen["ctx"] = ctx
+
+    provider = ScriptedProvider([scripted.text("idle"), scripted.call("o", "job_output", {"job_id": "index-1"}),
+                                 scripted.text("read it")])
+    host = await _host(tmp_path, provider, plugin_objects=(Indexer,))
+    try:
+        jobs = seen["ctx"].agent.jobs
+        assert jobs is host.agent.jobs
+        release = asyncio.Event()
+
+        async def starter(handle):
+            async def work():
+                await release.wait()
+                handle.append("indexed 3 files\n")
+                handle.settle("completed")
+            task = asyncio.ensure_future(work())
+            return lambda _reason=None: task.cancel()
+
+        job = await jobs.start("index", "Index the workspace", starter)
+        assert job.id == "index-1"
+        host.agent.followup("go")
+        await host.agent.wait_idle()
+        release.set()
+        await _until(lambda: any(e["type"] == "turn/end" and e["data"]["turn"] == 2 for e in host.session.events))
+        assert _notices(host)[0]["content"][0]["text"] == (
+            "background job index-1 (index: Index the workspace) finished [status: completed]. Read its output "
+            "with job_output.")
+        assert _results(host) == ["indexed 3 files\n[status: completed]"]
+    finally:
+        await host.close()

@@ -25,6 +25,7 @@ from typing import Any
 
 from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
+from dsh_tui.runtime.subagents.background import start_job_child
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError
 
@@ -126,9 +127,9 @@ def apply(ctx: Any, config: Any = None) -> None:
                 raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg['max_depth']}")
             host = agent.host
             if background and mode == "one-shot":  # a job: collected with job_output, stopped with job_kill
-                job = await jobs.start("subagent", args["description"], lambda handle: _start_job_child(
-                    agent, host, handle, provider=provider, args=args, tool_name=tool_name, call_id=tctx.call_id,
-                    depth=depth))
+                job = await jobs.start("subagent", args["description"], lambda handle: start_job_child(
+                    agent, host, handle, open_child=open_child, provider=provider, args=args, tool_name=tool_name,
+                    call_id=tctx.call_id, depth=depth))
                 return {"kind": "job", "jobId": job.id}
             child_mode = "continuable" if background else "one-shot"  # dsh: a foreground child is one-shot
             child = await open_child(agent, host, provider=provider, mode=child_mode, label=args["description"],
@@ -297,48 +298,6 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
     child.outcome = None
     ch.watch(child)
     return child
-
-
-async def _start_job_child(parent: Any, host: Any, handle: Any, *, provider: str, args: dict, tool_name: str,
-                           call_id: str, depth: int) -> Any:
-    """Open a one-shot child for a background job and run its prompt; the job settles with the child's
-    result (``completed``), its failure (``failed``, the reason as detail) or ``killed`` (``job_kill``,
-    teardown: the child's run is cancelled). Returns the job's cancel function."""
-    child = await open_child(parent, host, provider=provider, mode="one-shot", label=args["description"],
-                             tool_name=tool_name, call_id=call_id, depth=depth)
-    cagent = child.agent
-    child.epoch_start = len(cagent.session.events)
-    cagent.followup({"role": "user", "content": _text(args["prompt"]), "source": {"kind": "user"}})
-    cagent.session.append("subagent/descriptor", _one_shot_descriptor(provider, args["description"]))
-    ch.notify_watchers(child)
-    killed = [False]
-
-    async def run() -> None:
-        try:
-            await cagent.wait_idle()
-        finally:
-            outcome = ch.epoch_outcome(cagent.session.events, child.epoch_start)
-            child.outcome = outcome
-            try:
-                await ch.close_child(child)
-            except Exception:  # noqa: BLE001 - the job still settles
-                pass
-        if outcome["kind"] == "completed" and not killed[0]:
-            handle.settle("completed", None, outcome["text"])
-        elif killed[0]:
-            handle.settle("killed", None, outcome["text"] or None)
-        else:
-            handle.settle("failed", ch.foreground_error(outcome).split("\n")[0], outcome["text"] or None)
-
-    task = asyncio.ensure_future(run())
-
-    def cancel(_reason: str | None = None) -> None:
-        if task.done() or killed[0]:
-            return
-        killed[0] = True
-        cagent.cancel({"kind": "user"})
-
-    return cancel
 
 
 async def _foreground(child: ch.Child, tctx: Any) -> dict:
