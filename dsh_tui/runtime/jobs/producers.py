@@ -18,7 +18,7 @@ import signal as signal_mod
 from typing import Any
 
 from dsh_tui.runtime.jobs.registry import JobHandle, JobRegistry
-from dsh_tui.tools._common import plain_error
+from dsh_tui.tools.common import plain_error
 
 GRACE_S = 3.0
 READ_CHUNK = 65_536

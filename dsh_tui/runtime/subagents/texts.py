@@ -148,7 +148,7 @@ REPORT_SCHEMA = {
     }
 }
 
-# dsh's ask_user_question (its schema as recorded): in a child it always refuses (extensions spec 4), since the
+# dsh's ask_user_question (its schema as recorded in tests/fixtures/dsh): in a child it always refuses, since the
 # child is owned by another live agent and no human can answer it.
 ASK_USER_QUESTION_SCHEMA: dict = {
     "name": "ask_user_question",

@@ -31,7 +31,7 @@ from dsh_tui.session.timeline import (
     fold_timeline,
     request_header_at,
 )
-from dsh_tui.ui.widgets.chrome import LightInput
+from dsh_tui.ui.widgets.input import LightInput
 from dsh_tui.ui.widgets.ledger import Ledger
 
 
