@@ -7,8 +7,8 @@ UI text, never model input. A name that is not registered is not a command (the 
 ``/<skill>`` may invoke a skill).
 
 The built-in plugin ``commands`` registers ``/compact``, ``/model``, ``/permission``, ``/title``, ``/new``,
-``/fork``, ``/export``, ``/skills``, ``/plugins`` and ``/help``. ``/new``, ``/fork`` and ``/export`` ask
-the UI to act (``CommandResult.action``).
+``/fork``, ``/export``, ``/skills``, ``/plugins``, ``/mcp`` and ``/help``. ``/new``, ``/fork``, ``/export``
+and ``/mcp`` (the MCP servers panel) ask the UI to act (``CommandResult.action``).
 """
 
 from __future__ import annotations
@@ -296,6 +296,35 @@ def _plugins(call: CommandCall) -> CommandResult:
     return CommandResult("\n".join(lines) or "No plugins.")
 
 
+MCP_USAGE = "Usage: /mcp [reconnect NAME]"
+MCP_NONE = "No MCP servers configured. Add [mcp.servers.<name>] to settings.toml or start with --mcp NAME=COMMAND."
+
+
+def mcp_listing(rows: list[Any]) -> str:
+    """The ``/mcp`` text: each server's ``name  state · detail`` and its transport and target."""
+    if not rows:
+        return MCP_NONE
+    lines = [f"{len(rows)} MCP server(s):"]
+    for row in rows:
+        lines.append(row.text)
+        lines.append(f"  {row.transport}: {row.target}")
+    return "\n".join(lines)
+
+
+def _mcp(call: CommandCall) -> CommandResult:
+    from dsh_tui.runtime.mcp import reconnect, servers
+
+    words = call.args.split()
+    if words and (words[0] != "reconnect" or len(words) != 2):
+        raise CommandError(MCP_USAGE)
+    if words:
+        if not reconnect(call.agent, words[1]):
+            names = ", ".join(r.name for r in servers(call.agent)) or "none configured"
+            raise CommandError(f"No MCP server named {words[1]} ({names}).")
+        return CommandResult(f"Reconnecting MCP server {words[1]}.", action={"kind": "mcp"})
+    return CommandResult(mcp_listing(servers(call.agent)), action={"kind": "mcp"})
+
+
 def _help(call: CommandCall) -> CommandResult:
     registry: CommandRegistry = call.agent.commands
     lines = [f"{c.usage or '/' + c.name} — {c.help}" for c in registry.sorted()]
@@ -312,6 +341,7 @@ BUILTIN_COMMANDS: tuple[Command, ...] = (
     Command("export", "Export this session as Markdown or HTML", _export, "/export [md|html]"),
     Command("skills", "List the skills of this workspace", _skills, "/skills"),
     Command("plugins", "List the loaded plugins", _plugins, "/plugins"),
+    Command("mcp", "Show the MCP servers (state, tools) or reconnect one", _mcp, "/mcp [reconnect NAME]"),
     Command("help", "List the commands", _help, "/help"),
 )
 

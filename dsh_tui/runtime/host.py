@@ -16,6 +16,8 @@ from typing import Any
 
 from dsh_tui.runtime.prompt import DEFAULT_PERSONA
 
+MCP_LISTING_WAIT_S = 30.0  # a headless ``/mcp`` waits this long at most for the servers' first attempts
+
 # -------------------------------------------------------------------------------------------------
 # The one agent host: the app (``dsh_tui.ui.harness``), ``run --headless``, ``resume --headless`` and
 # the demo all open their session, tools and agent here, and close them here.
@@ -120,9 +122,14 @@ class AgentHost:
         """One turn with ``prompt`` (headless): waits until the agent is idle again. ``settle``: also until
         every subagent it started has settled and the turns their notices start have ended (the answer is
         then the last one). Commands are interactive only, except that a prompt that is exactly ``/compact``
-        compacts (its reply is the answer)."""
-        if prompt.strip() == "/compact" and self.agent.commands.get("compact") is not None:
-            done = await self.agent.commands.run(self.agent, "/compact")
+        compacts and ``/mcp [...]`` lists the MCP servers once each has made its first attempt (the reply is
+        the answer)."""
+        command = prompt.strip()
+        if (command == "/compact" or command.split(maxsplit=1)[:1] == ["/mcp"]) and \
+                self.agent.commands.get(command.split()[0][1:]) is not None:
+            if command.startswith("/mcp") and self.agent.mcp is not None:
+                await self.agent.mcp.first_attempts(MCP_LISTING_WAIT_S)
+            done = await self.agent.commands.run(self.agent, command)
             if done is not None:
                 reason = {"kind": "completed"} if done.kind == "success" else \
                     {"kind": "error", "error": {"message": done.text, "code": "COMMAND_FAILED"}}

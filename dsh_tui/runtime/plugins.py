@@ -29,6 +29,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
+import os
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -42,9 +44,10 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
-               "session-title-llm", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands")
-#: Built-in features (session titles, project instructions) the agent host loads; a bare ``Agent`` leaves them out.
-FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm")
+               "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands")
+#: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
+#: leaves them out.
+FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs")
 
 
 class PluginError(DshError):
@@ -84,10 +87,33 @@ class PluginRecord:
 # Discovery
 
 
+_EP_CACHE: list[Any] = []  # [(key, entry points)]: the last scan and what it depended on
+
+
+def _path_key() -> tuple:
+    """``sys.path`` with each directory's mtime: installing or removing a distribution changes it. The
+    working directory (``""``, ``"."``: where the agent writes files) counts by name only."""
+    key = []
+    for entry in sys.path:
+        try:
+            key.append((entry, None if entry in ("", ".") else os.stat(entry).st_mtime_ns))
+        except OSError:
+            key.append((entry, None))
+    return tuple(key)
+
+
 def _entry_points() -> list[Any]:
+    """The installed plugins' entry points, by name. The scan reads every distribution's metadata (3-25 ms on
+    a loaded machine), and each agent the host opens (a subagent child too) asks, on the harness loop: it is
+    kept until ``sys.path`` or one of its directories changes."""
     from importlib.metadata import entry_points
 
-    return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    key = _path_key()
+    if _EP_CACHE and _EP_CACHE[0][0] == key:
+        return list(_EP_CACHE[0][1])
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
+    _EP_CACHE[:] = [(key, found)]
+    return list(found)
 
 
 def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[Any] = ()) -> list[PluginSpec]:
@@ -225,6 +251,11 @@ class AgentView:
     @property
     def tool_names(self) -> list[str]:
         return list(self._a.tools.tools)
+
+    @property
+    def jobs(self) -> Any:
+        """The agent's background-job registry (the built-in ``jobs`` plugin), or None when it is off."""
+        return getattr(self._a, "jobs", None)
 
     def followup(self, message: Any) -> dict:
         return self._a.followup(message)
@@ -562,6 +593,8 @@ BUILTINS: dict[str, Any] = {
     "compaction": _Builtin("compaction", _apply_compaction),
     "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
     "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
+    # background jobs (run_in_background) and job_output / job_list / job_kill: dsh_tui/runtime/jobs/
+    "jobs": _LazyBuiltin("jobs", "dsh_tui.runtime.jobs", lambda config: True),
     "subagents": _Builtin("subagents", lambda ctx, config=None: _apply_subagents(ctx, config)),
     # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
     "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp",
@@ -585,7 +618,7 @@ _feature_builtins()
 
 def builtin_specs(features: bool = False) -> list[PluginSpec]:
     """The built-in plugins of a bare ``Agent`` (no ``plugins=``): the loop's own behaviour. The feature
-    plugins (``FEATURE_IDS``: project instructions, titles) read the workspace and call the model
+    plugins (``FEATURE_IDS``: project instructions, titles, background jobs) read the workspace, run work or call the model
     beside the turn; the agent host loads them with every other plugin (``discover``), and
     ``features=True`` adds them here."""
     return [PluginSpec(pid, "builtin", obj=BUILTINS[pid]) for pid in BUILTIN_IDS

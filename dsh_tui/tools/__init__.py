@@ -7,8 +7,8 @@ sorted by name like dsh's registry. Options:
   paragraph, as dsh does under a sandboxing executor. ``escalation=True, background=True``
   reproduces the schemas of the recorded scenarios byte for byte.
 - ``background`` (False) / ``jobs``: advertise ``run_in_background``; ``jobs`` is an object with
-  ``async start(command, *, cwd, env) -> job_id`` (without it a background call is refused with
-  dsh's text).
+  ``async start(command, *, cwd, env, label) -> job_id`` (without it, the calling agent's job registry of
+  the ``jobs`` plugin; without either a background call is refused with dsh's text).
 - ``bash_env``: extra environment (managed ``DSH_*`` facts) for every bash call.
 - ``bash_timeout_ms`` (120000), ``bash_max_timeout_ms`` (600000), ``bash_max_output_bytes`` (64000),
   ``bash_grace_ms`` (3000), ``glob_max_results`` (100), ``grep_max_matches`` (250),

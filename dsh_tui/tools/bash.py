@@ -6,7 +6,9 @@ last ``max_output_bytes`` (64,000) bytes stay in memory; once a stream outgrows 
 stream is copied to a spill file (capped at 64 MiB) and the text gets the
 ``[output truncated; full output: <path>]`` marker. Timeout (default 120 s, cap 600 s) and
 cancellation send SIGTERM to the group, then SIGKILL after the grace period. The result text is
-dsh's ``renderResult`` (runtime-corrections B.3): non-zero exits are not errors.
+dsh's ``renderResult`` (runtime-corrections B.3): non-zero exits are not errors. ``run_in_background``
+hands the command to a jobs port (``async start(command, *, cwd, env, label) -> job_id``): the builder's
+``jobs`` option, else the calling agent's registry (``dsh_tui.runtime.jobs``).
 """
 
 from __future__ import annotations
@@ -345,13 +347,16 @@ def bash_tool(
                 raise plain_error(
                     "run_in_background is disabled for this deployment (enableRunInBackground: false)"
                 )
-            if jobs is None:
+            # The jobs port: the builder's, else the calling agent's job registry (the ``jobs`` plugin).
+            port = jobs if jobs is not None else getattr(getattr(getattr(ctx, "agent", None), "jobs", None),
+                                                         "bash", None)
+            if port is None:
                 raise plain_error(
                     "background jobs unavailable: load @deepseek-ai/dsh-jobs and @deepseek-ai/dsh-tool-jobs"
                 )
             if ctx.cancelled.is_set():
                 raise aborted_error()
-            job_id = await jobs.start(args["command"], cwd=cwd, env=bash_env(env, ctx))
+            job_id = await port.start(args["command"], cwd=cwd, env=bash_env(env, ctx), label=args["description"])
             return {"kind": "background", "jobId": str(job_id)}
         if not os.path.isdir(cwd):
             raise plain_error(f'workdir "{cwd}" is not a directory')

@@ -118,3 +118,16 @@ def test_bad_mcp_settings_and_flags_are_one_line(tmp_path):
     assert p.returncode == 2
     assert p.stderr.startswith("dsh-tui: run: argument --mcp: expected NAME=COMMAND")
     assert p.stderr.count("\n") == 1
+
+
+def test_mcp_in_headless_mode_prints_the_server_list(tmp_path):
+    server = shlex.join([sys.executable, str(REPO / "tests" / "mcp" / "server.py"), "stdio"])
+    with ScriptServer() as srv:
+        _settings(srv)
+        p = _run(tmp_path, "/mcp", "--mcp", f"t={server}", "--mcp", f"gone={tmp_path / 'missing'}")
+    assert p.returncode == 0, p.stderr
+    lines = p.stdout.splitlines()
+    assert lines[:3] == ["2 MCP server(s):", "t  ready · 12 tools", f"  stdio: {server}"]
+    assert lines[3].startswith("gone  reconnecting (attempt ") and \
+        lines[3].endswith(f"· cannot start {tmp_path / 'missing'}: no such file or directory")
+    assert srv.requests == []  # a command, not a prompt

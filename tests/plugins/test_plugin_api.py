@@ -77,8 +77,8 @@ async def test_a_user_listener_can_take_over_from_the_builtin_retry():
 async def test_builtins_can_be_disabled_by_id():
     specs = discover(None)
     assert [s.id for s in specs] == ["retry", "compaction", "runtime-context", "request-invariant",
-                                    "agent-instructions", "session-title", "session-title-llm", "subagents", "mcp",
-                                    "skills", "skill-tool", "file-reference", "commands"]
+                                    "agent-instructions", "session-title", "session-title-llm", "jobs", "subagents",
+                                    "mcp", "skills", "skill-tool", "file-reference", "commands"]
 
     class S:
         def get(self, key):
@@ -325,3 +325,34 @@ async def test_the_app_says_which_plugin_failed_and_the_chat_still_works(tmp_pat
         await submit(pilot, "hi")
         await wait_for(pilot, lambda: seen[-1:] == ["idle"] and len(seen) >= 2, 20)
     assert any(n == "plugin bad: RuntimeError: no config file" for n in notes), notes
+
+
+def test_the_entry_point_scan_is_reused_until_a_path_directory_changes(tmp_path, monkeypatch):
+    """Each agent the host opens (every subagent child too) discovers plugins on the harness loop: the scan of
+    every installed distribution is done once, and again only when sys.path or one of its directories changes
+    (an install or uninstall)."""
+    import importlib.metadata
+    import os
+    import sys
+
+    from dsh_tui.runtime import plugins as plugins_mod
+
+    scans = []
+    real = importlib.metadata.entry_points
+
+    def counting(**kw):
+        scans.append(kw)
+        return real(**kw)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", counting)
+    monkeypatch.setattr(plugins_mod, "_EP_CACHE", [])
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    for _ in range(3):
+        discover(None)
+    assert len(scans) == 1
+    (site / "new_dist-1.0.dist-info").mkdir()  # an install: the directory's mtime moves
+    os.utime(site, ns=(1, 1))
+    discover(None)
+    assert len(scans) == 2

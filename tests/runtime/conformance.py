@@ -34,7 +34,9 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
                  "waitForTitleAfterTurnEnd",  # titles are the host's job; the loop part is compared
                  "promptContent"}
 # Tools whose output depends only on the workspace and arguments.
-DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash"}
+DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill"}
+# The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
+JOB_TOOLS = {"job_output", "job_list", "job_kill"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
            "reject_always": "rejected"}
 
@@ -61,7 +63,7 @@ def applicability(d: Path) -> str | None:
         return "no prompt (protocol handshake only)"
     _, events = read_log_events(d / "session.jsonl")
     names = sorted({e["data"]["name"] for e in events if e["type"] == "tool/call"})
-    foreign = [n for n in names if n not in BUILTIN_TOOL_NAMES]
+    foreign = [n for n in names if n not in BUILTIN_TOOL_NAMES and n not in JOB_TOOLS]
     if foreign:
         return f"uses non-built-in tools {foreign}"
     kinds = {e["type"] for e in events}
@@ -82,7 +84,6 @@ SUBAGENT_NOT_APPLICABLE = {
                                       "(no model call records it); there is no such hook here",
     "subagent-continuable": "the child's third turn fails on dsh's injected 'snapshot disk full' before its "
                             "first step; the replay cannot inject that failure",
-    "subagent-child-question-rejection": "the child calls ask_user_question, a tool dsh-tui does not have",
 }
 # dsh's configuration of a scenario where it differs from the shipped defaults.
 SUBAGENT_CONFIG = {"subagent-depth-two-rejection": {"max_depth": 2}}
@@ -98,7 +99,7 @@ def subagent_applicability(d: Path, spec: dict) -> str | None:
     for log in [d / "session.jsonl", *sorted(d.glob("session.[0-9]*.jsonl"))]:
         _, events = read_log_events(log)
         names |= {e["data"]["name"] for e in events if e["type"] == "tool/call"}
-    foreign = sorted(n for n in names if n not in BUILTIN_TOOL_NAMES and n not in SUBAGENT_TOOLS)
+    foreign = sorted(n for n in names if n not in BUILTIN_TOOL_NAMES and n not in SUBAGENT_TOOLS and n not in JOB_TOOLS)
     if foreign:
         return f"uses non-built-in tools {foreign}"
     header, _ = read_log_events(d / "session.jsonl")
@@ -107,7 +108,8 @@ def subagent_applicability(d: Path, spec: dict) -> str | None:
     return None
 
 
-SUBAGENT_TOOLS = {"subagent", "subagent_fork", "send_message", "interrupt_agent", "list_agents", "report"}
+SUBAGENT_TOOLS = {"subagent", "subagent_fork", "send_message", "interrupt_agent", "list_agents", "report",
+                  "ask_user_question"}  # ask_user_question: only in children, where dsh refuses it
 
 
 @dataclass

@@ -79,8 +79,13 @@ async def test_permission_model_and_ui_actions(tmp_path):
     assert (await agent.commands.run(agent, "/new")).action == {"kind": "new"}
     help_text = (await agent.commands.run(agent, "/help")).text
     for usage in ("/compact", "/model [name]", "/permission [preset]", "/title <text>", "/new", "/fork [turn]",
-                  "/export [md|html]", "/skills", "/plugins", "/help"):
+                  "/export [md|html]", "/skills", "/plugins", "/mcp [reconnect NAME]", "/help"):
         assert f"\n{usage} — " in help_text
+    no_servers = await agent.commands.run(agent, "/mcp")
+    assert no_servers.text == ("No MCP servers configured. Add [mcp.servers.<name>] to settings.toml or start "
+                               "with --mcp NAME=COMMAND.") and no_servers.action == {"kind": "mcp"}
+    assert (await agent.commands.run(agent, "/mcp reconnect")).text == "Usage: /mcp [reconnect NAME]"
+    assert (await agent.commands.run(agent, "/mcp reconnect x")).text == "No MCP server named x (none configured)."
     plugins = (await agent.commands.run(agent, "/plugins")).text
     assert "commands (builtin) loaded" in plugins and "skills (builtin) loaded" in plugins
 

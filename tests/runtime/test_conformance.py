@@ -43,7 +43,7 @@ def test_inventory(capsys):
     assert len(HEADLESS_APPLICABLE) >= 3
     assert len(ALL) >= 60
     assert len(APPLICABLE) >= 20
-    assert len(TREES) >= 8
+    assert len(TREES) >= 9
     assert all(why for sid, why in rows if sid not in {scenario_id(d) for d in APPLICABLE + TREES})
 
 

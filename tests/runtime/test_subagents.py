@@ -10,6 +10,7 @@ from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import ScriptedProvider
 from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.runtime.subagents import children as ch
+from dsh_tui.runtime.subagents import texts
 from dsh_tui.store.open import open_store
 from tests.conftest import FIXTURES
 
@@ -309,15 +310,26 @@ async def test_list_agents_reports_a_descriptorless_stored_child_as_corrupt(tmp_
         await host.close()
 
 
-async def test_a_one_shot_background_config_is_a_clear_plugin_error(tmp_path):
-    """One-shot background subagents need dsh's job tools (job_output/job_kill), which do not exist here:
-    the config is refused when the plugin loads (reported; the agent still opens), not advertised."""
+async def test_a_one_shot_background_config_needs_the_jobs_plugin(tmp_path):
+    """One-shot background subagents are jobs (job_output/job_kill): with the jobs plugin disabled the config
+    is refused when the plugin loads (reported; the agent still opens), not advertised."""
     failures = []
     host = await _host(tmp_path, ScriptedProvider([]), on_plugin_failure=failures.append,
-                       plugin_config={"subagents": {"subagent_mode": "one-shot"}})
+                       plugin_config={"subagents": {"subagent_mode": "one-shot"}, "jobs": {"enabled": False}})
     try:
         assert "subagent" not in host.agent.tools.tools
         (record,) = failures
         assert record.id == "subagents" and "job_output" in record.error and "subagent_background" in record.error
+    finally:
+        await host.close()
+
+
+async def test_a_one_shot_background_subagent_is_advertised_with_the_jobs_plugin(tmp_path):
+    host = await _host(tmp_path, ScriptedProvider([]), plugin_config={"subagents": {"subagent_mode": "one-shot"}})
+    try:
+        tool = host.agent.tools.tools["subagent"]
+        assert tool.description.endswith(texts.ONE_SHOT_SUFFIX)
+        assert tool.parameters["properties"]["run_in_background"]["description"] == texts.ONE_SHOT_PARAM
+        assert {"job_output", "job_list", "job_kill"} <= set(host.agent.tools.tools)
     finally:
         await host.close()

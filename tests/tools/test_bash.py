@@ -209,14 +209,14 @@ async def test_background_start_through_jobs(tmp_path):
     started = []
 
     class Jobs:
-        async def start(self, command, *, cwd, env):
-            started.append((command, cwd, env["TERM"]))
+        async def start(self, command, *, cwd, env, label=None):
+            started.append((command, cwd, env["TERM"], label))
             return "bash-1"
 
     bench = Bench(tmp_path, options={"background": True, "jobs": Jobs()})
     out = await bench.run("bash", sh("sleep 1", run_in_background=True))
     assert out.text == "started background job bash-1"
-    assert started == [("sleep 1", str(tmp_path), "dumb")]
+    assert started == [("sleep 1", str(tmp_path), "dumb", "Run a test command")]
 
 
 async def test_event_loop_keeps_running_during_a_command(bench):

@@ -79,3 +79,23 @@ async def test_the_panel_without_servers_or_session(tmp_path):
     async with app.run_test(size=(80, 24)) as pilot:
         app.action_mcp()
         await wait_for(pilot, lambda: NO_SESSION.split(":")[0] in screen_text(app))
+
+
+async def test_the_mcp_command_opens_the_panel(tmp_path):
+    app = _app(tmp_path, [scripted.text("x")], mcp=(f"t={SERVER}",))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "/mcp")
+        await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
+        await wait_for(pilot, lambda: "t  ready · 12 tools" in screen_text(app), timeout=90)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, McpScreen))
+        server = app.bridge.harness.agent.mcp.get("t")
+        await submit(pilot, "/mcp reconnect t")  # reconnects it and shows the panel again
+        await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
+        await wait_for(pilot, lambda: server.connections == 2, timeout=90)
+        await pilot.press("escape")
+        await submit(pilot, "/mcp reconnect nope")
+        await wait_for(pilot, lambda: "No MCP server named nope (t)." in screen_text(app))
+        assert not isinstance(app.screen, McpScreen)
+        assert app.bridge.harness.agent.provider.calls == 0  # commands never reach the model

@@ -76,6 +76,15 @@ class McpManager:
                 if server.state != "ready":
                     raise McpStartupError(f"MCP server {server.name} failed to start: {server.error}")
 
+    async def first_attempts(self, timeout: float) -> None:
+        """Wait (at most ``timeout`` seconds) until every server's first connection attempt has ended."""
+        self.start()
+        waits = [asyncio.ensure_future(s.first_attempt()) for s in self.servers if s.startable]
+        if waits:
+            _, pending = await asyncio.wait(waits, timeout=timeout)
+            for w in pending:
+                w.cancel()
+
     async def await_tool(self, tool_name: str) -> None:
         """A call names an ``mcp__`` tool that is not registered: wait for the first connection attempt
         of the server it belongs to (if that attempt is still running), or for its tool-list re-sync."""

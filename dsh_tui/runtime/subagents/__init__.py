@@ -3,14 +3,16 @@
 - ``subagent`` (spawn: a fresh child; continuable, background by default) and ``subagent_fork`` (fork: a
   child seeded with the parent's completed turns; one-shot, waits);
 - ``send_message``, ``interrupt_agent``, ``list_agents`` (agents that can start children) and ``report``
-  (in continuable children).
+  (in continuable children);
+- ``ask_user_question`` in children only, refused as dsh refuses it there (no human can answer a child).
 
 Children are real sessions in the parent's store, opened through the agent host (``AgentHost.open``) with
 the parent's provider, options and plugins. Config (``[plugins.subagents]`` in the settings file):
 ``max_depth`` (3, or ``"provider-managed"``), ``subagent_mode`` (``continuable``), ``fork_mode``
 (``one-shot``), ``subagent_background`` (true) and ``fork_background`` (false: the fork tool always waits,
-as dsh's shipped ``subagent_fork`` with ``enableRunInBackground: false``). One-shot *background* runs need
-dsh's job tools (``job_output``/``job_kill``), which dsh-tui does not have: that combination is refused.
+as dsh's shipped ``subagent_fork`` with ``enableRunInBackground: false``). One-shot *background* runs are
+jobs of the ``jobs`` plugin (``dsh_tui.runtime.jobs``: ``started background subagent job <id>``, collected
+with ``job_output``, stopped with ``job_kill``); without that plugin the combination is refused.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any
 
 from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
+from dsh_tui.runtime.subagents.background import start_job_child
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError
 
@@ -49,11 +52,17 @@ def _config(raw: Any) -> dict[str, Any]:
     for key in ("fork_background", "subagent_background"):
         if not isinstance(cfg[key], bool):
             raise DshError(f"{key} must be true or false")
+    return cfg
+
+
+def _check_jobs(cfg: dict[str, Any], agent: Any) -> None:
+    """One-shot background runs are jobs: without the ``jobs`` plugin that combination is refused."""
+    if getattr(agent, "jobs", None) is not None:
+        return
     for mode, background in (("subagent_mode", "subagent_background"), ("fork_mode", "fork_background")):
         if cfg[mode] == "one-shot" and cfg[background]:
             raise DshError(f"{background} = true with {mode} = \"one-shot\" needs background jobs (job_output, "
-                           f"job_kill), which dsh-tui does not have yet: set {background} = false")
-    return cfg
+                           f"job_kill): enable the jobs plugin or set {background} = false")
 
 
 def _text(value: str) -> list[dict]:
@@ -82,6 +91,7 @@ def _sandbox_override(session: Any) -> str | None:
 def apply(ctx: Any, config: Any = None) -> None:
     cfg = _config(config)
     agent = ctx._agent
+    _check_jobs(cfg, agent)
     if getattr(agent, "host", None) is None:
         return  # children are opened through the agent host: an agent built without one has no subagents
     ch.AGENTS[agent.id] = agent
@@ -108,13 +118,19 @@ def apply(ctx: Any, config: Any = None) -> None:
                 raise ToolError(texts.BACKGROUND_DISABLED)
             if background is None:
                 background = background_enabled and mode == "continuable"
-            if background and mode == "one-shot":
-                raise ToolError("one-shot background subagent jobs are not supported by dsh-tui yet; "
-                                "call again with run_in_background: false")
+            jobs = getattr(agent, "jobs", None)
+            if background and mode == "one-shot" and jobs is None:
+                raise ToolError("background jobs unavailable: load @deepseek-ai/dsh-jobs and "
+                                "@deepseek-ai/dsh-tool-jobs")
             depth = max(_delegation_depth(agent), 0) + 1
             if cfg["max_depth"] != "provider-managed" and depth > cfg["max_depth"]:
                 raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg['max_depth']}")
             host = agent.host
+            if background and mode == "one-shot":  # a job: collected with job_output, stopped with job_kill
+                job = await jobs.start("subagent", args["description"], lambda handle: start_job_child(
+                    agent, host, handle, open_child=open_child, provider=provider, args=args, tool_name=tool_name,
+                    call_id=tctx.call_id, depth=depth))
+                return {"kind": "job", "jobId": job.id}
             child_mode = "continuable" if background else "one-shot"  # dsh: a foreground child is one-shot
             child = await open_child(agent, host, provider=provider, mode=child_mode, label=args["description"],
                                      tool_name=tool_name, call_id=tctx.call_id, depth=depth)
@@ -133,6 +149,8 @@ def apply(ctx: Any, config: Any = None) -> None:
         def render(args: Any, value: Any) -> list[dict]:
             if isinstance(value, dict) and value.get("kind") == "continuable":
                 return _text(f"started subagent {value['subagentId']}")
+            if isinstance(value, dict) and value.get("kind") == "job":
+                return _text(f"started background subagent job {value['jobId']}")
             return _text(value.get("text", "") if isinstance(value, dict) else str(value))
 
         return ToolDefinition(tool_name, description, parameters, execute, render,
@@ -147,6 +165,8 @@ def apply(ctx: Any, config: Any = None) -> None:
     is_child = agent.session.header.get("origin") == "subagent"
     if desc is not None and desc.get("mode") == "continuable":
         _register_report(ctx, agent)
+    if is_child and "ask_user_question" not in agent.tools.tools:
+        _register_child_question(ctx)
 
     async def assemble(payload: dict, nxt: Any) -> Any:
         from dsh_tui.runtime import prompt as prompt_mod
@@ -422,6 +442,17 @@ async def _cold_resume(parent: Any, sid: str) -> ch.Child:
                              label=label, tool_name="subagent", call_id="", depth=depth, resume_id=sid)
     ch.watch_continuable(child)
     return child
+
+
+def _register_child_question(ctx: Any) -> None:
+    """dsh's ``ask_user_question`` in a child: nobody can answer, so every call is refused with dsh's error."""
+    schema = texts.ASK_USER_QUESTION_SCHEMA
+
+    async def ask(args: dict, tctx: Any) -> str:
+        raise ToolError(texts.DELEGATED_QUESTION, "DELEGATED_CALLER", "UserQuestionError")
+
+    ctx.tools.register(ToolDefinition(schema["name"], schema["description"], copy.deepcopy(schema["parameters"]),
+                                      ask, lambda _a, v: _text(str(v)), access="read"))
 
 
 def _register_report(ctx: Any, agent: Any) -> None:

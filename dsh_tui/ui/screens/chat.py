@@ -38,7 +38,8 @@ TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the res
 
 PLACEHOLDER = "Ask the agent…  (F1 for help)"
 # the built-in command names: a read-only view says that they need a live session
-_KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "help"}
+_KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "mcp",
+                   "help"}
 READ_ONLY_PLACEHOLDER = "Read-only view of a stored session. Type, then Enter resumes it here and sends."
 HINT_IDLE = "Enter send · Ctrl+J newline"
 HINT_RUNNING = "Enter queue · Ctrl+S steer · Esc cancel"
@@ -679,9 +680,13 @@ class ChatScreen(Screen):
         if result is None or isinstance(result, BaseException):
             self._show_output(f"{text.split(maxsplit=1)[0]} failed: {result or 'see the notice'}", error=True)
             return
-        self._show_output(result.text, error=result.kind == "error")
         action = result.action or {}
         kind = action.get("kind")
+        if kind == "mcp" and hasattr(self.app, "action_mcp"):  # the panel shows the servers live
+            self._show_output("", error=False)
+            self.app.action_mcp()
+            return
+        self._show_output(result.text, error=result.kind == "error")
         if kind == "export":
             self._export(action.get("format", "md"))
         elif kind in ("new", "fork") and hasattr(self.app, "open_from_command"):

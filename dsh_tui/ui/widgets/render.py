@@ -391,7 +391,10 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
     head.append(f"{icon} " if not asked else "? ", style=STATE_STYLE.get(item.state, "") if not asked else "bold yellow")
     head.append(tool_title(item), style="bold")
     pills: list[tuple[str, str]] = []
-    if item.tool == "bash" and item.state in ("ok", "error"):
+    background = item.tool == "bash" and item.state == "ok" and item.result.startswith("started background job ")
+    if background:  # a background job (dsh_tui/runtime/jobs): no exit code yet, its id
+        pills.append((f" {item.result.rsplit(' ', 1)[-1]} ", "bold"))
+    elif item.tool == "bash" and item.state in ("ok", "error"):
         code = _exit_code(item.result)
         code = 0 if code is None and item.state == "ok" else code
         if code is not None:

@@ -1,0 +1,124 @@
+"""Job producers: background bash (``bash`` with ``run_in_background: true``).
+
+A background command is a fresh ``bash -c`` in its own process group (``start_new_session``), stdin from
+``/dev/null``; stdout and stderr stream into the job's bounded ring. No timeout applies (dsh). ``job_kill``
+and teardown send SIGTERM to the group, then SIGKILL after the grace period; the job settles once the
+process is gone. Every live group is also killed when the interpreter exits (``atexit``), so a crash of
+the host does not leave a command running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import codecs
+import contextlib
+import os
+import signal as signal_mod
+from typing import Any
+
+from dsh_tui.runtime.jobs.registry import JobHandle, JobRegistry
+from dsh_tui.tools.common import plain_error
+
+GRACE_S = 3.0
+READ_CHUNK = 65_536
+#: Process groups of live background commands (killed at interpreter exit).
+LIVE_GROUPS: set[int] = set()
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+@atexit.register
+def _kill_live_groups() -> None:
+    for pgid in list(LIVE_GROUPS):
+        _killpg(pgid, signal_mod.SIGKILL)
+
+
+class BashJobs:
+    """What the ``bash`` tool calls for ``run_in_background`` (``dsh_tui.tools.bash``'s ``jobs`` port)."""
+
+    def __init__(self, registry: JobRegistry, grace_s: float = GRACE_S) -> None:
+        self.registry = registry
+        self.grace_s = grace_s
+
+    async def start(self, command: str, *, cwd: str, env: dict[str, str], label: str | None = None) -> str:
+        async def starter(handle: JobHandle) -> Any:
+            return await _start_process(handle, command, cwd, env, self.grace_s)
+
+        job = await self.registry.start("bash", label or command, starter)
+        return job.id
+
+
+async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[str, str], grace_s: float) -> Any:
+    if not os.path.isdir(cwd):
+        raise plain_error(f'workdir "{cwd}" is not a directory')
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "bash", "-c", command, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    except FileNotFoundError as exc:
+        raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
+    pgid = proc.pid
+    LIVE_GROUPS.add(pgid)
+    state = {"killed": False, "killer": None}
+
+    async def pump(stream: asyncio.StreamReader, channel: str) -> None:
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        while True:
+            data = await stream.read(READ_CHUNK)
+            if not data:
+                tail = decoder.decode(b"", final=True)
+                if tail:
+                    handle.append(tail, channel)
+                return
+            handle.append(decoder.decode(data), channel)
+
+    async def run() -> None:
+        assert proc.stdout is not None and proc.stderr is not None
+        pumps = [asyncio.ensure_future(pump(proc.stdout, "stdout")), asyncio.ensure_future(pump(proc.stderr, "stderr"))]
+        try:
+            rc = await proc.wait()
+            # Descendants may hold the pipes open: give them the grace period, then end the group.
+            _, pending = await asyncio.wait(pumps, timeout=grace_s)
+            if pending:
+                _killpg(pgid, signal_mod.SIGKILL)
+                _, pending = await asyncio.wait(pending, timeout=1.0)
+                for task in pending:
+                    task.cancel()
+        except asyncio.CancelledError:
+            _killpg(pgid, signal_mod.SIGKILL)
+            raise
+        finally:
+            _killpg(pgid, signal_mod.SIGKILL)  # nothing of the group outlives its job
+            LIVE_GROUPS.discard(pgid)
+            killer = state["killer"]
+            if killer is not None:
+                killer.cancel()
+        if state["killed"]:
+            sig = -rc if rc is not None and rc < 0 else None
+            name = signal_mod.Signals(sig).name if sig else None
+            handle.settle("killed", f"signal: {name}" if name else "killed")
+        elif rc == 0:
+            handle.settle("completed", "exit code: 0")
+        elif rc is not None and rc < 0:
+            handle.settle("failed", f"signal: {signal_mod.Signals(-rc).name}")
+        else:
+            handle.settle("failed", f"exit code: {rc}")
+
+    task = asyncio.ensure_future(run())
+
+    async def escalate() -> None:
+        await asyncio.sleep(grace_s)
+        _killpg(pgid, signal_mod.SIGKILL)
+
+    def cancel(_reason: str | None = None) -> None:
+        if state["killed"] or task.done():
+            return
+        state["killed"] = True
+        _killpg(pgid, signal_mod.SIGTERM)
+        state["killer"] = asyncio.ensure_future(escalate())
+
+    return cancel
