@@ -138,13 +138,6 @@ def key_is_bound(widget: Any, key: str) -> bool:
     return key in widget._bindings.key_to_bindings
 
 
-def keys_bound_to(widget: Any, action: str) -> list[str]:
-    """The keys of ``widget``'s own bindings that run ``action``, as remapped by the app's keymap
-    (``Widget._bindings``)."""
-    return [key for key, bindings in widget._bindings.key_to_bindings.items()
-            if any(binding.action == action for binding in bindings)]
-
-
 def wrapped_width(text_area: Any) -> int:
     """The width a ``TextArea``'s document was last wrapped at (``WrappedDocument._width``)."""
     return text_area.wrapped_document._width

@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Selection
 
-from dsh_tui.ui.textual_compat import keys_bound_to, refresh_size, rewrap, wrapped_width
+from dsh_tui.ui.textual_compat import refresh_size, rewrap, wrapped_width
 
 
 class Composer(TextArea, inherit_bindings=False):
@@ -168,7 +168,7 @@ class Composer(TextArea, inherit_bindings=False):
         """A key while the history search runs: True when the search took it. Any other key accepts the
         match and then does what it does (a cursor key moves in it, Ctrl+S steers it)."""
         search, key = self.search, event.key
-        if key in keys_bound_to(self, "history_search"):
+        if key in self._keys_for("history_search"):
             return False  # the binding steps to an older match
         if key in ("up", "ctrl+r"):
             search.older()
@@ -186,6 +186,11 @@ class Composer(TextArea, inherit_bindings=False):
             search.accept()
             return False
         return True
+
+    def _keys_for(self, action: str) -> list[str]:
+        """The keys that run this composer's ``action`` now (the app's keymap applied)."""
+        return [key for key, active in self.screen.active_bindings.items()
+                if active.node is self and active.binding.action == action]
 
     def _at_row(self, last: bool) -> bool:
         wrapped = self.wrapped_document
@@ -244,7 +249,7 @@ class Composer(TextArea, inherit_bindings=False):
         if bar is None or not bar.is_attached:
             bar = self._search_bar = HistorySearchBar(id="history-search")
             self.parent.mount(bar, before=self)
-        keys = keys_bound_to(self, "history_search")
+        keys = self._keys_for("history_search")
         name = "+".join(p.capitalize() if len(p) > 1 else p.upper() for p in keys[0].split("+")) if keys else ""
         self.search = HistorySearch(self, self.prompt_history, bar, name)
 
