@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+from .discover import _revision_mtime
 from .filters import workspace_rows
 from .fold import _MAX_TEXT
 from .index import _SID_SHIFT, Catalog
@@ -29,9 +30,12 @@ def workspace_prompts(catalog: Catalog, cwd: str, *, exclude: Iterable[str] = ()
     would not be what was sent."""
     skip = set(exclude)
     rows = [r for r in workspace_rows(catalog.scan(), cwd) if r.id is not None and r.id not in skip]
-    rows.sort(key=lambda r: (r.updated_at or r.created_at, r.created_at), reverse=True)
+    # the newest sessions: by the last prompt's time where indexed, else by the log's mtime (a log the
+    # index has not read yet was written since), then in prompt order once indexed
+    rows.sort(key=lambda r: r.updated_at if r.indexed else _revision_mtime(r.revision) // 1_000_000, reverse=True)
     rows = rows[:sessions]
     catalog.index([r for r in rows if not r.indexed])
+    rows.sort(key=lambda r: (r.updated_at, r.created_at), reverse=True)
     conn = catalog._conn()
     out: list[str] = []
     seen: set[str] = set()

@@ -14,7 +14,9 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Selection
 
-from dsh_tui.ui.textual_compat import refresh_size, rewrap, wrapped_width
+from dsh_tui.ui.textual_compat import fast_wrap, refresh_size, rewrap, wrapped_width
+
+fast_wrap()  # a 10,000-line paste of short lines is not word-wrapped line by line
 
 
 class Composer(TextArea, inherit_bindings=False):
