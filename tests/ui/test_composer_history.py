@@ -119,9 +119,9 @@ async def test_a_recalled_command_opens_no_completion_list_so_up_keeps_browsing(
         composer = app.chat.composer
         await submit(pilot, "a prompt")
         await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
-        await submit(pilot, "/title My title")  # a command: in this run's history, not in the log
+        await submit(pilot, "/help")  # a command: in this run's history, not in the log
         await pilot.pause()
-        assert await _up(pilot, composer) == "/title My title"
+        assert await _up(pilot, composer) == "/help"
         assert not app.chat.completion.shown
         assert await _up(pilot, composer) == "a prompt"
         assert await _up(pilot, composer) == "a prompt"
