@@ -145,6 +145,14 @@ class Composer(TextArea, inherit_bindings=False):
             event.stop()
             event.prevent_default()
             return
+        if not event.is_printable and event.key in self._keys_for("newline"):
+            # here, not only through the binding: a binding runs once the key has bubbled up to the app,
+            # after the keys that came in the same burst (tmux send-keys, a paste without bracketed
+            # paste) were inserted, so "a Ctrl+J b" became "ab\n"
+            event.stop()
+            event.prevent_default()
+            self.action_newline()
+            return
         if event.key in ("up", "down", "tab", "enter", "escape") and self.on_completion_key is not None \
                 and self.on_completion_key(event.key):
             event.stop()
