@@ -114,6 +114,17 @@ async def test_ctrl_j_inserts_a_newline_and_the_composer_grows(tmp_path):
         assert _user_texts(app) == ["first\nsecond"]
 
 
+async def test_ctrl_j_in_a_burst_of_keys_lands_where_it_was_typed(tmp_path):
+    app = scripted_app(tmp_path, [])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        # one burst, as a terminal delivers keys sent together (tmux send-keys "one" C-j "two")
+        for key, char in [("o", "o"), ("n", "n"), ("e", "e"), ("ctrl+j", "\n"), ("t", "t"), ("w", "w"), ("o", "o")]:
+            app.post_message(events.Key(key, char))
+        await pilot.pause()
+        assert app.chat.composer.value == "one\ntwo"
+
+
 async def test_light_input_paste_is_not_doubled():
     class Host(App):
         def compose(self) -> ComposeResult:

@@ -21,6 +21,7 @@ from textual.widgets import Static, TextArea
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
+from dsh_tui.ui.history import ChatHistory
 from dsh_tui.ui.textual_compat import key_is_bound
 from dsh_tui.ui.widgets.approval import ApprovalPanel
 from dsh_tui.ui.widgets.completion import Candidate, CompletionList
@@ -64,9 +65,13 @@ class ChatScreen(Screen):
     HELP = """
 ## Chat
 
-- **Enter** sends while idle; **Ctrl+J** inserts a newline; a paste arrives whole. While the agent runs,
+- **Enter** sends while idle; **Ctrl+J** inserts a newline; a paste arrives whole; **Ctrl+G** edits the
+  draft in `$VISUAL` / `$EDITOR`. While the agent runs,
   Enter queues a follow-up for the next turn and **Ctrl+S** (or Ctrl+Enter where the terminal sends it)
   steers into the running turn (swap them with `chat.enter_steers`).
+- **Up** on the composer's first line / **Down** on its last recall earlier prompts (this session's, then
+  this workspace's past sessions'); Down past the newest brings the draft back. **Ctrl+L** searches them
+  as you type (Ctrl+L or Up: older match, Down: newer, **Enter** keeps it, **Esc** restores the draft).
 - **Esc** cancels the running turn; the partial answer stays, marked.
 - **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning
   (the status bar shows what is not at its default).
@@ -173,6 +178,7 @@ class ChatScreen(Screen):
         self.composer.border_subtitle = HINT_IDLE
         self.composer.on_top_edge = self.action_focus_queue
         self.composer.on_completion_key = self._completion_key
+        self.composer.prompt_history = ChatHistory(self)  # Up/Down and Ctrl+L: dsh_tui/ui/history.py
         self._lazy_order = (self.search_bar, self.plan_strip, self.queue_list, self.approval, self.note, self.command_output,
                             self.completion, self.composer)
         yield self.composer
@@ -731,7 +737,7 @@ class ChatScreen(Screen):
 
     def _refresh_completion(self) -> None:
         composer = self.composer
-        if self.read_only or composer.selection.start != composer.selection.end:
+        if self.read_only or composer.recalled or composer.selection.start != composer.selection.end:
             self.completion.hide()
             return
         row, col = composer.cursor_location

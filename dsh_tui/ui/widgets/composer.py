@@ -1,16 +1,22 @@
-"""The chat composer: a multi-line TextArea with the chat's keys (send, newline, history, steer)."""
+"""The chat composer: a multi-line TextArea with the chat's keys (send, newline, history, editor, steer)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Any
 
 from textual import events
+from textual.app import SuspendNotSupported
 from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import TextArea
+from textual.widgets.text_area import Selection
 
-from dsh_tui.ui.textual_compat import refresh_size, rewrap, wrapped_width
+from dsh_tui.ui.textual_compat import fast_wrap, refresh_size, rewrap, wrapped_width
+
+fast_wrap()  # a 10,000-line paste of short lines is not word-wrapped line by line
 
 
 class Composer(TextArea, inherit_bindings=False):
@@ -18,6 +24,11 @@ class Composer(TextArea, inherit_bindings=False):
 
     Enter submits (``Composer.Submitted``); Ctrl+J (or Shift+Enter where the terminal sends it) inserts
     a newline; a paste arrives whole, newlines kept. ``value`` is the text (as on an ``Input``).
+
+    With a ``prompt_history`` (``dsh_tui/ui/history.py``): Up on the first row recalls the previous prompt and
+    Down on the last row the next one (the draft comes back past the newest); while a recalled prompt is
+    shown unchanged, Up and Down keep browsing from any row. Ctrl+L searches the history (the search has
+    the keys until Enter or Esc). Ctrl+G edits the draft in ``$VISUAL`` / ``$EDITOR`` (``dsh_tui/ui/editor.py``).
     """
 
     DEFAULT_CSS = """
@@ -34,7 +45,11 @@ class Composer(TextArea, inherit_bindings=False):
     # and PageUp/PageDown, which scroll the chat's transcript
     BINDINGS = [*(b for b in TextArea.BINDINGS
                   if not isinstance(b, Binding) or b.key not in ("f6", "f7", "pageup", "pagedown")),
-                Binding("ctrl+j,shift+enter", "newline", "Newline", id="composer.newline", show=False)]
+                Binding("ctrl+j,shift+enter", "newline", "Newline", id="composer.newline", show=False),
+                # Ctrl+R stays the chat's reasoning toggle: Ctrl+L is free everywhere and every terminal
+                # sends it (inside a search Ctrl+R steps to an older match too, as in a shell)
+                Binding("ctrl+l", "history_search", "History search", id="composer.history_search", show=False),
+                Binding("ctrl+g", "edit_in_editor", "Edit in $EDITOR", id="composer.editor", show=False)]
 
     @dataclass
     class Submitted(Message):
@@ -48,9 +63,20 @@ class Composer(TextArea, inherit_bindings=False):
     #: As ``LightInput.echo_pending``: a keystroke or paste waits for the refresh that paints it.
     echo_pending = False
 
+    #: The prompt history (``dsh_tui.ui.history.PromptHistory``); None: Up and Down only move the cursor.
+    prompt_history: Any = None
+    #: The history search running (``dsh_tui.ui.history.HistorySearch``), which gets the keys.
+    search: Any = None
+    #: The text is a recalled history entry, unchanged since (the chat shows no completion for it).
+    recalled = False
+    #: How the app is suspended while the editor runs (a test without a terminal replaces it).
+    suspend_app: Callable[[], AbstractContextManager[Any]] | None = None
+
     def __init__(self, *, placeholder: str = "", **kwargs) -> None:
         super().__init__(soft_wrap=True, tab_behavior="focus", show_line_numbers=False, highlight_cursor_line=False,
                          placeholder=placeholder, **kwargs)
+        self._pending_older: str | None = None  # Up pressed while the past prompts load: the text then
+        self._search_bar: Any = None
 
     # TextArea re-wraps the whole document when its scrollbar comes or goes and on every resize (about
     # 0.5 s each for a 10,000-line paste, which makes the composer grow and its scrollbar appear). The
@@ -77,6 +103,28 @@ class Composer(TextArea, inherit_bindings=False):
     def value(self, text: str) -> None:
         self.load_text(text)
         self.move_cursor(self.document.end)
+        self.recalled = False
+        self._pending_older = None
+        if self.prompt_history is not None:
+            self.prompt_history.reset()  # set from outside (sent, an edited queue entry): a browse ends
+
+    def show_text(self, text: str, *, select: tuple[int, int] | None = None, recalled: bool = False) -> None:
+        """Show a history entry (or the draft again): the cursor at the end, or ``select`` (offsets in
+        ``text``) selected; the history's browse goes on."""
+        self.load_text(text)
+        if select is not None:
+            document = self.document
+            self.selection = Selection(document.get_location_from_index(select[0]),
+                                       document.get_location_from_index(select[1]))
+            self.scroll_cursor_visible()
+        else:
+            self.move_cursor(self.document.end)
+        self.recalled = recalled
+
+    def edit(self, edit: Any) -> Any:
+        self.recalled = False  # typed, pasted, deleted: the user's text now
+        self._pending_older = None
+        return super().edit(edit)
 
     def _typed(self) -> None:
         if not self.echo_pending:
@@ -93,6 +141,18 @@ class Composer(TextArea, inherit_bindings=False):
         # TextArea's ``_on_key`` runs after this one (MRO dispatch) unless the default is prevented
         self._typed()
         event.via_composer = True  # type: ignore[attr-defined]  # the chat screen: handled here
+        if self.search is not None and self._search_key(event):
+            event.stop()
+            event.prevent_default()
+            return
+        if not event.is_printable and event.key in self._keys_for("newline"):
+            # here, not only through the binding: a binding runs once the key has bubbled up to the app,
+            # after the keys that came in the same burst (tmux send-keys, a paste without bracketed
+            # paste) were inserted, so "a Ctrl+J b" became "ab\n"
+            event.stop()
+            event.prevent_default()
+            self.action_newline()
+            return
         if event.key in ("up", "down", "tab", "enter", "escape") and self.on_completion_key is not None \
                 and self.on_completion_key(event.key):
             event.stop()
@@ -101,19 +161,147 @@ class Composer(TextArea, inherit_bindings=False):
         if event.key == "enter":
             event.stop()
             event.prevent_default()
+            if self.prompt_history is not None:
+                self.prompt_history.record(self.text)
+            self.recalled = False
             self.post_message(self.Submitted(self, self.text))
 
     async def _on_paste(self, event: events.Paste) -> None:
         self._typed()  # TextArea's ``_on_paste`` inserts the whole text after this one
+        if self.search is not None:
+            event.stop()
+            event.prevent_default()
+            self.search.type(event.text.replace("\r", "\n").split("\n", 1)[0])
+
+    # -- history ---------------------------------------------------------------------------------
+    def _search_key(self, event: events.Key) -> bool:
+        """A key while the history search runs: True when the search took it. Any other key accepts the
+        match and then does what it does (a cursor key moves in it, Ctrl+S steers it)."""
+        search, key = self.search, event.key
+        if key in self._keys_for("history_search"):
+            return False  # the binding steps to an older match
+        if key in ("up", "ctrl+r"):
+            search.older()
+        elif key == "down":
+            search.newer()
+        elif key == "enter":
+            search.accept()
+        elif key == "escape":
+            search.cancel()
+        elif key == "backspace":
+            search.backspace()
+        elif event.is_printable and event.character:
+            search.type(event.character)
+        else:
+            search.accept()
+            return False
+        return True
+
+    def _keys_for(self, action: str) -> list[str]:
+        """The keys that run this composer's ``action`` now (the app's keymap applied)."""
+        return [key for key, active in self.screen.active_bindings.items()
+                if active.node is self and active.binding.action == action]
+
+    def _at_row(self, last: bool) -> bool:
+        wrapped = self.wrapped_document
+        row = wrapped.location_to_offset(self.cursor_location).y
+        return row == (wrapped.height - 1 if last else 0)
+
+    def history_older(self) -> bool:
+        """Show the previous history entry; False when there is none (yet: the past sessions' prompts
+        may still be loading, and then it is shown when they arrive)."""
+        history = self.prompt_history
+        if history is None:
+            return False
+        if hasattr(history, "load"):
+            history.on_loaded = self._history_loaded
+            history.load()
+        text = self.text
+        entry = history.older(text)
+        if entry is None:
+            if getattr(history, "loading", False):
+                self._pending_older = text
+            return False
+        self.show_text(entry, recalled=True)
+        return True
+
+    def _history_loaded(self) -> None:
+        if self.search is not None:
+            self.search.refresh()
+        elif self._pending_older is not None and self._pending_older == self.text:
+            self._pending_older = None
+            self.history_older()
+
+    def history_newer(self) -> bool:
+        history = self.prompt_history
+        if history is None or not history.browsing:
+            return False
+        entry = history.newer(self.text)
+        if entry is None:
+            return False
+        self.show_text(entry, recalled=history.browsing)
+        return True
+
+    def action_history_search(self) -> None:
+        """Start the history search (or, while it runs, step to an older match)."""
+        if self.search is not None:
+            self.search.older()
+            return
+        if self.prompt_history is None or self.read_only:
+            return
+        from dsh_tui.ui.history import HistorySearch
+        from dsh_tui.ui.widgets.history_search import HistorySearchBar
+
+        if hasattr(self.prompt_history, "load"):
+            self.prompt_history.on_loaded = self._history_loaded
+            self.prompt_history.load()
+        bar = self._search_bar
+        if bar is None or not bar.is_attached:
+            bar = self._search_bar = HistorySearchBar(id="history-search")
+            self.parent.mount(bar, before=self)
+        keys = self._keys_for("history_search")
+        name = "+".join(p.capitalize() if len(p) > 1 else p.upper() for p in keys[0].split("+")) if keys else ""
+        self.search = HistorySearch(self, self.prompt_history, bar, name)
+
+    # -- the editor ------------------------------------------------------------------------------
+    def action_edit_in_editor(self) -> None:
+        """The draft in ``$VISUAL`` / ``$EDITOR`` (the app suspended meanwhile); the saved text replaces it."""
+        from dsh_tui.ui.editor import edit_text
+
+        if self.search is not None:
+            self.search.accept()
+        draft = self.text
+        try:
+            with (self.suspend_app or self.app.suspend)():
+                result = edit_text(draft)
+        except SuspendNotSupported:
+            self.app.notify("Ctrl+G needs a terminal to run the editor in: the draft is unchanged.",
+                            severity="warning", timeout=6)
+            return
+        if result.text is None:
+            self.app.notify(result.problem, severity="warning", timeout=6)
+            return
+        if result.text != draft:
+            self.value = result.text
 
     #: Called by Up on the composer's top row; True when it took the key (the chat focuses its queue).
     on_top_edge: Callable[[], bool] | None = None
 
     def action_cursor_up(self, select: bool = False) -> None:
-        at_top = self.wrapped_document.location_to_offset(self.cursor_location).y == 0
-        if not select and at_top and self.on_top_edge is not None and self.on_top_edge():
-            return
+        if not select:
+            if self.recalled and self.history_older():
+                return  # browsing: a recalled entry unchanged, from any row
+            if self._at_row(last=False) and not self.recalled:
+                if self.on_top_edge is not None and self.on_top_edge():
+                    return
+                if self.history_older():
+                    return
         super().action_cursor_up(select)
+
+    def action_cursor_down(self, select: bool = False) -> None:
+        if not select and (self.recalled or self._at_row(last=True)) and self.history_newer():
+            return
+        super().action_cursor_down(select)
 
     def action_newline(self) -> None:
         if not self.read_only:
