@@ -58,6 +58,7 @@ class Node:
     usage: Usage | None = None
     detail: str = ""  # a short extra: arguments, the approval reason, a failure code
     index: int = -1  # requests: position in SpanFold.requests
+    ref: str = ""  # tools: the call id; subagents: the child id
 
     @property
     def duration_ms(self) -> int | None:
@@ -300,7 +301,7 @@ class SpanFold:
         parent = self._parent() or turn
         name = str(data.get("name", "tool"))
         node = parent.add(Node("tool", name, seq, t, turn=turn.turn, step=_int(data.get("step")) or parent.step,
-                               slot=slot, detail=str(data.get("arguments", ""))[:200]))
+                               slot=slot, detail=str(data.get("arguments", ""))[:200], ref=str(data.get("callId"))))
         node.add(Node("execution", "execution", seq, t, turn=node.turn, step=node.step))
         self._tools[str(data.get("callId"))] = node
 
