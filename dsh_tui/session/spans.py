@@ -236,6 +236,7 @@ class SpanFold:
         if r is not None and r.first_token is None:
             r.label = self._model
             r.start = r.children[0].start = t  # dispatch follows the header
+            r.seq = r.children[0].seq = seq
 
     def _on_chunk(self, turn: Node, data, seq, t) -> None:
         r = self._request
@@ -349,7 +350,7 @@ class SpanFold:
             ex.end, ex.end_seq, ex.state = t, seq, state
             approval = next((c for c in tool.children if c.kind == "approval"), None)
             if approval is not None and approval.state not in ("allowed-once", "running"):
-                ex.label = "not run"
+                ex.label, ex.start = "not run", t
         text = message_label(blocks)
         tool.add(Node("result", f"[{code}] {text}" if code else text, seq, t, end=t, end_seq=seq, state=state,
                       turn=tool.turn, step=tool.step))

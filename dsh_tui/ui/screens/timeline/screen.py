@@ -476,10 +476,9 @@ compaction and subagent children too. Bars share the time axis of their turn.
             return
         at_end = self.spans.cursor >= self.spans.count - 1
         self.events.extend(new)
-        if self.folded.is_set() or not self._fold_done.is_set():
-            if self.folded.is_set():
-                for e in new:
-                    self.fold.apply(e)
+        if self.folded.is_set():  # else the worker's fold catches up in _folded
+            for e in new:
+                self.fold.apply(e)
         keep = self.spans.current
         if self.folded.is_set():
             self._attach_children()

@@ -170,9 +170,7 @@ class SpanTree(LineList):
         label = n.label
         if n.kind == "tool":
             label = f"{n.label} {n.detail}".strip()
-        elif n.kind == "retry" and n.detail:
-            label = f"{n.label} {n.detail}"
-        elif n.kind == "turn" and n.detail:
+        elif n.kind in ("retry", "turn") and n.detail:
             label = f"{n.label} {n.detail}"
         elif n.kind == "message" and n.chunks:
             label = f"{n.label or '(empty)'}  [{n.chunks} chunks]"
