@@ -146,7 +146,8 @@ async def test_the_inspector_of_a_request_shows_what_changed_since_the_previous_
         assert diff.startswith(f"Since the previous request (#{screen.fold.requests[0].seq}): 3 new message(s), "
                                f"{len(before)} unchanged.")
         for m in now[len(before):]:
-            assert "+ " + json.dumps(m, indent=2, ensure_ascii=False).replace("\n", "\n  ") in diff
+            assert "  " + json.dumps(m, indent=2, ensure_ascii=False).replace("\n", "\n  ") in diff
+        assert "+ assistant (model): → read, read\n" in diff and "+ user (tool): <path>" in diff
         assert "call_read_b" in diff and "Surface rewrite" not in diff
         # the item first: the head names the request and its timings
         head = str(screen.query_one("#inspect-head").render())

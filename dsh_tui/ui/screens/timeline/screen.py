@@ -26,7 +26,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Collapsible, Footer, Input, Static
 
-from dsh_tui.session.spans import Node, SpanFold, fold_spans
+from dsh_tui.session.spans import Node, SpanFold, fold_spans, message_label
 from dsh_tui.ui.screens.timeline.inspector import (
     DEFAULT_ENDPOINT,
     curl_command,
@@ -61,6 +61,15 @@ def parse_filter(text: str) -> tuple[str, int | None, str]:
 def _json(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
     return text if len(text) <= BODY_LIMIT else text[:BODY_LIMIT] + f"\n… ({len(text) - BODY_LIMIT:,} more characters)"
+
+
+def _gist(message: Any) -> str:
+    """``role (source): a one-line gist`` of a model message."""
+    if not isinstance(message, dict):
+        return str(message)[:100]
+    source = (message.get("source") or {}).get("kind")
+    role = str(message.get("role", "?")) + (f" ({source})" if source and source != message.get("role") else "")
+    return f"{role}: {message_label(message.get('content'), 100)}"
 
 
 def _section(title: str, body: str | Text, *, open_: bool = False, sid: str = "") -> Collapsible:
@@ -98,7 +107,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
     TimelineScreen.-ledger #axis { display: none; }
     TimelineScreen #inspector { width: 2fr; border-left: solid $primary-muted; padding: 0 1; }
     TimelineScreen #inspector:focus-within { border-left: solid $primary; }
-    TimelineScreen.-wide #left { width: 1fr; min-width: 30; }
+    TimelineScreen.-wide #left { width: 2fr; min-width: 30; }
     TimelineScreen.-wide #inspector { width: 3fr; }
     TimelineScreen.-full #left { display: none; }
     TimelineScreen.-full #inspector { width: 1fr; border-left: none; }
@@ -436,11 +445,13 @@ compaction and subagent children too. Bars share the time axis of their turn.
                 diff.append(f"Surface rewrite: {len(ch['removed'])} earlier message(s) replaced or removed "
                             f"(from position {ch['kept']}).\n", "bold yellow")
                 for m in ch["removed"]:
-                    diff.append("- " + _json(m).replace("\n", "\n  ") + "\n", "red")
+                    diff.append(f"- {_gist(m)}\n", "bold red")
+                    diff.append("  " + _json(m).replace("\n", "\n  ") + "\n", "red")
             for line in ch["header"]:
                 diff.append(f"* {line}\n", "yellow")
         for m in ch["new"]:
-            diff.append("+ " + _json(m).replace("\n", "\n  ") + "\n", "green")
+            diff.append(f"+ {_gist(m)}\n", "bold green")
+            diff.append("  " + _json(m).replace("\n", "\n  ") + "\n", "green")
         tools = header.get("tools")
         count = len(tools) if isinstance(tools, list) else "?"
         new = [
