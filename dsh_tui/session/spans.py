@@ -45,13 +45,13 @@ class Node:
     start: int
     end: int | None = None
     end_seq: int | None = None
-    state: str = "running"  # running / ok / error / aborted / unknown / interrupted / allowed-once / …
+    state: str = "running"  # running / pending (approval) / ok / error / aborted / unknown / interrupted / …
     turn: int = 0
     step: int = 0
     slot: int = 0  # tools: the parallel position
     children: list[Node] = field(default_factory=list)
     parent: Node | None = None
-    open: bool = False  # expanded in a viewer
+    open: bool = False  # expanded in a viewer (steps and tools start open)
     first_token: int | None = None  # requests: time of the first chunk
     first_chunk: int | None = None  # requests/messages: seq of the attempt's first chunk
     chunks: int = 0  # requests/messages: number of chunks folded in
@@ -178,12 +178,12 @@ class SpanFold:
                 if n.kind == "step":
                     n.end, n.end_seq, n.state = t, seq, "ok" if kind == "completed" else closing
                 else:
-                    n.state = closing if n.state == "running" else n.state
+                    n.state = closing if n.state in ("running", "pending") else n.state
         self._turn = self._step = None
 
     def _on_step_start(self, turn: Node, data, seq, t) -> None:
         step = _int(data.get("step")) or sum(1 for c in turn.children if c.kind == "step") + 1
-        self._step = turn.add(Node("step", f"step {step}", seq, t, turn=turn.turn, step=step))
+        self._step = turn.add(Node("step", f"step {step}", seq, t, turn=turn.turn, step=step, open=True))
         self._open_request(seq, t)
 
     def _on_step_end(self, turn: Node, data, seq, t) -> None:
@@ -302,7 +302,8 @@ class SpanFold:
         parent = self._parent() or turn
         name = str(data.get("name", "tool"))
         node = parent.add(Node("tool", name, seq, t, turn=turn.turn, step=_int(data.get("step")) or parent.step,
-                               slot=slot, detail=str(data.get("arguments", ""))[:200], ref=str(data.get("callId"))))
+                               slot=slot, detail=str(data.get("arguments", ""))[:200], ref=str(data.get("callId")),
+                               open=True))
         node.add(Node("execution", "execution", seq, t, turn=node.turn, step=node.step))
         self._tools[str(data.get("callId"))] = node
 
@@ -315,7 +316,7 @@ class SpanFold:
         node.parent = tool
         tool.children.insert(len(tool.children) - 1, node)  # before the execution
         ex = tool.children[-1]
-        ex.seq, ex.start = seq, t  # execution waits for the answer
+        ex.seq, ex.start, ex.state = seq, t, "pending"  # execution waits for the answer
         self._approvals[str(data.get("id"))] = node
 
     def _on_approval_decided(self, turn: Node, data, seq, t) -> None:
@@ -328,7 +329,7 @@ class SpanFold:
         tool = node.parent
         if tool is not None and tool.children and tool.children[-1].kind == "execution":
             ex = tool.children[-1]
-            ex.seq, ex.start = seq, t
+            ex.seq, ex.start, ex.state = seq, t, "running"
 
     def _on_tool_result(self, turn: Node, data, seq, t) -> None:
         msg = data.get("message") or {}

@@ -215,7 +215,7 @@ async def test_copy_a_request_as_json_and_as_curl():
         await pilot.press("C")
         await until(pilot, lambda: screen.last_copy is not None)
         text = pilot.app.clipboard
-        assert text.startswith("curl -N https://api.deepseek.com/chat/completions \\\n")
+        assert text.startswith("curl -sSN https://api.deepseek.com/chat/completions \\\n")
         assert "-H 'authorization: Bearer [REDACTED]'" in text
         assert json.loads(text.split("<<'DSH_REQUEST'\n", 1)[1].rsplit("DSH_REQUEST", 1)[0]) == body
 

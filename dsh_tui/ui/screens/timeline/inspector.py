@@ -117,7 +117,7 @@ def curl_command(body: dict[str, Any], endpoint: str = DEFAULT_ENDPOINT,
     """A ``curl`` that replays the request; any credential header's value is the redaction marker."""
     hs = dict(headers or {"content-type": "application/json", "accept": "text/event-stream"})
     hs["authorization"] = f"Bearer {REDACTED}"
-    lines = [f"curl -N {shlex.quote(endpoint)}"]
+    lines = [f"curl -sSN {shlex.quote(endpoint)}"]
     for k, v in hs.items():
         secret = k.lower() in ("authorization", "x-api-key", "api-key") or "key" in k.lower() or "token" in k.lower()
         value = f"Bearer {REDACTED}" if k.lower() == "authorization" else (REDACTED if secret else v)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from typing import Any
 
 from rich.text import Text
@@ -40,6 +41,7 @@ from dsh_tui.ui.widgets.chrome import LightInput
 from dsh_tui.ui.widgets.ledger import Ledger
 
 LIVE_INTERVAL = 0.1  # seconds between live refreshes (at most)
+CLOCK_INTERVAL = 0.5  # seconds between repaints of a running turn's growing spans
 TAIL_LIMIT = 20_000  # events folded on the UI thread for the first paint (more: wait for the worker)
 INSPECT_DELAY = 0.05  # the inspector follows the cursor after it rests this long
 BODY_LIMIT = 20_000  # characters of a section body shown (the copy keys give the whole request)
@@ -184,6 +186,20 @@ compaction and subagent children too. Bars share the time axis of their turn.
         if tail is not None:
             self._show_fold(tail, final=False)
         self.call_after_refresh(self._fold_all)  # paint first; the whole fold holds the GIL for a while
+        if self._session is not None:
+            self.set_interval(CLOCK_INTERVAL, self._tick)
+
+    def _tick(self) -> None:
+        """A live view: a running turn's spans grow with the clock (waiting for a tool or an answer)."""
+        running = bool(self.fold.turns) and self.fold.turns[-1].end is None
+        if not running:
+            if self.spans.now is not None:
+                self.spans.now = None
+                self.spans.invalidate()
+            return
+        self.spans.now = int(time.time() * 1000)
+        self.spans.invalidate()
+        self._show_axis()
 
     def _tail_fold(self) -> SpanFold | None:
         """The span tree of the last turn (folded here, for the first paint), or None if too long."""
@@ -233,10 +249,6 @@ compaction and subagent children too. Bars share the time axis of their turn.
                 target = self.focus_seq if self.events[self.focus_seq].get("type") == "assistant/chunk" else target
         elif isinstance(old, Node) and final:
             target = self._same_node(old, fold)
-        for root in fold.roots:
-            for n in root.walk():
-                if n.kind in ("step", "tool"):
-                    n.open = True
         anchor = target if isinstance(target, Node) else (fold.node_at(self.focus_seq) if final and self.focus_seq
                                                            is not None else None)
         turn = anchor.turn_node() if isinstance(anchor, Node) else (fold.turns[-1] if fold.turns else None)
@@ -288,7 +300,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
         item = self.spans.current
         node = item if isinstance(item, Node) else self._message_of(item)
         width = self.spans.size.width or 80
-        runs = axis_text(node, self.fold, self.spans.label_width(width), width)
+        runs = axis_text(node, self.fold, self.spans.label_width(width), width, self.spans.now)
         text = Text(no_wrap=True, overflow="crop")
         for s, style in runs:
             text.append(s, style)
@@ -316,6 +328,9 @@ compaction and subagent children too. Bars share the time axis of their turn.
 
     def _inspect_current(self) -> None:
         self._inspect_timer = None
+        if self.spans.first_paint_at is None and self.spans.count:  # the tree paints first
+            self._inspect_timer = self.set_timer(INSPECT_DELAY, self._inspect_current)
+            return
         item = self.spans.current
         if item is None or item is self._inspected:
             return

@@ -24,7 +24,8 @@ BAR = {"turn": "━", "step": "─", "waiting": "░", "decoding": "█", "appro
        "retry": "╌", "compaction": "▒", "subagent": "▚"}
 STATE_STYLE = {"ok": "green", "completed": "green", "error": "red", "failed": "red", "aborted": "yellow",
                "interrupted": "yellow", "unknown": "magenta", "rejected": "red", "cancelled": "yellow",
-               "unavailable": "red", "allowed-once": "yellow", "running": "bold cyan", "max-tokens": "red"}
+               "unavailable": "red", "allowed-once": "yellow", "running": "bold cyan", "max-tokens": "red",
+               "pending": "dim"}
 KIND_STYLE = {"turn": "bold", "step": "bold", "request": "cyan", "tool": "yellow", "message": "magenta",
               "retry": "red", "compaction": "blue", "approval": "yellow", "subagent": "magenta"}
 
@@ -61,19 +62,20 @@ def expandable(n: Node) -> bool:
     return bool(n.children) or (n.kind == "message" and n.chunks > 0)
 
 
-def window(n: Node, fold: SpanFold) -> tuple[int, int]:
-    """The time window a row's bar is drawn in: its turn (or itself between turns)."""
+def window(n: Node, fold: SpanFold, now: int | None = None) -> tuple[int, int]:
+    """The time window a row's bar is drawn in: its turn (or itself between turns). A running turn ends
+    at ``now`` (a live view's clock) or else at the latest event."""
     turn = n.turn_node() or n
     t0 = turn.start
-    t1 = turn.end if turn.end is not None else max(fold.last_time, t0)
+    t1 = turn.end if turn.end is not None else max(fold.last_time, now or 0, t0)
     return t0, max(t1, t0 + 1)
 
 
-def bar_cells(n: Node, fold: SpanFold, width: int) -> list[tuple[str, str]]:
+def bar_cells(n: Node, fold: SpanFold, width: int, now: int | None = None) -> list[tuple[str, str]]:
     """The bar of ``n`` as (text, style) runs over ``width`` cells."""
     if width <= 0:
         return []
-    t0, t1 = window(n, fold)
+    t0, t1 = window(n, fold, now)
     scale = width / (t1 - t0)
     live_end = t1
 
@@ -101,8 +103,13 @@ def bar_cells(n: Node, fold: SpanFold, width: int) -> list[tuple[str, str]]:
         ex = n.children[-1] if n.children and n.children[-1].kind in ("execution", "result") else None
         ex = next((c for c in n.children if c.kind == "execution"), ex)
         ex_start = ex.start if ex is not None else n.start
-        paint(n.start, ex_start, "▒", "yellow")
-        paint(ex_start, end, "▓", style)
+        if ex is not None and ex.state == "pending":  # still waiting for the user
+            paint(n.start, end, "▒", "yellow")
+        else:
+            paint(n.start, ex_start, "▒", "yellow")
+            paint(ex_start, end, "▓", style)
+    elif n.state == "pending":
+        pass
     else:
         paint(n.start, end, BAR.get(n.kind, "─"), style)
     out: list[tuple[str, str]] = []
@@ -130,6 +137,7 @@ class SpanTree(LineList):
         self.fold: SpanFold = SpanFold()
         self.events: Sequence[dict] = []
         self.rows: list[Node | int] = []
+        self.now: int | None = None  # a live view's clock (epoch ms): running spans grow to it
 
     def set_tree(self, fold: SpanFold, events: Sequence[dict], *, keep: Node | int | None = None) -> None:
         """Re-flatten (after a fold, an expand or live events); the cursor stays on ``keep`` if shown."""
@@ -179,10 +187,17 @@ class SpanTree(LineList):
         room = max(1, lw - len(text) - len(slot))
         label = label.replace("\n", " ")
         label = label if len(label) <= room else label[: room - 1] + "…"
-        dur = "" if n.point else fmt_ms(n.duration_ms if n.end is not None else None)
+        if n.point:
+            dur = ""
+        elif n.state == "pending":
+            dur = "pending"
+        elif n.end is None and self.now is not None and n.state == "running":
+            dur = fmt_ms(max(self.now, self.fold.last_time) - n.start) + "…"
+        else:
+            dur = fmt_ms(n.duration_ms if n.end is not None else None)
         out = [(text, "dim"), (f"{label:<{room}}", KIND_STYLE.get(n.kind, "")), (slot, "bold yellow"),
                (f" {dur:>8} ", STATE_STYLE.get(n.state, "dim") if n.state in ("error", "running") else "dim")]
-        out.extend(bar_cells(n, self.fold, width - lw - 10))
+        out.extend(bar_cells(n, self.fold, width - lw - 10, self.now))
         return out
 
 
@@ -192,12 +207,13 @@ def _parallel(tool: Node) -> bool:
     return parent is not None and any(c.kind == "tool" and c.slot > 0 for c in parent.children)
 
 
-def axis_text(n: Node | None, fold: SpanFold, label_width: int, width: int) -> list[tuple[str, str]]:
+def axis_text(n: Node | None, fold: SpanFold, label_width: int, width: int,
+              now: int | None = None) -> list[tuple[str, str]]:
     """A scale for the time axis of ``n``'s turn: ticks at round intervals over the bar column."""
     bar_w = width - label_width - 10
     if n is None or bar_w < 8:
         return [("", "")]
-    t0, t1 = window(n, fold)
+    t0, t1 = window(n, fold, now)
     span = t1 - t0
     step = _nice_step(span, max(1, bar_w // 10))
     cells = [" "] * bar_w
