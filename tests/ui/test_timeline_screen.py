@@ -7,6 +7,7 @@ import asyncio
 import json
 import threading
 import time
+from pathlib import Path
 
 from textual.app import App
 from textual.widgets import Collapsible
@@ -246,7 +247,7 @@ def test_a_copy_too_big_for_osc52_goes_to_a_file(tmp_path, monkeypatch):
     msg = clipboard.copy_text(app, big, name="request JSON")
     assert app.copied is None and msg.startswith("Saved request JSON (97.7 KiB, too big for the clipboard) to ")
     path = msg.rsplit(" to ", 1)[1]
-    assert path.startswith(str(tmp_path)) and open(path).read() == big
+    assert path.startswith(str(tmp_path)) and Path(path).read_text() == big
 
 
 async def test_opened_from_a_browser_hit_it_selects_that_event():

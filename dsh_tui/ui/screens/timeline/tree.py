@@ -215,7 +215,7 @@ def axis_text(n: Node | None, fold: SpanFold, label_width: int, width: int,
         return [("", "")]
     t0, t1 = window(n, fold, now)
     span = t1 - t0
-    step = _nice_step(span, max(1, bar_w // 10))
+    step = _nice_step(span, max(2, bar_w // 10))
     cells = [" "] * bar_w
     ticks = 0
     t = 0
