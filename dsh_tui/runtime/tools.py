@@ -21,9 +21,9 @@ from dsh_tui.runtime import approval as approval_mod
 from dsh_tui.runtime.schema import check_schema, violations
 from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.session.jsonutil import check_lossless
-from dsh_tui.tools._common import SPILL_RETRIEVAL_HINT as SPILL_HINT
-from dsh_tui.tools._common import save_spill
 from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
+from dsh_tui.tools.common import SPILL_RETRIEVAL_HINT as SPILL_HINT
+from dsh_tui.tools.common import save_spill
 
 if TYPE_CHECKING:
     from dsh_tui.runtime.agent import Agent

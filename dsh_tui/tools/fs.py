@@ -18,7 +18,8 @@ import stat as stat_mod
 import tempfile
 from typing import Any
 
-from dsh_tui.tools._common import (
+from dsh_tui.tools.base import ToolContext, ToolDefinition
+from dsh_tui.tools.common import (
     aborted_error,
     fs_error,
     normalize_newlines,
@@ -27,7 +28,6 @@ from dsh_tui.tools._common import (
     utf16_len,
     utf16_prefix,
 )
-from dsh_tui.tools.base import ToolContext, ToolDefinition
 from dsh_tui.tools.paths import Target, resolve_target
 
 READ_LIMIT = 2000

@@ -23,6 +23,7 @@ from textual.screen import Screen
 from dsh_tui.ui import served
 from dsh_tui.ui.bridge import Bridge, Harness
 from dsh_tui.ui.settings import UiSettings
+from dsh_tui.ui.textual_compat import notifications, refresh_ansi_filter, unnotify
 from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ class DshApp(App):
         classes = {c: False for c in self.classes if c.startswith("-theme-")}
         classes.update({f"-theme-{theme.name}": True, "-dark-mode": theme.dark, "-light-mode": not theme.dark})
         self.update_classes(classes, update=False)
-        self._refresh_truecolor_filter(self.ansi_theme)
+        refresh_ansi_filter(self, self.ansi_theme)
 
     # -- start / stop --------------------------------------------------------------------------
     def on_mount(self) -> None:
@@ -227,7 +228,7 @@ class DshApp(App):
                                            timeout=15)
             if self.push_browser():
                 return
-            self._notifications.clear()  # no browser: the chat's status bar says it
+            notifications(self).clear()  # no browser: the chat's status bar says it
         self.open_chat(self.harness_factory)
 
     def _notify_before_screen(self, message: str, *, title: str, severity: Any, timeout: float) -> None:
@@ -236,7 +237,7 @@ class DshApp(App):
         frame (``notify()`` posts a message whose toast is mounted ~2 frames later)."""
         from textual.notifications import Notification
 
-        self._notifications.add(Notification(message, title, severity, timeout, markup=False))
+        notifications(self).add(Notification(message, title, severity, timeout, markup=False))
     def _resolve_route(self) -> None:
         assert self.resolve is not None
         notice = ""
@@ -450,9 +451,9 @@ class DshApp(App):
         """A new toast replaces a shown one of the same kind (severity and title): one ``Error`` toast at
         a time, however often errors come. Textual's handler (next in the MRO) adds it after this."""
         new = event.notification
-        for shown in list(self._notifications):
+        for shown in list(notifications(self)):
             if shown.severity == new.severity and shown.title == new.title:
-                self._unnotify(shown, refresh=False)
+                unnotify(self, shown)
 
     def push_browser(self) -> bool:
         screen = self.make_screen("browser")

@@ -1,5 +1,5 @@
-"""Project themes: TOML files in ``themes/`` (and the user's config dir), registered at start-up; and
-``CachedStylesheet``, the app's stylesheet with its parsed rules kept between runs."""
+"""Themes: the bundled TOML files in ``theme_files/`` (package data) and the user's config dir ``themes/``,
+registered at start-up; and ``CachedStylesheet``, the app's stylesheet with its parsed rules kept between runs."""
 
 from __future__ import annotations
 
@@ -9,27 +9,22 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from textual.css.stylesheet import Stylesheet
 from textual.theme import Theme
+
+from dsh_tui.ui.textual_compat import HookedStylesheet
 
 THEME_KEYS = ("primary", "secondary", "warning", "error", "success", "accent", "foreground",
               "background", "surface", "panel", "boost")
 DEFAULT_THEME = "dsh-dark"
 
 
-# The package's own copy of the repository's ``themes/`` (shipped as package data, so a regular,
-# non-editable install finds them too; tests/ui/test_themes.py keeps the two copies identical).
+# The bundled themes: package data, the one source of truth (a checkout and an install read the same files).
 PACKAGE_THEMES = Path(__file__).resolve().parent / "theme_files"
 
 
 def theme_dirs() -> list[Path]:
-    """Bundled themes (the package copy, then the repository's ``themes/`` when run from a checkout,
-    whose files win), then user themes (config dir ``themes/``, which win over both)."""
-    here = Path(__file__).resolve()
+    """Bundled themes, then user themes (config dir ``themes/``, whose files win)."""
     dirs = [PACKAGE_THEMES]
-    checkout = here.parents[2]
-    if (checkout / "pyproject.toml").is_file():  # a source checkout, not site-packages
-        dirs.append(checkout / "themes")
     try:
         from dsh_tui import paths
 
@@ -62,7 +57,7 @@ def load_themes() -> list[Theme]:
 
 
 # -- parsed CSS, kept between runs ---------------------------------------------------------------------
-class CachedStylesheet(Stylesheet):
+class CachedStylesheet(HookedStylesheet):
     """A Textual ``Stylesheet`` whose parsed rules are kept in a file between runs.
 
     Tokenizing and parsing the default CSS of the app, its screens and widgets is 25-40 ms of every
@@ -108,13 +103,13 @@ class CachedStylesheet(Stylesheet):
                     self._entries = data["entries"]
         return self._entries
 
-    def _parse_rules(self, css: str, read_from: Any, is_default_rules: bool = False, tie_breaker: int = 0,
-                     scope: str = "") -> list[Any]:
+    def parse_rules(self, css: str, read_from: Any, is_default_rules: bool, tie_breaker: int,
+                    scope: str) -> list[Any]:
         if self.cache_path is None:
-            return super()._parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
+            return super().parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
         memo = (css, read_from, is_default_rules, tie_breaker, scope)
         try:
-            return self._parse_cache[memo]
+            return self.memo[memo]
         except KeyError:
             pass
         key = self._key(*memo)
@@ -126,7 +121,7 @@ class CachedStylesheet(Stylesheet):
             except Exception:  # noqa: BLE001 - a damaged entry: parse it again
                 rules = None
         if rules is None:
-            rules = super()._parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
+            rules = super().parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
             if not any(rule.errors for rule in rules):
                 try:
                     self._load()[key] = pickle.dumps(rules, protocol=pickle.HIGHEST_PROTOCOL)
@@ -134,7 +129,7 @@ class CachedStylesheet(Stylesheet):
                 except Exception:  # noqa: BLE001 - not picklable: just not cached
                     pass
         else:
-            self._parse_cache[memo] = rules
+            self.memo[memo] = rules
         self._used.add(key)
         return rules
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import Delay, Hang
-from dsh_tui.ui.widgets.transcript import AnswerView, ItemView
+from dsh_tui.ui.widgets.answer import AnswerView
+from dsh_tui.ui.widgets.item import ItemView
 from tests.ui.conftest import items, log_types, scripted_app, submit, wait_for
 from tests.ui.screen_text import screen_text
 

@@ -18,7 +18,7 @@ from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import Delay, Hang
 from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.settings import UiSettings
-from dsh_tui.ui.widgets.chrome import LightInput
+from dsh_tui.ui.widgets.input import LightInput
 from tests.ui.conftest import items, scripted_app, submit, wait_for
 from tests.ui.screen_text import screen_text
 

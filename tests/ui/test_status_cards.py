@@ -230,7 +230,7 @@ async def test_write_edit_and_todo_cards(tmp_path):
 
 
 def test_the_no_model_hint_keeps_what_to_set_at_80_columns():
-    from dsh_tui.ui.widgets.chrome import StatusBar
+    from dsh_tui.ui.widgets.status import StatusBar
 
     bar = StatusBar()
     bar.model_hint = ('No model configured: no API key for provider "deepseek-official": export '

@@ -18,8 +18,9 @@ from textual.visual import Visual, visualize
 
 from dsh_tui.llm import scripted
 from dsh_tui.session.transcript import StreamItem
+from dsh_tui.ui.widgets.answer import STREAM_ROOM, AnswerView
+from dsh_tui.ui.widgets.item import ItemView, ViewState
 from dsh_tui.ui.widgets.render import render_assistant, settled_blocks
-from dsh_tui.ui.widgets.transcript import STREAM_ROOM, AnswerView, ItemView, ViewState
 from tests.ui.conftest import items, scripted_app, submit, wait_for
 from tests.ui.screen_text import screen_text
 
@@ -490,7 +491,7 @@ async def test_random_markdown_streams_render_like_the_whole_text():
 
 async def test_streaming_reasoning_row_matches_the_finished_row_and_grows_incrementally():
     from dsh_tui.ui.widgets.render import CachedLines, render_thinking
-    from dsh_tui.ui.widgets.transcript import ThinkingView
+    from dsh_tui.ui.widgets.thinking import ThinkingView
 
     reasoning = "".join(f"Step {i}: consider the option number {i} and weigh it " * (1 + i % 3) + "\n"
                         + ("\n" if i % 5 == 0 else "") for i in range(80))

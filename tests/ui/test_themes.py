@@ -1,4 +1,4 @@
-"""Themes load from the package itself, not only from the repository's top-level ``themes/``."""
+"""Themes load from the package itself (package data), also when installed away from the repository."""
 
 from __future__ import annotations
 
@@ -14,11 +14,11 @@ from dsh_tui.ui import themes
 REPO = Path(__file__).resolve().parents[2]
 
 
-def test_package_copy_matches_repository_themes() -> None:
-    repo = {p.name: p.read_bytes() for p in (REPO / "themes").glob("*.toml")}
-    package = {p.name: p.read_bytes() for p in themes.PACKAGE_THEMES.glob("*.toml")}
-    assert repo, "the repository ships themes/*.toml"
-    assert package == repo, "dsh_tui/ui/theme_files/ must be a copy of themes/ (cp themes/*.toml ...)"
+def test_the_bundled_themes_are_package_data_only() -> None:
+    """One source of truth: the themes ship inside the package (no second copy at the top level)."""
+    assert {p.name for p in themes.PACKAGE_THEMES.glob("*.toml")} >= {"dsh-dark.toml", "dsh-light.toml"}
+    assert not (REPO / "themes").exists()
+    assert themes.theme_dirs()[0] == themes.PACKAGE_THEMES
 
 
 def test_themes_load_when_the_package_is_installed_away_from_the_repository(tmp_path: Path) -> None:

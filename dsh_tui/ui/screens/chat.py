@@ -21,9 +21,15 @@ from textual.widgets import Static, TextArea
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
-from dsh_tui.ui.widgets.chrome import ApprovalPanel, Composer, PlanStrip, QueueList, StatusBar
+from dsh_tui.ui.textual_compat import key_is_bound
+from dsh_tui.ui.widgets.approval import ApprovalPanel
 from dsh_tui.ui.widgets.completion import Candidate, CompletionList
-from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView, ViewState
+from dsh_tui.ui.widgets.composer import Composer
+from dsh_tui.ui.widgets.item import ViewState
+from dsh_tui.ui.widgets.plan import PlanStrip
+from dsh_tui.ui.widgets.queue import QueueList
+from dsh_tui.ui.widgets.status import StatusBar
+from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView
 
 FLUSH_INTERVAL = 0.05
 FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams
@@ -896,7 +902,7 @@ class ChatScreen(Screen):
         printable = event.is_printable and bool(event.character)
         if not self._redirecting:
             if focused is composer or (self._shown(focused) and not (
-                    printable and event.key not in focused._bindings.key_to_bindings)):
+                    printable and not key_is_bound(focused, event.key))):
                 return
             self._redirecting = True
             self.call_after_refresh(self._end_redirect)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from dsh_tui.session.timeline import summarize
-from dsh_tui.ui.widgets.sessionlist import LineList
+from dsh_tui.ui.widgets.linelist import LineList
 
 TYPE_STYLE = {
     "turn/start": "bold green",

@@ -12,8 +12,8 @@ from textual.binding import Binding
 from textual.message import Message
 
 from dsh_tui.session.stats import format_tokens
+from dsh_tui.ui.widgets.item import ItemView
 from dsh_tui.ui.widgets.render import STATE_ICON, STATE_STYLE, CachedLines, render_tool
-from dsh_tui.ui.widgets.transcript import ItemView
 
 SUBAGENT_TOOLS = ("subagent", "subagent_fork")
 OUTCOME_TEXT = {"completed": ("✓", "finished", "green"), "aborted": ("⏹", "stopped", "yellow"),

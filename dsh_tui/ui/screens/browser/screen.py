@@ -33,6 +33,7 @@ from textual.widgets import Input, Static
 from dsh_tui.store import catalog as cat
 from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
 from dsh_tui.ui.screens.modals import ChoiceModal, ConfirmModal, TextModal
+from dsh_tui.ui.textual_compat import mount_toasts, notifications
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
 from .footer import KeysFooter
@@ -50,7 +51,7 @@ PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
 
 class FilterInput(Input):
     """The filter box: an ``Input`` whose keystrokes repaint only itself (as the chat's ``LightInput``,
-    ``dsh_tui.ui.widgets.chrome``, which is not imported here: that module and the transcript fold it
+    ``dsh_tui.ui.widgets.input``, which is not imported here: the chat widgets and the transcript fold it
     needs are not on the browser's way to its first frame)."""
 
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
@@ -247,17 +248,9 @@ restore first).
         so they are on its first frame (awaited here: the screen paints once they are mounted). Textual
         mounts them from a callback queued when the screen resumes, which runs after the first frame;
         that callback then finds them mounted."""
-        notes = getattr(self.app, "_notifications", None)
-        if not notes:
-            return
-        from textual.widgets._toast import Toast, ToastHolder, ToastRack
-
-        for rack in self.children:
-            if isinstance(rack, ToastRack):
-                rack.display = True
-                await rack.mount_all(ToastHolder(Toast(note), id=rack._toast_id(note))
-                                     for note in notes if not note.has_expired)
-                break
+        notes = notifications(self.app)
+        if notes:
+            await mount_toasts(self, notes)
 
     def on_unmount(self) -> None:
         self._remember()

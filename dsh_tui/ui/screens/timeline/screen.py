@@ -37,7 +37,7 @@ from dsh_tui.ui.screens.timeline.inspector import (
     wire_body,
 )
 from dsh_tui.ui.screens.timeline.tree import SpanTree, axis_text, expandable, fmt_ms
-from dsh_tui.ui.widgets.chrome import LightInput
+from dsh_tui.ui.widgets.input import LightInput
 from dsh_tui.ui.widgets.ledger import Ledger
 
 LIVE_INTERVAL = 0.1  # seconds between live refreshes (at most)

@@ -15,7 +15,7 @@ from textual.binding import Binding
 
 from dsh_tui.session.spans import Node, SpanFold
 from dsh_tui.session.timeline import summarize
-from dsh_tui.ui.widgets.sessionlist import LineList
+from dsh_tui.ui.widgets.linelist import LineList
 
 ICON = {"turn": "", "step": "", "request": "⇄ ", "waiting": "", "decoding": "", "usage": "Σ ",
         "message": "✎ ", "tool": "⚙ ", "approval": "? ", "execution": "", "result": "↩ ", "retry": "↻ ",

@@ -1,0 +1,165 @@
+"""Every use of Textual's private API, in one place, with the Textual version it was tested on.
+
+Textual is pinned exactly (``pyproject.toml``). What dsh-tui needs that Textual has no public API for
+goes through a function here, which names the private attribute it touches; ``PRIVATE_NAMES`` lists
+them all (with the handler and watcher methods dsh-tui widgets override), and
+``tests/ui/test_textual_compat.py`` checks every one still exists on the installed Textual. On any other
+Textual version the guard below fails loudly at import, naming both versions, instead of a widget
+misbehaving somewhere later: upgrading Textual means re-running that test, fixing what it names, and
+changing ``TESTED_TEXTUAL``.
+
+Why each trick is worth it (figures in ``docs/performance.md``):
+
+- the stylesheet hook caches parsed CSS between runs: 25-40 ms of every start-up;
+- ``scroll_update``, the wrap-width check and the resize/scrollbar overrides skip screen-wide reflows
+  (a 10,000-line paste re-wrapped for ~0.5 s on every scrollbar change; a session list reflowed the
+  screen on every refresh);
+- notifications and toasts: a notice known before the first screen is on its first frame, and one
+  toast per kind replaces the last instead of stacking;
+- the key and paste handler overrides make keystrokes repaint only the input (a screen-wide reflow
+  per keystroke took 118 ms p50 with a long transcript).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import textual
+from textual.css.stylesheet import Stylesheet
+from textual.geometry import Size
+
+from dsh_tui.session.errors import DshError
+
+#: The Textual release every private use below was written and tested against.
+TESTED_TEXTUAL = "8.2.8"
+
+#: Every private Textual name dsh-tui touches or overrides: ``(class path, attribute)``. The compat test
+#: checks each one exists on the installed Textual (attributes set in ``__init__`` are checked on an
+#: instance).
+PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
+    ("textual.css.stylesheet.Stylesheet", "_parse_rules"),
+    ("textual.css.stylesheet.Stylesheet", "_parse_cache"),
+    ("textual.app.App", "_refresh_truecolor_filter"),
+    ("textual.app.App", "_notifications"),
+    ("textual.app.App", "_unnotify"),
+    ("textual.app.App", "_on_notify"),
+    ("textual.widgets._toast.ToastRack", "_toast_id"),
+    ("textual.widget.Widget", "_bindings"),
+    ("textual.widget.Widget", "_anchored"),
+    ("textual.widget.Widget", "_anchor_released"),
+    ("textual.scroll_view.ScrollView", "_scroll_update"),
+    ("textual.widgets.Input", "_on_key"),
+    ("textual.widgets.Input", "_on_paste"),
+    ("textual.widgets.TextArea", "_on_key"),
+    ("textual.widgets.TextArea", "_on_paste"),
+    ("textual.widgets.TextArea", "_on_resize"),
+    ("textual.widgets.TextArea", "_watch_show_vertical_scrollbar"),
+    ("textual.widgets.TextArea", "_rewrap_and_refresh_virtual_size"),
+    ("textual.widgets.TextArea", "_refresh_size"),
+    ("textual.document._wrapped_document.WrappedDocument", "_width"),
+)
+
+
+class TextualVersionError(DshError):
+    """The installed Textual is not the one dsh-tui's private-API uses were tested on."""
+
+
+def check_version(found: str | None = None) -> None:
+    """Fail loudly (one line, naming both versions) on a Textual other than ``TESTED_TEXTUAL``.
+
+    The installed release is told by its ``dist-info`` directory beside the package (one ``stat``):
+    ``textual.__version__`` imports ``importlib.metadata``, ~20 ms of start-up, so it is asked only when
+    that directory is not there (another version, or an unusual install)."""
+    if found is None:
+        site = Path(textual.__file__).resolve().parent.parent
+        if (site / f"textual-{TESTED_TEXTUAL}.dist-info").is_dir():
+            return
+        found = textual.__version__
+    if found != TESTED_TEXTUAL:
+        raise TextualVersionError(
+            f"dsh-tui needs textual {TESTED_TEXTUAL} (found {found}): reinstall it with "
+            f"pip install 'textual=={TESTED_TEXTUAL}'")
+
+
+check_version()
+
+
+# -- CSS -------------------------------------------------------------------------------------------
+class HookedStylesheet(Stylesheet):
+    """A ``Stylesheet`` whose rule parsing goes through ``parse_rules``, which a subclass may override
+    (``ui/themes.py`` caches the parsed rules between runs). ``memo`` is Textual's per-run parse cache."""
+
+    def _parse_rules(self, css: str, read_from: Any, is_default_rules: bool = False, tie_breaker: int = 0,
+                     scope: str = "") -> list[Any]:
+        return self.parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
+
+    def parse_rules(self, css: str, read_from: Any, is_default_rules: bool, tie_breaker: int,
+                    scope: str) -> list[Any]:
+        return super()._parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
+
+    @property
+    def memo(self) -> dict[Any, list[Any]]:
+        return self._parse_cache
+
+
+# -- the app: colours and notifications --------------------------------------------------------------
+def refresh_ansi_filter(app: Any, ansi_theme: Any) -> None:
+    """Rebuild the app's true-colour filter for a new ANSI theme (``App._refresh_truecolor_filter``)."""
+    app._refresh_truecolor_filter(ansi_theme)
+
+
+def notifications(app: Any) -> Any:
+    """The app's current notifications (``App._notifications``: iterable, ``add``, ``clear``)."""
+    return app._notifications
+
+
+def unnotify(app: Any, notification: Any) -> None:
+    """Remove one notification and its toast without a refresh (``App._unnotify``)."""
+    app._unnotify(notification, refresh=False)
+
+
+async def mount_toasts(screen: Any, notes: Any) -> None:
+    """Mount the toasts of ``notes`` on ``screen``'s toast rack now (Textual mounts them from a callback
+    that runs after the screen's first frame)."""
+    from textual.widgets._toast import Toast, ToastHolder, ToastRack
+
+    for rack in screen.children:
+        if isinstance(rack, ToastRack):
+            rack.display = True
+            await rack.mount_all(ToastHolder(Toast(note), id=rack._toast_id(note))
+                                 for note in notes if not note.has_expired)
+            break
+
+
+# -- widgets ---------------------------------------------------------------------------------------
+def key_is_bound(widget: Any, key: str) -> bool:
+    """Whether ``widget`` has its own binding for ``key`` (``Widget._bindings``)."""
+    return key in widget._bindings.key_to_bindings
+
+
+def wrapped_width(text_area: Any) -> int:
+    """The width a ``TextArea``'s document was last wrapped at (``WrappedDocument._width``)."""
+    return text_area.wrapped_document._width
+
+
+def rewrap(text_area: Any) -> None:
+    """Re-wrap a ``TextArea``'s document at its current width (``TextArea._rewrap_and_refresh_virtual_size``)."""
+    text_area._rewrap_and_refresh_virtual_size()
+
+
+def refresh_size(text_area: Any) -> None:
+    """Recompute a ``TextArea``'s virtual size without re-wrapping (``TextArea._refresh_size``)."""
+    text_area._refresh_size()
+
+
+def scroll_update(view: Any, virtual_size: Size) -> None:
+    """Update a ``ScrollView``'s scrollbars for a new virtual size without the screen-wide reflow that
+    setting ``virtual_size`` triggers (``ScrollView._scroll_update``)."""
+    view._scroll_update(virtual_size)
+
+
+def is_following(widget: Any) -> bool:
+    """Anchored to the bottom and not released by a user scroll (``Widget._anchored``,
+    ``Widget._anchor_released``)."""
+    return widget._anchored and not widget._anchor_released
