@@ -161,6 +161,8 @@ async def test_the_inspector_of_a_request_shows_what_changed_since_the_previous_
         screen.spans.move_to(3)
         await until(pilot, lambda: sections(screen) and sections(screen)[0][0] == "Arguments")
         assert '"file_path": "a.txt"' in section_text(screen, "Arguments")
+        result = section_text(screen, "Result · ok")  # the text the model read, not the block JSON
+        assert result.startswith("<path>{{cwd}}/a.txt</path>") and "alpha" in result and "toolCallId" not in result
 
 
 async def test_a_rewritten_surface_shows_the_removed_messages():

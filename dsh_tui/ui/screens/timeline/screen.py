@@ -74,6 +74,21 @@ def _gist(message: Any) -> str:
     return f"{role}: {message_label(message.get('content'), 100)}"
 
 
+def _result_text(data: dict) -> str:
+    """A tool result as the model read it: its text blocks (else the JSON), and the error code if any."""
+    blocks = (data.get("message") or {}).get("content") or []
+    texts: list[str] = []
+    for b in blocks:
+        inner = b.get("content") if isinstance(b, dict) and b.get("type") == "tool-result" else [b]
+        for c in inner or []:
+            if not (isinstance(c, dict) and c.get("type") == "text"):
+                return _json(blocks)
+            texts.append(str(c.get("text", "")))
+    err = data.get("error")
+    head = f"[{err.get('code')}]\n" if isinstance(err, dict) else ""
+    return _json(head + "\n".join(texts)) if texts or head else "(no output)"
+
+
 def _section(title: str, body: str | Text, *, open_: bool = False, sid: str = "") -> Collapsible:
     content = body if isinstance(body, Text) else Text(body)
     return Collapsible(Static(content, classes="section-body"), title=title, collapsed=not open_,
@@ -385,7 +400,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
                                              f"{fmt_ms(approval.duration_ms)}", open_=n.kind == "approval"))
                 if tool.end_seq is not None:
                     res = (self.events[tool.end_seq].get("data") or {})
-                    sections.append(_section("Result", _json(res.get("message", {}).get("content")),
+                    sections.append(_section(f"Result · {tool.state}", _result_text(res),
                                              open_=n.kind in ("tool", "result")))
         elif n.kind in ("turn", "step") and n.usage is not None:
             u = n.usage
