@@ -15,7 +15,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from dsh_tui.llm.openai_compat import serialize_request
+from dsh_tui.llm.openai import serialize_request
 from dsh_tui.llm.redact import REDACTED
 from dsh_tui.session.spans import Node, SpanFold
 from dsh_tui.session.timeline import request_header_at
