@@ -484,6 +484,9 @@ class DshApp(App):
     def on_events_ready(self, _message: EventsReady) -> None:
         if self.chat is not None:
             self.chat.events_ready()
+        live = getattr(self.screen, "live_events_ready", None)  # [timeline] follows the running turn
+        if live is not None:
+            live()
 
     async def action_quit(self) -> None:
         """Flush every session (the harness closes its writers), then leave."""

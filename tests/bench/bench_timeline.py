@@ -2,9 +2,10 @@
 
     .venv/bin/python tests/bench/bench_timeline.py [--events 200000]
 
-Prints: rows available -> first paint of the ledger, the lanes fold time, scrolling by 1,000 rows
-(p50/p95, each awaited to its paint), a filter over all events, and the memory the screen adds beyond
-the event data (tracemalloc). Baseline in the same run: textual-perf.md's minimal LineView over
+Prints: rows available -> first paint of the span tree (the last turn, folded on the UI thread), the
+whole span fold (a worker), flattening with every turn open, scrolling the span tree by 1,000 rows
+(p50/p95, each awaited to its paint), a ledger filter over all events, and the memory the screen (tree
+included) adds beyond the event data (tracemalloc). Baseline in the same run: textual-perf.md's minimal LineView over
 preformatted strings (its strings are counted as its memory).
 Targets: first paint <= 100 ms, scroll 1,000 rows <= 33 ms p95, <= 50 MB beyond the events.
 """
@@ -102,32 +103,43 @@ async def measure(header: dict, events: list[dict]) -> dict:
         t0 = time.perf_counter()
         screen = TimelineScreen(header=header, events=events)
         await app.push_screen(screen)
-        while screen.ledger.first_paint_at is None:
+        tree = screen.spans
+        while tree.first_paint_at is None:
             await asyncio.sleep(0.001)
-        out["rows_to_first_paint_ms"] = (screen.ledger.first_paint_at - t0) * 1000
-        painted = screen.ledger.paints
+        out["rows_to_first_paint_ms"] = (tree.first_paint_at - t0) * 1000
+        painted = tree.paints
         while not screen.folded.is_set():
             await asyncio.sleep(0.005)
-        out["lanes_ready_ms"] = (time.perf_counter() - t0) * 1000
+        out["spans_ready_ms"] = (time.perf_counter() - t0) * 1000
         await pilot.pause()
         out["first_paint_rows_rendered"] = painted
-        ledger = screen.ledger
-        ledger.move_to(0)
+        t1 = time.perf_counter()
+        for turn in screen.fold.turns:
+            turn.open = True
+        tree.set_tree(screen.fold, screen.events)
+        out["open_all_turns_ms"] = (time.perf_counter() - t1) * 1000
+        out["tree_rows_all_open"] = tree.count
+        tree.move_to(0)
         await pilot.pause()
         lat = []
-        rows = ledger.scrollable_content_region.height
+        rows = tree.scrollable_content_region.height
         for _ in range(20):
-            p0 = ledger.paints
+            p0 = tree.paints
             t1 = time.perf_counter()
-            target = ledger.scroll_offset.y + 1000
-            ledger.scroll_to(y=target if target <= ledger.max_scroll_y else 0, animate=False, immediate=True)
+            target = tree.scroll_offset.y + 1000
+            if target > tree.max_scroll_y:  # wrap (a small log: between the two ends)
+                target = 0 if tree.scroll_offset.y else tree.max_scroll_y
+            tree.scroll_to(y=target, animate=False, immediate=True)
             deadline = time.perf_counter() + 5
-            while ledger.paints < p0 + rows and time.perf_counter() < deadline:  # awaited to the repaint of every visible row
+            while tree.paints < p0 + rows and time.perf_counter() < deadline:  # awaited to the repaint of every visible row
                 await asyncio.sleep(0.0005)
-            lat.append((ledger.last_paint_at - t1) * 1000)
+            lat.append((tree.last_paint_at - t1) * 1000)
             await pilot.pause()
         out["scroll_1000_p50_ms"] = statistics.median(lat)
         out["scroll_1000_p95_ms"] = pct(lat, 0.95)
+        screen.action_toggle_ledger()
+        await pilot.pause()
+        ledger = screen.ledger
         t1 = time.perf_counter()
         n = ledger.apply_filter(types="tool/")
         await pilot.pause()
@@ -207,10 +219,10 @@ def main(argv: list[str] | None = None) -> dict:
     t0 = time.perf_counter()
     header, events = make_events(args.events)
     out: dict = {"events": len(events), "generate_s": round(time.perf_counter() - t0, 2)}
-    from dsh_tui.session.timeline import fold_timeline
+    from dsh_tui.session.spans import fold_spans
 
     t0 = time.perf_counter()
-    fold = fold_timeline(events)
+    fold = fold_spans(events)
     out["fold_ms"] = round((time.perf_counter() - t0) * 1000, 1)
     out["turns"] = len(fold.turns)
     res = asyncio.run(measure(header, events))

@@ -95,12 +95,29 @@ def test_browser_snapshot(name, snap_compare, tmp_path):
     assert snap_compare(app, terminal_size=(110, 24), run_before=before(screen, *keys, settle=settle))
 
 
-def test_timeline_snapshot(snap_compare):
-    """You should see: turn 1 lanes (steps, requests ░/█, tools[0] and tools[1] side by side, per-step tokens),
-    the ledger on the left with the second assistant/message selected, and its request inspector on the right."""
-    header, rows = load_fixture(PARALLEL, session_id="tl-snap", time0=1_780_000_000_000, step_ms=40)
+APPROVED = "examples/acp-agent/tests/snapshots/escalation-approved/session.jsonl"
+TIMELINE_STATES = {
+    # name: (fixture, what is selected, keys)
+    "span-tree": (APPROVED, "tool", ()),
+    "request-diff": (PARALLEL, "request", ("w",)),
+}
+
+
+@pytest.mark.parametrize("name", list(TIMELINE_STATES))
+def test_timeline_snapshot(name, snap_compare):
+    """You should see, for span-tree: turn 1 of an approved bash call as a span tree on a time axis (steps,
+    requests ░/█, the call's approval wait ▒ split from its execution ▓, its result ◆) with the call
+    selected and its arguments, approval and result in the inspector. For request-diff: the parallel-call
+    session's second request selected, the inspector wide, showing what changed since the first request
+    (the assistant's two calls and their two results, in green) above the collapsed messages, system
+    prompt, tools and model sections."""
+    rel, kind, keys = TIMELINE_STATES[name]
+    header, rows = load_fixture(rel, session_id="tl-snap")
     events = expand_lines(rows)
-    target = [e["seq"] for e in events if e["type"] == "assistant/message"][1]
+    for e in events:
+        e["time"] = 1_780_000_000_000 + 40 * e["seq"]
+    target = next(e["seq"] for e in events if e["type"] == ("tool/call" if kind == "tool" else "assistant/chunk")
+                  and (kind == "tool" or e["data"].get("step") == 2))
 
     class Host(DshApp):
         pass
@@ -114,9 +131,15 @@ def test_timeline_snapshot(snap_compare):
         end = time.monotonic() + 10
         while not screen.folded.is_set() and time.monotonic() < end:
             await asyncio.sleep(0.02)
+        if kind == "request":
+            screen.spans.show(screen.fold.requests[1])
+        await pilot.press(*keys)
+        want = "Messages (" if kind == "request" else "Result"
         end = time.monotonic() + 10
-        while "Messages (" not in str(screen.query_one("#inspect").render()) and time.monotonic() < end:
+        while not any(c.title.startswith(want) for c in screen.query("#inspect-body Collapsible")) \
+                and time.monotonic() < end:
             await asyncio.sleep(0.02)
+            await pilot.pause()
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(130, 40), run_before=run)

@@ -109,6 +109,7 @@ async def test_enter_on_the_card_opens_the_live_child_read_only_and_escape_retur
 
 
 async def test_the_timeline_shows_each_child_as_a_lane_under_its_tool_call(tmp_path):
+    from dsh_tui.session.spans import Node
     from dsh_tui.ui.screens.timeline import TimelineScreen
 
     gate = threading.Event()
@@ -120,9 +121,12 @@ async def test_the_timeline_shows_each_child_as_a_lane_under_its_tool_call(tmp_p
         await wait_for(pilot, lambda: "PARENT_DONE" in screen_text(app))
         await pilot.press("ctrl+t")
         await wait_for(pilot, lambda: isinstance(app.screen, TimelineScreen) and app.screen.folded.is_set())
-        text = screen_text(app)
-        lines = [line.strip() for line in text.split("\n")]
-        tools = next(i for i, line in enumerate(lines) if line.startswith("tools[0]"))
-        assert lines[tools + 1].startswith("↳ Find the")  # the child's lane right under the tool lane
-        assert "▚" in lines[tools + 1]
-        assert "↳ subagent Find the answer" in text and "completed" in text
+        screen = app.screen
+        rows = [r for r in screen.spans.rows if isinstance(r, Node)]
+        tool = next(r for r in rows if r.kind == "tool")
+        assert tool.label == "subagent" and tool.ref == "call_sub"
+        (child,) = [c for c in tool.children if c.kind == "subagent"]  # the child's lane under its call
+        assert child in rows and child.label == "subagent Find the answer" and child.state == "completed"
+        assert child.start >= tool.start and child.end is not None
+        line = "".join(t for t, _ in screen.spans._format(rows.index(child), 110))
+        assert "↳ subagent Find the answer" in line and "▚" in line
