@@ -12,10 +12,11 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+from .db import _SID_SHIFT
 from .discover import _revision_mtime
 from .filters import workspace_rows
 from .fold import _MAX_TEXT
-from .index import _SID_SHIFT, Catalog
+from .index import Catalog
 
 MAX_SESSIONS = 200  # the newest sessions of the workspace read
 MAX_PROMPTS = 2_000
