@@ -118,9 +118,8 @@ def _turn_ends(events: list[dict]) -> dict[int, int]:
 
 def turn_boundary(events: list[dict], turn: int) -> int:
     """The seq of turn N's ``turn/end``: "after turn N" (dsh ``Session.fork``) — the seed ends there, so the
-    standalone events after it (the next prompt's inbox insert, a title) stay with the parent."""
-    if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
-        raise ForkError(f"fork turn must be a positive integer, got {turn!r}", "INVALID_BOUNDARY")
+    standalone events after it (the next prompt's inbox insert, a title) stay with the parent. ``turn`` is a
+    positive int (``fork`` checks it before reading the log)."""
     ends = _turn_ends(events)
     if turn in ends:
         return ends[turn]
@@ -146,9 +145,8 @@ def default_boundary(events: list[dict]) -> int:
 
 def check_boundary(events: list[dict], boundary: int) -> None:
     """dsh's legal boundary: an existing seq whose last ``turn/start``/``turn/end`` at or before it is a
-    ``turn/end`` (or none) — trailing standalone events after a turn are allowed."""
-    if isinstance(boundary, bool) or not isinstance(boundary, int) or boundary < 0:
-        raise ForkError(f"fork seq must be a non-negative integer, got {boundary!r}", "INVALID_BOUNDARY")
+    ``turn/end`` (or none) — trailing standalone events after a turn are allowed. ``boundary`` is a
+    non-negative int (``fork`` checks a given seq before reading the log)."""
     if boundary >= len(events):
         last = f"last seq {len(events) - 1}" if events else "the log is empty"
         raise ForkError(f"fork seq {boundary} names no event ({last})", "INVALID_BOUNDARY")

@@ -45,9 +45,21 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "closers": ("dsh_tui/session/repair.py", [
         "tests/session/test_closers_answered.py", "tests/store/test_closers_answered.py",
         "tests/session/test_legacy_repair.py", "|", "tests/session/test_surface.py"]),
+    # fork: the fork tests on one backend first (a node id list keeps this order), then every file whole
     "fork": ("dsh_tui/store/lifecycle.py", [
-        "tests/store/test_lifecycle.py", "tests/store/test_lifecycle_open.py", "tests/store/test_lifecycle_lock.py"]),
-    "writer": ("dsh_tui/store/writer.py", ["tests/store/test_writer.py", "tests/store/test_crash.py"]),
+        *(f"tests/store/test_lifecycle.py::{t}[none]" for t in (
+            "test_fork_refuses_bad_argument_combinations_with_a_clear_error", "test_fork_boundaries",
+            "test_fork_at_turn_copies_the_prefix_and_leaves_the_parent_untouched",
+            "test_fork_of_a_log_with_nothing_to_fork_after", "test_a_log_without_any_turn_forks_whole",
+            "test_fork_without_a_clock_stamps_now_in_epoch_milliseconds",
+            "test_fork_of_a_crashed_parent_seeds_from_the_committed_log_never_from_in_memory_closers",
+            "test_resume_repairs_then_persists_end_seed_first", "test_resume_close_resume_is_byte_identical_the_second_time",
+            "test_resumed_session_continues_after_end_seed",
+            "test_resume_refuses_a_log_whose_header_names_another_session",
+            "test_start_refusing_its_seed_raises_and_releases_the_lock")),
+        "tests/store/test_lifecycle.py::test_jsonl_resume_validates_the_log_once_and_uses_the_clock",
+        "|", "tests/store/test_lifecycle.py", "tests/store/test_lifecycle_open.py", "tests/store/test_lifecycle_lock.py"]),
+    "writer": ("dsh_tui/store/writer.py", ["tests/store/test_writer.py", "|", "tests/store/test_crash.py"]),
     "derive_messages": ("dsh_tui/session/surface.py", [
         "tests/session/test_surface.py", "tests/session/test_session.py"]),
 }
@@ -172,10 +184,23 @@ def _replace_child(parent: ast.AST, old: ast.AST, new: ast.AST) -> None:
     raise AssertionError("child not found")
 
 
+def _final_none_returns(tree: ast.AST) -> set[int]:
+    """ids of a ``return`` / ``return None`` ending a function body: making it ``pass`` changes nothing."""
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            last = node.body[-1]
+            if isinstance(last, ast.Return) and (
+                    last.value is None or (isinstance(last.value, ast.Constant) and last.value.value is None)):
+                ids.add(id(last))
+    return ids
+
+
 def mutants(source: str) -> list[Mutant]:
     tree = ast.parse(source)
     nodes = list(ast.walk(tree))
     docs = _docstrings(tree)
+    no_pass = docs | _final_none_returns(tree)
     in_fn = _inside_function(tree) - _annotations(tree)
     parents = {id(child): parent for parent in nodes for child in ast.iter_child_nodes(parent)}
     plans: list[tuple[int, str, object]] = []
@@ -186,7 +211,7 @@ def mutants(source: str) -> list[Mutant]:
         for desc, edit in _edits(node, docs, in_fn):
             plans.append((index, desc, edit))
         # one statement of a function body -> pass (a body keeps at least one statement)
-        if isinstance(node, _STATEMENTS) and id(node) in in_fn and id(node) not in docs:
+        if isinstance(node, _STATEMENTS) and id(node) in in_fn and id(node) not in no_pass:
             plans.append((index, f"{type(node).__name__} statement -> pass", ("pass",)))
     out: list[Mutant] = []
     seen: set[str] = set()
@@ -227,7 +252,11 @@ def _copy_tree(dest: Path) -> None:
 
 def _pytest(work: Path, tests: list[str], timeout: float) -> str:
     """"killed", "survived" or "timeout" (a hang counts as killed: the suite noticed)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # the copy holds tests/fixtures: nothing outside it
+    # Bytecode (and pytest's rewritten test modules, and the rewritten pytest plugins: hypothesis, syrupy...)
+    # is cached under the copy, never next to the sources: compiling the plugins again in every run cost
+    # 2-5 s per mutant. The mutated module's own cached bytecode is removed before each run (_forget).
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(work / ".pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
            "-p", "no:xdist", "--no-header", *tests]
     try:
@@ -243,6 +272,14 @@ def _pytest(work: Path, tests: list[str], timeout: float) -> str:
     return f"killed (pytest exit {proc.returncode})"
 
 
+def _forget(work: Path, target: Path) -> None:
+    """Drop the cached bytecode of ``target``: a mutant of the same size written within the same second
+    as the previous source would otherwise run the previous bytecode (the cache checks mtime and size)."""
+    cached = work / ".pycache" / target.parent.relative_to(target.anchor)
+    for pyc in cached.glob(f"{target.stem}.*.pyc"):
+        pyc.unlink()
+
+
 def _tiers(tests: list[str]) -> list[list[str]]:
     out: list[list[str]] = [[]]
     for f in tests:
@@ -253,7 +290,8 @@ def _tiers(tests: list[str]) -> list[list[str]]:
     return [tier for tier in out if tier]
 
 
-def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1) -> tuple[int, int, list[Mutant]]:
+def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1,
+        lines: tuple[int, int] | None = None) -> tuple[int, int, list[Mutant]]:
     module, tests = MODULES[name]
     source = (REPO / module).read_text(encoding="utf-8")
     found = mutants(source)
@@ -272,8 +310,11 @@ def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1)
         for m in found:
             if (only and m.number not in only) or m.number < start:
                 continue
+            if lines and not lines[0] <= m.line <= lines[1]:
+                continue
             total += 1
             target.write_text(m.source, encoding="utf-8")
+            _forget(work, target)
             t0 = time.monotonic()
             verdict = "survived"
             for tier in _tiers(tests):
@@ -281,6 +322,7 @@ def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1)
                 if verdict != "survived":
                     break
             target.write_text(source, encoding="utf-8")
+            _forget(work, target)
             mark = "SURVIVED" if verdict == "survived" else verdict
             print(f"  {name} #{m.number:3d} line {m.line:4d}: {m.description:45s} {mark} "
                   f"({time.monotonic() - t0:.0f}s)", flush=True)
@@ -295,7 +337,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help=f"any of {', '.join(MODULES)}, or all")
     ap.add_argument("--list", action="store_true", help="list modules, their tests and mutant counts")
+    ap.add_argument("--show", action="store_true", help="print each mutant's number, line and mutation; run none")
     ap.add_argument("--only", type=int, action="append", help="run only mutant number N (repeatable)")
+    ap.add_argument("--lines", help="run only the mutants of source lines A-B (e.g. 200-367)")
     ap.add_argument("--from", dest="start", type=int, default=1, help="start at mutant number N")
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds per mutant run (default: 4x the unmutated run, at least 30; a hang is a kill)")
@@ -309,9 +353,15 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in MODULES]
     if unknown:
         ap.error(f"unknown module(s): {', '.join(unknown)}")
+    if args.show:
+        for name in names:
+            for m in mutants((REPO / MODULES[name][0]).read_text(encoding="utf-8")):
+                print(f"  {name} #{m.number:3d} line {m.line:4d}: {m.description}")
+        return 0
     summary = []
     for name in names:
-        killed, total, survivors = run(name, set(args.only) if args.only else None, args.timeout, args.start)
+        lines = tuple(int(x) for x in args.lines.split("-", 1)) if args.lines else None
+        killed, total, survivors = run(name, set(args.only) if args.only else None, args.timeout, args.start, lines)
         summary.append((name, killed, total, survivors))
     print()
     for name, killed, total, survivors in summary:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh_tui.session.errors import DshError
 from dsh_tui.session.headers import make_header
 from dsh_tui.store import lifecycle
 from dsh_tui.store.lifecycle import ForkError
@@ -138,6 +139,33 @@ def test_resumed_session_continues_after_end_seed(tmp_path, backend):
     assert types[i + 2] == "turn/start" and events[i + 2]["data"] == {"turn": 2}
 
 
+class _Aliasing:
+    """A store (a plugin's, say: its own lock files) whose ``load`` answers for ``alias`` with another
+    session's log."""
+
+    def __init__(self, inner, alias, target, locks_dir):
+        self.inner, self.alias, self.target, self.locks_dir = inner, alias, target, locks_dir
+
+    def load(self, session_id):
+        return self.inner.load(self.target if session_id == self.alias else session_id)
+
+    def lock_path(self, session_id):
+        return self.locks_dir / f"{session_id}.lock"
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_resume_refuses_a_log_whose_header_names_another_session(tmp_path, backend):
+    _write_session(_store(tmp_path, backend), turns=1)
+    store = _Aliasing(_store(tmp_path, backend), "life-2", SID, tmp_path / "locks")
+    for _ in range(2):  # the refusal releases the lock: the second try is refused the same way
+        with pytest.raises(DshError) as err:
+            lifecycle.resume(store, "life-2")
+        assert str(err.value) == f"session life-2: stored header names {SID}"
+        assert not isinstance(err.value, SessionInUseError)
+
+
 def test_a_second_process_cannot_resume_a_live_session(tmp_path, backend):
     _write_session(_store(tmp_path, backend), turns=1)
     script = textwrap.dedent(
@@ -194,9 +222,10 @@ def test_fork_boundaries(tmp_path, backend):
     before = _parent_fingerprint(store)
     starts = [i for i, e in enumerate(parent) if e["type"] == "turn/start"]
     ends = [i for i, e in enumerate(parent) if e["type"] == "turn/end"]
-    with pytest.raises(ForkError, match="inside open turn 1") as err:
+    with pytest.raises(ForkError) as err:
         lifecycle.fork(store, SID, at_seq=starts[0] + 2)
-    assert err.value.code == "OPEN_TURN"
+    assert err.value.code == "OPEN_TURN"  # the message alone (the CLI prints it as the error line)
+    assert str(err.value) == f"seq {starts[0] + 2} is inside open turn 1; fork at a turn end"
     with pytest.raises(ForkError) as err:
         lifecycle.fork(store, SID, at_turn=3)
     assert err.value.code == "OPEN_TURN"
@@ -279,6 +308,50 @@ def test_fork_of_a_log_with_nothing_to_fork_after(tmp_path, backend):
             lifecycle.fork(store, "empty-1", **kwargs)
         assert err.value.code == code and text in str(err.value), str(err.value)
     assert [h["id"] for h in _store(tmp_path, backend).list() if h.get("parentSession")] == []  # no child
+
+
+def test_a_log_without_any_turn_forks_whole(tmp_path, backend):
+    """No turn ever started (a title, then a prompt queued for the next turn): no prefix ends inside a turn,
+    so the default boundary is the last event (dsh ``Session.fork``'s default) and the seed is the whole log."""
+    store = _store(tmp_path, backend)
+    header = make_header("no-turn", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    session.append("session/title", {"title": "draft", "messageSeqs": [], "source": {"kind": "user"}})
+    session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [cc.user_msg("m-1", "hi")]})
+    session.append("session/title", {"title": "draft 2", "messageSeqs": [], "source": {"kind": "user"}})
+    writer.close()
+    parent = list(session.events)
+    child_header = lifecycle.fork(store, "no-turn", clock=lambda: 5)
+    assert child_header["seedLength"] == len(parent) == 3
+    child = _store(tmp_path, backend).load(child_header["id"])
+    assert child.events == [*parent, {"type": "session/end-seed", "seq": 3, "time": 5, "data": {}}]
+
+
+def test_start_refusing_its_seed_raises_and_releases_the_lock(tmp_path, backend):
+    from dsh_tui.session.errors import SessionValidationError
+    from dsh_tui.store import lock as locks
+
+    store = _store(tmp_path, backend)
+    header = make_header("bad-seed", cwd="/work/life", created_at=1_700_000_000_000)
+    # a turn/end with no turn/start before it: the Session refuses the seed
+    bad = [{"type": "turn/end", "seq": 0, "time": 1, "data": {"turn": 1, "reason": {"kind": "completed"}}}]
+    with pytest.raises(SessionValidationError):
+        lifecycle.start(store, header, seed=bad)
+    locks.acquire(store, "bad-seed", header).release()  # free: the failed start let go of its lock
+
+
+def test_fork_without_a_clock_stamps_now_in_epoch_milliseconds(tmp_path, backend):
+    """The child header's ``createdAt`` (and its end-seed's ``time``) is the fork's own time in epoch ms."""
+    import time
+
+    store = _store(tmp_path, backend)
+    _write_session(store, turns=1)
+    before = int(time.time() * 1000)
+    header = lifecycle.fork(store, SID)
+    after = int(time.time() * 1000)
+    assert before <= header["createdAt"] <= after
+    end_seed = _store(tmp_path, backend).load(header["id"]).events[-1]
+    assert end_seed["type"] == "session/end-seed" and header["createdAt"] <= end_seed["time"] <= after
 
 
 def test_fork_of_a_crashed_parent_seeds_from_the_committed_log_never_from_in_memory_closers(tmp_path, backend):
