@@ -83,8 +83,6 @@ class SessionWriter:
         self._paused = False
         self._closing = False
         self._closed = False
-        self.batches_written = 0
-        self.events_written = 0
         # events reaching the writer were validated by Session.append: a store that can skip its own
         # lossless-JSON walk for them says so with a ``trusted`` keyword on ``append``
         try:
@@ -210,8 +208,6 @@ class SessionWriter:
             with self._cv:
                 del self._pending[: len(batch)]
                 self._durable += len(batch)
-                self.batches_written += 1
-                self.events_written += len(batch)
                 self._error = None
                 # events that arrived during the write form the next batch; their window is already armed
                 if not self._pending:
@@ -293,12 +289,6 @@ class SessionWriter:
         """Semantic checkpoint (``request``, ``tool``, ``pre-step``...): fail closed on any write failure."""
         try:
             return await self.aflush()
-        except WriterError as err:
-            raise CheckpointError(f"checkpoint before {reason} failed: {err}") from err
-
-    def checkpoint_sync(self, reason: str) -> int:
-        try:
-            return self.flush()
         except WriterError as err:
             raise CheckpointError(f"checkpoint before {reason} failed: {err}") from err
 

@@ -318,3 +318,63 @@ def test_an_event_joining_unlocked_as_a_batch_is_taken_still_gets_a_window(store
     assert flaky.attempts[1] == [len(session.events) - 1]
     assert store.read_from("w1", 0) == session.events
     writer.close()
+
+
+def test_a_close_that_cannot_persist_raises_releases_the_lock_and_refuses_later_flushes(store):
+    """A failed close keeps nothing alive: it raises, lets go of the session lock, stops queueing events, and
+    every later barrier says the events were never written (instead of waiting for a thread that is gone)."""
+    header = make_header("w3", cwd="/work/w", created_at=1)
+    store.create(header)
+    flaky = Flaky(store)
+    session = Session(header)
+    writer = SessionWriter(flaky, session, 60_000, lock=locks.acquire(store, "w3", header))
+    flaky.fail_next = 99
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match="^session w3: could not persist events: .*No space left"):
+        writer.close()
+    locks.acquire(store, "w3", header).release()  # the lock was released all the same
+    session.append("step/start", {"turn": 1, "step": 1})
+    assert writer.pending_count == 1  # the closed writer took no new event
+    with pytest.raises(WriterError, match="^session w3: writer is closed with unwritten events$"):
+        writer.flush()
+    with pytest.raises(WriterError, match="^session w3: writer is closed with unwritten events$"):
+        asyncio.run(writer.aflush())
+    writer.close()  # a second close does nothing (and raises nothing)
+
+
+def test_a_flush_with_a_timeout_gives_up_while_the_write_hangs(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match="^session w1: flush timed out$"):
+        writer.flush(timeout=0.05)
+    flaky.gate.set()
+    assert writer.flush(timeout=30) == 1
+    writer.close()
+
+
+def test_a_failing_error_hook_does_not_stop_the_writer(store, caplog):
+    calls = []
+
+    def hook(err):
+        calls.append(err)
+        raise RuntimeError("hook broke")
+
+    session, writer, flaky = _new(store, window_ms=10)
+    writer.on_error = hook
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    _wait(lambda: calls)
+    assert writer.flush() == 1  # the thread survived the hook and retried the batch
+    assert [r.getMessage() for r in caplog.records] == [
+        "session w1: background write failed: [Errno 28] No space left on device", "writer on_error hook failed"]
+    writer.close()
+
+
+async def test_aflush_with_nothing_pending_returns_the_durable_length_at_once(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    assert await writer.aflush() == 0 and flaky.attempts == []
+    session.append("turn/start", {"turn": 1})
+    assert await writer.aflush() == 1
+    assert await writer.aflush() == 1 and flaky.attempts == [[0]]
+    await writer.aclose()
