@@ -62,9 +62,10 @@ def start(store, header: dict, *, clock=None, window_ms: float = DEFAULT_WINDOW_
 
 def _accepts_clock(fn) -> bool:
     try:
-        return "clock" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # no signature to read (a C callable): it is called without the clock
+        params = ()
+    return "clock" in params
 
 
 def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WINDOW_MS, on_error=None):

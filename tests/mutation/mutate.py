@@ -58,6 +58,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "test_resume_refuses_a_log_whose_header_names_another_session",
             "test_start_refusing_its_seed_raises_and_releases_the_lock")),
         "tests/store/test_lifecycle.py::test_jsonl_resume_validates_the_log_once_and_uses_the_clock",
+        "tests/store/test_lifecycle.py::test_resume_through_a_store_whose_load_has_no_readable_signature",
         "|", "tests/store/test_lifecycle.py", "tests/store/test_lifecycle_open.py", "tests/store/test_lifecycle_lock.py"]),
     "writer": ("dsh_tui/store/writer.py", ["tests/store/test_writer.py", "|", "tests/store/test_crash.py"]),
     "derive_messages": ("dsh_tui/session/surface.py", [

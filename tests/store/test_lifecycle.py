@@ -166,6 +166,28 @@ def test_resume_refuses_a_log_whose_header_names_another_session(tmp_path, backe
         assert not isinstance(err.value, SessionInUseError)
 
 
+def test_resume_through_a_store_whose_load_has_no_readable_signature(tmp_path):
+    """A store is anything with the methods (a plugin's, one written in C, one serving loaded logs from
+    memory): a ``load`` whose parameters cannot be read is called with the id alone, and the resumed
+    Session is built here, with the caller's clock."""
+    store = _store(tmp_path, "none")
+    stored = _write_session(store, turns=1)
+
+    class Preloaded:
+        load = {SID: store.load(SID)}.__getitem__  # a C callable: inspect.signature cannot read it
+
+        def lock_path(self, session_id):
+            return tmp_path / "locks" / f"{session_id}.lock"
+
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+    session, writer = lifecycle.resume(Preloaded(), SID, clock=lambda: 9)
+    assert session.events == [*stored, {"type": "session/end-seed", "seq": len(stored), "time": 9, "data": {}}]
+    writer.close()
+    assert _store(tmp_path, "none").load(SID).events == session.events
+
+
 def test_a_second_process_cannot_resume_a_live_session(tmp_path, backend):
     _write_session(_store(tmp_path, backend), turns=1)
     script = textwrap.dedent(
