@@ -332,6 +332,22 @@ def test_fork_of_a_log_with_nothing_to_fork_after(tmp_path, backend):
     assert [h["id"] for h in _store(tmp_path, backend).list() if h.get("parentSession")] == []  # no child
 
 
+def test_a_log_ending_with_a_turn_end_forks_whole_by_default(tmp_path, backend):
+    """Nothing after the last ``turn/end``: "after the last completed turn" is the whole log."""
+    store = _store(tmp_path, backend)
+    header = make_header("ends-at-turn-end", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    for t in (1, 2):
+        cc.scripted_turn(session, t, random.Random(t), first=t == 1, chunks=3)
+    writer.close()
+    parent = list(session.events)
+    assert parent[-1]["type"] == "turn/end"
+    child_header = lifecycle.fork(store, "ends-at-turn-end", clock=lambda: 5)
+    assert child_header["seedLength"] == len(parent)
+    child = _store(tmp_path, backend).load(child_header["id"])
+    assert child.events == [*parent, {"type": "session/end-seed", "seq": len(parent), "time": 5, "data": {}}]
+
+
 def test_a_log_without_any_turn_forks_whole(tmp_path, backend):
     """No turn ever started (a title, then a prompt queued for the next turn): no prefix ends inside a turn,
     so the default boundary is the last event (dsh ``Session.fork``'s default) and the seed is the whole log."""
