@@ -133,9 +133,9 @@ def turn_boundary(events: list[dict], turn: int) -> int:
 
 def default_boundary(events: list[dict]) -> int:
     """After the last completed turn (its ``turn/end``); a log without any turn forks whole."""
-    for i in range(len(events) - 1, -1, -1):
-        if events[i]["type"] == "turn/end":
-            return i
+    last_end = next((i for i in reversed(range(len(events))) if events[i]["type"] == "turn/end"), None)
+    if last_end is not None:
+        return last_end
     if not events:
         raise ForkError("the session has no events to fork", "INVALID_BOUNDARY")
     if any(ev["type"] == "turn/start" for ev in events):

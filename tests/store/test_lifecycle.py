@@ -348,6 +348,37 @@ def test_a_log_ending_with_a_turn_end_forks_whole_by_default(tmp_path, backend):
     assert child.events == [*parent, {"type": "session/end-seed", "seq": len(parent), "time": 5, "data": {}}]
 
 
+def test_the_legal_boundary_looks_back_to_the_first_event_and_no_further(tmp_path, backend):
+    """dsh's rule: the last ``turn/start``/``turn/end`` at or before the boundary must be a ``turn/end`` (or
+    none). At seq 0 itself that is event 0; before it there is nothing (not the log's last event)."""
+    store = _store(tmp_path, backend)
+    # a log that begins with its turn (no queued prompt before it), crashed inside turn 1
+    header = make_header("starts-with-turn", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    session.append("user/message", cc.user_msg("m-1", "hi"), surface_op="append")
+    writer.close()
+    for seq in (0, 2):
+        with pytest.raises(ForkError) as err:
+            lifecycle.fork(store, "starts-with-turn", at_seq=seq)
+        assert (err.value.code, str(err.value)) == (
+            "OPEN_TURN", f"seq {seq} is inside open turn 1; fork at a turn end")
+    # a prompt queued, then a turn that crashed right after its turn/start: seq 0 precedes every turn
+    header = make_header("crashed-at-start", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [cc.user_msg("m-1", "hi")]})
+    session.append("turn/start", {"turn": 1})
+    writer.close()
+    stored = _store(tmp_path, backend).inspect("crashed-at-start")
+    committed = stored.events[: len(stored.events) - len(stored.closers)]
+    assert [e["type"] for e in committed] == ["agent/inbox/spliced", "turn/start"]
+    child = lifecycle.fork(store, "crashed-at-start", at_seq=0, clock=lambda: 5)
+    assert child["seedLength"] == 1
+    assert _store(tmp_path, backend).load(child["id"]).events == [
+        committed[0], {"type": "session/end-seed", "seq": 1, "time": 5, "data": {}}]
+
+
 def test_a_log_without_any_turn_forks_whole(tmp_path, backend):
     """No turn ever started (a title, then a prompt queued for the next turn): no prefix ends inside a turn,
     so the default boundary is the last event (dsh ``Session.fork``'s default) and the seed is the whole log."""
