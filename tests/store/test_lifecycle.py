@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -228,7 +229,8 @@ def test_fork_at_turn_copies_the_prefix_and_leaves_the_parent_untouched(tmp_path
     # turn/start 2: dsh's "after turn N" ends the seed at turn N's turn/end, so none of them is carried
     assert [e["type"] for e in parent[end1 + 1 : end1 + 4]] == ["session/title", "agent/inbox/spliced", "turn/start"]
     assert header["parentSession"] == SID and header["seedLength"] == end1 + 1
-    assert header["cwd"] == "/work/life" and header["createdAt"] == 77 and header["id"] != SID
+    assert header["cwd"] == "/work/life" and header["createdAt"] == 77
+    assert re.fullmatch(r"session-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", header["id"])
     child = _store(tmp_path, backend).load(header["id"])
     assert child.header == header
     assert child.events[: end1 + 1] == parent[: end1 + 1]
