@@ -53,6 +53,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "test_fork_of_a_log_with_nothing_to_fork_after", "test_a_log_without_any_turn_forks_whole",
             "test_a_log_ending_with_a_turn_end_forks_whole_by_default",
             "test_the_legal_boundary_looks_back_to_the_first_event_and_no_further",
+            "test_start_with_a_seed_persists_the_seed_then_end_seed_first",
             "test_fork_without_a_clock_stamps_now_in_epoch_milliseconds",
             "test_fork_of_a_crashed_parent_seeds_from_the_committed_log_never_from_in_memory_closers",
             "test_resume_repairs_then_persists_end_seed_first", "test_resume_close_resume_is_byte_identical_the_second_time",

@@ -375,10 +375,30 @@ def test_the_legal_boundary_looks_back_to_the_first_event_and_no_further(tmp_pat
     stored = _store(tmp_path, backend).inspect("crashed-at-start")
     committed = stored.events[: len(stored.events) - len(stored.closers)]
     assert [e["type"] for e in committed] == ["agent/inbox/spliced", "turn/start"]
+    with pytest.raises(ForkError) as err:  # only its turn/start names turn 1, and it is open
+        lifecycle.fork(store, "crashed-at-start", at_turn=1)
+    assert (err.value.code, str(err.value)) == ("OPEN_TURN", "turn 1 never ended; cannot fork inside an open turn")
     child = lifecycle.fork(store, "crashed-at-start", at_seq=0, clock=lambda: 5)
     assert child["seedLength"] == 1
     assert _store(tmp_path, backend).load(child["id"]).events == [
         committed[0], {"type": "session/end-seed", "seq": 1, "time": 5, "data": {}}]
+
+
+def test_start_with_a_seed_persists_the_seed_then_end_seed_first(tmp_path, backend):
+    """A seed (a fork's prefix, a subagent's descriptor) is the new log's first events, seqs from 0, and the
+    Session follows it with ``session/end-seed``: the first flush makes all of them durable."""
+    store = _store(tmp_path, backend)
+    seed = [
+        {"type": "session/title", "seq": 0, "time": 1, "data": {"title": "t", "messageSeqs": [], "source": {"kind": "user"}}},
+        {"type": "agent/inbox/spliced", "seq": 1, "time": 2,
+         "data": {"target": "next-turn", "start": 0, "inserted": [cc.user_msg("m-1", "hi")]}},
+    ]
+    header = make_header("seeded", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, seed=seed, clock=lambda: 3)
+    assert writer.flush() == 3
+    writer.close()
+    assert _store(tmp_path, backend).load("seeded").events == [
+        *seed, {"type": "session/end-seed", "seq": 2, "time": 3, "data": {}}]
 
 
 def test_a_log_without_any_turn_forks_whole(tmp_path, backend):
