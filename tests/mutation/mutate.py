@@ -254,6 +254,9 @@ def _copy_tree(dest: Path) -> None:
         shutil.copytree(REPO / "themes", dest / "themes", ignore=ignore)
 
 
+TEST_TIMEOUT: float | None = None  # --test-timeout: pytest-timeout's per-test limit in the mutant runs
+
+
 def _pytest(work: Path, tests: list[str], timeout: float) -> str:
     """"killed", "survived" or "timeout" (a hang counts as killed: the suite noticed)."""
     # Bytecode (and pytest's rewritten test modules, and the rewritten pytest plugins: hypothesis, syrupy...)
@@ -265,6 +268,8 @@ def _pytest(work: Path, tests: list[str], timeout: float) -> str:
     # snapshots: a file that did would fail the unmutated run, which is checked first)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
            "-p", "no:xdist", "-p", "no:textual-snapshot", "-p", "no:syrupy", "--no-header", *tests]
+    if TEST_TIMEOUT:  # a mutant that hangs one test (a future never settled) fails that test sooner
+        cmd[4:4] = [f"--timeout={TEST_TIMEOUT:g}"]
     try:
         proc = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               timeout=timeout, text=True)
@@ -345,6 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list modules, their tests and mutant counts")
     ap.add_argument("--show", action="store_true", help="print each mutant's number, line and mutation; run none")
     ap.add_argument("--only", type=int, action="append", help="run only mutant number N (repeatable)")
+    ap.add_argument("--test-timeout", type=float, default=None,
+                    help="per-test limit (pytest-timeout) in mutant runs: a hung test fails, which is a kill")
     ap.add_argument("--lines", help="run only the mutants of source lines A-B (e.g. 200-367)")
     ap.add_argument("--from", dest="start", type=int, default=1, help="start at mutant number N")
     ap.add_argument("--timeout", type=float, default=None,
@@ -364,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
             for m in mutants((REPO / MODULES[name][0]).read_text(encoding="utf-8")):
                 print(f"  {name} #{m.number:3d} line {m.line:4d}: {m.description}")
         return 0
+    global TEST_TIMEOUT
+    TEST_TIMEOUT = args.test_timeout
     summary = []
     for name in names:
         lines = tuple(int(x) for x in args.lines.split("-", 1)) if args.lines else None
