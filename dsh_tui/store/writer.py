@@ -63,7 +63,6 @@ class SessionWriter:
         """``persisted`` = events of ``session`` already stored (resume: the stored length); the rest of
         ``session.events`` is queued at once. ``lock`` (a SessionLock) is released by ``close()``."""
         self.store = store
-        self.session = session
         self.session_id = session.id
         self.window = window_ms / 1000.0
         self.lock = lock
