@@ -75,6 +75,12 @@ def rep(start, end):
          "only the tool-result content"),
         ("tool/result", {"turn": 1, "step": 1, "message": tool_msg("c1", "short"), "meta": {}}, rep(5, 5), [5],
          "only the tool-result content"),
+        # a malformed replacement is refused by the same rule (the fold runs before the payload checks)
+        ("tool/result", ["not", "an", "object"], rep(5, 5), [5], "only the tool-result content"),
+        ("tool/result", {"turn": 1, "step": 1, "message": "text"}, rep(5, 5), [5], "only the tool-result content"),
+        *(("tool/result", {"turn": 1, "step": 1, "message": {**tool_msg("c1"), "content": content}}, rep(5, 5), [5],
+           "only the tool-result content")
+          for content in ("text", [], ["text"], tool_msg("c1")["content"] * 2)),
         ("turn/start", {"turn": 2}, "append", None, "not a surface event"),
         ("feedback/record", {"text": "x"}, None, [1], "cannot carry sourceEventSeqs"),
     ],
