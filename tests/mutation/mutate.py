@@ -302,7 +302,7 @@ def _tiers(tests: list[str]) -> list[list[str]]:
 
 
 def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1,
-        lines: tuple[int, int] | None = None) -> tuple[int, int, list[Mutant]]:
+        lines: tuple[int, int] | None = None, stop: int | None = None) -> tuple[int, int, list[Mutant]]:
     module, tests = MODULES[name]
     source = (REPO / module).read_text(encoding="utf-8")
     found = mutants(source)
@@ -319,7 +319,7 @@ def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1,
         if timeout is None:  # a mutant that makes the tests hang (an endless loop) counts as killed
             timeout = max(30.0, 4 * (time.monotonic() - t0))
         for m in found:
-            if (only and m.number not in only) or m.number < start:
+            if (only and m.number not in only) or m.number < start or (stop and m.number > stop):
                 continue
             if lines and not lines[0] <= m.line <= lines[1]:
                 continue
@@ -354,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="per-test limit (pytest-timeout) in mutant runs: a hung test fails, which is a kill")
     ap.add_argument("--lines", help="run only the mutants of source lines A-B (e.g. 200-367)")
     ap.add_argument("--from", dest="start", type=int, default=1, help="start at mutant number N")
+    ap.add_argument("--to", dest="stop", type=int, default=None, help="stop after mutant number N")
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds per mutant run (default: 4x the unmutated run, at least 30; a hang is a kill)")
     args = ap.parse_args(argv)
@@ -376,7 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     summary = []
     for name in names:
         lines = tuple(int(x) for x in args.lines.split("-", 1)) if args.lines else None
-        killed, total, survivors = run(name, set(args.only) if args.only else None, args.timeout, args.start, lines)
+        killed, total, survivors = run(name, set(args.only) if args.only else None, args.timeout, args.start, lines, args.stop)
         summary.append((name, killed, total, survivors))
     print()
     for name, killed, total, survivors in summary:
