@@ -135,8 +135,6 @@ class SessionWriter:
 
     def _resolve_async(self, gone: bool = False) -> None:
         """Settle the aflush() waiters that ``flush()`` would have returned or raised for (mutex held)."""
-        if not self._async_waiters:
-            return
         keep = []
         for loop, fut, gen in self._async_waiters:
             if not self._pending:

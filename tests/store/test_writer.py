@@ -224,8 +224,10 @@ async def test_checkpoint_fails_closed_and_aflush_does_not_block_the_loop(store)
     session, writer, flaky = _new(store, window_ms=60_000)
     flaky.fail_next = 1
     session.append("turn/start", {"turn": 1})
-    with pytest.raises(CheckpointError, match="checkpoint before request failed"):
+    with pytest.raises(CheckpointError, match="checkpoint before request failed") as err:
         await writer.checkpoint("request")
+    cause = err.value.__cause__  # the awaited flush's error, and the store's error behind it
+    assert isinstance(cause, WriterError) and isinstance(cause.__cause__, OSError) and cause.__cause__.errno == 28
     flaky.gate = threading.Event()
     flaky.entered = threading.Event()
     ticks = 0
