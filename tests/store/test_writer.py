@@ -382,3 +382,36 @@ async def test_aflush_with_nothing_pending_returns_the_durable_length_at_once(st
     assert await writer.aflush() == 1
     assert await writer.aflush() == 1 and flaky.attempts == [[0]]
     await writer.aclose()
+
+
+async def test_a_writer_thread_that_dies_fails_every_barrier_instead_of_hanging(store):
+    """A hook that raises on the writer thread ends it. A barrier waiting for events behind the write that
+    just finished, and every later one, is told the thread is gone (nothing hangs)."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    died = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: died.append(args.exc_value)
+
+    def broken(durable):
+        raise RuntimeError("on_flush broke")
+
+    writer.on_flush = broken
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    try:
+        waiter = asyncio.create_task(writer.aflush())
+        assert await asyncio.to_thread(flaky.entered.wait, 5)  # [0] is being written
+        session.append("step/start", {"turn": 1, "step": 1})  # behind it: the waiter waits for this one too
+        flaky.gate.set()
+        with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
+            await waiter
+        assert [str(e) for e in died] == ["on_flush broke"]
+        with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
+            writer.flush()
+        with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
+            await writer.aflush()
+        with pytest.raises(WriterError, match="thread is gone"):
+            writer.close()
+    finally:
+        threading.excepthook = old_hook
+    assert store.read_from("w1", 0) == session.events[:1]
