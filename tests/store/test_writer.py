@@ -415,3 +415,20 @@ async def test_a_writer_thread_that_dies_fails_every_barrier_instead_of_hanging(
     finally:
         threading.excepthook = old_hook
     assert store.read_from("w1", 0) == session.events[:1]
+
+
+async def test_aclose_and_the_with_block_flush_and_release(store):
+    header = make_header("w4", cwd="/work/w", created_at=1)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    session.append("turn/start", {"turn": 1})
+    await writer.aclose()  # the queued event is made durable, the lock let go
+    assert store.read_from("w4", 0) == session.events
+    locks.acquire(store, "w4", header).release()
+    header = make_header("w5", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    with SessionWriter(store, session, 60_000) as writer:
+        assert isinstance(writer, SessionWriter)
+        session.append("turn/start", {"turn": 1})
+    assert store.read_from("w5", 0) == session.events  # leaving the block closed (flushed) the writer
+    assert writer.pending_count == 0 and writer.flush() == 1
