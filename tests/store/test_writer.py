@@ -432,3 +432,57 @@ async def test_aclose_and_the_with_block_flush_and_release(store):
         session.append("turn/start", {"turn": 1})
     assert store.read_from("w5", 0) == session.events  # leaving the block closed (flushed) the writer
     assert writer.pending_count == 0 and writer.flush() == 1
+
+
+def test_events_queued_at_construction_are_written_without_another_event(store):
+    """A resumed or seeded session's events not yet stored are queued at once and written when the first
+    window ends: no later event, flush or close is needed (the writer does not start paused)."""
+    header = make_header("w6", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    writer = SessionWriter(store, session, 10)
+    _wait(lambda: writer.durable_length == 2)
+    assert store.read_from("w6", 0) == session.events
+    writer.close()
+
+
+def test_an_unlocked_append_landing_as_the_writer_blocks_is_still_written(store):
+    """The race the fast path leaves: an event that read the armed flag before the writer took its batch
+    joins the queue without the mutex (and without a notify) just as the writer, its queue empty, goes back
+    to waiting. The writer's wait after a take is bounded, so the event is still written, unprompted."""
+    session, writer, flaky = _new(store, window_ms=20)
+    real_wait = writer._cv.wait
+    late = []
+
+    def wait(timeout=None):  # runs on the writer thread, mutex held
+        if not late and writer._durable == 1 and not writer._pending:
+            late.append(timeout)
+            writer._hot = True  # this producer read the flag while the window was still armed
+            session.append("session/title", {"title": "late", "messageSeqs": [], "source": {"kind": "user"}})
+        return real_wait(timeout)
+
+    writer._cv.wait = wait
+    session.append("turn/start", {"turn": 1})
+    _wait(lambda: writer.durable_length == 2, 5)
+    assert late and late[0] is not None  # the wait the late event landed in was a bounded one
+    assert flaky.attempts == [[0], [1]]
+    writer.close()
+
+
+def test_an_event_arriving_as_close_finishes_is_not_queued_behind_it(store):
+    """An event delivered after close's last flush (before it unsubscribes) is not queued on the closed
+    writer: nothing is left pending, so no later barrier reports unwritten events."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    session.append("turn/start", {"turn": 1})
+    unsubscribe = writer._unsubscribe
+
+    def late_then_unsubscribe():
+        session.append("step/start", {"turn": 1, "step": 1})
+        unsubscribe()
+
+    writer._unsubscribe = late_then_unsubscribe
+    writer.close()
+    assert writer.pending_count == 0 and writer.flush() == 1
+    assert store.read_from("w1", 0) == session.events[:1]
