@@ -206,11 +206,9 @@ class SessionWriter:
                 del self._pending[: len(batch)]
                 self._durable += len(batch)
                 self._error = None
-                # events that arrived during the write form the next batch; their window is already armed
-                if not self._pending:
-                    self._deadline = None
-                elif self._deadline is None:  # joined via the unlocked path as the batch was taken
-                    self._deadline = time.monotonic() + self.window
+                # events that arrived during the write form the next batch: the first one armed its window
+                # (or, joining unlocked as the batch was taken, the loop's next pass arms it); with none, the
+                # deadline is still the None the take left
                 durable = self._durable
                 self._resolve_async()
                 self._cv.notify_all()

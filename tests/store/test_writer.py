@@ -486,3 +486,30 @@ def test_an_event_arriving_as_close_finishes_is_not_queued_behind_it(store):
     writer.close()
     assert writer.pending_count == 0 and writer.flush() == 1
     assert store.read_from("w1", 0) == session.events[:1]
+
+
+def test_each_batch_s_window_starts_at_its_first_event(store, clock):
+    """The window is fixed at the first event into an empty queue: an event arriving during a write starts
+    the next window at its arrival (not when the write ends), and an event after an idle gap gets a whole
+    window of its own (not the expired one of the batch before)."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})  # t=0: window until 0.1
+    clock.now += 0.1  # (no settle: the writer is about to block in the gated write, not in a wait)
+    assert flaky.entered.wait(5)  # [0] is being written (held by the gate)
+    clock.now += 0.02
+    session.append("step/start", {"turn": 1, "step": 1})  # t=0.12: window until 0.22
+    clock.now += 0.08  # the write ends at t=0.2
+    flaky.gate.set()
+    _wait(lambda: writer.durable_length == 1)
+    clock.advance(0.03)  # t=0.23: past the second window (a window from the write's end would run to 0.3)
+    _wait(lambda: writer.durable_length == 2)
+    clock.advance(5)  # idle
+    session.append("step/end", {"turn": 1, "step": 1})  # t=5.23: window until 5.33
+    clock.advance(0.05)
+    assert flaky.attempts == [[0], [1]]  # not yet: its window is its own
+    clock.advance(0.06)
+    _wait(lambda: writer.durable_length == 3)
+    assert flaky.attempts == [[0], [1], [2]]
+    writer.close()
