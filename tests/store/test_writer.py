@@ -513,3 +513,32 @@ def test_each_batch_s_window_starts_at_its_first_event(store, clock):
     _wait(lambda: writer.durable_length == 3)
     assert flaky.attempts == [[0], [1], [2]]
     writer.close()
+
+
+async def test_after_a_barrier_events_wait_for_their_window_again(store, clock):
+    """A flush or checkpoint writes at once; once it has returned, the next event waits for its window."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    session.append("turn/start", {"turn": 1})
+    assert writer.flush() == 1
+    session.append("step/start", {"turn": 1, "step": 1})
+    await asyncio.to_thread(clock.settle)
+    assert flaky.attempts == [[0]]
+    assert await writer.aflush() == 2
+    session.append("step/end", {"turn": 1, "step": 1})
+    await asyncio.to_thread(clock.settle)
+    assert flaky.attempts == [[0], [1]]
+    await asyncio.to_thread(clock.advance, 0.1)
+    await asyncio.to_thread(_wait, lambda: writer.durable_length == 3)
+    assert flaky.attempts == [[0], [1], [2]]
+    await writer.aclose()
+
+
+def test_flush_future_carries_the_flush_outcome(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match="No space left"):
+        writer.flush_future().result(10)
+    assert writer.flush_future().result(10) == 1
+    writer.close()
