@@ -538,7 +538,14 @@ def test_flush_future_carries_the_flush_outcome(store):
     session, writer, flaky = _new(store, window_ms=60_000)
     flaky.fail_next = 1
     session.append("turn/start", {"turn": 1})
-    with pytest.raises(WriterError, match="No space left"):
-        writer.flush_future().result(10)
-    assert writer.flush_future().result(10) == 1
-    writer.close()
+    seen = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: seen.append(args.exc_value)
+    try:
+        with pytest.raises(WriterError, match="No space left"):
+            writer.flush_future().result(10)
+        assert writer.flush_future().result(10) == 1
+        writer.close()
+    finally:
+        threading.excepthook = old_hook
+    assert seen == []  # the helper thread ended cleanly both times
