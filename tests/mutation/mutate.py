@@ -5,7 +5,10 @@ Usage (from the repository root; slow: one pytest run per mutant, so run it by h
     .venv/bin/python -m tests.mutation.mutate confinement redaction closers   # or: all
     .venv/bin/python -m tests.mutation.mutate --list                          # the modules and their tests
     .venv/bin/python -m tests.mutation.mutate closers --only 12               # re-run one mutant by number
-    .venv/bin/python -m tests.mutation.mutate confinement --from 35           # resume at mutant 35
+    .venv/bin/python -m tests.mutation.mutate confinement --from 35           # resume at mutant 35 (--to N: stop)
+    .venv/bin/python -m tests.mutation.mutate writer --show                    # list the mutants, run none
+    .venv/bin/python -m tests.mutation.mutate derive_messages --lines 263-400  # only those lines' mutants
+    .venv/bin/python -m tests.mutation.mutate writer --test-timeout 40         # a hung test fails after 40 s
 
 It copies ``dsh_tui/``, ``tests/`` and ``pyproject.toml`` to a temporary directory, and for each mutant
 writes one mutated module there and runs that module's test files (``-x``, no xdist). A mutant the tests
@@ -16,7 +19,8 @@ Mutations, one at a time: comparison operators negated and their boundaries move
 ``in`` / ``not in``, ``is`` / ``is not``), ``and`` / ``or`` swapped, ``not`` dropped, a binary operation
 replaced by either operand (``root + os.sep`` -> ``root``) or ``+`` / ``-`` swapped, integer constants
 moved by one, booleans flipped, a string constant emptied (and a regex's ``(?i)`` flag dropped), a
-``return x`` made ``return None``, and one statement of a function body replaced by ``pass``.
+``return x`` made ``return None``, and one statement of a function body replaced by ``pass`` (not a
+``return`` / ``return None`` ending a function: that changes nothing).
 """
 
 from __future__ import annotations
