@@ -266,15 +266,16 @@ def check_markers(event: dict) -> Any:
 
 
 def _strip_result_content(data: Any) -> Any:
-    """tool/result data with the inner tool-result block's ``content`` removed (for the content-only rule)."""
-    if type(data) is not dict and not isinstance(data, dict):
-        return data
+    """tool/result data with the inner tool-result block's ``content`` removed (for the content-only rule), or
+    None for data of another shape (a malformed replacement: it then differs from every stored result)."""
+    if not isinstance(data, dict):
+        return None
     msg = data.get("message")
     if not isinstance(msg, dict):
-        return data
+        return None
     content = msg.get("content")
     if not isinstance(content, list) or len(content) != 1 or not isinstance(content[0], dict):
-        return data
+        return None
     block = {k: v for k, v in content[0].items() if k != "content"}
     return {**data, "message": {**msg, "content": [block]}}
 

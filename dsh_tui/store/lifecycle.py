@@ -63,9 +63,10 @@ def start(store, header: dict, *, clock=None, window_ms: float = DEFAULT_WINDOW_
 
 def _accepts_clock(fn) -> bool:
     try:
-        return "clock" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        return False
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):  # no signature to read (a C callable): it is called without the clock
+        params = ()
+    return "clock" in params
 
 
 def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WINDOW_MS, on_error=None):
@@ -119,9 +120,8 @@ def _turn_ends(events: list[dict]) -> dict[int, int]:
 
 def turn_boundary(events: list[dict], turn: int) -> int:
     """The seq of turn N's ``turn/end``: "after turn N" (dsh ``Session.fork``) — the seed ends there, so the
-    standalone events after it (the next prompt's inbox insert, a title) stay with the parent."""
-    if isinstance(turn, bool) or not isinstance(turn, int) or turn < 1:
-        raise ForkError(f"fork turn must be a positive integer, got {turn!r}", "INVALID_BOUNDARY")
+    standalone events after it (the next prompt's inbox insert, a title) stay with the parent. ``turn`` is a
+    positive int (``fork`` checks it before reading the log)."""
     ends = _turn_ends(events)
     if turn in ends:
         return ends[turn]
@@ -134,9 +134,9 @@ def turn_boundary(events: list[dict], turn: int) -> int:
 
 def default_boundary(events: list[dict]) -> int:
     """After the last completed turn (its ``turn/end``); a log without any turn forks whole."""
-    for i in range(len(events) - 1, -1, -1):
-        if events[i]["type"] == "turn/end":
-            return i
+    last_end = next((i for i in reversed(range(len(events))) if events[i]["type"] == "turn/end"), None)
+    if last_end is not None:
+        return last_end
     if not events:
         raise ForkError("the session has no events to fork", "INVALID_BOUNDARY")
     if any(ev["type"] == "turn/start" for ev in events):
@@ -147,9 +147,8 @@ def default_boundary(events: list[dict]) -> int:
 
 def check_boundary(events: list[dict], boundary: int) -> None:
     """dsh's legal boundary: an existing seq whose last ``turn/start``/``turn/end`` at or before it is a
-    ``turn/end`` (or none) — trailing standalone events after a turn are allowed."""
-    if isinstance(boundary, bool) or not isinstance(boundary, int) or boundary < 0:
-        raise ForkError(f"fork seq must be a non-negative integer, got {boundary!r}", "INVALID_BOUNDARY")
+    ``turn/end`` (or none) — trailing standalone events after a turn are allowed. ``boundary`` is a
+    non-negative int (``fork`` checks a given seq before reading the log)."""
     if boundary >= len(events):
         last = f"last seq {len(events) - 1}" if events else "the log is empty"
         raise ForkError(f"fork seq {boundary} names no event ({last})", "INVALID_BOUNDARY")

@@ -63,7 +63,6 @@ class SessionWriter:
         """``persisted`` = events of ``session`` already stored (resume: the stored length); the rest of
         ``session.events`` is queued at once. ``lock`` (a SessionLock) is released by ``close()``."""
         self.store = store
-        self.session = session
         self.session_id = session.id
         self.window = window_ms / 1000.0
         self.lock = lock
@@ -83,8 +82,6 @@ class SessionWriter:
         self._paused = False
         self._closing = False
         self._closed = False
-        self.batches_written = 0
-        self.events_written = 0
         # events reaching the writer were validated by Session.append: a store that can skip its own
         # lossless-JSON walk for them says so with a ``trusted`` keyword on ``append``
         try:
@@ -138,8 +135,6 @@ class SessionWriter:
 
     def _resolve_async(self, gone: bool = False) -> None:
         """Settle the aflush() waiters that ``flush()`` would have returned or raised for (mutex held)."""
-        if not self._async_waiters:
-            return
         keep = []
         for loop, fut, gen in self._async_waiters:
             if not self._pending:
@@ -210,14 +205,10 @@ class SessionWriter:
             with self._cv:
                 del self._pending[: len(batch)]
                 self._durable += len(batch)
-                self.batches_written += 1
-                self.events_written += len(batch)
                 self._error = None
-                # events that arrived during the write form the next batch; their window is already armed
-                if not self._pending:
-                    self._deadline = None
-                elif self._deadline is None:  # joined via the unlocked path as the batch was taken
-                    self._deadline = time.monotonic() + self.window
+                # events that arrived during the write form the next batch: the first one armed its window
+                # (or, joining unlocked as the batch was taken, the loop's next pass arms it); with none, the
+                # deadline is still the None the take left
                 durable = self._durable
                 self._resolve_async()
                 self._cv.notify_all()
@@ -293,12 +284,6 @@ class SessionWriter:
         """Semantic checkpoint (``request``, ``tool``, ``pre-step``...): fail closed on any write failure."""
         try:
             return await self.aflush()
-        except WriterError as err:
-            raise CheckpointError(f"checkpoint before {reason} failed: {err}") from err
-
-    def checkpoint_sync(self, reason: str) -> int:
-        try:
-            return self.flush()
         except WriterError as err:
             raise CheckpointError(f"checkpoint before {reason} failed: {err}") from err
 

@@ -5,7 +5,10 @@ Usage (from the repository root; slow: one pytest run per mutant, so run it by h
     .venv/bin/python -m tests.mutation.mutate confinement redaction closers   # or: all
     .venv/bin/python -m tests.mutation.mutate --list                          # the modules and their tests
     .venv/bin/python -m tests.mutation.mutate closers --only 12               # re-run one mutant by number
-    .venv/bin/python -m tests.mutation.mutate confinement --from 35           # resume at mutant 35
+    .venv/bin/python -m tests.mutation.mutate confinement --from 35           # resume at mutant 35 (--to N: stop)
+    .venv/bin/python -m tests.mutation.mutate writer --show                    # list the mutants, run none
+    .venv/bin/python -m tests.mutation.mutate derive_messages --lines 263-400  # only those lines' mutants
+    .venv/bin/python -m tests.mutation.mutate writer --test-timeout 40         # a hung test fails after 40 s
 
 It copies ``dsh_tui/``, ``tests/`` and ``pyproject.toml`` to a temporary directory, and for each mutant
 writes one mutated module there and runs that module's test files (``-x``, no xdist). A mutant the tests
@@ -16,7 +19,8 @@ Mutations, one at a time: comparison operators negated and their boundaries move
 ``in`` / ``not in``, ``is`` / ``is not``), ``and`` / ``or`` swapped, ``not`` dropped, a binary operation
 replaced by either operand (``root + os.sep`` -> ``root``) or ``+`` / ``-`` swapped, integer constants
 moved by one, booleans flipped, a string constant emptied (and a regex's ``(?i)`` flag dropped), a
-``return x`` made ``return None``, and one statement of a function body replaced by ``pass``.
+``return x`` made ``return None``, and one statement of a function body replaced by ``pass`` (not a
+``return`` / ``return None`` ending a function: that changes nothing).
 """
 
 from __future__ import annotations
@@ -45,9 +49,25 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "closers": ("dsh_tui/session/repair.py", [
         "tests/session/test_closers_answered.py", "tests/store/test_closers_answered.py",
         "tests/session/test_legacy_repair.py", "|", "tests/session/test_surface.py"]),
+    # fork: the fork tests on one backend first (a node id list keeps this order), then every file whole
     "fork": ("dsh_tui/store/lifecycle.py", [
-        "tests/store/test_lifecycle.py", "tests/store/test_lifecycle_open.py", "tests/store/test_lifecycle_lock.py"]),
-    "writer": ("dsh_tui/store/writer.py", ["tests/store/test_writer.py", "tests/store/test_crash.py"]),
+        *(f"tests/store/test_lifecycle.py::{t}[none]" for t in (
+            "test_fork_refuses_bad_argument_combinations_with_a_clear_error", "test_fork_boundaries",
+            "test_fork_at_turn_copies_the_prefix_and_leaves_the_parent_untouched",
+            "test_fork_of_a_log_with_nothing_to_fork_after", "test_a_log_without_any_turn_forks_whole",
+            "test_a_log_ending_with_a_turn_end_forks_whole_by_default",
+            "test_the_legal_boundary_looks_back_to_the_first_event_and_no_further",
+            "test_start_with_a_seed_persists_the_seed_then_end_seed_first",
+            "test_fork_without_a_clock_stamps_now_in_epoch_milliseconds",
+            "test_fork_of_a_crashed_parent_seeds_from_the_committed_log_never_from_in_memory_closers",
+            "test_resume_repairs_then_persists_end_seed_first", "test_resume_close_resume_is_byte_identical_the_second_time",
+            "test_resumed_session_continues_after_end_seed",
+            "test_resume_refuses_a_log_whose_header_names_another_session",
+            "test_start_refusing_its_seed_raises_and_releases_the_lock")),
+        "tests/store/test_lifecycle.py::test_jsonl_resume_validates_the_log_once_and_uses_the_clock",
+        "tests/store/test_lifecycle.py::test_resume_through_a_store_whose_load_has_no_readable_signature",
+        "|", "tests/store/test_lifecycle.py", "tests/store/test_lifecycle_open.py", "tests/store/test_lifecycle_lock.py"]),
+    "writer": ("dsh_tui/store/writer.py", ["tests/store/test_writer.py", "|", "tests/store/test_crash.py"]),
     "derive_messages": ("dsh_tui/session/surface.py", [
         "tests/session/test_surface.py", "tests/session/test_session.py"]),
 }
@@ -172,10 +192,23 @@ def _replace_child(parent: ast.AST, old: ast.AST, new: ast.AST) -> None:
     raise AssertionError("child not found")
 
 
+def _final_none_returns(tree: ast.AST) -> set[int]:
+    """ids of a ``return`` / ``return None`` ending a function body: making it ``pass`` changes nothing."""
+    ids: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            last = node.body[-1]
+            if isinstance(last, ast.Return) and (
+                    last.value is None or (isinstance(last.value, ast.Constant) and last.value.value is None)):
+                ids.add(id(last))
+    return ids
+
+
 def mutants(source: str) -> list[Mutant]:
     tree = ast.parse(source)
     nodes = list(ast.walk(tree))
     docs = _docstrings(tree)
+    no_pass = docs | _final_none_returns(tree)
     in_fn = _inside_function(tree) - _annotations(tree)
     parents = {id(child): parent for parent in nodes for child in ast.iter_child_nodes(parent)}
     plans: list[tuple[int, str, object]] = []
@@ -186,7 +219,7 @@ def mutants(source: str) -> list[Mutant]:
         for desc, edit in _edits(node, docs, in_fn):
             plans.append((index, desc, edit))
         # one statement of a function body -> pass (a body keeps at least one statement)
-        if isinstance(node, _STATEMENTS) and id(node) in in_fn and id(node) not in docs:
+        if isinstance(node, _STATEMENTS) and id(node) in in_fn and id(node) not in no_pass:
             plans.append((index, f"{type(node).__name__} statement -> pass", ("pass",)))
     out: list[Mutant] = []
     seen: set[str] = set()
@@ -225,11 +258,22 @@ def _copy_tree(dest: Path) -> None:
         shutil.copytree(REPO / "themes", dest / "themes", ignore=ignore)
 
 
+TEST_TIMEOUT: float | None = None  # --test-timeout: pytest-timeout's per-test limit in the mutant runs
+
+
 def _pytest(work: Path, tests: list[str], timeout: float) -> str:
     """"killed", "survived" or "timeout" (a hang counts as killed: the suite noticed)."""
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # the copy holds tests/fixtures: nothing outside it
+    # Bytecode (and pytest's rewritten test modules, and the rewritten pytest plugins: hypothesis, syrupy...)
+    # is cached under the copy, never next to the sources: compiling the plugins again in every run cost
+    # 2-5 s per mutant. The mutated module's own cached bytecode is removed before each run (_forget).
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=str(work / ".pycache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    # no snapshot plugins (textual and syrupy cost 0.5 s of CPU per run; the mutated modules' tests take no
+    # snapshots: a file that did would fail the unmutated run, which is checked first)
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-           "-p", "no:xdist", "--no-header", *tests]
+           "-p", "no:xdist", "-p", "no:textual-snapshot", "-p", "no:syrupy", "--no-header", *tests]
+    if TEST_TIMEOUT:  # a mutant that hangs one test (a future never settled) fails that test sooner
+        cmd[4:4] = [f"--timeout={TEST_TIMEOUT:g}"]
     try:
         proc = subprocess.run(cmd, cwd=work, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               timeout=timeout, text=True)
@@ -243,6 +287,14 @@ def _pytest(work: Path, tests: list[str], timeout: float) -> str:
     return f"killed (pytest exit {proc.returncode})"
 
 
+def _forget(work: Path, target: Path) -> None:
+    """Drop the cached bytecode of ``target``: a mutant of the same size written within the same second
+    as the previous source would otherwise run the previous bytecode (the cache checks mtime and size)."""
+    cached = work / ".pycache" / target.parent.relative_to(target.anchor)
+    for pyc in cached.glob(f"{target.stem}.*.pyc"):
+        pyc.unlink()
+
+
 def _tiers(tests: list[str]) -> list[list[str]]:
     out: list[list[str]] = [[]]
     for f in tests:
@@ -253,7 +305,8 @@ def _tiers(tests: list[str]) -> list[list[str]]:
     return [tier for tier in out if tier]
 
 
-def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1) -> tuple[int, int, list[Mutant]]:
+def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1,
+        lines: tuple[int, int] | None = None, stop: int | None = None) -> tuple[int, int, list[Mutant]]:
     module, tests = MODULES[name]
     source = (REPO / module).read_text(encoding="utf-8")
     found = mutants(source)
@@ -270,10 +323,13 @@ def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1)
         if timeout is None:  # a mutant that makes the tests hang (an endless loop) counts as killed
             timeout = max(30.0, 4 * (time.monotonic() - t0))
         for m in found:
-            if (only and m.number not in only) or m.number < start:
+            if (only and m.number not in only) or m.number < start or (stop and m.number > stop):
+                continue
+            if lines and not lines[0] <= m.line <= lines[1]:
                 continue
             total += 1
             target.write_text(m.source, encoding="utf-8")
+            _forget(work, target)
             t0 = time.monotonic()
             verdict = "survived"
             for tier in _tiers(tests):
@@ -281,6 +337,7 @@ def run(name: str, only: set[int] | None, timeout: float | None, start: int = 1)
                 if verdict != "survived":
                     break
             target.write_text(source, encoding="utf-8")
+            _forget(work, target)
             mark = "SURVIVED" if verdict == "survived" else verdict
             print(f"  {name} #{m.number:3d} line {m.line:4d}: {m.description:45s} {mark} "
                   f"({time.monotonic() - t0:.0f}s)", flush=True)
@@ -295,8 +352,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("modules", nargs="*", help=f"any of {', '.join(MODULES)}, or all")
     ap.add_argument("--list", action="store_true", help="list modules, their tests and mutant counts")
+    ap.add_argument("--show", action="store_true", help="print each mutant's number, line and mutation; run none")
     ap.add_argument("--only", type=int, action="append", help="run only mutant number N (repeatable)")
+    ap.add_argument("--test-timeout", type=float, default=None,
+                    help="per-test limit (pytest-timeout) in mutant runs: a hung test fails, which is a kill")
+    ap.add_argument("--lines", help="run only the mutants of source lines A-B (e.g. 200-367)")
     ap.add_argument("--from", dest="start", type=int, default=1, help="start at mutant number N")
+    ap.add_argument("--to", dest="stop", type=int, default=None, help="stop after mutant number N")
     ap.add_argument("--timeout", type=float, default=None,
                     help="seconds per mutant run (default: 4x the unmutated run, at least 30; a hang is a kill)")
     args = ap.parse_args(argv)
@@ -309,9 +371,17 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [n for n in names if n not in MODULES]
     if unknown:
         ap.error(f"unknown module(s): {', '.join(unknown)}")
+    if args.show:
+        for name in names:
+            for m in mutants((REPO / MODULES[name][0]).read_text(encoding="utf-8")):
+                print(f"  {name} #{m.number:3d} line {m.line:4d}: {m.description}")
+        return 0
+    global TEST_TIMEOUT
+    TEST_TIMEOUT = args.test_timeout
     summary = []
     for name in names:
-        killed, total, survivors = run(name, set(args.only) if args.only else None, args.timeout, args.start)
+        lines = tuple(int(x) for x in args.lines.split("-", 1)) if args.lines else None
+        killed, total, survivors = run(name, set(args.only) if args.only else None, args.timeout, args.start, lines, args.stop)
         summary.append((name, killed, total, survivors))
     print()
     for name, killed, total, survivors in summary:

@@ -75,6 +75,12 @@ def rep(start, end):
          "only the tool-result content"),
         ("tool/result", {"turn": 1, "step": 1, "message": tool_msg("c1", "short"), "meta": {}}, rep(5, 5), [5],
          "only the tool-result content"),
+        # a malformed replacement is refused by the same rule (the fold runs before the payload checks)
+        ("tool/result", ["not", "an", "object"], rep(5, 5), [5], "only the tool-result content"),
+        ("tool/result", {"turn": 1, "step": 1, "message": "text"}, rep(5, 5), [5], "only the tool-result content"),
+        *(("tool/result", {"turn": 1, "step": 1, "message": {**tool_msg("c1"), "content": content}}, rep(5, 5), [5],
+           "only the tool-result content")
+          for content in ("text", [], ["text"], tool_msg("c1")["content"] * 2)),
         ("turn/start", {"turn": 2}, "append", None, "not a surface event"),
         ("feedback/record", {"text": "x"}, None, [1], "cannot carry sourceEventSeqs"),
     ],
@@ -116,6 +122,22 @@ def test_window_fold_rejects_a_replace_before_the_window():
     window = s.events[5:]
     with pytest.raises(SessionValidationError, match="before the loaded window"):
         fold_surface(window, base_seq=5)
+    # a range that only starts before the window is refused the same way
+    s = _base()
+    s.append("user/message", user_msg("y", "y"), surface_op=rep(3, 6), source_event_seqs=[3, 5, 6])
+    with pytest.raises(SessionValidationError, match="replace range 3..6 lies before the loaded window"):
+        fold_surface(s.events[5:], base_seq=5)
+
+
+def test_a_shadowed_node_is_off_the_surface_for_later_replacements():
+    s = _base()
+    s.append("user/message", user_msg("sum", "sum"), surface_op=rep(2, 3), source_event_seqs=[2, 3])
+    assert s.surface_nodes == (7, 5, 6)
+    for op, src, needle in ((rep(2, 2), [2], "start 2 is not on the surface"),
+                            (rep(5, 3), [3, 5], "end 3 is not on the surface")):
+        with pytest.raises(SessionValidationError, match=needle):
+            s.append("user/message", user_msg("again", "again"), surface_op=op, source_event_seqs=src)
+    assert s.surface_nodes == (7, 5, 6)
 
 
 # ---------------------------------------------------------------- derive cache == scratch (property)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from dsh_tui.session.errors import DshError
 from dsh_tui.session.headers import make_header
 from dsh_tui.store import lifecycle
 from dsh_tui.store.lifecycle import ForkError
@@ -138,6 +140,55 @@ def test_resumed_session_continues_after_end_seed(tmp_path, backend):
     assert types[i + 2] == "turn/start" and events[i + 2]["data"] == {"turn": 2}
 
 
+class _Aliasing:
+    """A store (a plugin's, say: its own lock files) whose ``load`` answers for ``alias`` with another
+    session's log."""
+
+    def __init__(self, inner, alias, target, locks_dir):
+        self.inner, self.alias, self.target, self.locks_dir = inner, alias, target, locks_dir
+
+    def load(self, session_id):
+        return self.inner.load(self.target if session_id == self.alias else session_id)
+
+    def lock_path(self, session_id):
+        return self.locks_dir / f"{session_id}.lock"
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def test_resume_refuses_a_log_whose_header_names_another_session(tmp_path, backend):
+    _write_session(_store(tmp_path, backend), turns=1)
+    store = _Aliasing(_store(tmp_path, backend), "life-2", SID, tmp_path / "locks")
+    for _ in range(2):  # the refusal releases the lock: the second try is refused the same way
+        with pytest.raises(DshError) as err:
+            lifecycle.resume(store, "life-2")
+        assert str(err.value) == f"session life-2: stored header names {SID}"
+        assert not isinstance(err.value, SessionInUseError)
+
+
+def test_resume_through_a_store_whose_load_has_no_readable_signature(tmp_path):
+    """A store is anything with the methods (a plugin's, one written in C, one serving loaded logs from
+    memory): a ``load`` whose parameters cannot be read is called with the id alone, and the resumed
+    Session is built here, with the caller's clock."""
+    store = _store(tmp_path, "none")
+    stored = _write_session(store, turns=1)
+
+    class Preloaded:
+        load = {SID: store.load(SID)}.__getitem__  # a C callable: inspect.signature cannot read it
+
+        def lock_path(self, session_id):
+            return tmp_path / "locks" / f"{session_id}.lock"
+
+        def __getattr__(self, name):
+            return getattr(store, name)
+
+    session, writer = lifecycle.resume(Preloaded(), SID, clock=lambda: 9)
+    assert session.events == [*stored, {"type": "session/end-seed", "seq": len(stored), "time": 9, "data": {}}]
+    writer.close()
+    assert _store(tmp_path, "none").load(SID).events == session.events
+
+
 def test_a_second_process_cannot_resume_a_live_session(tmp_path, backend):
     _write_session(_store(tmp_path, backend), turns=1)
     script = textwrap.dedent(
@@ -178,7 +229,8 @@ def test_fork_at_turn_copies_the_prefix_and_leaves_the_parent_untouched(tmp_path
     # turn/start 2: dsh's "after turn N" ends the seed at turn N's turn/end, so none of them is carried
     assert [e["type"] for e in parent[end1 + 1 : end1 + 4]] == ["session/title", "agent/inbox/spliced", "turn/start"]
     assert header["parentSession"] == SID and header["seedLength"] == end1 + 1
-    assert header["cwd"] == "/work/life" and header["createdAt"] == 77 and header["id"] != SID
+    assert header["cwd"] == "/work/life" and header["createdAt"] == 77
+    assert re.fullmatch(r"session-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}", header["id"])
     child = _store(tmp_path, backend).load(header["id"])
     assert child.header == header
     assert child.events[: end1 + 1] == parent[: end1 + 1]
@@ -194,9 +246,10 @@ def test_fork_boundaries(tmp_path, backend):
     before = _parent_fingerprint(store)
     starts = [i for i, e in enumerate(parent) if e["type"] == "turn/start"]
     ends = [i for i, e in enumerate(parent) if e["type"] == "turn/end"]
-    with pytest.raises(ForkError, match="inside open turn 1") as err:
+    with pytest.raises(ForkError) as err:
         lifecycle.fork(store, SID, at_seq=starts[0] + 2)
-    assert err.value.code == "OPEN_TURN"
+    assert err.value.code == "OPEN_TURN"  # the message alone (the CLI prints it as the error line)
+    assert str(err.value) == f"seq {starts[0] + 2} is inside open turn 1; fork at a turn end"
     with pytest.raises(ForkError) as err:
         lifecycle.fork(store, SID, at_turn=3)
     assert err.value.code == "OPEN_TURN"
@@ -279,6 +332,117 @@ def test_fork_of_a_log_with_nothing_to_fork_after(tmp_path, backend):
             lifecycle.fork(store, "empty-1", **kwargs)
         assert err.value.code == code and text in str(err.value), str(err.value)
     assert [h["id"] for h in _store(tmp_path, backend).list() if h.get("parentSession")] == []  # no child
+
+
+def test_a_log_ending_with_a_turn_end_forks_whole_by_default(tmp_path, backend):
+    """Nothing after the last ``turn/end``: "after the last completed turn" is the whole log."""
+    store = _store(tmp_path, backend)
+    header = make_header("ends-at-turn-end", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    for t in (1, 2):
+        cc.scripted_turn(session, t, random.Random(t), first=t == 1, chunks=3)
+    writer.close()
+    parent = list(session.events)
+    assert parent[-1]["type"] == "turn/end"
+    child_header = lifecycle.fork(store, "ends-at-turn-end", clock=lambda: 5)
+    assert child_header["seedLength"] == len(parent)
+    child = _store(tmp_path, backend).load(child_header["id"])
+    assert child.events == [*parent, {"type": "session/end-seed", "seq": len(parent), "time": 5, "data": {}}]
+
+
+def test_the_legal_boundary_looks_back_to_the_first_event_and_no_further(tmp_path, backend):
+    """dsh's rule: the last ``turn/start``/``turn/end`` at or before the boundary must be a ``turn/end`` (or
+    none). At seq 0 itself that is event 0; before it there is nothing (not the log's last event)."""
+    store = _store(tmp_path, backend)
+    # a log that begins with its turn (no queued prompt before it), crashed inside turn 1
+    header = make_header("starts-with-turn", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    session.append("user/message", cc.user_msg("m-1", "hi"), surface_op="append")
+    writer.close()
+    for seq in (0, 2):
+        with pytest.raises(ForkError) as err:
+            lifecycle.fork(store, "starts-with-turn", at_seq=seq)
+        assert (err.value.code, str(err.value)) == (
+            "OPEN_TURN", f"seq {seq} is inside open turn 1; fork at a turn end")
+    # a prompt queued, then a turn that crashed right after its turn/start: seq 0 precedes every turn
+    header = make_header("crashed-at-start", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [cc.user_msg("m-1", "hi")]})
+    session.append("turn/start", {"turn": 1})
+    writer.close()
+    stored = _store(tmp_path, backend).inspect("crashed-at-start")
+    committed = stored.events[: len(stored.events) - len(stored.closers)]
+    assert [e["type"] for e in committed] == ["agent/inbox/spliced", "turn/start"]
+    with pytest.raises(ForkError) as err:  # only its turn/start names turn 1, and it is open
+        lifecycle.fork(store, "crashed-at-start", at_turn=1)
+    assert (err.value.code, str(err.value)) == ("OPEN_TURN", "turn 1 never ended; cannot fork inside an open turn")
+    child = lifecycle.fork(store, "crashed-at-start", at_seq=0, clock=lambda: 5)
+    assert child["seedLength"] == 1
+    assert _store(tmp_path, backend).load(child["id"]).events == [
+        committed[0], {"type": "session/end-seed", "seq": 1, "time": 5, "data": {}}]
+
+
+def test_start_with_a_seed_persists_the_seed_then_end_seed_first(tmp_path, backend):
+    """A seed (a fork's prefix, a subagent's descriptor) is the new log's first events, seqs from 0, and the
+    Session follows it with ``session/end-seed``: the first flush makes all of them durable."""
+    store = _store(tmp_path, backend)
+    seed = [
+        {"type": "session/title", "seq": 0, "time": 1, "data": {"title": "t", "messageSeqs": [], "source": {"kind": "user"}}},
+        {"type": "agent/inbox/spliced", "seq": 1, "time": 2,
+         "data": {"target": "next-turn", "start": 0, "inserted": [cc.user_msg("m-1", "hi")]}},
+    ]
+    header = make_header("seeded", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, seed=seed, clock=lambda: 3)
+    assert writer.flush() == 3
+    writer.close()
+    assert _store(tmp_path, backend).load("seeded").events == [
+        *seed, {"type": "session/end-seed", "seq": 2, "time": 3, "data": {}}]
+
+
+def test_a_log_without_any_turn_forks_whole(tmp_path, backend):
+    """No turn ever started (a title, then a prompt queued for the next turn): no prefix ends inside a turn,
+    so the default boundary is the last event (dsh ``Session.fork``'s default) and the seed is the whole log."""
+    store = _store(tmp_path, backend)
+    header = make_header("no-turn", cwd="/work/life", created_at=1_700_000_000_000)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    session.append("session/title", {"title": "draft", "messageSeqs": [], "source": {"kind": "user"}})
+    session.append("agent/inbox/spliced", {"target": "next-turn", "start": 0, "inserted": [cc.user_msg("m-1", "hi")]})
+    session.append("session/title", {"title": "draft 2", "messageSeqs": [], "source": {"kind": "user"}})
+    writer.close()
+    parent = list(session.events)
+    child_header = lifecycle.fork(store, "no-turn", clock=lambda: 5)
+    assert child_header["seedLength"] == len(parent) == 3
+    child = _store(tmp_path, backend).load(child_header["id"])
+    assert child.events == [*parent, {"type": "session/end-seed", "seq": 3, "time": 5, "data": {}}]
+
+
+def test_start_refusing_its_seed_raises_and_releases_the_lock(tmp_path, backend):
+    from dsh_tui.session.errors import SessionValidationError
+    from dsh_tui.store import lock as locks
+
+    store = _store(tmp_path, backend)
+    header = make_header("bad-seed", cwd="/work/life", created_at=1_700_000_000_000)
+    # a turn/end with no turn/start before it: the Session refuses the seed
+    bad = [{"type": "turn/end", "seq": 0, "time": 1, "data": {"turn": 1, "reason": {"kind": "completed"}}}]
+    with pytest.raises(SessionValidationError):
+        lifecycle.start(store, header, seed=bad)
+    locks.acquire(store, "bad-seed", header).release()  # free: the failed start let go of its lock
+
+
+def test_fork_without_a_clock_stamps_now_in_epoch_milliseconds(tmp_path, backend):
+    """The child header's ``createdAt`` (and its end-seed's ``time``) is the fork's own time in epoch ms."""
+    import time
+
+    store = _store(tmp_path, backend)
+    _write_session(store, turns=1)
+    before = int(time.time() * 1000)
+    header = lifecycle.fork(store, SID)
+    after = int(time.time() * 1000)
+    assert before <= header["createdAt"] <= after
+    end_seed = _store(tmp_path, backend).load(header["id"]).events[-1]
+    assert end_seed["type"] == "session/end-seed" and header["createdAt"] <= end_seed["time"] <= after
 
 
 def test_fork_of_a_crashed_parent_seeds_from_the_committed_log_never_from_in_memory_closers(tmp_path, backend):

@@ -224,8 +224,10 @@ async def test_checkpoint_fails_closed_and_aflush_does_not_block_the_loop(store)
     session, writer, flaky = _new(store, window_ms=60_000)
     flaky.fail_next = 1
     session.append("turn/start", {"turn": 1})
-    with pytest.raises(CheckpointError, match="checkpoint before request failed"):
+    with pytest.raises(CheckpointError, match="checkpoint before request failed") as err:
         await writer.checkpoint("request")
+    cause = err.value.__cause__  # the awaited flush's error, and the store's error behind it
+    assert isinstance(cause, WriterError) and isinstance(cause.__cause__, OSError) and cause.__cause__.errno == 28
     flaky.gate = threading.Event()
     flaky.entered = threading.Event()
     ticks = 0
@@ -284,6 +286,8 @@ async def test_a_cancelled_checkpoint_still_completes_its_flush(store):
     seen = []
     old_hook = threading.excepthook
     threading.excepthook = lambda args: seen.append(args.exc_value)
+    # settling the cancelled future must not raise in the loop's callback either (InvalidStateError)
+    asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: seen.append(ctx.get("exception")))
     try:
         task = asyncio.create_task(writer.checkpoint("tool"))
         assert await asyncio.to_thread(flaky.entered.wait, 5)  # the flush is writing (held by the gate)
@@ -318,3 +322,230 @@ def test_an_event_joining_unlocked_as_a_batch_is_taken_still_gets_a_window(store
     assert flaky.attempts[1] == [len(session.events) - 1]
     assert store.read_from("w1", 0) == session.events
     writer.close()
+
+
+def test_a_close_that_cannot_persist_raises_releases_the_lock_and_refuses_later_flushes(store):
+    """A failed close keeps nothing alive: it raises, lets go of the session lock, stops queueing events, and
+    every later barrier says the events were never written (instead of waiting for a thread that is gone)."""
+    header = make_header("w3", cwd="/work/w", created_at=1)
+    store.create(header)
+    flaky = Flaky(store)
+    session = Session(header)
+    writer = SessionWriter(flaky, session, 60_000, lock=locks.acquire(store, "w3", header))
+    flaky.fail_next = 99
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match="^session w3: could not persist events: .*No space left"):
+        writer.close()
+    locks.acquire(store, "w3", header).release()  # the lock was released all the same
+    session.append("step/start", {"turn": 1, "step": 1})
+    assert writer.pending_count == 1  # the closed writer took no new event
+    with pytest.raises(WriterError, match="^session w3: writer is closed with unwritten events$"):
+        writer.flush()
+    with pytest.raises(WriterError, match="^session w3: writer is closed with unwritten events$"):
+        asyncio.run(writer.aflush())
+    writer.close()  # a second close does nothing (and raises nothing)
+
+
+def test_a_flush_with_a_timeout_gives_up_while_the_write_hangs(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match="^session w1: flush timed out$"):
+        writer.flush(timeout=0.05)
+    flaky.gate.set()
+    assert writer.flush(timeout=30) == 1
+    writer.close()
+
+
+def test_a_failing_error_hook_does_not_stop_the_writer(store, caplog):
+    calls = []
+
+    def hook(err):
+        calls.append(err)
+        raise RuntimeError("hook broke")
+
+    session, writer, flaky = _new(store, window_ms=10)
+    writer.on_error = hook
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    _wait(lambda: calls)
+    assert writer.flush() == 1  # the thread survived the hook and retried the batch
+    assert [r.getMessage() for r in caplog.records] == [
+        "session w1: background write failed: [Errno 28] No space left on device", "writer on_error hook failed"]
+    writer.close()
+
+
+async def test_aflush_with_nothing_pending_returns_the_durable_length_at_once(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    assert await writer.aflush() == 0 and flaky.attempts == []
+    session.append("turn/start", {"turn": 1})
+    assert await writer.aflush() == 1
+    assert await writer.aflush() == 1 and flaky.attempts == [[0]]
+    await writer.aclose()
+
+
+async def test_a_writer_thread_that_dies_fails_every_barrier_instead_of_hanging(store):
+    """A hook that raises on the writer thread ends it. A barrier waiting for events behind the write that
+    just finished, and every later one, is told the thread is gone (nothing hangs)."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    died = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: died.append(args.exc_value)
+
+    def broken(durable):
+        raise RuntimeError("on_flush broke")
+
+    writer.on_flush = broken
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    try:
+        waiter = asyncio.create_task(writer.aflush())
+        assert await asyncio.to_thread(flaky.entered.wait, 5)  # [0] is being written
+        session.append("step/start", {"turn": 1, "step": 1})  # behind it: the waiter waits for this one too
+        flaky.gate.set()
+        with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
+            await waiter
+        assert [str(e) for e in died] == ["on_flush broke"]
+        with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
+            writer.flush()
+        with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
+            await writer.aflush()
+        with pytest.raises(WriterError, match="thread is gone"):
+            writer.close()
+    finally:
+        threading.excepthook = old_hook
+    assert store.read_from("w1", 0) == session.events[:1]
+
+
+async def test_aclose_and_the_with_block_flush_and_release(store):
+    header = make_header("w4", cwd="/work/w", created_at=1)
+    session, writer = lifecycle.start(store, header, window_ms=60_000)
+    session.append("turn/start", {"turn": 1})
+    await writer.aclose()  # the queued event is made durable, the lock let go
+    assert store.read_from("w4", 0) == session.events
+    locks.acquire(store, "w4", header).release()
+    header = make_header("w5", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    with SessionWriter(store, session, 60_000) as writer:
+        assert isinstance(writer, SessionWriter)
+        session.append("turn/start", {"turn": 1})
+    assert store.read_from("w5", 0) == session.events  # leaving the block closed (flushed) the writer
+    assert writer.pending_count == 0 and writer.flush() == 1
+
+
+def test_events_queued_at_construction_are_written_without_another_event(store):
+    """A resumed or seeded session's events not yet stored are queued at once and written when the first
+    window ends: no later event, flush or close is needed (the writer does not start paused)."""
+    header = make_header("w6", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    writer = SessionWriter(store, session, 10)
+    _wait(lambda: writer.durable_length == 2)
+    assert store.read_from("w6", 0) == session.events
+    writer.close()
+
+
+def test_an_unlocked_append_landing_as_the_writer_blocks_is_still_written(store):
+    """The race the fast path leaves: an event that read the armed flag before the writer took its batch
+    joins the queue without the mutex (and without a notify) just as the writer, its queue empty, goes back
+    to waiting. The writer's wait after a take is bounded, so the event is still written, unprompted."""
+    session, writer, flaky = _new(store, window_ms=20)
+    real_wait = writer._cv.wait
+    late = []
+
+    def wait(timeout=None):  # runs on the writer thread, mutex held
+        if not late and writer._durable == 1 and not writer._pending:
+            late.append(timeout)
+            writer._hot = True  # this producer read the flag while the window was still armed
+            session.append("session/title", {"title": "late", "messageSeqs": [], "source": {"kind": "user"}})
+        return real_wait(timeout)
+
+    writer._cv.wait = wait
+    session.append("turn/start", {"turn": 1})
+    _wait(lambda: writer.durable_length == 2, 5)
+    assert late and late[0] is not None  # the wait the late event landed in was a bounded one
+    assert flaky.attempts == [[0], [1]]
+    writer.close()
+
+
+def test_an_event_arriving_as_close_finishes_is_not_queued_behind_it(store):
+    """An event delivered after close's last flush (before it unsubscribes) is not queued on the closed
+    writer: nothing is left pending, so no later barrier reports unwritten events."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    session.append("turn/start", {"turn": 1})
+    unsubscribe = writer._unsubscribe
+
+    def late_then_unsubscribe():
+        session.append("step/start", {"turn": 1, "step": 1})
+        unsubscribe()
+
+    writer._unsubscribe = late_then_unsubscribe
+    writer.close()
+    assert writer.pending_count == 0 and writer.flush() == 1
+    assert store.read_from("w1", 0) == session.events[:1]
+
+
+def test_each_batch_s_window_starts_at_its_first_event(store, clock):
+    """The window is fixed at the first event into an empty queue: an event arriving during a write starts
+    the next window at its arrival (not when the write ends), and an event after an idle gap gets a whole
+    window of its own (not the expired one of the batch before)."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})  # t=0: window until 0.1
+    clock.now += 0.1  # (no settle: the writer is about to block in the gated write, not in a wait)
+    assert flaky.entered.wait(5)  # [0] is being written (held by the gate)
+    clock.now += 0.02
+    session.append("step/start", {"turn": 1, "step": 1})  # t=0.12: window until 0.22
+    clock.now += 0.08  # the write ends at t=0.2
+    flaky.gate.set()
+    _wait(lambda: writer.durable_length == 1)
+    clock.advance(0.03)  # t=0.23: past the second window (a window from the write's end would run to 0.3)
+    _wait(lambda: writer.durable_length == 2)
+    clock.advance(5)  # idle
+    session.append("step/end", {"turn": 1, "step": 1})  # t=5.23: window until 5.33
+    clock.advance(0.05)
+    assert flaky.attempts == [[0], [1]]  # not yet: its window is its own
+    clock.advance(0.06)
+    _wait(lambda: writer.durable_length == 3)
+    assert flaky.attempts == [[0], [1], [2]]
+    writer.close()
+
+
+async def test_after_a_barrier_events_wait_for_their_window_again(store, clock):
+    """A flush or checkpoint writes at once; once it has returned, the next event waits for its window."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    session.append("turn/start", {"turn": 1})
+    assert writer.flush() == 1
+    session.append("step/start", {"turn": 1, "step": 1})
+    await asyncio.to_thread(clock.settle)
+    assert flaky.attempts == [[0]]
+    assert await writer.aflush() == 2
+    session.append("step/end", {"turn": 1, "step": 1})
+    await asyncio.to_thread(clock.settle)
+    assert flaky.attempts == [[0], [1]]
+    await asyncio.to_thread(clock.advance, 0.1)
+    await asyncio.to_thread(_wait, lambda: writer.durable_length == 3)
+    assert flaky.attempts == [[0], [1], [2]]
+    await writer.aclose()
+
+
+def test_flush_future_carries_the_flush_outcome(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    seen = []
+    old_hook = threading.excepthook
+    threading.excepthook = lambda args: seen.append(args.exc_value)
+    try:
+        with pytest.raises(WriterError, match="No space left"):
+            writer.flush_future().result(10)
+        assert writer.flush_future().result(10) == 1
+        writer.close()
+    finally:
+        threading.excepthook = old_hook
+    assert seen == []  # the helper thread ended cleanly both times
