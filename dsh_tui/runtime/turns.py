@@ -1,0 +1,111 @@
+"""Turn control read from the log: the prompts a session can be rewound to, the failed turn a retry resends,
+and the fork "just before turn N" that rewinding makes.
+
+dsh's fork rules (``dsh_tui/store/lifecycle.py``): a fork after turn N carries the log through turn N's
+``turn/end`` and never the next prompt's inbox insert. Rewinding to turn N is therefore the fork after turn
+N-1; rewinding to turn 1 carries only what came before the first prompt (a mode switch, a title), possibly
+nothing (a child with ``seedLength: 0``). The parent is never written.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Prompt:
+    """The user prompt that opened ``turn`` (its text blocks joined)."""
+
+    turn: int
+    text: str
+    seq: int  # of its user/message
+    ended: str | None  # the turn-end kind ("completed", "error", "aborted", ...), None while open
+
+
+def _text(message: dict) -> str:
+    return "".join(b.get("text", "") for b in message.get("content") or []
+                   if isinstance(b, dict) and b.get("type") == "text")
+
+
+def prompts(events: Any) -> list[Prompt]:
+    """Every turn opened by a user prompt, oldest first (turns woken by a notice or a subagent are not)."""
+    out: list[Prompt] = []
+    turn: int | None = None
+    have = False
+    for i, e in enumerate(events):
+        etype = e.get("type")
+        data = e.get("data") or {}
+        if etype == "turn/start":
+            turn, have = data.get("turn"), False
+        elif etype == "user/message" and turn is not None and not have:
+            if (data.get("source") or {}).get("kind") == "user":
+                have = True
+                out.append(Prompt(turn, _text(data), e.get("seq", i), None))
+        elif etype == "turn/end" and turn is not None:
+            if have:
+                kind = (data.get("reason") or {}).get("kind")
+                out[-1] = Prompt(turn, out[-1].text, out[-1].seq, kind)
+            turn = None
+    return out
+
+
+def failed_prompt(events: Any) -> str | None:
+    """The prompt of the last turn when that turn failed (ended with an error), else None."""
+    last_end = None
+    for e in reversed(events):
+        if e.get("type") == "turn/end":
+            last_end = e
+            break
+        if e.get("type") == "turn/start":
+            return None  # a turn is open
+    if last_end is None or ((last_end.get("data") or {}).get("reason") or {}).get("kind") != "error":
+        return None
+    turn = (last_end.get("data") or {}).get("turn")
+    for p in reversed(prompts(events)):
+        if p.turn == turn:
+            return p.text or None
+    return None
+
+
+class RewindError(Exception):
+    """No legal fork before that turn (it is not a user turn, or it is still open)."""
+
+
+def fork_before_turn(store: Any, source_id: str, turn: int, *, clock: Any = None) -> dict:
+    """Fork the persisted session ``source_id`` just before ``turn``; returns the child header (durable)."""
+    from dsh_tui.store import lifecycle
+
+    if turn > 1:
+        try:
+            return lifecycle.fork(store, source_id, at_turn=turn - 1, clock=clock)
+        except lifecycle.ForkError as err:
+            raise RewindError(str(err)) from err
+    _parent, events = lifecycle._stored_events(store, source_id)
+    cut = len(events)
+    for i, e in enumerate(events):
+        if e["type"] in ("turn/start", "agent/inbox/spliced"):
+            cut = i
+            break
+    if cut:
+        return lifecycle.fork(store, source_id, at_seq=cut - 1, clock=clock)
+    return _empty_fork(store, source_id, _parent, clock)
+
+
+def _empty_fork(store: Any, source_id: str, parent: dict, clock: Any) -> dict:
+    """A child of ``source_id`` that carries nothing (rewinding to a first prompt that nothing preceded)."""
+    import time
+
+    from dsh_tui.session.headers import make_header
+    from dsh_tui.session.log import Session
+    from dsh_tui.store import lock as locks
+
+    clock = clock or (lambda: time.time_ns() // 1_000_000)
+    cid = f"session-{uuid.uuid4()}"
+    header = make_header(cid, cwd=parent.get("cwd"), created_at=clock(), parent_session=source_id, seed_length=0)
+    child = Session(header, [], clock=clock)
+    store.create(header)
+    with locks.acquire(store, cid, header):
+        store.append(cid, list(child.events))
+    return header
