@@ -52,20 +52,25 @@ def prompts(events: Any) -> list[Prompt]:
 
 
 def failed_prompt(events: Any) -> str | None:
-    """The prompt of the last turn when that turn failed (ended with an error), else None."""
-    last_end = None
-    for e in reversed(events):
-        if e.get("type") == "turn/end":
-            last_end = e
+    """The prompt of the last turn when that turn failed (ended with an error), else None. Reads the log
+    from its end: the cost is the last turn's length, not the session's."""
+    end = None
+    for i in range(len(events) - 1, -1, -1):
+        etype = events[i].get("type")
+        if etype == "turn/end":
+            end = i
             break
-        if e.get("type") == "turn/start":
+        if etype == "turn/start":
             return None  # a turn is open
-    if last_end is None or ((last_end.get("data") or {}).get("reason") or {}).get("kind") != "error":
+    if end is None or ((events[end].get("data") or {}).get("reason") or {}).get("kind") != "error":
         return None
-    turn = (last_end.get("data") or {}).get("turn")
-    for p in reversed(prompts(events)):
-        if p.turn == turn:
-            return p.text or None
+    turn = (events[end].get("data") or {}).get("turn")
+    start = end
+    while start > 0 and not (events[start].get("type") == "turn/start"
+                             and (events[start].get("data") or {}).get("turn") == turn):
+        start -= 1
+    for p in prompts(events[start:end + 1]):
+        return p.text or None
     return None
 
 
