@@ -344,7 +344,8 @@ class DshApp(App):
         cfg = agent.config
         spec = HarnessSpec(root=host.spec.root, cwd=Path(str(cfg.cwd)), provider=agent.provider, model=cfg.model,
                            reasoning_effort=cfg.reasoning_effort, preset=cfg.preset,
-                           resume_id=action.get("child") if action.get("kind") == "fork" else None)
+                           resume_id=action.get("child") if action.get("kind") == "fork" else None,
+                           keep_model=False)  # the live session's model goes on in the fork
         self.open_chat(lambda bridge: open_harness(bridge, spec))
         return ""
 

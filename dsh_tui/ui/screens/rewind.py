@@ -11,6 +11,7 @@ import asyncio
 import time
 from typing import Any
 
+from rich.text import Text
 from textual.widgets import OptionList
 
 from dsh_tui.runtime.approval import PRESETS
@@ -32,8 +33,10 @@ class RewindModal(ChoiceModal):
             text = " ".join(p.text.split()) or "(no text)"
             if len(text) > room:
                 text = text[: room - 1] + "…"
-            mark = f"  [{ENDED[p.ended]}]" if p.ended in ENDED else ""
-            choices.append((f"{p.turn:>3}  {text}{mark}", p))
+            label = Text(f"{p.turn:>3}  {text}")  # Text: a prompt's "[...]" is not markup
+            if p.ended in ENDED:
+                label.append(f"  ({ENDED[p.ended]})", style="dim")
+            choices.append((label, p))
         super().__init__("Rewind: fork this session just before which prompt? (Enter: edit it and resend · Esc)",
                          choices)
 

@@ -59,12 +59,13 @@ class ApprovalPanel(Vertical):
         self._title, self._args, self._reason = (Static(id="approval-title"), Static(id="approval-args"),
                                                  Static(id="approval-reason"))
         self._allow = Button("Allow once \\[a]", id="allow", variant="warning")
-        self._session = Button("Allow this command for the session \\[s]", id="allow-session")
+        self._session = Button("This session \\[s]", id="allow-session")  # short: four fit in 80 columns
+        self._help = Static(id="approval-help")
         self._why = Input(placeholder="Why not? The model reads this (Enter sends, Esc goes back)",
                           id="approval-why")
-        self.mount(self._title, self._args, self._reason,
+        self.mount(self._title, self._args, self._reason, self._help,
                    Horizontal(self._allow, self._session, Button("Reject \\[r]", id="reject", variant="error"),
-                              Button("Reject with reason \\[e]", id="reject-why")),
+                              Button("Why not… \\[e]", id="reject-why")),
                    self._why)
 
     def show_request(self, request: ApprovalRequest) -> None:
@@ -73,7 +74,8 @@ class ApprovalPanel(Vertical):
         self._title.update(Text(f"Approve {request.tool}?", style="bold"))
         self._args.update(Text(describe_args(request.arguments)))
         self._reason.update(Text(request.reason or "", style="italic"))
-        self._session.label = f"Allow {allowance_label(request.tool, request.arguments)} for the session \\[s]"
+        self._help.update(Text(f"s allows {allowance_label(request.tool, request.arguments)} for the rest of this "
+                               "session · e rejects with a reason the model reads", style="dim"))
         self._why.value = ""
         self._why.display = False
         self.display = True
