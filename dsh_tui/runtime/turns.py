@@ -29,23 +29,28 @@ def _text(message: dict) -> str:
                    if isinstance(b, dict) and b.get("type") == "text")
 
 
+_TURN_TYPES = frozenset(("turn/start", "user/message", "turn/end"))
+
+
 def prompts(events: Any) -> list[Prompt]:
     """Every turn opened by a user prompt, oldest first (turns woken by a notice or a subagent are not)."""
     out: list[Prompt] = []
     turn: int | None = None
     have = False
     for i, e in enumerate(events):
-        etype = e.get("type")
-        data = e.get("data") or {}
+        etype = e["type"]
+        if etype not in _TURN_TYPES:  # most events (chunks, tool calls): one set lookup
+            continue
         if etype == "turn/start":
-            turn, have = data.get("turn"), False
+            turn, have = (e.get("data") or {}).get("turn"), False
         elif etype == "user/message" and turn is not None and not have:
+            data = e.get("data") or {}
             if (data.get("source") or {}).get("kind") == "user":
                 have = True
                 out.append(Prompt(turn, _text(data), e.get("seq", i), None))
         elif etype == "turn/end" and turn is not None:
             if have:
-                kind = (data.get("reason") or {}).get("kind")
+                kind = ((e.get("data") or {}).get("reason") or {}).get("kind")
                 out[-1] = Prompt(turn, out[-1].text, out[-1].seq, kind)
             turn = None
     return out

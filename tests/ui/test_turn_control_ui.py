@@ -152,3 +152,32 @@ async def test_model_command_with_effort_shows_in_the_status_bar_before_a_turn(t
         await wait_for(pilot, lambda: _footers(app) == 1)
         header = _events(app, "request/header")[-1]["data"]["header"]["config"]
         assert header["model"] == "other-model" and header["reasoningEffort"] == "high"
+
+
+async def test_palette_offers_rewind_retry_modes_and_this_sessions_effort(tmp_path):
+    from dsh_tui.llm.protocol import ModelInfo
+
+    app = scripted_app(tmp_path, [scripted.text("hi")], preset="workspace-write")
+    app.provider.resolve_model = lambda model: ModelInfo(context_window=100_000, efforts=("low", "high"))
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        commands = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert {"Rewind", "Retry failed turn", "Permission mode: read-only", "Permission mode: full-access",
+                "Reasoning effort: low · this session", "Reasoning effort: high · this session"} <= set(commands)
+        commands["Reasoning effort: low · this session"].callback()
+        await wait_for(pilot, lambda: "mock-model (low)" in app.chat.status.build().plain)
+        commands["Permission mode: read-only"].callback()
+        await wait_for(pilot, lambda: "read-only" in app.chat.status.build().plain)
+        assert [e["data"] for e in _events(app, "permission/preset")] == [{"preset": "read-only"}]
+        await submit(pilot, "hello")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        assert _events(app, "request/header")[-1]["data"]["header"]["config"]["reasoningEffort"] == "low"
+
+
+async def test_esc_esc_with_nothing_to_rewind_says_so(tmp_path):
+    app = scripted_app(tmp_path, [])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await pilot.press("escape", "escape")
+        await wait_for(pilot, lambda: app.chat.note.is_attached and "Nothing to rewind" in str(app.chat.note.render()))
+        assert not isinstance(app.screen, RewindModal)

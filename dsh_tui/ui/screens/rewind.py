@@ -72,16 +72,24 @@ def open_rewind(chat: Any) -> None:
     if chat.running:
         chat.say("A turn is running: Esc cancels it, then Esc Esc rewinds.")
         return
-    points = prompts(list(agent.session.events))
-    if not points:
-        chat.say("Nothing to rewind to yet: no prompt has been sent in this session.")
-        return
+    events = list(agent.session.events)
+    app = chat.app
+
+    def scan() -> None:  # a worker thread: a 200k-event log is not read on the UI loop
+        points = prompts(events)
+        app.call_from_thread(show, points)
+
+    def show(points: list[Prompt]) -> None:
+        if not points:
+            chat.say("Nothing to rewind to yet: no prompt has been sent in this session.")
+            return
+        app.push_screen(RewindModal(points, chat.size.width), chosen)
 
     def chosen(point: Prompt | None) -> None:
         if point is not None:
             rewind_to(chat, point)
 
-    chat.app.push_screen(RewindModal(points, chat.size.width), chosen)
+    chat.run_worker(scan, thread=True, group="rewind-scan", exclusive=True, description="rewind points")
 
 
 def rewind_to(chat: Any, point: Prompt) -> None:
