@@ -1,7 +1,7 @@
 """Where dsh-tui finds things on the user's machine (the only module besides config that knows).
 
 The session root is dsh's own: ``$DSH_HOME/sessions`` with ``$DSH_HOME`` defaulting to ``~/.dsh``
-(spec session-format.md §3.1), so sessions made by the dsh Web UI and by dsh-tui live side by side.
+(docs/storage.md), so sessions made by the dsh Web UI and by dsh-tui live side by side.
 """
 
 from __future__ import annotations

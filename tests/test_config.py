@@ -168,3 +168,60 @@ def _norm(v):
     if isinstance(v, float) and math.isinf(v):
         return ("inf", v > 0)
     return v
+
+
+def test_save_edits_the_file_in_place(tmp_path):
+    text = (
+        "# top comment\n"
+        "[ui]\n"
+        'theme = "dsh-dark"  # mine\n'
+        "cursor_blink = false\n"
+        "\n"
+        "[mystery]  # a table this version does not know\n"
+        "answer = 42\n"
+    )
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    s = load_settings()
+    s.set("ui.cursor_blink", None)  # removed: only its line goes
+    s.set("ui.show_time", False)  # added to the [ui] table
+    s.set("storage.backend", "sqlite")  # a new table, at the end
+    save_settings(s)
+    got = path.read_text()
+    assert got.startswith('# top comment\n[ui]\ntheme = "dsh-dark"  # mine\nshow_time = false\n')
+    assert "[mystery]  # a table this version does not know\nanswer = 42\n" in got
+    assert "cursor_blink" not in got and got.rstrip().endswith('[storage]\nbackend = "sqlite"')
+    assert tomllib.loads(got) == s.data
+    again = Settings(tomllib.loads(got), path)  # saving an unchanged document changes no byte
+    save_settings(again)
+    assert path.read_text() == got
+
+
+def test_a_file_that_is_not_toml_is_replaced_whole_on_save():
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("[ui\nbroken")
+    s = Settings({"ui": {"theme": "dsh-light"}})
+    save_settings(s)
+    assert tomllib.loads(path.read_text()) == {"ui": {"theme": "dsh-light"}}
+    assert [p.name for p in path.parent.iterdir()] == ["settings.toml"]  # no temporary file left
+
+
+def test_save_credential_keeps_comments_and_mode():
+    p = credentials_path()
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text('# keys, private\nDEEPSEEK_API_KEY = "sk-1"  # work account\n')
+    p.chmod(0o600)
+    save_credential("gw", "gw-key")
+    got = p.read_text()
+    assert got.startswith('# keys, private\nDEEPSEEK_API_KEY = "sk-1"  # work account\n')
+    assert load_credentials() == {"DEEPSEEK_API_KEY": "sk-1", "providers": {"gw": {"api_key": "gw-key"}}}
+    assert (os.stat(p).st_mode & 0o777) == 0o600
+
+
+def test_saving_refuses_values_toml_cannot_hold():
+    s = Settings({"ui": {"theme": "a\ud800"}})
+    with pytest.raises(SettingsError, match="lone surrogates"):
+        save_settings(s)
+    assert not settings_path().exists()

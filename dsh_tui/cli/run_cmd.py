@@ -105,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from dsh_tui.cli import require_text
+    from dsh_tui.runtime.host import open_session_store
     from dsh_tui.session.errors import DshError, UsageError
-    from dsh_tui.store.open import open_store
 
     if not args.prompt:
         raise UsageError('run --headless needs a PROMPT, e.g. dsh-tui run --headless "what does this repo do?"')
@@ -116,7 +116,7 @@ def run(args: argparse.Namespace) -> int:
     if not cwd.is_dir():
         raise DshError(f"not a directory: {cwd}")
     provider, model = _provider(args, cwd)
-    store = open_store(args.root)
+    store = open_session_store(args.root)
     answer, reason, _sid = asyncio.run(run_headless(store, provider, model, args.prompt, cwd=str(cwd),
                                                     preset=args.preset))
     if answer:

@@ -23,7 +23,7 @@ from dsh_tui.config import (
     load_settings,
     missing_key_message,
 )
-from dsh_tui.llm.openai_compat import OpenAICompatProvider
+from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.protocol import INVALID_CREDENTIAL, MISSING_CREDENTIAL, LlmError, ModelInfo, RetryPolicy
 
 

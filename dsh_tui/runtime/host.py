@@ -39,7 +39,7 @@ class HostSpec:
     clock: Any = None  # epoch-ms clock for the session and agent (screenshots freeze it)
     persona: str | None = DEFAULT_PERSONA  # the deployment persona section of the system prompt
     agent_options: dict[str, Any] = field(default_factory=dict)
-    store: Any = None  # an already open store (else ``root``'s, backend chosen by dsh_tui.store.open)
+    store: Any = None  # an already open store (else ``root``'s: ``open_session_store``)
     # Plugins: ``--plugin`` module names and plugin objects (the SDK) on top of the settings file and the
     # entry points; None = the process's options (``set_plugin_options``, from the command line).
     plugins: tuple[str, ...] | None = None
@@ -82,12 +82,11 @@ class AgentHost:
         from dsh_tui.runtime.agent import Agent, AgentConfig
         from dsh_tui.session.headers import make_header
         from dsh_tui.store import lifecycle
-        from dsh_tui.store.open import open_store
         from dsh_tui.tools import builtin_tools
 
         plugins = load_plugins(spec)
         plugins.prepare()  # imports and configs: a broken plugin (with --strict-plugins) stops before a write
-        store = spec.store if spec.store is not None else open_store(spec.root)
+        store = spec.store if spec.store is not None else open_session_store(spec.root)
         if spec.resume_id:
             session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
         else:
@@ -209,6 +208,16 @@ def set_plugin_options(modules: tuple[str, ...] = (), strict: bool = False, chec
                             mcp=tuple(mcp))
     if check_requests:
         os.environ["DSH_TUI_CHECK_REQUESTS"] = "1"
+
+
+def open_session_store(root: Path | str | None) -> Any:
+    """The store of ``root`` with the backend chosen by ``dsh_tui.store.open``, the ``[storage]`` settings
+    as its configured defaults (read here: the store layer reads no settings file)."""
+    from dsh_tui.config import load_settings
+    from dsh_tui.store.open import open_store
+
+    storage = load_settings().storage()
+    return open_store(root, default_backend=storage.backend, default_compression=storage.compression)
 
 
 def report_plugin_failure(record: Any) -> None:

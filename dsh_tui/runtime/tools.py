@@ -22,9 +22,9 @@ from dsh_tui.runtime.permissions import rejection_text
 from dsh_tui.runtime.schema import check_schema, violations
 from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.session.jsonutil import check_lossless
-from dsh_tui.tools._common import SPILL_RETRIEVAL_HINT as SPILL_HINT
-from dsh_tui.tools._common import save_spill
 from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
+from dsh_tui.tools.common import SPILL_RETRIEVAL_HINT as SPILL_HINT
+from dsh_tui.tools.common import save_spill
 
 if TYPE_CHECKING:
     from dsh_tui.runtime.agent import Agent

@@ -1,19 +1,19 @@
-"""Durable file primitives of the stores: revisions, stable reads, directory fsync, new files made
-whole (temp file + ``os.link`` + directory fsync, 0700/0600), fsynced appends rolled back on failure,
-truncation."""
+"""Durable file primitives: revisions, stable reads, directory fsync, new files made whole (temp file +
+``os.link`` + directory fsync, 0700/0600), fsynced appends rolled back on failure, truncation, and
+``write_atomic``, the one whole-file replace used outside the stores too (settings, credentials, the fs
+tools' writes, the UI's CSS cache)."""
 
 from __future__ import annotations
 
 import os
 import secrets
+import tempfile
 from pathlib import Path
 
 from dsh_tui.store.base import StoreError
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-
-
 
 
 def revision_of(st: os.stat_result) -> str:
@@ -117,3 +117,38 @@ def truncate_file(path: Path, size: int) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None, create_only: bool = False,
+                 fsync: bool = True) -> None:
+    """Replace (or, ``create_only``, create) the file at ``path`` with ``data`` in one step: a temporary
+    file in the same directory (made as needed), written and fsynced, given ``mode`` (default: 0666 less
+    the umask), then renamed over ``path`` or, ``create_only``, linked to it (``FileExistsError`` if it
+    exists). A reader sees the old file or the new one, never a part; the temporary file never outlives
+    a failure. ``fsync=False`` for a cache that may be lost."""
+    real = os.fspath(path)
+    directory = os.path.dirname(real) or "."
+    os.makedirs(directory, exist_ok=True)
+    fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(real)}.", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            if fsync:
+                os.fsync(fh.fileno())
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.chmod(temp, mode)
+        if create_only:
+            os.link(temp, real)
+            os.unlink(temp)
+        else:
+            os.replace(temp, real)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise

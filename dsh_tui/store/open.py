@@ -1,9 +1,11 @@
-"""Choose the session backend for a root from configuration.
+"""Choose the session backend for a root.
 
 Order: an explicit ``backend`` argument; else ``$DSH_TUI_BACKEND``; else a ``sessions.sqlite`` file present in
-the root means SQLite; else the ``storage.backend`` setting (settings.toml); else JSONL. JSONL compression:
-explicit argument, else ``$DSH_TUI_COMPRESSION``, else the encoding already used by the root's logs (one root =
-one encoding), else the ``storage.compression`` setting, else dsh's default, zstd.
+the root means SQLite; else ``default_backend`` (the ``storage.backend`` setting, which the caller reads:
+``dsh_tui.runtime.host.open_session_store``); else JSONL. JSONL compression: explicit argument, else
+``$DSH_TUI_COMPRESSION``, else the encoding already used by the root's logs (one root = one encoding), else
+``default_compression`` (the ``storage.compression`` setting), else dsh's default, zstd. The store reads no
+settings file itself.
 """
 
 from __future__ import annotations
@@ -16,16 +18,7 @@ from dsh_tui.session.errors import DshError
 BACKENDS = ("jsonl", "sqlite")
 
 
-def _setting(key: str) -> str | None:
-    from dsh_tui.config import load_settings
-
-    value = load_settings().get(key)
-    if value is not None and not isinstance(value, str):
-        raise DshError(f"setting {key} must be a string")
-    return value or None
-
-
-def backend_for(root: str | Path, backend: str | None = None) -> str:
+def backend_for(root: str | Path, backend: str | None = None, default_backend: str | None = None) -> str:
     choice = backend or os.environ.get("DSH_TUI_BACKEND") or None
     if choice is None:
         from dsh_tui.store.sqlite import DB_FILENAME
@@ -33,7 +26,7 @@ def backend_for(root: str | Path, backend: str | None = None) -> str:
         if (Path(root) / DB_FILENAME).is_file():
             choice = "sqlite"
         else:
-            choice = _setting("storage.backend") or "jsonl"
+            choice = default_backend or "jsonl"
     choice = choice.lower()
     if choice not in BACKENDS:
         raise DshError(f"unknown session backend {choice!r} (expected jsonl or sqlite)")
@@ -57,14 +50,16 @@ def _detect_compression(root: Path) -> str | None:
     return None
 
 
-def open_store(root: str | Path | None = None, *, backend: str | None = None, compression: str | None = None):
-    """A SessionStore for ``root`` (default ``$DSH_HOME/sessions``)."""
+def open_store(root: str | Path | None = None, *, backend: str | None = None, compression: str | None = None,
+               default_backend: str | None = None, default_compression: str | None = None):
+    """A SessionStore for ``root`` (default ``$DSH_HOME/sessions``). ``backend`` / ``compression`` are
+    explicit choices; ``default_backend`` / ``default_compression`` the configured ones (lowest priority)."""
     if root is None:
         from dsh_tui.paths import default_sessions_root
 
         root = default_sessions_root()
     root = Path(root).expanduser()
-    kind = backend_for(root, backend)
+    kind = backend_for(root, backend, default_backend)
     if kind == "sqlite":
         import sqlite3
 
@@ -77,7 +72,7 @@ def open_store(root: str | Path | None = None, *, backend: str | None = None, co
     from dsh_tui.store.jsonl import JsonlStore
 
     comp = (compression or os.environ.get("DSH_TUI_COMPRESSION") or _detect_compression(root)
-            or _setting("storage.compression") or "zstd")
+            or default_compression or "zstd")
     if comp not in ("zstd", "none"):
         raise DshError(f"unknown compression {comp!r} (expected zstd or none)")
     return JsonlStore(root, comp)

@@ -21,8 +21,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dsh_tui.tools._common import aborted_error, js_number, plain_error
 from dsh_tui.tools.base import ToolContext, ToolDefinition
+from dsh_tui.tools.common import aborted_error, js_number, plain_error
 from dsh_tui.tools.paths import confine_dir
 
 DEFAULT_TIMEOUT_MS = 120_000

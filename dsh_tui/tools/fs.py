@@ -15,10 +15,11 @@ import codecs
 import difflib
 import os
 import stat as stat_mod
-import tempfile
 from typing import Any
 
-from dsh_tui.tools._common import (
+from dsh_tui.store.fsio import write_atomic
+from dsh_tui.tools.base import ToolContext, ToolDefinition
+from dsh_tui.tools.common import (
     aborted_error,
     fs_error,
     normalize_newlines,
@@ -27,7 +28,6 @@ from dsh_tui.tools._common import (
     utf16_len,
     utf16_prefix,
 )
-from dsh_tui.tools.base import ToolContext, ToolDefinition
 from dsh_tui.tools.paths import Target, resolve_target
 
 READ_LIMIT = 2000
@@ -330,34 +330,6 @@ def _read_text_for_diff(path: str) -> str | None:
         return None
 
 
-def _atomic_write(real_path: str, data: bytes, *, create_only: bool, mode: int | None) -> None:
-    """Stage in the target directory, fsync, then publish (link for create-only, rename otherwise)."""
-    directory = os.path.dirname(real_path) or "."
-    os.makedirs(directory, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=f".{os.path.basename(real_path)}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is None:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.chmod(temp, mode)
-        if create_only:
-            os.link(temp, real_path)
-            os.unlink(temp)
-        else:
-            os.replace(temp, real_path)
-    except BaseException:
-        try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
-
-
 STALE_REMEDY = " — re-read the file, then retry"
 NOT_OBSERVED_REMEDY = " — read the file, then retry"
 
@@ -395,7 +367,7 @@ def _write_blocking(ctx: ToolContext, target: Target, content: str) -> dict[str,
         operation, before, mode = "update", _read_text_for_diff(real), stat_mod.S_IMODE(st.st_mode)
     data = content.encode("utf-8", "surrogatepass")
     try:
-        _atomic_write(real, data, create_only=operation == "create", mode=mode)
+        write_atomic(real, data, create_only=operation == "create", mode=mode)
     except FileExistsError:
         raise fs_error(
             f'cannot overwrite existing "{shown}" without reading it first{NOT_OBSERVED_REMEDY}',
@@ -477,7 +449,7 @@ def _edit_blocking(ctx: ToolContext, target: Target, old: str, new: str, replace
     edited = content.replace(old_n, new_n)
     out = edited.replace("\n", "\r\n") if crlf else edited
     payload = (codecs.BOM_UTF8 if bom else b"") + out.encode("utf-8", "surrogatepass")
-    _atomic_write(real, payload, create_only=False, mode=stat_mod.S_IMODE(st.st_mode))
+    write_atomic(real, payload, create_only=False, mode=stat_mod.S_IMODE(st.st_mode))
     _observed(ctx)[real] = {"kind": "present", "version": version_of(os.stat(real))}
     return {"path": shown, "before": content, "after": edited}
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from dsh_tui.tools._common import SANDBOX_DENIED, SANDBOX_ESCALATION_HINT, SANDBOX_MODE, fs_error
 from dsh_tui.tools.base import ToolContext, ToolError
+from dsh_tui.tools.common import SANDBOX_DENIED, SANDBOX_ESCALATION_HINT, SANDBOX_MODE, fs_error
 
 
 @dataclass(frozen=True)

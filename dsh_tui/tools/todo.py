@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_tui.tools._common import plain_error
 from dsh_tui.tools.base import ToolContext, ToolDefinition
+from dsh_tui.tools.common import plain_error
 
 STATUSES = ("pending", "in_progress", "completed")
 

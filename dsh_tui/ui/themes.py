@@ -140,12 +140,12 @@ class CachedStylesheet(HookedStylesheet):
         entries = self._entries
         if len(entries) > limit:  # keep what this run used
             entries = {k: v for k, v in entries.items() if k in self._used}
+        from dsh_tui.store.fsio import write_atomic
+
         try:
-            self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.cache_path.with_name(f"{self.cache_path.name}.{os.getpid()}.tmp")
-            tmp.write_bytes(pickle.dumps({"version": self.VERSION, "entries": entries},
-                                         protocol=pickle.HIGHEST_PROTOCOL))
-            os.replace(tmp, self.cache_path)
+            # a cache: no fsync (a lost file is parsed again next time)
+            write_atomic(self.cache_path, pickle.dumps({"version": self.VERSION, "entries": entries},
+                                                       protocol=pickle.HIGHEST_PROTOCOL), fsync=False)
         except OSError:
             return False
         self._dirty = False

@@ -33,7 +33,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from dsh_tui.llm._httpx import httpx  # noqa: E402
-from dsh_tui.llm.openai_compat import OpenAICompatProvider  # noqa: E402
+from dsh_tui.llm.openai import OpenAICompatProvider  # noqa: E402
 
 SERVER = REPO / "tests" / "llm" / "sse_server.py"
 WORDS = ["the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", "."]

@@ -33,7 +33,7 @@ os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
 
 from textual import events  # noqa: E402
 
-from dsh_tui.llm.openai_compat import OpenAICompatProvider  # noqa: E402
+from dsh_tui.llm.openai import OpenAICompatProvider  # noqa: E402
 from dsh_tui.ui.app import DshApp  # noqa: E402
 from dsh_tui.ui.harness import HarnessSpec, open_harness  # noqa: E402
 from dsh_tui.ui.settings import UiSettings  # noqa: E402

@@ -11,9 +11,9 @@ import types
 import httpx
 import pytest
 
-from dsh_tui.llm import openai_compat
 from dsh_tui.llm import protocol as P
-from dsh_tui.llm.openai_compat import OpenAICompatProvider, parse_retry_after
+from dsh_tui.llm.openai import OpenAICompatProvider, parse_retry_after
+from dsh_tui.llm.openai import errors as openai_errors
 from dsh_tui.llm.protocol import LlmError, ModelInfo, Provider
 from tests.llm.sse_server import DONE, Reply, ScriptServer, chunk, json_reply, sse, sse_reply, tool_call
 
@@ -529,7 +529,7 @@ async def test_429_with_retry_after_seconds(server):
 
 def frozen_wall_clock(monkeypatch, now: float) -> None:
     """The provider's wall clock (only ``time.time`` is read there: Retry-After dates) fixed at ``now``."""
-    monkeypatch.setattr(openai_compat, "time", types.SimpleNamespace(time=lambda: now))
+    monkeypatch.setattr(openai_errors, "time", types.SimpleNamespace(time=lambda: now))
 
 
 async def test_429_with_retry_after_http_date(server, monkeypatch):

@@ -10,7 +10,7 @@ import pytest
 from dsh_tui.config import SettingsError, load_credentials, load_settings, settings_path
 from dsh_tui.llm import protocol as P
 from dsh_tui.llm import registry
-from dsh_tui.llm.openai_compat import OpenAICompatProvider
+from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.protocol import LlmError
 from tests.llm.sse_server import Reply, ScriptServer
 from tests.llm.test_openai_compat import KEY, fail, make

@@ -13,7 +13,7 @@ from collections import defaultdict
 
 import pytest
 
-from dsh_tui.llm.openai_compat import Translator
+from dsh_tui.llm.openai import Translator
 from tests.session.fixture_logs import fixture_id, load_fixture, session_fixture_paths
 
 _FINISH = {"stop": "stop", "tool-calls": "tool_calls", "max-tokens": "length"}

@@ -16,7 +16,7 @@ import threading
 import pytest
 
 from dsh_tui.llm import protocol as P
-from dsh_tui.llm.openai_compat import OpenAICompatProvider
+from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.protocol import LlmError, ModelInfo
 from dsh_tui.llm.redact import REDACTED, redact, redact_url
 from tests.llm.sse_server import Reply, ScriptServer, chunk, json_reply, sse, sse_reply

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dsh_tui.llm.openai.sse import SseDecoder
 from dsh_tui.llm.redact import redact, redact_url
-from dsh_tui.llm.sse import SseDecoder
 
 
 def decode_all(parts: list[bytes]) -> tuple[list[bytes], int]:

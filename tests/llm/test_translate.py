@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_tui.llm.openai_compat import Translator, map_usage
+from dsh_tui.llm.openai import Translator, map_usage
 from dsh_tui.llm.protocol import LlmError
 
 TEXT = st.text(max_size=6)

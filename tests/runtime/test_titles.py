@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tui.llm.openai_compat import OpenAICompatProvider
+from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.protocol import ModelInfo
 from dsh_tui.runtime.builtins.titles import set_user_title
 from dsh_tui.runtime.host import AgentHost, HostSpec

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dsh_tui.config import load_settings, save_settings
+from dsh_tui.runtime.host import open_session_store
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.headers import make_header
 from dsh_tui.store.jsonl import JsonlStore
@@ -40,6 +41,15 @@ def test_explicit_environment_settings_and_existing_database(tmp_path, monkeypat
     settings = load_settings()
     settings.set("storage.backend", "sqlite")
     save_settings(settings)
-    assert _kind(open_store(tmp_path / "z")) == "sqlite"
+    assert _kind(open_store(tmp_path / "s")) == "jsonl-zstd"  # the store layer reads no settings file
+    assert _kind(open_store(tmp_path / "s2", default_backend="sqlite")) == "sqlite"
+    assert _kind(open_session_store(tmp_path / "z")) == "sqlite"  # the host passes the setting down
+    settings.set("storage", {"compression": "none"})
+    save_settings(settings)
+    assert _kind(open_session_store(tmp_path / "n")) == "jsonl-none"
+    settings.set("storage.backend", 5)
+    save_settings(settings)
+    with pytest.raises(DshError, match="storage.backend must be a string, not 5"):
+        open_session_store(tmp_path / "bad")
     with pytest.raises(DshError, match="unknown session backend"):
         open_store(tmp_path / "w", backend="mysql")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dsh_tui.config import load_settings
+from dsh_tui.config import load_settings, settings_path
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import Delay, Hang
 from dsh_tui.ui.app import DshApp
@@ -177,3 +177,48 @@ def test_cost_is_unknown_without_a_configured_price():
     fold.apply({"type": "assistant/chunk", "data": {"turn": 1, "step": 1, "chunk": {
         "type": "usage", "usage": {"inputTokens": 4200, "outputTokens": 80}}}})
     assert fold.total.output == 80 and fold.cost_usd() is None
+
+
+SETTINGS_WITH_COMMENTS = """\
+# My dsh-tui settings: hand-written, please keep my notes.
+
+[ui]
+theme = "dsh-dark"   # dark for the evening
+show_time = true
+
+# the model I use most
+[default]
+model = "deepseek-v4-flash"  # fast one
+
+[keymap]
+chat.cards = "ctrl+k"   # dotted keys stay dotted
+
+[providers.local]  # a vLLM box under the desk
+base_url = "http://127.0.0.1:8000/v1"
+models = ["qwen"]
+
+[some-future-plugin.section]
+flags = [1, 2, 3]  # unknown to this version: kept as is
+"""
+
+
+async def test_saving_the_theme_and_model_keeps_comments_and_unknown_tables():
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(SETTINGS_WITH_COMMENTS.encode())
+    app = DshApp(None, settings=UiSettings.load())
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert app.theme == "dsh-dark"
+        app.theme = "dsh-light"
+        await pilot.pause()
+        # exactly the one value changed, every other byte as the user wrote it
+        assert path.read_bytes() == SETTINGS_WITH_COMMENTS.replace(
+            'theme = "dsh-dark"   #', 'theme = "dsh-light"   #').encode()
+        app._choose_model("qwen", "local")  # the command palette's "save as default" path
+        await pilot.pause()
+    assert path.read_bytes() == SETTINGS_WITH_COMMENTS.replace(
+        'theme = "dsh-dark"   #', 'theme = "dsh-light"   #').replace(
+        'model = "deepseek-v4-flash"  # fast one', 'model = "qwen"  # fast one\nprovider = "local"').encode()
+    settings = load_settings()
+    assert settings.get("ui.theme") == "dsh-light" and settings.default_provider == "local"
+    assert settings.get("some-future-plugin.section.flags") == [1, 2, 3]

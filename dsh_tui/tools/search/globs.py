@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from dsh_tui.tools._common import search_error
+from dsh_tui.tools.common import search_error
 
 
 def _split_alternatives(body: str) -> list[str]:

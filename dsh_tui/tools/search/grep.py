@@ -9,8 +9,8 @@ import threading
 import time
 from typing import Any
 
-from dsh_tui.tools._common import plain_error, search_error
 from dsh_tui.tools.base import ToolContext
+from dsh_tui.tools.common import plain_error, search_error
 
 from . import walk
 from .globs import _compile_user_glob

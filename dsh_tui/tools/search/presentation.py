@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dsh_tui.tools._common import SPILL_RETRIEVAL_HINT, head_utf8
+from dsh_tui.tools.common import SPILL_RETRIEVAL_HINT, head_utf8
 
 from .grep import GREP_MAX_LINE_BYTES
 

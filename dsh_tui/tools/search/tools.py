@@ -6,8 +6,8 @@ import asyncio
 import threading
 from typing import Any
 
-from dsh_tui.tools._common import plain_error, save_spill
 from dsh_tui.tools.base import ToolContext, ToolDefinition
+from dsh_tui.tools.common import plain_error, save_spill
 from dsh_tui.tools.schemas import GLOB_MAX_RESULTS, GREP_MAX_MATCHES
 
 from .grep import _grep_blocking, validate_include

@@ -9,8 +9,8 @@ import stat as stat_mod
 import threading
 import time
 
-from dsh_tui.tools._common import search_error
 from dsh_tui.tools.base import ToolContext
+from dsh_tui.tools.common import search_error
 from dsh_tui.tools.paths import resolve_target
 
 from .globs import _compile_user_glob

@@ -1,0 +1,298 @@
+"""The typed provider settings as pydantic models: every field, its type, its default and its rule in
+one place, and the one-line ``SettingsError`` a wrong value becomes (naming the key path, e.g.
+``providers.vllm.models."m".context_window must be an integer, not 'big'``).
+
+A provider table is validated when it is read (``Settings.provider`` / ``Settings.providers``), not when
+the file is loaded: a broken ``[providers.x]`` table must not stop the parts of the app that never use it.
+Unknown keys are kept and ignored, so a newer settings file still loads.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+
+from dsh_tui.session.errors import DshError
+
+CREDENTIALS_FILE = "credentials.toml"
+
+DEEPSEEK_PROVIDER = "deepseek-official"
+DEEPSEEK_BASE_URL = "https://api.deepseek.com"
+DEEPSEEK_KEY_ENV = "DEEPSEEK_API_KEY"
+DEEPSEEK_BASE_URL_ENV = "DEEPSEEK_BASE_URL"
+DEEPSEEK_MODELS = ("deepseek-v4-flash", "deepseek-v4-pro")
+DEEPSEEK_CONTEXT_WINDOW = 1_000_000
+DEEPSEEK_MAX_TOKENS = 256_000
+THINKING_FORMATS = ("deepseek", "openai", "none")
+EFFORTS = ("off", "low", "medium", "high", "max")
+DEFAULT_IDLE_TIMEOUT_S = 300.0
+
+_SCHEME = re.compile(r"^https?://")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")  # HTTP/1.1 carries visible ASCII, spaces and tabs only
+
+
+class SettingsError(DshError):
+    """The settings or credentials file is unreadable or holds a value of the wrong shape."""
+
+
+def _fail(message: str) -> PydanticCustomError:
+    """A validation failure whose text follows the key path as is (``<path> <message>``)."""
+    return PydanticCustomError("settings", "{message}", {"message": message})
+
+
+def _count(value: Any) -> Any:
+    """Numbers are non-negative and finite (the integer / number type is checked by the field)."""
+    if value is not None and (not math.isfinite(value) or value < 0):
+        raise _fail(f"must be a non-negative finite number, not {value!r}")
+    return value
+
+
+def _positive(value: Any) -> Any:
+    if value == 0:
+        raise _fail("must be a positive integer, not 0")
+    return value
+
+
+def _one_of(choices: tuple[str, ...]):
+    def check(value: Any) -> Any:
+        if value is not None and value not in choices:
+            raise _fail(f"must be one of {', '.join(choices)}, not {value!r}")
+        return value
+
+    return check
+
+
+PositiveCount = Annotated[int | None, AfterValidator(_count), AfterValidator(_positive)]
+Price = Annotated[float | None, AfterValidator(_count)]  # USD per million tokens
+Effort = Annotated[str | None, AfterValidator(_one_of(EFFORTS))]
+
+
+class _Table(BaseModel):
+    # strict: TOML already has types, so "5" is not 5 and true is not 1; extra keys are kept, unused
+    model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
+
+
+class ModelSettings(_Table):
+    """``[providers.NAME.models."ID"]``: what is known about one model of a provider."""
+
+    id: str
+    context_window: PositiveCount = None
+    max_tokens: PositiveCount = None
+    price_input: Price = None  # USD per million uncached input tokens
+    price_cache_hit: Price = None  # USD per million cache-hit input tokens
+    price_output: Price = None  # USD per million output tokens
+
+
+def _models_table(value: Any) -> Any:
+    if value is None:
+        return {}
+    if isinstance(value, list):  # models = ["a", "b"]
+        value = {str(m): {} for m in value}
+    if not isinstance(value, dict):
+        raise _fail("must be a table of model ids")
+    out = {}
+    for mid, raw in value.items():
+        if raw is None or raw is True:
+            raw = {}
+        out[mid] = {**raw, "id": mid} if isinstance(raw, dict) else raw
+    return out
+
+
+def _headers_table(value: Any) -> Any:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and _HEADER_NAME.fullmatch(k) for k, v in value.items()
+    ):
+        raise _fail("must be a table of header names to string values")
+    return value
+
+
+def _header_values(value: dict[str, str]) -> dict[str, str]:
+    for k, v in value.items():
+        if not _HEADER_VALUE.fullmatch(v):
+            raise PydanticCustomError(
+                "settings",
+                "{message}",
+                {"message": "must be printable ASCII text (no accents, emoji or line breaks: an HTTP header "
+                            "cannot carry them)", "key": k},
+            )
+    return value
+
+
+def _table_or_empty(value: Any) -> Any:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _fail("must be a table")
+    return value
+
+
+class ProviderSettings(_Table):
+    """``[providers.NAME]``: one OpenAI-compatible route. ``name`` and ``builtin`` come from the caller."""
+
+    name: str
+    builtin: bool = False
+    base_url: str | None = Field(default=None, validate_default=True)
+    # None: no environment variable (credentials file or no authentication)
+    api_key_env: str | None = None
+    thinking_format: str | None = None  # deepseek | openai | none; default from the host (see below)
+    thinking: str | None = None  # "enabled" | "disabled" | None (provider default)
+    reasoning_effort: Effort = None  # this provider's default effort
+    idle_timeout_s: Annotated[float | None, AfterValidator(_count)] = DEFAULT_IDLE_TIMEOUT_S
+    models: Annotated[dict[str, ModelSettings], BeforeValidator(_models_table)] = Field(default_factory=dict)
+    retry: Annotated[dict[str, Any], BeforeValidator(_table_or_empty)] = Field(default_factory=dict)
+    headers: Annotated[dict[str, str], BeforeValidator(_headers_table), AfterValidator(_header_values)] = \
+        Field(default_factory=dict)  # extra request headers (gateways)
+    default_context_window: PositiveCount = None
+    default_max_tokens: PositiveCount = None
+    label: str | None = None
+
+    @field_validator("base_url", mode="after")
+    @classmethod
+    def _base_url(cls, value: str | None, info: ValidationInfo) -> str:
+        if not value:
+            raise _fail("is required (e.g. http://127.0.0.1:8000/v1)")
+        if not _SCHEME.match(value):
+            raise _fail(f"must start with http:// or https://, not {value!r}")
+        if "@" in _SCHEME.sub("", value).split("/")[0]:
+            # never echoed: the part before "@" is a credential
+            builtin = bool((info.context or {}).get("builtin"))
+            origin = f"(from ${DEEPSEEK_BASE_URL_ENV}) " if builtin and os.environ.get(DEEPSEEK_BASE_URL_ENV) else ""
+            raise _fail(f"{origin}must not hold credentials (user:key@host); put the key in api_key_env or "
+                        f"{CREDENTIALS_FILE}")
+        return value
+
+    @field_validator("api_key_env", mode="before")
+    @classmethod
+    def _key_env(cls, value: Any) -> Any:
+        if value is not None and not isinstance(value, str):
+            raise _fail("must be a string (an environment variable name)")
+        return value or None
+
+    @field_validator("thinking", mode="after")
+    @classmethod
+    def _thinking(cls, value: str | None) -> str | None:
+        if value is not None and value not in ("enabled", "disabled"):
+            raise _fail(f'must be "enabled" or "disabled", not {value!r}')
+        return value
+
+    @field_validator("thinking_format", mode="after")
+    @classmethod
+    def _format(cls, value: str | None) -> str | None:
+        return _one_of(THINKING_FORMATS)(value or None)
+
+    @field_validator("idle_timeout_s", mode="after")
+    @classmethod
+    def _timeout(cls, value: float | None) -> float:
+        if value is None:
+            return DEFAULT_IDLE_TIMEOUT_S
+        if value <= 0:
+            raise _fail("must be positive")
+        return value
+
+    @model_validator(mode="after")
+    def _default_format(self) -> ProviderSettings:
+        if self.thinking_format is None:
+            # DeepSeek's own API speaks the deepseek format; a generic gateway gets none unless told
+            host = _SCHEME.sub("", self.base_url or "").split("/")[0]
+            fmt = "deepseek" if self.builtin or host.endswith("deepseek.com") else "none"
+            object.__setattr__(self, "thinking_format", fmt)
+        return self
+
+
+class StorageSettings(_Table):
+    """``[storage]``: the session backend of a root without one yet (``jsonl`` | ``sqlite``) and the
+    compression of new JSONL logs (``zstd`` | ``none``); ``dsh_tui.store.open`` checks the values."""
+
+    backend: str | None = None
+    compression: str | None = None
+
+    @field_validator("backend", "compression", mode="after")
+    @classmethod
+    def _blank_is_unset(cls, value: str | None) -> str | None:
+        return value or None
+
+
+def parse_storage(raw: Any) -> StorageSettings:
+    if raw is None:
+        return StorageSettings()
+    if not isinstance(raw, dict):
+        raise SettingsError("storage must be a table")
+    try:
+        return StorageSettings.model_validate(raw)
+    except ValidationError as err:
+        raise SettingsError(describe(err, "storage")) from None
+
+
+def builtin_deepseek() -> dict[str, Any]:
+    """The built-in ``deepseek-official`` table; a user's ``[providers.deepseek-official]`` is merged over it."""
+    models: dict[str, Any] = {m: {"context_window": DEEPSEEK_CONTEXT_WINDOW} for m in DEEPSEEK_MODELS}
+    return {
+        "base_url": os.environ.get(DEEPSEEK_BASE_URL_ENV) or DEEPSEEK_BASE_URL,
+        "api_key_env": DEEPSEEK_KEY_ENV,
+        "thinking_format": "deepseek",
+        "default_context_window": DEEPSEEK_CONTEXT_WINDOW,
+        "default_max_tokens": DEEPSEEK_MAX_TOKENS,
+        "models": models,
+        "label": "DeepSeek",
+    }
+
+
+def parse_provider(name: str, raw: Any, builtin: bool) -> ProviderSettings:
+    """Validate one ``[providers.NAME]`` table; the first problem is a ``SettingsError`` naming its key."""
+    where = f"providers.{name}"
+    if not isinstance(raw, dict):
+        raise SettingsError(f"{where} must be a table")
+    try:
+        return ProviderSettings.model_validate({**raw, "name": name, "builtin": builtin},
+                                               context={"builtin": builtin})
+    except ValidationError as err:
+        raise SettingsError(describe(err, where)) from None
+
+
+_TYPE_WORDS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "float_type": "an integer or a number",
+    "bool_type": "true or false",
+}
+_TABLE_TYPES = ("dict_type", "model_type", "model_attributes_type")
+
+
+def describe(err: ValidationError, where: str) -> str:
+    """The first error of ``err`` as ``<where>.<key path> <what is wrong>`` (model ids quoted)."""
+    first = err.errors(include_url=False)[0]
+    path = where
+    loc = list(first["loc"])
+    parent = None
+    for part in loc:
+        path += f'."{part}"' if parent == "models" else f".{part}"
+        parent = part
+    kind = first["type"]
+    if kind == "settings":
+        key = (first.get("ctx") or {}).get("key")
+        if key is not None:
+            path += f".{key}"
+        return f"{path} {first['msg']}"
+    if kind in _TABLE_TYPES:
+        return f"{path} must be a table"
+    if kind in _TYPE_WORDS:
+        return f"{path} must be {_TYPE_WORDS[kind]}, not {first['input']!r}"
+    return f"{path}: {first['msg']}"
