@@ -80,6 +80,14 @@ class ApprovalPanel(Vertical):
         self._why.display = False
         self.display = True
         self._allow.focus()
+        # on the first request the buttons are still being mounted: focus again once they are (else the
+        # keys would reach no widget of the panel)
+        self.call_after_refresh(self._focus_allow, request)
+
+    def _focus_allow(self, request: ApprovalRequest) -> None:
+        focused = self.screen.focused if self.is_attached else None
+        if self.request is request and (focused is None or focused not in self.query("*")):
+            self._allow.focus()
 
     @property
     def asking_reason(self) -> bool:
