@@ -63,12 +63,12 @@ def _store(row):
 
 
 async def resume_headless(store: Any, session_id: str, provider: Any, model: str, prompt: str,
-                          *, cwd: str | None = None) -> tuple[str, str]:
+                          *, cwd: str | None = None, keep_model: bool = True) -> tuple[str, str]:
     """Resume ``session_id``, run one turn with ``prompt``; returns (final answer text, turn end reason)."""
     from dsh_tui.runtime.host import AgentHost, HostSpec
 
     spec = HostSpec(root=None, store=store, cwd=Path(cwd) if cwd else None, provider=provider, model=model,
-                    resume_id=session_id)
+                    resume_id=session_id, keep_model=keep_model)
     host = await AgentHost.open(spec)
     try:
         result = await host.run_turn(prompt)
@@ -100,7 +100,8 @@ def resume_app(args: argparse.Namespace, row: Any) -> Any:
         provider, model, hint = model_route(model_arg)
         if provider is None:
             return None, hint
-        spec = HarnessSpec(root=root, cwd=cwd, provider=provider, model=model, resume_id=row.id)
+        spec = HarnessSpec(root=root, cwd=cwd, provider=provider, model=model, resume_id=row.id,
+                           keep_model=not model_arg)
         return (lambda bridge: open_harness(bridge, spec)), ""
 
     return DshApp(None, settings=settings, resolve=resolve, session_roots=[root, *args.root])
@@ -132,7 +133,8 @@ def run(args: argparse.Namespace) -> int:
     provider, model, hint = model_route(args.model)
     if provider is None:
         raise DshError(hint or "no model provider configured")
-    answer, reason = asyncio.run(resume_headless(_store(row), row.id, provider, model, args.headless))
+    answer, reason = asyncio.run(resume_headless(_store(row), row.id, provider, model, args.headless,
+                                                   keep_model=not args.model))
     if answer:
         print(answer)
     if reason != "completed":

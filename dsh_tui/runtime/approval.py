@@ -4,7 +4,9 @@
 ``ask``. An ``ask`` goes through ``ApprovalService.request``, which appends ``approval/asked``, runs the
 ``approval/request`` waterfall (innermost ``unavailable``: fail closed when nobody answers) and appends
 ``approval/decided``. A listener answers by returning (or awaiting) one of ``allowed-once``,
-``rejected``, ``cancelled``, ``unavailable``.
+``rejected``, ``cancelled``, ``unavailable``, or ``{"outcome": "rejected", "reason": text}``: the reason is
+not logged in ``approval/decided`` (dsh's shape) but reaches the model in the tool result
+(``dsh_tui.runtime.permissions.rejection_text``).
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Pat
 class ApprovalService:
     def __init__(self, agent: Any) -> None:
         self.agent = agent
+        self.reasons: dict[str, str] = {}  # call id -> the user's reason for a rejection (taken by the tool)
 
     @property
     def policy(self) -> str:
@@ -102,6 +105,8 @@ class ApprovalService:
             except Exception:  # noqa: BLE001 - a failing answerer fails closed
                 outcome = "unavailable"
             if isinstance(outcome, dict):
+                if isinstance(outcome.get("reason"), str) and outcome["reason"].strip():
+                    self.reasons[call_id] = outcome["reason"]
                 outcome = outcome.get("outcome", outcome.get("kind"))
             if outcome not in OUTCOMES:
                 outcome = "unavailable"

@@ -7,8 +7,8 @@ UI text, never model input. A name that is not registered is not a command (the 
 ``/<skill>`` may invoke a skill).
 
 The built-in plugin ``commands`` registers ``/compact``, ``/model``, ``/permission``, ``/title``, ``/new``,
-``/fork``, ``/export``, ``/skills``, ``/plugins``, ``/mcp`` and ``/help``. ``/new``, ``/fork``, ``/export``
-and ``/mcp`` (the MCP servers panel) ask the UI to act (``CommandResult.action``).
+``/fork``, ``/export``, ``/skills``, ``/plugins``, ``/mcp``, ``/retry`` and ``/help``. ``/new``, ``/fork``,
+``/export`` and ``/mcp`` (the MCP servers panel) ask the UI to act (``CommandResult.action``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from dsh_tui.session.errors import DshError
 
 COMMAND = re.compile(r"^/([a-z][a-z0-9_-]*)(?=$|[ \t\r\n])")
 TITLE_MAX_BYTES = 80
-PRESET_ALIASES = {"danger-full-access": "full-access"}
 
 
 class CommandError(DshError):
@@ -194,29 +193,73 @@ def _compact(call: CommandCall) -> Awaitable[CommandResult]:
 def _model(call: CommandCall) -> CommandResult:
     cfg = call.agent.config
     if not call.args:
+        effort = f", reasoning effort {cfg.reasoning_effort}" if cfg.reasoning_effort else ""
         return CommandResult(f"This session uses {cfg.model or '(no model)'}"
-                             f"{f' ({cfg.provider})' if cfg.provider else ''}. /model <name> switches this "
-                             "session from its next request; the default for new sessions is in the command "
-                             "palette (Ctrl+P).")
-    name = call.args
-    if any(c.isspace() for c in name):
-        raise CommandError("Usage: /model <name>")
+                             f"{f' ({cfg.provider})' if cfg.provider else ''}{effort}. /model <name> [effort] "
+                             "switches this session from its next request; the default for new sessions is in "
+                             "the command palette (Ctrl+P).")
+    return _switch_model(call.agent, call.args.split())
+
+
+# -- /model [name] [effort], /permission [mode], /retry (turn control; runtime/permissions.py, runtime/turns.py)
+EFFORT_WORDS = ("off", "low", "medium", "high", "max", "default")
+
+
+def _switch_model(agent: Any, words: list[str]) -> CommandResult:
+    """``/model NAME [EFFORT]`` or ``/model EFFORT`` (an effort word alone keeps the model). The effort is
+    checked against what the provider lists for the model; ``default`` goes back to the model's own."""
+    cfg = agent.config
+    if len(words) > 2:
+        raise CommandError("Usage: /model [name] [effort]")
+    if len(words) == 1 and words[0] in EFFORT_WORDS and words[0] != cfg.model:
+        name, effort = cfg.model, words[0]
+    else:
+        name, effort = words[0], (words[1] if len(words) == 2 else None)
+    if effort is not None:
+        efforts: tuple[str, ...] = ()
+        resolve = getattr(agent.provider, "resolve_model", None)
+        try:
+            efforts = tuple(resolve(name).efforts) if resolve is not None else ()
+        except Exception:  # noqa: BLE001 - an unknown model: the request reports it
+            efforts = ()
+        if effort != "default" and efforts and effort not in efforts:
+            raise CommandError(f"{name} has no reasoning effort {effort!r} (it has: {', '.join(efforts)}).")
     cfg.model = name
-    return CommandResult(f"This session now uses {name} from its next request.",
-                         action={"kind": "model", "model": name})
+    if effort is not None:
+        cfg.reasoning_effort = None if effort == "default" else effort
+    shown = f"{name} ({cfg.reasoning_effort})" if cfg.reasoning_effort else name
+    return CommandResult(f"This session now uses {shown} from its next request.",
+                         action={"kind": "model", "model": name, "effort": cfg.reasoning_effort})
 
 
 def _permission(call: CommandCall) -> CommandResult:
+    from dsh_tui.runtime import permissions
     from dsh_tui.runtime.approval import PRESETS
 
     cfg = call.agent.config
     if not call.args:
-        return CommandResult(f"Permission preset: {cfg.preset}. Presets: {', '.join(PRESETS)}.")
-    preset = PRESET_ALIASES.get(call.args, call.args)
-    if preset not in PRESETS:
-        raise CommandError(f"Unknown preset {call.args!r}. Presets: {', '.join(PRESETS)}.")
-    cfg.preset = preset
+        return CommandResult(f"Permission preset: {cfg.preset}. Presets: {', '.join(PRESETS)} (F4 in the chat "
+                             "cycles them).")
+    try:
+        preset = permissions.set_preset(call.agent, call.args)
+    except ValueError as err:
+        raise CommandError(f"Unknown preset {call.args!r}. Presets: {', '.join(PRESETS)}.") from err
     return CommandResult(f"Permission preset: {preset}.", action={"kind": "preset", "preset": preset})
+
+
+def _retry(call: CommandCall) -> CommandResult:
+    from dsh_tui.runtime.turns import failed_prompt
+
+    if call.args:
+        raise CommandError("Usage: /retry (no arguments)")
+    agent = call.agent
+    if agent.status == "running":
+        raise CommandError("A turn is running: wait for it to end (Esc cancels it).")
+    prompt = failed_prompt(agent.session.events)
+    if prompt is None:
+        raise CommandError("The last turn did not fail: nothing to retry.")
+    agent.followup(prompt)
+    return CommandResult("Retrying the failed turn with the same prompt.", action={"kind": "retry"})
 
 
 def _title(call: CommandCall) -> CommandResult:
@@ -333,8 +376,9 @@ def _help(call: CommandCall) -> CommandResult:
 
 BUILTIN_COMMANDS: tuple[Command, ...] = (
     Command("compact", "Summarize the history so far to free context", _compact, "/compact"),
-    Command("model", "Show or switch this session's model", _model, "/model [name]"),
-    Command("permission", "Show or set the permission preset", _permission, "/permission [preset]"),
+    Command("model", "Show or switch this session's model and reasoning effort", _model, "/model [name] [effort]"),
+    Command("permission", "Show or set the permission mode", _permission, "/permission [mode]"),
+    Command("retry", "Send the failed last turn's prompt again", _retry, "/retry"),
     Command("title", "Set this session's title", _title, "/title <text>"),
     Command("new", "Start a new session", _new, "/new"),
     Command("fork", "Fork this session (at a turn)", _fork, "/fork [turn]"),

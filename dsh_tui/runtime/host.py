@@ -34,6 +34,9 @@ class HostSpec:
     reasoning_effort: str | None = None
     preset: str = "workspace-write"
     resume_id: str | None = None
+    # a resumed session keeps its own model (its last request/header's, same provider) and permission mode
+    # (its last sandbox/mode, approval/policy); False: ``model`` is an explicit choice (``resume --model``)
+    keep_model: bool = True
     prompts: tuple[str, ...] = ()  # the app's demo: sent one after another, each when the agent is idle
     clock: Any = None  # epoch-ms clock for the session and agent (screenshots freeze it)
     persona: str | None = DEFAULT_PERSONA  # the deployment persona section of the system prompt
@@ -109,6 +112,12 @@ class AgentHost:
             await asyncio.to_thread(writer.close)
             raise
         agent.store = store  # /fork copies the committed log from it
+        if spec.resume_id:
+            from dsh_tui.runtime import permissions
+
+            permissions.restore(agent)
+            if spec.keep_model:
+                keep_session_model(agent)
         host.agent = agent
         if agent.mcp is not None:  # servers with fail_on_startup_error: their first attempt must succeed
             try:
@@ -181,6 +190,18 @@ class AgentHost:
         finally:
             if self.spec.close_provider:
                 await close_provider(self.agent.provider)
+
+
+def keep_session_model(agent: Any) -> None:
+    """Use the model the session last requested (its ``request/header``) when it is on the same provider:
+    ``/model`` in an earlier run is what the log records (dsh logs a model change only as the next step's
+    request header), so a resumed session goes on with it."""
+    prior = agent.session.request_header()
+    config = (prior or {}).get("config") or {}
+    if config.get("model") and config.get("provider") == agent.config.provider:
+        agent.config.model = config["model"]
+        if config.get("reasoningEffort") and not (prior.get("adapterDefaults") or {}).get("reasoningEffort"):
+            agent.config.reasoning_effort = config["reasoningEffort"]
 
 
 _PROCESS_PLUGINS: dict[str, Any] = {"modules": (), "strict": False, "check_requests": False, "mcp": ()}

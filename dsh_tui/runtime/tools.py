@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dsh_tui.runtime import approval as approval_mod
+from dsh_tui.runtime.permissions import rejection_text
 from dsh_tui.runtime.schema import check_schema, violations
 from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.session.jsonutil import check_lossless
@@ -217,7 +218,9 @@ class ToolService:
                     if signal.aborted:
                         ex.final, ex.skip_post = aborted_before_dispatch(), True
                     else:
-                        ex.final = error_result(approval_mod.outcome_text(outcome, ex.ctx.name))
+                        reason = agent.approval.reasons.pop(ex.ctx.call_id, None)
+                        ex.final = error_result(rejection_text(ex.ctx.name, reason) if outcome == "rejected"
+                                                else approval_mod.outcome_text(outcome, ex.ctx.name))
                     return
                 ex.ctx.allow_outside = True
             for guard in self.guards:

@@ -344,7 +344,8 @@ class DshApp(App):
         cfg = agent.config
         spec = HarnessSpec(root=host.spec.root, cwd=Path(str(cfg.cwd)), provider=agent.provider, model=cfg.model,
                            reasoning_effort=cfg.reasoning_effort, preset=cfg.preset,
-                           resume_id=action.get("child") if action.get("kind") == "fork" else None)
+                           resume_id=action.get("child") if action.get("kind") == "fork" else None,
+                           keep_model=False)  # the live session's model goes on in the fork
         self.open_chat(lambda bridge: open_harness(bridge, spec))
         return ""
 
@@ -550,6 +551,8 @@ class DshApp(App):
             yield SystemCommand(f"Model: {name}{where} · new sessions",
                                 "Use this model for new sessions (default): saved to settings.toml",
                                 lambda provider=provider, name=name: self._choose_model(name, provider))
+        if live is not None:
+            yield from self._turn_commands(chat)
         if "browser" in SCREEN_FACTORIES:
             yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
         if chat is not None and screen is chat and "timeline" in SCREEN_FACTORIES:  # [browser/timeline engineer]
@@ -557,6 +560,27 @@ class DshApp(App):
         if chat is not None and screen is chat:
             yield SystemCommand("MCP servers", "The session's MCP servers: state, tools, reconnect (/mcp)",
                                 self.action_mcp)
+
+    def _turn_commands(self, chat: Any) -> Iterable[SystemCommand]:
+        """Rewind, retry, the permission mode and this session's reasoning effort (ui/screens/rewind.py)."""
+        from dsh_tui.runtime.approval import PRESETS
+
+        yield SystemCommand("Rewind", "Fork before an earlier prompt and edit it (Esc Esc)",
+                            lambda: self.call_later(chat.action_rewind))
+        yield SystemCommand("Retry failed turn", "Send the failed last turn's prompt again (F5, /retry)",
+                            chat.action_retry)
+        for preset in PRESETS:
+            yield SystemCommand(f"Permission mode: {preset}", "This session, from the next tool call (F4 cycles)",
+                                lambda preset=preset: chat.bridge.call(lambda h: h.set_preset(preset)))
+        agent = getattr(self.bridge.harness, "agent", None)
+        cfg = getattr(agent, "config", None)
+        try:
+            efforts = tuple(agent.provider.resolve_model(cfg.model).efforts) if cfg is not None else ()
+        except Exception:  # noqa: BLE001 - a model the provider does not describe: no effort choices
+            efforts = ()
+        for effort in efforts:
+            yield SystemCommand(f"Reasoning effort: {effort} · this session", f"{cfg.model} with effort {effort}",
+                                lambda effort=effort: self.bridge.call(lambda h: h.set_model(cfg.model, effort)))
 
     def _model_routes(self) -> list[tuple[str | None, str]]:
         """(provider or None, model) for every model the settings list (``models`` has no provider)."""

@@ -14,6 +14,7 @@ from typing import Any
 
 from dsh_tui.runtime.bus import BUILTIN
 from dsh_tui.runtime.host import AgentHost, HostSpec
+from dsh_tui.runtime.permissions import SessionAllowances
 from dsh_tui.ui.bridge import Bridge
 
 # How to open the chat's session: the agent host's spec (root, cwd, provider, model, resume id, ...).
@@ -38,6 +39,8 @@ class AgentHarness:
         self._offs.append(on("agent/error", self._on_error))
         # the host's answerer is built-in behaviour: a user plugin's approval/request listener runs first
         self._offs.append(on("approval/request", self._on_approval, tier=BUILTIN))
+        # "allow for this session" answers (dsh logs no scope: they live here, for this open session)
+        self.allowances = SessionAllowances()
         # subagents below this agent: their live state for the cards and the status bar
         from dsh_tui.runtime.subagents import children as subagents
 
@@ -46,6 +49,7 @@ class AgentHarness:
         self._offs.append(lambda: subagents.WATCHERS.remove(self._on_child)
                           if self._on_child in subagents.WATCHERS else None)
         self.announce_model()
+        self.announce_preset()
 
     def _on_child(self, child: Any) -> None:
         """A subagent below this agent changed: post its snapshot (at most one per child per loop turn)."""
@@ -118,18 +122,25 @@ class AgentHarness:
             if event.get("type") == "tool/call" and event.get("data", {}).get("callId") == call_id:
                 arguments = event["data"].get("arguments") or ""
                 break
-        request = self.bridge.ask_approval(str(payload.get("toolName") or "?"), arguments,
-                                           str(payload.get("reason") or ""), call_id)
+        tool = str(payload.get("toolName") or "?")
+        if self.allowances.covers(tool, arguments):  # allowed for this session in the approval panel
+            return "allowed-once"
+        request = self.bridge.ask_approval(tool, arguments, str(payload.get("reason") or ""), call_id)
         signal = payload.get("signal")
         waiter = asyncio.wrap_future(request.future)
         if signal is not None and hasattr(signal, "race"):
             try:
-                return await signal.race(waiter)
+                outcome = await signal.race(waiter)
             finally:
                 if not request.future.done():
                     request.future.cancel()
                     self.bridge.notice("approval-closed", request)
-        return await waiter
+        else:
+            outcome = await waiter
+        if isinstance(outcome, dict) and outcome.get("scope") == "session":
+            self.allowances.add(tool, arguments)
+            return "allowed-once"
+        return outcome
 
     async def send(self, text: str, mode: str) -> None:
         if mode == "steer":
@@ -137,10 +148,34 @@ class AgentHarness:
         else:
             self.agent.followup(text)
 
-    async def set_model(self, model: str) -> None:
-        """Use ``model`` from the next request on (logged as a ``request/header`` change)."""
+    async def set_model(self, model: str, effort: str | None = None) -> None:
+        """Use ``model`` (and ``effort``, if given) from the next request on (logged as a ``request/header``
+        change)."""
         self.agent.config.model = model
+        if effort is not None:
+            self.agent.config.reasoning_effort = effort
         self.announce_model()
+
+    # -- turn control (dsh_tui/runtime/permissions.py, dsh_tui/runtime/turns.py) ---------------------
+    def announce_preset(self) -> None:
+        self.bridge.notice("preset", self.agent.config.preset)
+
+    async def set_preset(self, preset: str) -> str:
+        """Switch the permission mode (logged as dsh logs ``/permission``); the next tool call obeys it."""
+        from dsh_tui.runtime.permissions import set_preset
+
+        preset = set_preset(self.agent, preset)
+        self.announce_preset()
+        return preset
+
+    async def rewind(self, turn: int) -> str:
+        """Fork this session just before ``turn`` (what is committed on disk); returns the child's id."""
+        from dsh_tui.runtime.turns import fork_before_turn
+
+        if self.agent.checkpoint is not None:
+            await self.agent.checkpoint("fork")
+        child = await asyncio.to_thread(fork_before_turn, self.host.store, self.session.id, turn)
+        return str(child["id"])
 
     async def set_title(self, text: str) -> dict:
         """Rename the open session (``n`` in the browser, ``/title``): a ``source: user`` title, appended by
@@ -174,6 +209,8 @@ class AgentHarness:
         action = result.action or {}
         if action.get("kind") == "model":
             self.announce_model()
+        elif action.get("kind") == "preset":
+            self.announce_preset()
         return result
 
     async def play(self, prompts: tuple[str, ...]) -> None:

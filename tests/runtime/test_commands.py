@@ -72,13 +72,14 @@ async def test_permission_model_and_ui_actions(tmp_path):
     res = await agent.commands.run(agent, "/permission yolo")
     assert res.kind == "error" and agent.config.preset == "full-access"
     res = await agent.commands.run(agent, "/model other-model")
-    assert agent.config.model == "other-model" and res.action == {"kind": "model", "model": "other-model"}
+    assert agent.config.model == "other-model" and res.action == {"kind": "model", "model": "other-model",
+                                                                      "effort": None}
     assert (await agent.commands.run(agent, "/fork 9")).kind == "error"  # no such turn yet
     assert (await agent.commands.run(agent, "/export pdf")).kind == "error"
     assert (await agent.commands.run(agent, "/export html")).action == {"kind": "export", "format": "html"}
     assert (await agent.commands.run(agent, "/new")).action == {"kind": "new"}
     help_text = (await agent.commands.run(agent, "/help")).text
-    for usage in ("/compact", "/model [name]", "/permission [preset]", "/title <text>", "/new", "/fork [turn]",
+    for usage in ("/compact", "/model [name] [effort]", "/permission [mode]", "/title <text>", "/new", "/fork [turn]",
                   "/export [md|html]", "/skills", "/plugins", "/mcp [reconnect NAME]", "/help"):
         assert f"\n{usage} — " in help_text
     no_servers = await agent.commands.run(agent, "/mcp")

@@ -51,7 +51,7 @@ async def test_slash_at_column_0_lists_every_command_with_its_help_and_tab_compl
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await _type(pilot, "/")
         assert _labels(app) == ["/compact", "/export", "/fork", "/help", "/mcp", "/model", "/new", "/permission",
-                                "/plugins", "/skills", "/title", "/deploy"]
+                                "/plugins", "/retry", "/skills", "/title", "/deploy"]
         text = screen_text(app)
         assert "/compact" in text and "Summarize the history so far to free context" in text
         await _type(pilot, "ti")

@@ -40,9 +40,10 @@ TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the res
 PLACEHOLDER = "Ask the agent…  (F1 for help)"
 # the built-in command names: a read-only view says that they need a live session
 _KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "mcp",
-                   "help"}
+                   "help", "retry"}
 READ_ONLY_PLACEHOLDER = "Read-only view of a stored session. Type, then Enter resumes it here and sends."
 HINT_IDLE = "Enter send · Ctrl+J newline"
+HINT_FAILED = "F5 retry · Enter send · Esc Esc rewind"
 HINT_RUNNING = "Enter queue · Ctrl+S steer · Esc cancel"
 HINT_RUNNING_SWAPPED = "Enter steer · Ctrl+S queue · Esc cancel"
 HINT_READ_ONLY = "read-only · Enter resumes here"
@@ -72,7 +73,14 @@ class ChatScreen(Screen):
 - **Up** on the composer's first line / **Down** on its last recall earlier prompts (this session's, then
   this workspace's past sessions'); Down past the newest brings the draft back. **Ctrl+L** searches them
   as you type (Ctrl+L or Up: older match, Down: newer, **Enter** keeps it, **Esc** restores the draft).
-- **Esc** cancels the running turn; the partial answer stays, marked.
+- **Esc** cancels the running turn; the partial answer stays, marked. **Esc Esc** while idle rewinds: pick
+  an earlier prompt, the session is forked just before it (the original is kept) and the prompt is put
+  back in the composer to edit and resend.
+- **F5** (or `/retry`) sends the failed last turn's prompt again. **F4** cycles the permission mode
+  (read-only → workspace-write → full-access; also `/permission [mode]`), shown in the status bar.
+  `/model [name] [effort]` switches this session's model and reasoning effort.
+- Approvals: **a** allow once, **s** allow this command (or this tool with these arguments) for the rest
+  of the session, **r** reject, **e** reject with a reason the model reads.
 - **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning
   (the status bar shows what is not at its default).
 - **PageUp / PageDown** scroll the transcript; **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads
@@ -110,6 +118,8 @@ class ChatScreen(Screen):
         # protocol: Ctrl+S is the key every terminal sends (flow control is off in the app's raw mode)
         Binding("ctrl+s,ctrl+enter", "steer", "Steer", id="composer.steer", show=False),
         Binding("ctrl+down", "focus_queue", "Queue", id="chat.queue", show=False),
+        Binding("f4", "cycle_permission", "Permission mode", id="chat.permission", show=False),
+        Binding("f5", "retry", "Retry failed turn", id="chat.retry", show=False),
         # priority: the composer's own PageUp/PageDown would move its cursor
         Binding("pageup", "page_transcript(-1)", "Scroll transcript up", id="chat.pageup", show=False,
                 priority=True),
@@ -161,6 +171,7 @@ class ChatScreen(Screen):
         self._index_timer: Any = None
         self._completion_pending = False
         self._skill_names: list[tuple[str, str]] | None = None  # user-invocable skills, read when / opens
+        self.last_failed = False  # the last turn ended with an error: F5 retries it (ui/screens/rewind.py)
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -263,7 +274,7 @@ class ChatScreen(Screen):
             composer.border_subtitle = HINT_RUNNING_SWAPPED if self.enter_steers else HINT_RUNNING
             composer.placeholder = PLACEHOLDER
         else:
-            composer.border_subtitle = HINT_IDLE
+            composer.border_subtitle = HINT_FAILED if self.last_failed else HINT_IDLE
             composer.placeholder = PLACEHOLDER
 
     # -- harness -> UI ---------------------------------------------------------------------------
@@ -356,6 +367,8 @@ class ChatScreen(Screen):
             callback, self.on_attached = self.on_attached, None
             callback()
         self.read_only = bool(getattr(self.bridge.harness, "read_only", False))
+        ends = [e for e in events[-2000:] if e.get("type") == "turn/end"][-1:]
+        self.last_failed = bool(ends) and ((ends[0].get("data") or {}).get("reason") or {}).get("kind") == "error"
         self._update_composer_hint()
         if self.send_on_attach and self.bridge.harness is not None:
             self.send_on_attach = False
@@ -461,6 +474,7 @@ class ChatScreen(Screen):
                 if text in self._steers:
                     self._steers.remove(text)
         elif etype == "turn/end":
+            self.last_failed = ((event.get("data") or {}).get("reason") or {}).get("kind") == "error"
             self._return_undelivered_steers()
             self._set_running(False)
             gc.freeze()  # the finished turn's events and views are long-lived now
@@ -489,6 +503,9 @@ class ChatScreen(Screen):
             self.app.notify(str(value), timeout=5)
         elif kind == "subagent" and isinstance(value, dict):
             self._subagent_changed(value)
+        elif kind == "preset":
+            self.status.preset = str(value or "")
+            self.status.redraw()
         elif kind == "model" and isinstance(value, tuple) and len(value) == 3:
             self.status.route = value
             self.status.redraw()
@@ -969,6 +986,25 @@ class ChatScreen(Screen):
             return
         if self.running:
             self.bridge.cancel()
+        else:
+            from dsh_tui.ui.screens.rewind import escape_when_idle
+
+            escape_when_idle(self)  # Esc Esc: rewind
+
+    def action_rewind(self) -> None:
+        from dsh_tui.ui.screens.rewind import open_rewind
+
+        open_rewind(self)
+
+    def action_retry(self) -> None:
+        from dsh_tui.ui.screens.rewind import retry_failed
+
+        retry_failed(self)
+
+    def action_cycle_permission(self) -> None:
+        from dsh_tui.ui.screens.rewind import cycle_permission
+
+        cycle_permission(self)
 
     def action_cycle_cards(self) -> None:
         modes = ViewState.CARD_MODES

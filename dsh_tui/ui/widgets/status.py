@@ -22,6 +22,9 @@ PHASE_TEXT = {
 }
 
 
+PRESET_STYLES = {"read-only": "cyan", "workspace-write": "", "full-access": "bold red"}
+
+
 @dataclass
 class StatusInfo:
     status: str = "idle"
@@ -53,7 +56,7 @@ def _short_hints(hint: str) -> list[str]:
 
 
 class StatusBar(Widget):
-    """One line: state + phase clock, model/effort, cost, context %, tokens, cache %, queue.
+    """One line: state + phase clock, model/effort, permission mode, cost, context %, tokens, cache %, queue.
 
     Laid out by priority: when the line is too narrow, the least important segments are left out
     (cache %, then tokens, the reasoning effort, context %), never the state, the model, the cost, the queue or a
@@ -76,6 +79,7 @@ class StatusBar(Widget):
         # the live route (provider, model, effort) the next request uses: shown before the first turn
         self.route: tuple[str, str, str | None] | None = None
         self.modes: dict[str, str] = {}  # display modes that differ from the default, e.g. "cards hidden"
+        self.preset = ""  # the live session's permission mode (F4 cycles it), shown after the model
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -122,10 +126,10 @@ class StatusBar(Widget):
     def render(self) -> Text:
         return self._text
 
-    def segments(self) -> list[tuple[int, Text]]:
+    def segments(self) -> list[tuple[float, Text]]:
         """(priority, text) of every segment in display order; lower priority numbers are kept longer."""
         info = self.info
-        out: list[tuple[int, Text]] = []
+        out: list[tuple[float, Text]] = []
         if info.status == "running":
             phase = PHASE_TEXT.get(info.phase, info.phase or "running")
             if info.phase == "tools" and info.tools_running:
@@ -149,6 +153,9 @@ class StatusBar(Widget):
                 out.append((4, Text(f"({effort})")))
         elif self.model_hint:
             out.append((1, Text(self.model_hint, style="yellow")))
+        if self.preset:  # left out on a narrow line before context %; full access (nothing asks) last
+            out.append((3 if self.preset == "full-access" else 4.5,
+                        Text(self.preset, style=PRESET_STYLES.get(self.preset, ""))))
         if usage is not None and (model or usage.model):
             cost = usage.cost_usd()
             if not usage.model and usage.prices.get(model) is None:
@@ -178,7 +185,7 @@ class StatusBar(Widget):
 
         separator = self.SEPARATOR
 
-        def line(parts: list[tuple[int, Text]]) -> Text:
+        def line(parts: list[tuple[float, Text]]) -> Text:
             text = Text()
             for i, (priority, part) in enumerate(parts):
                 if i and not (priority == 4 and parts[i - 1][0] == 1):

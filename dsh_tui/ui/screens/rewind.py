@@ -1,0 +1,162 @@
+"""Turn control in the chat: rewind (Esc Esc), retry a failed turn (F5, ``/retry``), the permission mode (F4).
+
+Rewind lists this session's earlier prompts; choosing one forks the session just before that turn (dsh's
+fork rules: ``dsh_tui/runtime/turns.py``), opens the child in the chat and puts the prompt in the composer
+to edit and resend. The original session is not written; the browser shows the child under it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from rich.text import Text
+from textual.widgets import OptionList
+
+from dsh_tui.runtime.approval import PRESETS
+from dsh_tui.runtime.permissions import next_preset
+from dsh_tui.runtime.turns import Prompt, failed_prompt, prompts
+from dsh_tui.ui.screens.modals import ChoiceModal
+
+DOUBLE_ESC_S = 0.8  # the second Esc of a rewind comes within this long of the first
+ENDED = {"error": "failed", "aborted": "cancelled"}
+
+
+class RewindModal(ChoiceModal):
+    """The prompts to rewind to, oldest first, the latest highlighted."""
+
+    def __init__(self, points: list[Prompt], width: int = 80) -> None:
+        room = max(20, min(width, 100) - 16)
+        choices = []
+        for p in points:
+            text = " ".join(p.text.split()) or "(no text)"
+            if len(text) > room:
+                text = text[: room - 1] + "…"
+            label = Text(f"{p.turn:>3}  {text}")  # Text: a prompt's "[...]" is not markup
+            if p.ended in ENDED:
+                label.append(f"  ({ENDED[p.ended]})", style="dim")
+            choices.append((label, p))
+        super().__init__("Rewind: fork this session just before which prompt? (Enter: edit it and resend · Esc)",
+                         choices)
+
+    def on_mount(self) -> None:
+        options = self.query_one(OptionList)
+        options.focus()
+        if self.choices:
+            options.highlighted = len(self.choices) - 1
+
+
+def live_agent(chat: Any) -> Any:
+    """The chat's live agent, or None (no session yet, or a read-only view)."""
+    harness = chat.bridge.harness
+    if harness is None or getattr(harness, "read_only", False):
+        return None
+    return getattr(harness, "agent", None)
+
+
+def escape_when_idle(chat: Any) -> None:
+    """An Esc with nothing else to do: the second one in a row opens the rewind picker."""
+    now = time.monotonic()
+    last, chat._last_idle_escape = getattr(chat, "_last_idle_escape", 0.0), now
+    if now - last <= DOUBLE_ESC_S:
+        chat._last_idle_escape = 0.0
+        open_rewind(chat)
+
+
+def open_rewind(chat: Any) -> None:
+    agent = live_agent(chat)
+    if agent is None:
+        chat.say("Rewind needs a live session (resume this one first).")
+        return
+    if chat.running:
+        chat.say("A turn is running: Esc cancels it, then Esc Esc rewinds.")
+        return
+    events = list(agent.session.events)
+    app = chat.app
+
+    def scan() -> None:  # a worker thread: a 200k-event log is not read on the UI loop
+        points = prompts(events)
+        app.call_from_thread(show, points)
+
+    def show(points: list[Prompt]) -> None:
+        if not points:
+            chat.say("Nothing to rewind to yet: no prompt has been sent in this session.")
+            return
+        app.push_screen(RewindModal(points, chat.size.width), chosen)
+
+    def chosen(point: Prompt | None) -> None:
+        if point is not None:
+            rewind_to(chat, point)
+
+    chat.run_worker(scan, thread=True, group="rewind-scan", exclusive=True, description="rewind points")
+
+
+def rewind_to(chat: Any, point: Prompt) -> None:
+    """Fork before ``point``'s turn on the harness thread, then open the child with the prompt to edit."""
+    harness = chat.bridge.harness
+    future = chat.bridge.call(lambda h: h.rewind(point.turn))
+    if future is None:
+        chat.say("No session is open.")
+        return
+    app = chat.app
+
+    async def wait() -> None:  # on the UI loop: the harness thread never waits for the UI
+        try:
+            child = await asyncio.wrap_future(future)
+        except Exception as err:  # noqa: BLE001 - the bridge reported it as a notice too
+            child, problem = None, str(err)
+        else:
+            problem = "" if child else "the fork failed (see the notice)"
+        opened(child, problem)
+
+    def opened(child: str | None, problem: str) -> None:
+        if not child:
+            chat.say(f"Rewind failed: {problem}")
+            return
+        problem = app.open_from_command(harness, {"kind": "fork", "child": child})
+        if problem:
+            chat.say(f"Rewind failed: {problem}")
+            return
+        new = app.chat
+        if new is not chat:
+            new.initial_text = point.text
+            app.notify(f"Rewound to before turn {point.turn}: this is a new session (the original is kept). "
+                       "Edit the prompt and press Enter.", timeout=6)
+
+    chat.run_worker(wait(), group="rewind", exclusive=True, description="rewind")
+
+
+def retry_failed(chat: Any) -> None:
+    """F5: when the last turn failed, send its prompt again as a new turn."""
+    agent = live_agent(chat)
+    prompt = failed_prompt(list(agent.session.events)) if agent is not None and not chat.running else None
+    if prompt is None:
+        chat.say("Nothing to retry: the last turn did not fail." if agent is not None and not chat.running
+                 else "Retry needs a live, idle session.")
+        return
+    chat._send(prompt, "followup")
+
+
+def last_turn_failed(chat: Any) -> bool:
+    agent = live_agent(chat)
+    return agent is not None and failed_prompt(list(agent.session.events)) is not None
+
+
+def cycle_permission(chat: Any) -> None:
+    """F4: read-only → workspace-write → full-access → read-only, logged and obeyed from the next call."""
+    agent = live_agent(chat)
+    if agent is None:
+        chat.say("The permission mode belongs to a live session.")
+        return
+    preset = next_preset(chat.status.preset or agent.config.preset)
+    chat.status.preset = preset  # shown at once; the harness confirms with a notice
+    chat.status.redraw()
+    chat.bridge.call(lambda h: h.set_preset(preset))
+    chat.app.notify(f"Permission mode: {preset} ({describe(preset)})", timeout=3)
+
+
+def describe(preset: str) -> str:
+    return {"read-only": "edits and commands ask first",
+            "workspace-write": "edits in the workspace run, commands ask first",
+            "full-access": "nothing asks"}.get(preset, ", ".join(PRESETS))
