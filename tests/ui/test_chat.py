@@ -263,3 +263,17 @@ async def test_rarely_shown_widgets_are_mounted_on_first_use_in_their_place(tmp_
         assert "⏳ later" in screen_text(app)
         chat._ensure_mounted(chat.plan_strip)  # mounted once
         assert ids().count("plan") == 1
+
+
+async def test_events_that_arrive_before_the_chat_is_composed_wait_for_its_mount(tmp_path):
+    """The bridge can post "events ready" before a new chat screen has composed its widgets (a fork or
+    /new opening one while a turn streams): nothing is flushed then, and the mount drains what came."""
+    from dsh_tui.ui.screens.chat import ChatScreen
+
+    app = scripted_app(tmp_path, [scripted.text("ok")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None and app.chat.attached)
+        screen = ChatScreen(app.bridge)
+        screen.events_ready()  # not composed yet: this raised AttributeError ('composer')
+        await app.push_screen(screen)
+        await wait_for(pilot, lambda: screen.is_mounted and screen.composer.has_focus)

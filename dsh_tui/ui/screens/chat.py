@@ -151,6 +151,7 @@ class ChatScreen(Screen):
         self._last_freeze = 0.0
         self.loading_head = False
         self.attached = False  # a session's events have been received
+        self._ready = False  # mounted: the widgets a flush updates exist
         # set by the app before the attach when the events are only the tail of a stored log (read by
         # dsh_tui.store.tail): the older part arrives later through complete_history()
         self.expect_head = False
@@ -223,6 +224,8 @@ class ChatScreen(Screen):
             self.say(self._model_hint)  # no harness is coming: say what to set, inline
             self._update_composer_hint()
         self.set_interval(0.25, self._update_bottom_hint)
+        self._ready = True
+        self.events_ready()  # whatever the bridge delivered before the screen was composed
 
     def _ensure_mounted(self, widget: Any) -> None:
         """Mount a lazily built widget (bottom hint, plan strip, queue, approval panel) in its place:
@@ -280,6 +283,8 @@ class ChatScreen(Screen):
     # -- harness -> UI ---------------------------------------------------------------------------
     def events_ready(self) -> None:
         """Called (on the UI thread) when the bridge has something; coalesces to <= 20 Hz."""
+        if not self._ready:  # the bridge can post before this screen is composed: on_mount drains it
+            return
         now = time.monotonic()
         # adaptive coalescing: never spend more than about a third of the loop on transcript updates
         interval = max(FLUSH_INTERVAL, 1.5 * self._flush_cost)
