@@ -277,3 +277,25 @@ async def test_events_that_arrive_before_the_chat_is_composed_wait_for_its_mount
         screen.events_ready()  # not composed yet: this raised AttributeError ('composer')
         await app.push_screen(screen)
         await wait_for(pilot, lambda: screen.is_mounted and screen.composer.has_focus)
+
+
+async def test_a_paste_while_an_approval_waits_lands_in_the_composer(tmp_path):
+    """The composer is hidden while the approval panel asks; a paste then is kept in its draft (it was
+    dropped), and the approval keys still work."""
+    from textual import events
+
+    (tmp_path / "ws").mkdir()
+    app = scripted_app(tmp_path, [
+        scripted.call("c1", "bash", {"command": "echo hi", "description": "say hi"}),
+        scripted.text("ok"),
+    ], preset="workspace-write")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None and app.focused is not None)
+        assert not app.chat.composer.display
+        app.focused.post_message(events.Paste("line one\nline two"))
+        await wait_for(pilot, lambda: app.chat.composer.text == "line one\nline two")
+        await pilot.press("a")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        assert app.chat.composer.display and app.chat.composer.text == "line one\nline two"

@@ -17,7 +17,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Static, TextArea
+from textual.widgets import Input, Static, TextArea
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
@@ -590,6 +590,16 @@ class ChatScreen(Screen):
         self._ensure_mounted(self.approval)
         self.approval.show_request(request)
         self.transcript.back_to_bottom()  # the call it asks about is the latest item
+
+    def on_paste(self, event: events.Paste) -> None:
+        """A paste while the approval panel holds the focus (the composer is hidden then) goes into the
+        composer's draft, shown again once the approval is decided: a paste is never dropped."""
+        if self.composer.display or not event.text or isinstance(self.focused, (Input, TextArea)):
+            return  # the composer (or the reason line) takes it itself
+        event.stop()
+        self.composer.insert(event.text)
+        self.notify("The pasted text is in the composer: it shows again after the approval.",
+                    title="Pasted", timeout=4, markup=False)
 
     @on(ApprovalPanel.Decided)
     def _approval_decided(self, message: ApprovalPanel.Decided) -> None:
