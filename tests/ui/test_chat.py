@@ -299,3 +299,21 @@ async def test_a_paste_while_an_approval_waits_lands_in_the_composer(tmp_path):
         await pilot.press("a")
         await wait_for(pilot, lambda: _footers(app) == 1)
         assert app.chat.composer.display and app.chat.composer.text == "line one\nline two"
+
+
+async def test_a_very_long_prompt_is_sent_whole_and_shown_as_its_head_and_tail(tmp_path):
+    """A pasted 3,000-line log goes to the model whole; the transcript shows its first 40 and last 5 lines
+    (laid out whole, it held the UI thread for seconds), and the viewer has all of it."""
+    from dsh_tui.ui.widgets.render import render_user
+
+    lines = [f"log line {i}" for i in range(3000)]
+    app = scripted_app(tmp_path, [scripted.text("ok")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "\n".join(lines))
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        sent = [e for e in app.bridge.harness.session.events if e["type"] == "user/message"]
+        assert sent[0]["data"]["content"][0]["text"] == "\n".join(lines)
+        (user,) = items(app, "user")
+        shown = render_user(user).plain.splitlines()
+        assert shown == [*lines[:40], "… 2955 more lines …", *lines[-5:]]

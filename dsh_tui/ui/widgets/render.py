@@ -71,8 +71,13 @@ def _duration(ms: int | None) -> str:
     return f"{ms // 60_000} m {ms % 60_000 // 1000} s"
 
 
+#: A prompt longer than this many lines shows its head and tail (the whole text: select it and press ``v``).
+USER_HEAD_LINES, USER_TAIL_LINES = 40, 5
+
+
 def render_user(item: UserItem) -> RenderableType:
-    return Text(item.text, style="bold")
+    # a pasted log of 10,000 lines laid out whole held the UI thread for seconds on every reflow
+    return Text(_clip(item.text, USER_HEAD_LINES, USER_TAIL_LINES), style="bold")
 
 
 def render_context(item: ContextItem, expanded: bool) -> RenderableType:
