@@ -3,6 +3,11 @@
 Session events reach this screen only through the bridge's queue; they are drained at most
 ``1 / FLUSH_INTERVAL`` times per second (20 Hz), folded with the same ``TranscriptFold`` a cold load
 uses, and the resulting item changes are applied in one batch.
+
+The composer's completion (``chat_completion.py``) and slash commands (``chat_commands.py``) are mixins of
+``ChatScreen``. Over 500 lines for a reason: what is left is one screen's state machine (the stream flush,
+the session attach, running/queue/approval/steer phases, focus and key routing), whose handlers all read
+and write the same state; Textual registers ``@on`` handlers only on the screen class itself.
 """
 
 from __future__ import annotations
@@ -14,7 +19,6 @@ from typing import Any
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.message import Message
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static, TextArea
@@ -22,9 +26,11 @@ from textual.widgets import Input, Static, TextArea
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.history import ChatHistory
+from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandsMixin
+from dsh_tui.ui.screens.chat_completion import CompletionMixin
 from dsh_tui.ui.textual_compat import key_is_bound
 from dsh_tui.ui.widgets.approval import ApprovalPanel
-from dsh_tui.ui.widgets.completion import Candidate, CompletionList
+from dsh_tui.ui.widgets.completion import CompletionList
 from dsh_tui.ui.widgets.composer import Composer
 from dsh_tui.ui.widgets.item import ViewState
 from dsh_tui.ui.widgets.plan import PlanStrip
@@ -38,9 +44,6 @@ FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams
 TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the rest in the background
 
 PLACEHOLDER = "Ask the agent…  (F1 for help)"
-# the built-in command names: a read-only view says that they need a live session
-_KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "mcp",
-                   "help", "retry"}
 READ_ONLY_PLACEHOLDER = "Read-only view of a stored session. Type, then Enter resumes it here and sends."
 HINT_IDLE = "Enter send · Ctrl+J newline"
 HINT_FAILED = "F5 retry · Enter send · Esc Esc rewind"
@@ -51,16 +54,9 @@ HINT_NO_MODEL = "no model configured (see above) · your text is kept"
 BOTTOM_HINT = "↓ back to bottom (Ctrl+End)"
 
 
-class CommandFinished(Message):
-    """A slash command's result (posted from the harness thread)."""
-
-    def __init__(self, text: str, result: Any) -> None:
-        super().__init__()
-        self.text = text
-        self.result = result
 
 
-class ChatScreen(Screen):
+class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     """One live (or replayed) session."""
 
     HELP = """
@@ -667,92 +663,9 @@ class ChatScreen(Screen):
         if self._send(text, "steer" if self.running else "followup"):
             self.composer.value = ""
 
-    # -- slash commands ----------------------------------------------------------------------------
-    def _commands(self) -> Any:
-        """The live session's command registry (None: no session, or a read-only view)."""
-        agent = getattr(self.bridge.harness, "agent", None)
-        return getattr(agent, "commands", None)
-
-    def _run_command(self, text: str) -> bool:
-        """Run ``text`` if it starts with a registered ``/command`` (True: it did, or it was refused and said
-        why); False: the text is a prompt."""
-        commands = self._commands()
-        if commands is None or commands.match(text) is None:
-            if self.read_only and text.split(maxsplit=1)[0][1:] in _KNOWN_COMMANDS:
-                self.say("Commands need a live session: resume this one first (Enter on a prompt, or r in the "
-                         "browser).")
-                return True
-            return False
-        future = self.bridge.call(lambda h: h.run_command(text))  # type: ignore[attr-defined]
-        if future is None:
-            self.say("No session is open.")
-            return True
-        self.composer.value = ""
-        self.say("")
-        self._show_output(f"{text.split(maxsplit=1)[0]} …", error=False)
-        screen = self
-
-        def done(fut: Any) -> None:  # on the harness thread: must not wait for the UI (post, never call)
-            try:
-                result = fut.result()
-            except Exception as err:  # noqa: BLE001 - the bridge reports it as a notice too
-                result = err
-            screen.post_message(CommandFinished(text, result))
-
-        future.add_done_callback(done)
-        return True
-
     @on(CommandFinished)
     def _command_finished(self, message: CommandFinished) -> None:
         self._command_done(message.text, message.result)
-
-    def _show_output(self, text: str, *, error: bool) -> None:
-        """A command's output, above the composer (UI text: never sent to the model). Esc or the next
-        send hides it."""
-        self._ensure_mounted(self.command_output)
-        self.command_output.update(text)
-        self.command_output.set_class(error, "-error")
-        self.command_output.display = bool(text)
-
-    def _command_done(self, text: str, result: Any) -> None:
-        if result is None or isinstance(result, BaseException):
-            self._show_output(f"{text.split(maxsplit=1)[0]} failed: {result or 'see the notice'}", error=True)
-            return
-        action = result.action or {}
-        kind = action.get("kind")
-        if kind == "mcp" and hasattr(self.app, "action_mcp"):  # the panel shows the servers live
-            self._show_output("", error=False)
-            self.app.action_mcp()
-            return
-        self._show_output(result.text, error=result.kind == "error")
-        if kind == "export":
-            self._export(action.get("format", "md"))
-        elif kind in ("new", "fork") and hasattr(self.app, "open_from_command"):
-            self._open_from_command(self.bridge.harness, action)
-
-    def _open_from_command(self, harness: Any, action: dict[str, Any]) -> None:
-        problem = self.app.open_from_command(harness, action)
-        if problem:
-            self._show_output(problem, error=True)
-
-    def _export(self, fmt: str) -> None:
-        from pathlib import Path
-
-        from dsh_tui.export import default_filename, to_html, to_markdown
-
-        harness = self.bridge.harness
-        if harness is None:
-            return
-        session = harness.session
-        cwd = Path(str(getattr(getattr(harness, "agent", None), "config", None).cwd or "."))
-        path = cwd / default_filename(session.id, fmt)
-        render = to_markdown if fmt == "md" else to_html
-        try:
-            path.write_text(render(session.header, list(session.events)), encoding="utf-8")
-        except OSError as err:
-            self._show_output(f"Export failed: {err}", error=True)
-            return
-        self._show_output(f"Exported to {path}", error=False)
 
     # -- completion ------------------------------------------------------------------------------
     @on(TextArea.Changed, "#composer")
@@ -762,127 +675,6 @@ class ChatScreen(Screen):
         if not self._completion_pending:
             self._completion_pending = True
             self.call_later(self._refresh_completion_once)
-
-    def _refresh_completion_once(self) -> None:
-        self._completion_pending = False
-        self._refresh_completion()
-
-    def _refresh_completion(self) -> None:
-        composer = self.composer
-        if self.read_only or composer.recalled or composer.selection.start != composer.selection.end:
-            self.completion.hide()
-            return
-        row, col = composer.cursor_location
-        line = composer.document.get_line(row)
-        candidates: list[Candidate] = []
-        kind = ""
-        if row == 0 and line.startswith("/") and col >= 1 and not any(c.isspace() for c in line[:col]):
-            kind = "command"
-            candidates = self._command_candidates(line, col)
-        else:
-            from dsh_tui.runtime.filerefs import mention_at
-
-            mention = mention_at(line, col)
-            if mention is not None:
-                kind = "path"
-                candidates = self._path_candidates(row, line, mention)
-        if not candidates:
-            self.completion.hide()
-            return
-        self._ensure_mounted(self.completion)
-        self.completion.show(kind, candidates)
-
-    def _command_candidates(self, line: str, col: int) -> list[Candidate]:
-        commands = self._commands()
-        if commands is None:
-            return []
-        end = col
-        while end < len(line) and not line[end].isspace():
-            end += 1
-        query = line[1:col]
-        out = [Candidate(f"/{c.name}", c.help, f"/{c.name} ", 0, 0, end) for c in commands.sorted()
-               if c.name.startswith(query)]
-        if self._skill_names is None or col == 1:
-            self._skill_names = self._read_skills()
-        taken = {c.name for c in commands.sorted()}
-        out += [Candidate(f"/{name}", f"skill: {help_}", f"/{name} ", 0, 0, end) for name, help_ in self._skill_names
-                if name.startswith(query) and name not in taken]
-        return out
-
-    def _read_skills(self) -> list[tuple[str, str]]:
-        service = getattr(getattr(self.bridge.harness, "agent", None), "skills", None)
-        if service is None:
-            return []
-        try:
-            return [(s.name, " ".join(s.description.split())) for s in service.discover() if s.user_invocable]
-        except Exception:  # noqa: BLE001 - a broken skill folder: complete the commands anyway
-            return []
-
-    def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
-        from dsh_tui.runtime.filerefs import PathIndex, insertion
-
-        index = self._path_index
-        if index is None:
-            agent = getattr(self.bridge.harness, "agent", None)
-            cwd = getattr(getattr(agent, "config", None), "cwd", None)
-            if cwd is None:
-                return []
-            index = self._path_index = PathIndex(cwd).start()
-        if not index.done.is_set() and self._index_timer is None:
-            self._index_timer = self.set_interval(0.1, self._index_progress)
-        end = mention.end
-        while end < len(line) and not line[end].isspace() and not mention.quoted:
-            end += 1
-        out = []
-        for path in index.search(mention.query):
-            is_dir = path.endswith("/")
-            text = insertion(path.rstrip("/"), is_dir, mention.quoted)
-            if text is None:
-                continue
-            out.append(Candidate(path, "", text + ("" if is_dir else " "), row, mention.start, end, reopen=is_dir))
-        return out
-
-    def _index_progress(self) -> None:
-        """While the index builds: the list shown grows with it (a query with no match yet may find one)."""
-        index = self._path_index
-        if (index is None or index.done.is_set()) and self._index_timer is not None:
-            self._index_timer.stop()
-            self._index_timer = None
-        if self.composer.has_focus and not self.read_only:
-            self._refresh_completion()
-
-    def _completion_key(self, key: str) -> bool:
-        completion = self.completion
-        if not completion.shown:
-            return False
-        if key == "escape":
-            completion.hide()
-            return True
-        if key in ("up", "down"):
-            completion.move(-1 if key == "up" else 1)
-            return True
-        chosen = completion.current
-        if chosen is None:
-            return False
-        if key == "enter":
-            line = self.composer.document.get_line(chosen.row)
-            if line[chosen.start:chosen.end] == chosen.insert.rstrip():
-                completion.hide()
-                return False  # the token is complete: Enter sends (or runs the command)
-        self._accept(chosen)
-        return True
-
-    def _accept(self, chosen: Candidate) -> None:
-        composer = self.composer
-        line = composer.document.get_line(chosen.row)
-        insert = chosen.insert
-        if insert.endswith(" ") and line[chosen.end:chosen.end + 1].isspace():
-            insert = insert[:-1]
-        result = composer.replace(insert, (chosen.row, chosen.start), (chosen.row, chosen.end),
-                                  maintain_selection_offset=False)
-        composer.move_cursor(result.end_location)
-        if not chosen.reopen:
-            self.completion.hide()
 
     @on(Composer.Submitted, "#composer")
     def _submitted(self, event: Composer.Submitted) -> None:

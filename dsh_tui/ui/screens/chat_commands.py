@@ -1,0 +1,113 @@
+"""Slash commands in the chat: run on the harness thread, their output above the composer, actions (new,
+fork, export, MCP panel) carried out here.
+
+``CommandsMixin`` is part of ``ChatScreen`` (``chat.py``); its message handlers stay there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from textual.message import Message
+
+# the built-in command names: a read-only view says that they need a live session
+_KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "mcp",
+                   "help", "retry"}
+
+
+class CommandFinished(Message):
+    """A slash command's result (posted from the harness thread)."""
+
+    def __init__(self, text: str, result: Any) -> None:
+        super().__init__()
+        self.text = text
+        self.result = result
+
+
+class CommandsMixin:
+    """Methods of ``ChatScreen`` (see the module docstring)."""
+
+    # the ChatScreen attributes these methods use are set in ChatScreen.__init__ / compose
+
+    # -- slash commands ----------------------------------------------------------------------------
+    def _commands(self) -> Any:
+        """The live session's command registry (None: no session, or a read-only view)."""
+        agent = getattr(self.bridge.harness, "agent", None)
+        return getattr(agent, "commands", None)
+
+    def _run_command(self, text: str) -> bool:
+        """Run ``text`` if it starts with a registered ``/command`` (True: it did, or it was refused and said
+        why); False: the text is a prompt."""
+        commands = self._commands()
+        if commands is None or commands.match(text) is None:
+            if self.read_only and text.split(maxsplit=1)[0][1:] in _KNOWN_COMMANDS:
+                self.say("Commands need a live session: resume this one first (Enter on a prompt, or r in the "
+                         "browser).")
+                return True
+            return False
+        future = self.bridge.call(lambda h: h.run_command(text))  # type: ignore[attr-defined]
+        if future is None:
+            self.say("No session is open.")
+            return True
+        self.composer.value = ""
+        self.say("")
+        self._show_output(f"{text.split(maxsplit=1)[0]} …", error=False)
+        screen = self
+
+        def done(fut: Any) -> None:  # on the harness thread: must not wait for the UI (post, never call)
+            try:
+                result = fut.result()
+            except Exception as err:  # noqa: BLE001 - the bridge reports it as a notice too
+                result = err
+            screen.post_message(CommandFinished(text, result))
+
+        future.add_done_callback(done)
+        return True
+
+    def _show_output(self, text: str, *, error: bool) -> None:
+        """A command's output, above the composer (UI text: never sent to the model). Esc or the next
+        send hides it."""
+        self._ensure_mounted(self.command_output)
+        self.command_output.update(text)
+        self.command_output.set_class(error, "-error")
+        self.command_output.display = bool(text)
+
+    def _command_done(self, text: str, result: Any) -> None:
+        if result is None or isinstance(result, BaseException):
+            self._show_output(f"{text.split(maxsplit=1)[0]} failed: {result or 'see the notice'}", error=True)
+            return
+        action = result.action or {}
+        kind = action.get("kind")
+        if kind == "mcp" and hasattr(self.app, "action_mcp"):  # the panel shows the servers live
+            self._show_output("", error=False)
+            self.app.action_mcp()
+            return
+        self._show_output(result.text, error=result.kind == "error")
+        if kind == "export":
+            self._export(action.get("format", "md"))
+        elif kind in ("new", "fork") and hasattr(self.app, "open_from_command"):
+            self._open_from_command(self.bridge.harness, action)
+
+    def _open_from_command(self, harness: Any, action: dict[str, Any]) -> None:
+        problem = self.app.open_from_command(harness, action)
+        if problem:
+            self._show_output(problem, error=True)
+
+    def _export(self, fmt: str) -> None:
+        from pathlib import Path
+
+        from dsh_tui.export import default_filename, to_html, to_markdown
+
+        harness = self.bridge.harness
+        if harness is None:
+            return
+        session = harness.session
+        cwd = Path(str(getattr(getattr(harness, "agent", None), "config", None).cwd or "."))
+        path = cwd / default_filename(session.id, fmt)
+        render = to_markdown if fmt == "md" else to_html
+        try:
+            path.write_text(render(session.header, list(session.events)), encoding="utf-8")
+        except OSError as err:
+            self._show_output(f"Export failed: {err}", error=True)
+            return
+        self._show_output(f"Exported to {path}", error=False)

@@ -1,0 +1,138 @@
+"""The chat composer's completion: slash commands (and skills) at column 0, ``@`` paths in the workspace.
+
+``CompletionMixin`` is part of ``ChatScreen`` (``chat.py``); its message handlers stay there (Textual
+registers ``@on`` handlers on the screen class itself).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dsh_tui.ui.widgets.completion import Candidate
+
+
+class CompletionMixin:
+    """Methods of ``ChatScreen`` (see the module docstring)."""
+
+    # the ChatScreen attributes these methods use are set in ChatScreen.__init__ / compose
+
+    def _refresh_completion_once(self) -> None:
+        self._completion_pending = False
+        self._refresh_completion()
+
+    def _refresh_completion(self) -> None:
+        composer = self.composer
+        if self.read_only or composer.recalled or composer.selection.start != composer.selection.end:
+            self.completion.hide()
+            return
+        row, col = composer.cursor_location
+        line = composer.document.get_line(row)
+        candidates: list[Candidate] = []
+        kind = ""
+        if row == 0 and line.startswith("/") and col >= 1 and not any(c.isspace() for c in line[:col]):
+            kind = "command"
+            candidates = self._command_candidates(line, col)
+        else:
+            from dsh_tui.runtime.filerefs import mention_at
+
+            mention = mention_at(line, col)
+            if mention is not None:
+                kind = "path"
+                candidates = self._path_candidates(row, line, mention)
+        if not candidates:
+            self.completion.hide()
+            return
+        self._ensure_mounted(self.completion)
+        self.completion.show(kind, candidates)
+
+    def _command_candidates(self, line: str, col: int) -> list[Candidate]:
+        commands = self._commands()
+        if commands is None:
+            return []
+        end = col
+        while end < len(line) and not line[end].isspace():
+            end += 1
+        query = line[1:col]
+        out = [Candidate(f"/{c.name}", c.help, f"/{c.name} ", 0, 0, end) for c in commands.sorted()
+               if c.name.startswith(query)]
+        if self._skill_names is None or col == 1:
+            self._skill_names = self._read_skills()
+        taken = {c.name for c in commands.sorted()}
+        out += [Candidate(f"/{name}", f"skill: {help_}", f"/{name} ", 0, 0, end) for name, help_ in self._skill_names
+                if name.startswith(query) and name not in taken]
+        return out
+
+    def _read_skills(self) -> list[tuple[str, str]]:
+        service = getattr(getattr(self.bridge.harness, "agent", None), "skills", None)
+        if service is None:
+            return []
+        try:
+            return [(s.name, " ".join(s.description.split())) for s in service.discover() if s.user_invocable]
+        except Exception:  # noqa: BLE001 - a broken skill folder: complete the commands anyway
+            return []
+
+    def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
+        from dsh_tui.runtime.filerefs import PathIndex, insertion
+
+        index = self._path_index
+        if index is None:
+            agent = getattr(self.bridge.harness, "agent", None)
+            cwd = getattr(getattr(agent, "config", None), "cwd", None)
+            if cwd is None:
+                return []
+            index = self._path_index = PathIndex(cwd).start()
+        if not index.done.is_set() and self._index_timer is None:
+            self._index_timer = self.set_interval(0.1, self._index_progress)
+        end = mention.end
+        while end < len(line) and not line[end].isspace() and not mention.quoted:
+            end += 1
+        out = []
+        for path in index.search(mention.query):
+            is_dir = path.endswith("/")
+            text = insertion(path.rstrip("/"), is_dir, mention.quoted)
+            if text is None:
+                continue
+            out.append(Candidate(path, "", text + ("" if is_dir else " "), row, mention.start, end, reopen=is_dir))
+        return out
+
+    def _index_progress(self) -> None:
+        """While the index builds: the list shown grows with it (a query with no match yet may find one)."""
+        index = self._path_index
+        if (index is None or index.done.is_set()) and self._index_timer is not None:
+            self._index_timer.stop()
+            self._index_timer = None
+        if self.composer.has_focus and not self.read_only:
+            self._refresh_completion()
+
+    def _completion_key(self, key: str) -> bool:
+        completion = self.completion
+        if not completion.shown:
+            return False
+        if key == "escape":
+            completion.hide()
+            return True
+        if key in ("up", "down"):
+            completion.move(-1 if key == "up" else 1)
+            return True
+        chosen = completion.current
+        if chosen is None:
+            return False
+        if key == "enter":
+            line = self.composer.document.get_line(chosen.row)
+            if line[chosen.start:chosen.end] == chosen.insert.rstrip():
+                completion.hide()
+                return False  # the token is complete: Enter sends (or runs the command)
+        self._accept(chosen)
+        return True
+
+    def _accept(self, chosen: Candidate) -> None:
+        composer = self.composer
+        line = composer.document.get_line(chosen.row)
+        insert = chosen.insert
+        if insert.endswith(" ") and line[chosen.end:chosen.end + 1].isspace():
+            insert = insert[:-1]
+        result = composer.replace(insert, (chosen.row, chosen.start), (chosen.row, chosen.end),
+                                  maintain_selection_offset=False)
+        composer.move_cursor(result.end_location)
+        if not chosen.reopen:
+            self.completion.hide()
