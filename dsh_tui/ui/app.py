@@ -2,7 +2,8 @@
 
 Other screens register through ``SCREEN_FACTORIES`` (name -> ``factory(app) -> Screen``), imported
 lazily so start-up only pays for the first screen. The session browser is ``"browser"``
-(``dsh_tui.ui.screens.browser.BrowserScreen``); ``push_browser()`` opens it when it exists.
+(``dsh_tui.ui.screens.browser.BrowserScreen``); ``push_browser()`` opens it when it exists. Opening a stored
+session is ``opening.py`` and the palette's entries ``palette.py`` (mixins of ``DshApp``).
 """
 
 from __future__ import annotations
@@ -11,10 +12,10 @@ import asyncio
 import gc
 import importlib
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App, SystemCommand
+from textual.app import App
 from textual.binding import Binding
 from textual.message import Message
 from textual.notifications import Notify
@@ -22,6 +23,8 @@ from textual.screen import Screen
 
 from dsh_tui.ui import served
 from dsh_tui.ui.bridge import Bridge, Harness
+from dsh_tui.ui.opening import SessionOpening
+from dsh_tui.ui.palette import PaletteCommands
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.textual_compat import notifications, refresh_ansi_filter, unnotify
 from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes
@@ -64,7 +67,7 @@ class EventsReady(Message):
     """The bridge has queued session events or notices (posted from the harness thread)."""
 
 
-class DshApp(App):
+class DshApp(SessionOpening, PaletteCommands, App):
     """See the module docstring."""
 
     TITLE = "dsh-tui"
@@ -287,167 +290,6 @@ class DshApp(App):
             self.bridge.start(factory)
         return chat
 
-    # -- opening a stored session ---------------------------------------------------------------
-    def open_session(self, row: Any, *, at_seq: int | None = None, resume: bool = False) -> None:
-        """Open a browser row read-only (tail first) or resumed; ``at_seq`` scrolls to an event.
-
-        Read-only: the last turns are read cheaply (``dsh_tui.store.tail``) and painted first; the full
-        validated load runs in a thread afterwards and stays the authority: it confirms the tail and
-        the older part is folded in, or its result replaces the tail, and a repair or corruption it
-        reports is shown."""
-        origin = self.screen
-        if hasattr(origin, "opened_at"):
-            origin.opened_at = None
-        self._opening += 1  # a later open makes this one's results stale
-        if resume:
-            problem = self._resume_row(row, origin)
-            if problem:
-                self.notify(problem, severity="warning", timeout=6)
-            return
-        gen = self._opening
-        self.run_worker(lambda: self._load_row(row, at_seq, origin, gen), thread=True, group="open-session",
-                        description="open session")
-
-    def _resume_row(self, row: Any, origin: Any, text: str = "") -> str:
-        """Resume ``row`` in a new chat that sends ``text`` once the session is open; returns "" or why
-        it cannot (no model configured)."""
-        from pathlib import Path
-
-        from dsh_tui.ui.harness import HarnessSpec, open_harness
-
-        route = getattr(origin, "provider_route", None)
-        if route is None:
-            from dsh_tui.llm.route import model_route as route
-        provider, model, hint = route()
-        if provider is None:
-            return hint or "No model provider is configured."
-        spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or Path.cwd()), provider=provider, model=model,
-                           resume_id=row.id)
-        chat = self.open_chat(lambda bridge: open_harness(bridge, spec))
-        if text:
-            chat.initial_text, chat.send_on_attach = text, True
-        return ""
-
-    def open_from_command(self, harness: Any, action: dict[str, Any]) -> str:
-        """``/new`` (a new session in the same root and cwd) or ``/fork`` (the forked child, resumed), on the
-        live session's provider and model (handed over: the closing harness does not close it); the live
-        session is flushed and closed first. Returns "" or why it could not."""
-        from pathlib import Path
-
-        from dsh_tui.ui.harness import HarnessSpec, open_harness
-
-        host = getattr(harness, "host", None)
-        agent = getattr(harness, "agent", None)
-        if host is None or agent is None or agent.provider is None:
-            return "No live session."
-        host.spec.close_provider = False
-        cfg = agent.config
-        spec = HarnessSpec(root=host.spec.root, cwd=Path(str(cfg.cwd)), provider=agent.provider, model=cfg.model,
-                           reasoning_effort=cfg.reasoning_effort, preset=cfg.preset,
-                           resume_id=action.get("child") if action.get("kind") == "fork" else None,
-                           keep_model=False)  # the live session's model goes on in the fork
-        self.open_chat(lambda bridge: open_harness(bridge, spec))
-        return ""
-
-    def _current(self, gen: int, fn: Callable[..., Any]) -> Callable[..., None]:
-        """``fn`` that does nothing once another session has been opened after open #``gen``."""
-        def call(*args: Any) -> None:
-            if gen == self._opening:
-                fn(*args)
-        return call
-
-    def _load_row(self, row: Any, at_seq: int | None, origin: Any, gen: int) -> None:
-        """Worker thread: tail read -> paint; then the full load -> confirm or replace."""
-        import threading
-
-        from dsh_tui.store import catalog
-        from dsh_tui.ui.screens.chat import TAIL_EVENTS
-
-        painted = threading.Event()
-        tail = None
-        path = str(getattr(row, "path", "") or "")
-        if path.endswith((".jsonl", ".jsonl.zstd", ".zstd")):
-            from dsh_tui.store.tail import read_tail
-
-            tail = read_tail(path, TAIL_EVENTS)
-            if tail is not None and tail.complete:
-                tail = None  # a short log: the full load is as cheap
-        if tail is not None:
-            self.call_from_thread(self._current(gen, self._show_stored), tail.header, tail.events, at_seq, origin,
-                                  tail, painted, row)
-            painted.wait(2.0)  # let the tail reach the screen before this thread takes the GIL for long
-        try:
-            res = catalog._store_for(row).inspect(row.id)
-        except Exception as err:  # noqa: BLE001 - shown to the user, never a traceback
-            self.call_from_thread(self._current(gen, self._stored_failed), err, tail is not None)
-            return
-        if tail is None:
-            self.call_from_thread(self._current(gen, self._show_stored), res.header, res.events, at_seq, origin,
-                                  None, None, row)
-            self.call_from_thread(self._current(gen, self._say_repaired), res)
-        else:
-            self.call_from_thread(self._current(gen, self._confirm_tail), res, tail)
-
-    def _show_stored(self, header: dict, events: list[dict], at_seq: int | None, origin: Any, tail: Any,
-                     painted: Any, row: Any = None) -> None:
-        from dsh_tui.ui.replay import ReplayHarness
-
-        async def factory(_bridge: Bridge) -> Harness:
-            return ReplayHarness(header, events, preload_turns=1 << 30)
-
-        chat = self.open_chat(factory)
-        if row is not None:  # Enter in the read-only view's composer resumes it right there
-            chat.resume = lambda text: self._resume_row(row, origin, text)
-        if tail is not None:
-            chat.expect_head = True  # the older part arrives with the full load
-            chat.on_attached = lambda: chat.call_after_refresh(painted.set)
-        if at_seq is None:
-            return
-        deadline = time.monotonic() + 10
-
-        def try_scroll() -> None:
-            if self.chat is not chat:
-                return
-            if chat.attached and chat.fold.items and chat.scroll_to_seq(at_seq):
-                if hasattr(origin, "opened_at"):
-                    origin.opened_at = at_seq
-                return
-            if time.monotonic() < deadline:
-                self.set_timer(0.05, try_scroll)
-
-        self.set_timer(0.05, try_scroll)
-
-    def _confirm_tail(self, res: Any, tail: Any) -> None:
-        chat = self.chat
-        if chat is None or getattr(chat, "tail_of", None) is None:
-            return  # another screen or session replaced the tail meanwhile
-        harness = self.bridge.harness
-        if harness is not None and getattr(harness, "session", None) is not None:
-            harness.session.events = res.events  # the timeline and search see the whole log
-        chat.complete_history(res.header, res.events, tail.first_seq, tail.events)
-        self._say_repaired(res)
-
-    def _say_repaired(self, res: Any) -> None:
-        if not getattr(res, "repaired", False):
-            return
-        parts = []
-        if res.truncated_bytes:
-            parts.append(f"a torn tail of {res.truncated_bytes} bytes")
-        if res.closers:
-            parts.append(f"{len(res.closers)} closing event(s) for an interrupted turn")
-        self.notify("This log was not closed cleanly: shown with " + " and ".join(parts)
-                    + " (read-only view: nothing was written).", title="Log repaired in memory",
-                    severity="warning", timeout=10)
-
-    def _stored_failed(self, err: BaseException, tail_shown: bool) -> None:
-        text = f"Cannot open: {err}"
-        if tail_shown and self.chat is not None:
-            self.chat.loading_head = False
-            self.chat.status.info.notice = "log damaged: only its last turns are shown"
-            self.chat.status.redraw()
-            text += " (only the last turns, read without validation, are shown)"
-        self.notify(text, severity="error", timeout=10)
-
     def _on_notify(self, event: Notify) -> None:
         """A new toast replaces a shown one of the same kind (severity and title): one ``Error`` toast at
         a time, however often errors come. Textual's handler (next in the MRO) adds it after this."""
@@ -533,89 +375,3 @@ class DshApp(App):
         if getattr(self, "settings", None) is not None and theme != self.settings.get("ui.theme"):
             self.settings.set("ui.theme", theme)
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        chat = self.chat
-        if chat is not None and screen is chat:
-            yield SystemCommand("Cycle tool cards", "Collapsed → expanded → hidden", chat.action_cycle_cards)
-            yield SystemCommand("Toggle reasoning", "Show or hide thinking rows", chat.action_toggle_reasoning)
-            yield SystemCommand("Cancel turn", "Stop the running turn", chat.action_cancel)
-            yield SystemCommand("Back to bottom", "Follow the transcript again", chat.action_back_to_bottom)
-            yield SystemCommand("Load earlier items", "Mount older transcript items", chat.action_load_earlier)
-        live = self._live_provider() if chat is not None and screen is chat else None
-        for provider, name in self._model_routes():
-            where = f" ({provider})" if provider else ""
-            if live is not None and (not provider or provider == live):
-                yield SystemCommand(f"Model: {name}{where} · this session", "Use this model for this session",
-                                    lambda name=name: self._use_model_now(name))
-            yield SystemCommand(f"Model: {name}{where} · new sessions",
-                                "Use this model for new sessions (default): saved to settings.toml",
-                                lambda provider=provider, name=name: self._choose_model(name, provider))
-        if live is not None:
-            yield from self._turn_commands(chat)
-        if "browser" in SCREEN_FACTORIES:
-            yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
-        if chat is not None and screen is chat and "timeline" in SCREEN_FACTORIES:  # [browser/timeline engineer]
-            yield SystemCommand("Timeline", "Lanes, event ledger and request inspector", self.action_timeline)
-        if chat is not None and screen is chat:
-            yield SystemCommand("MCP servers", "The session's MCP servers: state, tools, reconnect (/mcp)",
-                                self.action_mcp)
-
-    def _turn_commands(self, chat: Any) -> Iterable[SystemCommand]:
-        """Rewind, retry, the permission mode and this session's reasoning effort (ui/screens/rewind.py)."""
-        from dsh_tui.runtime.approval import PRESETS
-
-        yield SystemCommand("Rewind", "Fork before an earlier prompt and edit it (Esc Esc)",
-                            lambda: self.call_later(chat.action_rewind))
-        yield SystemCommand("Retry failed turn", "Send the failed last turn's prompt again (F5, /retry)",
-                            chat.action_retry)
-        for preset in PRESETS:
-            yield SystemCommand(f"Permission mode: {preset}", "This session, from the next tool call (F4 cycles)",
-                                lambda preset=preset: chat.bridge.call(lambda h: h.set_preset(preset)))
-        agent = getattr(self.bridge.harness, "agent", None)
-        cfg = getattr(agent, "config", None)
-        try:
-            efforts = tuple(agent.provider.resolve_model(cfg.model).efforts) if cfg is not None else ()
-        except Exception:  # noqa: BLE001 - a model the provider does not describe: no effort choices
-            efforts = ()
-        for effort in efforts:
-            yield SystemCommand(f"Reasoning effort: {effort} · this session", f"{cfg.model} with effort {effort}",
-                                lambda effort=effort: self.bridge.call(lambda h: h.set_model(cfg.model, effort)))
-
-    def _model_routes(self) -> list[tuple[str | None, str]]:
-        """(provider or None, model) for every model the settings list (``models`` has no provider)."""
-        routes: list[tuple[str | None, str]] = []
-        try:
-            from dsh_tui.config import load_settings
-            from dsh_tui.llm.registry import available_models
-
-            routes += [(provider, model) for provider, model in available_models(load_settings())]
-        except Exception:  # noqa: BLE001 - a broken settings file: offer what we have
-            pass
-        known = {model for _provider, model in routes}
-        routes += [(None, name) for name in self.settings.models() if name not in known]
-        return list(dict.fromkeys(routes))
-
-    def _live_provider(self) -> str | None:
-        """The provider of the chat's live session (None: no session can switch models now)."""
-        harness = self.bridge.harness
-        if harness is None or not hasattr(harness, "set_model") or getattr(harness, "read_only", False):
-            return None
-        return str(getattr(getattr(getattr(harness, "agent", None), "config", None), "provider", "") or "")
-
-    def _use_model_now(self, name: str) -> None:
-        """Switch the live session to ``name`` from its next request; the settings are not touched."""
-        harness = self.bridge.harness
-        if harness is None or not hasattr(harness, "set_model"):
-            self.notify("No session is running.", severity="warning", timeout=4)
-            return
-        self.bridge.call(lambda h: h.set_model(name))  # type: ignore[attr-defined]
-        self.notify(f"This session now uses {name}", timeout=3)
-
-    def _choose_model(self, name: str, provider: str | None = None) -> None:
-        """Save (provider, model) as the default route of new sessions; the live session is not touched."""
-        self.settings.set("default.model", name)
-        if provider:
-            self.settings.set("default.provider", provider)
-        where = f" ({provider})" if provider else ""
-        self.notify(f"New sessions will use {name}{where} (saved as the default in settings.toml)", timeout=4)

@@ -1,0 +1,176 @@
+"""Opening a stored session in the app: read-only (the tail first, then the whole log in a worker), resumed,
+or opened by a slash command's action. ``SessionOpening`` is a mixin of ``DshApp`` (``app.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from dsh_tui.ui.bridge import Bridge, Harness
+
+
+class SessionOpening:
+    """Methods of ``DshApp`` (see the module docstring)."""
+
+    # -- opening a stored session ---------------------------------------------------------------
+    def open_session(self, row: Any, *, at_seq: int | None = None, resume: bool = False) -> None:
+        """Open a browser row read-only (tail first) or resumed; ``at_seq`` scrolls to an event.
+
+        Read-only: the last turns are read cheaply (``dsh_tui.store.tail``) and painted first; the full
+        validated load runs in a thread afterwards and stays the authority: it confirms the tail and
+        the older part is folded in, or its result replaces the tail, and a repair or corruption it
+        reports is shown."""
+        origin = self.screen
+        if hasattr(origin, "opened_at"):
+            origin.opened_at = None
+        self._opening += 1  # a later open makes this one's results stale
+        if resume:
+            problem = self._resume_row(row, origin)
+            if problem:
+                self.notify(problem, severity="warning", timeout=6)
+            return
+        gen = self._opening
+        self.run_worker(lambda: self._load_row(row, at_seq, origin, gen), thread=True, group="open-session",
+                        description="open session")
+
+    def _resume_row(self, row: Any, origin: Any, text: str = "") -> str:
+        """Resume ``row`` in a new chat that sends ``text`` once the session is open; returns "" or why
+        it cannot (no model configured)."""
+        from pathlib import Path
+
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        route = getattr(origin, "provider_route", None)
+        if route is None:
+            from dsh_tui.llm.route import model_route as route
+        provider, model, hint = route()
+        if provider is None:
+            return hint or "No model provider is configured."
+        spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or Path.cwd()), provider=provider, model=model,
+                           resume_id=row.id)
+        chat = self.open_chat(lambda bridge: open_harness(bridge, spec))
+        if text:
+            chat.initial_text, chat.send_on_attach = text, True
+        return ""
+
+    def open_from_command(self, harness: Any, action: dict[str, Any]) -> str:
+        """``/new`` (a new session in the same root and cwd) or ``/fork`` (the forked child, resumed), on the
+        live session's provider and model (handed over: the closing harness does not close it); the live
+        session is flushed and closed first. Returns "" or why it could not."""
+        from pathlib import Path
+
+        from dsh_tui.ui.harness import HarnessSpec, open_harness
+
+        host = getattr(harness, "host", None)
+        agent = getattr(harness, "agent", None)
+        if host is None or agent is None or agent.provider is None:
+            return "No live session."
+        host.spec.close_provider = False
+        cfg = agent.config
+        spec = HarnessSpec(root=host.spec.root, cwd=Path(str(cfg.cwd)), provider=agent.provider, model=cfg.model,
+                           reasoning_effort=cfg.reasoning_effort, preset=cfg.preset,
+                           resume_id=action.get("child") if action.get("kind") == "fork" else None,
+                           keep_model=False)  # the live session's model goes on in the fork
+        self.open_chat(lambda bridge: open_harness(bridge, spec))
+        return ""
+
+    def _current(self, gen: int, fn: Callable[..., Any]) -> Callable[..., None]:
+        """``fn`` that does nothing once another session has been opened after open #``gen``."""
+        def call(*args: Any) -> None:
+            if gen == self._opening:
+                fn(*args)
+        return call
+
+    def _load_row(self, row: Any, at_seq: int | None, origin: Any, gen: int) -> None:
+        """Worker thread: tail read -> paint; then the full load -> confirm or replace."""
+        import threading
+
+        from dsh_tui.store import catalog
+        from dsh_tui.ui.screens.chat import TAIL_EVENTS
+
+        painted = threading.Event()
+        tail = None
+        path = str(getattr(row, "path", "") or "")
+        if path.endswith((".jsonl", ".jsonl.zstd", ".zstd")):
+            from dsh_tui.store.tail import read_tail
+
+            tail = read_tail(path, TAIL_EVENTS)
+            if tail is not None and tail.complete:
+                tail = None  # a short log: the full load is as cheap
+        if tail is not None:
+            self.call_from_thread(self._current(gen, self._show_stored), tail.header, tail.events, at_seq, origin,
+                                  tail, painted, row)
+            painted.wait(2.0)  # let the tail reach the screen before this thread takes the GIL for long
+        try:
+            res = catalog._store_for(row).inspect(row.id)
+        except Exception as err:  # noqa: BLE001 - shown to the user, never a traceback
+            self.call_from_thread(self._current(gen, self._stored_failed), err, tail is not None)
+            return
+        if tail is None:
+            self.call_from_thread(self._current(gen, self._show_stored), res.header, res.events, at_seq, origin,
+                                  None, None, row)
+            self.call_from_thread(self._current(gen, self._say_repaired), res)
+        else:
+            self.call_from_thread(self._current(gen, self._confirm_tail), res, tail)
+
+    def _show_stored(self, header: dict, events: list[dict], at_seq: int | None, origin: Any, tail: Any,
+                     painted: Any, row: Any = None) -> None:
+        from dsh_tui.ui.replay import ReplayHarness
+
+        async def factory(_bridge: Bridge) -> Harness:
+            return ReplayHarness(header, events, preload_turns=1 << 30)
+
+        chat = self.open_chat(factory)
+        if row is not None:  # Enter in the read-only view's composer resumes it right there
+            chat.resume = lambda text: self._resume_row(row, origin, text)
+        if tail is not None:
+            chat.expect_head = True  # the older part arrives with the full load
+            chat.on_attached = lambda: chat.call_after_refresh(painted.set)
+        if at_seq is None:
+            return
+        deadline = time.monotonic() + 10
+
+        def try_scroll() -> None:
+            if self.chat is not chat:
+                return
+            if chat.attached and chat.fold.items and chat.scroll_to_seq(at_seq):
+                if hasattr(origin, "opened_at"):
+                    origin.opened_at = at_seq
+                return
+            if time.monotonic() < deadline:
+                self.set_timer(0.05, try_scroll)
+
+        self.set_timer(0.05, try_scroll)
+
+    def _confirm_tail(self, res: Any, tail: Any) -> None:
+        chat = self.chat
+        if chat is None or getattr(chat, "tail_of", None) is None:
+            return  # another screen or session replaced the tail meanwhile
+        harness = self.bridge.harness
+        if harness is not None and getattr(harness, "session", None) is not None:
+            harness.session.events = res.events  # the timeline and search see the whole log
+        chat.complete_history(res.header, res.events, tail.first_seq, tail.events)
+        self._say_repaired(res)
+
+    def _say_repaired(self, res: Any) -> None:
+        if not getattr(res, "repaired", False):
+            return
+        parts = []
+        if res.truncated_bytes:
+            parts.append(f"a torn tail of {res.truncated_bytes} bytes")
+        if res.closers:
+            parts.append(f"{len(res.closers)} closing event(s) for an interrupted turn")
+        self.notify("This log was not closed cleanly: shown with " + " and ".join(parts)
+                    + " (read-only view: nothing was written).", title="Log repaired in memory",
+                    severity="warning", timeout=10)
+
+    def _stored_failed(self, err: BaseException, tail_shown: bool) -> None:
+        text = f"Cannot open: {err}"
+        if tail_shown and self.chat is not None:
+            self.chat.loading_head = False
+            self.chat.status.info.notice = "log damaged: only its last turns are shown"
+            self.chat.status.redraw()
+            text += " (only the last turns, read without validation, are shown)"
+        self.notify(text, severity="error", timeout=10)
