@@ -1,21 +1,12 @@
 """User settings (``settings.toml``) and credentials (``credentials.toml``).
 
-``models`` (the typed provider settings, pydantic; ``SettingsError``) · ``files`` (paths, reading, the
+``base`` (constants, ``SettingsError``) · ``models`` (the typed provider settings, pydantic, imported on first
+use: ``ModelSettings``, ``ProviderSettings`` and ``StorageSettings`` are loaded from here lazily) · ``files`` (paths, reading, the
 comment-preserving ``tomlkit`` writes, credentials) · ``settings`` (``Settings``, ``load_settings``,
 ``save_settings``, API-key lookup).
 """
 
-from dsh_tui.config.files import (
-    APP_NAME,
-    SETTINGS_FILE,
-    config_dir,
-    credentials_path,
-    dumps_toml,
-    load_credentials,
-    save_credential,
-    settings_path,
-)
-from dsh_tui.config.models import (
+from dsh_tui.config.base import (
     CREDENTIALS_FILE,
     DEEPSEEK_BASE_URL,
     DEEPSEEK_BASE_URL_ENV,
@@ -26,10 +17,17 @@ from dsh_tui.config.models import (
     DEEPSEEK_PROVIDER,
     EFFORTS,
     THINKING_FORMATS,
-    ModelSettings,
-    ProviderSettings,
     SettingsError,
-    StorageSettings,
+)
+from dsh_tui.config.files import (
+    APP_NAME,
+    SETTINGS_FILE,
+    config_dir,
+    credentials_path,
+    dumps_toml,
+    load_credentials,
+    save_credential,
+    settings_path,
 )
 from dsh_tui.config.settings import (
     Settings,
@@ -46,3 +44,15 @@ __all__ = [
     "credentials_path", "dumps_toml", "find_api_key", "load_credentials", "load_settings", "missing_key_message",
     "save_credential", "save_settings", "settings_path",
 ]
+
+
+_LAZY = ("ModelSettings", "ProviderSettings", "StorageSettings")
+
+
+def __getattr__(name: str):
+    """The pydantic models, imported when first asked for (pydantic costs ~45 ms of start-up)."""
+    if name in _LAZY:
+        from dsh_tui.config import models
+
+        return getattr(models, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -18,7 +18,7 @@ from typing import Any
 
 import platformdirs
 
-from dsh_tui.config.models import CREDENTIALS_FILE, SettingsError
+from dsh_tui.config.base import CREDENTIALS_FILE, SettingsError
 from dsh_tui.store.fsio import write_atomic
 
 APP_NAME = "dsh-tui"

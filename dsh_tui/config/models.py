@@ -27,28 +27,25 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from dsh_tui.session.errors import DshError
-
-CREDENTIALS_FILE = "credentials.toml"
-
-DEEPSEEK_PROVIDER = "deepseek-official"
-DEEPSEEK_BASE_URL = "https://api.deepseek.com"
-DEEPSEEK_KEY_ENV = "DEEPSEEK_API_KEY"
-DEEPSEEK_BASE_URL_ENV = "DEEPSEEK_BASE_URL"
-DEEPSEEK_MODELS = ("deepseek-v4-flash", "deepseek-v4-pro")
-DEEPSEEK_CONTEXT_WINDOW = 1_000_000
-DEEPSEEK_MAX_TOKENS = 256_000
-THINKING_FORMATS = ("deepseek", "openai", "none")
-EFFORTS = ("off", "low", "medium", "high", "max")
-DEFAULT_IDLE_TIMEOUT_S = 300.0
+from dsh_tui.config.base import (  # noqa: F401 - re-exported
+    CREDENTIALS_FILE,
+    DEEPSEEK_BASE_URL,
+    DEEPSEEK_BASE_URL_ENV,
+    DEEPSEEK_CONTEXT_WINDOW,
+    DEEPSEEK_KEY_ENV,
+    DEEPSEEK_MAX_TOKENS,
+    DEEPSEEK_MODELS,
+    DEEPSEEK_PROVIDER,
+    DEFAULT_IDLE_TIMEOUT_S,
+    EFFORTS,
+    THINKING_FORMATS,
+    SettingsError,
+    builtin_deepseek,
+)
 
 _SCHEME = re.compile(r"^https?://")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")  # HTTP/1.1 carries visible ASCII, spaces and tabs only
-
-
-class SettingsError(DshError):
-    """The settings or credentials file is unreadable or holds a value of the wrong shape."""
 
 
 def _fail(message: str) -> PydanticCustomError:
@@ -239,20 +236,6 @@ def parse_storage(raw: Any) -> StorageSettings:
         return StorageSettings.model_validate(raw)
     except ValidationError as err:
         raise SettingsError(describe(err, "storage")) from None
-
-
-def builtin_deepseek() -> dict[str, Any]:
-    """The built-in ``deepseek-official`` table; a user's ``[providers.deepseek-official]`` is merged over it."""
-    models: dict[str, Any] = {m: {"context_window": DEEPSEEK_CONTEXT_WINDOW} for m in DEEPSEEK_MODELS}
-    return {
-        "base_url": os.environ.get(DEEPSEEK_BASE_URL_ENV) or DEEPSEEK_BASE_URL,
-        "api_key_env": DEEPSEEK_KEY_ENV,
-        "thinking_format": "deepseek",
-        "default_context_window": DEEPSEEK_CONTEXT_WINDOW,
-        "default_max_tokens": DEEPSEEK_MAX_TOKENS,
-        "models": models,
-        "label": "DeepSeek",
-    }
 
 
 def parse_provider(name: str, raw: Any, builtin: bool) -> ProviderSettings:

@@ -37,8 +37,9 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from dsh_tui.config.base import DEEPSEEK_MODELS, DEEPSEEK_PROVIDER, EFFORTS, SettingsError, builtin_deepseek
 from dsh_tui.config.files import (
     check_toml_value,
     credentials_path,
@@ -48,17 +49,9 @@ from dsh_tui.config.files import (
     settings_path,
     write_toml,
 )
-from dsh_tui.config.models import (
-    DEEPSEEK_MODELS,
-    DEEPSEEK_PROVIDER,
-    EFFORTS,
-    ProviderSettings,
-    SettingsError,
-    StorageSettings,
-    builtin_deepseek,
-    parse_provider,
-    parse_storage,
-)
+
+if TYPE_CHECKING:
+    from dsh_tui.config.models import ProviderSettings, StorageSettings
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -145,10 +138,14 @@ class Settings:
         return view
 
     def providers(self) -> dict[str, ProviderSettings]:
+        from dsh_tui.config.models import parse_provider  # pydantic: imported on first use
+
         view = self._merged_view()["providers"]
         return {name: parse_provider(name, raw, name == DEEPSEEK_PROVIDER) for name, raw in view.items()}
 
     def provider(self, name: str | None = None) -> ProviderSettings:
+        from dsh_tui.config.models import parse_provider
+
         name = name or self.default_provider
         view = self._merged_view()["providers"]
         if name not in view:
@@ -160,6 +157,8 @@ class Settings:
 
     def storage(self) -> StorageSettings:
         """The ``[storage]`` table (the session backend and compression of new roots)."""
+        from dsh_tui.config.models import parse_storage
+
         return parse_storage(self.data.get("storage"))
 
     @property

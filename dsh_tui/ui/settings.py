@@ -68,7 +68,9 @@ class UiSettings:
         from dsh_tui.session.stats import DEFAULT_PRICES
 
         table = dict(DEFAULT_PRICES)
-        if self._backend is not None:
+        # only a user's [providers.*] tables can carry prices (the built-in DeepSeek table has none): without
+        # them the provider tables are not validated here, which would import pydantic before the first frame
+        if self._backend is not None and self._backend.data.get("providers"):
             try:
                 for provider in self._backend.providers().values():
                     for model_id, model in provider.models.items():

@@ -18,7 +18,6 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Input, Static
 
-from dsh_tui.runtime.permissions import allowance_label
 from dsh_tui.ui.bridge import ApprovalRequest
 from dsh_tui.ui.widgets.render import describe_args
 
@@ -74,6 +73,10 @@ class ApprovalPanel(Vertical):
         self._title.update(Text(f"Approve {request.tool}?", style="bold"))
         self._args.update(Text(describe_args(request.arguments)))
         self._reason.update(Text(request.reason or "", style="italic"))
+        from dsh_tui.runtime.permissions import (
+            allowance_label,  # the runtime package: not on the first frame's path
+        )
+
         self._help.update(Text(f"s allows {allowance_label(request.tool, request.arguments)} for the rest of this "
                                "session · e rejects with a reason the model reads", style="dim"))
         self._why.value = ""
