@@ -464,7 +464,8 @@ async def test_resume_paints_before_the_route_and_then_resumes_the_session(tmp_p
         assert session.events[-1]["type"] == "session/end-seed"
 
 
-def test_the_first_frame_imports_neither_pydantic_nor_the_runtime(tmp_path):
+@pytest.mark.parametrize("argv", [None, ["run"], []], ids=["DshApp", "dsh-tui run", "dsh-tui"])
+def test_the_first_frame_imports_neither_pydantic_nor_the_runtime(tmp_path, argv):
     """The chat's first frame needs the settings' [ui] and [keymap] only: pydantic (the provider tables'
     validation, ~45 ms to import) and the runtime package (the agent, imported with the harness after the
     first paint) stay out of it. A real app in a fresh process, stopped at its first rendered frame."""
@@ -475,17 +476,21 @@ def test_the_first_frame_imports_neither_pydantic_nor_the_runtime(tmp_path):
     code = (
         "import os, sys\n"
         "from dsh_tui.ui.app import DshApp\n"
-        "class App(DshApp):\n"
-        "    def _display(self, screen, renderable):\n"
-        "        super()._display(screen, renderable)\n"
-        "        if renderable is not None:\n"
-        "            bad = sorted(m for m in sys.modules if m == 'pydantic' or m == 'dsh_tui.runtime'\n"
-        "                         or m.startswith('dsh_tui.runtime.'))\n"
-        "            print('IMPORTED', bad, flush=True)\n"
-        "            os._exit(0)\n"
-        "App(None).run(headless=True, size=(100, 30))\n")
+        "shown = DshApp._display\n"
+        "def _display(self, screen, renderable):\n"
+        "    shown(self, screen, renderable)\n"
+        "    if renderable is not None:\n"
+        "        bad = sorted(m for m in sys.modules if m == 'pydantic' or m == 'dsh_tui.runtime'\n"
+        "                     or m.startswith('dsh_tui.runtime.'))\n"
+        f"        open({str(tmp_path / 'imported.txt')!r}, 'w').write('IMPORTED ' + repr(bad))\n"
+        "        os._exit(0)\n"
+        "DshApp._display = _display\n"
+        + ("DshApp(None).run(headless=True, size=(100, 30))\n" if argv is None else
+           f"sys.argv = ['dsh-tui', *{argv!r}]\nfrom dsh_tui.cli import main\nmain()\n"))
     env = {**os.environ, "PYTHONPATH": str(repo), "DSH_HOME": str(tmp_path / "h"),
            "XDG_CONFIG_HOME": str(tmp_path / "c"), "XDG_CACHE_HOME": str(tmp_path / "k"),
            "XDG_DATA_HOME": str(tmp_path / "d"), "TEXTUAL_ANIMATIONS": "none"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
-    assert "IMPORTED []" in out.stdout, out.stdout + out.stderr
+    result = tmp_path / "imported.txt"
+    assert result.exists(), out.stderr[-2000:]
+    assert result.read_text() == "IMPORTED []"
