@@ -4,7 +4,7 @@ A request is a plain dict (lossless JSON) so it can be compared with the log::
 
     {
       "config":   {"provider": str, "model": str, "reasoningEffort"?: str, "temperature"?: float,
-                   "maxTokens"?: int, "stop"?: [str]},          # LlmCallConfig (session spec 1.3)
+                   "maxTokens"?: int, "stop"?: [str]},          # LlmCallConfig
       "system":   str | None,
       "tools":    [{"name", "description", "parameters"}],       # ToolSchema list, may be empty
       "messages": [Message, ...],                                # exactly session.derive_messages()
@@ -12,8 +12,8 @@ A request is a plain dict (lossless JSON) so it can be compared with the log::
       "purpose":  "turn" | "compaction" | "session-title",
     }
 
-``Provider.stream(request)`` is an async generator of ``StreamChunk`` dicts (session spec 1.3 /
-runtime spec 2.2): ``block-start``, ``text-delta``, ``reasoning-delta``, ``tool-call-delta``,
+``Provider.stream(request)`` is an async generator of ``StreamChunk`` dicts (docs/runtime.md,
+"Block assembler"): ``block-start``, ``text-delta``, ``reasoning-delta``, ``tool-call-delta``,
 ``block-end``, ``usage``, ``finish``. An adapter reports failure by raising ``LlmError`` (before or
 during iteration); the runtime's final adapter boundary turns any failure into one terminal
 ``finish {kind: error|aborted, failure}`` chunk. Cancellation is task cancellation: the consumer
@@ -28,7 +28,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from dsh_tui.session.errors import DshError
 
-# Canonical failure codes (runtime spec 6.2 / 6.4).
+# Canonical failure codes (docs/runtime.md, "Provider failure codes and retry").
 AUTH = "AUTH"
 QUOTA = "QUOTA"
 RATE_LIMIT = "RATE_LIMIT"
@@ -93,7 +93,9 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Runtime spec 6.3. ``mode`` is "normal" or "always"."""
+    """dsh's retry policy (docs/runtime.md, "Provider failure codes and retry").
+
+    ``mode`` is "normal" or "always"."""
 
     mode: str = "normal"
     max_retries: int = 5

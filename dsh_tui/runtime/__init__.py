@@ -1,4 +1,4 @@
-"""dsh_tui.runtime - the harness driver (runtime spec 3-7).
+"""dsh_tui.runtime - the harness driver (docs/runtime.md).
 
 Public API (stable; the UI and CLI drive this)::
 

@@ -1,4 +1,5 @@
-"""The agent: inbox, phase machine and the turn / step driver (runtime spec 3, corrections C1-C22).
+"""The agent: inbox, phase machine and the turn / step driver
+(docs/runtime.md, "Turns and steps: the driver").
 
 One ``Agent`` drives one ``Session`` inside one asyncio loop. Every request is derived from the log:
 messages are ``session.derive_messages()``; config, system prompt and tools are the latest
@@ -67,7 +68,8 @@ class AgentConfig:
     tool_order: list[str] | None = None
     max_parallel_tool_calls: int = 10
     context_window: int | None = None  # overrides the provider's ModelInfo
-    # runtime spec 2.5 invariant: the final request (after every llm/stream listener) equals what the log
+    # The request invariant (docs/runtime.md): the final request (after every llm/stream listener)
+    # equals what the log
     # derives, and is frozen. On with DSH_TUI_CHECK_REQUESTS=1 (every test, --check-requests, the demo).
     check_requests: bool = field(default_factory=lambda: os.environ.get("DSH_TUI_CHECK_REQUESTS") == "1")
     retry: bool = True
@@ -85,7 +87,8 @@ class AgentConfig:
 
 
 class RequestInvariantError(DshError):
-    """The request about to go to the model is not what the log records (runtime spec 2.5): a listener
+    """The request about to go to the model is not what the log records
+    (docs/runtime.md, "The request invariant"): a listener
     changed it. Not retried: the turn ends with this error."""
 
     code = "REQUEST_INVARIANT"
@@ -583,7 +586,8 @@ class Agent:
         tools = assembly.tools
         while True:
             signal.throw_if_aborted()
-            # C22: snapshotted before agent/request. An O(1) immutable view equal to derive_messages(),
+            # Snapshotted before agent/request (dsh's code).
+            # An O(1) immutable view equal to derive_messages(),
             # so a step's cost does not grow with the length of the history.
             messages = self.session.messages_view()
             seed = self._seed_config()

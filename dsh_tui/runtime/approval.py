@@ -1,4 +1,4 @@
-"""Approvals (runtime spec 5.8, corrections C6 / B.2) and the permission presets.
+"""Approvals (docs/runtime.md, "Approvals and presets") and the permission presets.
 
 ``decide_preset(...)`` is the innermost default of ``tools/pre-execute``: it returns ``allow`` or
 ``ask``. An ``ask`` goes through ``ApprovalService.request``, which appends ``approval/asked``, runs the

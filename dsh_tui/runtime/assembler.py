@@ -1,4 +1,4 @@
-"""The block assembler (runtime spec 2.3): stream chunks -> assistant content blocks."""
+"""The block assembler (docs/runtime.md, "Block assembler"): stream chunks -> assistant content blocks."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed event dispatch in the four Cordis modes (runtime spec 1).
+"""Typed event dispatch in the four Cordis modes (docs/runtime.md, "Event bus dispatch modes").
 
 - ``emit``: fire-and-forget, registration order; a listener's exception (or a failing coroutine it
   returns) is logged and contained, it can neither veto nor starve later listeners.
@@ -36,7 +36,8 @@ WATERFALL = "waterfall"
 SERIAL = "serial"
 PARALLEL = "parallel"
 
-# Dispatch mode of every event the runtime raises (runtime spec 4.2 / 4.3).
+# Dispatch mode of every event the runtime raises
+# (docs/runtime.md, "Event bus dispatch modes"; docs/plugins.md, "Events").
 EVENT_MODES: dict[str, str] = {
     "agent/created": EMIT,
     "agent/disposed": EMIT,

@@ -1,4 +1,4 @@
-"""Slash commands (dsh ``commands``; extensions spec 7).
+"""Slash commands (dsh ``commands``; docs/extensions.md, "Slash commands").
 
 A command is registered by a plugin (``ctx.commands.register(name, help, run)``) and run from the composer
 when the text starts with ``/<name>`` at column 0 (name ``[a-z][a-z0-9_-]*``, then the end or a space,
@@ -132,7 +132,7 @@ class CommandRegistry:
 
 
 # -------------------------------------------------------------------------------------------------
-# Session titles set by the user (extensions spec 1: rename)
+# Session titles set by the user (docs/extensions.md, "Titles": rename)
 
 _OSC = re.compile(r"(?:\x1b\]|\x9d)(?:.*?(?:\x07|\x1b\\)|.*\Z)", re.S)
 _CSI = re.compile(r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")

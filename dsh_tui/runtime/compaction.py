@@ -1,4 +1,4 @@
-"""Compaction (runtime spec 7 + correction C15).
+"""Compaction (docs/runtime.md, "Compaction").
 
 Triggers: *pressure* (an ``agent/pre-step`` listener, before the step's messages are appended: at
 ``floor(context_window * 0.8)`` estimated tokens) and *overflow* (an ``agent/request-error`` listener
@@ -77,7 +77,7 @@ def header_price(system: str | None, tools: list[dict] | None) -> int:
 
 
 def surface_nodes(events: list[dict]) -> list[int]:
-    """The current surface as event seqs (session spec 2.2 fold)."""
+    """The current surface as event seqs (docs/format.md, "Surface and projection")."""
     nodes: list[int] = []
     for ev in events:
         op = ev.get("surfaceOp")
@@ -130,7 +130,8 @@ class Compactor:
         return self._gen
 
     def measure(self) -> int:
-        """Estimated tokens of the next request (C15): heuristic surface + header price, anchored to the
+        """Estimated tokens of the next request (dsh's token meter): heuristic surface + header price,
+        anchored to the
         provider's usage of the latest assistant message when its request header is still current.
         Incremental: only events appended since the last call are priced (a surface replacement rescans)."""
         session = self.agent.session

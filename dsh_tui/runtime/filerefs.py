@@ -1,4 +1,5 @@
-"""``@file`` references (dsh ``file-reference``, ``file-reference-local``; extensions spec 6).
+"""``@file`` references (dsh ``file-reference``, ``file-reference-local``;
+docs/extensions.md, "@file references").
 
 The mention stays plain text in the user's message: nothing is inlined. While the ``read`` tool is visible
 the system prompt carries the section ``context:file-reference`` (order 99) — the built-in plugin

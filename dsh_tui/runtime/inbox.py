@@ -1,4 +1,4 @@
-"""The agent inbox (runtime spec 3.2, corrections C2 / C21).
+"""The agent inbox (docs/runtime.md, "Inbox").
 
 Two ordered lists, ``next-turn`` and ``next-step``. Every mutation is first appended as a durable
 ``agent/inbox/spliced`` event (normalised JS splice coordinates), then applied to the in-memory lists,
@@ -88,7 +88,7 @@ class Inbox:
         if start < 0 or start > len(lst) or removed_count < 0 or start + removed_count > len(lst):
             raise InboxError(f"invalid inbox splice at {start} (+{removed_count}) of {len(lst)}")
         if removed_count == 0 and not inserted:
-            return []  # C21: no-op splices are not recorded
+            return []  # no-op splices are not recorded
         removed_ids = {m.get("id") for m in lst[start : start + removed_count]}
         seen: set[str] = set()
         for m in inserted:
@@ -143,7 +143,8 @@ class Inbox:
                 self.splice(target, 0, n, [], canceled=True)
 
     def claim(self, target: str, turn: int) -> list[dict]:
-        """Take all next-step input, plus one next-turn message when ``target`` is next-turn (C2 order)."""
+        """Take all next-step input, plus one next-turn message when ``target`` is next-turn, in that
+        order (dsh's code)."""
         claimed: list[dict] = []
         n = len(self.lists[NEXT_STEP])
         if n:

@@ -1,4 +1,5 @@
-"""System prompt assembly and the runtime-context snapshot (runtime spec 3.5 items 2-3, C11, C12, B.7).
+"""System prompt assembly and the runtime-context snapshot
+(docs/runtime.md, "System prompt and runtime context").
 
 The system prompt is ordered sections joined by blank lines, with strict ``{{variable}}``
 interpolation at render time. Dynamic facts (cwd, platform, date, git branch, ...) are *context
@@ -176,7 +177,7 @@ def _owned(message: Any) -> bool:
 
 
 class RuntimeContextTracker:
-    """Incrementally tracks the retained snapshot on the surface (C12) without rescanning the log."""
+    """Incrementally tracks the retained snapshot on the surface without rescanning the log."""
 
     def __init__(self, session: Any) -> None:
         self.session = session

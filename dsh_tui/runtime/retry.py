@@ -1,4 +1,4 @@
-"""Request retry (runtime spec 6.3 + correction C14): an ``agent/request-error`` listener.
+"""Request retry (docs/runtime.md, "Provider failure codes and retry"): an ``agent/request-error`` listener.
 
 Normal mode retries eligible codes up to ``max_retries`` per (turn, step, provider, policyKey);
 always mode asks downstream first and retries anyway. Before waiting it appends ``llm/retry``

@@ -1,4 +1,5 @@
-"""The tool scheduler (runtime spec 5.5): one step's tool calls, prepared and finished strictly in model
+"""The tool scheduler (docs/runtime.md, "Scheduler"): one step's tool calls, prepared and finished
+strictly in model
 order, with the bodies of parallel-safe calls overlapped in a rolling pool of ``max_parallel_tool_calls``
 and exclusive calls acting as barriers. The per-call pipeline is ``runtime/tools.py`` (``ToolService``)."""
 

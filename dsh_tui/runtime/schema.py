@@ -1,4 +1,5 @@
-"""The JSON-schema subset of tool parameters (runtime spec 5.1) and argument violations (corrections B.1).
+"""The JSON-schema subset of tool parameters and argument violations
+(docs/runtime.md, "Tool definitions and arguments").
 
 Supported keywords: ``type``, ``oneOf``, ``properties``, ``required``, ``additionalProperties`` (bool),
 ``items``, ``enum``, ``const`` plus annotations. ``check_schema`` rejects anything else at registration.

@@ -1,4 +1,5 @@
-"""Abort signals: one controller per turn / activity (runtime spec 1, "AbortSignal").
+"""Abort signals: one controller per turn / activity
+(docs/runtime.md, "Event bus dispatch modes", abort signals).
 
 ``AbortSignal.abort(reason)`` is synchronous and first-cause-wins. Code checks ``throw_if_aborted()`` at
 the same points the TypeScript loop does; long waits go through ``race(awaitable)``, which cancels the

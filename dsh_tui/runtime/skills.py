@@ -1,4 +1,4 @@
-"""Skills (dsh ``skill``, ``skill-filesystem``, ``tool-skill``; extensions spec 3).
+"""Skills (dsh ``skill``, ``skill-filesystem``, ``tool-skill``; docs/extensions.md, "Skills").
 
 A skill is a ``SKILL.md`` (or ``<x>.md``) with a YAML front matter ``name`` and ``description``, found one
 level below a skill root. Roots and their rank (the lower rank wins a name):

@@ -1,4 +1,5 @@
-"""The tool service: pipeline (runtime spec 5.3), result format (5.4), spill (5.6); the scheduler is
+"""The tool service: pipeline, result format and spill
+(docs/runtime.md, "Tool pipeline, result format and spill"); the scheduler is
 ``runtime/scheduler.py``.
 
 Per call: ``prepare`` (pre-execute waterfall -> approval -> guards) -> ``dispatch`` (``tools/execute``
@@ -38,7 +39,7 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 @dataclass
 class RunToolContext(ToolContext):
-    """``ToolContext`` plus the loop-facing capabilities of runtime spec 5.1 (``exec``)."""
+    """``ToolContext`` plus the loop-facing capabilities of dsh's ``exec``."""
 
     arguments: Any = None
     turn: int = 0

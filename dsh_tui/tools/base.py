@@ -2,8 +2,9 @@
 
 A tool body is an ``async`` function ``execute(args, ctx) -> value`` returning a canonical JSON value;
 ``render(args, value)`` turns that value into model-visible content blocks. The tool service owns
-argument validation (runtime spec 5.2), the pipeline, approvals, timeouts and scheduling; a tool owns
-only its behaviour and its exact model-visible texts (runtime-corrections B.3-B.6).
+argument validation, the pipeline, approvals, timeouts and scheduling; a tool owns
+only its behaviour and its exact model-visible texts
+(docs/runtime.md, "Tool pipeline, result format and spill").
 
 A body reports an expected failure by raising ``ToolError(message, code)``; the service renders it as
 ``Error: <message>`` with ``isError: true``. A body must never block the event loop: subprocesses and
@@ -67,8 +68,8 @@ class ToolDefinition:
     # Only an exact ``True`` makes a call parallel-safe; anything else is exclusive (fail closed).
     is_concurrency_safe: Callable[[Any], bool] | None = None
     # "read" tools never ask for approval; "write" tools ask outside the workspace under
-    # workspace-write; "exec" tools ask under workspace-write (runtime spec 5.8 presets); "mcp" tools (an MCP
-    # server's) never ask on their own (dsh: only the generic pre-execute policies apply).
+    # workspace-write; "exec" tools ask under workspace-write (docs/runtime.md, "Approvals and presets");
+    # "mcp" tools (an MCP server's) never ask on their own (dsh: only the generic pre-execute policies apply).
     access: str = "read"
 
     def schema(self) -> dict[str, Any]:

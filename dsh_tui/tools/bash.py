@@ -6,7 +6,7 @@ last ``max_output_bytes`` (64,000) bytes stay in memory; once a stream outgrows 
 stream is copied to a spill file (capped at 64 MiB) and the text gets the
 ``[output truncated; full output: <path>]`` marker. Timeout (default 120 s, cap 600 s) and
 cancellation send SIGTERM to the group, then SIGKILL after the grace period. The result text is
-dsh's ``renderResult`` (runtime-corrections B.3): non-zero exits are not errors. ``run_in_background``
+dsh's ``renderResult``: non-zero exits are not errors. ``run_in_background``
 hands the command to a jobs port (``async start(command, *, cwd, env, label) -> job_id``): the builder's
 ``jobs`` option, else the calling agent's registry (``dsh_tui.runtime.jobs``).
 """
@@ -260,7 +260,7 @@ def _stream_text(stream: dict[str, Any]) -> str:
 
 
 def render_bash_result(value: dict[str, Any]) -> str:
-    """dsh ``renderResult`` (runtime-corrections B.3); no sandbox markers here (no sandbox)."""
+    """dsh ``renderResult``; no sandbox markers here (no sandbox)."""
     if value.get("kind") == "background":
         return f"started background job {value['jobId']}"
     body = _stream_text(value["stdout"])

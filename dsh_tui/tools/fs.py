@@ -1,6 +1,6 @@
 """The ``read``, ``write`` and ``edit`` tools (dsh ``tool-fs`` + ``fs-local`` + ``fs-observation-policy``).
 
-Model-visible strings follow runtime-corrections B.4/B.5 exactly. The read-before-write policy
+Model-visible strings are dsh's, exactly (docs/tools.md). The read-before-write policy
 lives in ``ctx.state['fs.observed']``: real path -> ``{"kind": "present", "version"}`` or
 ``{"kind": "absent"}``. A read (or a successful write/edit) records the file's version
 (``dev:ino:size:mtimeNs:ctimeNs``, as dsh); ``write`` over an unseen existing file and ``edit`` of

@@ -1,5 +1,5 @@
 """HTTP error classification for the chat-completions provider: quota and context-overflow wording,
-status precedence (runtime spec corrections C13), ``Retry-After`` and request ids."""
+status precedence (docs/runtime.md, "Provider failure codes and retry"), ``Retry-After`` and request ids."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def _error_detail(error: Any) -> str:
 
 
 def http_error_code(status: int, error: Any = None) -> str:
-    """C13 precedence: 401/403, 413, quota wording, 429, 400 (+overflow wording), >=500, else HTTP_n."""
+    """dsh's precedence: 401/403, 413, quota wording, 429, 400 (+overflow wording), >=500, else HTTP_n."""
     if status in (401, 403):
         return AUTH
     if status == 413:

@@ -1,6 +1,7 @@
 """One adapter for the DeepSeek API and any OpenAI-compatible ``/chat/completions`` endpoint.
 
-A port of dsh's ``dsh-llm-deepseek`` (runtime spec §6.2 with corrections C13). This module is the httpx
+A port of dsh's ``dsh-llm-deepseek`` (docs/runtime.md, "Provider failure codes and retry").
+This module is the httpx
 client: headers, the idle timeout, connection reuse and the streaming loop; the request body comes from
 ``serialize``, SSE framing from ``sse``, the wire → ``StreamChunk`` translation from ``translate`` and the
 HTTP error classification from ``errors`` (all in ``dsh_tui/llm/openai/``). Generic gateways (vLLM, SGLang,

@@ -20,7 +20,7 @@ IMAGE_PLACEHOLDER = "[image omitted: this model route does not accept image inpu
 
 
 # --------------------------------------------------------------------------------------------------
-# Serialization (dsh-llm-deepseek serialize.ts, C13: text blocks joined with "")
+# Serialization (dsh-llm-deepseek serialize.ts, text blocks joined with "")
 
 
 def _flatten_text(blocks: list[dict[str, Any]]) -> str:

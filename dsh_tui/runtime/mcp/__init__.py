@@ -1,4 +1,5 @@
-"""The built-in ``mcp`` plugin: MCP servers' tools as the agent's tools (dsh's mcp-client, extensions spec 5).
+"""The built-in ``mcp`` plugin: MCP servers' tools as the agent's tools (dsh's mcp-client;
+docs/extensions.md, "MCP").
 
 Servers come from ``[mcp.servers.<name>]`` in settings.toml and ``--mcp NAME=COMMAND`` (see
 ``config.py``). Each connects in the background once the agent's loop runs (``client.Server``): a slow

@@ -3,7 +3,7 @@
 ``Server.start()`` runs a supervisor task on the agent's loop: connect (a fresh transport and
 ``ClientSession``), ``initialize``, list every page of ``tools/list``, register the tools, then wait for
 the transport to close. Nothing here waits for a server: the agent's turns go on while it connects, and
-its tools appear in the next request after it is ready. dsh's rules (extensions spec 5):
+its tools appear in the next request after it is ready. dsh's rules (docs/extensions.md, "MCP"):
 
 - a lost connection (the stdio transport closing: the server exited) or a failed attempt is retried
   with backoff doubling from ``initial_delay_ms`` to ``max_delay_ms``; after ``max_attempts``

@@ -1,6 +1,6 @@
 """The MCP servers to connect: ``[mcp.servers.<name>]`` tables in settings.toml and ``--mcp NAME=COMMAND``.
 
-dsh's per-server config (extensions spec 5) in snake case::
+dsh's per-server config (docs/extensions.md, "MCP") in snake case::
 
     [mcp.servers.files]                 # the name: 1-32 of [A-Za-z0-9_-]
     command = "npx"                     # stdio: the program (no shell), its args, env and cwd

@@ -1,4 +1,4 @@
-"""MCP ``tools/call`` results as dsh shows them to the model (extensions spec 5, "Call").
+"""MCP ``tools/call`` results as dsh shows them to the model (docs/extensions.md, "MCP").
 
 The canonical value of a call is ``{"content": [...], "structuredContent"?: ...}`` (the raw blocks, for
 programmatic callers); the model sees text: text runs joined with ``\\n``, every other block as dsh's

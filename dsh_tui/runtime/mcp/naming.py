@@ -1,4 +1,4 @@
-"""dsh's public names for MCP tools (extensions spec 5, "Naming").
+"""dsh's public names for MCP tools (docs/extensions.md, "MCP").
 
 ``mcp__<server>__<raw>`` when that is already a valid DeepSeek function name (``[A-Za-z0-9_-]``, at most
 64 characters); otherwise the invalid characters become ``_``, the name is cut to 51 characters and

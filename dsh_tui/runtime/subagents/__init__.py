@@ -1,4 +1,4 @@
-"""The ``subagents`` built-in plugin: dsh's subagent tools (extensions spec §4).
+"""The ``subagents`` built-in plugin: dsh's subagent tools (docs/extensions.md, "Subagents").
 
 - ``subagent`` (spawn: a fresh child; continuable, background by default) and ``subagent_fork`` (fork: a
   child seeded with the parent's completed turns; one-shot, waits);

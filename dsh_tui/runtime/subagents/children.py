@@ -2,7 +2,7 @@
 per-process registry (what the control tools, the settlement notices and the UI read).
 
 A child is a real session: header ``parentSession``/``seedLength``/``origin: "subagent"``/``delegationDepth``,
-``subagent/descriptor``, the delegated ``sandbox/mode``/``approval/policy`` (extensions spec §4).
+``subagent/descriptor``, the delegated ``sandbox/mode``/``approval/policy`` (docs/extensions.md, "Subagents").
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""dsh's model-visible texts of the subagent tools (extensions spec §4), verbatim."""
+"""dsh's model-visible texts of the subagent tools (docs/extensions.md, "Subagents"), verbatim."""
 
 from __future__ import annotations
 

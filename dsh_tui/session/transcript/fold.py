@@ -2,7 +2,7 @@
 
 ``TranscriptFold.apply(event)`` returns the item changes that event causes. It reads append-origin
 surface events and their neighbours (chunks, tool calls, turn ends, retries, compaction, todos,
-end-seed) as product.md's event-to-item table says. It never reads ``agent/*`` live events, so a live
+end-seed) into the items of ``session/transcript/items.py``. It never reads ``agent/*`` live events, so a live
 session and the same session reopened from disk produce the same items; the Markdown export reuses
 this fold.
 

@@ -6,11 +6,11 @@ tree themselves in a worker thread with ripgrep's observable semantics:
 - ``glob`` = ``rg --files --glob=<pattern> --sort=modified --no-ignore --hidden`` minus VCS dirs:
   files only (symlinks not followed), hidden and ignored files included, ascending mtime; a pattern
   without ``/`` matches the basename at any depth. Over 100 paths: the first 100 plus a footer with
-  the spill locator (runtime-corrections C7/B.6).
+  the spill locator.
 - ``grep`` = ``rg --json --regexp=<pattern> [--glob=<include>]``: respects ``.gitignore`` (inside a
   git repository), ``.ignore`` and ``.rgignore``, skips hidden and binary files; matches grouped
   by file (files in path order), each line previewed to 2,000 UTF-8 bytes; over 250 matches the
-  head plus a spill footer (C8/B.6). Regexes are Python ``re`` (ripgrep's syntax for the common
+  head plus a spill footer. Regexes are Python ``re`` (ripgrep's syntax for the common
   subset).
 
 Output paths are shown the way ripgrep prints them (relative to the session cwd, or prefixed by the

@@ -1,6 +1,6 @@
 """The transcript: a bounded window of item widgets over the TranscriptFold's items.
 
-Every reflow walks every mounted widget (docs/architecture.md, "The app"), so only the latest
+Every reflow walks every mounted widget (figures in docs/performance.md), so only the latest
 ``MAX_MOUNTED`` items are mounted (older ones come back with "load earlier" / scrolling to the top);
 finished items are a single ``Static`` each (``item.py``); a streaming answer (``answer.py``) and a
 streaming reasoning row (``thinking.py``) are one Line-API widget each; the container uses
