@@ -181,6 +181,8 @@ def test_another_host_warns_what_it_exposes(tmp_path):
     with Served(["--host", "0.0.0.0", "--port", "0", "--root", str(tmp_path / "r")]) as s:
         assert listening(s.port) == ["0.0.0.0"]
         assert s.wait_log(lambda s: len(s.urls) == 2) and s.url.startswith("http://127.0.0.1:")
+        # the warning is on stderr, read by another thread than the URLs on stdout: wait for it too
+        assert s.wait_log(lambda s: "plain HTTP" in s.log())
         warning = s.log()
         assert "warning: listening on 0.0.0.0, not on loopback" in warning
         assert "can run shell commands on this machine" in warning and "plain HTTP" in warning
