@@ -7,7 +7,8 @@ session and the same session reopened from disk produce the same items; the Mark
 this fold.
 
 Cost is O(1) per event (streamed text is kept as a list of parts and joined lazily), so a
-200k-event log folds in one pass.
+200k-event log folds in one pass. About 500 lines because it is one state machine over the event types
+(its item classes and diff-hunk tracking already live in ``items.py`` and ``hunks.py``).
 """
 
 from __future__ import annotations

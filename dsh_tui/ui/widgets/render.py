@@ -2,6 +2,10 @@
 
 Finished items render once per (key, version, width, mode) and are cached by the widget; Markdown is
 used only for assistant text, everything else is plain ``Text``.
+
+Over 500 lines for a reason: one render function per item kind and per tool card (bash, diffs, search
+results, reads, the plan), all built from the clipping, numbering and style helpers at the top; the cards
+stay consistent with each other by living together.
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ First paint: the tail of the log (from the last ``turn/start``) is folded on the
 at once; the whole log folds in a worker and replaces it. Live: the app wakes the top screen when the
 bridge has events (``live_events_ready``); the screen folds the new tail of the chat's session at most
 every ``LIVE_INTERVAL`` seconds and follows the running turn while the cursor is on the last row.
+
+Over 500 lines for a reason: the screen's keys, the tree/ledger swap, the inspector's width, copy, the
+background fold and live follow all act on the same cursor and fold state; the row formatting and the
+inspector's sections are already their own modules.
 """
 
 from __future__ import annotations
