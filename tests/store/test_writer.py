@@ -405,6 +405,8 @@ async def test_a_writer_thread_that_dies_fails_every_barrier_instead_of_hanging(
         flaky.gate.set()
         with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
             await waiter
+        # the waiters are settled in _run's finally, before the thread's excepthook runs: wait for the thread
+        await asyncio.to_thread(writer._thread.join, 5)
         assert [str(e) for e in died] == ["on_flush broke"]
         with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
             writer.flush()
