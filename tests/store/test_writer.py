@@ -551,3 +551,71 @@ def test_flush_future_carries_the_flush_outcome(store):
     finally:
         threading.excepthook = old_hook
     assert seen == []  # the helper thread ended cleanly both times
+
+
+def test_close_unsubscribes_and_waits_for_the_thread_before_releasing_the_lock(store):
+    """close() returns with the writer detached from the session and its thread ended: the lock is let go
+    only after the thread's last hook (``on_flush``) has returned."""
+    session, writer, _ = _new(store, window_ms=60_000)
+    gate = threading.Event()
+    seen = []
+
+    class Lock:
+        def release(self):
+            seen.append(writer._thread.is_alive())
+            gate.set()
+
+    def slow_hook(durable):  # runs on the writer thread after the flush close() waits for
+        gate.wait(1)
+
+    writer.lock = Lock()
+    writer.on_flush = slow_hook
+    session.append("turn/start", {"turn": 1})
+    assert writer._on_event in session._observers
+    writer.close()
+    assert seen == [False]  # the hook (and the thread) had finished when the lock was released
+    assert writer._on_event not in session._observers  # the session no longer feeds a closed writer
+    assert store.read_from("w1", 0) == session.events
+
+
+def test_events_queued_at_construction_wait_for_one_window_from_the_start(store, clock):
+    """The queued events of a resumed or seeded session arm the fixed window when the writer starts: they are
+    written one window later, not at once."""
+    header = make_header("w7", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    flaky = Flaky(store)
+    writer = SessionWriter(flaky, session, 100)
+    clock.watch(writer)
+    clock.advance(0.05)
+    clock.advance(0.049)
+    assert flaky.attempts == [] and writer.durable_length == 0  # still inside the window
+    clock.advance(0.002)
+    _wait(lambda: writer.durable_length == 2)
+    assert flaky.attempts == [[0, 1]] and store.read_from("w7", 0) == session.events
+    writer.close()
+
+
+def test_an_idle_writer_sleeps_until_notified_after_its_one_bounded_wait(store, clock):
+    """After a write the writer waits once for at most a window (an unlocked append may have landed as it
+    blocked), then sleeps until an event notifies it: an idle writer does not poll."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    seen = []
+    wait = writer._cv.wait
+
+    def recording(timeout=None):
+        seen.append((writer._durable, timeout))
+        return wait(timeout)
+
+    writer._cv.wait = recording
+    session.append("turn/start", {"turn": 1})
+    clock.advance(0.1)
+    _wait(lambda: writer.durable_length == 1)
+    for _ in range(3):
+        clock.settle()  # wake it (as an unrelated notify would) three more times
+    after = [timeout for durable, timeout in seen if durable == 1]
+    assert after[0] == pytest.approx(0.1) and len(after) >= 4 and set(after[1:]) == {None}
+    writer.close()
