@@ -619,3 +619,54 @@ def test_an_idle_writer_sleeps_until_notified_after_its_one_bounded_wait(store, 
     after = [timeout for durable, timeout in seen if durable == 1]
     assert after[0] == pytest.approx(0.1) and len(after) >= 4 and set(after[1:]) == {None}
     writer.close()
+
+
+def test_a_failed_write_pauses_until_the_next_event_which_gets_a_whole_window(store, clock):
+    """After a failed write nothing is retried on its own; the next event re-enables the retry, with a window
+    of its own (not the expired one armed during the failed write)."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    flaky.gate = threading.Event()
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})  # t=0: window until 0.1
+    clock.now += 0.1
+    assert flaky.entered.wait(5)  # [0] is being written (held by the gate), and will fail
+    session.append("step/start", {"turn": 1, "step": 1})  # t=0.1, during the write: arms a window until 0.2
+    flaky.gate.set()
+    _wait(lambda: writer.last_error is not None)
+    clock.advance(5)  # t=5.1: paused, no retry
+    assert flaky.attempts == [[0]]
+    session.append("step/end", {"turn": 1, "step": 1})  # t=5.1: re-enables the retry, window until 5.2
+    clock.advance(0.05)
+    assert flaky.attempts == [[0]]
+    clock.advance(0.06)
+    _wait(lambda: writer.durable_length == 3)
+    assert flaky.attempts == [[0], [0, 1, 2]] and store.read_from("w1", 0) == session.events
+    writer.close()
+
+
+def test_a_store_whose_append_signature_cannot_be_read_is_called_without_keywords(store):
+    """A store method written in C (or behind a proxy) may have no readable signature: it is called with the
+    session id and the batch alone."""
+
+    class Unreadable:
+        __signature__ = "unreadable"  # inspect.signature raises TypeError for it
+
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args, **kwargs):
+            assert kwargs == {}
+            return self.fn(*args)
+
+    class Store:
+        def __init__(self, inner):
+            self.append = Unreadable(inner.append)
+
+    header = make_header("w8", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    writer = SessionWriter(Store(store), session, 60_000)
+    session.append("turn/start", {"turn": 1})
+    assert writer.flush() == 1 and store.read_from("w8", 0) == session.events
+    writer.close()
