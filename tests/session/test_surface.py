@@ -446,7 +446,8 @@ def test_a_messages_view_compares_and_adds_like_a_list():
     v = MessagesView(items, 2)
     assert v == ["m0", "m1"] and ["m0", "m1"] == v and v == MessagesView(["m0", "m1"]) and v == MessagesView(items, 2)
     assert v == ["m0", "".join(["m", "1"])]
-    assert not (v == ["m0"]) and not (v == ["m0", "m1", "m2"]) and not (v == ["m0", "x"])
+    assert v.__eq__(["m0"]) is False and v.__eq__(["m0", "m1", "m2"]) is False and v.__eq__(["m0", "x"]) is False
+    assert v.__ne__(["m0"]) is True and v.__ne__(["m0", "m1"]) is False
     assert v != ["m0"] and v != ["m1", "m0"] and not (v != ["m0", "m1"]) and not (v != MessagesView(items, 2))
     assert v != ("m0", "m1") and not (v == ("m0", "m1"))  # a tuple is not a list
     assert v.__eq__(("m0", "m1")) is NotImplemented and v.__ne__(("m0", "m1")) is NotImplemented
