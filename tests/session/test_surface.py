@@ -127,6 +127,16 @@ def test_window_fold_rejects_a_replace_before_the_window():
     s.append("user/message", user_msg("y", "y"), surface_op=rep(3, 6), source_event_seqs=[3, 5, 6])
     with pytest.raises(SessionValidationError, match="replace range 3..6 lies before the loaded window"):
         fold_surface(s.events[5:], base_seq=5)
+    # a range that starts (or ends) exactly at the window's first event is inside it
+    s = _base()
+    s.append("user/message", user_msg("z", "z"), surface_op=rep(5, 6), source_event_seqs=[5, 6])
+    assert fold_surface(s.events[5:], base_seq=5).nodes == [7]
+    s = _base()
+    s.append("user/message", user_msg("z", "z"), surface_op=rep(5, 5), source_event_seqs=[5])
+    assert fold_surface(s.events[5:], base_seq=5).nodes == [7, 6]
+    window = s.events[5:7] + [{**s.events[7], "surfaceOp": rep(6, 5), "sourceEventSeqs": [5, 6]}]
+    with pytest.raises(SessionValidationError, match="^seq 7: surface replace start 6 comes after end 5$"):
+        fold_surface(window, base_seq=5)
 
 
 def test_a_shadowed_node_is_off_the_surface_for_later_replacements():

@@ -533,6 +533,13 @@ async def test_after_a_barrier_events_wait_for_their_window_again(store, clock):
     await asyncio.to_thread(clock.advance, 0.1)
     await asyncio.to_thread(_wait, lambda: writer.durable_length == 3)
     assert flaky.attempts == [[0], [1], [2]]
+    # that write settled nothing more: the aflush() above was answered once, so the next event waits too
+    session.append("step/start", {"turn": 1, "step": 2})
+    await asyncio.to_thread(clock.settle)
+    assert flaky.attempts == [[0], [1], [2]]
+    await asyncio.to_thread(clock.advance, 0.1)
+    await asyncio.to_thread(_wait, lambda: writer.durable_length == 4)
+    assert flaky.attempts == [[0], [1], [2], [3]]
     await writer.aclose()
 
 
