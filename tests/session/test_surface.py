@@ -579,3 +579,17 @@ def test_check_markers_returns_the_surface_op(event, op):
     from dsh_tui.session.surface import check_markers
 
     assert check_markers(event) == op
+
+
+def test_plan_names_the_change_and_apply_commits_it():
+    """``plan`` returns None, ``("append", seq)`` or ``("replace", seq, i, j)`` and changes nothing."""
+    from dsh_tui.session.surface import SurfaceFold
+
+    s = _base()
+    s.append("user/message", user_msg("z", "z"), surface_op=rep(3, 5), source_event_seqs=[3, 5])
+    fold = SurfaceFold(lambda q: s.events[q])
+    plans = [fold.plan(ev) if fold.fold(ev) is None else None for ev in s.events[:7]]
+    assert plans == [None, None, ("append", 2), ("append", 3), None, ("append", 5), ("append", 6)]
+    assert fold.plan(s.events[7]) == ("replace", 7, 1, 2) and fold.nodes == [2, 3, 5, 6]
+    fold.apply(fold.plan(s.events[7]))
+    assert fold.nodes == [2, 7, 6] and fold.replace_generation == 1

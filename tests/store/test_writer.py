@@ -677,3 +677,60 @@ def test_a_store_whose_append_signature_cannot_be_read_is_called_without_keyword
     session.append("turn/start", {"turn": 1})
     assert writer.flush() == 1 and store.read_from("w8", 0) == session.events
     writer.close()
+
+
+def test_a_zero_timeout_flush_gives_up_at_once(store, clock):
+    """flush(0) polls: with a write in flight it raises at once (the clock does not move here, so a flush
+    that waited for time to pass would never return)."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match="^session w1: flush timed out$"):
+        writer.flush(timeout=0)
+    flaky.gate.set()
+    assert writer.flush() == 1
+    writer.close()
+
+
+def test_a_failure_after_a_success_is_reported_again(store):
+    """A successful write clears the error: the next failure is a new one (reported to on_error again) and
+    ``last_error`` reads None in between."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    reported = []
+    writer.on_error = reported.append
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError):
+        writer.flush()
+    assert writer.flush() == 1 and writer.last_error is None
+    flaky.fail_next = 1
+    session.append("step/start", {"turn": 1, "step": 1})
+    with pytest.raises(WriterError):
+        writer.flush()
+    assert [str(e) for e in reported] == ["[Errno 28] No space left on device"] * 2
+    assert writer.flush() == 2
+    writer.close()
+
+
+def test_a_program_that_never_closes_its_writer_still_exits(tmp_path):
+    """The writer thread is a daemon: an unclosed writer does not keep the process alive."""
+    import subprocess
+    import sys
+
+    script = (
+        "from dsh_tui.session.headers import make_header\n"
+        "from dsh_tui.session.log import Session\n"
+        "from dsh_tui.store.jsonl import JsonlStore\n"
+        "from dsh_tui.store.writer import SessionWriter\n"
+        f"store = JsonlStore({str(tmp_path / 'root')!r}, 'none')\n"
+        "header = make_header('w9', cwd='/work/w', created_at=1)\n"
+        "store.create(header)\n"
+        "session = Session(header)\n"
+        "writer = SessionWriter(store, session, 60_000)\n"
+        "session.append('turn/start', {'turn': 1})\n"
+        "assert writer.flush() == 1\n"
+        "print('done')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20,
+                          cwd=os.getcwd())
+    assert proc.returncode == 0 and proc.stdout == "done\n", proc.stderr
