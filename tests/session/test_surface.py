@@ -454,12 +454,12 @@ def test_a_messages_view_compares_and_adds_like_a_list():
 
     items = ["m0", "m1", "m2", "m3"]
     v = MessagesView(items, 2)
-    assert v == ["m0", "m1"] and ["m0", "m1"] == v and v == MessagesView(["m0", "m1"]) and v == MessagesView(items, 2)
+    assert v == ["m0", "m1"] and ["m0", "m1"] == v and v == MessagesView(["m0", "m1"]) and v == MessagesView(items, 2)  # noqa: SIM300 - the reflected comparison
     assert v == ["m0", "".join(["m", "1"])]
     assert v.__eq__(["m0"]) is False and v.__eq__(["m0", "m1", "m2"]) is False and v.__eq__(["m0", "x"]) is False
     assert v.__ne__(["m0"]) is True and v.__ne__(["m0", "m1"]) is False
-    assert v != ["m0"] and v != ["m1", "m0"] and not (v != ["m0", "m1"]) and not (v != MessagesView(items, 2))
-    assert v != ("m0", "m1") and not (v == ("m0", "m1"))  # a tuple is not a list
+    assert v != ["m0"] and v != ["m1", "m0"] and not (v != ["m0", "m1"]) and not (v != MessagesView(items, 2))  # noqa: SIM202
+    assert v != ("m0", "m1") and not (v == ("m0", "m1"))  # a tuple is not a list  # noqa: SIM201
     assert v.__eq__(("m0", "m1")) is NotImplemented and v.__ne__(("m0", "m1")) is NotImplemented
     assert v + ["x"] == ["m0", "m1", "x"] and type(v + ["x"]) is list
     assert ["x"] + v == ["x", "m0", "m1"] and ("x",) + v == ["x", "m0", "m1"]
