@@ -712,11 +712,18 @@ def test_a_failure_after_a_success_is_reported_again(store):
     writer.close()
 
 
-def test_a_program_that_never_closes_its_writer_still_exits(tmp_path):
-    """The writer thread is a daemon: an unclosed writer does not keep the process alive."""
+@pytest.mark.parametrize("hung", [False, True])
+def test_a_program_that_never_closes_its_writer_still_exits(tmp_path, hung):
+    """The writer thread is a daemon: an unclosed writer does not keep the process alive, nor does a
+    ``flush_future()`` whose write hangs (its helper thread is a daemon too)."""
     import subprocess
     import sys
 
+    ending = ("import threading\n"
+              "store.append = lambda *a, **k: threading.Event().wait()\n"
+              "session.append('step/start', {'turn': 1, 'step': 1})\n"
+              "fut = writer.flush_future()\n"
+              "assert not fut.done()\n") if hung else ""
     script = (
         "from dsh_tui.session.headers import make_header\n"
         "from dsh_tui.session.log import Session\n"
@@ -729,6 +736,7 @@ def test_a_program_that_never_closes_its_writer_still_exits(tmp_path):
         "writer = SessionWriter(store, session, 60_000)\n"
         "session.append('turn/start', {'turn': 1})\n"
         "assert writer.flush() == 1\n"
+        f"{ending}"
         "print('done')\n"
     )
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20,
