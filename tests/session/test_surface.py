@@ -550,6 +550,11 @@ def _ev(type_, seq, **extra):
          f"seq {_BIG + 9}: sourceEventSeqs must not contain duplicates"),
         (_ev("user/message", 5, surfaceOp="append", sourceEventSeqs=[0, 2, 1, 0]),
          "seq 5: sourceEventSeqs must not contain duplicates"),
+        # first and last as in a run of seqs, the middle not
+        (_ev("user/message", 5, surfaceOp="append", sourceEventSeqs=[0, 0, 2]),
+         "seq 5: sourceEventSeqs must not contain duplicates"),
+        (_ev("user/message", 5, surfaceOp="append", sourceEventSeqs=[0, 7, 2]),
+         "seq 5: sourceEventSeqs must reference earlier events (7 >= 5)"),
     ],
 )
 def test_check_markers_names_the_first_problem_exactly(event, message):
