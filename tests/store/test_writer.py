@@ -707,6 +707,7 @@ def test_a_failure_after_a_success_is_reported_again(store):
     session.append("step/start", {"turn": 1, "step": 1})
     with pytest.raises(WriterError):
         writer.flush()
+    _wait(lambda: len(reported) == 2)  # the hook runs on the writer thread after the flush has been told
     assert [str(e) for e in reported] == ["[Errno 28] No space left on device"] * 2
     assert writer.flush() == 2
     writer.close()
