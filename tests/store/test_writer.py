@@ -743,3 +743,58 @@ def test_a_program_that_never_closes_its_writer_still_exits(tmp_path, hung):
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20,
                           cwd=os.getcwd())
     assert proc.returncode == 0 and proc.stdout == "done\n", proc.stderr
+
+
+def test_an_unlocked_append_after_a_take_still_waits_for_its_window(store, clock):
+    """An event that joined the queue without the mutex as a batch was taken finds no armed window: the
+    writer arms one at its next look (the event is written a window later, not at once)."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    counting_wait = writer._cv.wait
+    late = []
+
+    def wait(timeout=None):  # runs on the writer thread, mutex held
+        if not late and writer._durable == 1 and not writer._pending:
+            late.append(timeout)
+            writer._hot = True  # this producer read the flag while the window was still armed
+            session.append("session/title", {"title": "late", "messageSeqs": [], "source": {"kind": "user"}})
+        return counting_wait(timeout)
+
+    writer._cv.wait = wait
+    session.append("turn/start", {"turn": 1})
+    clock.advance(0.1)
+    _wait(lambda: late != [])
+    clock.settle()
+    clock.advance(0.05)
+    assert flaky.attempts == [[0]]  # its window runs from the writer's look at it
+    clock.advance(0.06)
+    _wait(lambda: writer.durable_length == 2)
+    assert flaky.attempts == [[0], [1]]
+    writer.close()
+
+
+def test_an_awaited_flush_names_the_session_and_the_error(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match=r"^session w1: could not persist events: \[Errno 28\] No space left on device$"):
+        asyncio.run(writer.aflush())
+    assert asyncio.run(writer.aflush()) == 1
+    writer.close()
+
+
+def test_a_store_that_accepts_trusted_is_told_the_events_were_validated(store):
+    seen = []
+
+    class Trusting:
+        def append(self, sid, events, trusted=False):
+            seen.append(trusted)
+            store.append(sid, events)
+
+    header = make_header("w10", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    writer = SessionWriter(Trusting(), session, 60_000)
+    session.append("turn/start", {"turn": 1})
+    assert writer.flush() == 1 and seen == [True]
+    writer.close()
