@@ -688,7 +688,7 @@ def test_a_zero_timeout_flush_gives_up_at_once(store, clock):
     with pytest.raises(WriterError, match="^session w1: flush timed out$"):
         writer.flush(timeout=0)
     flaky.gate.set()
-    assert writer.flush() == 1
+    assert writer.flush(timeout=0.5) == 1  # time left (the clock is still): it waits for the write
     writer.close()
 
 
@@ -797,4 +797,17 @@ def test_a_store_that_accepts_trusted_is_told_the_events_were_validated(store):
     writer = SessionWriter(Trusting(), session, 60_000)
     session.append("turn/start", {"turn": 1})
     assert writer.flush() == 1 and seen == [True]
+    writer.close()
+
+
+def test_the_writer_threads_are_named_after_the_session(store):
+    """Thread names show in thread dumps and in an unhandled hook error's report."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    fut = writer.flush_future()
+    names = {t.name for t in threading.enumerate()}
+    flaky.gate.set()
+    assert fut.result(10) == 1
+    assert writer._thread.name == "dsh-writer-w1" and "dsh-flush-w1" in names
     writer.close()
