@@ -811,3 +811,29 @@ def test_the_writer_threads_are_named_after_the_session(store):
     assert fut.result(10) == 1
     assert writer._thread.name == "dsh-writer-w1" and "dsh-flush-w1" in names
     writer.close()
+
+
+def test_an_event_arriving_as_a_failed_close_finishes_is_not_queued_either(store):
+    """close() whose flush failed: an event that joined between that failure and close marking the writer
+    closed stays (unwritten, reported); one delivered after that is not queued on the closed writer."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.fail_next = 100
+    session.append("turn/start", {"turn": 1})
+    failing_flush = writer.flush
+    unsubscribe = writer._unsubscribe
+
+    def flush_then_an_event():
+        try:
+            failing_flush()
+        finally:
+            session.append("step/start", {"turn": 1, "step": 1})  # a producer, just before close locks
+
+    def late_then_unsubscribe():
+        session.append("step/end", {"turn": 1, "step": 1})
+        unsubscribe()
+
+    writer.flush = flush_then_an_event
+    writer._unsubscribe = late_then_unsubscribe
+    with pytest.raises(WriterError, match="could not persist events"):
+        writer.close()
+    assert writer.pending_count == 2 and writer.durable_length == 0
