@@ -598,3 +598,28 @@ def test_plan_names_the_change_and_apply_commits_it():
     assert fold.plan(s.events[7]) == ("replace", 7, 1, 2) and fold.nodes == [2, 3, 5, 6]
     fold.apply(fold.plan(s.events[7]))
     assert fold.nodes == [2, 7, 6] and fold.replace_generation == 1
+
+
+@pytest.mark.parametrize(
+    ("type_", "op", "src", "message"),
+    [
+        ("user/message", rep(4, 5), [4, 5], "seq 7: surface replace start 4 is not on the surface"),
+        ("user/message", rep(2, 4), [2, 3, 4], "seq 7: surface replace end 4 is not on the surface"),
+        ("user/message", rep(5, 3), [3, 5], "seq 7: surface replace start 5 comes after end 3"),
+        ("user/message", rep(2, 5), [2, 5],
+         "seq 7: surface replace must cite every shadowed seq in sourceEventSeqs (missing [3])"),
+        ("tool/result", rep(3, 5), [3, 5], "seq 7: a tool/result replacement must shadow exactly one node"),
+        ("tool/result", rep(2, 2), [2], "seq 7: a tool/result replacement must shadow a tool/result"),
+    ],
+)
+def test_plan_names_each_problem_exactly(type_, op, src, message):
+    s = _base()
+    data = {"turn": 1, "step": 1, "message": tool_msg("c1", "short")} if type_ == "tool/result" else user_msg()
+    with pytest.raises(SessionValidationError) as info:
+        s.append(type_, data, surface_op=op, source_event_seqs=src)
+    assert str(info.value) == message and info.value.code == "INVALID_SURFACE"
+    s = _base()
+    s.append("user/message", user_msg("y", "y"), surface_op=rep(3, 6), source_event_seqs=[3, 5, 6])
+    with pytest.raises(SessionValidationError) as info:
+        fold_surface(s.events[5:], base_seq=5)
+    assert str(info.value) == "seq 7: surface replace range 3..6 lies before the loaded window"
