@@ -610,11 +610,14 @@ def test_plan_names_the_change_and_apply_commits_it():
          "seq 7: surface replace must cite every shadowed seq in sourceEventSeqs (missing [3])"),
         ("tool/result", rep(3, 5), [3, 5], "seq 7: a tool/result replacement must shadow exactly one node"),
         ("tool/result", rep(2, 2), [2], "seq 7: a tool/result replacement must shadow a tool/result"),
+        ("tool/result ", rep(5, 5), [5], "seq 7: a tool/result replacement may change only the tool-result content"),
     ],
 )
 def test_plan_names_each_problem_exactly(type_, op, src, message):
     s = _base()
     data = {"turn": 1, "step": 1, "message": tool_msg("c1", "short")} if type_ == "tool/result" else user_msg()
+    if type_ == "tool/result ":  # another message id: more than the content
+        type_, data = "tool/result", {"turn": 1, "step": 1, "message": tool_msg("c1", "short", mid="other")}
     with pytest.raises(SessionValidationError) as info:
         s.append(type_, data, surface_op=op, source_event_seqs=src)
     assert str(info.value) == message and info.value.code == "INVALID_SURFACE"
