@@ -626,3 +626,14 @@ def test_plan_names_each_problem_exactly(type_, op, src, message):
     with pytest.raises(SessionValidationError) as info:
         fold_surface(s.events[5:], base_seq=5)
     assert str(info.value) == "seq 7: surface replace range 3..6 lies before the loaded window"
+
+
+def test_a_window_projects_with_its_base_seq():
+    """A window of the log (its first event not seq 0) folds and projects like the whole log's tail, a
+    tool/result replacement inside it included."""
+    s = _base()
+    pruned = tool_msg("c1", "[pruned]")
+    s.append("tool/result", {"turn": 1, "step": 1, "message": pruned}, surface_op=rep(5, 5), source_event_seqs=[5])
+    window = s.events[5:]
+    assert fold_surface(window, base_seq=5).nodes == [7, 6]
+    assert derive_messages_from(window, base_seq=5) == [pruned, user_msg("two", "u2")]
