@@ -127,6 +127,16 @@ def test_window_fold_rejects_a_replace_before_the_window():
     s.append("user/message", user_msg("y", "y"), surface_op=rep(3, 6), source_event_seqs=[3, 5, 6])
     with pytest.raises(SessionValidationError, match="replace range 3..6 lies before the loaded window"):
         fold_surface(s.events[5:], base_seq=5)
+    # a range that starts (or ends) exactly at the window's first event is inside it
+    s = _base()
+    s.append("user/message", user_msg("z", "z"), surface_op=rep(5, 6), source_event_seqs=[5, 6])
+    assert fold_surface(s.events[5:], base_seq=5).nodes == [7]
+    s = _base()
+    s.append("user/message", user_msg("z", "z"), surface_op=rep(5, 5), source_event_seqs=[5])
+    assert fold_surface(s.events[5:], base_seq=5).nodes == [7, 6]
+    window = s.events[5:7] + [{**s.events[7], "surfaceOp": rep(6, 5), "sourceEventSeqs": [5, 6]}]
+    with pytest.raises(SessionValidationError, match="^seq 7: surface replace start 6 comes after end 5$"):
+        fold_surface(window, base_seq=5)
 
 
 def test_a_shadowed_node_is_off_the_surface_for_later_replacements():
@@ -369,3 +379,261 @@ def test_incremental_folds_equal_whole_log_folds(path):
     headers = [e for e in s.events if e["type"] == "request/header"]
     if headers:
         assert folds.header_equals(s.request_header(), headers[-1]["data"]["header"])
+
+
+# ---------------------------------------------------------------- the immutable message objects and the view
+
+_FROZEN_MSG = "session messages are immutable (derive_messages shares them); copy before editing"
+
+
+def test_frozen_dict_and_list_refuse_every_mutator_and_copy_as_documented():
+    from dsh_tui.session.surface import FrozenDict, FrozenList, freeze, thaw
+
+    d = freeze({"a": [1, {"b": 2}], "c": "x"})
+    assert type(d) is FrozenDict and type(d["a"]) is FrozenList and type(d["a"][1]) is FrozenDict
+    for attempt in (lambda: d.__setitem__("a", 1), lambda: d.__delitem__("a"), lambda: d.update(a=1),
+                    lambda: d.pop("a"), lambda: d.popitem(), lambda: d.clear(), lambda: d.setdefault("z", 1),
+                    lambda: d.__ior__({"z": 1})):
+        with pytest.raises(TypeError, match=f"^{_FROZEN_MSG.replace('(', '[(]').replace(')', '[)]')}$"):
+            attempt()
+    lst = d["a"]
+    for attempt in (lambda: lst.__setitem__(0, 1), lambda: lst.__delitem__(0), lambda: lst.append(1),
+                    lambda: lst.extend([1]), lambda: lst.insert(0, 1), lambda: lst.pop(), lambda: lst.remove(1),
+                    lambda: lst.clear(), lambda: lst.sort(), lambda: lst.reverse(), lambda: lst.__iadd__([1]),
+                    lambda: lst.__imul__(2)):
+        with pytest.raises(TypeError, match="^session messages are immutable"):
+            attempt()
+    assert d == {"a": [1, {"b": 2}], "c": "x"}
+    assert repr(d) == "FrozenDict({'a': FrozenList([1, FrozenDict({'b': 2})]), 'c': 'x'})"
+    assert repr(lst) == "FrozenList([1, FrozenDict({'b': 2})])"
+    assert copy.copy(d) is d and copy.copy(lst) is lst
+    deep = copy.deepcopy(d)
+    assert deep == d and type(deep) is dict and type(deep["a"]) is list and type(deep["a"][1]) is dict
+    deep_list = copy.deepcopy(lst)
+    assert deep_list == lst and type(deep_list) is list and type(deep_list[1]) is dict
+    for value in (d, lst):
+        again = pickle.loads(pickle.dumps(value))
+        assert again == value and type(again) is type(value)
+    # freezing shares what is already frozen; thaw copies down to the leaves and keeps scalars
+    assert freeze(d) is d and freeze(lst) is lst and freeze("s") == "s" and freeze((1,)) == (1,)
+    plain = thaw(d)
+    assert plain == d and type(plain) is dict and type(plain["a"]) is list and type(plain["a"][1]) is dict
+    assert thaw(7) == 7 and thaw(lst) == [1, {"b": 2}] and type(thaw(lst)) is list
+
+
+def test_a_messages_view_reads_its_first_n_items_only():
+    from dsh_tui.session.surface import MessagesView
+
+    items = ["m0", "m1", "m2", "m3", "m4"]
+    v = MessagesView(items, 3)
+    assert len(v) == 3 and len(MessagesView(items)) == 5 and len(MessagesView(items, 0)) == 0
+    assert [v[0], v[1], v[2], v[-1], v[-3]] == ["m0", "m1", "m2", "m2", "m0"]
+    for bad in (3, 4, -4, -6):
+        with pytest.raises(IndexError, match="^list index out of range$"):
+            v[bad]
+    assert v[True] == "m1"  # any __index__ works, as for a list
+    assert v[1:] == ["m1", "m2"] and v[::-1] == ["m2", "m1", "m0"] and v[-2:] == ["m1", "m2"]
+    assert type(v[1:]) is list
+    whole = MessagesView(items)
+    assert whole[1:] == items[1:] and whole[-1] == "m4" and list(whole) == items
+    assert list(v) == ["m0", "m1", "m2"] and list(reversed(v)) == ["m2", "m1", "m0"]
+    assert list(reversed(whole)) == items[::-1] and list(reversed(MessagesView(items, 1))) == ["m0"]
+    assert "m2" in v and "m3" not in v and "m4" in whole
+    twin = "".join(["m", "1"])  # equal, not the same object
+    assert twin in v
+    assert v.to_list() == ["m0", "m1", "m2"] and type(v.to_list()) is list and v.copy() == ["m0", "m1", "m2"]
+    assert copy.copy(v) == ["m0", "m1", "m2"] and type(copy.copy(v)) is list
+    assert repr(v) == "MessagesView(['m0', 'm1', 'm2'])"
+    again = pickle.loads(pickle.dumps(v))
+    assert type(again) is MessagesView and again == v and len(again) == 3
+    assert items == ["m0", "m1", "m2", "m3", "m4"]
+
+
+def test_a_messages_view_compares_and_adds_like_a_list():
+    from dsh_tui.session.surface import MessagesView
+
+    items = ["m0", "m1", "m2", "m3"]
+    v = MessagesView(items, 2)
+    assert v == ["m0", "m1"] and ["m0", "m1"] == v and v == MessagesView(["m0", "m1"]) and v == MessagesView(items, 2)  # noqa: SIM300 - the reflected comparison
+    assert v == ["m0", "".join(["m", "1"])]
+    assert v.__eq__(["m0"]) is False and v.__eq__(["m0", "m1", "m2"]) is False and v.__eq__(["m0", "x"]) is False
+    assert v.__ne__(["m0"]) is True and v.__ne__(["m0", "m1"]) is False
+    assert v != ["m0"] and v != ["m1", "m0"] and not (v != ["m0", "m1"]) and not (v != MessagesView(items, 2))  # noqa: SIM202
+    assert v != ("m0", "m1") and not (v == ("m0", "m1"))  # a tuple is not a list  # noqa: SIM201
+    assert v.__eq__(("m0", "m1")) is NotImplemented and v.__ne__(("m0", "m1")) is NotImplemented
+    assert v + ["x"] == ["m0", "m1", "x"] and type(v + ["x"]) is list
+    assert ["x"] + v == ["x", "m0", "m1"] and ("x",) + v == ["x", "m0", "m1"]
+    with pytest.raises(TypeError):
+        hash(v)
+
+
+def test_a_messages_view_copies_on_the_first_mutation_and_never_touches_the_shared_list():
+    from dsh_tui.session.surface import MessagesView
+
+    items = ["m0", "m1", "m2", "m3"]
+    cases = [
+        (lambda v: v.__setitem__(0, "x"), ["x", "m1"]),
+        (lambda v: v.__delitem__(0), ["m1"]),
+        (lambda v: v.insert(0, "x"), ["x", "m0", "m1"]),
+        (lambda v: v.append("x"), ["m0", "m1", "x"]),
+        (lambda v: v.extend(["x", "y"]), ["m0", "m1", "x", "y"]),
+        (lambda v: v.sort(reverse=True), ["m1", "m0"]),
+        (lambda v: v.sort(key=lambda m: -int(m[1])), ["m1", "m0"]),
+        (lambda v: v.reverse(), ["m1", "m0"]),
+        (lambda v: v.__iadd__(["x"]), ["m0", "m1", "x"]),
+        (lambda v: v.pop(), ["m0"]),
+        (lambda v: v.remove("m0"), ["m1"]),
+        (lambda v: v.clear(), []),
+    ]
+    for mutate, expected in cases:
+        v = MessagesView(items, 2)
+        mutate(v)
+        assert v == expected and v.to_list() == expected and list(v) == expected and len(v) == len(expected)
+        assert list(reversed(v)) == expected[::-1] and v[:] == expected
+        if expected:
+            assert v[0] == expected[0] and v[-1] == expected[-1]
+        assert items == ["m0", "m1", "m2", "m3"]  # the shared list is untouched
+    v = MessagesView(items, 2)
+    v += ["x"]
+    assert type(v) is MessagesView and v == ["m0", "m1", "x"]
+    v.append("y")  # later mutations edit the caller's own copy in place
+    assert v == ["m0", "m1", "x", "y"] and v.to_list() is not v._items and items == ["m0", "m1", "m2", "m3"]
+    own = v.to_list()
+    own.append("z")
+    assert v == ["m0", "m1", "x", "y"]  # to_list of an owned view is still a copy
+
+
+_BIG = 2**53 - 1  # the largest safe integer
+
+
+def _ev(type_, seq, **extra):
+    return {"type": type_, "seq": seq, "time": 0, "data": {}, **extra}
+
+
+@pytest.mark.parametrize(
+    ("event", "message"),
+    [
+        (_ev("turn/start", 4, surfaceOp="append"), "seq 4: turn/start is not a surface event and cannot carry surfaceOp"),
+        (_ev("turn/start", 4, surfaceOp=None), "seq 4: turn/start is not a surface event and cannot carry surfaceOp"),
+        (_ev("turn/start", 4, sourceEventSeqs=[1]),
+         "seq 4: turn/start is not a surface event and cannot carry sourceEventSeqs"),
+        (_ev("user/message", 4), "seq 4: user/message requires a surfaceOp"),
+        (_ev("tool/result", 4), "seq 4: tool/result requires a surfaceOp"),
+        (_ev("assistant/message", 4), "seq 4: assistant/message requires a surfaceOp"),
+        *((_ev("user/message", 4, surfaceOp=op),
+           "seq 4: surfaceOp must be \"append\" or exactly {op:'replace', start, end}")
+          for op in ("replace", None, ["replace", 1, 2], {"op": "append", "start": 1, "end": 2},
+                     {"op": "replace", "start": 1}, {"op": "replace", "start": 1, "end": 2, "x": 0})),
+        *((_ev("user/message", 4, surfaceOp=rep(start, end)),
+           "seq 4: surfaceOp.start/end must be non-negative safe integers")
+          for start, end in ((-1, 2), (2, -1), (_BIG + 1, 2), (2, _BIG + 1), (1.0, 2), (2, True), ("1", 2))),
+        (_ev("user/message", 4, surfaceOp="append", sourceEventSeqs=(1,)), "seq 4: sourceEventSeqs must be an array"),
+        (_ev("user/message", 4, surfaceOp="append", sourceEventSeqs=[]),
+         "seq 4: sourceEventSeqs may be empty only on assistant/message"),
+        (_ev("tool/result", 4, surfaceOp="append", sourceEventSeqs=[]),
+         "seq 4: sourceEventSeqs may be empty only on assistant/message"),
+        *((_ev("user/message", _BIG + 9, surfaceOp="append", sourceEventSeqs=src),
+           f"seq {_BIG + 9}: sourceEventSeqs entries must be non-negative safe integers")
+          for src in ([-1], [0, -1], [1, 1.0], [True], [_BIG + 1, _BIG + 1], [0, "1"])),
+        # every earlier-seq and duplicate problem, including the ones a fast path must not let through
+        (_ev("user/message", 3, surfaceOp="append", sourceEventSeqs=[1, 2, 3]),
+         "seq 3: sourceEventSeqs must reference earlier events (3 >= 3)"),
+        (_ev("user/message", 3, surfaceOp="append", sourceEventSeqs=[3]),
+         "seq 3: sourceEventSeqs must reference earlier events (3 >= 3)"),
+        (_ev("user/message", 3, surfaceOp="append", sourceEventSeqs=[2, 0, 4, 1]),
+         "seq 3: sourceEventSeqs must reference earlier events (4 >= 3)"),
+        (_ev("user/message", 5, surfaceOp="append", sourceEventSeqs=[0, 1, 1, 2]),
+         "seq 5: sourceEventSeqs must not contain duplicates"),
+        (_ev("user/message", 5, surfaceOp="append", sourceEventSeqs=[2, 2]),
+         "seq 5: sourceEventSeqs must not contain duplicates"),
+        (_ev("user/message", _BIG + 9, surfaceOp="append", sourceEventSeqs=[_BIG, _BIG]),
+         f"seq {_BIG + 9}: sourceEventSeqs must not contain duplicates"),
+        (_ev("user/message", 5, surfaceOp="append", sourceEventSeqs=[0, 2, 1, 0]),
+         "seq 5: sourceEventSeqs must not contain duplicates"),
+        # first and last as in a run of seqs, the middle not
+        (_ev("user/message", 5, surfaceOp="append", sourceEventSeqs=[0, 0, 2]),
+         "seq 5: sourceEventSeqs must not contain duplicates"),
+        (_ev("user/message", 5, surfaceOp="append", sourceEventSeqs=[0, 7, 2]),
+         "seq 5: sourceEventSeqs must reference earlier events (7 >= 5)"),
+    ],
+)
+def test_check_markers_names_the_first_problem_exactly(event, message):
+    from dsh_tui.session.surface import check_markers
+
+    with pytest.raises(SessionValidationError) as info:
+        check_markers(event)
+    assert str(info.value) == message and info.value.code == "INVALID_SURFACE"
+
+
+@pytest.mark.parametrize(
+    ("event", "op"),
+    [
+        (_ev("turn/start", 4), None),
+        (_ev("user/message", 4, surfaceOp="append"), "append"),
+        (_ev("user/message", 1, surfaceOp="append", sourceEventSeqs=[0]), "append"),
+        (_ev("user/message", 4, surfaceOp="append", sourceEventSeqs=[0, 1, 2, 3]), "append"),
+        (_ev("user/message", 4, surfaceOp="append", sourceEventSeqs=[1, 2]), "append"),
+        (_ev("user/message", 4, surfaceOp="append", sourceEventSeqs=[3, 0, 2]), "append"),
+        (_ev("user/message", 9, surfaceOp="append", sourceEventSeqs=[8, 0]), "append"),
+        (_ev("assistant/message", 4, surfaceOp="append", sourceEventSeqs=[]), "append"),
+        (_ev("user/message", _BIG + 1, surfaceOp=rep(0, _BIG), sourceEventSeqs=[_BIG, 0]), rep(0, _BIG)),
+        (_ev("tool/result", 6, surfaceOp=rep(5, 5), sourceEventSeqs=[5]), rep(5, 5)),
+    ],
+)
+def test_check_markers_returns_the_surface_op(event, op):
+    from dsh_tui.session.surface import check_markers
+
+    assert check_markers(event) == op
+
+
+def test_plan_names_the_change_and_apply_commits_it():
+    """``plan`` returns None, ``("append", seq)`` or ``("replace", seq, i, j)`` and changes nothing."""
+    from dsh_tui.session.surface import SurfaceFold
+
+    s = _base()
+    s.append("user/message", user_msg("z", "z"), surface_op=rep(3, 5), source_event_seqs=[3, 5])
+    fold = SurfaceFold(lambda q: s.events[q])
+    plans = [fold.plan(ev) if fold.fold(ev) is None else None for ev in s.events[:7]]
+    assert plans == [None, None, ("append", 2), ("append", 3), None, ("append", 5), ("append", 6)]
+    assert fold.plan(s.events[7]) == ("replace", 7, 1, 2) and fold.nodes == [2, 3, 5, 6]
+    fold.apply(fold.plan(s.events[7]))
+    assert fold.nodes == [2, 7, 6] and fold.replace_generation == 1
+
+
+@pytest.mark.parametrize(
+    ("type_", "op", "src", "message"),
+    [
+        ("user/message", rep(4, 5), [4, 5], "seq 7: surface replace start 4 is not on the surface"),
+        ("user/message", rep(2, 4), [2, 3, 4], "seq 7: surface replace end 4 is not on the surface"),
+        ("user/message", rep(5, 3), [3, 5], "seq 7: surface replace start 5 comes after end 3"),
+        ("user/message", rep(2, 5), [2, 5],
+         "seq 7: surface replace must cite every shadowed seq in sourceEventSeqs (missing [3])"),
+        ("tool/result", rep(3, 5), [3, 5], "seq 7: a tool/result replacement must shadow exactly one node"),
+        ("tool/result", rep(2, 2), [2], "seq 7: a tool/result replacement must shadow a tool/result"),
+        ("tool/result ", rep(5, 5), [5], "seq 7: a tool/result replacement may change only the tool-result content"),
+    ],
+)
+def test_plan_names_each_problem_exactly(type_, op, src, message):
+    s = _base()
+    data = {"turn": 1, "step": 1, "message": tool_msg("c1", "short")} if type_ == "tool/result" else user_msg()
+    if type_ == "tool/result ":  # another message id: more than the content
+        type_, data = "tool/result", {"turn": 1, "step": 1, "message": tool_msg("c1", "short", mid="other")}
+    with pytest.raises(SessionValidationError) as info:
+        s.append(type_, data, surface_op=op, source_event_seqs=src)
+    assert str(info.value) == message and info.value.code == "INVALID_SURFACE"
+    s = _base()
+    s.append("user/message", user_msg("y", "y"), surface_op=rep(3, 6), source_event_seqs=[3, 5, 6])
+    with pytest.raises(SessionValidationError) as info:
+        fold_surface(s.events[5:], base_seq=5)
+    assert str(info.value) == "seq 7: surface replace range 3..6 lies before the loaded window"
+
+
+def test_a_window_projects_with_its_base_seq():
+    """A window of the log (its first event not seq 0) folds and projects like the whole log's tail, a
+    tool/result replacement inside it included."""
+    s = _base()
+    pruned = tool_msg("c1", "[pruned]")
+    s.append("tool/result", {"turn": 1, "step": 1, "message": pruned}, surface_op=rep(5, 5), source_event_seqs=[5])
+    window = s.events[5:]
+    assert fold_surface(window, base_seq=5).nodes == [7, 6]
+    assert derive_messages_from(window, base_seq=5) == [pruned, user_msg("two", "u2")]

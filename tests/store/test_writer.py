@@ -405,6 +405,8 @@ async def test_a_writer_thread_that_dies_fails_every_barrier_instead_of_hanging(
         flaky.gate.set()
         with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
             await waiter
+        # the waiters are settled in _run's finally, before the thread's excepthook runs: wait for the thread
+        await asyncio.to_thread(writer._thread.join, 5)
         assert [str(e) for e in died] == ["on_flush broke"]
         with pytest.raises(WriterError, match="^session w1: writer thread is gone$"):
             writer.flush()
@@ -531,6 +533,13 @@ async def test_after_a_barrier_events_wait_for_their_window_again(store, clock):
     await asyncio.to_thread(clock.advance, 0.1)
     await asyncio.to_thread(_wait, lambda: writer.durable_length == 3)
     assert flaky.attempts == [[0], [1], [2]]
+    # that write settled nothing more: the aflush() above was answered once, so the next event waits too
+    session.append("step/start", {"turn": 1, "step": 2})
+    await asyncio.to_thread(clock.settle)
+    assert flaky.attempts == [[0], [1], [2]]
+    await asyncio.to_thread(clock.advance, 0.1)
+    await asyncio.to_thread(_wait, lambda: writer.durable_length == 4)
+    assert flaky.attempts == [[0], [1], [2], [3]]
     await writer.aclose()
 
 
@@ -549,3 +558,282 @@ def test_flush_future_carries_the_flush_outcome(store):
     finally:
         threading.excepthook = old_hook
     assert seen == []  # the helper thread ended cleanly both times
+
+
+def test_close_unsubscribes_and_waits_for_the_thread_before_releasing_the_lock(store):
+    """close() returns with the writer detached from the session and its thread ended: the lock is let go
+    only after the thread's last hook (``on_flush``) has returned."""
+    session, writer, _ = _new(store, window_ms=60_000)
+    gate = threading.Event()
+    seen = []
+
+    class Lock:
+        def release(self):
+            seen.append(writer._thread.is_alive())
+            gate.set()
+
+    def slow_hook(durable):  # runs on the writer thread after the flush close() waits for
+        gate.wait(1)
+
+    writer.lock = Lock()
+    writer.on_flush = slow_hook
+    session.append("turn/start", {"turn": 1})
+    assert writer._on_event in session._observers
+    writer.close()
+    assert seen == [False]  # the hook (and the thread) had finished when the lock was released
+    assert writer._on_event not in session._observers  # the session no longer feeds a closed writer
+    assert store.read_from("w1", 0) == session.events
+
+
+def test_events_queued_at_construction_wait_for_one_window_from_the_start(store, clock):
+    """The queued events of a resumed or seeded session arm the fixed window when the writer starts: they are
+    written one window later, not at once."""
+    header = make_header("w7", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    session.append("turn/start", {"turn": 1})
+    session.append("step/start", {"turn": 1, "step": 1})
+    flaky = Flaky(store)
+    writer = SessionWriter(flaky, session, 100)
+    clock.watch(writer)
+    clock.advance(0.05)
+    clock.advance(0.049)
+    assert flaky.attempts == [] and writer.durable_length == 0  # still inside the window
+    clock.advance(0.002)
+    _wait(lambda: writer.durable_length == 2)
+    assert flaky.attempts == [[0, 1]] and store.read_from("w7", 0) == session.events
+    writer.close()
+
+
+def test_an_idle_writer_sleeps_until_notified_after_its_one_bounded_wait(store, clock):
+    """After a write the writer waits once for at most a window (an unlocked append may have landed as it
+    blocked), then sleeps until an event notifies it: an idle writer does not poll."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    seen = []
+    wait = writer._cv.wait
+
+    def recording(timeout=None):
+        seen.append((writer._durable, timeout))
+        return wait(timeout)
+
+    writer._cv.wait = recording
+    session.append("turn/start", {"turn": 1})
+    clock.advance(0.1)
+    _wait(lambda: writer.durable_length == 1)
+    for _ in range(3):
+        clock.settle()  # wake it (as an unrelated notify would) three more times
+    after = [timeout for durable, timeout in seen if durable == 1]
+    assert after[0] == pytest.approx(0.1) and len(after) >= 4 and set(after[1:]) == {None}
+    writer.close()
+
+
+def test_a_failed_write_pauses_until_the_next_event_which_gets_a_whole_window(store, clock):
+    """After a failed write nothing is retried on its own; the next event re-enables the retry, with a window
+    of its own (not the expired one armed during the failed write)."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    flaky.gate = threading.Event()
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})  # t=0: window until 0.1
+    clock.now += 0.1
+    assert flaky.entered.wait(5)  # [0] is being written (held by the gate), and will fail
+    session.append("step/start", {"turn": 1, "step": 1})  # t=0.1, during the write: arms a window until 0.2
+    flaky.gate.set()
+    _wait(lambda: writer.last_error is not None)
+    clock.advance(5)  # t=5.1: paused, no retry
+    assert flaky.attempts == [[0]]
+    session.append("step/end", {"turn": 1, "step": 1})  # t=5.1: re-enables the retry, window until 5.2
+    clock.advance(0.05)
+    assert flaky.attempts == [[0]]
+    clock.advance(0.06)
+    _wait(lambda: writer.durable_length == 3)
+    assert flaky.attempts == [[0], [0, 1, 2]] and store.read_from("w1", 0) == session.events
+    writer.close()
+
+
+def test_a_store_whose_append_signature_cannot_be_read_is_called_without_keywords(store):
+    """A store method written in C (or behind a proxy) may have no readable signature: it is called with the
+    session id and the batch alone."""
+
+    class Unreadable:
+        __signature__ = "unreadable"  # inspect.signature raises TypeError for it
+
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, *args, **kwargs):
+            assert kwargs == {}
+            return self.fn(*args)
+
+    class Store:
+        def __init__(self, inner):
+            self.append = Unreadable(inner.append)
+
+    header = make_header("w8", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    writer = SessionWriter(Store(store), session, 60_000)
+    session.append("turn/start", {"turn": 1})
+    assert writer.flush() == 1 and store.read_from("w8", 0) == session.events
+    writer.close()
+
+
+def test_a_zero_timeout_flush_gives_up_at_once(store, clock):
+    """flush(0) polls: with a write in flight it raises at once (the clock does not move here, so a flush
+    that waited for time to pass would never return)."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match="^session w1: flush timed out$"):
+        writer.flush(timeout=0)
+    flaky.gate.set()
+    assert writer.flush(timeout=0.5) == 1  # time left (the clock is still): it waits for the write
+    writer.close()
+
+
+def test_a_failure_after_a_success_is_reported_again(store):
+    """A successful write clears the error: the next failure is a new one (reported to on_error again) and
+    ``last_error`` reads None in between."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    reported = []
+    writer.on_error = reported.append
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError):
+        writer.flush()
+    assert writer.flush() == 1 and writer.last_error is None
+    flaky.fail_next = 1
+    session.append("step/start", {"turn": 1, "step": 1})
+    with pytest.raises(WriterError):
+        writer.flush()
+    _wait(lambda: len(reported) == 2)  # the hook runs on the writer thread after the flush has been told
+    assert [str(e) for e in reported] == ["[Errno 28] No space left on device"] * 2
+    assert writer.flush() == 2
+    writer.close()
+
+
+@pytest.mark.parametrize("hung", [False, True])
+def test_a_program_that_never_closes_its_writer_still_exits(tmp_path, hung):
+    """The writer thread is a daemon: an unclosed writer does not keep the process alive, nor does a
+    ``flush_future()`` whose write hangs (its helper thread is a daemon too)."""
+    import subprocess
+    import sys
+
+    ending = ("import threading\n"
+              "store.append = lambda *a, **k: threading.Event().wait()\n"
+              "session.append('step/start', {'turn': 1, 'step': 1})\n"
+              "fut = writer.flush_future()\n"
+              "assert not fut.done()\n") if hung else ""
+    script = (
+        "from dsh_tui.session.headers import make_header\n"
+        "from dsh_tui.session.log import Session\n"
+        "from dsh_tui.store.jsonl import JsonlStore\n"
+        "from dsh_tui.store.writer import SessionWriter\n"
+        f"store = JsonlStore({str(tmp_path / 'root')!r}, 'none')\n"
+        "header = make_header('w9', cwd='/work/w', created_at=1)\n"
+        "store.create(header)\n"
+        "session = Session(header)\n"
+        "writer = SessionWriter(store, session, 60_000)\n"
+        "session.append('turn/start', {'turn': 1})\n"
+        "assert writer.flush() == 1\n"
+        f"{ending}"
+        "print('done')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=20,
+                          cwd=os.getcwd())
+    assert proc.returncode == 0 and proc.stdout == "done\n", proc.stderr
+
+
+def test_an_unlocked_append_after_a_take_still_waits_for_its_window(store, clock):
+    """An event that joined the queue without the mutex as a batch was taken finds no armed window: the
+    writer arms one at its next look (the event is written a window later, not at once)."""
+    session, writer, flaky = _new(store, window_ms=100)
+    clock.watch(writer)
+    counting_wait = writer._cv.wait
+    late = []
+
+    def wait(timeout=None):  # runs on the writer thread, mutex held
+        if not late and writer._durable == 1 and not writer._pending:
+            late.append(timeout)
+            writer._hot = True  # this producer read the flag while the window was still armed
+            session.append("session/title", {"title": "late", "messageSeqs": [], "source": {"kind": "user"}})
+        return counting_wait(timeout)
+
+    writer._cv.wait = wait
+    session.append("turn/start", {"turn": 1})
+    clock.advance(0.1)
+    _wait(lambda: late != [])
+    clock.settle()
+    clock.advance(0.05)
+    assert flaky.attempts == [[0]]  # its window runs from the writer's look at it
+    clock.advance(0.06)
+    _wait(lambda: writer.durable_length == 2)
+    assert flaky.attempts == [[0], [1]]
+    writer.close()
+
+
+def test_an_awaited_flush_names_the_session_and_the_error(store):
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.fail_next = 1
+    session.append("turn/start", {"turn": 1})
+    with pytest.raises(WriterError, match=r"^session w1: could not persist events: \[Errno 28\] No space left on device$"):
+        asyncio.run(writer.aflush())
+    assert asyncio.run(writer.aflush()) == 1
+    writer.close()
+
+
+def test_a_store_that_accepts_trusted_is_told_the_events_were_validated(store):
+    seen = []
+
+    class Trusting:
+        def append(self, sid, events, trusted=False):
+            seen.append(trusted)
+            store.append(sid, events)
+
+    header = make_header("w10", cwd="/work/w", created_at=1)
+    store.create(header)
+    session = Session(header)
+    writer = SessionWriter(Trusting(), session, 60_000)
+    session.append("turn/start", {"turn": 1})
+    assert writer.flush() == 1 and seen == [True]
+    writer.close()
+
+
+def test_the_writer_threads_are_named_after_the_session(store):
+    """Thread names show in thread dumps and in an unhandled hook error's report."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.gate = threading.Event()
+    session.append("turn/start", {"turn": 1})
+    fut = writer.flush_future()
+    names = {t.name for t in threading.enumerate()}
+    flaky.gate.set()
+    assert fut.result(10) == 1
+    assert writer._thread.name == "dsh-writer-w1" and "dsh-flush-w1" in names
+    writer.close()
+
+
+def test_an_event_arriving_as_a_failed_close_finishes_is_not_queued_either(store):
+    """close() whose flush failed: an event that joined between that failure and close marking the writer
+    closed stays (unwritten, reported); one delivered after that is not queued on the closed writer."""
+    session, writer, flaky = _new(store, window_ms=60_000)
+    flaky.fail_next = 100
+    session.append("turn/start", {"turn": 1})
+    failing_flush = writer.flush
+    unsubscribe = writer._unsubscribe
+
+    def flush_then_an_event():
+        try:
+            failing_flush()
+        finally:
+            session.append("step/start", {"turn": 1, "step": 1})  # a producer, just before close locks
+
+    def late_then_unsubscribe():
+        session.append("step/end", {"turn": 1, "step": 1})
+        unsubscribe()
+
+    writer.flush = flush_then_an_event
+    writer._unsubscribe = late_then_unsubscribe
+    with pytest.raises(WriterError, match="could not persist events"):
+        writer.close()
+    assert writer.pending_count == 2 and writer.durable_length == 0
