@@ -337,13 +337,69 @@ class ScriptServer:
         self.stop()
 
 
+def _reply_to_json(r: Reply) -> dict[str, Any]:
+    steps = [s if isinstance(s, (int, float)) else s.decode("latin-1") for s in r.steps]
+    return {"status": r.status, "headers": r.headers, "steps": steps, "end": r.end,
+            "body": None if r.body is None else r.body.decode("latin-1")}
+
+
+def _reply_from_json(d: dict[str, Any]) -> Reply:
+    steps = [s if isinstance(s, (int, float)) else s.encode("latin-1") for s in d["steps"]]
+    body = None if d["body"] is None else d["body"].encode("latin-1")
+    return Reply(status=d["status"], headers=d["headers"], steps=steps, end=d["end"], body=body)
+
+
+class ScriptServerProcess:
+    """The same scripted server in a child process (``--replies FILE``), so that a benchmark's own
+    threads do not share the GIL with the server's: a real model server is never in the app's process.
+    ``with ScriptServerProcess([reply, ...]) as srv: srv.base_url``. Requests are not recorded."""
+
+    def __init__(self, replies: list[Reply]) -> None:
+        import subprocess
+        import tempfile
+
+        self._file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)  # noqa: SIM115
+        json.dump([_reply_to_json(r) for r in replies], self._file)
+        self._file.close()
+        self._proc = subprocess.Popen([sys.executable, __file__, "--replies", self._file.name],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        if not line.startswith("PORT "):
+            self.stop()
+            raise RuntimeError(f"the script server did not start: {line!r}")
+        self.port = int(line.split()[1])
+        self.base_url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        import os
+
+        if self._proc.poll() is None:
+            assert self._proc.stdin is not None
+            self._proc.stdin.close()
+            self._proc.wait(timeout=10)
+        os.unlink(self._file.name)
+
+    def __enter__(self) -> ScriptServerProcess:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+
 def main(argv: list[str]) -> int:
-    if len(argv) != 2 or argv[0] != "--body-file":
-        print("usage: sse_server.py --body-file FILE", file=sys.stderr)
+    if len(argv) != 2 or argv[0] not in ("--body-file", "--replies"):
+        print("usage: sse_server.py --body-file FILE | --replies FILE", file=sys.stderr)
         return 2
-    with open(argv[1], "rb") as f:
-        blob = f.read()
-    srv = ScriptServer(fixed_body=blob).start()
+    if argv[0] == "--replies":
+        with open(argv[1]) as f:
+            replies = [_reply_from_json(d) for d in json.load(f)]
+        srv = ScriptServer().start()
+        srv.push(*replies)
+    else:
+        with open(argv[1], "rb") as f:
+            blob = f.read()
+        srv = ScriptServer(fixed_body=blob).start()
     print(f"PORT {srv.port}", flush=True)
     try:
         sys.stdin.read()  # until the parent closes our stdin

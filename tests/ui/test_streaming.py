@@ -10,7 +10,10 @@ the whole rendering, while the stream runs and after it ends (the finished item 
 
 from __future__ import annotations
 
+import asyncio
+
 from rich.text import Text
+from textual import events
 from textual._compositor import ChopsUpdate, LayoutUpdate
 from textual.app import App, ComposeResult
 from textual.containers import VerticalScroll
@@ -538,3 +541,40 @@ async def test_streaming_reasoning_row_matches_the_finished_row_and_grows_increm
             state.reasoning = expanded
             view.refresh_item()
             assert _rows(view.rendered_lines(width)) == _rows(finished_row(expanded))
+
+
+async def test_a_keystroke_is_painted_without_waiting_for_the_frame_timer(tmp_path):
+    # Textual paints on a 60 Hz timer; while a stream keeps it ticking a key waited up to a frame for its
+    # paint. The chat paints the composer's keystroke at once: with the timer unable to fire, a key is
+    # still painted.
+    paints: list[str] = []
+    app = scripted_app(tmp_path, [scripted.text("hello")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        chat = app.chat
+        chat.composer.focus()
+        await pilot.pause()
+        display = app._display
+
+        def counting(screen, renderable):  # noqa: ANN001
+            if renderable is not None:
+                paints.append(chat.composer.value)
+            display(screen, renderable)
+
+        app._display = counting
+        timer = chat._update_timer
+        resume = timer.resume
+        timer.resume = lambda: None  # the frame timer never fires again
+        timer.pause()
+        try:
+            # as a terminal sends it (``pilot.press`` and ``pilot.pause`` paint the screen themselves)
+            app._driver.send_message(events.Key("q", "q"))
+            for _ in range(150):  # the mark goes after the refresh that painted the key
+                await asyncio.sleep(0.02)
+                if chat.composer.value == "q" and not chat.composer.echo_pending:
+                    break
+            assert chat.composer.value == "q" and not chat.composer.echo_pending
+            assert paints and paints[-1] == "q"
+        finally:
+            timer.resume = resume
+            app._display = display

@@ -28,7 +28,7 @@ from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.history import ChatHistory
 from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandsMixin
 from dsh_tui.ui.screens.chat_completion import CompletionMixin
-from dsh_tui.ui.textual_compat import key_is_bound
+from dsh_tui.ui.textual_compat import key_is_bound, paint_now
 from dsh_tui.ui.widgets.approval import ApprovalPanel
 from dsh_tui.ui.widgets.completion import CompletionList
 from dsh_tui.ui.widgets.composer import Composer
@@ -277,6 +277,12 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             composer.placeholder = PLACEHOLDER
 
     # -- harness -> UI ---------------------------------------------------------------------------
+    async def _on_update(self, message: Any) -> None:
+        # the composer's repaint after a keystroke: paint it now, not at the next frame tick (Screen's own
+        # handler, which marks the composer dirty, runs after this one)
+        if message.widget is self.composer and self.composer.echo_pending:
+            self.call_next(paint_now, self)
+
     def events_ready(self) -> None:
         """Called (on the UI thread) when the bridge has something; coalesces to <= 20 Hz."""
         if not self._ready:  # the bridge can post before this screen is composed: on_mount drains it
