@@ -108,6 +108,24 @@ async def test_enter_on_the_card_opens_the_live_child_read_only_and_escape_retur
         await wait_for(pilot, lambda: "PARENT_DONE" in screen_text(app))
 
 
+async def test_the_keys_the_card_names_open_the_child_from_the_composer(tmp_path):
+    # the card's hint named Tab, which moves the focus forward from the composer, away from the cards
+    gate = threading.Event()
+    app = _app(tmp_path, gate)
+    async with app.run_test(size=(110, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "delegate it")
+        await wait_for(pilot, lambda: _card(app) is not None and "● running" in screen_text(app))
+        assert "Shift+Tab, Enter: open" in screen_text(app)
+        assert app.focused is app.chat.composer
+        await pilot.press("shift+tab", "enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, SubagentScreen))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is app.chat)
+        gate.set()
+        await wait_for(pilot, lambda: "PARENT_DONE" in screen_text(app))
+
+
 async def test_the_timeline_shows_each_child_as_a_lane_under_its_tool_call(tmp_path):
     from dsh_tui.session.spans import Node
     from dsh_tui.ui.screens.timeline import TimelineScreen

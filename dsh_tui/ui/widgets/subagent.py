@@ -49,7 +49,7 @@ def live_line(snap: dict[str, Any]) -> Text:
     for fact in facts:
         line.append(" · ", style="dim")
         line.append(fact)
-    line.append("   Tab, Enter: open", style="dim italic")
+    line.append("   Shift+Tab, Enter: open", style="dim italic")
     return line
 
 
