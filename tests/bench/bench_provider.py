@@ -20,11 +20,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -34,8 +31,8 @@ if str(REPO) not in sys.path:
 
 from dsh_tui.llm._httpx import httpx  # noqa: E402
 from dsh_tui.llm.openai import OpenAICompatProvider  # noqa: E402
+from tests.llm.sse_server import ScriptServerProcess  # noqa: E402
 
-SERVER = REPO / "tests" / "llm" / "sse_server.py"
 WORDS = ["the", " quick", " brown", " fox", " jumps", " over", " a", " lazy", " dog", "."]
 
 
@@ -56,31 +53,9 @@ def render_stream(n: int) -> bytes:
     return "".join(parts).encode()
 
 
-class ServerProcess:
-    def __init__(self, body: bytes) -> None:
-        fd, self._path = tempfile.mkstemp(suffix=".sse")
-        with os.fdopen(fd, "wb") as f:
-            f.write(body)
-        self.proc = subprocess.Popen(
-            [sys.executable, str(SERVER), "--body-file", self._path],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        line = self.proc.stdout.readline()
-        if not line.startswith("PORT "):
-            raise RuntimeError(f"server did not start: {line!r}")
-        self.url = f"http://127.0.0.1:{int(line.split()[1])}"
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
-        Path(self._path).unlink(missing_ok=True)
+def ServerProcess(body: bytes) -> ScriptServerProcess:  # noqa: N802  (bench_titles uses this name too)
+    """The scripted server in its own process, sending ``body`` to every POST."""
+    return ScriptServerProcess(body=body)
 
 
 REQUEST = {

@@ -350,41 +350,53 @@ def _reply_from_json(d: dict[str, Any]) -> Reply:
 
 
 class ScriptServerProcess:
-    """The same scripted server in a child process (``--replies FILE``), so that a benchmark's own
-    threads do not share the GIL with the server's: a real model server is never in the app's process.
-    ``with ScriptServerProcess([reply, ...]) as srv: srv.base_url``. Requests are not recorded."""
+    """The same server in a child process, so that a benchmark's own threads do not share the GIL with
+    the server's (a real model server is never in the app's process): ``replies`` played in order
+    (``--replies``), or one pre-rendered SSE ``body`` sent to every POST (``--body-file``).
+    ``with ScriptServerProcess(replies) as srv: srv.base_url``. Requests are not recorded."""
 
-    def __init__(self, replies: list[Reply]) -> None:
+    def __init__(self, replies: list[Reply] | None = None, *, body: bytes | None = None) -> None:
+        import os
         import subprocess
         import tempfile
 
-        self._file = tempfile.NamedTemporaryFile("w", suffix=".json", delete=False)  # noqa: SIM115
-        json.dump([_reply_to_json(r) for r in replies], self._file)
-        self._file.close()
-        self._proc = subprocess.Popen([sys.executable, __file__, "--replies", self._file.name],
-                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline()
+        if replies is not None:
+            data, flag = json.dumps([_reply_to_json(r) for r in replies]).encode(), "--replies"
+        else:
+            assert body is not None
+            data, flag = body, "--body-file"
+        fd, self._path = tempfile.mkstemp(suffix=".replies")
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        self.proc = subprocess.Popen([sys.executable, __file__, flag, self._path],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
         if not line.startswith("PORT "):
-            self.stop()
+            self.close()
             raise RuntimeError(f"the script server did not start: {line!r}")
         self.port = int(line.split()[1])
-        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.base_url = self.url = f"http://127.0.0.1:{self.port}"
 
-    def stop(self) -> None:
+    def close(self) -> None:
         import os
+        import subprocess
 
-        if self._proc.poll() is None:
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-            self._proc.wait(timeout=10)
-        os.unlink(self._file.name)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()  # the server stops when its stdin closes
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+        os.unlink(self._path)
 
     def __enter__(self) -> ScriptServerProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.stop()
+        self.close()
 
 
 def main(argv: list[str]) -> int:
