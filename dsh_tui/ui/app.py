@@ -77,6 +77,11 @@ class DshApp(SessionOpening, PaletteCommands, App):
        items sit on the composer), so toasts there cover neither them, the composer nor the approval panel */
     ChatScreen ToastRack { dock: top; align: right top; margin: 1 0 0 0; max-height: 50%; }
     ChatScreen Toast { margin: 0 0 1 0; }
+    /* F1: the screen's help text is never cut. Textual's pane gives it at most half the height with no
+       scrollbar; here it is wider on narrow terminals and its text scrolls (it has the room it needs up
+       to two thirds of the height; the key list below takes the rest) */
+    HelpPanel { width: 45%; min-width: 34; max-width: 72; }
+    HelpPanel #widget-help { max-height: 67%; overflow-y: auto; scrollbar-size-vertical: 1; }
     """
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),
@@ -84,6 +89,9 @@ class DshApp(SessionOpening, PaletteCommands, App):
         Binding("ctrl+b", "browser", "Sessions", id="app.browser", show=False),
         # [browser/timeline engineer] the timeline of the chat's session
         Binding("ctrl+t", "timeline", "Timeline", id="app.timeline", show=False),
+        # F1's pane open: its text scrolls from the keyboard (the keys pass through when it is closed)
+        Binding("shift+pageup", "scroll_help(-1)", "Scroll help up", id="app.help_up", show=False),
+        Binding("shift+pagedown", "scroll_help(1)", "Scroll help down", id="app.help_down", show=False),
     ]
 
     def __init__(
@@ -348,6 +356,15 @@ class DshApp(SessionOpening, PaletteCommands, App):
             self.action_hide_help_panel()
         else:
             self.action_show_help_panel()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "scroll_help":
+            return bool(self.screen.query("HelpPanel"))
+        return super().check_action(action, parameters)
+
+    def action_scroll_help(self, direction: int) -> None:
+        for text in self.screen.query("HelpPanel #widget-help"):
+            text.scroll_relative(y=direction * max(1, text.size.height - 1), animate=False)
 
     def action_browser(self) -> None:
         back = getattr(self.screen, "action_back", None)
