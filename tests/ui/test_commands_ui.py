@@ -194,3 +194,25 @@ async def test_a_long_command_output_scrolls_at_80x24(tmp_path):
         assert app.focused is app.chat.composer  # showing the output did not take the focus
         await pilot.press("escape")
         assert not box.display
+
+
+async def test_export_writes_the_session_with_its_title_to_the_cwd(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("the answer")])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        app.chat.composer.value = "hello there"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await _type(pilot, "/title Exported one")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(_events(app, "command/done")) == 1)
+        sid = app.bridge.harness.session.id
+        for fmt in ("md", "html"):
+            await _type(pilot, f"/export {fmt}")
+            await pilot.press("enter")
+            path = tmp_path / "ws" / f"{sid}.{fmt}"
+            await wait_for(pilot, path.exists)
+            await wait_for(pilot, lambda fmt=fmt: "Exported to" in screen_text(app) and f".{fmt}" in screen_text(app))
+            text = path.read_text()
+            assert "Exported one" in text and "the answer" in text
+        assert (tmp_path / "ws" / f"{sid}.md").read_text().startswith("# Exported one\n")
