@@ -23,7 +23,6 @@ from typing import Any
 from dsh_tui.session.errors import DshError
 
 COMMAND = re.compile(r"^/([a-z][a-z0-9_-]*)(?=$|[ \t\r\n])")
-TITLE_MAX_BYTES = 80
 
 
 class CommandError(DshError):
@@ -134,32 +133,16 @@ class CommandRegistry:
 # -------------------------------------------------------------------------------------------------
 # Session titles set by the user (docs/extensions.md, "Titles": rename)
 
-_OSC = re.compile(r"(?:\x1b\]|\x9d)(?:.*?(?:\x07|\x1b\\)|.*\Z)", re.S)
-_CSI = re.compile(r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]")
-_ESC = re.compile(r"\x1b[\x40-\x5f]")
-_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
-_INVISIBLE = re.compile("[\u200b\u200e\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff]")
-
-
-def clean_title(text: str) -> str:
-    for pattern in (_OSC, _CSI, _ESC, _CTRL, _INVISIBLE):
-        text = pattern.sub("", text)
-    return " ".join(text.split())
-
-
-def truncate_utf8(text: str, limit: int) -> str:
-    raw = text.encode("utf-8")
-    if len(raw) <= limit:
-        return text
-    return raw[:limit].decode("utf-8", errors="ignore")
-
 
 def write_user_title(session: Any, text: str) -> dict:
-    """Append a ``session/title`` with ``source: {"kind": "user"}`` (normalized to 80 bytes)."""
-    title = truncate_utf8(clean_title(text), TITLE_MAX_BYTES).rstrip()
-    if not title:
-        raise CommandError("session title must contain visible characters")
-    return session.append("session/title", {"title": title, "messageSeqs": [], "source": {"kind": "user"}})
+    """Append a ``session/title`` with ``source: {"kind": "user"}`` (dsh's rules: ``session/titles.py``)."""
+    from dsh_tui.session.titles import user_title_data
+
+    try:
+        data = user_title_data(text)
+    except ValueError as err:  # "session title must contain visible characters"
+        raise CommandError(str(err)) from None
+    return session.append("session/title", data)
 
 
 # -------------------------------------------------------------------------------------------------

@@ -160,8 +160,9 @@ def test_dsh_live_mode_log_loads_in_dsh_tui(dsh_peer, tmp_path):
 
 
 async def test_a_session_with_skills_loads_in_dsh_with_the_same_catalog_texts(dsh_peer, tmp_path, monkeypatch):
-    """A session dsh-tui started in a workspace with a skill (catalog, a user's /name invocation, the skill
-    tool, a /title command) is loaded by the real dsh persistence; dsh derives the same model messages."""
+    """A session dsh-tui started in a workspace with AGENTS.md and a skill (instructions, catalog, a user's
+    /name invocation, the skill tool, a /title command) is loaded by the real dsh persistence; dsh derives
+    the same model messages."""
     from dsh_tui.llm import scripted
     from dsh_tui.llm.scripted import ScriptedProvider
     from dsh_tui.runtime.host import AgentHost, HostSpec
@@ -173,6 +174,7 @@ async def test_a_session_with_skills_loads_in_dsh_with_the_same_catalog_texts(ds
     skill = work / ".dsh" / "skills" / "deploy"
     skill.mkdir(parents=True)
     (skill / "SKILL.md").write_text('---\nname: deploy\ndescription: Ship <it> & "check"\n---\nShip carefully.\n')
+    (work / "AGENTS.md").write_text("Deploy only from main.\n")
     provider = ScriptedProvider([scripted.call("c1", "skill", {"name": "deploy"}), scripted.text("done")],
                                 name="mock")
     root = tmp_path / "root"
@@ -187,7 +189,7 @@ async def test_a_session_with_skills_loads_in_dsh_with_the_same_catalog_texts(ds
         await host.close()
     assert result.reason == {"kind": "completed"}
     kinds = [m["source"].get("kind") for m in ours if m["role"] == "user"]
-    assert kinds == ["user", "plugin", "skill-catalog", "skill-invocation", "tool"]
+    assert kinds == ["user", "agent-instructions", "plugin", "skill-catalog", "skill-invocation", "tool"]
     report = dsh_peer.load(root, inspect=True, messages=True)
     assert report.returncode == 0, report.sessions
     assert [s["ok"] for s in report.sessions] == [True]
@@ -195,3 +197,5 @@ async def test_a_session_with_skills_loads_in_dsh_with_the_same_catalog_texts(ds
     assert theirs == orjson.loads(orjson.dumps(ours))
     catalog = next(m for m in theirs if m["source"].get("kind") == "skill-catalog")
     assert "- `deploy`: Ship &lt;it&gt; &amp; \"check\"\n" in catalog["content"][0]["text"]
+    instructions = next(m for m in theirs if m["source"].get("kind") == "agent-instructions")
+    assert "Instructions from: AGENTS.md\n\nDeploy only from main.\n" in instructions["content"][0]["text"]

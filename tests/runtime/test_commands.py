@@ -41,6 +41,8 @@ async def test_commands_are_logged_as_a_log_only_pair_and_never_reach_the_model(
     await agent.commands.run(agent, "/title \u200b\x07\u2060")
     assert agent.session.events[-1]["data"]["text"] == "session title must contain visible characters"
     assert agent.session.events[-1]["data"]["commandId"].endswith("-3")
+    await agent.commands.run(agent, "/title " + "\u00e9" * 50 + " x")  # cut on a code point at 80 bytes
+    assert agent.session.title_data()["title"] == "\u00e9" * 40
     assert await agent.commands.run(agent, "/nosuch thing") is None  # not a command: a prompt
     assert agent.session.messages_view() == []
 

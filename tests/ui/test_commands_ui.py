@@ -172,3 +172,47 @@ async def test_fork_and_new_open_the_new_session_in_the_chat(tmp_path):
         fresh = app.bridge.harness.session
         assert fresh.id not in (parent, child.id) and "parentSession" not in fresh.header
         assert not any(e["type"] == "user/message" for e in fresh.events)
+
+
+async def test_a_long_command_output_scrolls_at_80x24(tmp_path):
+    """/help is taller than the output box at 80x24 (half the screen): the box scrolls (wheel, or arrows once
+    clicked) so its last lines can be seen; before, the rest was cut off with no sign of it."""
+    app = scripted_app(tmp_path, [])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await _type(pilot, "/help")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(_events(app, "command/done")) == 1)
+        await pilot.pause()
+        box = app.chat.command_output
+        assert "Commands (output is for you" in screen_text(app)
+        assert "/title <text> — Set this session's title" not in screen_text(app)  # below the fold
+        assert box.max_scroll_y > 0
+        box.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert "/title <text> — Set this session's title" in screen_text(app)
+        assert app.focused is app.chat.composer  # showing the output did not take the focus
+        await pilot.press("escape")
+        assert not box.display
+
+
+async def test_export_writes_the_session_with_its_title_to_the_cwd(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("the answer")])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        app.chat.composer.value = "hello there"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await _type(pilot, "/title Exported one")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: len(_events(app, "command/done")) == 1)
+        sid = app.bridge.harness.session.id
+        for fmt in ("md", "html"):
+            await _type(pilot, f"/export {fmt}")
+            await pilot.press("enter")
+            path = tmp_path / "ws" / f"{sid}.{fmt}"
+            await wait_for(pilot, path.exists)
+            await wait_for(pilot, lambda fmt=fmt: "Exported to" in screen_text(app) and f".{fmt}" in screen_text(app))
+            text = path.read_text()
+            assert "Exported one" in text and "the answer" in text
+        assert (tmp_path / "ws" / f"{sid}.md").read_text().startswith("# Exported one\n")

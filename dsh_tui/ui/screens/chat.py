@@ -26,7 +26,7 @@ from textual.widgets import Input, Static, TextArea
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.history import ChatHistory
-from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandsMixin
+from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin
 from dsh_tui.ui.screens.chat_completion import CompletionMixin
 from dsh_tui.ui.textual_compat import key_is_bound, paint_now
 from dsh_tui.ui.widgets.approval import ApprovalPanel
@@ -182,7 +182,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.queue_list = QueueList(id="queue")
         self.approval = ApprovalPanel(id="approval")
         self.note = Static("", id="composer-note")
-        self.command_output = Static("", id="command-output", markup=False)
+        self.command_output = CommandOutput(id="command-output")
         self.completion = CompletionList(id="completion")
         self.composer = Composer(placeholder=PLACEHOLDER, id="composer")
         self.composer.border_subtitle = HINT_IDLE

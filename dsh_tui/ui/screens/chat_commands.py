@@ -8,11 +8,30 @@ from __future__ import annotations
 
 from typing import Any
 
+from textual.containers import VerticalScroll
 from textual.message import Message
+from textual.widgets import Static
 
 # the built-in command names: a read-only view says that they need a live session
 _KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "mcp",
                    "help", "retry"}
+
+
+class CommandOutput(VerticalScroll, can_focus=False):
+    """A command's output above the composer: at most half the screen, scrolled (wheel, scrollbar) when
+    longer, so the end of a long ``/help`` or ``/plugins`` stays reachable at 80x24. Never takes the focus
+    from the composer."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.body = Static("", markup=False)
+
+    def compose(self) -> Any:
+        yield self.body
+
+    def update(self, text: str) -> None:
+        self.body.update(text)
+        self.scroll_home(animate=False, immediate=True)
 
 
 class CommandFinished(Message):
