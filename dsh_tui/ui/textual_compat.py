@@ -19,6 +19,8 @@ Why each trick is worth it (figures in ``docs/performance.md``):
 - the key and paste handler overrides make keystrokes repaint only the input (a screen-wide reflow
   per keystroke took 118 ms p50 with a long transcript), and ``paint_now`` paints a keystroke without
   waiting for the next 60 Hz frame tick (the parent's key echo p95 while 8 subagents stream);
+- ``run_own_binding``: an input's editing keys (Backspace, arrows, Ctrl+W…) act in the order they were
+  typed, not after the printable keys of the same burst;
 - ``fast_wrap``: a line that fits the width is not run through the word wrapper (a 10,000-line paste
   spent most of its ~0.4 s in it, for lines that needed no wrapping).
 """
@@ -66,6 +68,7 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("textual.document._wrapped_document.WrappedDocument", "_offset_to_line_info"),
     ("textual.screen.Screen", "_on_update"),
     ("textual.screen.Screen", "_on_timer_update"),
+    ("textual.screen.Screen", "_modal_binding_chain"),
 )
 
 
@@ -148,6 +151,21 @@ def paint_now(screen: Any) -> None:
     next, as after a timer paint."""
     if screen.is_current:
         screen._on_timer_update()
+
+
+async def run_own_binding(widget: Any, key: str) -> bool:
+    """Run ``widget``'s own (non-priority) binding for ``key`` now, from its key handler; True when one
+    ran (``Screen._modal_binding_chain``: the bindings Textual itself would check, keymap applied). Textual runs a widget's bindings only once the key has bubbled up to the
+    app, after the keys that arrived in the same read were inserted: Backspace then ``d`` in one burst (a
+    fast typist, a terminal over ssh) inserted the ``d`` and then deleted it."""
+    for namespace, bindings in widget.screen._modal_binding_chain:  # the user's keymap applied
+        if namespace is not widget:
+            return False  # the key was not the focused widget's
+        for binding in bindings.key_to_bindings.get(key, ()):
+            if not binding.priority and await widget.app.run_action(binding.action, widget):
+                return True
+        return False
+    return False
 
 
 def key_is_bound(widget: Any, key: str) -> bool:

@@ -12,6 +12,7 @@ import threading
 from textual import events
 from textual.app import App, ComposeResult
 from textual.notifications import Notify
+from textual.widgets import Input
 from textual.widgets._toast import Toast
 
 from dsh_tui.llm import scripted
@@ -123,6 +124,41 @@ async def test_ctrl_j_in_a_burst_of_keys_lands_where_it_was_typed(tmp_path):
             app.post_message(events.Key(key, char))
         await pilot.pause()
         assert app.chat.composer.value == "one\ntwo"
+
+
+BURST = [("a", "a"), ("b", "b"), ("c", "c"), ("backspace", "\x7f"), ("d", "d"), ("left", None), ("left", None),
+         ("backspace", "\x7f"), ("x", "x"), ("end", None), ("ctrl+w", None), ("z", "z")]
+
+
+async def test_editing_keys_in_a_burst_act_in_typing_order(tmp_path):
+    # a terminal delivers keys typed fast (or sent over ssh) in one read: Backspace then d ran as
+    # "insert d, then delete it", because a binding runs once the key has bubbled up to the app
+    app = scripted_app(tmp_path, [])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        for key, char in BURST:
+            app.post_message(events.Key(key, char))
+        await pilot.pause()
+        assert app.chat.composer.value == "z"  # abd -> xbd -> (Ctrl+W) "" -> z
+
+
+async def test_editing_keys_in_a_burst_act_in_typing_order_in_one_line_inputs():
+    from dsh_tui.ui.screens.browser.screen import FilterInput
+
+    class Host(App):
+        def compose(self) -> ComposeResult:
+            yield LightInput(id="light")
+            yield FilterInput(id="filter")
+
+    app = Host()
+    async with app.run_test(size=(60, 10)) as pilot:
+        for box in app.query(Input):
+            box.focus()
+            await pilot.pause()
+            for key, char in BURST[:9]:
+                app.post_message(events.Key(key, char))
+            await pilot.pause()
+            assert box.value == "xbd", box.id
 
 
 async def test_light_input_paste_is_not_doubled():

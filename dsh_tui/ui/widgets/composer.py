@@ -14,7 +14,7 @@ from textual.message import Message
 from textual.widgets import TextArea
 from textual.widgets.text_area import Selection
 
-from dsh_tui.ui.textual_compat import fast_wrap, refresh_size, rewrap, wrapped_width
+from dsh_tui.ui.textual_compat import fast_wrap, refresh_size, rewrap, run_own_binding, wrapped_width
 
 fast_wrap()  # a 10,000-line paste of short lines is not word-wrapped line by line
 
@@ -165,6 +165,11 @@ class Composer(TextArea, inherit_bindings=False):
                 self.prompt_history.record(self.text)
             self.recalled = False
             self.post_message(self.Submitted(self, self.text))
+            return
+        if not event.is_printable and await run_own_binding(self, event.key):
+            # now, in typing order (a binding would run after the rest of the burst was inserted)
+            event.stop()
+            event.prevent_default()
 
     async def _on_paste(self, event: events.Paste) -> None:
         self._typed()  # TextArea's ``_on_paste`` inserts the whole text after this one

@@ -7,6 +7,8 @@ from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.widgets import Input
 
+from dsh_tui.ui.textual_compat import run_own_binding
+
 
 class LightInput(Input):
     """Input whose keystrokes repaint only itself.
@@ -32,6 +34,11 @@ class LightInput(Input):
 
     async def _on_key(self, event: events.Key) -> None:
         self._typed()
+        if not event.is_printable and await run_own_binding(self, event.key):
+            # now, in typing order: as a binding it ran after the rest of the burst was inserted
+            event.stop()
+            event.prevent_default()
+            return
         await super()._on_key(event)
 
     def _on_paste(self, event: events.Paste) -> None:

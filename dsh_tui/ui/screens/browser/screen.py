@@ -33,7 +33,7 @@ from textual.widgets import Input, Static
 from dsh_tui.store import catalog as cat
 from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
 from dsh_tui.ui.screens.modals import ChoiceModal, ConfirmModal, TextModal
-from dsh_tui.ui.textual_compat import mount_toasts, notifications
+from dsh_tui.ui.textual_compat import mount_toasts, notifications, run_own_binding
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
 from .footer import KeysFooter
@@ -56,6 +56,12 @@ class FilterInput(Input):
 
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=True)
     BINDINGS = [Binding("down", "screen.focus_list", "List", id="browser.list", show=False)]  # not a scroll
+
+    async def _on_key(self, event: events.Key) -> None:
+        # editing keys act in typing order (``run_own_binding``); Input's handler runs after this one
+        if not event.is_printable and await run_own_binding(self, event.key):
+            event.stop()
+            event.prevent_default()
 
 
 
