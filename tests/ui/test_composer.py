@@ -171,12 +171,17 @@ async def test_queue_shows_its_first_item_highlighted_and_s_steers_it(tmp_path):
         await pilot.press("ctrl+down")
         queue = app.chat.queue_list
         assert queue.has_focus and queue.highlighted == 0
+        # the composer's hint names the queue's keys while it has the focus (Esc goes back, not cancel)
+        assert app.chat.composer.border_subtitle == "s steer now · e edit · Del remove · Esc back"
+        await pilot.press("down", "escape", "ctrl+down")  # focused again: the next message, not the last seen
+        assert queue.has_focus and queue.highlighted == 0
         await pilot.press("s")
         await pilot.pause()
         assert app.chat.queue == ["later"] and queue.highlighted == 0
         assert app.chat.composer.has_focus  # steered: back to the composer
+        assert "Ctrl+S steer" in app.chat.composer.border_subtitle
         await pilot.press("ctrl+down", "escape")  # Esc in the queue goes back too
-        assert app.chat.composer.has_focus
+        assert app.chat.composer.has_focus and "Esc cancel" in app.chat.composer.border_subtitle
         await wait_for(pilot, lambda: _footers(app) == 2)
         events_ = app.bridge.harness.session.events
         splices = [e for e in events_ if e["type"] == "agent/inbox/spliced" and e["data"]["target"] == "next-step"]
