@@ -16,6 +16,7 @@ from textual.widgets._toast import Toast
 
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import Delay, Hang
+from dsh_tui.llm.scripted import text as scripted_text
 from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.widgets.input import LightInput
@@ -280,6 +281,46 @@ async def test_prompt_typed_while_the_session_starts_is_sent_when_it_is_ready(tm
         gate.set()
         await wait_for(pilot, lambda: app.bridge.harness is not None and _footers(app) == 1)
         assert _user_texts(app) == ["early"] and app.chat.composer.value == ""
+
+
+async def test_prompt_sent_while_the_model_route_resolves_is_sent_once_the_session_starts(tmp_path):
+    """`dsh-tui run` paints before the model route is resolved (a thread): Enter in that window keeps the
+    text and sends it when the session is ready (it said "No session is open." and never sent it)."""
+    source = scripted_app(tmp_path, [scripted_text("ok")])
+    gate = threading.Event()
+
+    def resolve():
+        gate.wait(10)
+        return source.harness_factory, ""
+
+    app = DshApp(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}), resolve=resolve)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"early", "enter")
+        await pilot.pause()
+        assert app.resolve is not None and app.chat.composer.value == "early"
+        assert "sent when it is ready" in screen_text(app) and "No session is open" not in screen_text(app)
+        gate.set()
+        await wait_for(pilot, lambda: app.bridge.harness is not None and _footers(app) == 1)
+        assert _user_texts(app) == ["early"] and app.chat.composer.value == ""
+
+
+async def test_prompt_sent_while_the_route_resolves_to_no_model_is_kept_with_the_hint(tmp_path):
+    gate = threading.Event()
+
+    def resolve():
+        gate.wait(10)
+        return None, NO_MODEL
+
+    app = DshApp(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}), resolve=resolve)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"early", "enter")
+        await pilot.pause()
+        gate.set()
+        await wait_for(pilot, lambda: app.resolve is None)
+        await pilot.pause()
+        assert app.chat.composer.value == "early" and "set DEEPSEEK_API_KEY" in screen_text(app)
 
 
 async def test_read_only_view_says_so_and_enter_resumes_it_and_sends(tmp_path, monkeypatch):

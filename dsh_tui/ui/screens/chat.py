@@ -620,7 +620,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         """Hand ``text`` to the harness; False (and the reason above the composer) when it cannot be."""
         harness = self.bridge.harness
         if harness is None:
-            if self.bridge.loop is not None and self.bridge.start_error is None:
+            # starting: the harness thread runs, or the app still resolves the model route (a thread after
+            # the first paint) and will start it
+            starting = self.bridge.loop is not None or getattr(self.app, "resolve", None) is not None
+            if starting and self.bridge.start_error is None:
                 self.send_on_attach = True  # the session is starting: sent as soon as it is attached
                 self.say("Starting the session… your message is sent when it is ready.")
             else:
