@@ -209,6 +209,19 @@ async def test_up_from_the_composers_top_row_focuses_the_queue_and_esc_comes_bac
         assert composer.has_focus and composer.value == "axb\nc" and app.chat.queue == ["two", "three"]  # at the cursor
 
 
+async def test_editing_a_queued_message_keeps_the_draft_in_the_composer(tmp_path):
+    app = scripted_app(tmp_path, [[Delay(0.05), Hang()]])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "one")
+        await wait_for(pilot, lambda: app.chat.running)
+        await submit(pilot, "queued text")
+        await pilot.press(*"my draft", "ctrl+down", "e")
+        composer = app.chat.composer
+        assert composer.has_focus and app.chat.queue == []
+        assert composer.value == "queued text\n\nmy draft"  # the draft typed meanwhile is not thrown away
+
+
 # -- 4. focus ------------------------------------------------------------------------------------
 async def test_focus_returns_to_the_composer_when_the_queue_empties_itself(tmp_path):
     import threading

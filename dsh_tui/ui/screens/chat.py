@@ -709,7 +709,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             return
         text = self.queue.pop(message.index)
         if message.action == "edit":
-            self.composer.value = text
+            draft = self.composer.text.strip()  # a draft typed meanwhile stays, after the queued text
+            self.composer.value = "\n\n".join([text, *([draft] if draft else [])])
+            self.composer.move_cursor(self.composer.document.end)
             self.composer.focus()
         elif message.action == "steer":
             self._send(text, "steer" if self.running else "followup")
