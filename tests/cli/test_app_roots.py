@@ -1,4 +1,5 @@
-"""`dsh-tui --root DIR` (no command) opens the browser over the default root plus every DIR given."""
+"""The roots the app was started with reach its browser: `dsh-tui --root DIR` (the default root plus every DIR),
+`run --root R`, `resume --last --root R` and the demo's temporary root (issue #14 item 5)."""
 
 from __future__ import annotations
 
@@ -34,3 +35,36 @@ def test_run_root_reaches_the_browser_of_the_chat(tmp_path, monkeypatch):
     app = app_cmd.chat_app(args)
     screen = BrowserScreen(app, db_path=tmp_path / "catalog.sqlite", cwd=str(tmp_path))
     assert tmp_path / "r" in screen.catalog.roots
+
+
+def test_resume_last_root_reaches_the_browser_of_the_chat(tmp_path, monkeypatch):
+    """`dsh-tui resume --last --root R`: Ctrl+B's browser lists R (where the resumed session lives)."""
+    from dsh_tui.cli import resume_cmd
+    from tests.store.test_catalog_display import untitled_turn
+    from tests.store.test_catalog_support import make_header, write_session
+
+    ws, root = tmp_path / "ws", tmp_path / "r"
+    ws.mkdir()
+    monkeypatch.chdir(ws)
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test-not-real")
+    write_session(root, make_header("kept", str(ws)), untitled_turn(0, 1, "hello", "ok"))
+    opened = []
+    monkeypatch.setattr(app_cmd, "run_and_hint", lambda app: opened.append(app) or 0)
+    args = build_parser().parse_args(["resume", "--last", "--root", str(root)])
+    assert resume_cmd.run(args) == 0
+    (app,) = opened
+    screen = BrowserScreen(app, db_path=tmp_path / "catalog.sqlite", cwd=str(ws))
+    assert root in screen.catalog.roots
+
+
+def test_the_demo_root_reaches_the_browser(tmp_path, monkeypatch):
+    """`dsh-tui demo`: Ctrl+B's browser lists the demo's sessions root (a temporary directory)."""
+    from dsh_tui.cli import demo_cmd
+
+    opened = []
+    monkeypatch.setattr("dsh_tui.ui.app.DshApp.run_app", lambda self, *a, **kw: opened.append(self))
+    args = build_parser().parse_args(["demo", "--root", str(tmp_path / "demo")])
+    assert demo_cmd.run(args) == 0
+    (app,) = opened
+    screen = BrowserScreen(app, db_path=tmp_path / "catalog.sqlite", cwd=str(tmp_path))
+    assert tmp_path / "demo" / "sessions" in screen.catalog.roots

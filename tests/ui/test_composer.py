@@ -17,6 +17,7 @@ from textual.widgets._toast import Toast
 
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import Delay, Hang
+from dsh_tui.llm.scripted import text as scripted_text
 from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.widgets.input import LightInput
@@ -207,12 +208,17 @@ async def test_queue_shows_its_first_item_highlighted_and_s_steers_it(tmp_path):
         await pilot.press("ctrl+down")
         queue = app.chat.queue_list
         assert queue.has_focus and queue.highlighted == 0
+        # the composer's hint names the queue's keys while it has the focus (Esc goes back, not cancel)
+        assert app.chat.composer.border_subtitle == "s steer now · e edit · Del remove · Esc back"
+        await pilot.press("down", "escape", "ctrl+down")  # focused again: the next message, not the last seen
+        assert queue.has_focus and queue.highlighted == 0
         await pilot.press("s")
         await pilot.pause()
         assert app.chat.queue == ["later"] and queue.highlighted == 0
         assert app.chat.composer.has_focus  # steered: back to the composer
+        assert "Ctrl+S steer" in app.chat.composer.border_subtitle
         await pilot.press("ctrl+down", "escape")  # Esc in the queue goes back too
-        assert app.chat.composer.has_focus
+        assert app.chat.composer.has_focus and "Esc cancel" in app.chat.composer.border_subtitle
         await wait_for(pilot, lambda: _footers(app) == 2)
         events_ = app.bridge.harness.session.events
         splices = [e for e in events_ if e["type"] == "agent/inbox/spliced" and e["data"]["target"] == "next-step"]
@@ -237,6 +243,19 @@ async def test_up_from_the_composers_top_row_focuses_the_queue_and_esc_comes_bac
         assert composer.has_focus and composer.value == "ab\nc" and app.chat.running
         await pilot.press("ctrl+down", "x")  # a letter the queue does not bind goes to the composer
         assert composer.has_focus and composer.value == "axb\nc" and app.chat.queue == ["two", "three"]  # at the cursor
+
+
+async def test_editing_a_queued_message_keeps_the_draft_in_the_composer(tmp_path):
+    app = scripted_app(tmp_path, [[Delay(0.05), Hang()]])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "one")
+        await wait_for(pilot, lambda: app.chat.running)
+        await submit(pilot, "queued text")
+        await pilot.press(*"my draft", "ctrl+down", "e")
+        composer = app.chat.composer
+        assert composer.has_focus and app.chat.queue == []
+        assert composer.value == "queued text\n\nmy draft"  # the draft typed meanwhile is not thrown away
 
 
 # -- 4. focus ------------------------------------------------------------------------------------
@@ -311,6 +330,46 @@ async def test_prompt_typed_while_the_session_starts_is_sent_when_it_is_ready(tm
         gate.set()
         await wait_for(pilot, lambda: app.bridge.harness is not None and _footers(app) == 1)
         assert _user_texts(app) == ["early"] and app.chat.composer.value == ""
+
+
+async def test_prompt_sent_while_the_model_route_resolves_is_sent_once_the_session_starts(tmp_path):
+    """`dsh-tui run` paints before the model route is resolved (a thread): Enter in that window keeps the
+    text and sends it when the session is ready (it said "No session is open." and never sent it)."""
+    source = scripted_app(tmp_path, [scripted_text("ok")])
+    gate = threading.Event()
+
+    def resolve():
+        gate.wait(10)
+        return source.harness_factory, ""
+
+    app = DshApp(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}), resolve=resolve)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"early", "enter")
+        await pilot.pause()
+        assert app.resolve is not None and app.chat.composer.value == "early"
+        assert "sent when it is ready" in screen_text(app) and "No session is open" not in screen_text(app)
+        gate.set()
+        await wait_for(pilot, lambda: app.bridge.harness is not None and _footers(app) == 1)
+        assert _user_texts(app) == ["early"] and app.chat.composer.value == ""
+
+
+async def test_prompt_sent_while_the_route_resolves_to_no_model_is_kept_with_the_hint(tmp_path):
+    gate = threading.Event()
+
+    def resolve():
+        gate.wait(10)
+        return None, NO_MODEL
+
+    app = DshApp(None, settings=UiSettings(values={"ui.theme": "dsh-dark"}), resolve=resolve)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press(*"early", "enter")
+        await pilot.pause()
+        gate.set()
+        await wait_for(pilot, lambda: app.resolve is None)
+        await pilot.pause()
+        assert app.chat.composer.value == "early" and "set DEEPSEEK_API_KEY" in screen_text(app)
 
 
 async def test_read_only_view_says_so_and_enter_resumes_it_and_sends(tmp_path, monkeypatch):

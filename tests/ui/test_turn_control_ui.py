@@ -53,6 +53,20 @@ async def test_esc_esc_rewinds_to_an_earlier_prompt_in_a_fork(tmp_path):
         assert [p.text for p in prompts(stored)] == ["first prompt", "second prompt", "third prompt"]
 
 
+async def test_rewind_keeps_a_draft_typed_in_the_composer(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("one")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "first prompt")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        parent_chat = app.chat
+        await pilot.press(*"my draft", "escape", "escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindModal))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.chat is not parent_chat and app.chat.attached)
+        assert app.chat.composer.text == "first prompt\n\nmy draft"  # the prompt to edit, and the draft kept
+
+
 async def test_esc_still_cancels_a_running_turn(tmp_path):
     app = scripted_app(tmp_path, [[{"type": "block-start", "index": 0, "blockType": "text"},
                                    {"type": "text-delta", "index": 0, "text": "partial"}, Hang()]])

@@ -49,6 +49,7 @@ HINT_IDLE = "Enter send · Ctrl+J newline"
 HINT_FAILED = "F5 retry · Enter send · Esc Esc rewind"
 HINT_RUNNING = "Enter queue · Ctrl+S steer · Esc cancel"
 HINT_RUNNING_SWAPPED = "Enter steer · Ctrl+S queue · Esc cancel"
+HINT_QUEUE = "s steer now · e edit · Del remove · Esc back"  # the queue has the focus: its keys, not the composer's
 HINT_READ_ONLY = "read-only · Enter resumes here"
 HINT_NO_MODEL = "no model configured (see above) · your text is kept"
 BOTTOM_HINT = "↓ back to bottom (Ctrl+End)"
@@ -271,6 +272,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             reason = getattr(self.bridge.harness, "read_only_reason", None)  # e.g. a parent's subagent
             composer.border_subtitle = HINT_READ_ONLY if reason is None else "Esc back"
             composer.placeholder = reason or READ_ONLY_PLACEHOLDER
+        elif self.queue_list.has_focus:
+            composer.border_subtitle = HINT_QUEUE
+            composer.placeholder = PLACEHOLDER
         elif self.running:
             composer.border_subtitle = HINT_RUNNING_SWAPPED if self.enter_steers else HINT_RUNNING
             composer.placeholder = PLACEHOLDER
@@ -624,7 +628,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         """Hand ``text`` to the harness; False (and the reason above the composer) when it cannot be."""
         harness = self.bridge.harness
         if harness is None:
-            if self.bridge.loop is not None and self.bridge.start_error is None:
+            # starting: the harness thread runs, or the app still resolves the model route (a thread after
+            # the first paint) and will start it
+            starting = self.bridge.loop is not None or getattr(self.app, "resolve", None) is not None
+            if starting and self.bridge.start_error is None:
                 self.send_on_attach = True  # the session is starting: sent as soon as it is attached
                 self.say("Starting the session… your message is sent when it is ready.")
             else:
@@ -710,7 +717,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             return
         text = self.queue.pop(message.index)
         if message.action == "edit":
-            self.composer.value = text
+            draft = self.composer.text.strip()  # a draft typed meanwhile stays, after the queued text
+            self.composer.value = "\n\n".join([text, *([draft] if draft else [])])
+            self.composer.move_cursor(self.composer.document.end)
             self.composer.focus()
         elif message.action == "steer":
             self._send(text, "steer" if self.running else "followup")
@@ -772,6 +781,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
 
     def on_descendant_blur(self, _event: events.DescendantBlur) -> None:
         self.call_after_refresh(self._restore_focus)
+        self._update_composer_hint()
+
+    def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        self._update_composer_hint()  # the queue's keys while it has the focus (Esc goes back, not cancel)
 
     def action_page_transcript(self, direction: int) -> None:
         """PageUp/PageDown on the transcript, wherever the focus is; the last page down follows again.

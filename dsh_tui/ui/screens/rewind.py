@@ -95,6 +95,7 @@ def open_rewind(chat: Any) -> None:
 def rewind_to(chat: Any, point: Prompt) -> None:
     """Fork before ``point``'s turn on the harness thread, then open the child with the prompt to edit."""
     harness = chat.bridge.harness
+    draft = chat.composer.text.strip()  # typed but not sent: it goes with the prompt, never lost
     future = chat.bridge.call(lambda h: h.rewind(point.turn))
     if future is None:
         chat.say("No session is open.")
@@ -120,7 +121,7 @@ def rewind_to(chat: Any, point: Prompt) -> None:
             return
         new = app.chat
         if new is not chat:
-            new.initial_text = point.text
+            new.initial_text = "\n\n".join([point.text, *([draft] if draft else [])])
             app.notify(f"Rewound to before turn {point.turn}: this is a new session (the original is kept). "
                        "Edit the prompt and press Enter.", timeout=6)
 
