@@ -143,6 +143,37 @@ def test_resume_and_export_of_a_sqlite_session(tmp_path, capsys, monkeypatch):
     store.close()
 
 
+def test_jsonl_logs_beside_a_sqlite_store_are_listed_and_usable(tmp_path, capsys, monkeypatch):
+    """``DSH_TUI_BACKEND=sqlite dsh-tui run --root R`` on a root already holding JSONL logs adds
+    ``sessions.sqlite`` beside them: every log stays listed (nothing on disk is hidden) and every command
+    still finds each session in its own backend."""
+    from dsh_tui.store.catalog import Catalog
+
+    monkeypatch.delenv("DSH_TUI_BACKEND", raising=False)
+    root = tmp_path / "r"
+    write_session(root, make_header("js-1", str(tmp_path)), user_turn(0, 1, "from jsonl", "ok"))
+    _sqlite_session(root, "sq-1", str(tmp_path))
+    for method in ("scan", "listing"):
+        cat = Catalog([root], db_path=tmp_path / f"cat-{method}.sqlite")
+        try:
+            assert {r.id for r in getattr(cat, method)()} == {"js-1", "sq-1"}, method
+        finally:
+            cat.close()
+    rc, out, err = cli(capsys, "sessions", "--all", "--root", root)
+    assert rc == 0 and "js-1" in out and "sq-1" in out, out + err
+    rc, out, err = cli(capsys, "sessions", "--all", "--root", root, "--search", "from jsonl")
+    assert rc == 0 and "js-1" in out, out + err
+    rc, out, err = cli(capsys, "export", "js-1", "--format", "jsonl", "--root", root)
+    assert rc == 0 and '"id":"js-1"' in out.splitlines()[0], err
+    rc, out, err = cli(capsys, "fork", "js-1", "--root", root)
+    assert rc == 0, err
+    assert next(root.rglob(f"{out.strip()}/session.jsonl*"))  # the child beside its parent, in JSONL
+    row = find_session("js", False, [str(root)], str(tmp_path))
+    provider = ScriptedProvider([scripted.text("jsonl answer")], name="mock", context_window=100_000)
+    assert asyncio.run(resume_headless(_store(row), row.id, provider, "m1", "again")) == ("jsonl answer",
+                                                                                         "completed")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 3. text a log cannot hold losslessly is refused before anything is written; readers agree
 
