@@ -194,6 +194,30 @@ def test_non_utf8_prompt_or_cwd_is_refused_before_anything_is_written(tmp_path, 
     assert rc == 2 and "prompt is not valid UTF-8" in err
 
 
+def test_a_non_utf8_session_root_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    """A log under a root whose name is not UTF-8 is one the catalog lists as unreadable and resume, export
+    and fork refuse: ``run`` refuses such a root (``--root`` or ``$DSH_HOME``) instead of writing there."""
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", "http://127.0.0.1:9")  # never reached
+    bad = tmp_path / os.fsdecode(b"root\xff")
+    rc, _, err = cli(capsys, "run", "--headless", "hi", "--root", bad)
+    assert rc == 2 and one_line_error(err) and "session root" in err and "\\xff" in err, err
+    monkeypatch.setenv("DSH_HOME", str(bad))
+    rc, _, err = cli(capsys, "run", "--headless", "hi")
+    assert rc == 2 and one_line_error(err) and "session root" in err, err
+    import argparse
+
+    from dsh_tui.cli.app_cmd import chat_app
+    from dsh_tui.cli.run_cmd import add_arguments
+    from dsh_tui.session.errors import UsageError
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(UsageError, match="session root"):
+        chat_app(parser.parse_args(["--root", str(bad)]))
+    assert not bad.exists()
+
+
 @pytest.mark.parametrize("zstd", [False, True])
 def test_log_check_catalog_and_resume_agree_on_a_lone_surrogate(tmp_path, capsys, zstd):
     """dsh (JavaScript) writes a lone surrogate as ``"\\udcff"``: valid in a log. ``log check`` accepted it
