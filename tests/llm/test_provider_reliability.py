@@ -108,3 +108,15 @@ def test_a_credentials_directory_is_reported_as_one(tmp_path):
     d.chmod(0o755)
     with pytest.raises(SettingsError, match="is not a file \\(it is a directory\\)"):
         load_credentials(d)
+
+
+def test_a_settings_or_credentials_path_below_a_file_is_one_plain_reason(tmp_path):
+    """``XDG_CONFIG_HOME=<a file>``: the reason is the system's words, not Python's ``[Errno 20] ...: '...'``."""
+    from dsh_tui.config.files import read_settings_file
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for read in (read_settings_file, load_credentials):
+        with pytest.raises(SettingsError) as err:
+            read(a_file / "dsh-tui" / "x.toml")
+        assert str(err.value) == f"cannot read {a_file / 'dsh-tui' / 'x.toml'}: Not a directory", read
