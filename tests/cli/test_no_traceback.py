@@ -214,7 +214,7 @@ def test_unreadable_directories_without_the_permission_bypass(root, tmp_path):
     try:
         p = run_sub("fork", locked, "--root", root, env=cache, unprivileged=True)
         assert_one_line(p.returncode, p.stderr, (1,))
-        assert "Permission denied" in p.stderr
+        assert p.stderr.endswith(" is unreadable: cannot read: Permission denied\n"), p.stderr  # no [Errno 13]
     finally:
         locked.chmod(0o644)
     # one unreadable session directory: listed with its reason, and every other session still works

@@ -388,8 +388,11 @@ class Catalog:
         row = SessionRow(path=path, root=root, revision=rev, size=size)
         try:
             h = read_log_header(path)
-        except (_Unreadable, OSError) as err:
+        except _Unreadable as err:
             row.state, row.reason = UNREADABLE, str(err)
+            return row
+        except OSError as err:  # the same words as the index gives (``index_one``)
+            row.state, row.reason = UNREADABLE, f"cannot read: {err.strerror or err}"
             return row
         _apply_header(row, h)
         row.updated_at = row.created_at
