@@ -167,6 +167,12 @@ def load_credentials(path: str | os.PathLike[str] | None = None) -> dict[str, An
     return data
 
 
+def _toml_kind(value: Any) -> str:
+    """What a TOML value is, in words (``5`` is "an integer", not Python's "a int")."""
+    kinds = {bool: "a boolean", int: "an integer", float: "a number", list: "an array", dict: "a table"}
+    return next((w for t, w in kinds.items() if isinstance(value, t)), "a date or time")
+
+
 def _check_credentials(data: dict[str, Any], p: Path) -> None:
     """Every value is a key string (by environment-variable name) or the ``providers`` table of
     ``[providers.NAME] api_key = "..."``: a wrong type is an error, not a key silently ignored."""
@@ -180,7 +186,7 @@ def _check_credentials(data: dict[str, Any], p: Path) -> None:
                 if "api_key" in entry and not isinstance(entry["api_key"], str):
                     raise SettingsError(f"{p}: providers.{prov}.api_key must be a string (the key, in quotes)")
         elif not isinstance(value, str):
-            raise SettingsError(f"{p}: {name} must be a string (the key, in quotes), not a {type(value).__name__}")
+            raise SettingsError(f"{p}: {name} must be a string (the key, in quotes), not {_toml_kind(value)}")
 
 
 def save_credential(provider: str, api_key: str, path: str | os.PathLike[str] | None = None) -> Path:

@@ -90,7 +90,9 @@ def test_negative_retry_settings_are_refused(retry, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("DEEPSEEK_API_KEY = 5\n", "DEEPSEEK_API_KEY must be a string"),
+    ("DEEPSEEK_API_KEY = 5\n", "DEEPSEEK_API_KEY must be a string \\(the key, in quotes\\), not an integer$"),
+    ("DEEPSEEK_API_KEY = true\n", "DEEPSEEK_API_KEY must be a string \\(the key, in quotes\\), not a boolean$"),
+    ("DEEPSEEK_API_KEY = [1]\n", "not an array$"),
     ("providers = 1\n", "providers must be a table"),
     ("[providers.gw]\napi_key = 7\n", "providers.gw.api_key must be a string"),
 ])
