@@ -218,6 +218,40 @@ def test_a_non_utf8_session_root_is_refused_before_anything_is_written(tmp_path,
     assert not bad.exists()
 
 
+def test_a_new_session_in_a_non_utf8_cwd_is_refused_by_the_host(tmp_path):
+    """The app's browser (Ctrl+N) and the SDK open a new session through ``AgentHost.open`` with the
+    process's cwd: a name that is not UTF-8 is refused there too, before the root is touched."""
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.session.errors import UsageError
+
+    bad = tmp_path / os.fsdecode(b"ws\xff")
+    bad.mkdir()
+    root = tmp_path / "r"
+    provider = ScriptedProvider([scripted.text("never")], name="mock", context_window=100_000)
+    with pytest.raises(UsageError, match=r"^the working directory .*ws\\xff is not valid UTF-8 .*nothing was written$"):
+        asyncio.run(AgentHost.open(HostSpec(root=root, cwd=bad, provider=provider, model="m1")))
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_a_lone_surrogate_in_the_header_reads_alike_everywhere(tmp_path, capsys, zstd):
+    """dsh (JavaScript) may write a header whose cwd holds a lone surrogate escape (``"\\udcff"``): the
+    catalog listed it while ``log cat``, ``export`` and ``resume`` called the header "not valid JSON"."""
+    root = tmp_path / "r"
+    store = open_store(root, backend="jsonl", compression="zstd" if zstd else "none")
+    store.create(make_header("hsur", "/w/ws\udcff"))
+    store.append("hsur", user_turn(0, 1, "hi", "there"))
+    path = store.find("hsur")
+    for action in ("check", "cat", "messages"):
+        rc, out, err = cli(capsys, "log", action, path)
+        assert rc == 0, (action, out, err)
+    rc, out, err = cli(capsys, "sessions", "--root", root, "--all")
+    assert rc == 0 and "hsur" in out and "unreadable" not in out, out + err
+    rc, out, err = cli(capsys, "export", "hsur", "--root", root, "--format", "jsonl")
+    assert rc == 0 and "\\udcff" in out.splitlines()[0], err
+    assert store.load("hsur").header["cwd"] == "/w/ws\udcff"
+
+
 @pytest.mark.parametrize("zstd", [False, True])
 def test_log_check_catalog_and_resume_agree_on_a_lone_surrogate(tmp_path, capsys, zstd):
     """dsh (JavaScript) writes a lone surrogate as ``"\\udcff"``: valid in a log. ``log check`` accepted it
