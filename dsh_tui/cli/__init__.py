@@ -171,6 +171,20 @@ def require_text(value: str, what: str) -> str:
     return value
 
 
+def require_root(root) -> None:
+    """Refuse (exit 2, before anything is written) a session root whose name is not UTF-8 (``--root`` or
+    ``$DSH_HOME``): the catalog lists a log under it as unreadable, so resume, export and fork would refuse
+    the session ``run`` had just written."""
+    import os
+
+    if not root:
+        from dsh_tui.paths import default_sessions_root
+
+        root = default_sessions_root()
+    shown = os.fsencode(os.path.abspath(os.path.expanduser(root))).decode("utf-8", "backslashreplace")
+    require_text(os.path.abspath(os.path.expanduser(root)), f"the session root {shown}")
+
+
 def check_roots(roots) -> None:
     """``--root`` values must be directories when they exist (a missing root simply holds no session),
     as ``run`` and ``fork`` require."""

@@ -121,9 +121,11 @@ def chat_app(args: argparse.Namespace) -> Any:
     ``--preset``, ``--model``, ``--replay`` and the prompt are honoured. The chat paints first; the model
     route (provider, httpx) is resolved right after, in a thread; without a usable key the status bar
     says so from the first frame and nothing is resolved."""
+    from dsh_tui.cli import require_root
     from dsh_tui.ui.app import DshApp
 
     cwd = _cwd(args)
+    require_root(getattr(args, "root", None))
     replay = getattr(args, "replay", None)
     if replay and not Path(replay).is_file() and not (Path(replay) / "session.jsonl").is_file():
         from dsh_tui.session.errors import DshError

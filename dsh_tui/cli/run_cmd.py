@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from dsh_tui.cli import require_text
+    from dsh_tui.cli import require_root, require_text
     from dsh_tui.runtime.host import open_session_store
     from dsh_tui.session.errors import DshError, UsageError
 
@@ -115,6 +115,7 @@ def run(args: argparse.Namespace) -> int:
     require_text(str(cwd), f"the working directory {os.fsencode(cwd).decode('utf-8', 'backslashreplace')}")
     if not cwd.is_dir():
         raise DshError(f"not a directory: {cwd}")
+    require_root(args.root)
     provider, model = _provider(args, cwd)
     store = open_session_store(args.root)
     answer, reason, _sid = asyncio.run(run_headless(store, provider, model, args.prompt, cwd=str(cwd),

@@ -37,6 +37,11 @@ def credentials_path() -> Path:
     return config_dir() / CREDENTIALS_FILE
 
 
+def _reason(err: Exception) -> str:
+    """An OSError's reason in the system's words (no ``[Errno N]`` and file name: the message names it)."""
+    return (err.strerror if isinstance(err, OSError) else None) or str(err)
+
+
 def read_settings_file(p: Path) -> dict[str, Any]:
     """The settings document at ``p`` (``{}`` when there is no file); a broken one is a ``SettingsError``."""
     try:
@@ -44,7 +49,7 @@ def read_settings_file(p: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError) as err:
-        raise SettingsError(f"cannot read {p}: {err}") from err
+        raise SettingsError(f"cannot read {p}: {_reason(err)}") from err
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -145,7 +150,7 @@ def load_credentials(path: str | os.PathLike[str] | None = None) -> dict[str, An
     except FileNotFoundError:
         return None
     except OSError as err:
-        raise SettingsError(f"cannot read {p}: {err}") from err
+        raise SettingsError(f"cannot read {p}: {_reason(err)}") from err
     if not stat.S_ISREG(st.st_mode):
         raise SettingsError(f"{p} is not a file (it is a {'directory' if stat.S_ISDIR(st.st_mode) else 'special file'});"
                             " the credentials file must be a TOML file with mode 0600")
@@ -157,9 +162,15 @@ def load_credentials(path: str | os.PathLike[str] | None = None) -> dict[str, An
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:
-        raise SettingsError(f"cannot read {p}: {err}") from err
+        raise SettingsError(f"cannot read {p}: {_reason(err)}") from err
     _check_credentials(data, p)
     return data
+
+
+def _toml_kind(value: Any) -> str:
+    """What a TOML value is, in words (``5`` is "an integer", not Python's "a int")."""
+    kinds = {bool: "a boolean", int: "an integer", float: "a number", list: "an array", dict: "a table"}
+    return next((w for t, w in kinds.items() if isinstance(value, t)), "a date or time")
 
 
 def _check_credentials(data: dict[str, Any], p: Path) -> None:
@@ -175,7 +186,7 @@ def _check_credentials(data: dict[str, Any], p: Path) -> None:
                 if "api_key" in entry and not isinstance(entry["api_key"], str):
                     raise SettingsError(f"{p}: providers.{prov}.api_key must be a string (the key, in quotes)")
         elif not isinstance(value, str):
-            raise SettingsError(f"{p}: {name} must be a string (the key, in quotes), not a {type(value).__name__}")
+            raise SettingsError(f"{p}: {name} must be a string (the key, in quotes), not {_toml_kind(value)}")
 
 
 def save_credential(provider: str, api_key: str, path: str | os.PathLike[str] | None = None) -> Path:

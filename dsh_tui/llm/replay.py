@@ -58,7 +58,7 @@ def read_log_events(path: Path | str) -> tuple[dict, list[dict]]:
 def _log_line(path: Path | str, number: int, line: str) -> dict:
     try:
         obj = jsonutil.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested too deeply for Python's parser
         obj = None
     if not isinstance(obj, dict):
         raise LlmError(

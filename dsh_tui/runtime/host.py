@@ -93,7 +93,7 @@ class AgentHost:
             session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
         else:
             fields = dict(spec.header_fields)
-            header = make_header(str(fields.pop("id", None) or uuid.uuid4()), cwd=os.fspath(Path(spec.cwd).resolve()),
+            header = make_header(str(fields.pop("id", None) or uuid.uuid4()), cwd=_text_cwd(spec.cwd),
                                  created_at=spec.clock() if spec.clock else None,
                                  parent_session=fields.pop("parentSession", None),
                                  seed_length=fields.pop("seedLength", None), origin=fields.pop("origin", None),
@@ -215,6 +215,22 @@ def set_plugin_options(modules: tuple[str, ...] = (), strict: bool = False, chec
                             mcp=tuple(mcp))
     if check_requests:
         os.environ["DSH_TUI_CHECK_REQUESTS"] = "1"
+
+
+def _text_cwd(cwd: Path | str) -> str:
+    """The new session's cwd for its header: refused (``UsageError``, before anything is written) when its
+    name is not UTF-8, which a log cannot hold losslessly (the app's browser, the SDK and ``run`` alike)."""
+    from dsh_tui.session.errors import UsageError
+
+    text = os.fspath(Path(cwd).resolve())
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        shown = os.fsencode(text).decode("utf-8", "backslashreplace")
+        raise UsageError(f"the working directory {shown} is not valid UTF-8 (byte "
+                         f"{os.fsencode(text[err.start:err.end])[:1].hex()} at character {err.start}); "
+                         "nothing was written") from None
+    return text
 
 
 def open_session_store(root: Path | str | None) -> Any:

@@ -145,15 +145,42 @@ def test_garbage_sqlite_store_is_one_line_naming_the_file(tmp_path, capsys, monk
 
 
 def test_deeply_nested_line_is_one_line_for_every_log_action(tmp_path, capsys):
+    """A line of 100,000 nested ``[`` is an unparsable line like any other (Python's parser gives up on
+    it with a RecursionError): inside the committed region (a later ``turn/end``) the log is corrupt,
+    one line and exit 1 for every action, nothing written."""
+    header = '{"type":"session","version":0,"id":"n1","createdAt":1,"delegationDepth":0}\n'
     path = tmp_path / "nest.jsonl"
-    path.write_text('{"type":"session","version":0,"id":"n1","createdAt":1,"delegationDepth":0}\n'
-                    + "[" * 100_000 + "\n")
+    path.write_text(header + "[" * 100_000 + "\n"
+                    + '{"type":"turn/end","seq":1,"time":1,"data":{"turn":1,"reason":{"kind":"completed"}}}\n')
     before = path.read_bytes()
     for action in ("cat", "messages", "repair"):
         rc, _, err = cli(capsys, "log", action, path)
         assert_one_line(rc, err, (1,))
-        assert str(path) in err
+        assert f"{path}: corrupt session log: unparsable committed event" in err
+    rc, out, _ = cli(capsys, "log", "check", path)
+    assert rc == 1 and '"ok":false' in out and "unparsable committed event" in out
     assert path.read_bytes() == before
+
+
+def test_deeply_nested_last_line_is_a_torn_tail_everywhere(tmp_path, capsys):
+    """The same line as the last one is a torn tail (dsh's read rule): ``log check``, ``cat``, the catalog
+    and ``repair`` agree (``check`` used to report a RecursionError and the others refused the file while
+    the catalog listed it as interrupted)."""
+    root = tmp_path / "root"
+    sdir = root / "_no-cwd" / "n1"
+    sdir.mkdir(parents=True)
+    path = sdir / "session.jsonl"
+    header = '{"type":"session","version":0,"id":"n1","createdAt":1,"delegationDepth":0}\n'
+    path.write_text(header + "[" * 100_000 + "\n")
+    rc, out, err = cli(capsys, "log", "check", path)
+    assert rc == 0 and '"ok":true' in out and '"torn_bytes":100001' in out, out + err
+    rc, out, err = cli(capsys, "log", "cat", path)
+    assert rc == 0 and out == "", err  # the committed prefix: no event
+    rc, out, err = cli(capsys, "sessions", "--all", "--root", root, "--json")
+    assert rc == 0 and '"reason": "torn tail: unparsable line 2"' in out, out + err
+    rc, out, err = cli(capsys, "log", "repair", path)
+    assert rc == 0 and "cut a torn tail of 100001 bytes" in out, err
+    assert path.read_text() == header
 
 
 def test_sessions_root_that_is_a_file_says_so(tmp_path, capsys):
@@ -214,7 +241,7 @@ def test_unreadable_directories_without_the_permission_bypass(root, tmp_path):
     try:
         p = run_sub("fork", locked, "--root", root, env=cache, unprivileged=True)
         assert_one_line(p.returncode, p.stderr, (1,))
-        assert "Permission denied" in p.stderr
+        assert p.stderr.endswith(" is unreadable: cannot read: Permission denied\n"), p.stderr  # no [Errno 13]
     finally:
         locked.chmod(0o644)
     # one unreadable session directory: listed with its reason, and every other session still works

@@ -143,6 +143,37 @@ def test_resume_and_export_of_a_sqlite_session(tmp_path, capsys, monkeypatch):
     store.close()
 
 
+def test_jsonl_logs_beside_a_sqlite_store_are_listed_and_usable(tmp_path, capsys, monkeypatch):
+    """``DSH_TUI_BACKEND=sqlite dsh-tui run --root R`` on a root already holding JSONL logs adds
+    ``sessions.sqlite`` beside them: every log stays listed (nothing on disk is hidden) and every command
+    still finds each session in its own backend."""
+    from dsh_tui.store.catalog import Catalog
+
+    monkeypatch.delenv("DSH_TUI_BACKEND", raising=False)
+    root = tmp_path / "r"
+    write_session(root, make_header("js-1", str(tmp_path)), user_turn(0, 1, "from jsonl", "ok"))
+    _sqlite_session(root, "sq-1", str(tmp_path))
+    for method in ("scan", "listing"):
+        cat = Catalog([root], db_path=tmp_path / f"cat-{method}.sqlite")
+        try:
+            assert {r.id for r in getattr(cat, method)()} == {"js-1", "sq-1"}, method
+        finally:
+            cat.close()
+    rc, out, err = cli(capsys, "sessions", "--all", "--root", root)
+    assert rc == 0 and "js-1" in out and "sq-1" in out, out + err
+    rc, out, err = cli(capsys, "sessions", "--all", "--root", root, "--search", "from jsonl")
+    assert rc == 0 and "js-1" in out, out + err
+    rc, out, err = cli(capsys, "export", "js-1", "--format", "jsonl", "--root", root)
+    assert rc == 0 and '"id":"js-1"' in out.splitlines()[0], err
+    rc, out, err = cli(capsys, "fork", "js-1", "--root", root)
+    assert rc == 0, err
+    assert next(root.rglob(f"{out.strip()}/session.jsonl*"))  # the child beside its parent, in JSONL
+    row = find_session("js", False, [str(root)], str(tmp_path))
+    provider = ScriptedProvider([scripted.text("jsonl answer")], name="mock", context_window=100_000)
+    assert asyncio.run(resume_headless(_store(row), row.id, provider, "m1", "again")) == ("jsonl answer",
+                                                                                         "completed")
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 3. text a log cannot hold losslessly is refused before anything is written; readers agree
 
@@ -161,6 +192,64 @@ def test_non_utf8_prompt_or_cwd_is_refused_before_anything_is_written(tmp_path, 
     write_session(root, make_header("s1", str(tmp_path)), user_turn(0, 1, "hi", "there"))
     rc, _, err = cli(capsys, "resume", "s1", "--root", root, "--headless", "again \udcff")
     assert rc == 2 and "prompt is not valid UTF-8" in err
+
+
+def test_a_non_utf8_session_root_is_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    """A log under a root whose name is not UTF-8 is one the catalog lists as unreadable and resume, export
+    and fork refuse: ``run`` refuses such a root (``--root`` or ``$DSH_HOME``) instead of writing there."""
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-test")
+    monkeypatch.setenv("DEEPSEEK_BASE_URL", "http://127.0.0.1:9")  # never reached
+    bad = tmp_path / os.fsdecode(b"root\xff")
+    rc, _, err = cli(capsys, "run", "--headless", "hi", "--root", bad)
+    assert rc == 2 and one_line_error(err) and "session root" in err and "\\xff" in err, err
+    monkeypatch.setenv("DSH_HOME", str(bad))
+    rc, _, err = cli(capsys, "run", "--headless", "hi")
+    assert rc == 2 and one_line_error(err) and "session root" in err, err
+    import argparse
+
+    from dsh_tui.cli.app_cmd import chat_app
+    from dsh_tui.cli.run_cmd import add_arguments
+    from dsh_tui.session.errors import UsageError
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    with pytest.raises(UsageError, match="session root"):
+        chat_app(parser.parse_args(["--root", str(bad)]))
+    assert not bad.exists()
+
+
+def test_a_new_session_in_a_non_utf8_cwd_is_refused_by_the_host(tmp_path):
+    """The app's browser (Ctrl+N) and the SDK open a new session through ``AgentHost.open`` with the
+    process's cwd: a name that is not UTF-8 is refused there too, before the root is touched."""
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.session.errors import UsageError
+
+    bad = tmp_path / os.fsdecode(b"ws\xff")
+    bad.mkdir()
+    root = tmp_path / "r"
+    provider = ScriptedProvider([scripted.text("never")], name="mock", context_window=100_000)
+    with pytest.raises(UsageError, match=r"^the working directory .*ws\\xff is not valid UTF-8 .*nothing was written$"):
+        asyncio.run(AgentHost.open(HostSpec(root=root, cwd=bad, provider=provider, model="m1")))
+    assert not root.exists()
+
+
+@pytest.mark.parametrize("zstd", [False, True])
+def test_a_lone_surrogate_in_the_header_reads_alike_everywhere(tmp_path, capsys, zstd):
+    """dsh (JavaScript) may write a header whose cwd holds a lone surrogate escape (``"\\udcff"``): the
+    catalog listed it while ``log cat``, ``export`` and ``resume`` called the header "not valid JSON"."""
+    root = tmp_path / "r"
+    store = open_store(root, backend="jsonl", compression="zstd" if zstd else "none")
+    store.create(make_header("hsur", "/w/ws\udcff"))
+    store.append("hsur", user_turn(0, 1, "hi", "there"))
+    path = store.find("hsur")
+    for action in ("check", "cat", "messages"):
+        rc, out, err = cli(capsys, "log", action, path)
+        assert rc == 0, (action, out, err)
+    rc, out, err = cli(capsys, "sessions", "--root", root, "--all")
+    assert rc == 0 and "hsur" in out and "unreadable" not in out, out + err
+    rc, out, err = cli(capsys, "export", "hsur", "--root", root, "--format", "jsonl")
+    assert rc == 0 and "\\udcff" in out.splitlines()[0], err
+    assert store.load("hsur").header["cwd"] == "/w/ws\udcff"
 
 
 @pytest.mark.parametrize("zstd", [False, True])

@@ -90,7 +90,9 @@ def test_negative_retry_settings_are_refused(retry, message):
 
 
 @pytest.mark.parametrize("text, message", [
-    ("DEEPSEEK_API_KEY = 5\n", "DEEPSEEK_API_KEY must be a string"),
+    ("DEEPSEEK_API_KEY = 5\n", "DEEPSEEK_API_KEY must be a string \\(the key, in quotes\\), not an integer$"),
+    ("DEEPSEEK_API_KEY = true\n", "DEEPSEEK_API_KEY must be a string \\(the key, in quotes\\), not a boolean$"),
+    ("DEEPSEEK_API_KEY = [1]\n", "not an array$"),
     ("providers = 1\n", "providers must be a table"),
     ("[providers.gw]\napi_key = 7\n", "providers.gw.api_key must be a string"),
 ])
@@ -108,3 +110,15 @@ def test_a_credentials_directory_is_reported_as_one(tmp_path):
     d.chmod(0o755)
     with pytest.raises(SettingsError, match="is not a file \\(it is a directory\\)"):
         load_credentials(d)
+
+
+def test_a_settings_or_credentials_path_below_a_file_is_one_plain_reason(tmp_path):
+    """``XDG_CONFIG_HOME=<a file>``: the reason is the system's words, not Python's ``[Errno 20] ...: '...'``."""
+    from dsh_tui.config.files import read_settings_file
+
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for read in (read_settings_file, load_credentials):
+        with pytest.raises(SettingsError) as err:
+            read(a_file / "dsh-tui" / "x.toml")
+        assert str(err.value) == f"cannot read {a_file / 'dsh-tui' / 'x.toml'}: Not a directory", read

@@ -108,6 +108,9 @@ def test_a_file_that_is_not_a_jsonl_log_is_a_one_line_llm_error(tmp_path):
     bad_line.write_text('{"type":"session","version":0,"id":"s"}\n\n[1,2]\n')
     with pytest.raises(LlmError, match=r"session\.jsonl: line 3 is not a JSON object"):
         read_log_events(bad_line)
+    bad_line.write_text('{"type":"session","version":0,"id":"s"}\n' + "[" * 100_000 + "\n")
+    with pytest.raises(LlmError, match=r"session\.jsonl: line 2 is not a JSON object"):
+        read_log_events(bad_line)  # too deep for Python's parser: named like any other bad line
     compressed = tmp_path / "session.jsonl.zstd"
     compressed.write_bytes(b"\x28\xb5\x2f\xfd\x00\xff\xfe")
     with pytest.raises(LlmError, match=r"is not UTF-8 JSONL"):

@@ -78,10 +78,18 @@ def test_archive_moves_out_of_the_list(setup):
 
 def test_a_live_writer_blocks_trash(setup):
     c, row, path, _ = setup
-    from dsh_tui.store.lock import SessionLock
+    import os
 
-    with SessionLock(path.parent / "session.lock", "p1"), pytest.raises(CatalogError, match="open in another"):
-        cat.move_to_trash(row)
-    assert path.exists()
+    from dsh_tui.store.lock import SessionInUseError, SessionLock
+
+    # the refusal is the one ``run``, ``resume``, ``fork`` and ``log repair`` give for a held session
+    same = f"^session p1 is in use by pid {os.getpid()}$"
+    before = path.read_bytes()
+    for action in (cat.move_to_trash, cat.archive):
+        with SessionLock(path.parent / "session.lock", "p1"), pytest.raises(CatalogError, match=same):
+            action(row)
+    with SessionLock(path.parent / "session.lock", "p1"), pytest.raises(SessionInUseError, match=same):
+        cat.rename(row, "a title")
+    assert path.read_bytes() == before
     with SessionLock(path.parent / "session.lock", "p1"):
         assert c.refresh()[0].state == cat.OPEN_ELSEWHERE

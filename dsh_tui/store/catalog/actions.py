@@ -104,7 +104,7 @@ def fork_at_turn(row: SessionRow, turn: int, *, taken_titles: Iterable[str | Non
     return header["id"]
 
 
-def _move(row_path: str, root: str, bucket: str) -> Path:
+def _move(row_path: str, root: str, bucket: str, sid: str | None = None) -> Path:
     if _is_sqlite_path(row_path):
         raise CatalogError("archive and trash move session directories; a SQLite root has none")
     sess_dir = Path(row_path).parent
@@ -114,26 +114,26 @@ def _move(row_path: str, root: str, bucket: str) -> Path:
         import time as _time
 
         dest = dest.with_name(f"{dest.name}~{int(_time.time() * 1000)}")
-    dest.parent.mkdir(parents=True, exist_ok=True)
     lock_file = sess_dir / "session.lock"
     if lock_file.exists():
-        from dsh_tui.store.lock import holder
+        from dsh_tui.store.lock import SessionInUseError, holder
 
         pid = holder(lock_file)
-        if pid is not None:
-            raise CatalogError(f"session is open in another process (pid {pid}); close it first")
+        if pid is not None:  # the refusal ``run`` gives for a held session
+            raise CatalogError(str(SessionInUseError(sid or sess_dir.name, pid if pid > 0 else None)))
+    dest.parent.mkdir(parents=True, exist_ok=True)
     os.rename(sess_dir, dest)
     return dest
 
 
 def move_to_trash(row: SessionRow) -> Path:
     """Move the whole session directory to ``<root>/.trash/`` (restorable; nothing is deleted)."""
-    return _move(row.path, row.root, TRASH_DIR)
+    return _move(row.path, row.root, TRASH_DIR, row.id)
 
 
 def archive(row: SessionRow) -> Path:
     """Move the session directory to ``<root>/.archive/`` (out of the list, kept as is)."""
-    return _move(row.path, row.root, ARCHIVE_DIR)
+    return _move(row.path, row.root, ARCHIVE_DIR, row.id)
 
 
 BUCKET_STATES = {TRASH_DIR: "in trash", ARCHIVE_DIR: "archived"}
@@ -186,6 +186,7 @@ def restore(row: SessionRow) -> Path:
     dest = root / rel.parent / name
     if dest.exists():
         raise CatalogError(f"cannot restore: {dest} already exists")
+    dest.parent.mkdir(parents=True, exist_ok=True)
     dest.parent.mkdir(parents=True, exist_ok=True)
     os.rename(sess_dir, dest)
     return dest

@@ -205,10 +205,8 @@ class Catalog:
         probe = self._lock_probe
         for root in self.roots:
             rroot = str(root)
-            if _has_sqlite(root):
-                if conn is not None:
-                    self._scan_sqlite(Path(root), index_rows(conn), rows, seen)
-                continue
+            if _has_sqlite(root) and conn is not None:  # and any JSONL logs beside it (nothing is hidden)
+                self._scan_sqlite(Path(root), index_rows(conn), rows, seen)
             snap = _load_snapshot(snaps.get(rroot))
             if not snap and snaps.get(rroot):
                 self._dirty = True  # unusable (another format, damaged): the next save replaces it
@@ -257,7 +255,7 @@ class Catalog:
         when the index changed since the last one, or when a root has none."""
         conn = self._conn()
         have = {r[0] for r in conn.execute("SELECT root FROM snapshot")}
-        roots = [str(r) for r in self.roots if not _has_sqlite(r)]
+        roots = [str(r) for r in self.roots]  # a SQLite root's snapshot holds the JSONL logs beside it
         if not (force or self._dirty or any(r not in have for r in roots)):
             return
         self._dirty = False
@@ -291,9 +289,8 @@ class Catalog:
         seen: set[str] = set()
         for root in self.roots:
             rroot = str(root)
-            if _has_sqlite(root):
+            if _has_sqlite(root):  # then the JSONL logs beside it too: nothing on disk is hidden
                 self._scan_sqlite(Path(root), known, rows, seen)
-                continue
             denied: list[tuple[str, OSError]] = []
             for path, st in discover(root, denied):
                 if path in seen:
@@ -391,8 +388,11 @@ class Catalog:
         row = SessionRow(path=path, root=root, revision=rev, size=size)
         try:
             h = read_log_header(path)
-        except (_Unreadable, OSError) as err:
+        except _Unreadable as err:
             row.state, row.reason = UNREADABLE, str(err)
+            return row
+        except OSError as err:  # the same words as the index gives (``index_one``)
+            row.state, row.reason = UNREADABLE, f"cannot read: {err.strerror or err}"
             return row
         _apply_header(row, h)
         row.updated_at = row.created_at

@@ -43,7 +43,12 @@ def parse_header_record(record: bytes, *, lenient: bool = False, refuse_version:
     try:
         parsed = orjson.loads(record[:-1])
     except orjson.JSONDecodeError:
-        raise SessionCorruptionError("corrupt session log: header line is not valid JSON") from None
+        try:  # JavaScript accepts lone-surrogate escapes orjson refuses (as the body scanner does)
+            from dsh_tui.session import jsonutil
+
+            parsed = jsonutil.loads(record[:-1])
+        except (ValueError, UnicodeDecodeError, RecursionError):
+            raise SessionCorruptionError("corrupt session log: header line is not valid JSON") from None
     if refuse_version:
         headers.check_header_version(parsed)
     if lenient:

@@ -285,7 +285,7 @@ class LineScanner:
                 from dsh_tui.session import jsonutil
 
                 obj = jsonutil.loads(line)
-            except (ValueError, UnicodeDecodeError):
+            except (ValueError, UnicodeDecodeError, RecursionError):  # too deep for Python: unparsable
                 return None
         if type(obj) is not dict:
             return [obj]
