@@ -87,6 +87,21 @@ def test_a_fork_row_knows_the_turn_it_was_forked_after(root, tmp_path):
     assert listed["child"].fork_turn == 2 and listed["child"].prompt == "first"
 
 
+def test_a_fork_of_a_resumed_parent_names_its_own_fork_turn(root, tmp_path):
+    # the parent was resumed after turn 1 (an end-seed in its log, inherited by the fork's seed): the
+    # fork after turn 3 is "after turn 3", not the first end-seed's turn 1
+    parent = untitled_turn(0, 1, "first", "a")
+    parent += [{"type": "session/end-seed", "seq": len(parent), "time": 3, "data": {}}]
+    parent += untitled_turn(len(parent), 2, "second", "b")
+    parent += untitled_turn(len(parent), 3, "third", "c")
+    write_session(root, make_header("parent"), parent)
+    cut = len(parent)
+    seed = parent + [{"type": "session/end-seed", "seq": cut, "time": 5, "data": {}}]
+    write_session(root, make_header("child", parentSession="parent", seedLength=cut), seed)
+    rows = rows_of(root, tmp_path)
+    assert rows["child"].fork_turn == 3 and rows["parent"].fork_turn is None
+
+
 def test_trash_rows_have_titles_and_say_they_are_in_the_trash(root, tmp_path):
     write_session(root, make_header("t1"), untitled_turn(0, 1, "trashed prompt", "ok"))
     (row,) = rows_of(root, tmp_path).values()

@@ -47,6 +47,10 @@ class _Fold:
             self.s["updated_at"] = ca if isinstance(ca, int) else 0
         self.known = known
         self.texts: list[tuple[int, str, str]] = []
+        seed = header.get("seedLength")
+        # a fork's own end-seed follows its seed (seq == seedLength); the seed's end-seeds are its parent's
+        # resumes and forks, and a log without a seed is no fork (its end-seeds are its resumes)
+        self.seed_length = seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
     def line(self, raw: bytes) -> None:
         s = self.s
@@ -146,7 +150,8 @@ class _Fold:
                 s["title"] = d["title"]
                 s["title_source"] = (d.get("source") or {}).get("kind")
         elif t == "session/end-seed":
-            if s["fork_turn"] is None and isinstance(s["last_turn"], int):
+            if s["fork_turn"] is None and isinstance(s["last_turn"], int) \
+                    and self.seed_length is not None and seq >= self.seed_length:
                 s["fork_turn"] = s["last_turn"]
         elif t == "agent-preset/selected":
             s["preset"] = d.get("agentPreset")
