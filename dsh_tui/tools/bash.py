@@ -299,13 +299,19 @@ def _validate(args: Any) -> None:
             raise plain_error(f"invalid timeoutMs: expected a positive number, got {js_number(timeout)}")
 
 
+def credential_free_environ(parent: dict[str, str] | None = None) -> dict[str, str]:
+    """``parent`` (default: this process's environment) without credentials or ``DSH_*`` values: the
+    base of what a model-run command (``bash_env``) and an MCP stdio server get."""
+    names, values = configured_credentials()
+    return {k: v for k, v in (os.environ if parent is None else parent).items()
+            if not _SCRUB.search(k) and not k.startswith("DSH_") and k not in names and v not in values}
+
+
 def bash_env(extra: dict[str, str] | None = None, ctx: ToolContext | None = None) -> dict[str, str]:
     """The command environment: ambient env minus harness credentials and stale ``DSH_*`` values,
     the model-friendly overrides, then the managed ``DSH_*`` facts (dsh ``shell-env``)."""
     home = os.environ.get("DSH_HOME") or os.path.join(os.path.expanduser("~"), ".dsh")
-    names, values = configured_credentials()
-    env = {k: v for k, v in os.environ.items()
-           if not _SCRUB.search(k) and not k.startswith("DSH_") and k not in names and v not in values}
+    env = credential_free_environ()
     env.update(ENV_OVERRIDES)
     env["DSH_HOME"] = home
     env["DSH_SHELL"] = "1"

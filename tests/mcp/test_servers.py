@@ -159,9 +159,17 @@ async def test_a_slow_call_is_cancelled_with_the_turn_and_a_timeout_is_an_error(
 
 
 async def test_the_environment_is_scrubbed_and_the_server_closes_with_the_agent(tmp_path, monkeypatch):
+    from dsh_tui.config import config_dir
+
     monkeypatch.setenv("MY_API_KEY", "k")
     monkeypatch.setenv("DSH_SOMETHING", "d")
     monkeypatch.setenv("PLAIN_VALUE", "p")
+    # a provider's key in a variable whose name does not look secret (the bash tool scrubs it too)
+    config_dir().mkdir(parents=True, exist_ok=True)
+    (config_dir() / "settings.toml").write_text(
+        '[providers.gateway]\nbase_url = "http://127.0.0.1:9/v1"\napi_key_env = "GW_CRED"\n')
+    monkeypatch.setenv("GW_CRED", "gw-secret")
+    monkeypatch.setenv("HOLDS_THE_KEY", "gw-secret")
     agent = mcp_agent([scripted.calls([("c1", "mcp__t__env", {}), ("c2", "mcp__t__pid", {})]), scripted.text("ok")],
                       {"t": stdio(env={"GIVEN_TOKEN": "g"})}, tmp_path)
     agent.followup("env")
@@ -169,6 +177,7 @@ async def test_the_environment_is_scrubbed_and_the_server_closes_with_the_agent(
     names = results(agent)["c1"][0].split()
     assert "PLAIN_VALUE" in names and "GIVEN_TOKEN" in names
     assert "MY_API_KEY" not in names and "DSH_SOMETHING" not in names and "DSH_TUI_CHECK_REQUESTS" not in names
+    assert "GW_CRED" not in names and "HOLDS_THE_KEY" not in names
     pid = int(results(agent)["c2"][0])
     os.kill(pid, 0)  # alive
     await agent.dispose()

@@ -13,7 +13,8 @@ its tools appear in the next request after it is ready. dsh's rules (docs/extens
   replaces them atomically; a duplicate raw name rejects the list; a name some other tool already holds
   rolls the whole generation back (no tools from this server);
 - stdio servers get the parent environment minus names matching KEY/PASSWORD/SECRET/TOKEN (any case)
-  or starting ``DSH_``, with the server's ``env`` over it; their stderr goes to a temporary file whose
+  or starting ``DSH_``, and minus every configured provider key (its ``api_key_env`` variable, any
+  variable holding a configured key; as the bash tool), with the server's ``env`` over it; their stderr goes to a temporary file whose
   last line is quoted when the server fails.
 
 Nothing is written to the session log. The ``mcp`` package is imported only when a server starts.
@@ -24,8 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import re
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,19 +37,19 @@ from dsh_tui.runtime.mcp.config import ServerConfig
 from dsh_tui.runtime.mcp.convert import McpToolError, canonical, model_content
 from dsh_tui.runtime.mcp.naming import public_tool_name
 from dsh_tui.tools.base import ToolDefinition, ToolError
+from dsh_tui.tools.bash import credential_free_environ
 
 log = logging.getLogger("dsh_tui.plugins.mcp")
 
 CLIENT_INFO = {"name": "dsh-mcp-client", "version": "0.0.1"}
-_SECRET = re.compile(r"KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 # the stdio transport's own shutdown (close stdin, 2 s, SIGTERM, 2 s, SIGKILL) is bounded; so is ours
 CLOSE_TIMEOUT_S = 8.0
 
 
 def scrubbed_environment(extra: dict[str, str] | None = None, parent: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of a stdio server: the parent's minus secret-looking names, ``extra`` over it."""
-    env = {k: v for k, v in (os.environ if parent is None else parent).items()
-           if not _SECRET.search(k) and not k.startswith("DSH_")}
+    """The environment of a stdio server: the parent's minus secret-looking names (dsh's rule) and, as
+    for the bash tool, every configured provider key's variable and value; ``extra`` over it."""
+    env = credential_free_environ(parent)
     env.update(extra or {})
     return env
 
