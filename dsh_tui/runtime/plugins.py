@@ -348,10 +348,20 @@ class Context:
         """Run ``disposer`` when the plugin unloads (after the registrations made after it are undone)."""
         self._disposers.append(disposer)
 
-    def append(self, type: str, data: Any) -> dict:  # noqa: A002 - dsh field name
-        """Append a plugin-owned event to the session log. A type dsh does not know is written with
-        ``ignorable: true`` so that dsh (and older dsh-tui) still open the log."""
-        return self._agent.session.append(type, data, ignorable=type not in KNOWN_EVENT_TYPES)
+    def append(self, type: str | Mapping[str, Any], data: Any = None) -> dict:  # noqa: A002 - dsh field name
+        """Append a plugin-owned event to the session log: ``append(type, data)`` or ``append(event)`` with
+        ``event = {"type": ..., "data": ...}``; returns the event as written (with ``seq`` and ``time``). A
+        type dsh does not know is written with ``ignorable: true`` so that dsh (and older dsh-tui) still open
+        the log."""
+        if isinstance(type, Mapping):
+            if data is not None:
+                raise TypeError("append(event) takes no data: the event carries it")
+            event = type
+            type, data = event.get("type"), event.get("data", {})  # noqa: A001
+        if not isinstance(type, str) or not type:
+            raise TypeError("append needs an event type (a non-empty string)")
+        return self._agent.session.append(type, {} if data is None else data,
+                                          ignorable=type not in KNOWN_EVENT_TYPES)
 
     async def dispose(self) -> None:
         """Undo every registration, newest first; async disposers are awaited."""

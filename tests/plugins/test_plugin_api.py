@@ -257,6 +257,7 @@ async def test_plugin_tools_and_events():
     def apply(ctx):
         ctx.tools.register(tool)
         ctx.append("greeter/said", {"text": "hello"})
+        ctx.append({"type": "greeter/waved", "data": {"hand": "left"}})  # the ctx.append(event) form
         ctx.append("session/title", {"title": "Greeting", "source": "user"})
 
     agent = _agent([scripted.call("c1", "echo", {"text": "ping"}), scripted.text("done")],
@@ -268,6 +269,8 @@ async def test_plugin_tools_and_events():
     assert result["data"]["message"]["content"][0]["content"] == [{"type": "text", "text": "ping"}]
     own = [e for e in agent.session.events if e["type"] == "greeter/said"][0]
     assert own["ignorable"] is True  # a type dsh does not know: readers may skip it
+    waved = [e for e in agent.session.events if e["type"] == "greeter/waved"][0]
+    assert waved["data"] == {"hand": "left"} and waved["ignorable"] is True
     title = [e for e in agent.session.events if e["type"] == "session/title"][0]
     assert "ignorable" not in title
     await agent.dispose()
