@@ -359,3 +359,55 @@ def test_the_entry_point_scan_is_reused_until_a_path_directory_changes(tmp_path,
     os.utime(site, ns=(1, 1))
     discover(None)
     assert len(scans) == 2
+
+
+async def test_user_plugins_run_in_settings_then_entry_point_then_flag_order(tmp_path, monkeypatch):
+    """Among user plugins: the settings file's [plugins.*] tables in file order, then installed entry points
+    by name (``module`` and ``module:object`` values), then --plugin flags, then the SDK's objects;
+    ``enabled = false`` leaves a plugin unimported."""
+    from dsh_tui.config import load_settings, settings_path
+
+    calls: list[str] = []
+    monkeypatch.setattr(sys, "_dsh_order_calls", calls, raising=False)
+    body = ("import sys\nname = {name!r}\n"
+            "def apply(ctx):\n"
+            "    async def pre_step(payload, next):\n"
+            "        sys._dsh_order_calls.append(name)\n"
+            "        return await next()\n"
+            "    ctx.on('agent/pre-step', pre_step)\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    for mod, name in (("ord_zz", "zz-first"), ("ord_aa", "aa-second"), ("ord_alpha", "alpha"), ("ord_cli", "cli"),
+                      ("ord_off", "off")):
+        (site / f"{mod}.py").write_text(body.format(name=name))
+    (site / "ord_zeta.py").write_text("import types\n" + body.format(name="zeta").replace("name = ", "_n = ", 1)
+                                      .replace("(name)", "(_n)") + "plugin = types.SimpleNamespace(name=_n, apply=apply)\n")
+    dist = site / "ord_plugins-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ord-plugins\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[dsh_tui.plugins]\nzeta = ord_zeta:plugin\nalpha = ord_alpha\n")
+    monkeypatch.syspath_prepend(str(site))
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[plugins.zz-first]\nmodule = "ord_zz"\n\n[plugins.off]\nmodule = "ord_off"\nenabled = false\n\n'
+                    '[plugins.aa-second]\nmodule = "ord_aa"\n')
+    sdk = _plugin("sdk", lambda ctx: ctx.on("agent/pre-step", _recording("sdk", calls)))
+    plugins = Plugins(discover(load_settings(), cli=["ord_cli"], objects=[sdk]))
+    agent = Agent(make_session(), ScriptedProvider([scripted.text("ok")], name="mock"), [],
+                  config=AgentConfig(model="m", runtime_context=False), sleep=FakeSleep(), plugins=plugins)
+    user = [(r.id, r.source, r.state) for r in plugins.records if r.source != "builtin"]
+    assert user == [("zz-first", "settings", "loaded"), ("off", "settings", "disabled"),
+                    ("aa-second", "settings", "loaded"), ("alpha", "entry-point", "loaded"),
+                    ("zeta", "entry-point", "loaded"), ("cli", "cli", "loaded"), ("sdk", "sdk", "loaded")]
+    assert "ord_off" not in sys.modules
+    assert (await _turn(agent))["kind"] == "completed"
+    assert calls == ["zz-first", "aa-second", "alpha", "zeta", "cli", "sdk"]
+    await agent.dispose()
+
+
+def _recording(name: str, calls: list):
+    async def pre_step(payload, next):
+        calls.append(name)
+        return await next()
+
+    return pre_step
