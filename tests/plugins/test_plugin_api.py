@@ -411,3 +411,13 @@ def _recording(name: str, calls: list):
         return await next()
 
     return pre_step
+
+
+def test_the_plugins_listing_shows_the_tools_run_registers():
+    """``dsh-tui plugins`` applies the plugins to a throw-away agent: the built-ins that need an agent host
+    (subagents) register their tools there too, as in ``run``."""
+    from dsh_tui.cli.plugins_cmd import inventory
+
+    records = {r["id"]: r for r in inventory()}
+    assert "subagent" in records["subagents"]["tools"] and records["subagents"]["state"] == "loaded"
+    assert records["jobs"]["tools"] == ["job_output", "job_list", "job_kill"]
