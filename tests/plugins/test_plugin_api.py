@@ -421,3 +421,35 @@ def test_the_plugins_listing_shows_the_tools_run_registers():
     records = {r["id"]: r for r in inventory()}
     assert "subagent" in records["subagents"]["tools"] and records["subagents"]["state"] == "loaded"
     assert records["jobs"]["tools"] == ["job_output", "job_list", "job_kill"]
+
+
+async def test_a_load_error_with_brackets_is_shown_as_text_in_the_app(tmp_path):
+    """pydantic's errors read ``[type=missing, input_value={}, ...]``: the app shows the notice as plain text
+    (it once parsed it as markup and crashed with a traceback)."""
+    from pydantic import BaseModel
+
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.harness import HarnessSpec, open_harness
+    from dsh_tui.ui.settings import UiSettings
+    from tests.ui.conftest import submit, wait_for
+
+    class Cfg(BaseModel):
+        count: int
+
+    bad = _plugin("bad-config", lambda ctx, config: None, Cfg)
+    seen = []
+    good = _plugin("good", lambda ctx: ctx.on("agent/status", lambda p: seen.append(p["status"])))
+    (tmp_path / "ws").mkdir()
+    spec = HarnessSpec(root=tmp_path / "sessions", cwd=tmp_path / "ws",
+                       provider=ScriptedProvider([scripted.text("hello")], name="mock"), model="m",
+                       plugin_objects=(bad, good))
+    app = DshApp(lambda bridge: open_harness(bridge, spec), settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None, 20)
+        await wait_for(pilot, lambda: "plugin bad-config" in str(app.screen.status.info.notice), 10)
+        notice = str(app.screen.status.info.notice)
+        await pilot.pause()
+        await submit(pilot, "hi")  # the app is alive and the other plugin loaded
+        await wait_for(pilot, lambda: seen[-1:] == ["idle"] and len(seen) >= 2, 20)
+    assert notice.startswith("plugin bad-config: invalid config: 1 validation error for Cfg count Field required "
+                             "[type=missing, input_value={}, input_type=dict]")

@@ -179,7 +179,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.plan_strip = PlanStrip(id="plan")
         self.queue_list = QueueList(id="queue")
         self.approval = ApprovalPanel(id="approval")
-        self.note = Static("", id="composer-note")
+        self.note = Static("", id="composer-note", markup=False)  # error texts may hold [brackets]
         self.command_output = Static("", id="command-output", markup=False)
         self.completion = CompletionList(id="completion")
         self.composer = Composer(placeholder=PLACEHOLDER, id="composer")
@@ -499,9 +499,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.status.info.notice = str(value)
             if self.bridge.harness is None:
                 self.say(str(value))  # the session could not start: nothing typed is sent
-            self.app.notify(str(value), title="Error", severity="error", timeout=8)
+            self.app.notify(str(value), title="Error", severity="error", timeout=8, markup=False)
         elif kind == "notice":
-            self.app.notify(str(value), timeout=5)
+            self.app.notify(str(value), timeout=5, markup=False)
         elif kind == "subagent" and isinstance(value, dict):
             self._subagent_changed(value)
         elif kind == "preset":
