@@ -495,9 +495,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             if self.approval.request is value:
                 self.approval.request = None
                 self._show_next_approval()
-        elif kind == "error":
+        elif kind in ("error", "plugin-error"):
             self.status.info.notice = str(value)
-            if self.bridge.harness is None:
+            if kind == "error" and self.bridge.harness is None:
                 self.say(str(value))  # the session could not start: nothing typed is sent
             self.app.notify(str(value), title="Error", severity="error", timeout=8, markup=False)
         elif kind == "notice":
