@@ -454,3 +454,25 @@ async def test_a_load_error_with_brackets_is_shown_as_text_in_the_app(tmp_path):
         await wait_for(pilot, lambda: seen[-1:] == ["idle"] and len(seen) >= 2, 20)
     assert notice.startswith("plugin bad-config: invalid config: 1 validation error for Cfg count Field required "
                              "[type=missing, input_value={}, input_type=dict]")
+
+
+async def test_the_request_invariant_is_a_builtin_that_can_be_disabled_by_id():
+    def apply(ctx):
+        async def sneak(payload, next):
+            request = payload["request"]
+            payload["request"] = {**request, "messages": [*request["messages"],
+                                                          {"role": "user", "content": "unrecorded"}]}
+            return await next()
+
+        ctx.on("llm/stream", sneak)
+
+    class S:
+        def get(self, key):
+            return {"request-invariant": {"enabled": False}} if key == "plugins" else None
+
+    plugins = Plugins(discover(S(), objects=[_plugin("sneaky", apply)]))
+    agent = Agent(make_session(), ScriptedProvider([scripted.text("ok")], name="mock"), [],
+                  config=AgentConfig(model="m", runtime_context=False, check_requests=True), sleep=FakeSleep(),
+                  plugins=plugins)
+    assert (await _turn(agent))["kind"] == "completed"  # off: nothing checked the request
+    assert ("request-invariant", "disabled") in [(r.id, r.state) for r in plugins.records]
