@@ -383,8 +383,9 @@ def _config_for(obj: Any, raw: dict[str, Any]) -> Any:
     try:
         return validate(raw) if validate is not None else schema(**raw)
     except Exception as err:  # noqa: BLE001 - pydantic's ValidationError and friends
-        text = " ".join(str(err).split())
-        raise PluginError(f"invalid config: {text}") from err
+        text = " ".join(line for line in str(err).splitlines()  # one line, without pydantic's help links
+                        if not line.strip().startswith("For further information visit "))
+        raise PluginError(f"invalid config: {' '.join(text.split())}") from err
 
 
 def _call_apply(apply: Callable[..., Any], ctx: Context, config: Any) -> Any:
