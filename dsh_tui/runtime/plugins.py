@@ -345,7 +345,9 @@ class Context:
         return off
 
     def effect(self, disposer: Callable[[], Any]) -> None:
-        """Run ``disposer`` when the plugin unloads (after the registrations made after it are undone)."""
+        """Run ``disposer`` when the plugin unloads (after the registrations made after it are undone). If it
+        returns a callable, that is called too: ``ctx.effect(lambda: close_connection)`` reads like dsh's
+        ``ctx.effect(() => disposer)``."""
         self._disposers.append(disposer)
 
     def append(self, type: str | Mapping[str, Any], data: Any = None) -> dict:  # noqa: A002 - dsh field name
@@ -370,7 +372,11 @@ class Context:
             try:
                 out = fn()
                 if inspect.isawaitable(out):
-                    await out
+                    out = await out
+                if callable(out):  # an effect that returned its disposer
+                    out = out()
+                    if inspect.isawaitable(out):
+                        await out
             except Exception as err:  # noqa: BLE001 - one failing disposer must not stop the others
                 self.log.warning("disposer failed: %r", err)
 
@@ -504,6 +510,8 @@ def _dispose_now(ctx: Context) -> None:
     while ctx._disposers:
         try:
             out = ctx._disposers.pop()()
+            if callable(out):  # an effect that returned its disposer
+                out = out()
             if inspect.iscoroutine(out):
                 out.close()
         except Exception:  # noqa: BLE001

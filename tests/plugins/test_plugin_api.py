@@ -476,3 +476,24 @@ async def test_the_request_invariant_is_a_builtin_that_can_be_disabled_by_id():
                   plugins=plugins)
     assert (await _turn(agent))["kind"] == "completed"  # off: nothing checked the request
     assert ("request-invariant", "disabled") in [(r.id, r.state) for r in plugins.records]
+
+
+async def test_an_effect_that_returns_its_disposer_runs_it_on_unload():
+    """The issue's ``ctx.effect(lambda: close_my_connection)``: a callable returned by the effect is the
+    disposer (dsh's ``ctx.effect(() => disposer)``), called on unload like ``ctx.effect(handle.close)``."""
+    closed = []
+
+    def close_my_connection():
+        closed.append("sync")
+
+    async def close_async():
+        closed.append("async")
+
+    def apply(ctx):
+        ctx.effect(lambda: close_my_connection)
+        ctx.effect(lambda: close_async)
+        ctx.effect(lambda: closed.append("plain"))
+
+    agent = _agent([scripted.text("ok")], _plugin("effects", apply))
+    await agent.dispose()
+    assert closed == ["plain", "async", "sync"]
