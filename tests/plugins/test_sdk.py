@@ -73,3 +73,16 @@ async def test_arun_takes_content_blocks_and_plugin_objects(tmp_path):
     assert (result.final_response, result.finish_reason) == ("block answer", "completed")
     assert applied == [{}]
     assert "a prompt as content blocks" in body and "note from the SDK plugin" in body
+
+
+def test_an_unknown_session_id_is_a_harness_error(tmp_path):
+    import pytest
+
+    from dsh_tui import Harness, HarnessError
+
+    with ScriptServer() as srv, Harness(cwd=tmp_path, session_root=tmp_path / "sessions", base_url=srv.base_url,
+                                        api_key="sk-sdk-test") as h:
+        with pytest.raises(HarnessError, match="cannot continue session no-such-session: session no-such-session "
+                                               "not found"):
+            h.run("hi", session_id="no-such-session")
+        assert srv.requests == []
