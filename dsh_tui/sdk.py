@@ -157,7 +157,14 @@ class Harness:
                         preset=cfg.preset, resume_id=session_id, plugin_objects=tuple(cfg.plugins),
                         strict_plugins=cfg.strict_plugins, close_provider=False,
                         agent_options={"max_tokens": cfg.max_tokens} if cfg.max_tokens else {})
-        host = await AgentHost.open(spec)
+        try:
+            host = await AgentHost.open(spec)
+        except DshError as err:
+            from dsh_tui.runtime.plugins import PluginError
+
+            if isinstance(err, (HarnessError, PluginError)) or not session_id:
+                raise
+            raise HarnessError(f"cannot continue session {session_id}: {err}") from err  # unknown, locked, ...
         start = len(host.session.events)
         off = None
         if on_event is not None:

@@ -22,17 +22,22 @@ def inventory(modules: tuple[str, ...] = ()) -> list[dict]:
     """The plugin records (as dicts) of an agent opened with ``modules`` on top of the configuration."""
     import asyncio
     import os
+    import types
     import uuid
 
     from dsh_tui.runtime.agent import Agent, AgentConfig
-    from dsh_tui.runtime.host import plugin_specs
+    from dsh_tui.runtime.host import HostSpec, plugin_specs
     from dsh_tui.runtime.plugins import Plugins
     from dsh_tui.session.headers import make_header
     from dsh_tui.session.log import Session
 
     session = Session(make_header(str(uuid.uuid4()), cwd=os.getcwd()))
     plugins = Plugins(plugin_specs(tuple(modules)), on_failure=lambda _r: None)
-    agent = Agent(session, None, [], config=AgentConfig(model="-", runtime_context=False), plugins=plugins)
+    # a stand-in host (no store, no provider): built-ins that only work under an agent host (subagents)
+    # register their tools as they do in ``run``; nothing runs a turn here
+    host = types.SimpleNamespace(spec=HostSpec(root=None, cwd=None), store=None, session=session)
+    agent = Agent(session, None, [], config=AgentConfig(model="-", runtime_context=False), plugins=plugins,
+                  host=host)
     records = [r.as_dict() for r in plugins.records]
     asyncio.run(agent.dispose())
     return records

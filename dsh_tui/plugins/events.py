@@ -59,8 +59,12 @@ class AgentError(AgentPayload):
 
 
 class ToolsResult(AgentPayload):
-    """``tools/result``: a tool call's final result (after post-execute and spill)."""
+    """``tools/result``: a tool call's final result (after post-execute and spill): ``{"content": [...],
+    "isError"?: true, "error"?: {...}}``."""
 
+    callId: str
+    name: str
+    arguments: Any
     exec: Any
     result: dict[str, Any]
 
@@ -128,7 +132,11 @@ class LlmStream(AgentPayload):
 class ToolsCall(AgentPayload):
     """``tools/pre-execute`` -> {"kind": "allow"} | {"kind": "deny", "reason"} | {"kind": "ask", "reason"};
     ``tools/execute`` -> the result dict; ``tools/post-execute`` (with ``result``) -> {"kind": "accept"} |
-    {"kind": "block", "feedback"}."""
+    {"kind": "block", "feedback"}.
+
+    ``exec`` is the call's execution record: ``exec.args`` (the parsed arguments), ``exec.tool`` (its
+    ``ToolDefinition``, None for an unknown tool) and ``exec.ctx`` (the ``ToolContext`` the body gets:
+    ``call_id``, ``name``, ``cwd``, ``workspace``, ``turn``, ``step``)."""
 
     callId: str
     name: str

@@ -345,13 +345,25 @@ class Context:
         return off
 
     def effect(self, disposer: Callable[[], Any]) -> None:
-        """Run ``disposer`` when the plugin unloads (after the registrations made after it are undone)."""
+        """Run ``disposer`` when the plugin unloads (after the registrations made after it are undone). If it
+        returns a callable, that is called too: ``ctx.effect(lambda: close_connection)`` reads like dsh's
+        ``ctx.effect(() => disposer)``."""
         self._disposers.append(disposer)
 
-    def append(self, type: str, data: Any) -> dict:  # noqa: A002 - dsh field name
-        """Append a plugin-owned event to the session log. A type dsh does not know is written with
-        ``ignorable: true`` so that dsh (and older dsh-tui) still open the log."""
-        return self._agent.session.append(type, data, ignorable=type not in KNOWN_EVENT_TYPES)
+    def append(self, type: str | Mapping[str, Any], data: Any = None) -> dict:  # noqa: A002 - dsh field name
+        """Append a plugin-owned event to the session log: ``append(type, data)`` or ``append(event)`` with
+        ``event = {"type": ..., "data": ...}``; returns the event as written (with ``seq`` and ``time``). A
+        type dsh does not know is written with ``ignorable: true`` so that dsh (and older dsh-tui) still open
+        the log."""
+        if isinstance(type, Mapping):
+            if data is not None:
+                raise TypeError("append(event) takes no data: the event carries it")
+            event = type
+            type, data = event.get("type"), event.get("data", {})  # noqa: A001
+        if not isinstance(type, str) or not type:
+            raise TypeError("append needs an event type (a non-empty string)")
+        return self._agent.session.append(type, {} if data is None else data,
+                                          ignorable=type not in KNOWN_EVENT_TYPES)
 
     async def dispose(self) -> None:
         """Undo every registration, newest first; async disposers are awaited."""
@@ -360,7 +372,11 @@ class Context:
             try:
                 out = fn()
                 if inspect.isawaitable(out):
-                    await out
+                    out = await out
+                if callable(out):  # an effect that returned its disposer
+                    out = out()
+                    if inspect.isawaitable(out):
+                        await out
             except Exception as err:  # noqa: BLE001 - one failing disposer must not stop the others
                 self.log.warning("disposer failed: %r", err)
 
@@ -373,8 +389,9 @@ def _config_for(obj: Any, raw: dict[str, Any]) -> Any:
     try:
         return validate(raw) if validate is not None else schema(**raw)
     except Exception as err:  # noqa: BLE001 - pydantic's ValidationError and friends
-        text = " ".join(str(err).split())
-        raise PluginError(f"invalid config: {text}") from err
+        text = " ".join(line for line in str(err).splitlines()  # one line, without pydantic's help links
+                        if not line.strip().startswith("For further information visit "))
+        raise PluginError(f"invalid config: {' '.join(text.split())}") from err
 
 
 def _call_apply(apply: Callable[..., Any], ctx: Context, config: Any) -> Any:
@@ -493,6 +510,8 @@ def _dispose_now(ctx: Context) -> None:
     while ctx._disposers:
         try:
             out = ctx._disposers.pop()()
+            if callable(out):  # an effect that returned its disposer
+                out = out()
             if inspect.iscoroutine(out):
                 out.close()
         except Exception:  # noqa: BLE001

@@ -372,7 +372,8 @@ class ToolService:
             if contexts:
                 result["additionalContexts"] = contexts
         if agent.bus.has("tools/result", agent.id):
-            agent.bus.emit("tools/result", {"agent": agent, "exec": ex, "result": result}, scope=agent.id)
+            agent.bus.emit("tools/result", {"agent": agent, "callId": ex.ctx.call_id, "name": ex.ctx.name,
+                                            "arguments": ex.args, "exec": ex, "result": result}, scope=agent.id)
         return result
 
     def _spill(self, ex: Exec, result: dict) -> dict:

@@ -238,8 +238,9 @@ class AgentHarness:
 
 async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
     """Bridge factory: start (or resume) the session and its agent on the harness loop (the agent host)."""
-    if spec.on_plugin_failure is None:  # a plugin that fails to load is a notice in the app
-        spec.on_plugin_failure = lambda record: bridge.notice("error", f"plugin {record.id}: {record.error}")
+    if spec.on_plugin_failure is None:  # a plugin that fails to load is a notice in the app (the session
+        spec.on_plugin_failure = lambda record: bridge.notice(  # still opens: no note over the composer)
+            "plugin-error", f"plugin {record.id}: {record.error}")
     harness = AgentHarness(bridge, await AgentHost.open(spec))
     harness.root = spec.root
     if spec.prompts:

@@ -21,13 +21,18 @@ import statistics
 import sys
 import time
 import types
+from pathlib import Path
 
-from dsh_tui.llm import scripted as s
-from dsh_tui.runtime import Agent, AgentConfig
-from dsh_tui.runtime.plugins import Plugins, PluginSpec, builtin_specs
-from dsh_tui.session.headers import make_header
-from dsh_tui.session.log import Session
-from tests.bench.bench_driver import noop_tool
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # run as a script: ``tests`` is importable from the repository root
+    sys.path.insert(0, str(REPO))
+
+from dsh_tui.llm import scripted as s  # noqa: E402
+from dsh_tui.runtime import Agent, AgentConfig  # noqa: E402
+from dsh_tui.runtime.plugins import Plugins, PluginSpec, builtin_specs  # noqa: E402
+from dsh_tui.session.headers import make_header  # noqa: E402
+from dsh_tui.session.log import Session  # noqa: E402
+from tests.bench.bench_driver import noop_tool  # noqa: E402
 
 EVENTS = ("agent/pre-step", "agent/request", "llm/stream", "tools/pre-execute", "tools/execute",
           "tools/post-execute")
@@ -115,7 +120,6 @@ async def main_async(steps: int, chunks: int, rounds: int) -> None:
 def startup(runs: int, instructions: bool = False) -> None:
     import os
     import tempfile
-    from pathlib import Path
 
     from tests.bench import bench_ui_long as ui
 

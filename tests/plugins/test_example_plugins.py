@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from dsh_tui.config import settings_path
+from dsh_tui.store import fixture
 from tests.conftest import REPO
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
 
@@ -88,9 +89,16 @@ def test_installed_plugins_shape_a_headless_run(tmp_path, site):
     (line,) = audit.read_text().splitlines()
     entry = json.loads(line)
     assert entry["tool"] == "bash" and entry["callId"] == "call_1" and entry["ok"] is False
-    # the log holds the injected context message (what the model saw was recorded)
+    # the log (zstd or plain, read as dsh-tui reads it) holds the injected context message and the refusal:
+    # what the model saw was recorded
     (log,) = (tmp_path / "root").rglob("session.jsonl*")
-    assert b"House rule: answer in one line." in log.read_bytes() or log.suffix == ".zstd"
+    events = fixture.imported_events(fixture.open_log_file(str(log)))
+    notes = [e for e in events if e["type"] == "user/message"
+             and e["data"].get("source") == {"kind": "plugin", "plugin": "context-inject"}]
+    assert len(notes) == 1 and "House rule: answer in one line." in json.dumps(notes[0]["data"]["content"])
+    (refused,) = [e for e in events if e["type"] == "tool/result"]
+    assert "blocked by house rules" in json.dumps(refused["data"])
+    assert [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"] == ["completed"]
 
 
 def test_the_sdk_runs_the_same_scenario_and_returns_what_the_cli_printed(tmp_path, site):

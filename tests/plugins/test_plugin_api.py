@@ -257,6 +257,7 @@ async def test_plugin_tools_and_events():
     def apply(ctx):
         ctx.tools.register(tool)
         ctx.append("greeter/said", {"text": "hello"})
+        ctx.append({"type": "greeter/waved", "data": {"hand": "left"}})  # the issue's ctx.append(event) form
         ctx.append("session/title", {"title": "Greeting", "source": "user"})
 
     agent = _agent([scripted.call("c1", "echo", {"text": "ping"}), scripted.text("done")],
@@ -268,6 +269,8 @@ async def test_plugin_tools_and_events():
     assert result["data"]["message"]["content"][0]["content"] == [{"type": "text", "text": "ping"}]
     own = [e for e in agent.session.events if e["type"] == "greeter/said"][0]
     assert own["ignorable"] is True  # a type dsh does not know: readers may skip it
+    waved = [e for e in agent.session.events if e["type"] == "greeter/waved"][0]
+    assert waved["data"] == {"hand": "left"} and waved["ignorable"] is True
     title = [e for e in agent.session.events if e["type"] == "session/title"][0]
     assert "ignorable" not in title
     await agent.dispose()
@@ -356,3 +359,141 @@ def test_the_entry_point_scan_is_reused_until_a_path_directory_changes(tmp_path,
     os.utime(site, ns=(1, 1))
     discover(None)
     assert len(scans) == 2
+
+
+async def test_user_plugins_run_in_settings_then_entry_point_then_flag_order(tmp_path, monkeypatch):
+    """Among user plugins: the settings file's [plugins.*] tables in file order, then installed entry points
+    by name (``module`` and ``module:object`` values), then --plugin flags, then the SDK's objects;
+    ``enabled = false`` leaves a plugin unimported."""
+    from dsh_tui.config import load_settings, settings_path
+
+    calls: list[str] = []
+    monkeypatch.setattr(sys, "_dsh_order_calls", calls, raising=False)
+    body = ("import sys\nname = {name!r}\n"
+            "def apply(ctx):\n"
+            "    async def pre_step(payload, next):\n"
+            "        sys._dsh_order_calls.append(name)\n"
+            "        return await next()\n"
+            "    ctx.on('agent/pre-step', pre_step)\n")
+    site = tmp_path / "site"
+    site.mkdir()
+    for mod, name in (("ord_zz", "zz-first"), ("ord_aa", "aa-second"), ("ord_alpha", "alpha"), ("ord_cli", "cli"),
+                      ("ord_off", "off")):
+        (site / f"{mod}.py").write_text(body.format(name=name))
+    (site / "ord_zeta.py").write_text("import types\n" + body.format(name="zeta").replace("name = ", "_n = ", 1)
+                                      .replace("(name)", "(_n)") + "plugin = types.SimpleNamespace(name=_n, apply=apply)\n")
+    dist = site / "ord_plugins-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: ord-plugins\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[dsh_tui.plugins]\nzeta = ord_zeta:plugin\nalpha = ord_alpha\n")
+    monkeypatch.syspath_prepend(str(site))
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text('[plugins.zz-first]\nmodule = "ord_zz"\n\n[plugins.off]\nmodule = "ord_off"\nenabled = false\n\n'
+                    '[plugins.aa-second]\nmodule = "ord_aa"\n')
+    sdk = _plugin("sdk", lambda ctx: ctx.on("agent/pre-step", _recording("sdk", calls)))
+    plugins = Plugins(discover(load_settings(), cli=["ord_cli"], objects=[sdk]))
+    agent = Agent(make_session(), ScriptedProvider([scripted.text("ok")], name="mock"), [],
+                  config=AgentConfig(model="m", runtime_context=False), sleep=FakeSleep(), plugins=plugins)
+    user = [(r.id, r.source, r.state) for r in plugins.records if r.source != "builtin"]
+    assert user == [("zz-first", "settings", "loaded"), ("off", "settings", "disabled"),
+                    ("aa-second", "settings", "loaded"), ("alpha", "entry-point", "loaded"),
+                    ("zeta", "entry-point", "loaded"), ("cli", "cli", "loaded"), ("sdk", "sdk", "loaded")]
+    assert "ord_off" not in sys.modules
+    assert (await _turn(agent))["kind"] == "completed"
+    assert calls == ["zz-first", "aa-second", "alpha", "zeta", "cli", "sdk"]
+    await agent.dispose()
+
+
+def _recording(name: str, calls: list):
+    async def pre_step(payload, next):
+        calls.append(name)
+        return await next()
+
+    return pre_step
+
+
+def test_the_plugins_listing_shows_the_tools_run_registers():
+    """``dsh-tui plugins`` applies the plugins to a throw-away agent: the built-ins that need an agent host
+    (subagents) register their tools there too, as in ``run``."""
+    from dsh_tui.cli.plugins_cmd import inventory
+
+    records = {r["id"]: r for r in inventory()}
+    assert "subagent" in records["subagents"]["tools"] and records["subagents"]["state"] == "loaded"
+    assert records["jobs"]["tools"] == ["job_output", "job_list", "job_kill"]
+
+
+async def test_a_load_error_with_brackets_is_shown_as_text_in_the_app(tmp_path):
+    """pydantic's errors read ``[type=missing, input_value={}, ...]``: the app shows the notice as plain text
+    (it once parsed it as markup and crashed with a traceback)."""
+    from pydantic import BaseModel
+
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.harness import HarnessSpec, open_harness
+    from dsh_tui.ui.settings import UiSettings
+    from tests.ui.conftest import submit, wait_for
+
+    class Cfg(BaseModel):
+        count: int
+
+    bad = _plugin("bad-config", lambda ctx, config: None, Cfg)
+    seen = []
+    good = _plugin("good", lambda ctx: ctx.on("agent/status", lambda p: seen.append(p["status"])))
+    (tmp_path / "ws").mkdir()
+    spec = HarnessSpec(root=tmp_path / "sessions", cwd=tmp_path / "ws",
+                       provider=ScriptedProvider([scripted.text("hello")], name="mock"), model="m",
+                       plugin_objects=(bad, good))
+    app = DshApp(lambda bridge: open_harness(bridge, spec), settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None, 20)
+        await wait_for(pilot, lambda: "plugin bad-config" in str(app.screen.status.info.notice), 10)
+        notice = str(app.screen.status.info.notice)
+        await pilot.pause()
+        assert not (app.screen.note.is_attached and app.screen.note.display)  # the session opened: no "could not start" note over the composer
+        await submit(pilot, "hi")  # the app is alive and the other plugin loaded
+        await wait_for(pilot, lambda: seen[-1:] == ["idle"] and len(seen) >= 2, 20)
+    assert notice == ("plugin bad-config: invalid config: 1 validation error for Cfg count Field required "
+                      "[type=missing, input_value={}, input_type=dict]")  # one line, no pydantic help link
+
+
+async def test_the_request_invariant_is_a_builtin_that_can_be_disabled_by_id():
+    def apply(ctx):
+        async def sneak(payload, next):
+            request = payload["request"]
+            payload["request"] = {**request, "messages": [*request["messages"],
+                                                          {"role": "user", "content": "unrecorded"}]}
+            return await next()
+
+        ctx.on("llm/stream", sneak)
+
+    class S:
+        def get(self, key):
+            return {"request-invariant": {"enabled": False}} if key == "plugins" else None
+
+    plugins = Plugins(discover(S(), objects=[_plugin("sneaky", apply)]))
+    agent = Agent(make_session(), ScriptedProvider([scripted.text("ok")], name="mock"), [],
+                  config=AgentConfig(model="m", runtime_context=False, check_requests=True), sleep=FakeSleep(),
+                  plugins=plugins)
+    assert (await _turn(agent))["kind"] == "completed"  # off: nothing checked the request
+    assert ("request-invariant", "disabled") in [(r.id, r.state) for r in plugins.records]
+
+
+async def test_an_effect_that_returns_its_disposer_runs_it_on_unload():
+    """The issue's ``ctx.effect(lambda: close_my_connection)``: a callable returned by the effect is the
+    disposer (dsh's ``ctx.effect(() => disposer)``), called on unload like ``ctx.effect(handle.close)``."""
+    closed = []
+
+    def close_my_connection():
+        closed.append("sync")
+
+    async def close_async():
+        closed.append("async")
+
+    def apply(ctx):
+        ctx.effect(lambda: close_my_connection)
+        ctx.effect(lambda: close_async)
+        ctx.effect(lambda: closed.append("plain"))
+
+    agent = _agent([scripted.text("ok")], _plugin("effects", apply))
+    await agent.dispose()
+    assert closed == ["plain", "async", "sync"]

@@ -182,8 +182,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.plan_strip = PlanStrip(id="plan")
         self.queue_list = QueueList(id="queue")
         self.approval = ApprovalPanel(id="approval")
-        self.note = Static("", id="composer-note")
-        self.command_output = CommandOutput(id="command-output")
+        self.note = Static("", id="composer-note", markup=False)  # error texts may hold [brackets]
+        self.command_output = CommandOutput(id="command-output")  # plain text too
         self.completion = CompletionList(id="completion")
         self.composer = Composer(placeholder=PLACEHOLDER, id="composer")
         self.composer.border_subtitle = HINT_IDLE
@@ -507,13 +507,13 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             if self.approval.request is value:
                 self.approval.request = None
                 self._show_next_approval()
-        elif kind == "error":
+        elif kind in ("error", "plugin-error"):
             self.status.info.notice = str(value)
-            if self.bridge.harness is None:
+            if kind == "error" and self.bridge.harness is None:
                 self.say(str(value))  # the session could not start: nothing typed is sent
-            self.app.notify(str(value), title="Error", severity="error", timeout=8)
+            self.app.notify(str(value), title="Error", severity="error", timeout=8, markup=False)
         elif kind == "notice":
-            self.app.notify(str(value), timeout=5)
+            self.app.notify(str(value), timeout=5, markup=False)
         elif kind == "subagent" and isinstance(value, dict):
             self._subagent_changed(value)
         elif kind == "preset":

@@ -30,9 +30,9 @@ def apply(ctx: Context, config: Config) -> None:
     ctx.effect(handle.close)
 
     def on_result(payload) -> None:
-        ex, result = payload["exec"], payload["result"]
-        line = {"time": int(time.time() * 1000), "session": ctx.session.id, "callId": ex.ctx.call_id,
-                "tool": ex.ctx.name, "arguments": ex.args, "ok": not result.get("isError", False)}
+        result = payload["result"]
+        line = {"time": int(time.time() * 1000), "session": ctx.session.id, "callId": payload["callId"],
+                "tool": payload["name"], "arguments": payload["arguments"], "ok": not result.get("isError", False)}
         handle.write(json.dumps(line, ensure_ascii=False, default=str) + "\n")
         handle.flush()
 
