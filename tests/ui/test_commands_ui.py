@@ -187,7 +187,7 @@ async def test_a_long_command_output_scrolls_at_80x24(tmp_path):
         box = app.chat.command_output
         assert "Commands (output is for you" in screen_text(app)
         assert "/title <text> — Set this session's title" not in screen_text(app)  # below the fold
-        assert box.max_scroll_y > 0
+        await wait_for(pilot, lambda: box.max_scroll_y > 0)  # laid out one refresh after the text came
         box.scroll_end(animate=False, immediate=True)
         await pilot.pause()
         assert "/title <text> — Set this session's title" in screen_text(app)
