@@ -77,6 +77,8 @@ class DshApp(SessionOpening, PaletteCommands, App):
        items sit on the composer), so toasts there cover neither them, the composer nor the approval panel */
     ChatScreen ToastRack { dock: top; align: right top; margin: 1 0 0 0; max-height: 50%; }
     ChatScreen Toast { margin: 0 0 1 0; }
+    /* F1: a screen's help text longer than the panel's top half scrolls (Textual's clips it there) */
+    HelpPanel #widget-help { overflow-y: auto; scrollbar-size-vertical: 1; }
     """
     BINDINGS = [
         Binding("ctrl+q", "quit", "Quit", id="app.quit", priority=True),

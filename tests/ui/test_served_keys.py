@@ -16,6 +16,15 @@ def help_markdown(app) -> str:
     return panel.query_one(Markdown).source
 
 
+def _visible(app) -> str:
+    """The text on the screen (the SVG screenshot's), each run of spaces as one."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    return " ".join(html.unescape(" ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))).split())
+
+
 async def test_served_app_names_f2_and_f3_for_the_keys_a_browser_keeps(tmp_path, monkeypatch):
     monkeypatch.setenv("DSH_TUI_SERVED", "1")
     w = world(tmp_path, monkeypatch)
@@ -43,6 +52,13 @@ async def test_served_app_names_f2_and_f3_for_the_keys_a_browser_keeps(tmp_path,
         await pilot.pause()
         shown = help_markdown(app)
         assert "**F3** the timeline of this session" in shown and "Ctrl+T" not in shown, shown
+        # the chat's help is longer than the panel's half: it scrolls (Textual's clips it), down to that line
+        markdown = app.screen.query_one("HelpPanel").query_one(Markdown)
+        assert markdown.allow_vertical_scroll and markdown.max_scroll_y > 0
+        assert "F3" not in _visible(app)
+        markdown.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert "browser; F3 the timeline" in _visible(app)
         await pilot.press("f1")
         await submit(pilot, "a question from the browser")
         await wait_for(pilot, lambda: "turn/end" in [e["type"] for e in session.events])
