@@ -618,7 +618,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         """Hand ``text`` to the harness; False (and the reason above the composer) when it cannot be."""
         harness = self.bridge.harness
         if harness is None:
-            if self.bridge.loop is not None and self.bridge.start_error is None:
+            starting = self.bridge.loop is not None and self.bridge.start_error is None
+            if starting or getattr(self.app, "resolve", None) is not None:  # or its model route is resolving
                 self.send_on_attach = True  # the session is starting: sent as soon as it is attached
                 self.say("Starting the session… your message is sent when it is ready.")
             else:
