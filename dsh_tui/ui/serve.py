@@ -10,8 +10,10 @@ a websocket) with what an agent that runs shell commands needs around it:
 - each websocket gets its own app process (``sys.executable -m dsh_tui ...``, no shell, its own process
   group, ``DSH_TUI_SERVED=1`` so the app offers the keys browsers keep for themselves). When the tab
   closes the process is asked to quit (Textual's ``quit`` packet: the app flushes and closes every session
-  as Ctrl+Q does), then SIGTERM, then SIGKILL if it will not go; whatever it left in its process group is
-  ended too. Stopping the server (Ctrl+C, SIGTERM) does the same for every open tab first.
+  as Ctrl+Q does), then SIGTERM, then SIGKILL if it will not go; whatever it left running is ended too:
+  its process group, and every process it had started (taken from ``/proc`` before the quit, so the bash
+  tool's and background jobs' own sessions too). Stopping the server (Ctrl+C, SIGTERM) does the same for
+  every open tab first.
 """
 
 from __future__ import annotations
@@ -96,30 +98,95 @@ class ServedApp(AppService):
         process = self._process
         if process is None:
             return
+        # what the app started, in its group or in sessions of their own (the bash tool, background jobs,
+        # MCP servers): once the app is gone they are init's children and can no longer be told apart
+        tree: dict[int, str] = {}
         if process.returncode is None:
+            tree = await asyncio.to_thread(descendants, process.pid)
             await self.send_meta({"type": "quit"})
-        try:
-            await asyncio.wait_for(process.wait(), QUIT_GRACE_S)
-        except TimeoutError:
+        if not await _exited(process, QUIT_GRACE_S):
             log.warning("app process %s did not quit in %.0f s: terminating it", process.pid, QUIT_GRACE_S)
+            tree.update(await asyncio.to_thread(descendants, process.pid))
             _killpg(process.pid, signal.SIGTERM)
-            try:
-                await asyncio.wait_for(process.wait(), TERM_GRACE_S)
-            except TimeoutError:
+            if not await _exited(process, TERM_GRACE_S):
                 _killpg(process.pid, signal.SIGKILL)
-                await process.wait()
+                await _exited(process, None)
         _killpg(process.pid, signal.SIGKILL)  # anything the app left behind in its process group
-        if self._task is not None:
+        left = await asyncio.to_thread(_kill_left, tree)
+        if left:
+            log.warning("app process %s left %d process(es) running: killed %s", process.pid, len(left),
+                        " ".join(map(str, sorted(left))))
+        if self._task is not None:  # the reader ends at the app's stdout EOF; a survivor could hold it open
             with contextlib.suppress(Exception):
-                await self._task
+                await asyncio.wait_for(self._task, TERM_GRACE_S)
             self._task = None
         if self.on_exit is not None:
             self.on_exit(self)
 
 
+async def _exited(process: asyncio.subprocess.Process, timeout: float | None) -> bool:
+    """The app process has exited (within ``timeout`` s). Not ``process.wait()``: on Python 3.11 that also
+    waits for its pipes to close, which a survivor that inherited them never does."""
+    loop = asyncio.get_running_loop()
+    end = None if timeout is None else loop.time() + timeout
+    while process.returncode is None:
+        if end is not None and loop.time() >= end:
+            return False
+        await asyncio.sleep(0.05)
+    return True
+
+
 def _killpg(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def _stat(pid: int | str) -> list[str] | None:
+    """``/proc/PID/stat``'s fields after the command name (state, ppid, pgrp, ...), or None."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return text[text.rindex(")") + 2:].split()
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """Every process under ``pid``, each with its start time (``/proc``; empty where there is none)."""
+    children: dict[int, list[int]] = {}
+    started: dict[int, str] = {}
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:
+        return {}
+    for name in entries:
+        fields = _stat(name)
+        if fields is not None and len(fields) > 19:
+            children.setdefault(int(fields[1]), []).append(int(name))
+            started[int(name)] = fields[19]
+    found: dict[int, str] = {}
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            if child not in found:
+                found[child] = started[child]
+                todo.append(child)
+    return found
+
+
+def _kill_left(tree: dict[int, str]) -> list[int]:
+    """SIGKILL what is still running of ``tree`` (the same process: same start time, not a reused pid),
+    with the process group each one leads; the pids killed."""
+    killed = []
+    for pid, start in tree.items():
+        fields = _stat(pid)
+        if fields is None or len(fields) <= 19 or fields[19] != start or fields[0] == "Z":
+            continue
+        if int(fields[2]) == pid:
+            _killpg(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+        killed.append(pid)
+    return killed
 
 
 @dataclass

@@ -132,8 +132,9 @@ async def test_each_websocket_gets_its_own_app_process_and_closing_it_ends_that_
 
 
 async def test_an_app_that_will_not_quit_is_terminated_with_its_process_group(tmp_path, monkeypatch):
-    """The quit packet is ignored, SIGTERM too: after the grace periods SIGKILL ends the app and what it
-    started in its process group (a tool's leftover child)."""
+    """The quit packet is ignored, SIGTERM too: after the grace periods SIGKILL ends the app, what it
+    started in its process group, and what it started in a session of its own (as the bash tool and
+    background jobs do: its process group is not the app's)."""
     from textual_serve.download_manager import DownloadManager
 
     from dsh_tui.ui import serve
@@ -145,7 +146,8 @@ async def test_an_app_that_will_not_quit_is_terminated_with_its_process_group(tm
         import signal, subprocess, sys, time
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        open({str(pidfile)!r}, "w").write(str(child.pid))
+        tool = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"], start_new_session=True)
+        open({str(pidfile)!r}, "w").write(f"{{child.pid}} {{tool.pid}}")
         sys.stdout.write("__GANGLION__\\n"); sys.stdout.flush()
         time.sleep(600)
     """)
@@ -168,11 +170,12 @@ async def test_an_app_that_will_not_quit_is_terminated_with_its_process_group(tm
     async with asyncio.timeout(30):
         while not pidfile.exists() or not pidfile.read_text():
             await asyncio.sleep(0.05)
-    child = int(pidfile.read_text())
-    await app.stop()
+    child, tool = map(int, pidfile.read_text().split())
+    async with asyncio.timeout(60):  # (a survivor holding the app's stdout kept the reader waiting)
+        await app.stop()
     assert ended == [app.pid] and app._process.returncode == -9
     async with asyncio.timeout(10):
-        while not gone(child):  # killed with the group; reaped by init once its parent is gone
+        while not (gone(child) and gone(tool)):  # killed; reaped by init once their parent is gone
             await asyncio.sleep(0.05)
     await app.stop()  # idempotent
 

@@ -89,3 +89,39 @@ async def test_the_provider_is_closed_when_the_harness_stops(tmp_path):
         await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
         assert not closed
     assert closed == [True]
+
+
+async def test_a_prompt_sent_while_the_route_resolves_is_sent_once_the_session_opens(tmp_path):
+    """The chat paints before its model route is known (a browser tab's first second under `dsh-tui serve`):
+    Enter then waits for the session, as while the session starts, instead of refusing the prompt."""
+    import threading
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    args = _args(tmp_path, cwd=str(ws), preset="full-access", replay=str(SNAP / "tool-call-turn" / "session.jsonl"))
+    inner = _chat_resolver(args, _cwd(args))
+    gate = threading.Event()
+
+    def resolve():
+        gate.wait(30)
+        return inner()
+
+    app = DshApp(None, resolve=resolve, settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await pilot.pause()
+            assert app.resolve is not None and app.bridge.harness is None and app.bridge.loop is None
+            await submit(pilot, "run it")
+            await pilot.pause()
+            note = str(app.chat.note.render())
+            assert "No session is open" not in note and "Starting the session" in note, note
+            assert app.chat.composer.text == "run it"  # kept until it is sent
+            gate.set()
+            await wait_for(pilot, lambda: len(items(app, "footer")) == 1, 30)
+            harness = app.bridge.harness
+            prompts = [e["data"] for e in harness.session.events
+                       if e["type"] == "user/message" and e["data"]["source"]["kind"] == "user"]
+            assert [p["content"] for p in prompts] == [[{"type": "text", "text": "run it"}]]
+            assert app.chat.composer.text == ""
+    finally:
+        gate.set()

@@ -16,6 +16,15 @@ def help_markdown(app) -> str:
     return panel.query_one(Markdown).source
 
 
+def _visible(app) -> str:
+    """The text on the screen (the SVG screenshot's), each run of spaces as one."""
+    import html
+    import re
+
+    svg = app.export_screenshot()
+    return " ".join(html.unescape(" ".join(re.findall(r"<text[^>]*>([^<]*)</text>", svg))).split())
+
+
 async def test_served_app_names_f2_and_f3_for_the_keys_a_browser_keeps(tmp_path, monkeypatch):
     monkeypatch.setenv("DSH_TUI_SERVED", "1")
     w = world(tmp_path, monkeypatch)
@@ -38,6 +47,19 @@ async def test_served_app_names_f2_and_f3_for_the_keys_a_browser_keeps(tmp_path,
         await pilot.press("f2")  # the new session, as Ctrl+N does outside a browser
         await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen) and app.bridge.harness is not None)
         session = app.bridge.harness.session
+        await pilot.press("f1")  # the chat's help names F3 for the timeline, not the browser's Ctrl+T
+        await wait_for(pilot, lambda: bool(app.screen.query("HelpPanel")))
+        await pilot.pause()
+        shown = help_markdown(app)
+        assert "**F3** the timeline of this session" in shown and "Ctrl+T" not in shown, shown
+        # the chat's help is longer than the panel's half: it scrolls (Textual's clips it), down to that line
+        markdown = app.screen.query_one("HelpPanel").query_one(Markdown)
+        assert markdown.allow_vertical_scroll and markdown.max_scroll_y > 0
+        assert "F3" not in _visible(app)
+        markdown.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert "browser; F3 the timeline" in _visible(app)
+        await pilot.press("f1")
         await submit(pilot, "a question from the browser")
         await wait_for(pilot, lambda: "turn/end" in [e["type"] for e in session.events])
         await pilot.press("f3")  # the chat's timeline, as Ctrl+T does outside a browser
@@ -56,6 +78,7 @@ async def test_outside_a_browser_the_keys_and_help_are_unchanged(tmp_path, monke
         await pilot.pause()
         assert "^n New session" in footer(screen) and "f2" not in footer(screen)
         assert "**Ctrl+N** starts a new session" in screen.HELP
+        assert "**Ctrl+T** the timeline of this session" in ChatScreen.HELP
         await pilot.press("f2")  # not bound here
         await pilot.pause()
         assert app.screen is screen
