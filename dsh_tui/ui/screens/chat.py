@@ -92,9 +92,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
   highlighted message now, **e** edits, **Delete** removes, **Esc** goes back to the composer.
 - A read-only view (opened from the session browser): **Enter** in the composer resumes the session
   here and sends what you typed.
-- **Ctrl+B** opens the session browser (Esc or Ctrl+B comes back here), **Ctrl+T** the timeline of this
-  session (its spans, and what changed between model requests), **Ctrl+P** the command palette;
-  **Ctrl+Q** quits and prints how to resume.
+- **Ctrl+B** opens the session browser (Esc or Ctrl+B comes back here);
+  **Ctrl+T** the timeline of this session (its spans, and what changed between model requests);
+  **Ctrl+P** the command palette; **Ctrl+Q** quits and prints how to resume.
 """
 
     DEFAULT_CSS = """
