@@ -58,7 +58,7 @@ async def test_served_app_names_f2_and_f3_for_the_keys_a_browser_keeps(tmp_path,
         assert "F3" not in _visible(app)
         markdown.scroll_end(animate=False, immediate=True)
         await pilot.pause()
-        assert "browser; F3 the timeline" in _visible(app)
+        assert "F3 the timeline" in _visible(app)
         await pilot.press("f1")
         await submit(pilot, "a question from the browser")
         await wait_for(pilot, lambda: "turn/end" in [e["type"] for e in session.events])
