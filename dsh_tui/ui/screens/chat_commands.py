@@ -29,6 +29,11 @@ class CommandOutput(VerticalScroll, can_focus=False):
     def compose(self) -> Any:
         yield self.body
 
+    def on_mount(self) -> None:
+        # the first output arrives as the box is mounted, before its body's Mount: Textual drops the
+        # layout request of a widget not mounted yet, and the body kept one row (the box never scrolled)
+        self.body.refresh(layout=True)
+
     def update(self, text: str) -> None:
         self.body.update(text)
         self.scroll_home(animate=False, immediate=True)
