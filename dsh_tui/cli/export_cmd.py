@@ -27,10 +27,20 @@ def run(args) -> int:
         from dsh_tui.cli import describe_os_error
         from dsh_tui.session.errors import DshError
 
+        from dsh_tui.store.fsio import write_atomic
+
         out = Path(args.output)
+        data = text.encode("utf-8", errors="surrogatepass")
         try:
-            with open(out, "w", encoding="utf-8", errors="surrogatepass") as f:
-                f.write(text)
+            if out.is_dir():
+                raise IsADirectoryError
+            if out.exists() and not out.is_file():  # a device or a pipe (/dev/stdout): written in place
+                with open(out, "wb") as f:
+                    f.write(data)
+            elif not out.parent.is_dir():
+                raise FileNotFoundError(2, "No such file or directory")
+            else:  # whole or not at all: a failed write (a full disk, a file size limit) leaves no part
+                write_atomic(out, data, fsync=False)
         except IsADirectoryError:
             raise DshError(f"cannot write {args.output}: it is a directory (give a file name)") from None
         except OSError as err:

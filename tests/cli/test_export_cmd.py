@@ -63,3 +63,30 @@ def test_unknown_session_is_a_one_line_error(tmp_path):
     p = run_cli("export", "nope", "--format", "md", "--root", str(tmp_path))
     assert p.returncode == 1
     assert p.stderr.startswith("dsh-tui: no session 'nope'") and "Traceback" not in p.stderr
+
+
+def test_a_failed_export_leaves_no_part_of_a_file(tmp_path):
+    # a file size limit (as a full disk): the export fails with one line, and neither a new file nor a
+    # cut one is left where -o pointed (the previous export there stays whole)
+    import resource
+
+    root = tmp_path / "r"
+    header, rows = load_fixture(PARALLEL, session_id="par-1", cwd="/w")
+    write_session(root, header, rows)
+    out = tmp_path / "x.md"
+
+    def limited(limit):
+        return subprocess.run([sys.executable, "-m", "dsh_tui", "export", "par-1", "-o", str(out), "--root", str(root)],
+                              capture_output=True, text=True, env=os.environ.copy(), timeout=60,
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit)))
+
+    p = limited(100)
+    assert p.returncode != 0 and p.stderr.startswith("dsh-tui: cannot write") and p.stderr.count("\n") == 1, p.stderr
+    assert not out.exists() and not list(tmp_path.glob(".x.md.*"))
+    p = run_cli("export", "par-1", "-o", str(out), "--root", str(root))
+    assert p.returncode == 0, p.stderr
+    whole = out.read_bytes()
+    p = limited(100)
+    assert p.returncode != 0 and out.read_bytes() == whole
+    p = run_cli("export", "par-1", "-o", str(tmp_path / "missing" / "x.md"), "--root", str(root))
+    assert p.returncode != 0 and "No such file or directory" in p.stderr and not (tmp_path / "missing").exists()
