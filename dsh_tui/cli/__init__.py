@@ -186,14 +186,23 @@ def require_root(root) -> None:
 
 
 def check_roots(roots) -> None:
-    """``--root`` values must be directories when they exist (a missing root simply holds no session),
-    as ``run`` and ``fork`` require."""
+    """``--root`` values must be directories when they exist (a missing root simply holds no session), as
+    ``run`` and ``fork`` require; without them, so must the default root (``$DSH_HOME/sessions``)."""
     import os
+
+    from dsh_tui.paths import default_sessions_root
 
     for r in roots or ():
         path = os.path.expanduser(r)
         if os.path.lexists(path) and not os.path.isdir(path):
             raise DshError(f"session root {_printable(path)} is not a directory")
+    if roots:
+        return  # the default root is read too, as far as it can be (a command given roots goes on)
+    default = default_sessions_root()  # the only root: a $DSH_HOME that is a file listed "no sessions"
+    for path in (default.parent, default):
+        if os.path.lexists(path) and not os.path.isdir(path):
+            raise DshError(f"{_printable(path)} is not a directory (the default session root is "
+                           f"{_printable(default)}; see DSH_HOME)")
 
 
 def one_line(text: str) -> str:

@@ -192,6 +192,17 @@ def test_sessions_root_that_is_a_file_says_so(tmp_path, capsys):
         assert "not a directory" in err
 
 
+def test_a_dsh_home_that_is_a_file_says_so(tmp_path, capsys, monkeypatch):
+    # the default root ($DSH_HOME/sessions) is always read: a file there listed "no sessions" (exit 0)
+    f = tmp_path / "f"
+    f.write_text("")
+    monkeypatch.setenv("DSH_HOME", str(f))
+    for argv in (("sessions",), ("sessions", "--all"), ("resume", "x"), ("export", "x"), ("fork", "x")):
+        rc, _, err = cli(capsys, *argv)
+        assert_one_line(rc, err, (1,))
+        assert f"{f} is not a directory" in err and "DSH_HOME" in err
+
+
 def test_fork_and_resume_resolve_ids_like_every_command(root, capsys, tmp_path):
     rc, _, err = cli(capsys, "fork", "aaaa", "--root", root)
     assert_one_line(rc, err, (1,))
