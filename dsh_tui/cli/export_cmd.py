@@ -26,7 +26,6 @@ def run(args) -> int:
     if args.output:
         from dsh_tui.cli import describe_os_error
         from dsh_tui.session.errors import DshError
-
         from dsh_tui.store.fsio import write_atomic
 
         out = Path(args.output)
