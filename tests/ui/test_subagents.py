@@ -20,7 +20,7 @@ from tests.ui.screen_text import screen_text
 
 
 class GatedChild(ScriptedProvider):
-    """The child's model: streams 'working on it', then waits for ``gate`` before finishing."""
+    """The child's model: streams 'working on it. still ', then waits for ``gate`` before finishing."""
 
     def __init__(self, gate: threading.Event) -> None:
         super().__init__([], name="mock")
@@ -29,10 +29,11 @@ class GatedChild(ScriptedProvider):
     async def stream(self, request):
         yield {"type": "block-start", "index": 0, "blockType": "text"}
         yield {"type": "text-delta", "index": 0, "text": "working on it. "}
+        yield {"type": "text-delta", "index": 0, "text": "still "}
         while not self.gate.is_set():
             await asyncio.sleep(0.01)
         yield {"type": "text-delta", "index": 0, "text": "CHILD_RESULT"}
-        yield {"type": "block-end", "index": 0, "block": {"type": "text", "text": "working on it. CHILD_RESULT"}}
+        yield {"type": "block-end", "index": 0, "block": {"type": "text", "text": "working on it. still CHILD_RESULT"}}
         yield {"type": "usage", "usage": {"inputTokens": 1200, "outputTokens": 34}}
         yield {"type": "finish", "reason": {"kind": "stop"}}
 
@@ -73,11 +74,13 @@ async def test_card_shows_the_live_child_then_its_result_and_the_bar_counts_runn
         text = screen_text(app)
         assert "Find the answer" in text  # the card names the delegated task
         assert "1 subagent running" in text.rstrip("\n").split("\n")[-1]  # the status bar
+        # the answer streaming counts before its usage comes: at least "working on it. " (15 characters)
+        await wait_for(pilot, lambda: "~4 tok" in screen_text(app) or "~6 tok" in screen_text(app))
         gate.set()
         await wait_for(pilot, lambda: "✓ finished" in screen_text(app))
         await wait_for(pilot, lambda: "PARENT_DONE" in screen_text(app))
         text = screen_text(app)
-        assert "CHILD_RESULT" in text and "1.2k tok" in text
+        assert "CHILD_RESULT" in text and "1.2k tok" in text and "~" not in text.split("1.2k tok")[0][-2:]
         assert "subagent running" not in text.rstrip("\n").split("\n")[-1]
 
 

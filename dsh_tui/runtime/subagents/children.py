@@ -136,19 +136,31 @@ def watch(child: Child) -> None:
     child._offs.append(agent.on("agent/phase", lambda _p: notify_watchers(child)))
 
     last = [0.0]
+    trailing: list[Any] = [None]  # the pending notice for chunks that came inside the window
+
+    def tell() -> None:
+        trailing[0] = None
+        last[0] = time.monotonic()
+        notify_watchers(child)
 
     def on_event(_session: Any, event: dict) -> None:
         etype = event.get("type")
         if etype in LIVE_TYPES:
-            last[0] = time.monotonic()
-            notify_watchers(child)
+            if trailing[0] is not None:
+                trailing[0].cancel()
+            tell()
         elif etype == "assistant/chunk" and WATCHERS:
-            now = time.monotonic()
-            if now - last[0] >= CHUNK_NOTIFY_S:
-                last[0] = now
-                notify_watchers(child)
+            wait = CHUNK_NOTIFY_S - (time.monotonic() - last[0])
+            if wait <= 0:
+                tell()
+            elif trailing[0] is None:  # the last chunks of a burst are told too, at the window's end
+                try:
+                    trailing[0] = asyncio.get_running_loop().call_later(wait, tell)
+                except RuntimeError:  # appended off the loop (a test's bare session): the next event tells
+                    pass
 
     child._offs.append(agent.session.subscribe(on_event))
+    child._offs.append(lambda: trailing[0].cancel() if trailing[0] is not None else None)
 
 
 def watch_continuable(child: Child) -> None:
@@ -168,6 +180,7 @@ def snapshot(child: Child, now: float | None = None) -> dict:
     session = child.session
     events = session.events if session is not None else []
     tool, tokens, turn_open, streaming = None, 0, False, False
+    streamed = 0  # characters of the answer streaming now (its usage comes with its message)
     open_calls: dict[str, str] = {}
     for ev in events[(session.header.get("seedLength") or 0) if session is not None else 0:]:
         t = ev["type"]
@@ -178,11 +191,13 @@ def snapshot(child: Child, now: float | None = None) -> dict:
         elif t == "assistant/message":
             usage = ev["data"].get("usage") or {}
             tokens += int(usage.get("inputTokens") or 0) + int(usage.get("outputTokens") or 0)
-            streaming = False
+            streaming, streamed = False, 0
         elif t == "assistant/chunk":
             streaming = True
+            chunk = ev["data"].get("chunk") or {}
+            streamed += len(chunk.get("text") or chunk.get("argumentsDelta") or "")
         elif t == "step/start":
-            streaming = False
+            streaming, streamed = False, 0
         elif t == "turn/start":
             turn_open = True
         elif t == "turn/end":
@@ -204,7 +219,8 @@ def snapshot(child: Child, now: float | None = None) -> dict:
     now = time.monotonic() if now is None else now
     return {"id": child.id, "parentId": child.parent_id, "callId": child.call_id, "label": child.label,
             "toolName": child.tool_name, "mode": child.mode, "status": status, "phase": phase, "tool": tool,
-            "tokens": tokens, "elapsed": max(0.0, (child.ended_at or now) - child.created_at),
+            # while an answer streams: about 4 characters a token, until its usage replaces the guess
+            "tokens": tokens + (streamed + 3) // 4, "estimated": streamed > 0, "elapsed": max(0.0, (child.ended_at or now) - child.created_at),
             "outcome": dict(child.outcome, blocks=None) if child.outcome else None, "depth": child.depth}
 
 

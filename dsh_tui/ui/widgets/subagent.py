@@ -44,7 +44,7 @@ def live_line(snap: dict[str, Any]) -> Text:
             facts.append(snap["tool"])
     else:
         line.append(f"○ {status}", style="dim")
-    facts.append(f"{format_tokens(int(snap.get('tokens') or 0))} tok")
+    facts.append(f"{'~' if snap.get('estimated') else ''}{format_tokens(int(snap.get('tokens') or 0))} tok")
     facts.append(_elapsed(float(snap.get("elapsed") or 0)))
     for fact in facts:
         line.append(" · ", style="dim")
@@ -112,7 +112,8 @@ class SubagentCard(ItemView):
 def _snap_key(snap: dict[str, Any] | None) -> tuple | None:
     if snap is None:
         return None
-    return (snap.get("status"), snap.get("phase"), snap.get("tool"), snap.get("tokens"), int(snap.get("elapsed") or 0),
+    return (snap.get("status"), snap.get("phase"), snap.get("tool"), snap.get("tokens"), snap.get("estimated"),
+            int(snap.get("elapsed") or 0),
             (snap.get("outcome") or {}).get("kind"))
 
 
