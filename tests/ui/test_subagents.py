@@ -64,13 +64,18 @@ def _card(app) -> SubagentCard | None:
     return cards[0] if cards else None
 
 
+async def _delegate(pilot, app) -> None:
+    """Send the delegating prompt and wait for the child's card, running."""
+    await wait_for(pilot, lambda: app.bridge.harness is not None)
+    await submit(pilot, "delegate it")
+    await wait_for(pilot, lambda: _card(app) is not None and "● running" in screen_text(app))
+
+
 async def test_card_shows_the_live_child_then_its_result_and_the_bar_counts_running_children(tmp_path):
     gate = threading.Event()
     app = _app(tmp_path, gate)
     async with app.run_test(size=(110, 30)) as pilot:
-        await wait_for(pilot, lambda: app.bridge.harness is not None)
-        await submit(pilot, "delegate it")
-        await wait_for(pilot, lambda: _card(app) is not None and "● running" in screen_text(app))
+        await _delegate(pilot, app)
         text = screen_text(app)
         assert "Find the answer" in text  # the card names the delegated task
         assert "1 subagent running" in text.rstrip("\n").split("\n")[-1]  # the status bar
@@ -88,9 +93,7 @@ async def test_enter_on_the_card_opens_the_live_child_read_only_and_escape_retur
     gate = threading.Event()
     app = _app(tmp_path, gate)
     async with app.run_test(size=(110, 30)) as pilot:
-        await wait_for(pilot, lambda: app.bridge.harness is not None)
-        await submit(pilot, "delegate it")
-        await wait_for(pilot, lambda: _card(app) is not None and "● running" in screen_text(app))
+        await _delegate(pilot, app)
         _card(app).focus()
         await pilot.press("enter")
         await wait_for(pilot, lambda: isinstance(app.screen, SubagentScreen))
@@ -116,9 +119,7 @@ async def test_the_keys_the_card_names_open_the_child_from_the_composer(tmp_path
     gate = threading.Event()
     app = _app(tmp_path, gate)
     async with app.run_test(size=(110, 30)) as pilot:
-        await wait_for(pilot, lambda: app.bridge.harness is not None)
-        await submit(pilot, "delegate it")
-        await wait_for(pilot, lambda: _card(app) is not None and "● running" in screen_text(app))
+        await _delegate(pilot, app)
         assert "Shift+Tab, Enter: open" in screen_text(app)
         assert app.focused is app.chat.composer
         await pilot.press("shift+tab", "enter")
