@@ -99,11 +99,17 @@ async def test_open_session_paints_the_tail_then_folds_the_full_log_in(tmp_path,
     full = open_store(tmp_path, backend="jsonl", compression=compression).inspect(SID)
     app = _app()
     seen: list[tuple[int, bool]] = []
+    attach = chat_mod.ChatScreen._attach_session
+
+    def recording(self, event):  # what the first attach showed, as it happened (a poll can come too late)
+        attach(self, event)
+        seen.append((len(event.get("events") or []), self.loading_head))
+
+    monkeypatch.setattr(chat_mod.ChatScreen, "_attach_session", recording)
     async with app.run_test(size=(100, 30)) as pilot:
         app.open_session(_row(path, tmp_path))
         await wait_for(pilot, lambda: app.chat is not None and app.chat.attached)
         chat = app.chat
-        seen.append((len(app.bridge.harness.session.events), chat.loading_head))
         await wait_for(pilot, lambda: not chat.loading_head)
         cold = TranscriptFold(full.header)
         for event in full.events:
