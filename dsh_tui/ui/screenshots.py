@@ -99,7 +99,8 @@ STATES: dict[str, State] = {s.name: s for s in [
     State("tool-cards-expanded", "tools", "Find beta and fix the greeting", keys=("ctrl+o",),
           done=lambda app: _footers(app) == 1),
     State("approval", "approval", "Rebuild the release", preset="workspace-write",
-          done=lambda app: app.chat.approval.request is not None),
+          # asked, and the panel laid out (it is mounted on first use, a refresh after the request)
+          done=lambda app: app.chat.approval.request is not None and app.chat.approval.region.height > 0),
     State("error-notice", "error", "hello", done=lambda app: _footers(app) == 1),
     State("retry", "retry", "hello", done=lambda app: _footers(app) == 1),
     State("chat-80x24", "tools", "Find beta and fix the greeting", size=(80, 24),

@@ -163,8 +163,9 @@ async def test_approval_allow_and_reject(tmp_path):
         await wait_for(pilot, lambda: app.chat.approval.request is not None)
         assert not app.chat.composer.display
         assert "waiting for approval" in app.chat.status.build().plain
+        await wait_for(pilot, lambda: "Approve bash?" in screen_text(app))  # the panel's first paint
         text = screen_text(app)
-        assert "Approve bash?" in text and "$ echo allowed > a.txt" in text and "Allow once" in text
+        assert "$ echo allowed > a.txt" in text and "Allow once" in text
         await pilot.press("a")
         await wait_for(pilot, lambda: app.chat.approval.request is not None
                        and "b.txt" in app.chat.approval.request.arguments)

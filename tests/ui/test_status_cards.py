@@ -58,8 +58,8 @@ async def test_status_leaves_waiting_for_approval_once_allowed(tmp_path):
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await submit(pilot, "run it")
         await wait_for(pilot, lambda: app.chat.approval.request is not None)
-        await pilot.pause(0.1)
         assert "waiting for approval" in app.chat.status.build().plain
+        await wait_for(pilot, lambda: "waiting for approval" in screen_text(app))  # painted
         card = screen_text(app)
         # while it waits the card says so, and not "running" as well
         assert "waiting for approval" in card and " running " not in card

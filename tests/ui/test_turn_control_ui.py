@@ -105,7 +105,7 @@ async def test_allow_for_the_session_then_the_same_command_runs_without_asking(t
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await submit(pilot, "append twice")
         await wait_for(pilot, lambda: app.chat.approval.request is not None)
-        assert "s allows this command for the rest of this session" in screen_text(app)
+        await wait_for(pilot, lambda: "s allows this command for the rest of this session" in screen_text(app))
         await pilot.press("s")
         # the second, identical command is not asked about; the third, different one is
         await wait_for(pilot, lambda: app.chat.approval.request is not None
