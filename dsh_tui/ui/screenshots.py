@@ -85,6 +85,8 @@ class State:
     size: tuple[int, int] = (100, 30)
     keys: tuple[str, ...] = ()
     done: Callable[[DshApp], bool] = lambda app: False
+    #: After the keys: what the screen must show before the picture (a fixed pause is not enough under load)
+    settled: Callable[[DshApp], bool] = lambda app: True
 
 
 def _footers(app: DshApp) -> int:
@@ -106,7 +108,9 @@ STATES: dict[str, State] = {s.name: s for s in [
     State("chat-80x24", "tools", "Find beta and fix the greeting", size=(80, 24),
           done=lambda app: _footers(app) == 1),
     State("search", "tools", "Find beta and fix the greeting", keys=("ctrl+f", "b", "e", "t", "a", "enter"),
-          done=lambda app: _footers(app) == 1),
+          done=lambda app: _footers(app) == 1,
+          # the older match is current and the view has scrolled to it
+          settled=lambda app: app.chat.search_bar.counts == (4, 5) and not app.chat.transcript.following),
 ]}
 
 
@@ -139,6 +143,10 @@ async def drive(pilot: Any, state: State, timeout: float = 20.0) -> None:
     await pilot.pause(0.2)
     for key in state.keys:
         await pilot.press(key)
+    while not state.settled(app) and time.monotonic() < end:
+        await pilot.pause(0.05)
+    if not state.settled(app):
+        raise RuntimeError(f"screenshot state {state.name!r} did not settle after its keys")
     await pilot.pause(0.1)
     app.chat.composer.cursor_blink = False
 
