@@ -295,11 +295,31 @@ async def test_a_paste_while_an_approval_waits_lands_in_the_composer(tmp_path):
         await submit(pilot, "run it")
         await wait_for(pilot, lambda: app.chat.approval.request is not None and app.focused is not None)
         assert not app.chat.composer.display
-        app.focused.post_message(events.Paste("line one\nline two"))
+        app.post_message(events.Paste("line one\nline two"))  # as the terminal's: to what has the focus then
         await wait_for(pilot, lambda: app.chat.composer.text == "line one\nline two")
         await pilot.press("a")
         await wait_for(pilot, lambda: _footers(app) == 1)
         assert app.chat.composer.display and app.chat.composer.text == "line one\nline two"
+
+
+async def test_a_paste_that_reaches_the_approval_panel_is_never_dropped(tmp_path):
+    """A paste is delivered to the widget focused when it arrived; if the focus has moved to a text box
+    meanwhile (here the reason line), the paste that reached the panel still lands in the draft."""
+    from textual import events
+
+    (tmp_path / "ws").mkdir()
+    app = scripted_app(tmp_path, [
+        scripted.call("c1", "bash", {"command": "echo hi", "description": "say hi"}),
+        scripted.text("ok"),
+    ], preset="workspace-write")
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None)
+        await pilot.press("e")  # reject with a reason: the reason line takes the focus
+        await wait_for(pilot, lambda: app.chat.approval.asking_reason)
+        app.chat.approval.post_message(events.Paste("pasted draft"))
+        await wait_for(pilot, lambda: app.chat.composer.text == "pasted draft")
 
 
 async def test_a_very_long_prompt_is_sent_whole_and_shown_as_its_head_and_tail(tmp_path):

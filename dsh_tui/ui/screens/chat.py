@@ -21,7 +21,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import Input, Static, TextArea
+from textual.widgets import Static, TextArea
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
@@ -603,8 +603,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     def on_paste(self, event: events.Paste) -> None:
         """A paste while the approval panel holds the focus (the composer is hidden then) goes into the
         composer's draft, shown again once the approval is decided: a paste is never dropped."""
-        if self.composer.display or not event.text or isinstance(self.focused, (Input, TextArea)):
-            return  # the composer (or the reason line) takes it itself
+        if self.composer.display or not event.text or getattr(event, "via_composer", False):
+            return  # the composer took it itself (the reason line, an Input, stops the paste it takes)
         event.stop()
         self.composer.insert(event.text)
         self.notify("The pasted text is in the composer: it shows again after the approval.",

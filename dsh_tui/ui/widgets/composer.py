@@ -173,6 +173,7 @@ class Composer(TextArea, inherit_bindings=False):
 
     async def _on_paste(self, event: events.Paste) -> None:
         self._typed()  # TextArea's ``_on_paste`` inserts the whole text after this one
+        event.via_composer = True  # type: ignore[attr-defined]  # it bubbles on: the chat screen knows it is in
         if self.search is not None:
             event.stop()
             event.prevent_default()
