@@ -226,19 +226,32 @@ def child_long(t0: float, root: str, mode: str = "tail") -> None:
 
     async def run() -> None:
         t_ui = time.perf_counter()
+        def stuck(stage: str) -> RuntimeError:  # a stage that never ends says where it stopped
+            chat = app.chat
+            state = None if chat is None else {"attached": chat.attached, "items": len(chat.fold.items),
+                                               "views": len(chat.transcript.views), "loading_head": chat.loading_head}
+            return RuntimeError(f"long-session child stuck at {stage}: chat {state}, {len(paints)} paints")
+
         async with app.run_test(size=(120, 40)) as pilot:
+            deadline = time.perf_counter() + 120
             while True:
                 chat = app.chat
                 if chat is not None and chat.attached and chat.fold.items and chat.fold.items[-1].kind == "footer" \
                         and chat.transcript.views and paints and paints[-1] > t_ui:
                     break
+                if time.perf_counter() > deadline:
+                    raise stuck("the tail's first paint")
                 await asyncio.sleep(0.001)
-            n = len(paints)
-            while len(paints) == n:
+            # the paint of that state: the next one, unless the screen had nothing left to paint (then the
+            # last one already showed it; waiting for another hung the child when the head was folded first)
+            n, give_up = len(paints), time.perf_counter() + 2
+            while len(paints) == n and time.perf_counter() < give_up:
                 await asyncio.sleep(0.001)
             out["first_paint"] = paints[-1] - t0
             out["last_turn"] = app.chat.fold.items[-1].turn
             while app.chat.loading_head:
+                if time.perf_counter() > deadline:
+                    raise stuck("folding the head")
                 await asyncio.sleep(0.01)
             out["head_folded"] = time.perf_counter() - t0
             out["events"] = len(app.bridge.harness.session.events)
