@@ -280,16 +280,21 @@ async def test_events_that_arrive_before_the_chat_is_composed_wait_for_its_mount
         await wait_for(pilot, lambda: screen.is_mounted and screen.composer.has_focus)
 
 
+def _asks_once(tmp_path):
+    """An app whose model runs one bash command (asked about under workspace-write), then answers."""
+    (tmp_path / "ws").mkdir()
+    return scripted_app(tmp_path, [
+        scripted.call("c1", "bash", {"command": "echo hi", "description": "say hi"}),
+        scripted.text("ok"),
+    ], preset="workspace-write")
+
+
 async def test_a_paste_while_an_approval_waits_lands_in_the_composer(tmp_path):
     """The composer is hidden while the approval panel asks; a paste then is kept in its draft (it was
     dropped), and the approval keys still work."""
     from textual import events
 
-    (tmp_path / "ws").mkdir()
-    app = scripted_app(tmp_path, [
-        scripted.call("c1", "bash", {"command": "echo hi", "description": "say hi"}),
-        scripted.text("ok"),
-    ], preset="workspace-write")
+    app = _asks_once(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await submit(pilot, "run it")
@@ -307,11 +312,7 @@ async def test_a_paste_that_reaches_the_approval_panel_is_never_dropped(tmp_path
     meanwhile (here the reason line), the paste that reached the panel still lands in the draft."""
     from textual import events
 
-    (tmp_path / "ws").mkdir()
-    app = scripted_app(tmp_path, [
-        scripted.call("c1", "bash", {"command": "echo hi", "description": "say hi"}),
-        scripted.text("ok"),
-    ], preset="workspace-write")
+    app = _asks_once(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await submit(pilot, "run it")
