@@ -17,7 +17,9 @@ async def test_a_new_chat_gets_a_title_header_and_an_instructions_row(tmp_path):
         assert app.chat.title_bar is None  # no title yet: no header line
         await submit(pilot, "Fix the login bug in auth.py please")
         await wait_for(pilot, lambda: app.chat.title_text == "Login bug fix", 20)
-        assert app.chat.title_bar.region.y == 0 and app.chat.title_bar.region.height == 1
+        # the header line is mounted on first use: laid out a refresh later
+        await wait_for(pilot, lambda: app.chat.title_bar.region.height == 1)
+        assert app.chat.title_bar.region.y == 0
         session = app.bridge.harness.session
         assert [(e["data"]["title"], e["data"]["source"]["kind"]) for e in session.events
                 if e["type"] == "session/title"] == [("Fix the login bug in", "fallback"),
