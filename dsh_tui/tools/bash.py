@@ -154,9 +154,21 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
-def _killpg(pgid: int, sig: int) -> None:
+def killpg(pgid: int, sig: int) -> None:
+    """Signal a process group that may be gone already."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+async def drain_pumps(pumps: list[asyncio.Future[Any]], pgid: int, grace: float) -> None:
+    """After the shell exited: descendants may still hold the pipes open. Give them ``grace`` seconds, then
+    end the group and give the readers one more second (the bash tool and background jobs alike)."""
+    _, pending = await asyncio.wait(pumps, timeout=grace)
+    if pending:
+        killpg(pgid, signal_mod.SIGKILL)
+        _, pending = await asyncio.wait(pending, timeout=1.0)
+        for task in pending:
+            task.cancel()
 
 
 async def run_bash(
@@ -206,20 +218,14 @@ async def run_bash(
                 aborted = True
             else:
                 timed_out = True
-            _killpg(pgid, signal_mod.SIGTERM)
+            killpg(pgid, signal_mod.SIGTERM)
             finished, _ = await asyncio.wait({waiter}, timeout=grace)
             if not finished:
-                _killpg(pgid, signal_mod.SIGKILL)
+                killpg(pgid, signal_mod.SIGKILL)
                 await waiter
-        # Descendants may still hold the pipes open: give them the grace period, then end the group.
-        _, pending = await asyncio.wait(pumps, timeout=grace)
-        if pending:
-            _killpg(pgid, signal_mod.SIGKILL)
-            _, pending = await asyncio.wait(pending, timeout=1.0)
-            for task in pending:
-                task.cancel()
+        await drain_pumps(pumps, pgid, grace)
     except asyncio.CancelledError:
-        _killpg(pgid, signal_mod.SIGKILL)
+        killpg(pgid, signal_mod.SIGKILL)
         raise
     finally:
         cancel_wait.cancel()
@@ -227,7 +233,7 @@ async def run_bash(
             if not task.done():
                 task.cancel()
         if not waiter.done():
-            _killpg(pgid, signal_mod.SIGKILL)
+            killpg(pgid, signal_mod.SIGKILL)
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(asyncio.shield(waiter), 1.0)
         await out.close()

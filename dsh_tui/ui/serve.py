@@ -36,6 +36,7 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
+from dsh_tui.tools.bash import killpg
 from dsh_tui.ui.served import SERVED_ENV
 
 TEMPLATES = Path(__file__).parent / "serve_templates"
@@ -107,11 +108,11 @@ class ServedApp(AppService):
         if not await _exited(process, QUIT_GRACE_S):
             log.warning("app process %s did not quit in %.0f s: terminating it", process.pid, QUIT_GRACE_S)
             tree.update(await asyncio.to_thread(descendants, process.pid))
-            _killpg(process.pid, signal.SIGTERM)
+            killpg(process.pid, signal.SIGTERM)
             if not await _exited(process, TERM_GRACE_S):
-                _killpg(process.pid, signal.SIGKILL)
+                killpg(process.pid, signal.SIGKILL)
                 await _exited(process, None)
-        _killpg(process.pid, signal.SIGKILL)  # anything the app left behind in its process group
+        killpg(process.pid, signal.SIGKILL)  # anything the app left behind in its process group
         left = await asyncio.to_thread(_kill_left, tree)
         if left:
             log.warning("app process %s left %d process(es) running: killed %s", process.pid, len(left),
@@ -134,11 +135,6 @@ async def _exited(process: asyncio.subprocess.Process, timeout: float | None) ->
             return False
         await asyncio.sleep(0.05)
     return True
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 def _stat(pid: int | str) -> list[str] | None:
@@ -182,7 +178,7 @@ def _kill_left(tree: dict[int, str]) -> list[int]:
         if fields is None or len(fields) <= 19 or fields[19] != start or fields[0] == "Z":
             continue
         if int(fields[2]) == pid:
-            _killpg(pid, signal.SIGKILL)
+            killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
         killed.append(pid)

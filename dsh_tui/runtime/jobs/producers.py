@@ -12,23 +12,19 @@ from __future__ import annotations
 import asyncio
 import atexit
 import codecs
-import contextlib
 import os
 import signal as signal_mod
 from typing import Any
 
 from dsh_tui.runtime.jobs.registry import JobHandle, JobRegistry
+from dsh_tui.tools.bash import drain_pumps
+from dsh_tui.tools.bash import killpg as _killpg
 from dsh_tui.tools.common import plain_error
 
 GRACE_S = 3.0
 READ_CHUNK = 65_536
 #: Process groups of live background commands (killed at interpreter exit).
 LIVE_GROUPS: set[int] = set()
-
-
-def _killpg(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
 
 
 @atexit.register
@@ -81,13 +77,7 @@ async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[st
         pumps = [asyncio.ensure_future(pump(proc.stdout, "stdout")), asyncio.ensure_future(pump(proc.stderr, "stderr"))]
         try:
             rc = await proc.wait()
-            # Descendants may hold the pipes open: give them the grace period, then end the group.
-            _, pending = await asyncio.wait(pumps, timeout=grace_s)
-            if pending:
-                _killpg(pgid, signal_mod.SIGKILL)
-                _, pending = await asyncio.wait(pending, timeout=1.0)
-                for task in pending:
-                    task.cancel()
+            await drain_pumps(pumps, pgid, grace_s)
         except asyncio.CancelledError:
             _killpg(pgid, signal_mod.SIGKILL)
             raise
