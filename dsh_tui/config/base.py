@@ -19,6 +19,9 @@ DEEPSEEK_MODELS = ("deepseek-v4-flash", "deepseek-v4-pro")
 DEEPSEEK_CONTEXT_WINDOW = 1_000_000
 DEEPSEEK_MAX_TOKENS = 256_000
 THINKING_FORMATS = ("deepseek", "openai", "none")
+# the wire a provider route speaks: OpenAI chat completions, or the Anthropic Messages API (dsh 0.2's route to
+# DeepSeek: POST {base}/v1/messages)
+APIS = ("chat", "messages")
 EFFORTS = ("off", "low", "medium", "high", "max")
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 

@@ -28,6 +28,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from dsh_tui.config.base import (  # noqa: F401 - re-exported
+    APIS,
     CREDENTIALS_FILE,
     DEEPSEEK_BASE_URL,
     DEEPSEEK_BASE_URL_ENV,
@@ -149,6 +150,7 @@ class ProviderSettings(_Table):
     base_url: str | None = Field(default=None, validate_default=True)
     # None: no environment variable (credentials file or no authentication)
     api_key_env: str | None = None
+    api: Annotated[str, AfterValidator(_one_of(APIS))] = "chat"  # chat (completions) | messages (Anthropic)
     thinking_format: str | None = None  # deepseek | openai | none; default from the host (see below)
     thinking: str | None = None  # "enabled" | "disabled" | None (provider default)
     reasoning_effort: Effort = None  # this provider's default effort

@@ -41,7 +41,12 @@ def build_provider(
     effort = ps.reasoning_effort
     if effort is None and ps.name == settings.default_provider:
         effort = settings.default_reasoning_effort
-    return OpenAICompatProvider(
+    cls = OpenAICompatProvider
+    if ps.api == "messages":
+        from dsh_tui.llm.messages import MessagesProvider
+
+        cls = MessagesProvider
+    return cls(
         ps.name,
         ps.base_url,
         _key_resolver(ps),

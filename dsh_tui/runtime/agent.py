@@ -616,9 +616,9 @@ class Agent:
                     continue
                 raise _FailureError(failure)
             source: dict[str, Any] = {"kind": "model", "provider": config["provider"], "model": config["model"]}
-            if asm.replay_state is not None:
-                source["replayState"] = asm.replay_state
-            blocks = asm.blocks()
+            blocks, replay = asm.assembled()
+            if replay is not None:
+                source["replayState"] = replay
             message = {"id": str(uuid.uuid4()), "role": "assistant", "content": blocks, "source": source}
             data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
             if asm.usage is not None:

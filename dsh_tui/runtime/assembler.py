@@ -72,10 +72,24 @@ class BlockAssembler:
         return (self.finish or {}).get("kind", "stop")
 
     def blocks(self) -> list[dict]:
-        out = [p.assemble() for p in self._blocks.values()]
-        if self.finish_kind == "max-tokens":
-            out = [b for b in out if b.get("type") != "tool-call"]
-        return out
+        return self.assembled()[0]
+
+    def assembled(self) -> tuple[list[dict], Any]:
+        """(blocks, replay state). On ``max-tokens`` the tool calls are dropped (never run a truncated
+        call), and with them their entries of an index-aligned replay envelope (``{response, blocks}``);
+        an envelope whose block count does not match is dropped (assembler.ts ``assembled``)."""
+        everything = [p.assemble() for p in self._blocks.values()]
+        kept = [b.get("type") != "tool-call" for b in everything] if self.finish_kind == "max-tokens" else None
+        blocks = everything if kept is None else [b for b, k in zip(everything, kept, strict=True) if k]
+        replay = self.replay_state
+        meta = replay.get("blocks") if isinstance(replay, dict) else None
+        if not isinstance(meta, list):
+            return blocks, replay
+        if len(meta) != len(everything):
+            return blocks, None
+        if kept is not None and len(blocks) != len(everything):
+            replay = {**replay, "blocks": [m for m, k in zip(meta, kept, strict=True) if k]}
+        return blocks, replay
 
     def interrupted_blocks(self) -> list[dict]:
         out = []

@@ -118,6 +118,8 @@ SCRIPTED_TITLE = "Scripted session title"
 def is_title_request(body: Any) -> bool:
     """The session-title-llm request (its system prompt), as opposed to a turn's."""
     try:
+        if isinstance(body.get("system"), str):  # the Messages wire: a top-level system prompt
+            return body["system"].startswith(TITLE_SYSTEM_PREFIX)
         first = body["messages"][0]
         return first["role"] == "system" and str(first["content"]).startswith(TITLE_SYSTEM_PREFIX)
     except (KeyError, IndexError, TypeError):

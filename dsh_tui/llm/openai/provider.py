@@ -264,7 +264,7 @@ class OpenAICompatProvider:
                 if status in (204, 205):
                     raise LlmError(f"{label} API returned no response body", EMPTY_RESPONSE)
                 decoder = SseDecoder()
-                translator = Translator(secrets=secrets)
+                translator = self._translator(request, secrets)
                 feed = decoder.feed_framed
                 translate = translator.feed_all
                 body = response.aiter_bytes()
@@ -297,7 +297,7 @@ class OpenAICompatProvider:
                     raise translator.error
                 if not yielded and not chunks:
                     raise _not_an_event_stream(label, status, response.headers.get("content-type"), head, secrets)
-                raise LlmError("SSE stream ended without [DONE]", STREAM_CLOSED)
+                raise LlmError(translator.end_message, STREAM_CLOSED)
         except httpx.TimeoutException as err:
             ms = round(self.idle_timeout_s * 1000)
             raise LlmError(f"{label} stream idle timeout after {ms}ms", TIMEOUT) from err
@@ -309,17 +309,24 @@ class OpenAICompatProvider:
             cause = redact(str(err) or type(err).__name__, secrets)
             raise LlmError(f"{label} API request to {where} failed ({cause})", TRANSPORT) from err
 
+    def _translator(self, request: dict[str, Any], secrets: tuple[str, ...]) -> Any:
+        """The wire → ``StreamChunk`` translator of one response (``feed_all``, ``error``, ``end_message``)."""
+        return Translator(secrets=secrets)
+
     async def _raise_http_error(self, response: httpx.Response, secrets: tuple[str, ...]) -> None:
-        status = response.status_code
-        message = f"{self.label} API error (HTTP {status})"
-        provider_error = None
         raw = bytearray()
         async for part in response.aiter_bytes():
             raw += part
             if len(raw) > 1 << 20:
                 break
+        raise self._http_error(response, bytes(raw), secrets)
+
+    def _http_error(self, response: httpx.Response, raw: bytes, secrets: tuple[str, ...]) -> LlmError:
+        status = response.status_code
+        message = f"{self.label} API error (HTTP {status})"
+        provider_error = None
         try:
-            parsed = orjson.loads(bytes(raw))
+            parsed = orjson.loads(raw)
             provider_error = parsed.get("error") if type(parsed) is dict else None
             if type(provider_error) is dict and provider_error.get("message"):
                 message = str(provider_error["message"])
@@ -328,7 +335,7 @@ class OpenAICompatProvider:
                 provider_error = {"message": provider_error}
         except orjson.JSONDecodeError:
             pass
-        raise LlmError(
+        return LlmError(
             redact(message, secrets),
             http_error_code(status, provider_error),
             status=status,

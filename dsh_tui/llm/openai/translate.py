@@ -127,6 +127,7 @@ class Translator:
         self._kind = "text"
         self.error: LlmError | None = None
         self.done = False
+        self.end_message = "SSE stream ended without [DONE]"
 
     def _open(self, kind: str, out: list[dict[str, Any]]) -> _Block:
         block = _Block(self._next, kind)

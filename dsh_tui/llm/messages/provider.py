@@ -1,0 +1,80 @@
+"""The Anthropic Messages route (dsh 0.2's way to DeepSeek): ``POST {root}/v1/messages``.
+
+The httpx client, timeouts, redaction and the streaming loop are the chat-completions provider's
+(``dsh_tui.llm.openai.provider``); this class changes what differs on the wire: the endpoint, the
+``x-api-key`` and ``anthropic-version`` headers, the body (``serialize``), the event translation
+(``translate``) and the error classification (``errors``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from dsh_tui.llm._httpx import httpx
+from dsh_tui.llm.messages.errors import provider_error
+from dsh_tui.llm.messages.serialize import MESSAGES_EFFORTS, serialize_request
+from dsh_tui.llm.messages.translate import MessagesTranslator
+from dsh_tui.llm.openai.provider import OpenAICompatProvider
+from dsh_tui.llm.protocol import LlmError, ModelInfo
+from dsh_tui.llm.redact import redact
+
+ANTHROPIC_VERSION = "2023-06-01"
+DEEPSEEK_MESSAGES_URL = "https://api.deepseek.com/anthropic"  # dsh 0.2's PUBLIC_BASE_URL
+DEFAULT_MAX_TOKENS = 256_000
+
+
+def messages_root(base_url: str) -> str:
+    """The API root holding ``/messages``: the base URL, with ``/v1`` added unless its path ends so.
+    DeepSeek's own chat-completions base URL maps to its Messages endpoint."""
+    base = base_url.rstrip("/")
+    if base in ("https://api.deepseek.com", "https://api.deepseek.com/v1"):
+        base = DEEPSEEK_MESSAGES_URL
+    return base if urlsplit(base).path.endswith("/v1") else f"{base}/v1"
+
+
+class MessagesProvider(OpenAICompatProvider):
+    """A ``Provider`` for one route served over the Anthropic Messages API."""
+
+    def resolve_model(self, model: str) -> ModelInfo:
+        info = super().resolve_model(model)
+        if self.thinking == "disabled":
+            return replace(info, efforts=("off",), default_effort="off")
+        return replace(info, efforts=MESSAGES_EFFORTS, default_effort=self.default_effort or "high")
+
+    @property
+    def endpoint(self) -> str:
+        return f"{messages_root(self.base_url)}/messages"
+
+    def _headers(self, key: str | None, request: dict[str, Any]) -> dict[str, str]:
+        headers = super()._headers(key, request)
+        if key is not None and headers.get("authorization") == f"Bearer {key}":
+            del headers["authorization"]
+            headers["x-api-key"] = key
+        headers["anthropic-version"] = ANTHROPIC_VERSION
+        return headers
+
+    def build_body(self, request: dict[str, Any]) -> dict[str, Any]:
+        model = (request.get("config") or {}).get("model") or ""
+        return serialize_request(
+            request,
+            thinking=self.thinking,
+            default_effort=self.default_effort,
+            max_tokens=self.resolve_model(model).default_max_tokens or DEFAULT_MAX_TOKENS,
+        )
+
+    def _translator(self, request: dict[str, Any], secrets: tuple[str, ...]) -> Any:
+        return MessagesTranslator((request.get("config") or {}).get("model") or "", secrets=secrets)
+
+    def _http_error(self, response: httpx.Response, raw: bytes, secrets: tuple[str, ...]) -> LlmError:
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            parsed = None
+        err = provider_error(parsed, response.status_code, response.headers)
+        err.message = redact(err.message, secrets)
+        err.args = (err.message,)
+        return err
