@@ -296,3 +296,27 @@ def test_headless_run_over_messages_end_to_end(server, tmp_path):
     for path in (tmp_path / "s").rglob("*"):
         if path.is_file():
             assert KEY.encode() not in path.read_bytes()
+
+
+async def test_a_route_without_a_thinking_format_sends_no_thinking_fields(server, tmp_path, monkeypatch):
+    """Anthropic itself, or a Messages gateway: `[providers.x] api = "messages"` with api_key_env."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+    settings = Settings({"default": {"provider": "claude", "model": "claude-sonnet-4-5"}, "providers": {"claude": {
+        "base_url": server.base_url, "api": "messages", "api_key_env": "ANTHROPIC_API_KEY",
+        "models": ["claude-sonnet-4-5"], "default_max_tokens": 32000}}})
+    provider = build_provider(settings, "claude")
+    assert provider.resolve_model("claude-sonnet-4-5").efforts == ()
+    server.push(text_reply("Hi.", thinking=None))
+    session = Session(make_header(str(uuid.uuid4()), cwd=str(tmp_path)))
+    agent = Agent(session, provider, [],
+                  config=AgentConfig(provider="claude", model="claude-sonnet-4-5", cwd=str(tmp_path)))
+    try:
+        agent.followup("hi")
+        await agent.wait_idle()
+        await agent.dispose()
+    finally:
+        await provider.aclose()
+    body = server.requests[0]["body"]
+    assert "thinking" not in body and "output_config" not in body and body["max_tokens"] == 32000
+    assert {k.lower(): v for k, v in server.requests[0]["headers"].items()}["x-api-key"] == KEY
+    assert _of(session, "turn/end")[-1]["data"]["reason"]["kind"] == "completed"

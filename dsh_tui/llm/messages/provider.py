@@ -41,6 +41,8 @@ class MessagesProvider(OpenAICompatProvider):
 
     def resolve_model(self, model: str) -> ModelInfo:
         info = super().resolve_model(model)
+        if self.thinking_format == "none":  # a gateway or Anthropic itself: no thinking fields are sent
+            return info
         if self.thinking == "disabled":
             return replace(info, efforts=("off",), default_effort="off")
         return replace(info, efforts=MESSAGES_EFFORTS, default_effort=self.default_effort or "high")
@@ -59,12 +61,15 @@ class MessagesProvider(OpenAICompatProvider):
 
     def build_body(self, request: dict[str, Any]) -> dict[str, Any]:
         model = (request.get("config") or {}).get("model") or ""
-        return serialize_request(
+        body = serialize_request(
             request,
-            thinking=self.thinking,
-            default_effort=self.default_effort,
+            thinking="disabled" if self.thinking_format == "none" else self.thinking,
+            default_effort=None if self.thinking_format == "none" else self.default_effort,
             max_tokens=self.resolve_model(model).default_max_tokens or DEFAULT_MAX_TOKENS,
         )
+        if self.thinking_format == "none":
+            del body["thinking"]
+        return body
 
     def _translator(self, request: dict[str, Any], secrets: tuple[str, ...]) -> Any:
         return MessagesTranslator((request.get("config") or {}).get("model") or "", secrets=secrets)
