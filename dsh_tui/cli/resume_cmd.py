@@ -19,12 +19,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", nargs="?", metavar="ID|FILE",
                         help="session id, a unique prefix of one, or the path of its session.jsonl[.zstd] log")
     parser.add_argument("--last", action="store_true", help="the most recently active session here")
-    parser.add_argument("--headless", metavar="PROMPT", help="run one turn without the UI and print the answer")
+    parser.add_argument("--headless", metavar="PROMPT", nargs="?", const="",
+                        help="run one turn without the UI and print the answer (no PROMPT: with "
+                             "--input-format stream-json, the prompts come from stdin)")
     parser.add_argument("--model", help="model for the next requests")
     parser.add_argument("--root", action="append", default=[], metavar="DIR",
                         help="also read sessions under DIR (repeatable; the default root is always read)")
-    from dsh_tui.cli import add_plugin_arguments
+    from dsh_tui.cli import add_plugin_arguments, output
 
+    output.add_arguments(parser)
     add_plugin_arguments(parser)
 
 
@@ -63,15 +66,26 @@ def _store(row):
 
 
 async def resume_headless(store: Any, session_id: str, provider: Any, model: str, prompt: str,
-                          *, cwd: str | None = None, keep_model: bool = True) -> tuple[str, str]:
-    """Resume ``session_id``, run one turn with ``prompt``; returns (final answer text, turn end reason)."""
+                          *, cwd: str | None = None, keep_model: bool = True, out: Any = None,
+                          more: Any = None) -> tuple[str, str]:
+    """Resume ``session_id``, run one turn with ``prompt``; returns (final answer text, turn end reason).
+    ``out`` and ``more``: as ``run_cmd.run_headless`` (each turn's result printed; further prompts)."""
     from dsh_tui.runtime.host import AgentHost, HostSpec
 
     spec = HostSpec(root=None, store=store, cwd=Path(cwd) if cwd else None, provider=provider, model=model,
                     resume_id=session_id, keep_model=keep_model)
     host = await AgentHost.open(spec)
+    if out is not None:
+        out.attach(host)
     try:
         result = await host.run_turn(prompt)
+        if out is not None:
+            out.report(result)
+            from dsh_tui.cli.output import next_prompts
+
+            async for text in next_prompts(more):
+                result = await host.run_turn(text)
+                out.report(result)
     finally:
         await host.close()
     return result.answer, result.reason.get("kind", "?")
@@ -112,10 +126,13 @@ def run(args: argparse.Namespace) -> int:
     import os
     import sys
 
-    from dsh_tui.cli import check_roots, require_text
-    from dsh_tui.session.errors import DshError
+    from dsh_tui.cli import check_roots, output, require_text
+    from dsh_tui.session.errors import DshError, UsageError
 
+    prompts = output.prompts_from(sys.stdin) if args.input_format == "stream-json" else iter(())
     if args.headless is not None:
+        if not args.headless and args.input_format == "text":
+            raise UsageError('resume --headless needs a PROMPT, e.g. dsh-tui resume --last --headless "go on"')
         require_text(args.headless, "the prompt")
     check_roots(args.root)
     row = find_session(args.session, args.last, args.root, os.getcwd())
@@ -133,11 +150,10 @@ def run(args: argparse.Namespace) -> int:
     provider, model, hint = model_route(args.model)
     if provider is None:
         raise DshError(hint or "no model provider configured")
-    answer, reason = asyncio.run(resume_headless(_store(row), row.id, provider, model, args.headless,
-                                                   keep_model=not args.model))
-    if answer:
-        print(answer)
-    if reason != "completed":
-        print(f"dsh-tui: turn ended: {reason}", file=sys.stderr)
-        return 1
-    return 0
+    first = args.headless or next(prompts, None)
+    if not first:
+        raise UsageError("--input-format stream-json: stdin held no prompt")
+    out = output.HeadlessOutput(args.output_format)
+    asyncio.run(resume_headless(_store(row), row.id, provider, model, first, keep_model=not args.model, out=out,
+                                more=prompts))
+    return out.code

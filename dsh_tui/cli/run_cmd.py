@@ -29,8 +29,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--preset", choices=PRESETS, default="workspace-write",
                         help="permission preset (default workspace-write)")
     parser.add_argument("--model", help="model id (default: from settings)")
-    from dsh_tui.cli import add_plugin_arguments
+    from dsh_tui.cli import add_plugin_arguments, output
 
+    output.add_arguments(parser)
     add_plugin_arguments(parser)
 
 
@@ -67,8 +68,10 @@ def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
 
 
 async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cwd: str,
-                       preset: str) -> tuple[str, dict, str]:
-    """One turn in a new persisted session: (final answer, turn-end reason, session id)."""
+                       preset: str, out: Any = None, more: Any = None) -> tuple[str, dict, str]:
+    """One turn in a new persisted session: (final answer, turn-end reason, session id). ``out`` (a
+    ``dsh_tui.cli.output.HeadlessOutput``) prints each turn's result; ``more`` yields further prompts
+    (``--input-format stream-json``), each run in the same session after the previous turn."""
     from pathlib import Path
 
     from dsh_tui.runtime.host import AgentHost, HostSpec
@@ -77,8 +80,17 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
                                          preset=preset))
     if hasattr(provider, "root_idle"):  # a recorded scenario directory: children settle as dsh recorded
         provider.root_idle = host.agent.wait_idle
+    if out is not None:
+        out.attach(host)
     try:
         result = await host.run_turn(prompt, settle=True)
+        if out is not None:
+            out.report(result)
+            from dsh_tui.cli.output import next_prompts
+
+            async for text in next_prompts(more):
+                result = await host.run_turn(text, settle=True)
+                out.report(result)
     finally:
         await host.close()
     return result.answer, result.reason, result.session_id
@@ -104,13 +116,16 @@ def run(args: argparse.Namespace) -> int:
     import sys
     from pathlib import Path
 
-    from dsh_tui.cli import require_root, require_text
+    from dsh_tui.cli import output, require_root, require_text
     from dsh_tui.runtime.host import open_session_store
     from dsh_tui.session.errors import DshError, UsageError
 
-    if not args.prompt:
-        raise UsageError('run --headless needs a PROMPT, e.g. dsh-tui run --headless "what does this repo do?"')
-    require_text(args.prompt, "the prompt")
+    prompts = output.prompts_from(sys.stdin) if args.input_format == "stream-json" else iter(())
+    first = args.prompt or next(prompts, None)
+    if not first:
+        raise UsageError('run --headless needs a PROMPT, e.g. dsh-tui run --headless "what does this repo do?"'
+                         if args.input_format == "text" else "--input-format stream-json: stdin held no prompt")
+    require_text(first, "the prompt")
     cwd = Path(args.cwd or os.getcwd()).expanduser().resolve()
     require_text(str(cwd), f"the working directory {os.fsencode(cwd).decode('utf-8', 'backslashreplace')}")
     if not cwd.is_dir():
@@ -118,11 +133,7 @@ def run(args: argparse.Namespace) -> int:
     require_root(args.root)
     provider, model = _provider(args, cwd)
     store = open_session_store(args.root)
-    answer, reason, _sid = asyncio.run(run_headless(store, provider, model, args.prompt, cwd=str(cwd),
-                                                    preset=args.preset))
-    if answer:
-        print(answer)
-    if reason.get("kind") != "completed":
-        print(f"dsh-tui: turn ended: {describe(reason)}", file=sys.stderr)
-        return 1
-    return 0
+    out = output.HeadlessOutput(args.output_format, describe=describe)
+    asyncio.run(run_headless(store, provider, model, first, cwd=str(cwd), preset=args.preset, out=out,
+                             more=prompts))
+    return out.code
