@@ -243,6 +243,15 @@ def _failure(err: BaseException) -> tuple[str, int]:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and (argv[0] == "--profile" or argv[0].startswith("--profile=")):
+        # dsh's launcher flags: ``--profile sdk`` is dsh's JSON-RPC protocol for its own Python SDK
+        try:
+            return importlib.import_module("dsh_tui.cli.sdk_cmd").run_profile(argv)
+        except DshError as err:
+            _say(one_line(str(err)))
+            return int(getattr(err, "exit_code", 1))
+        except KeyboardInterrupt:
+            return 130
     args = parse_args(argv)
     if args.command is not None:
         # A command's failure is the one line below; a library warning on the way (a background write
