@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "log": "dsh_tui.cli.log_cmd",
     "plugins": "dsh_tui.cli.plugins_cmd",
     "serve": "dsh_tui.cli.serve_cmd",
+    "acp": "dsh_tui.cli.acp_cmd",
 }
 
 # One-line help, kept here so ``--help`` does not import every command module.
@@ -43,6 +44,7 @@ SUMMARIES: dict[str, str] = {
     "log": "low-level log tools: check, cat, messages, repair",
     "plugins": "list the plugins found, where from, loaded or failed (--json)",
     "serve": "serve the app to a browser (loopback and a token; -- run / resume ID / demo)",
+    "acp": "serve an Agent Client Protocol agent on stdin/stdout (editors, ACP front ends)",
 }
 
 

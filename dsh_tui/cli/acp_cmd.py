@@ -1,0 +1,371 @@
+"""``dsh-tui acp``: an Agent Client Protocol agent over stdio (editors such as Zed, ACP front ends such as
+Toad), built on the official Python SDK (``agent-client-protocol``).
+
+Sessions are ordinary dsh-tui sessions in ``$DSH_HOME/sessions`` (browsable and resumable in the app).
+Served: ``initialize`` (load session, embedded context, MCP servers over stdio), ``session/new``,
+``session/load`` (the history replayed as ``session/update`` notifications), ``session/prompt`` (text,
+embedded resources and resource links), ``session/cancel`` and ``session/set_mode`` (the permission presets
+as modes). A turn streams ``agent_message_chunk`` / ``agent_thought_chunk``, ``tool_call`` and
+``tool_call_update`` (kind, location, diff for write and edit, the result text) and ``plan`` from todos;
+an approval is ``session/request_permission`` with allow once / allow always / reject.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+HELP = "serve an Agent Client Protocol agent on stdin/stdout (for editors and ACP front ends)"
+MODES = (("read-only", "Read only", "Writes and shell commands ask first"),
+         ("workspace-write", "Workspace write", "File changes inside the workspace run; commands ask"),
+         ("full-access", "Full access", "Nothing asks"))
+KINDS = {"read": "read", "write": "edit", "edit": "edit", "bash": "execute", "grep": "search", "glob": "search",
+         "todo_write": "think", "web_fetch": "fetch"}
+STOP = {"completed": "end_turn", "max-tokens": "max_tokens", "aborted": "cancelled"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--root", help="session root (default $DSH_HOME/sessions)")
+
+
+def _args(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _text(blocks: Any) -> str:
+    return "".join(b.get("text", "") for b in blocks or [] if isinstance(b, dict) and b.get("type") == "text")
+
+
+class AcpAgent:
+    """The ``acp.Agent`` implementation: one ``AgentHost`` per ACP session."""
+
+    def __init__(self, root: str | None = None) -> None:
+        self.root = root
+        self.conn: Any = None
+        self.hosts: dict[str, Any] = {}
+        self.pumps: dict[str, asyncio.Queue] = {}
+        self.allowed: dict[str, Any] = {}
+        self._provider: Any = None
+        self._store: Any = None
+        self._tools: dict[str, dict[str, Any]] = {}  # call id -> {name, args}
+
+    def on_connect(self, conn: Any) -> None:
+        self.conn = conn
+
+    # -- protocol ----------------------------------------------------------------------------------
+
+    async def initialize(self, protocol_version: int, client_capabilities: Any = None, client_info: Any = None,
+                         **_kw: Any) -> Any:
+        from acp import PROTOCOL_VERSION
+        from acp.schema import AgentCapabilities, Implementation, InitializeResponse, PromptCapabilities
+
+        from dsh_tui import __version__
+
+        return InitializeResponse(
+            protocol_version=min(protocol_version, PROTOCOL_VERSION),
+            agent_capabilities=AgentCapabilities(
+                load_session=True, prompt_capabilities=PromptCapabilities(image=False, embedded_context=True)),
+            agent_info=Implementation(name="dsh-tui", title="dsh-tui", version=__version__),
+        )
+
+    async def authenticate(self, method_id: str, **_kw: Any) -> Any:
+        return None
+
+    async def new_session(self, cwd: str, mcp_servers: Any = None, **_kw: Any) -> Any:
+        from acp.schema import NewSessionResponse
+
+        host = await self._open(cwd=cwd, mcp_servers=mcp_servers)
+        sid = host.session.header["id"]
+        return NewSessionResponse(session_id=sid, modes=self._modes(host))
+
+    async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_kw: Any) -> Any:
+        from acp.schema import LoadSessionResponse
+
+        host = self.hosts.get(session_id) or await self._open(cwd=cwd, mcp_servers=mcp_servers, resume=session_id)
+        for event in list(host.session.events):
+            for update in self._updates(event, replay=True):
+                await self.conn.session_update(session_id=session_id, update=update)
+        return LoadSessionResponse(modes=self._modes(host))
+
+    async def set_session_mode(self, session_id: str, mode_id: str, **_kw: Any) -> Any:
+        from acp import RequestError
+        from acp.schema import SetSessionModeResponse
+
+        from dsh_tui.runtime.permissions import set_preset
+
+        host = self._host(session_id)
+        try:
+            set_preset(host.agent, mode_id)
+        except ValueError as err:
+            raise RequestError.invalid_params({"message": str(err)}) from None
+        return SetSessionModeResponse()
+
+    async def prompt(self, session_id: str, prompt: list[Any], **_kw: Any) -> Any:
+        from acp import RequestError
+        from acp.schema import PromptResponse
+
+        host = self._host(session_id)
+        text = self._prompt_text(prompt)
+        if not text.strip():
+            raise RequestError.invalid_params({"message": "the prompt holds no text"})
+        start = len(host.session.events)
+        host.agent.followup(text)
+        await asyncio.sleep(0)
+        await host.agent.wait_idle()
+        await self._drain(session_id)
+        reason: dict[str, Any] = {"kind": "none"}
+        for e in host.session.events[start:]:
+            if e["type"] == "turn/end":
+                reason = e["data"].get("reason") or reason
+        if reason.get("kind") == "error":
+            err = reason.get("error") or {}
+            raise RequestError.internal_error({"message": err.get("message", "the turn failed"),
+                                               "code": err.get("code")})
+        return PromptResponse(stop_reason=STOP.get(reason.get("kind"), "end_turn"))
+
+    async def cancel(self, session_id: str, **_kw: Any) -> None:
+        host = self.hosts.get(session_id)
+        if host is not None and host.agent.status == "running":
+            host.agent.cancel({"kind": "user"})
+
+    async def list_sessions(self, cwd: str | None = None, cursor: str | None = None, **_kw: Any) -> Any:
+        from acp.schema import ListSessionsResponse
+
+        return ListSessionsResponse(sessions=[])
+
+    # -- sessions ----------------------------------------------------------------------------------
+
+    def _host(self, session_id: str) -> Any:
+        from acp import RequestError
+
+        host = self.hosts.get(session_id)
+        if host is None:
+            raise RequestError.invalid_params({"message": f"unknown session {session_id!r} (session/new or "
+                                                          "session/load first)"})
+        return host
+
+    def _modes(self, host: Any) -> Any:
+        from acp.schema import SessionMode, SessionModeState
+
+        return SessionModeState(current_mode_id=host.agent.config.preset,
+                                available_modes=[SessionMode(id=i, name=n, description=d) for i, n, d in MODES])
+
+    async def _open(self, *, cwd: str, mcp_servers: Any, resume: str | None = None) -> Any:
+        from acp import RequestError
+
+        from dsh_tui.runtime.host import AgentHost, HostSpec, open_session_store
+
+        if not Path(cwd).is_dir():
+            raise RequestError.invalid_params({"message": f"cwd is not a directory: {cwd}"})
+        if self._store is None:
+            self._store = open_session_store(self.root)
+        provider, model, hint = self._route()
+        if provider is None:
+            raise RequestError.internal_error({"message": hint})
+        mcp = tuple(f"{s.name}={shlex.join([s.command, *s.args])}" for s in mcp_servers or []
+                    if getattr(s, "command", None))
+        if resume is not None:
+            if not any(h.get("id") == resume for h in await asyncio.to_thread(self._store.list)):
+                raise RequestError.resource_not_found(resume)
+            spec = HostSpec(root=None, store=self._store, cwd=None, provider=provider, model=model, resume_id=resume,
+                            mcp=mcp or None, close_provider=False)
+        else:
+            spec = HostSpec(root=None, store=self._store, cwd=Path(cwd).resolve(), provider=provider, model=model,
+                            mcp=mcp or None, close_provider=False)
+        host = await AgentHost.open(spec)
+        sid = host.session.header["id"]
+        self.hosts[sid] = host
+        queue: asyncio.Queue = asyncio.Queue()
+        self.pumps[sid] = queue
+        asyncio.ensure_future(self._pump(sid, queue))
+        host.session.subscribe(lambda _s, event: [queue.put_nowait(u) for u in self._updates(event)])
+        host.agent.on("approval/request", lambda payload, _next=None: self._approve(sid, payload))
+        return host
+
+    def _route(self) -> tuple[Any, str, str]:
+        if self._provider is None:
+            from dsh_tui.llm.route import model_route
+
+            provider, model, hint = model_route()
+            if provider is None:
+                return None, "", hint
+            self._provider, self._model = provider, model
+        return self._provider, self._model, ""
+
+    async def _pump(self, sid: str, queue: asyncio.Queue) -> None:
+        while True:
+            update = await queue.get()
+            try:
+                if update is not None:
+                    await self.conn.session_update(session_id=sid, update=update)
+            except Exception:  # noqa: BLE001 - a client that went away: the session still runs
+                pass
+            finally:
+                queue.task_done()
+
+    async def _drain(self, sid: str) -> None:
+        queue = self.pumps.get(sid)
+        if queue is not None:
+            await queue.join()
+
+    async def _approve(self, sid: str, payload: dict[str, Any]) -> Any:
+        from acp.schema import PermissionOption, ToolCallUpdate
+
+        from dsh_tui.runtime.permissions import SessionAllowances
+
+        tool = str(payload.get("toolName") or "?")
+        call_id = str(payload.get("callId") or "")
+        call = self._tools.get(call_id, {})
+        arguments = call.get("raw", "")
+        allowances = self.allowed.setdefault(sid, SessionAllowances())
+        if allowances.covers(tool, arguments):
+            return "allowed-once"
+        await self._drain(sid)  # the tool_call the client is asked about is on its screen first
+        options = [PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
+                   PermissionOption(option_id="allow-always", name="Allow for this session", kind="allow_always"),
+                   PermissionOption(option_id="reject", name="Reject", kind="reject_once")]
+        update = ToolCallUpdate(tool_call_id=call_id, title=self._title(tool, call.get("args", {})),
+                                kind=KINDS.get(tool, "other"), status="pending", raw_input=call.get("args"))
+        signal = payload.get("signal")
+        asking = self.conn.request_permission(session_id=sid, tool_call=update, options=options)
+        try:
+            response = await (signal.race(asking) if signal is not None and hasattr(signal, "race") else asking)
+        except Exception:  # noqa: BLE001 - no answer: fail closed
+            return "unavailable"
+        outcome = getattr(response, "outcome", None)
+        chosen = getattr(outcome, "option_id", None)
+        if chosen == "allow-always":
+            allowances.add(tool, arguments)
+            return "allowed-once"
+        if chosen == "allow-once":
+            return "allowed-once"
+        return "cancelled" if getattr(outcome, "outcome", "") == "cancelled" else "rejected"
+
+    # -- events → session updates ------------------------------------------------------------------
+
+    @staticmethod
+    def _prompt_text(prompt: list[Any]) -> str:
+        parts: list[str] = []
+        for block in prompt:
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                parts.append(block.text)
+            elif kind == "resource":
+                res = block.resource
+                text = getattr(res, "text", None)
+                if text is not None:
+                    parts.append(f'\n<file uri="{res.uri}">\n{text}\n</file>\n')
+            elif kind == "resource_link":
+                parts.append(f" @{block.uri} ")
+            elif kind in ("image", "audio"):
+                parts.append(f"[{kind} omitted: this agent does not accept {kind} input]")
+        return "".join(parts)
+
+    @staticmethod
+    def _title(name: str, args: dict[str, Any]) -> str:
+        target = args.get("command") or args.get("file_path") or args.get("path") or args.get("pattern")
+        return f"{name} {target}" if isinstance(target, str) and target else name
+
+    def _updates(self, event: dict[str, Any], *, replay: bool = False) -> list[Any]:
+        from acp import (
+            plan_entry,
+            start_tool_call,
+            text_block,
+            tool_content,
+            tool_diff_content,
+            update_agent_message_text,
+            update_agent_thought_text,
+            update_plan,
+            update_tool_call,
+            update_user_message_text,
+        )
+        from acp.schema import ToolCallLocation
+
+        t = event.get("type")
+        data = event.get("data") or {}
+        if t == "assistant/chunk" and not replay:
+            chunk = data.get("chunk") or {}
+            if chunk.get("type") == "text-delta" and chunk.get("text"):
+                return [update_agent_message_text(chunk["text"])]
+            if chunk.get("type") == "reasoning-delta" and chunk.get("text"):
+                return [update_agent_thought_text(chunk["text"])]
+            return []
+        if t == "assistant/message" and replay:
+            out = []
+            for block in (data.get("message") or {}).get("content") or []:
+                if block.get("type") == "text" and block.get("text"):
+                    out.append(update_agent_message_text(block["text"]))
+                elif block.get("type") == "reasoning" and block.get("text"):
+                    out.append(update_agent_thought_text(block["text"]))
+            return out
+        if t == "user/message" and replay and (data.get("source") or {}).get("kind") == "user":
+            text = _text(data.get("content"))
+            return [update_user_message_text(text)] if text else []
+        if t == "tool/call":
+            name, raw = str(data.get("name", "")), data.get("arguments") or ""
+            args = _args(raw)
+            call_id = str(data.get("callId", ""))
+            self._tools[call_id] = {"name": name, "args": args, "raw": raw}
+            path = args.get("file_path") or args.get("path")
+            locations = [ToolCallLocation(path=path)] if isinstance(path, str) and path else None
+            content = None
+            if name == "write" and isinstance(args.get("content"), str) and isinstance(path, str):
+                content = [tool_diff_content(path, args["content"])]
+            elif name == "edit" and isinstance(path, str) and isinstance(args.get("new_string"), str):
+                content = [tool_diff_content(path, args["new_string"], args.get("old_string"))]
+            return [start_tool_call(call_id, self._title(name, args), kind=KINDS.get(name, "other"),
+                                    status="in_progress", content=content, locations=locations, raw_input=args)]
+        if t == "tool/result":
+            message = data.get("message") or {}
+            blocks = [b for b in message.get("content") or [] if b.get("type") == "tool-result"]
+            result = blocks[0] if blocks else {}
+            call_id = str(result.get("toolCallId") or (message.get("source") or {}).get("callId") or "")
+            text = _text(result.get("content"))
+            failed = bool(result.get("isError"))
+            return [update_tool_call(call_id, status="failed" if failed else "completed",
+                                     content=[tool_content(text_block(text))] if text else None)]
+        if t == "todo/write":
+            todos = data.get("todos") or []
+            entries = [plan_entry(str(td.get("content", "")), priority="medium",
+                                  status=td.get("status") if td.get("status") in
+                                  ("pending", "in_progress", "completed") else "pending")
+                       for td in todos if isinstance(td, dict)]
+            return [update_plan(entries)]
+        return []
+
+    async def close(self) -> None:
+        for host in list(self.hosts.values()):
+            await host.close()
+        self.hosts.clear()
+        if self._provider is not None:
+            from dsh_tui.runtime.host import close_provider
+
+            await close_provider(self._provider)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dsh_tui.session.errors import DshError
+
+    try:
+        import acp
+    except ImportError:
+        raise DshError("dsh-tui acp needs the agent-client-protocol package (pip install agent-client-protocol)") \
+            from None
+    agent = AcpAgent(args.root)
+
+    async def main() -> None:
+        try:
+            await acp.run_agent(agent)
+        finally:
+            await agent.close()
+
+    asyncio.run(main())
+    return 0

@@ -1,0 +1,113 @@
+"""``dsh-tui acp`` driven by the official ACP Python SDK as the client (a real subprocess over stdio, a
+scripted model server on 127.0.0.1): initialize, a new session, a streamed prompt, a tool call whose
+permission request the client answers, a cancelled prompt, and ``session/load`` of that session in a
+fresh agent process replaying its history."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from acp import PROTOCOL_VERSION, text_block
+from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, RequestPermissionResponse
+from acp.stdio import spawn_agent_process
+
+from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
+from tests.llm.test_provider_harness import _env
+
+KEY = "sk-acp-0123456789abcdefghij"
+USAGE = {"prompt_tokens": 50, "completion_tokens": 5}
+
+
+class Client:
+    def __init__(self, answer: str = "allow-once") -> None:
+        self.updates: list[Any] = []
+        self.asked: list[Any] = []
+        self.answer = answer
+
+    async def session_update(self, session_id: str, update: Any, **_kw: Any) -> None:
+        self.updates.append(update)
+
+    async def request_permission(self, options: Any, session_id: str, tool_call: Any, **_kw: Any) -> Any:
+        self.asked.append((tool_call, [o.option_id for o in options]))
+        if self.answer == "cancel":
+            return RequestPermissionResponse(outcome=DeniedOutcome(outcome="cancelled"))
+        return RequestPermissionResponse(outcome=AllowedOutcome(outcome="selected", option_id=self.answer))
+
+    def kinds(self) -> list[str]:
+        return [u.session_update for u in self.updates]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        return "".join(u.content.text for u in self.updates if u.session_update == kind)
+
+
+async def _agent(tmp_path, server, client):
+    env = _env(tmp_path, DEEPSEEK_API_KEY=KEY, DEEPSEEK_BASE_URL=server.base_url)
+    return spawn_agent_process(lambda _agent: client, sys.executable, "-m", "dsh_tui", "acp", env=env, cwd=tmp_path)
+
+
+async def test_a_prompt_streams_a_tool_call_asks_permission_and_load_replays_it(tmp_path):
+    work = tmp_path / "ws"
+    work.mkdir()
+    with ScriptServer() as server:
+        server.push(
+            sse_reply(chunk(None, reasoning="Shell needed."),
+                      chunk(None, tool_calls=[tool_call(0, id="c1", name="bash",
+                                                        args='{"command": "echo hi", "description": "say hi"}')]),
+                      chunk(None, finish="tool_calls", usage=USAGE)),
+            sse_reply(chunk("It printed "), chunk("hi."), chunk("", finish="stop", usage=USAGE)),
+        )
+        client = Client("allow-once")
+        async with await _agent(tmp_path, server, client) as (conn, _proc):
+            init = await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            assert init.agent_capabilities.load_session is True and init.agent_info.name == "dsh-tui"
+            new = await conn.new_session(cwd=str(work), mcp_servers=[])
+            assert new.modes.current_mode_id == "workspace-write"
+            done = await conn.prompt(session_id=new.session_id, prompt=[text_block("run echo hi")])
+            assert done.stop_reason == "end_turn"
+            await asyncio.sleep(0.2)
+        assert client.text("agent_thought_chunk") == "Shell needed."
+        assert client.text() == "It printed hi."
+        (tool, options), = client.asked
+        assert tool.tool_call_id == "c1" and tool.kind == "execute" and options == ["allow-once", "allow-always", "reject"]
+        starts = [u for u in client.updates if u.session_update == "tool_call"]
+        ends = [u for u in client.updates if u.session_update == "tool_call_update"]
+        assert starts[0].kind == "execute" and ends[-1].status == "completed"
+        assert "hi" in ends[-1].content[0].content.text
+        # a fresh agent process loads the session and replays its history
+        replay = Client()
+        async with await _agent(tmp_path, server, replay) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            await conn.load_session(cwd=str(work), session_id=new.session_id, mcp_servers=[])
+            await asyncio.sleep(0.2)
+        assert replay.text("user_message_chunk").startswith("run echo hi")
+        assert replay.text() == "It printed hi." and "tool_call" in replay.kinds()
+
+
+async def test_a_rejected_permission_reaches_the_model_and_cancel_stops_a_turn(tmp_path):
+    work = tmp_path / "ws"
+    work.mkdir()
+    with ScriptServer() as server:
+        server.push(
+            sse_reply(chunk(None, tool_calls=[tool_call(0, id="c2", name="bash",
+                                                        args='{"command": "rm -rf x", "description": "rm"}')]),
+                      chunk(None, finish="tool_calls", usage=USAGE)),
+            sse_reply(chunk("Not run."), chunk("", finish="stop", usage=USAGE)),
+            sse_reply(chunk("slow"), 30.0, chunk("", finish="stop", usage=USAGE)),
+        )
+        client = Client("reject")
+        async with await _agent(tmp_path, server, client) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            new = await conn.new_session(cwd=str(work), mcp_servers=[])
+            done = await conn.prompt(session_id=new.session_id, prompt=[text_block("delete x")])
+            assert done.stop_reason == "end_turn"
+            result = [u for u in client.updates if u.session_update == "tool_call_update"][-1]
+            assert result.status == "failed" and "rejected" in result.content[0].content.text
+            turn = asyncio.ensure_future(conn.prompt(session_id=new.session_id, prompt=[text_block("go slow")]))
+            for _ in range(200):
+                if "slow" in client.text():
+                    break
+                await asyncio.sleep(0.05)
+            await conn.cancel(session_id=new.session_id)
+            assert (await asyncio.wait_for(turn, 20)).stop_reason == "cancelled"
