@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "plugins": "dsh_tui.cli.plugins_cmd",
     "serve": "dsh_tui.cli.serve_cmd",
     "acp": "dsh_tui.cli.acp_cmd",
+    "mcp": "dsh_tui.cli.mcp_cmd",
 }
 
 # One-line help, kept here so ``--help`` does not import every command module.
@@ -45,6 +46,7 @@ SUMMARIES: dict[str, str] = {
     "plugins": "list the plugins found, where from, loaded or failed (--json)",
     "serve": "serve the app to a browser (loopback and a token; -- run / resume ID / demo)",
     "acp": "serve an Agent Client Protocol agent on stdin/stdout (editors, ACP front ends)",
+    "mcp": "manage MCP servers in settings.toml: add, remove, get, list (with each server's tools)",
 }
 
 
