@@ -42,7 +42,9 @@ class HarnessConfig:
     api_key: str | None = None  # -> DEEPSEEK_API_KEY / the credentials file
     preset: str = "workspace-write"
     reasoning_effort: str | None = None
-    plugins: Sequence[Any] = ()  # plugin objects or modules, after the settings' and entry points' plugins
+    # plugin objects, modules, or module names ("package.module", as --plugin takes them), loaded after the
+    # settings' and entry points' plugins
+    plugins: Sequence[Any] = ()
     strict_plugins: bool = False
     env: dict[str, str] = field(default_factory=dict)  # accepted for dsh compatibility (no child process)
     provider_instance: Any = None  # a ready ``dsh_tui.llm`` Provider (tests, custom transports)
@@ -142,8 +144,11 @@ class Harness:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(self.arun(input, session_id=session_id, on_event=on_event))
-        raise HarnessError("run() was called inside an event loop: use `await harness.arun(...)`")
+            pass  # no loop: the usual case. (Run outside this handler: an error raised in the run would
+            # otherwise carry "no running event loop" as its context, and that text reached the log.)
+        else:
+            raise HarnessError("run() was called inside an event loop: use `await harness.arun(...)`")
+        return asyncio.run(self.arun(input, session_id=session_id, on_event=on_event))
 
     async def arun(self, input: str | list, *, session_id: str | None = None,  # noqa: A002
                    on_event: Callable[[dict], Any] | None = None) -> RunResult:
@@ -152,9 +157,12 @@ class Harness:
         self.start()
         cfg = self.config
         root = self.session_root
+        # a plugin given by name ("package.module", as --plugin takes it) is imported like --plugin's
+        modules = tuple(p for p in cfg.plugins if isinstance(p, str))
         spec = HostSpec(root=root, cwd=Path(cfg.cwd).resolve() if cfg.cwd else (None if session_id else Path.cwd()),
                         provider=self._provider, model=cfg.model, reasoning_effort=cfg.reasoning_effort,
-                        preset=cfg.preset, resume_id=session_id, plugin_objects=tuple(cfg.plugins),
+                        preset=cfg.preset, resume_id=session_id, plugins=modules or None,
+                        plugin_objects=tuple(p for p in cfg.plugins if not isinstance(p, str)),
                         strict_plugins=cfg.strict_plugins, close_provider=False,
                         agent_options={"max_tokens": cfg.max_tokens} if cfg.max_tokens else {})
         try:
