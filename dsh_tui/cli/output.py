@@ -88,6 +88,7 @@ class HeadlessOutput:
         self._started = time.monotonic()
         self._session: Any = None
         self.code = 0  # 1 once any turn did not complete
+        self._ended: list[str] = []
 
     def attach(self, host: Any) -> None:
         self._session = host.session
@@ -126,13 +127,22 @@ class HeadlessOutput:
             self.out.write(_json_line(obj) + "\n")
             self.out.flush()
         if not completed:
-            print(f"dsh-tui: turn ended: {self.describe(reason)}", file=self.err, flush=True)
+            # said once the session is closed (``finish``): if closing fails, its one line is all
+            self._ended.append(f"dsh-tui: turn ended: {self.describe(reason)}")
         if self._session is not None:
             self._turn_start = len(self._session.events)
         self._started = time.monotonic()
         if not completed:
             self.code = 1
         return 0 if completed else 1
+
+
+    def finish(self) -> int:
+        """After the session closed cleanly: the turn-end lines on stderr; the exit code."""
+        for line in self._ended:
+            print(line, file=self.err, flush=True)
+        self._ended.clear()
+        return self.code
 
 
 async def next_prompts(prompts: Any) -> Any:

@@ -156,4 +156,4 @@ def run(args: argparse.Namespace) -> int:
     out = output.HeadlessOutput(args.output_format)
     asyncio.run(resume_headless(_store(row), row.id, provider, model, first, keep_model=not args.model, out=out,
                                 more=prompts))
-    return out.code
+    return out.finish()

@@ -136,4 +136,4 @@ def run(args: argparse.Namespace) -> int:
     out = output.HeadlessOutput(args.output_format, describe=describe)
     asyncio.run(run_headless(store, provider, model, first, cwd=str(cwd), preset=args.preset, out=out,
                              more=prompts))
-    return out.code
+    return out.finish()
