@@ -26,7 +26,7 @@ def test_the_served_app_in_chromium_runs_a_turn_and_closing_the_tab_ends_it(tmp_
         browser = launch(pw, tmp_path)
         try:
             page = browser.new_page()
-            page.goto(served.url)
+            page.goto(served.take_url())
             wait_screen(page, "Ask the agent")
             assert len(served.started()) == 1
             pid = served.started()[0]
