@@ -388,11 +388,12 @@ class ToolService:
         if len(data) <= cap:
             return result
         path = save_spill(ex.ctx, f"{ex.ctx.name}.txt", data)
-        if path is None:
-            return result
+        # not saved (no private directory, a full disk): the result is cut all the same, and says so
+        where = f"Full formatted result stored at: {path}. {SPILL_HINT}" if path is not None \
+            else "The complete result could not be saved."
         omitted_guess = len(data)
         for _ in range(3):  # the footer length depends on the omitted count; converge
-            footer = f"\n\n(Omitted {omitted_guess} bytes. Full formatted result stored at: {path}. {SPILL_HINT})"
+            footer = f"\n\n(Omitted {omitted_guess} bytes. {where})"
             budget = max(0, cap - len(footer.encode("utf-8")))
             omitted = len(data) - budget
             if omitted == omitted_guess:
@@ -403,7 +404,7 @@ class ToolService:
         head = data[:head_n].decode("utf-8", "ignore")
         tail = data[len(data) - tail_n :].decode("utf-8", "ignore") if tail_n else ""
         kept = len(head.encode("utf-8")) + len(tail.encode("utf-8"))
-        footer = f"\n\n(Omitted {len(data) - kept} bytes. Full formatted result stored at: {path}. {SPILL_HINT})"
+        footer = f"\n\n(Omitted {len(data) - kept} bytes. {where})"
         return {**result, "content": [{"type": "text", "text": head + tail + footer}]}
 
 
