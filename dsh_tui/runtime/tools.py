@@ -289,6 +289,9 @@ class ToolService:
             off()
             for timer in timers:
                 timer.cancel()
+            # whatever the body ends with (an abort error after a timeout, say) is taken here: never
+            # "Task exception was never retrieved" and a traceback on the user's stderr
+            task.add_done_callback(_retrieve)
         if timed_out:
             return error_result(f"tool call timed out after {tool.timeout_ms}ms",
                                 {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"})
@@ -406,6 +409,11 @@ class ToolService:
         kept = len(head.encode("utf-8")) + len(tail.encode("utf-8"))
         footer = f"\n\n(Omitted {len(data) - kept} bytes. {where})"
         return {**result, "content": [{"type": "text", "text": head + tail + footer}]}
+
+
+def _retrieve(task: asyncio.Future) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _utf8(text: str) -> bytes:
