@@ -174,3 +174,18 @@ asyncio.run(main())
                        preexec_fn=_bounded_memory)
     assert p.returncode == 0 and p.stderr == "", p.stderr
     assert "timed out after 1ms" in p.stdout, p.stdout
+
+
+async def test_a_big_file_not_read_in_its_time_is_skipped_and_the_search_goes_on(tmp_path, monkeypatch):
+    from dsh_tui.tools.search import grep
+
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "big.txt").write_bytes(b"x\n" * (5 << 20) + b"NEEDLE-77 at the end\n")  # 10 MiB: read by chunks
+    (ws / "small.txt").write_text("NEEDLE-77 small\n")
+    bench = Bench(ws)
+    out = await bench.run("grep", {"pattern": "NEEDLE-77"})
+    assert "big.txt" in out.text and "small.txt" in out.text, out.text
+    monkeypatch.setattr(grep, "FILE_TIME_S", 0.0)
+    out = await bench.run("grep", {"pattern": "NEEDLE-77"})
+    assert not out.is_error and "big.txt" not in out.text and "NEEDLE-77 small" in out.text, out.text
