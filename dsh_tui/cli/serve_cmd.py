@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         import getpass
 
         _say(f"warning: listening on {host}, not on loopback: anyone who can reach this port and gets the URL "
-             f"(its token) can run shell commands on this machine as {getpass.getuser()}. The connection is "
+             f"(one of its one-time tickets) can run shell commands on this machine as {getpass.getuser()}. The connection is "
              "plain HTTP: the token and everything shown travel unencrypted; use it only on a network you trust.")
     argv = app_argv(command)
     what = "dsh-tui " + " ".join(command) if command else "dsh-tui (the session browser)"

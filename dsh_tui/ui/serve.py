@@ -217,17 +217,16 @@ class DshServer(Server):
         self._stop = asyncio.Event()
 
     # -- tickets --------------------------------------------------------------------------------
-    def allowed_hosts(self) -> set[str]:
+    def allowed_hosts(self) -> set[str] | None:
         """The ``Host`` headers this server answers: its own address and port (a page loaded through
-        another name, as DNS rebinding would, gets nothing)."""
+        another name, as DNS rebinding would, gets nothing). None on a wildcard address (``--host
+        0.0.0.0``: reached by any of the machine's addresses; the tickets still guard it)."""
+        if self.options.host in ("0.0.0.0", "::", ""):
+            return None
         port = self.bound_port or self.options.port
         names = {self.options.host.strip("[]").lower()}
         if is_loopback(self.options.host):
             names |= {"127.0.0.1", "localhost", "::1"}
-        elif self.options.host in ("0.0.0.0", "::", ""):
-            import socket
-
-            names |= {"127.0.0.1", "localhost", "::1", socket.gethostname().lower()}
         return {f"{url_host(name)}:{port}" for name in names}
 
     def new_ticket(self) -> str:
@@ -260,7 +259,8 @@ class DshServer(Server):
 
     @web.middleware
     async def _guard(self, request: web.Request, handler):
-        if request.host.lower() not in self.allowed_hosts():
+        allowed = self.allowed_hosts()
+        if allowed is not None and request.host.lower() not in allowed:
             log.info("refused %s %s from %s: Host %r is not this server", request.method, request.path,
                      request.remote, request.host)
             return web.Response(status=403, text="403 Forbidden: not this server's address\n")

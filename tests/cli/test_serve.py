@@ -262,6 +262,11 @@ def test_another_host_warns_what_it_exposes(tmp_path):
         assert "warning: listening on 0.0.0.0, not on loopback" in warning
         assert "can run shell commands on this machine" in warning and "plain HTTP" in warning
         assert httpx.get(s.base + "/", timeout=10).status_code == 403
+        # reached by any of the machine's addresses (any Host), still one tab per ticket
+        with httpx.Client(timeout=10) as client:
+            url = s.take_url()
+            assert client.get(url, headers={"Host": f"192.0.2.7:{s.port}"}).status_code == 200
+            assert client.get(url).status_code == 403
 
 
 def _refused(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
