@@ -260,7 +260,7 @@ class DshServer(Server):
     @web.middleware
     async def _guard(self, request: web.Request, handler):
         allowed = self.allowed_hosts()
-        if allowed is not None and request.host.lower() not in allowed:
+        if allowed is not None and _with_port(request.host) not in allowed:
             log.info("refused %s %s from %s: Host %r is not this server", request.method, request.path,
                      request.remote, request.host)
             return web.Response(status=403, text="403 Forbidden: not this server's address\n")
@@ -270,7 +270,7 @@ class DshServer(Server):
                                                  "it prints opens one tab)\n")
         if request.path.startswith("/ws"):
             origin = request.headers.get("Origin")
-            if origin is None or _origin_netloc(origin) != request.host.lower():
+            if origin is None or _with_port(_origin_netloc(origin), origin) != _with_port(request.host):
                 log.info("refused a websocket from origin %s", origin)
                 return web.Response(status=403, text="403 Forbidden: websocket from another origin\n")
             if not self._take(self.ws_tickets, request.match_info.get("ticket")):
@@ -396,6 +396,14 @@ def _origin_netloc(origin: str) -> str:
     except ValueError:
         return ""
     return parts.netloc.lower() if parts.scheme in ("http", "https") else ""
+
+
+def _with_port(netloc: str, origin: str = "http:") -> str:
+    """``host:port`` in lower case, the scheme's default port added where a browser leaves it out."""
+    netloc = netloc.lower()
+    if netloc and ":" not in netloc.rsplit("]", 1)[-1]:
+        netloc += ":443" if origin.startswith("https:") else ":80"
+    return netloc
 
 
 MAX_WIDTH, MAX_HEIGHT = 1000, 500

@@ -366,3 +366,12 @@ def test_the_page_escapes_what_comes_from_the_request(tmp_path):
                       headers={"Host": 'x"><script>alert(1)</script>'}, timeout=10)
         assert r.status_code in (200, 400, 403)
         assert "<script>alert(1)" not in r.text
+
+
+def test_a_host_or_origin_without_a_port_is_taken_at_the_default_port():
+    from dsh_tui.ui.serve import _origin_netloc, _with_port
+
+    assert _with_port("127.0.0.1") == "127.0.0.1:80" and _with_port("[::1]") == "[::1]:80"
+    assert _with_port("LocalHost:8765") == "localhost:8765" and _with_port("[::1]:9") == "[::1]:9"
+    assert _with_port(_origin_netloc("http://127.0.0.1")) == "127.0.0.1:80"
+    assert _origin_netloc("null") == "" and _origin_netloc("file:///x") == ""
