@@ -1,9 +1,12 @@
-"""``dsh-tui serve [--host 127.0.0.1] [--port 8765] [--root DIR]... [--token TOKEN] [-- COMMAND ARGS]``.
+"""``dsh-tui serve [--host 127.0.0.1] [--port 8765] [--root DIR]... [--token-file PATH] [-- COMMAND ARGS]``.
 
 Serves the app to a browser (``dsh_tui.ui.serve``): the session browser by default, or what ``-- run``,
-``-- resume ID`` or ``-- demo`` would open. Prints the URL to open, which carries the token. Loopback
-only unless ``--host`` names another address (then a warning says what that exposes). Needs the ``web``
-extra (``pip install 'dsh-tui[web]'``: textual-serve and aiohttp, imported by this command only).
+``-- resume ID`` or ``-- demo`` would open. Prints a URL to open, which carries a one-time ticket: it
+opens one tab, and a fresh URL is printed for the next. A token of the user's own (reusable:
+``/?token=...``) comes from ``--token-file PATH`` or ``$DSH_TUI_SERVE_TOKEN``, never from the command line
+(where ``ps`` shows it to every user). Loopback only unless ``--host`` names another address (then a
+warning says what that exposes). Needs the ``web`` extra (``pip install 'dsh-tui[web]'``: textual-serve
+and aiohttp, imported by this command only).
 """
 
 from __future__ import annotations
@@ -11,7 +14,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-HELP = "serve the app to a browser (private: loopback and a token)"
+HELP = "serve the app to a browser (private: loopback and one-time URLs)"
+TOKEN_ENV = "DSH_TUI_SERVE_TOKEN"
+MIN_TOKEN = 16
 SERVABLE = ("run", "resume", "demo")  # commands that open the app (besides the browser: no command)
 
 
@@ -21,7 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=_port, default=8765, help="port (default 8765; 0 picks a free one)")
     parser.add_argument("--root", dest="roots", action="append", default=[], metavar="DIR",
                         help="the browser also lists the sessions under DIR (repeatable)")
-    parser.add_argument("--token", help="the token every URL must carry (default: a new random one)")
+    parser.add_argument("--token-file", metavar="PATH",
+                        help=f"a file holding a reusable token (or ${TOKEN_ENV}); /?token=... then opens a tab")
+    parser.add_argument("--token", help=argparse.SUPPRESS)  # refused: visible to every user in `ps`
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ARGS",
                         help="serve `dsh-tui COMMAND ARGS` instead of the browser: run, resume ID, demo")
 
@@ -62,19 +69,19 @@ def app_command(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     import importlib.util
-    import secrets
 
-    from dsh_tui.cli import require_text
     from dsh_tui.session.errors import DshError, UsageError
 
+    if args.token is not None:
+        raise UsageError(f"--token on the command line is visible to every user (ps): use --token-file PATH "
+                         f"or ${TOKEN_ENV}")
     if importlib.util.find_spec("textual_serve") is None:
         raise DshError("serve needs textual-serve: pip install 'dsh-tui[web]'")
     command = app_command(args)
-    token = args.token if args.token is not None else secrets.token_urlsafe(24)
-    require_text(token, "--token")
-    if not token.strip() or any(c.isspace() or not c.isprintable() for c in token):
-        raise UsageError("--token must be non-empty printable text without spaces (it keeps the app private)")
-    host = args.host or "127.0.0.1"
+    token = _token(args.token_file)
+    host = (args.host or "127.0.0.1").strip()
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
 
     from dsh_tui.ui.serve import ServeOptions, is_loopback, serve, url_host
 
@@ -82,13 +89,15 @@ def run(args: argparse.Namespace) -> int:
         import getpass
 
         _say(f"warning: listening on {host}, not on loopback: anyone who can reach this port and gets the URL "
-             f"(its token) can run shell commands on this machine as {getpass.getuser()}. The connection is "
+             f"(one of its one-time tickets) can run shell commands on this machine as {getpass.getuser()}. The connection is "
              "plain HTTP: the token and everything shown travel unencrypted; use it only on a network you trust.")
-    argv = [sys.executable, "-m", "dsh_tui", *command]
+    argv = app_argv(command)
     what = "dsh-tui " + " ".join(command) if command else "dsh-tui (the session browser)"
     options = ServeOptions(argv=argv, host=host, port=args.port, token=token, title="dsh-tui")
 
-    def ready(port: int) -> None:
+    shown_first = []
+
+    def ready(port: int, ticket: str) -> None:
         from urllib.parse import quote
 
         shown = host
@@ -96,11 +105,15 @@ def run(args: argparse.Namespace) -> int:
             import socket
 
             shown = socket.gethostname()
-        urls = [f"http://{url_host(shown)}:{port}/?token={quote(token)}"]
+        urls = [f"http://{url_host(shown)}:{port}/?ticket={quote(ticket)}"]
         if shown != host:
-            urls.append(f"http://127.0.0.1:{port}/?token={quote(token)}")
-        _say(f"serving {what}; open this URL in a browser (each tab runs its own app, closing it quits "
-             "that app; Ctrl+C stops the server):")
+            urls.append(f"http://127.0.0.1:{port}/?ticket={quote(ticket)}")
+        if not shown_first:
+            shown_first.append(True)
+            _say(f"serving {what}; open this URL in a browser (it opens one tab, and a fresh URL is printed "
+                 "for the next; each tab runs its own app, closing it quits that app; Ctrl+C stops the server):")
+        else:
+            _say("the URL for the next tab:")
         for url in urls:
             print(url, flush=True)
 
@@ -109,6 +122,36 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:
         raise DshError(f"cannot listen on {url_host(host)}:{args.port}: {err.strerror or err}") from None
     return 0
+
+
+def app_argv(command: list[str]) -> list[str]:
+    """Each tab's app process: this Python in isolated-path mode (``-P``: the server's cwd, a cloned
+    repository, is not put on ``sys.path``, so its ``textual.py`` or ``dsh_tui/`` is never imported)."""
+    return [sys.executable, "-P", "-m", "dsh_tui", *command]
+
+
+def _token(path: str | None) -> str:
+    """The user's own reusable token (``--token-file`` or ``$DSH_TUI_SERVE_TOKEN``), or "" for none."""
+    import os
+
+    from dsh_tui.session.errors import UsageError
+
+    if path is not None:
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8") as handle:
+                token = handle.read(4096).strip()
+        except (OSError, UnicodeDecodeError) as err:
+            raise UsageError(f"cannot read --token-file {path}: {getattr(err, 'strerror', None) or err}") from None
+        where = f"--token-file {path}"
+    else:
+        token = os.environ.get(TOKEN_ENV, "").strip()
+        where = f"${TOKEN_ENV}"
+        if not token:
+            return ""
+    if len(token) < MIN_TOKEN or any(c.isspace() or not c.isprintable() for c in token):
+        raise UsageError(f"the token in {where} must be at least {MIN_TOKEN} printable characters without "
+                         "spaces (it keeps the app private)")
+    return token
 
 
 def _say(msg: str) -> None:

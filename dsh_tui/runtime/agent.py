@@ -17,7 +17,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -39,6 +38,7 @@ from dsh_tui.runtime.tools import ToolService
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.surface import FrozenDict, FrozenList, MessagesView, freeze
 from dsh_tui.tools.base import ToolDefinition
+from dsh_tui.tools.common import private_dir
 
 log = logging.getLogger("dsh_tui.runtime.agent")
 
@@ -178,8 +178,7 @@ class Agent:
         self.id: str = session.id
         self.host: Any = host  # the AgentHost that opened this agent (subagents open children through it)
         self.tool_state: dict[str, Any] = {}
-        self.spill_dir = Path(self.config.spill_dir) if self.config.spill_dir else (
-            Path(tempfile.gettempdir()) / "dsh-tui-spill" / str(self.id))
+        self.spill_dir = Path(self.config.spill_dir) if self.config.spill_dir else _default_spill_dir(self.id)
         self.inbox = Inbox(session, self._notify)
         self.tools = ToolService(self, list(tools or []))
         self.approval = ApprovalService(self)
@@ -714,3 +713,12 @@ class Agent:
                 session.append("assistant/message", data, surface_op="append", source_event_seqs=list(seqs))
             raise
         return asm, seqs
+
+
+def _default_spill_dir(agent_id: object) -> Path | None:
+    """``$TMPDIR/dsh-tui-<uid>/spill/<agent>``: private to this user (``tools.common.private_dir``); None
+    (nothing spilled, results cut all the same) when no private directory can be made."""
+    try:
+        return private_dir() / "spill" / str(agent_id)
+    except OSError:
+        return None

@@ -289,6 +289,9 @@ class ToolService:
             off()
             for timer in timers:
                 timer.cancel()
+            # whatever the body ends with (an abort error after a timeout, say) is taken here: never
+            # "Task exception was never retrieved" and a traceback on the user's stderr
+            task.add_done_callback(_retrieve)
         if timed_out:
             return error_result(f"tool call timed out after {tool.timeout_ms}ms",
                                 {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"})
@@ -388,11 +391,12 @@ class ToolService:
         if len(data) <= cap:
             return result
         path = save_spill(ex.ctx, f"{ex.ctx.name}.txt", data)
-        if path is None:
-            return result
+        # not saved (no private directory, a full disk): the result is cut all the same, and says so
+        where = f"Full formatted result stored at: {path}. {SPILL_HINT}" if path is not None \
+            else "The complete result could not be saved."
         omitted_guess = len(data)
         for _ in range(3):  # the footer length depends on the omitted count; converge
-            footer = f"\n\n(Omitted {omitted_guess} bytes. Full formatted result stored at: {path}. {SPILL_HINT})"
+            footer = f"\n\n(Omitted {omitted_guess} bytes. {where})"
             budget = max(0, cap - len(footer.encode("utf-8")))
             omitted = len(data) - budget
             if omitted == omitted_guess:
@@ -403,8 +407,13 @@ class ToolService:
         head = data[:head_n].decode("utf-8", "ignore")
         tail = data[len(data) - tail_n :].decode("utf-8", "ignore") if tail_n else ""
         kept = len(head.encode("utf-8")) + len(tail.encode("utf-8"))
-        footer = f"\n\n(Omitted {len(data) - kept} bytes. Full formatted result stored at: {path}. {SPILL_HINT})"
+        footer = f"\n\n(Omitted {len(data) - kept} bytes. {where})"
         return {**result, "content": [{"type": "text", "text": head + tail + footer}]}
+
+
+def _retrieve(task: asyncio.Future) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _utf8(text: str) -> bytes:

@@ -18,13 +18,12 @@ import contextlib
 import os
 import re
 import signal as signal_mod
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
 from dsh_tui.tools.base import ToolContext, ToolDefinition
-from dsh_tui.tools.common import aborted_error, js_number, plain_error
+from dsh_tui.tools.common import aborted_error, js_number, plain_error, private_dir
 from dsh_tui.tools.paths import confine_dir
 
 DEFAULT_TIMEOUT_MS = 120_000
@@ -100,7 +99,7 @@ class _Capture:
             self.spill_failed = True
             return None
         try:
-            self.spill_path.parent.mkdir(parents=True, exist_ok=True)
+            self.spill_path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             fd = os.open(self.spill_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             return os.fdopen(fd, "wb")
         except OSError:
@@ -376,13 +375,9 @@ def bash_tool(
             raise aborted_error()
         requested = args.get("timeoutMs")
         timeout_ms = min(requested if requested is not None else default_timeout_ms, max_timeout_ms)
-        spill_dir = (
-            Path(ctx.spill_dir)
-            if ctx.spill_dir is not None
-            else Path(tempfile.gettempdir()) / (f"dsh-tui-spill-{os.getuid()}")
-        )
+        spill_dir = Path(ctx.spill_dir) if ctx.spill_dir is not None else _private_spill_dir()
         call = re.sub(r"[^A-Za-z0-9._-]+", "_", ctx.call_id or "bash")[:60]
-        stem = spill_dir / f"{call}-{uuid.uuid4().hex[:8]}"
+        stem = spill_dir / f"{call}-{uuid.uuid4().hex[:8]}" if spill_dir is not None else None
         result = await run_bash(
             args["command"], cwd=cwd, timeout_ms=timeout_ms, cancelled=ctx.cancelled, env=bash_env(env, ctx),
             max_output_bytes=max_output_bytes, max_spill_bytes=max_spill_bytes, spill_stem=stem, grace_ms=grace_ms,
@@ -404,3 +399,11 @@ def bash_tool(
         is_concurrency_safe=None,
         access="exec",
     )
+
+
+def _private_spill_dir() -> Path | None:
+    """This user's private spill directory (``tools.common.private_dir``), or None: nothing spilled."""
+    try:
+        return private_dir("spill")
+    except OSError:
+        return None

@@ -104,10 +104,68 @@ def normalize_newlines(text: str) -> str:
 
 
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+_PRIVATE: dict[str, Path] = {}
+
+
+def private_dir(*parts: str) -> Path:
+    """A directory only this user can read: ``$TMPDIR/dsh-tui-<uid>`` (0700), then ``parts`` below it,
+    created as needed. Every spill file lives under it (tool results, the bash tool's output).
+
+    ``/tmp`` is shared: a ``dsh-tui-<uid>`` that is a symlink, not a directory or owned by another user
+    is not used (another user planted it); a fresh private ``mkdtemp`` directory is used instead, for the
+    rest of this process. One of ours with looser permissions is made 0700. Raises ``OSError`` when no
+    private directory can be made."""
+    base = _PRIVATE.get("base")
+    if base is None or not _is_private(base):
+        base = _make_private_base()
+        _PRIVATE["base"] = base
+    path = base
+    for part in parts:
+        path = path / (_SAFE_NAME.sub("_", part) or "_")
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            if not _is_private(path):
+                raise OSError(f"{path} is not a private directory") from None
+    return path
+
+
+def _is_private(path: Path) -> bool:
+    import stat
+
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def _make_private_base() -> Path:
+    import stat
+    import tempfile
+
+    uid = os.getuid()
+    base = Path(tempfile.gettempdir()) / f"dsh-tui-{uid}"
+    try:
+        os.mkdir(base, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix=f"dsh-tui-{uid}-"))
+    try:
+        st = os.lstat(base)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == uid:
+            if st.st_mode & 0o077:
+                os.chmod(base, 0o700)
+            return base
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix=f"dsh-tui-{uid}-"))  # planted by someone else: not ours to use
 
 
 def save_spill(ctx: ToolContext, suggested_name: str, content: str | bytes) -> str | None:
-    """Save a complete result to ``ctx.spill_dir``; returns the locator (absolute path) or None.
+    """Save a complete result to ``ctx.spill_dir`` (an agent's is under ``private_dir()``); returns the
+    locator (absolute path) or None.
 
     Best effort, like dsh's spill store: any failure returns None and the caller reports that the
     complete result could not be saved. Files are owner-only (0600).
@@ -116,7 +174,7 @@ def save_spill(ctx: ToolContext, suggested_name: str, content: str | bytes) -> s
         return None
     try:
         directory = Path(ctx.spill_dir)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         call = _SAFE_NAME.sub("_", ctx.call_id)[:40] or uuid.uuid4().hex[:12]
         name = _SAFE_NAME.sub("_", suggested_name)
         path = directory / f"{call}-{uuid.uuid4().hex[:8]}-{name}"

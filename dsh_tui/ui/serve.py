@@ -4,10 +4,15 @@ The server is textual-serve's (aiohttp; the page is xterm.js speaking Textual's 
 a websocket) with what an agent that runs shell commands needs around it:
 
 - it listens on loopback unless told otherwise (``serve_cmd`` warns about any other address);
-- every request must carry the token, as ``?token=`` (the URL printed at start-up) or the cookie the page
-  is given with it (``HttpOnly; SameSite=Strict``: the page's own scripts, styles and websocket). A
-  request without it gets 403 and starts nothing; a websocket from another origin gets 403 too;
-- each websocket gets its own app process (``sys.executable -m dsh_tui ...``, no shell, its own process
+- no cookie (cookies are not kept per port: every other server on 127.0.0.1 would get it). The URL
+  printed carries a one-time ticket: the page it opens is served once, with a one-time websocket ticket
+  of its own in its websocket URL (``/ws/<ticket>``), and a fresh URL is printed for the next tab. The
+  user's own token (``--token-file``, ``$DSH_TUI_SERVE_TOKEN``) opens a page as often as it is used
+  (``/?token=``). Every request must name this server in ``Host`` (its address and port: no DNS
+  rebinding), and a websocket must come from this server's own page (``Origin``, required). Anything
+  else gets 403 and starts nothing. The page's scripts and styles are textual-serve's public files;
+- each websocket gets its own app process (``sys.executable -P -m dsh_tui ...``: the cwd, perhaps a cloned
+  repository, is not on its ``sys.path``; no shell, its own process
   group, ``DSH_TUI_SERVED=1`` so the app offers the keys browsers keep for themselves). When the tab
   closes the process is asked to quit (Textual's ``quit`` packet: the app flushes and closes every session
   as Ctrl+Q does), then SIGTERM, then SIGKILL if it will not go; whatever it left running is ended too:
@@ -23,6 +28,7 @@ import contextlib
 import hmac
 import logging
 import os
+import secrets
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -202,44 +208,77 @@ class DshServer(Server):
         super().__init__(options.argv[0], host=options.host, port=options.port, title=options.title,
                          templates_path=TEMPLATES)
         self.options = options
-        self.token = options.token
+        self.token = options.token  # the user's own (reusable) token, if any
+        self.page_tickets: set[str] = set()
+        self.ws_tickets: set[str] = set()
+        self.on_ticket_used: Callable[[], None] | None = None
         self.apps: set[ServedApp] = set()
         self.bound_port: int | None = None
         self._stop = asyncio.Event()
 
-    # -- the token ------------------------------------------------------------------------------
-    @property
-    def cookie(self) -> str:
-        """Cookies are not kept per port: the name carries it, so two servers on one host do not mix."""
-        return f"dsh-tui-token-{self.bound_port or self.options.port}"
+    # -- tickets --------------------------------------------------------------------------------
+    def allowed_hosts(self) -> set[str] | None:
+        """The ``Host`` headers this server answers: its own address and port (a page loaded through
+        another name, as DNS rebinding would, gets nothing). None on a wildcard address (``--host
+        0.0.0.0``: reached by any of the machine's addresses; the tickets still guard it)."""
+        if self.options.host in ("0.0.0.0", "::", ""):
+            return None
+        port = self.bound_port or self.options.port
+        names = {self.options.host.strip("[]").lower()}
+        if is_loopback(self.options.host):
+            names |= {"127.0.0.1", "localhost", "::1"}
+        return {f"{url_host(name)}:{port}" for name in names}
 
-    def _authorised(self, request: web.Request) -> tuple[bool, bool]:
-        """(the request carries the token, it came in the query)."""
-        expected = self.token.encode()
-        supplied = request.query.get("token")
-        if supplied is not None:
-            return hmac.compare_digest(supplied.encode(), expected), True
-        cookie = request.cookies.get(self.cookie)
-        if cookie is not None:
-            return hmac.compare_digest(cookie.encode(), expected), False
-        return False, False
+    def new_ticket(self) -> str:
+        """A one-time ticket for the page (what the URL printed carries)."""
+        ticket = secrets.token_urlsafe(24)
+        self.page_tickets.add(ticket)
+        return ticket
+
+    def _take(self, tickets: set[str], supplied: str | None) -> bool:
+        """``supplied`` is one of ``tickets``: it is used up."""
+        if not supplied:
+            return False
+        for ticket in list(tickets):
+            if hmac.compare_digest(ticket.encode(), supplied.encode()):
+                tickets.discard(ticket)
+                return True
+        return False
+
+    def _page_allowed(self, request: web.Request) -> bool:
+        """The page: with the user's own token (``--token-file``, ``$DSH_TUI_SERVE_TOKEN``) or a ticket
+        printed at start-up, used up now (the URL printed no longer works: a fresh one is printed)."""
+        token = request.query.get("token")
+        if token is not None:
+            return bool(self.token) and hmac.compare_digest(token.encode(), self.token.encode())
+        if self._take(self.page_tickets, request.query.get("ticket")):
+            if self.on_ticket_used is not None:
+                self.on_ticket_used()
+            return True
+        return False
 
     @web.middleware
     async def _guard(self, request: web.Request, handler):
-        ok, in_query = self._authorised(request)
-        if not ok:
-            log.info("refused %s %s from %s: no valid token", request.method, request.path, request.remote)
-            return web.Response(status=403, text="403 Forbidden: open the URL dsh-tui serve printed "
-                                                 "(it carries the token)\n")
-        origin = request.headers.get("Origin")
-        if request.path == "/ws" and origin is not None and not _same_origin(origin, request.host):
-            log.info("refused a websocket from origin %s", origin)
-            return web.Response(status=403, text="403 Forbidden: cross-origin websocket\n")
+        allowed = self.allowed_hosts()
+        if allowed is not None and _with_port(request.host) not in allowed:
+            log.info("refused %s %s from %s: Host %r is not this server", request.method, request.path,
+                     request.remote, request.host)
+            return web.Response(status=403, text="403 Forbidden: not this server's address\n")
+        if request.path == "/" and not self._page_allowed(request):
+            log.info("refused %s %s from %s: no valid ticket", request.method, request.path, request.remote)
+            return web.Response(status=403, text="403 Forbidden: open a fresh URL from dsh-tui serve (each URL "
+                                                 "it prints opens one tab)\n")
+        if request.path.startswith("/ws"):
+            origin = request.headers.get("Origin")
+            if origin is None or _with_port(_origin_netloc(origin), origin) != _with_port(request.host):
+                log.info("refused a websocket from origin %s", origin)
+                return web.Response(status=403, text="403 Forbidden: websocket from another origin\n")
+            if not self._take(self.ws_tickets, request.match_info.get("ticket")):
+                log.info("refused a websocket from %s: no valid ticket", request.remote)
+                return web.Response(status=403, text="403 Forbidden: no valid websocket ticket\n")
         response = await handler(request)
-        if in_query and request.path == "/" and isinstance(response, web.Response):
-            response.set_cookie(self.cookie, self.token, httponly=True, samesite="Strict", path="/")
         if isinstance(response, web.Response):
-            response.headers.setdefault("Referrer-Policy", "no-referrer")  # the token never leaves in a Referer
+            response.headers.setdefault("Referrer-Policy", "no-referrer")  # a ticket never leaves in a Referer
             response.headers.setdefault("Cache-Control", "no-store")
         return response
 
@@ -248,7 +287,7 @@ class DshServer(Server):
         aiohttp_jinja2.setup(app, loader=jinja2.FileSystemLoader(self.templates_path), autoescape=True)
         app.add_routes([
             web.get("/", self.handle_index, name="index"),
-            web.get("/ws", self.handle_websocket, name="websocket"),
+            web.get("/ws/{ticket}", self.handle_websocket, name="websocket"),
             web.get("/download/{key}", self.handle_download, name="download"),
             web.static("/static", self.statics_path, show_index=False, name="static"),
         ])
@@ -256,11 +295,13 @@ class DshServer(Server):
 
     # -- the page -------------------------------------------------------------------------------
     async def handle_index(self, request: web.Request) -> web.Response:  # type: ignore[override]
-        """The page, with URLs on the host the browser used (``--host 0.0.0.0`` is not a place to go)."""
+        """The page, with URLs on the host the browser used and a one-time websocket ticket of its own."""
         base = f"{request.scheme}://{request.host}"
+        ticket = secrets.token_urlsafe(24)
+        self.ws_tickets.add(ticket)
         context = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
-            "app_websocket_url": ("wss" if request.scheme == "https" else "ws") + f"://{request.host}/ws",
+            "app_websocket_url": ("wss" if request.scheme == "https" else "ws") + f"://{request.host}/ws/{ticket}",
             "config": {"static": {"url": f"{base}/static/"}},
             "application": {"name": self.title},
         }
@@ -269,8 +310,7 @@ class DshServer(Server):
     # -- one app per websocket ------------------------------------------------------------------
     async def handle_websocket(self, request: web.Request) -> web.WebSocketResponse:
         websocket = web.WebSocketResponse(heartbeat=15)
-        width = to_int(request.query.get("width", "80"), 80)
-        height = to_int(request.query.get("height", "24"), 24)
+        width, height = clamp_size(request.query.get("width"), request.query.get("height"))
         service: ServedApp | None = None
         try:
             await websocket.prepare(request)
@@ -309,7 +349,7 @@ class DshServer(Server):
                 if kind == "stdin" and isinstance(data, str):
                     await app_service.send_bytes(data.encode("utf-8"))
                 elif kind == "resize" and isinstance(data, dict):
-                    await app_service.set_terminal_size(int(data["width"]), int(data["height"]))
+                    await app_service.set_terminal_size(*clamp_size(data["width"], data["height"]))
                 elif kind == "ping":
                     await websocket.send_json(["pong", data])
                 elif kind == "blur":
@@ -328,9 +368,10 @@ class DshServer(Server):
     def request_stop(self) -> None:
         self._stop.set()
 
-    async def run(self, on_ready: Callable[[int], None]) -> None:
-        """Listen, call ``on_ready(port)``, serve until ``request_stop()``; then end every app process
-        (each flushes its sessions) before closing the listener."""
+    async def run(self, on_ready: Callable[[int, str], None]) -> None:
+        """Listen, call ``on_ready(port, ticket)``, serve until ``request_stop()``; then end every app
+        process (each flushes its sessions) before closing the listener. Each time a ticket is used,
+        ``on_ready`` is called again with a fresh one (the URL for the next tab)."""
         app = await self._make_app()
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
@@ -338,23 +379,49 @@ class DshServer(Server):
             site = web.TCPSite(runner, self.options.host, self.options.port)
             await site.start()
             self.bound_port = int(runner.addresses[0][1])
-            on_ready(self.bound_port)
+            port = self.bound_port
+            self.on_ticket_used = lambda: on_ready(port, self.new_ticket())
+            on_ready(port, self.new_ticket())
             await self._stop.wait()
             await asyncio.gather(*(service.stop() for service in list(self.apps)), return_exceptions=True)
         finally:
             await runner.cleanup()
 
 
-def _same_origin(origin: str, host: str) -> bool:
+def _origin_netloc(origin: str) -> str:
     from urllib.parse import urlsplit
 
     try:
-        return urlsplit(origin).netloc.lower() == host.lower()
+        parts = urlsplit(origin)
     except ValueError:
-        return False
+        return ""
+    return parts.netloc.lower() if parts.scheme in ("http", "https") else ""
 
 
-def serve(options: ServeOptions, on_ready: Callable[[int], None]) -> None:
+def _with_port(netloc: str, origin: str = "http:") -> str:
+    """``host:port`` in lower case, the scheme's default port added where a browser leaves it out."""
+    netloc = netloc.lower()
+    if netloc and ":" not in netloc.rsplit("]", 1)[-1]:
+        netloc += ":443" if origin.startswith("https:") else ":80"
+    return netloc
+
+
+MAX_WIDTH, MAX_HEIGHT = 1000, 500
+
+
+def clamp_size(width: object, height: object) -> tuple[int, int]:
+    """A terminal size a browser asked for, within 1..1000 columns and 1..500 rows (80x24 if not numbers)."""
+    def one(value: object, default: int, top: int) -> int:
+        try:
+            number = int(str(value))
+        except (TypeError, ValueError):
+            number = default
+        return max(1, min(number, top))
+
+    return one(width, 80, MAX_WIDTH), one(height, 24, MAX_HEIGHT)
+
+
+def serve(options: ServeOptions, on_ready: Callable[[int, str], None]) -> None:
     """Run the server until SIGINT / SIGTERM (the command line's entry)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_OneLine("dsh-tui serve: %(message)s"))

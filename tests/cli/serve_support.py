@@ -17,7 +17,8 @@ ENDED = re.compile(r"app process (\d+) ended \(exit (-?\d+|None)\)")
 
 
 class Served:
-    """``with Served(args, cwd=..., env=...) as s``: ``s.url``, ``s.port``, ``s.token``, ``s.log()``."""
+    """``with Served(args, cwd=..., env=...) as s``: ``s.url`` (the last URL printed), ``s.take_url()`` (a
+    URL not opened yet: each opens one tab), ``s.port``, ``s.ticket``, ``s.log()``."""
 
     def __init__(self, args: list[str], *, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
         self.args = args
@@ -25,6 +26,7 @@ class Served:
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen[str] | None = None
         self.urls: list[str] = []
+        self.taken: set[str] = set()
         self.out: list[str] = []
         self._err: list[str] = []
         self._ready = threading.Event()
@@ -62,8 +64,23 @@ class Served:
         return int(urlsplit(self.url).port or 0)
 
     @property
-    def token(self) -> str:
-        return parse_qs(urlsplit(self.url).query)["token"][0]
+    def ticket(self) -> str:
+        return parse_qs(urlsplit(self.url).query)["ticket"][0]
+
+    def take_url(self, timeout: float = 30.0) -> str:
+        """The URL for the next tab (waits for the one printed after the last was opened)."""
+        assert self.wait_log(lambda s: s.url not in s.taken, timeout), f"no fresh URL printed: {self.urls}"
+        url = self.url
+        self.taken.add(url)
+        return url
+
+    def ws_url(self, client, url: str | None = None) -> str:
+        """Open a page (``client``: an httpx client) and return the websocket URL it carries."""
+        import re
+
+        page = client.get(url or self.take_url())
+        assert page.status_code == 200, (page.status_code, page.text)
+        return re.search(r'data-session-websocket-url="([^"]+)"', page.text).group(1)
 
     @property
     def base(self) -> str:

@@ -18,44 +18,49 @@ from tests.cli.serve_support import DSH_TUI, Served, gone, listening
 PATHS = ["/", "/ws", "/static/js/textual.js", "/static/css/xterm.css", "/download/abc"]
 
 
-def test_listens_on_loopback_only_and_refuses_every_request_without_the_token(tmp_path):
+def test_listens_on_loopback_only_and_refuses_every_request_without_a_ticket(tmp_path):
     with Served(["--port", "0", "--root", str(tmp_path / "r")]) as s:
-        assert s.url.startswith(f"http://127.0.0.1:{s.port}/?token=") and len(s.token) >= 32
+        assert s.url.startswith(f"http://127.0.0.1:{s.port}/?ticket=") and len(s.ticket) >= 32
         assert listening(s.port) == ["127.0.0.1"]
+        upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13",
+                   "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ==", "Origin": s.base}
         with httpx.Client(base_url=s.base, timeout=10) as client:
-            for path in PATHS:
-                for params in ({}, {"token": "wrong"}, {"token": ""}, {"token": s.token[:-1]}):
-                    r = client.get(path, params=params)
-                    assert r.status_code == 403, (path, params, r.status_code)
-                    assert "set-cookie" not in r.headers
-            with httpx.Client(base_url=s.base, timeout=10, cookies={f"dsh-tui-token-{s.port}": "wrong"}) as bad:
-                assert bad.get("/static/js/textual.js").status_code == 403
-            # a websocket upgrade without the token: 403 before anything starts
-            r = client.get("/ws", headers={"Connection": "Upgrade", "Upgrade": "websocket",
-                                           "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="})
+            for params in ({}, {"ticket": "wrong"}, {"ticket": ""}, {"ticket": s.ticket[:-1]},
+                           {"token": "x" * 32}, {"token": ""}):
+                r = client.get("/", params=params)
+                assert r.status_code == 403, (params, r.status_code)
+                assert "set-cookie" not in r.headers
+            for path in ("/ws", f"/ws/{s.ticket}", "/ws/guess"):  # a websocket without its page's ticket
+                assert client.get(path, headers=upgrade).status_code == 403, path
+            # the right ticket through another name (DNS rebinding: evil.example resolving to 127.0.0.1)
+            r = client.get("/", params={"ticket": s.ticket}, headers={"Host": f"evil.example:{s.port}"})
             assert r.status_code == 403
+            assert client.get("/static/js/textual.js", headers={"Host": f"evil.example:{s.port}"}).status_code == 403
             assert s.started() == [] and s.children() == []
 
-            page = client.get("/", params={"token": s.token})
+            first = s.take_url()
+            page = client.get(first)
             assert page.status_code == 200 and 'id="terminal"' in page.text
-            assert f"ws://127.0.0.1:{s.port}/ws" in page.text and "googleapis" not in page.text
-            cookie = page.headers["set-cookie"]
-            assert cookie.startswith(f"dsh-tui-token-{s.port}={s.token};")
-            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
-            assert page.headers["referrer-policy"] == "no-referrer"
-            # the page's own files come with the cookie (a browser sends it; no token in their URLs)
-            with httpx.Client(base_url=s.base, timeout=10, cookies={f"dsh-tui-token-{s.port}": s.token}) as ok:
-                js = ok.get("/static/js/textual.js")
+            assert f'"ws://127.0.0.1:{s.port}/ws/' in page.text and "googleapis" not in page.text
+            assert "set-cookie" not in page.headers and page.headers["referrer-policy"] == "no-referrer"
+            assert client.get(first).status_code == 403  # used: a leaked URL opens nothing
+            nxt = s.take_url()  # a fresh one for the next tab, printed when the first was used
+            assert nxt != first and client.get(nxt).status_code == 200
+            js = client.get("/static/js/textual.js")  # textual-serve's public files, for the page
             assert js.status_code == 200 and len(js.content) > 100_000
         assert s.started() == []
-    assert "refused" in s.log()
+    assert "refused" in s.log() and s.ticket not in s.log()
 
 
-async def _ws(s: Served, *, origin: str | None = None, token: str | None = None):
-    session = aiohttp.ClientSession(cookies={f"dsh-tui-token-{s.port}": token or s.token})
-    headers = {"Origin": origin} if origin else {}
+async def _ws(s: Served, *, origin: str | None = "", url: str | None = None):
+    """A tab: its page (a fresh URL), then the websocket the page names, from the page's origin."""
+    if url is None:
+        with httpx.Client(timeout=10) as client:
+            url = await asyncio.to_thread(s.ws_url, client)
+    session = aiohttp.ClientSession()
+    headers = {} if origin is None else {"Origin": origin or s.base}
     try:
-        ws = await session.ws_connect(f"ws://127.0.0.1:{s.port}/ws?width=100&height=30", headers=headers)
+        ws = await session.ws_connect(url + "?width=100&height=30", headers=headers)
     except BaseException:
         await session.close()
         raise
@@ -83,25 +88,92 @@ def _plain(data: bytes) -> str:
     return re.sub(rb"\x1b\[[0-9;?<>=]*[ -/]*[@-~]", b"", data).decode("utf-8", "replace")
 
 
-async def test_token_option_and_a_websocket_from_another_origin_is_refused(tmp_path):
-    token = "a-token-of-my-own-1234"
-    with Served(["--port", "0", "--token", token, "--root", str(tmp_path / "r")]) as s:
-        assert s.token == token
-        with pytest.raises(aiohttp.WSServerHandshakeError) as err:
-            await _ws(s, origin="http://evil.example")
-        assert err.value.status == 403
-        with pytest.raises(aiohttp.WSServerHandshakeError) as err:
-            await _ws(s, token="not-the-token")
-        assert err.value.status == 403
+async def test_a_websocket_needs_its_pages_one_time_ticket_and_its_origin(tmp_path):
+    with Served(["--port", "0", "--root", str(tmp_path / "r")]) as s:
+        with httpx.Client(timeout=10) as client:
+            urls = [await asyncio.to_thread(s.ws_url, client) for _ in range(3)]
+        for origin in (None, "http://evil.example", f"http://127.0.0.1:{s.port + 1}", "null"):
+            with pytest.raises(aiohttp.WSServerHandshakeError) as err:
+                await _ws(s, origin=origin, url=urls[0])
+            assert err.value.status == 403, origin
         assert s.started() == [] and s.children() == []
-        session, ws = await _ws(s, origin=f"http://127.0.0.1:{s.port}")  # the page's own origin
+        session, ws = await _ws(s, url=urls[1])  # the page's own origin, its own ticket
         try:
             await _first_screen(ws, b"Filter")
             assert len(s.started()) == 1
+            with pytest.raises(aiohttp.WSServerHandshakeError) as err:  # a ticket opens one websocket
+                await _ws(s, url=urls[1])
+            assert err.value.status == 403
         finally:
             await ws.close()
             await session.close()
         assert s.wait_log(lambda s: s.ended())
+        assert len(s.started()) == 1
+
+
+def test_terminal_sizes_are_clamped():
+    from dsh_tui.ui.serve import clamp_size
+
+    assert clamp_size("100000", "99999999") == (1000, 500)
+    assert clamp_size("-5", "0") == (1, 1)
+    assert clamp_size(None, "x") == (80, 24) and clamp_size(120, 40) == (120, 40)
+
+
+async def test_a_token_of_the_users_own_comes_from_a_file_or_the_environment(tmp_path):
+    token = "a-token-of-my-own-1234"
+    (tmp_path / "tok").write_text(token + "\n")
+    for args, env in ((["--token-file", str(tmp_path / "tok")], {}), ([], {"DSH_TUI_SERVE_TOKEN": token})):
+        with Served(["--port", "0", *args, "--root", str(tmp_path / "r")], env=env) as s:
+            with httpx.Client(base_url=s.base, timeout=10) as client:
+                for _ in range(2):  # reusable, unlike the printed URLs
+                    assert client.get("/", params={"token": token}).status_code == 200
+                assert client.get("/", params={"token": token[:-1]}).status_code == 403
+                url = s.ws_url(client, f"{s.base}/?token={token}")
+            session, ws = await _ws(s, url=url)
+            try:
+                await _first_screen(ws, b"Filter")
+            finally:
+                await ws.close()
+                await session.close()
+            assert token not in s.log() and token not in "".join(s.out)
+
+
+def test_ipv6_loopback(tmp_path):
+    if not socket.has_ipv6:
+        pytest.skip("no IPv6")
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        pytest.skip("no ::1 on this machine")
+    for host in ("::1", "[::1]"):
+        with Served(["--host", host, "--port", "0", "--root", str(tmp_path / "r")]) as s:
+            assert s.url.startswith(f"http://[::1]:{s.port}/?ticket="), s.url
+            assert listening(s.port) == ["::1"]
+            with httpx.Client(timeout=10) as client:
+                page = client.get(s.take_url())
+            assert page.status_code == 200 and f"ws://[::1]:{s.port}/ws/" in page.text
+            assert "warning" not in s.log()
+
+
+async def test_a_tab_never_imports_from_the_servers_cwd(tmp_path):
+    """A cloned repository as the cwd, with a ``textual.py``, a ``platformdirs.py`` and a ``dsh_tui/`` of its
+    own that each leave a marker when imported: the tab's app imports none of them."""
+    repo = tmp_path / "repo"
+    (repo / "dsh_tui").mkdir(parents=True)
+    marker = tmp_path / "imported"
+    plant = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\n"
+    for name in ("textual.py", "platformdirs.py", "yaml.py", "dsh_tui/__init__.py", "dsh_tui/__main__.py"):
+        (repo / name).write_text(plant)
+    with Served(["--port", "0", "--root", str(tmp_path / "r")], cwd=repo) as s:
+        session, ws = await _ws(s)
+        try:
+            await _first_screen(ws, b"Filter")
+        finally:
+            await ws.close()
+            await session.close()
+        assert s.wait_log(lambda s: s.ended())
+    assert not marker.exists(), marker.read_text()
 
 
 async def test_each_websocket_gets_its_own_app_process_and_closing_it_ends_that_process(tmp_path):
@@ -190,6 +262,11 @@ def test_another_host_warns_what_it_exposes(tmp_path):
         assert "warning: listening on 0.0.0.0, not on loopback" in warning
         assert "can run shell commands on this machine" in warning and "plain HTTP" in warning
         assert httpx.get(s.base + "/", timeout=10).status_code == 403
+        # reached by any of the machine's addresses (any Host), still one tab per ticket
+        with httpx.Client(timeout=10) as client:
+            url = s.take_url()
+            assert client.get(url, headers={"Host": f"192.0.2.7:{s.port}"}).status_code == 200
+            assert client.get(url).status_code == 403
 
 
 def _refused(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
@@ -199,8 +276,8 @@ def _refused(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(("args", "code", "words"), [
     (["--", "sessions"], 2, "cannot serve `dsh-tui sessions`"),
     (["--root", "/tmp", "--", "run"], 2, "--root before -- is for the browser"),
-    (["--token", ""], 2, "--token must be non-empty"),
-    (["--token", "two words"], 2, "--token must be non-empty"),
+    (["--token", "a-token-of-my-own-1234"], 2, "--token on the command line is visible to every user"),
+    (["--token-file", "/nonexistent/tok"], 2, "cannot read --token-file /nonexistent/tok"),
     (["--", "run", "--headless", "hi"], 2, "cannot serve --headless"),
     (["--", "resume", "--no-such-option"], 2, "unrecognized arguments: --no-such-option"),
     (["--port", "70000"], 2, "port out of range"),
@@ -285,7 +362,16 @@ def test_without_the_web_extra_it_says_what_to_install(monkeypatch, capsys):
 
 def test_the_page_escapes_what_comes_from_the_request(tmp_path):
     with Served(["--port", "0", "--root", str(tmp_path / "r")]) as s:
-        r = httpx.get(s.base + "/", params={"token": s.token}, headers={"Host": 'x"><script>alert(1)</script>'},
-                      timeout=10)
-        assert r.status_code in (200, 400)
+        r = httpx.get(s.base + "/", params={"ticket": s.ticket},
+                      headers={"Host": 'x"><script>alert(1)</script>'}, timeout=10)
+        assert r.status_code in (200, 400, 403)
         assert "<script>alert(1)" not in r.text
+
+
+def test_a_host_or_origin_without_a_port_is_taken_at_the_default_port():
+    from dsh_tui.ui.serve import _origin_netloc, _with_port
+
+    assert _with_port("127.0.0.1") == "127.0.0.1:80" and _with_port("[::1]") == "[::1]:80"
+    assert _with_port("LocalHost:8765") == "localhost:8765" and _with_port("[::1]:9") == "[::1]:9"
+    assert _with_port(_origin_netloc("http://127.0.0.1")) == "127.0.0.1:80"
+    assert _origin_netloc("null") == "" and _origin_netloc("file:///x") == ""

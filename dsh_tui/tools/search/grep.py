@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import threading
 import time
 from typing import Any
@@ -18,6 +19,9 @@ from .walk import _Aborted, _aborted, _Budget, _check, _display, _search_root
 
 GREP_MAX_LINE_BYTES = 2000
 STREAM_MIN_BYTES = 8 << 20
+STREAM_CHUNK = 1 << 20
+LONG_LINE = 16 << 20  # a longer line is searched up to here (bounded memory)
+FILE_TIME_S = 10.0  # one file not read in this time (a huge file on a slow disk) is skipped
 
 
 
@@ -71,17 +75,32 @@ def _hit(number: int, line: str) -> tuple[int, str]:
 
 
 def _grep_file(
-    abs_path: str, regex: re.Pattern[str], budget: _Budget, overhead: int, size: int | None = None
+    abs_path: str, regex: re.Pattern[str], budget: _Budget, overhead: int, size: int | None = None,
+    stop: threading.Event | None = None, deadline: float | None = None,
 ) -> list[tuple[int, str]]:
+    """The matching lines of one regular file; [] for a binary file (a NUL byte: a sparse file's hole
+    too), for one that is not a regular file when opened (a FIFO, a device: never read, never waited
+    on), and for one not read within ``FILE_TIME_S`` (skipped, so the rest of the search goes on)."""
     try:
-        if size is None:
-            size = os.path.getsize(abs_path)
-        if size > STREAM_MIN_BYTES:
-            return _grep_stream(abs_path, regex, budget, overhead)
-        with open(abs_path, "rb") as fh:
-            data = fh.read()
+        fd = os.open(abs_path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return []
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return []
+        if size is None or size != st.st_size:
+            size = st.st_size
+        if size > STREAM_MIN_BYTES:
+            until = time.monotonic() + FILE_TIME_S
+            if deadline is not None:
+                until = min(until, deadline)
+            return _grep_stream(fd, regex, budget, overhead, stop, until)
+        data = _read_all(fd, size)
+    except OSError:
+        return []
+    finally:
+        os.close(fd)
     if b"\x00" in data:
         return []
     text = data.decode("utf-8", "surrogateescape")
@@ -112,20 +131,51 @@ def _grep_file(
     return out
 
 
+def _read_all(fd: int, size: int) -> bytes:
+    parts = []
+    left = size + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        parts.append(chunk)
+        left -= len(chunk)
+    return b"".join(parts)
+
+
 def _grep_stream(
-    abs_path: str, regex: re.Pattern[str], budget: _Budget, overhead: int
+    fd: int, regex: re.Pattern[str], budget: _Budget, overhead: int, stop: threading.Event | None, until: float
 ) -> list[tuple[int, str]]:
-    """Large files: line by line, bounded memory; a NUL byte anywhere makes it a skipped binary file."""
+    """Large files: by chunks, bounded memory (a line longer than ``LONG_LINE`` is cut there); a NUL byte
+    anywhere makes it a skipped binary file; past ``until`` (or on ``stop``) it is skipped too."""
     out: list[tuple[int, str]] = []
-    with open(abs_path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            if b"\x00" in raw:
-                return []
-            line = raw[:-1] if raw.endswith(b"\n") else raw
-            text = line.decode("utf-8", "surrogateescape")
+    number = 0
+    rest = b""
+
+    def lines(block: bytes) -> None:
+        nonlocal number
+        for raw in block:
+            number += 1
+            text = raw.decode("utf-8", "surrogateescape")
             if regex.search(text) is not None:
                 budget.spend(len(text) + overhead)
                 out.append(_hit(number, text))
+
+    while True:
+        if (stop is not None and stop.is_set()) or time.monotonic() > until:
+            return []
+        chunk = os.read(fd, STREAM_CHUNK)
+        if not chunk:
+            break
+        if b"\x00" in chunk:
+            return []
+        parts = (rest + chunk).split(b"\n")
+        rest = parts.pop()
+        if len(rest) > LONG_LINE:
+            rest = rest[:LONG_LINE]
+        lines(parts)
+    if rest:
+        lines([rest])
     return out
 
 
@@ -148,14 +198,14 @@ def _grep_blocking(
         if os.path.isfile(root_abs):
             shown = _display(raw, root_abs, "", cwd)
             if include_rule is None or include_rule.regex.match(os.path.basename(root_abs)):
-                for number, line in _grep_file(root_abs, regex, budget, len(shown) + 100):
+                for number, line in _grep_file(root_abs, regex, budget, len(shown) + 100, None, stop, deadline):
                     matches.append({"path": shown, "lineNumber": number, "line": line})
         else:
             for rel, abs_path, st in walk._walk_files(root_abs, stop, deadline, respect_ignores=True):
                 if include_rule is not None and not include_rule.regex.match(rel):
                     continue
                 shown = _display(raw, root_abs, rel, cwd)
-                hits = _grep_file(abs_path, regex, budget, len(shown) + 100, st.st_size)
+                hits = _grep_file(abs_path, regex, budget, len(shown) + 100, st.st_size, stop, deadline)
                 if hits:
                     matches.extend({"path": shown, "lineNumber": n, "line": ln} for n, ln in hits)
                 _check(stop, deadline)

@@ -33,7 +33,10 @@ def _path_arg(args: dict[str, Any]) -> str | None:
 
 
 async def _watch_cancel(ctx: ToolContext, fn, *args, tool: str):
-    """Run ``fn(*args, stop)`` (a walk) in a worker thread; ``ctx.cancelled`` sets ``stop`` promptly."""
+    """Run ``fn(*args, stop)`` (a walk) in a worker thread; ``ctx.cancelled`` sets ``stop`` promptly.
+
+    Cancelled (the tool's timeout, the turn's cancel), the walk is told to stop and what it ends with
+    is taken here: never "Task exception was never retrieved" with a traceback on the user's stderr."""
     stop = threading.Event()
     work = asyncio.ensure_future(asyncio.to_thread(fn, *args, stop))
     cancel = asyncio.ensure_future(ctx.cancelled.wait())
@@ -41,16 +44,12 @@ async def _watch_cancel(ctx: ToolContext, fn, *args, tool: str):
         done, _ = await asyncio.wait({work, cancel}, return_when=asyncio.FIRST_COMPLETED)
         if work in done:
             return work.result()
-        stop.set()
-        work.add_done_callback(
-            lambda f: None if f.cancelled() else f.exception()
-        )  # the thread ends on its own
         raise _aborted(tool)
-    except asyncio.CancelledError:
-        stop.set()
-        raise
     finally:
         cancel.cancel()
+        if not work.done():
+            stop.set()
+            work.add_done_callback(lambda f: None if f.cancelled() else f.exception())  # ends on its own
 
 
 def glob_tool(
