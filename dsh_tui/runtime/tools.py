@@ -302,7 +302,7 @@ class ToolService:
             return self._normalize(err)
         value = task.result()
         try:
-            content = tool.render(ex.args, value)
+            content = tool.content(ex.args, value)
             if not isinstance(content, list) or not all(isinstance(b, dict) and b.get("type") for b in content):
                 raise ValueError('"value" must render to a list of content blocks')
             check_lossless(content, "value")

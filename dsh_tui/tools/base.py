@@ -55,13 +55,23 @@ class ToolContext:
     emit_event: Callable[[str, dict[str, Any]], None] | None = None
 
 
+def default_render(_args: Any, value: JSON) -> list[ContentBlock]:
+    """A tool without ``render``: its value as one text block (a string as is, else compact JSON)."""
+    import json
+
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return [{"type": "text", "text": text}]
+
+
 @dataclass
 class ToolDefinition:
     name: str
     description: str
     parameters: dict[str, Any]
     execute: Callable[[Any, ToolContext], Awaitable[JSON]]
-    render: Callable[[Any, JSON], list[ContentBlock]]
+    # the model-facing content of a result value; None: ``default_render`` (a string as it is, anything
+    # else as compact JSON)
+    render: Callable[[Any, JSON], list[ContentBlock]] | None = None
     # Tool-private presentation data stored as ``tool/result.meta`` (top-level calls only).
     presentation_meta: Callable[[Any, JSON], JSON] | None = None
     timeout_ms: int | None = None
@@ -71,6 +81,9 @@ class ToolDefinition:
     # workspace-write; "exec" tools ask under workspace-write (docs/runtime.md, "Approvals and presets");
     # "mcp" tools (an MCP server's) never ask on their own (dsh: only the generic pre-execute policies apply).
     access: str = "read"
+
+    def content(self, args: Any, value: JSON) -> list[ContentBlock]:
+        return (self.render or default_render)(args, value)
 
     def schema(self) -> dict[str, Any]:
         """The model-facing projection: only name, description and parameters go on the wire."""

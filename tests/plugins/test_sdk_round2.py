@@ -38,3 +38,32 @@ def test_a_plugin_named_by_module_is_loaded(tmp_path):
                  provider_instance=ScriptedProvider([scripted.text("hi")])) as harness:
         result = harness.run("hello")
     assert result.finish_reason == "completed" and named_plugin.SEEN == ["agent/request"]
+
+
+class NoRender:
+    name = "no-render"
+
+    def apply(self, ctx: Any, config: dict) -> None:
+        from dsh_tui.tools import ToolDefinition
+
+        async def execute(args: Any, _ctx: Any) -> Any:
+            return {"sum": args["a"] + args["b"]}
+
+        ctx.tools.register(ToolDefinition(
+            name="add", description="Add two numbers.",
+            parameters={"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                        "required": ["a", "b"]},
+            execute=execute))
+
+
+def test_a_tool_without_render_gets_its_value_as_text(tmp_path):
+    """Item 3: ``render`` is optional (it was a raw TypeError at load)."""
+    from dsh_tui import Harness
+
+    provider = ScriptedProvider([scripted.call("c1", "add", {"a": 2, "b": 3}), scripted.text("5")])
+    with Harness(cwd=tmp_path, session_root=tmp_path / "s", plugins=[NoRender()], strict_plugins=True,
+                 provider_instance=provider) as harness:
+        result = harness.run("add 2 and 3")
+    (res,) = [e for e in result.events if e["type"] == "tool/result"]
+    block = res["data"]["message"]["content"][0]
+    assert block["content"] == [{"type": "text", "text": '{"sum":5}'}] and not block.get("isError")
