@@ -36,8 +36,11 @@ def inventory(modules: tuple[str, ...] = ()) -> list[dict]:
     # a stand-in host (no store, no provider): built-ins that only work under an agent host (subagents)
     # register their tools as they do in ``run``; nothing runs a turn here
     host = types.SimpleNamespace(spec=HostSpec(root=None, cwd=None), store=None, session=session)
-    agent = Agent(session, None, [], config=AgentConfig(model="-", runtime_context=False), plugins=plugins,
-                  host=host)
+    from dsh_tui.tools import builtin_tools
+
+    # the built-in tools as run has them, so a plugin tool named like one of them fails here as it does there
+    agent = Agent(session, None, builtin_tools(), config=AgentConfig(model="-", runtime_context=False),
+                  plugins=plugins, host=host)
     records = [r.as_dict() for r in plugins.records]
     asyncio.run(agent.dispose())
     return records
@@ -62,4 +65,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"{'':<{width}}  listens: {', '.join(r['events'])}")
         if r["tools"]:
             print(f"{'':<{width}}  tools:   {', '.join(r['tools'])}")
+        if r.get("commands"):
+            print(f"{'':<{width}}  commands: {', '.join('/' + c for c in r['commands'])}")
     return 0

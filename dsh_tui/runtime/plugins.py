@@ -77,10 +77,12 @@ class PluginRecord:
     error: str = ""
     events: list[str] = field(default_factory=list)
     tools: list[str] = field(default_factory=list)
+    commands: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {"id": self.id, "source": self.source, "target": self.target, "state": self.state,
-                "error": self.error, "events": list(self.events), "tools": list(self.tools)}
+                "error": self.error, "events": list(self.events), "tools": list(self.tools),
+                "commands": list(self.commands)}
 
 
 # -------------------------------------------------------------------------------------------------
@@ -277,6 +279,11 @@ class _Tools:
     def register(self, tool: Any) -> Callable[[], None]:
         """Register a ``dsh_tui.tools.ToolDefinition`` for this agent; undone when the plugin unloads."""
         service = self._ctx._agent.tools
+        if getattr(tool, "name", None) in service.tools:  # e.g. "bash": a clash is this plugin's load error
+            from dsh_tui.tools import BUILTIN_TOOL_NAMES
+
+            kind = "a built-in tool" if tool.name in BUILTIN_TOOL_NAMES else "already registered by another plugin"
+            raise PluginError(f'tool "{tool.name}" is {kind}; give the tool another name')
         service.register(tool)
         self._ctx.tool_names.append(tool.name)
 
@@ -478,6 +485,7 @@ class Plugins:
                 self._failed(PluginRecord(spec.id, spec.source, spec.target, "failed", _error_text(err)), err)
                 continue
             record.events, record.tools = list(ctx.events), list(ctx.tool_names)
+            record.commands = list(ctx.command_names)
             self.contexts.append(ctx)
         return self.records
 

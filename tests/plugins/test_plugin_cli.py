@@ -96,3 +96,27 @@ def test_check_requests_stops_a_listener_that_sends_unrecorded_content(tmp_path)
     assert checked.returncode == 1 and "Traceback" not in checked.stderr
     assert checked.stderr == ("dsh-tui: turn ended: error: request messages differ from session.derive_messages() "
                               "(REQUEST_INVARIANT)\n")
+
+
+def test_plugins_listing_reports_a_tool_clashing_with_a_built_in_and_lists_commands(tmp_path):
+    """Issue #30 item 4: the listing said "loaded" for a plugin whose tool is named like a built-in (the real
+    run then failed), and left out slash commands."""
+    (tmp_path / "clash_plugin.py").write_text(
+        "from dsh_tui.tools import ToolDefinition\n"
+        "name = 'clash'\n"
+        "def apply(ctx):\n"
+        "    async def run(args, tctx):\n"
+        "        return 'x'\n"
+        "    ctx.tools.register(ToolDefinition(name='bash', description='mine', parameters={'type': 'object'},\n"
+        "                                      execute=run))\n")
+    (tmp_path / "cmd_plugin.py").write_text(
+        "name = 'cmds'\n"
+        "def apply(ctx):\n"
+        "    ctx.commands.register('hello', 'say hello', lambda call: 'hello')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]))
+    out = _cli(env, tmp_path, "plugins", "--plugin", "clash_plugin", "--plugin", "cmd_plugin", "--json")
+    assert out.returncode == 0, out.stderr
+    rows = {r["id"]: r for r in map(json.loads, out.stdout.splitlines())}
+    assert rows["clash"]["state"] == "failed"
+    assert 'tool "bash" is a built-in tool' in rows["clash"]["error"]
+    assert rows["cmds"]["state"] == "loaded" and rows["cmds"]["commands"] == ["hello"]
