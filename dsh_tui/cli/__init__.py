@@ -263,6 +263,8 @@ def main(argv: list[str] | None = None) -> int:
         import logging
 
         logging.getLogger("dsh_tui").addHandler(logging.NullHandler())
+        if not _is_app(args):  # (the app's start-up path stays free of it: its stderr is the screen)
+            route_plugin_logs(to_stderr=True)
     try:
         _apply_plugin_options(args)
         if args.command is None:
@@ -286,6 +288,51 @@ def main(argv: list[str] | None = None) -> int:
         msg, code = _failure(err)
         _say(msg)
         return code
+
+
+def _is_app(args: argparse.Namespace) -> bool:
+    """Whether the command opens the full-screen app (stderr is the screen then)."""
+    return args.command in ("run", "resume", "demo") and not getattr(args, "headless", None) \
+        or args.command == "serve"
+
+
+class _PluginFormatter:
+    def format(self, record: object) -> str:
+        import logging
+
+        assert isinstance(record, logging.LogRecord)
+        plugin = record.name.removeprefix("dsh_tui.plugins.")
+        return one_line(f"dsh-tui: plugin {plugin}: {record.getMessage()}")
+
+
+def route_plugin_logs(*, to_stderr: bool) -> None:
+    """Where a plugin's ``ctx.log`` goes (docs/plugins.md): everything to ``<cache>/logs/plugins.log``
+    (private), and WARNING and above also to stderr, one line each, when no full-screen app owns it."""
+    import logging
+    import os
+
+    from dsh_tui.paths import cache_dir
+
+    logger = logging.getLogger("dsh_tui.plugins")
+    if getattr(logger, "_dsh_routed", False):
+        return
+    logger._dsh_routed = True  # type: ignore[attr-defined]
+    logger.setLevel(logging.DEBUG)
+    logger.propagate = False
+    try:
+        logs = cache_dir() / "logs"
+        os.makedirs(logs, mode=0o700, exist_ok=True)
+        fd = os.open(logs / "plugins.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace"))
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    except OSError:
+        pass  # no cache directory: stderr still gets the warnings
+    if to_stderr:
+        err = logging.StreamHandler(sys.stderr)
+        err.setLevel(logging.WARNING)
+        err.setFormatter(_PluginFormatter())  # type: ignore[arg-type]
+        logger.addHandler(err)
 
 
 def _say(msg: str) -> None:

@@ -120,3 +120,20 @@ def test_plugins_listing_reports_a_tool_clashing_with_a_built_in_and_lists_comma
     assert rows["clash"]["state"] == "failed"
     assert 'tool "bash" is a built-in tool' in rows["clash"]["error"]
     assert rows["cmds"]["state"] == "loaded" and rows["cmds"]["commands"] == ["hello"]
+
+
+def test_ctx_log_warnings_reach_stderr_and_everything_the_log_file(tmp_path):
+    """Issue #30 item 5: ``ctx.log`` went nowhere, even at ERROR."""
+    (tmp_path / "loud_plugin.py").write_text(
+        "name = 'loud'\n"
+        "def apply(ctx):\n"
+        "    ctx.log.info('quiet detail')\n"
+        "    ctx.log.warning('something is off')\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(REPO)]),
+               XDG_CACHE_HOME=str(tmp_path / "cache"))
+    out = _cli(env, tmp_path, "plugins", "--plugin", "loud_plugin")
+    assert out.returncode == 0, out.stderr
+    assert "dsh-tui: plugin loud: something is off" in out.stderr.splitlines()
+    assert "quiet detail" not in out.stderr
+    log = (tmp_path / "cache" / "dsh-tui" / "logs" / "plugins.log").read_text()
+    assert "quiet detail" in log and "something is off" in log
