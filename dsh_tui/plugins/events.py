@@ -58,6 +58,13 @@ class AgentError(AgentPayload):
     error: dict[str, Any]
 
 
+class SessionEvent(AgentPayload):
+    """``session/event``: every event appended to the agent's session log, as it is appended (observe only:
+    the log cannot be appended to from inside this listener)."""
+
+    event: dict[str, Any]
+
+
 class ToolsResult(AgentPayload):
     """``tools/result``: a tool call's final result (after post-execute and spill): ``{"content": [...],
     "isError"?: true, "error"?: {...}}``."""
@@ -181,4 +188,5 @@ PAYLOADS: dict[str, type] = {
     "tools/result": ToolsResult,
     "approval/request": ApprovalRequest,
     "session/flush": AgentPayload,
+    "session/event": SessionEvent,
 }

@@ -211,6 +211,8 @@ class Agent:
         if self.plugins.disabled("request-invariant"):
             self.config.check_requests = False
         self.plugins.apply(self)
+        if self.bus.has("session/event", self.id):  # a plugin observes every appended event (dsh's session/event)
+            self.session.subscribe(lambda _session, event: self._notify("session/event", {"event": event}))
         # Creation: agent/created, then agent/session-start once before any turn (global listeners of a
         # shared bus see these; a listener may inject() context for the first turn).
         self._notify("agent/created", {})

@@ -61,6 +61,7 @@ EVENT_MODES: dict[str, str] = {
     "tools/result": EMIT,
     "approval/request": WATERFALL,
     "session/flush": PARALLEL,
+    "session/event": EMIT,
 }
 
 

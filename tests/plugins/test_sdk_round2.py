@@ -67,3 +67,25 @@ def test_a_tool_without_render_gets_its_value_as_text(tmp_path):
     (res,) = [e for e in result.events if e["type"] == "tool/result"]
     block = res["data"]["message"]["content"][0]
     assert block["content"] == [{"type": "text", "text": '{"sum":5}'}] and not block.get("isError")
+
+
+class Watcher:
+    name = "watcher"
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def apply(self, ctx: Any, config: dict) -> None:
+        ctx.on("session/event", lambda payload: self.seen.append(payload["event"]["type"]))
+
+
+def test_a_session_event_listener_sees_every_appended_event(tmp_path):
+    """dsh's ``session/event``: a plugin observes every event appended to the log."""
+    from dsh_tui import Harness
+
+    watcher = Watcher()
+    with Harness(cwd=tmp_path, session_root=tmp_path / "s", plugins=[watcher],
+                 provider_instance=ScriptedProvider([scripted.text("hi")])) as harness:
+        result = harness.run("hello")
+    assert watcher.seen[-len(result.events):] == [e["type"] for e in result.events]
+    assert "turn/end" in watcher.seen
