@@ -332,7 +332,17 @@ def route_plugin_logs(*, to_stderr: bool) -> None:
         err = logging.StreamHandler(sys.stderr)
         err.setLevel(logging.WARNING)
         err.setFormatter(_PluginFormatter())  # type: ignore[arg-type]
+        # a user's plugin speaks on stderr; the built-in ones (titles, ...) report through the command's own
+        # line, and their records stay in the file
+        err.addFilter(lambda record: not record.name.startswith("dsh_tui.plugins.") or
+                      record.name.removeprefix("dsh_tui.plugins.").split(".")[0] not in _builtin_ids())
         logger.addHandler(err)
+
+
+def _builtin_ids() -> tuple[str, ...]:
+    from dsh_tui.runtime.plugins import BUILTIN_IDS
+
+    return BUILTIN_IDS
 
 
 def _say(msg: str) -> None:
