@@ -21,27 +21,35 @@ def run(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
-    from dsh_tui.demo import DEMO_MODEL, DEMO_PROMPTS, demo_provider, make_workspace
+    from dsh_tui.demo import DEMO_MODEL, DEMO_PROMPTS, demo_provider, new_workspace
     from dsh_tui.ui.app import DshApp
     from dsh_tui.ui.harness import HarnessSpec, open_harness
 
     os.environ["DSH_TUI_CHECK_REQUESTS"] = "1"  # the demo checks every request against its log
     base = Path(args.root) if args.root else Path(tempfile.mkdtemp(prefix="dsh-tui-demo-"))
-    workspace = make_workspace(base / "workspace")
+    try:
+        workspace = new_workspace(base)  # never written over: a fresh workspace, workspace-2, ...
+    except OSError as err:
+        from dsh_tui.session.errors import DshError
+
+        raise DshError(f"cannot create the demo workspace in {base}: {err.strerror or err}") from err
     spec = HarnessSpec(root=base / "sessions", cwd=workspace, provider=demo_provider(workspace, args.pace),
                        model=DEMO_MODEL, preset="full-access", prompts=DEMO_PROMPTS)
     from dsh_tui.cli import gc_paused
 
     with gc_paused():
         DshApp(lambda bridge: open_harness(bridge, spec), session_roots=[spec.root]).run_app()
-    print(reopen_text(base))
+    print(reopen_text(base, workspace))
     return 0
 
 
-def reopen_text(base) -> str:
+def reopen_text(base, workspace=None) -> str:
     """What the demo prints when it ends: where it left everything and the command that browses it."""
     import shlex
 
     sessions = shlex.quote(str(base / "sessions"))
+    if workspace is not None and workspace.name != "workspace":
+        return (f"dsh-tui demo: the session log is in {base / 'sessions'}, the workspace in {workspace}\n"
+                f"Reopen its sessions with: dsh-tui --root {sessions}")
     return (f"dsh-tui demo: the session log and workspace are in {base}\n"
             f"Reopen its sessions with: dsh-tui --root {sessions}")
