@@ -8,12 +8,28 @@ HELP = "offline tour on a temporary root; needs no API key and no network"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--pace", type=float, default=0.02,
-                        help="seconds between streamed pieces of the scripted model (default 0.02)")
+    parser.add_argument("--pace", type=_pace, default=0.02,
+                        help="seconds between streamed pieces of the scripted model, 0 to 10 (default 0.02)")
     parser.add_argument("--root", help="keep the demo's sessions and workspace here instead of a temp dir")
     from dsh_tui.cli import add_plugin_arguments
 
     add_plugin_arguments(parser)
+
+
+MAX_PACE = 10.0
+
+
+def _pace(text: str) -> float:
+    """``--pace``: a finite number of seconds from 0 to ``MAX_PACE`` (argparse makes a refusal one line, exit 2)."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--pace must be a number of seconds, not {text!r}") from None
+    if not math.isfinite(value) or not 0 <= value <= MAX_PACE:
+        raise argparse.ArgumentTypeError(f"--pace must be between 0 and {MAX_PACE:g} seconds, not {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
