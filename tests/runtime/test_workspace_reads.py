@@ -207,3 +207,18 @@ def test_the_at_file_index_offers_no_symlink_out_of_the_workspace(tmp_path):
     index = PathIndex(ws).start()
     assert index.done.wait(10)
     assert sorted(index.entries) == ["alias.py", "loop/", "src/", "src/a.py"]
+
+
+def test_git_head_and_ignore_files_are_not_read_from_proc_or_dev(tmp_path):
+    from dsh_tui.runtime import prompt
+    from dsh_tui.tools.search.ignore import _parse_ignore
+
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "HEAD").symlink_to("/proc/self/environ")
+    prompt._HEAD_CACHE.clear()
+    assert prompt.git_branch(repo) is None  # main: "(detached at <the first 12 bytes of the environment>)"
+    (repo / ".gitignore").symlink_to("/dev/zero")  # one endless line: the search would never start
+    assert _parse_ignore(str(repo / ".gitignore")) == []
+    (repo / ".ignore").write_text("*.log\r\n# c\n")
+    assert len(_parse_ignore(str(repo / ".ignore"))) == 1
