@@ -3,7 +3,7 @@ HEAD, the ``@`` completion index): never a door out of the workspace.
 
 A repository is not trusted. Its ``AGENTS.md`` may be a symlink to ``/proc/self/environ`` (dsh-tui's own
 environment, the API key included) or to ``/etc/passwd``; such a file would reach the session log and the
-model request without any tool call. The rule (docs/security.md, "Files read without a tool call"):
+model request without any tool call. The rule (docs/extensions.md, "Files read without a tool call"):
 
 - a path is followed (symlinks included) only if its real path is a *regular file* inside the workspace
   (dsh follows an instruction symlink to a sibling file inside the workspace);
