@@ -26,9 +26,9 @@ def _pace(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--pace must be a number of seconds, not {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a number of seconds from 0 to {MAX_PACE:g}, not {text!r}") from None
     if not math.isfinite(value) or not 0 <= value <= MAX_PACE:
-        raise argparse.ArgumentTypeError(f"--pace must be between 0 and {MAX_PACE:g} seconds, not {text}")
+        raise argparse.ArgumentTypeError(f"must be between 0 and {MAX_PACE:g} seconds, not {text}")
     return value
 
 

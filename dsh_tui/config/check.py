@@ -109,8 +109,9 @@ def check_theme(name: Any, themes: Iterable[str]) -> None:
     names = sorted(set(themes))
     if not isinstance(name, str) or name not in names:
         shown = name if isinstance(name, str) else repr(name)
-        raise SettingsError(f"ui.theme {shown!r} is not a theme{_near(str(name), names)}; "
-                            f"themes: {', '.join(names)}")
+        near = _near(str(name), names)
+        raise SettingsError(f"ui.theme {shown!r} is not a theme{near}"
+                            + ("" if near else f"; themes: {', '.join(names)}"))
 
 
 def check_settings(data: dict[str, Any]) -> None:

@@ -92,7 +92,7 @@ def test_a_settings_header_replaces_the_built_in_one_of_the_same_name():
 @pytest.mark.parametrize("pace", ["-1", "nan", "inf", "11", "fast"])
 def test_demo_pace_outside_0_to_10_seconds_is_a_usage_error(pace):
     line = one_line(dsh("demo", "--pace", pace), code=2)
-    assert "--pace must be" in line
+    assert "argument --pace: must be" in line
 
 
 def test_export_to_a_pipe_nobody_reads_is_refused_at_once_and_one_with_a_reader_works(tmp_path):
