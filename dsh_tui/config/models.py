@@ -132,8 +132,8 @@ def _headers_table(value: Any) -> Any:
     seen: dict[str, str] = {}
     for k in value:
         low = k.lower()
-        if low == "authorization":
-            raise _fail("cannot set Authorization: dsh-tui sends it from the provider's key (api_key_env or "
+        if low in ("authorization", "x-api-key"):
+            raise _fail(f"cannot set {k}: dsh-tui sends the provider's key in it (from api_key_env or "
                         f"{CREDENTIALS_FILE}), and a second one would be sent")
         if low in _MANAGED_HEADERS or low.startswith("x-deepseek-harness-"):
             raise _fail(f"cannot set {k}: dsh-tui sets it on every request")

@@ -63,6 +63,7 @@ def test_an_unknown_theme_is_refused_by_the_app_with_the_nearest_name(tmp_path):
 @pytest.mark.parametrize(("table", "expected"), [
     ('headers = { Authorization = "Bearer other" }', "providers.local.headers cannot set Authorization"),
     ('headers = { X-A = "1", x-a = "2" }', "names X-A and x-a"),
+    ('headers = { X-Api-Key = "sk" }', "providers.local.headers cannot set X-Api-Key"),
     ("models = [1, 2]", "providers.local.models must be a list of model ids"),
     ("default_max_tokens = 1_000_000_000_000_000", "must be at most 100_000_000 tokens"),
     ('models = { m = { max_tokens = 9_000_000_000 } }', "must be at most 100_000_000 tokens"),
