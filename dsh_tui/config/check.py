@@ -10,8 +10,6 @@ the theme's existence by the app, which knows the themes (``check_theme``).
 
 from __future__ import annotations
 
-import difflib
-import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
@@ -50,6 +48,8 @@ def check_depth(data: Any, where: str = "settings") -> None:
 
 
 def _near(name: str, choices: Iterable[str]) -> str:
+    import difflib  # only when something is wrong
+
     close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
     return f" (did you mean {close[0]}?)" if close else ""
 
@@ -66,6 +66,8 @@ def key_problem(key: str) -> str | None:
         return None
     if base in KEY_NAMES:
         return None
+    import unicodedata
+
     try:  # Textual names other characters by their Unicode name ("question_mark", "full_stop")
         unicodedata.lookup(base.replace("_", " ").upper())
         return None
