@@ -14,6 +14,7 @@ usable after the tour. No key, no network.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -80,12 +81,28 @@ TEST_COMMAND = "python3 -m unittest -v"
 
 
 def make_workspace(path: Path) -> Path:
-    """Write the demo project into ``path`` (created) and return it."""
-    path.mkdir(parents=True, exist_ok=True)
-    (path / "stats.py").write_text(STATS_PY, encoding="utf-8")
-    (path / "test_stats.py").write_text(TEST_STATS_PY, encoding="utf-8")
-    (path / "README.md").write_text(README_MD, encoding="utf-8")
+    """Write the demo project into ``path``, which must not exist yet (created), and return it. Nothing that
+    exists is ever written over: an existing directory or file raises ``FileExistsError``."""
+    path.mkdir(parents=True, exist_ok=False)
+    for name, text in (("stats.py", STATS_PY), ("test_stats.py", TEST_STATS_PY), ("README.md", README_MD)):
+        with open(path / name, "x", encoding="utf-8") as fh:
+            fh.write(text)
     return path
+
+
+def new_workspace(base: Path, name: str = "workspace", tries: int = 1000) -> Path:
+    """A fresh demo project under ``base``: ``workspace``, or ``workspace-2``, ``workspace-3``… when the name is
+    taken (``demo --root ~`` with a ``~/workspace`` project leaves that project alone)."""
+    base.mkdir(parents=True, exist_ok=True)
+    for n in range(1, tries + 1):
+        path = base / (name if n == 1 else f"{name}-{n}")
+        if os.path.lexists(path):
+            continue
+        try:
+            return make_workspace(path)
+        except FileExistsError:
+            continue  # taken meanwhile: the next name
+    raise FileExistsError(f"no free name for the demo workspace in {base} ({name} … {name}-{tries} exist)")
 
 
 def _usage(inp: int, out: int, cached: int = 0) -> dict[str, int]:

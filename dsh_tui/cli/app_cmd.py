@@ -31,15 +31,27 @@ def first_run_notice() -> str:
 
 
 def _startup_settings() -> tuple[Any, Any]:
-    """(UiSettings for the app, the config Settings or None): read once, before the app is built."""
+    """(UiSettings for the app, the config Settings): read once, before the app is built. A settings file
+    that cannot be read or fails its checks (``dsh_tui.config.check``: junk ``[keymap]``, nesting, ...) is a
+    ``SettingsError``: one line, exit 1, before the terminal is taken. A broken provider table is not: the
+    app opens and the status bar says why (``model_route``)."""
     from dsh_tui.config import load_settings
     from dsh_tui.ui.settings import UiSettings
 
-    try:
-        backend = load_settings()
-    except Exception:  # noqa: BLE001 - a broken settings file must not stop the app (model_route says why)
-        return UiSettings(), None
+    backend = load_settings()
     return UiSettings(backend), backend
+
+
+def checked(app: Any) -> Any:
+    """``app`` once its settings' ``ui.theme`` names a theme it has (else a one-line ``SettingsError``)."""
+    from dsh_tui.config import SettingsError, settings_path
+    from dsh_tui.config.check import check_theme
+
+    try:
+        check_theme(app.settings.get("ui.theme"), app.available_themes)
+    except SettingsError as err:
+        raise SettingsError(f"{settings_path()}: {err}") from None
+    return app
 
 
 def _root(args: argparse.Namespace) -> Path:
@@ -135,8 +147,8 @@ def chat_app(args: argparse.Namespace) -> Any:
     hint = "" if replay else credential_hint(backend)
     roots = [_root(args)]  # the browser (Ctrl+B) lists the root this session is written to
     if hint:  # nothing to resolve: no model can be called (the status bar says why from the first frame)
-        return DshApp(None, settings=settings, model_hint=hint, session_roots=roots)
-    return DshApp(None, settings=settings, resolve=_chat_resolver(args, cwd), session_roots=roots)
+        return checked(DshApp(None, settings=settings, model_hint=hint, session_roots=roots))
+    return checked(DshApp(None, settings=settings, resolve=_chat_resolver(args, cwd), session_roots=roots))
 
 
 def _browser_resolver(args: argparse.Namespace) -> Any:
@@ -162,8 +174,8 @@ def browser_app(args: argparse.Namespace) -> Any:
     settings, backend = _startup_settings()
     hint = credential_hint(backend)
     if hint:  # said once by a notice; nothing to resolve
-        return DshApp(None, start="browser", session_roots=roots, settings=settings, model_hint=hint)
-    return DshApp(None, start="browser", session_roots=roots, settings=settings, resolve=_browser_resolver(args))
+        return checked(DshApp(None, start="browser", session_roots=roots, settings=settings, model_hint=hint))
+    return checked(DshApp(None, start="browser", session_roots=roots, settings=settings, resolve=_browser_resolver(args)))
 
 
 def run(args: argparse.Namespace) -> int:

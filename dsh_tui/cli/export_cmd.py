@@ -33,9 +33,8 @@ def run(args) -> int:
         try:
             if out.is_dir():
                 raise IsADirectoryError
-            if out.exists() and not out.is_file():  # a device or a pipe (/dev/stdout): written in place
-                with open(out, "wb") as f:
-                    f.write(data)
+            if out.exists() and not out.is_file():  # a terminal, /dev/null or a pipe (/dev/stdout): in place
+                _write_in_place(out, data, args.output)
             elif not out.parent.is_dir():
                 raise FileNotFoundError(2, "No such file or directory")
             else:  # whole or not at all: a failed write (a full disk, a file size limit) leaves no part
@@ -51,3 +50,31 @@ def run(args) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
     return 0
+
+
+def _write_in_place(out, data: bytes, shown: str) -> None:
+    """Write to a character device (a terminal, ``/dev/null``) or a pipe with a reader. A pipe nobody reads
+    is refused at once (it would block forever); a block device or a socket is no place for an export."""
+    import errno
+    import os
+    import stat
+
+    from dsh_tui.session.errors import DshError
+
+    mode = os.stat(out).st_mode
+    if not (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)):
+        kind = "a block device" if stat.S_ISBLK(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a file"
+        raise DshError(f"cannot write {shown}: it is {kind} (give a file name)")
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as err:
+        if err.errno == errno.ENXIO:
+            raise DshError(f"cannot write {shown}: it is a pipe that no process is reading") from None
+        raise
+    try:
+        os.set_blocking(fd, True)  # a reader is there: wait for it as any writer of a pipe does
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)

@@ -97,7 +97,7 @@ def resume_app(args: argparse.Namespace, row: Any) -> Any:
     harness then resumes the session (as ``dsh-tui run`` does)."""
     import os
 
-    from dsh_tui.cli.app_cmd import _startup_settings, credential_hint, model_route
+    from dsh_tui.cli.app_cmd import _startup_settings, checked, credential_hint, model_route
     from dsh_tui.session.errors import DshError
     from dsh_tui.ui.app import DshApp
 
@@ -118,7 +118,7 @@ def resume_app(args: argparse.Namespace, row: Any) -> Any:
                            keep_model=not model_arg)
         return (lambda bridge: open_harness(bridge, spec)), ""
 
-    return DshApp(None, settings=settings, resolve=resolve, session_roots=[root, *args.root])
+    return checked(DshApp(None, settings=settings, resolve=resolve, session_roots=[root, *args.root]))
 
 
 def run(args: argparse.Namespace) -> int:

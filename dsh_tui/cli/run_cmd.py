@@ -67,11 +67,25 @@ def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
     return provider, model
 
 
+def skipped_notes(events: Any) -> list[str]:
+    """One line per workspace file the harness found but did not read (``agent-instructions/skipped``,
+    ``skills/skipped``: a symlink out of the workspace, a file under /proc, a hostile skill)."""
+    out = []
+    for ev in events:
+        if isinstance(ev, dict) and ev.get("type") in ("agent-instructions/skipped", "skills/skipped"):
+            data = ev.get("data") or {}
+            what = "instruction file" if ev["type"].startswith("agent") else "skill"
+            out.append(f"dsh-tui: skipped {what} {data.get('path')}: {data.get('reason')}")
+    return out
+
+
 async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cwd: str,
-                       preset: str, out: Any = None, more: Any = None) -> tuple[str, dict, str]:
+                       preset: str, out: Any = None, more: Any = None,
+                       notes: list[str] | None = None) -> tuple[str, dict, str]:
     """One turn in a new persisted session: (final answer, turn-end reason, session id). ``out`` (a
     ``dsh_tui.cli.output.HeadlessOutput``) prints each turn's result; ``more`` yields further prompts
-    (``--input-format stream-json``), each run in the same session after the previous turn."""
+    (``--input-format stream-json``), each run in the same session after the previous turn. ``notes``
+    receives the lines of :func:`skipped_notes` once the turns are over."""
     from pathlib import Path
 
     from dsh_tui.runtime.host import AgentHost, HostSpec
@@ -91,6 +105,10 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
             async for text in next_prompts(more):
                 result = await host.run_turn(text, settle=True)
                 out.report(result)
+        if notes is not None:
+            from dsh_tui.session.rows import plain_events
+
+            notes.extend(skipped_notes(plain_events(host.agent.session.events)))
     finally:
         await host.close()
     return result.answer, result.reason, result.session_id
@@ -134,6 +152,9 @@ def run(args: argparse.Namespace) -> int:
     provider, model = _provider(args, cwd)
     store = open_session_store(args.root)
     out = output.HeadlessOutput(args.output_format, describe=describe)
+    notes: list[str] = []
     asyncio.run(run_headless(store, provider, model, first, cwd=str(cwd), preset=args.preset, out=out,
-                             more=prompts))
+                             more=prompts, notes=notes))
+    for line in notes:
+        print(line, file=sys.stderr)
     return out.finish()

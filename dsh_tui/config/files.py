@@ -51,9 +51,18 @@ def read_settings_file(p: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as err:
         raise SettingsError(f"cannot read {p}: {_reason(err)}") from err
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise SettingsError(f"{p} is not valid TOML: {err}") from err
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise SettingsError(f"{p}: tables and arrays are nested too deeply") from None
+    from dsh_tui.config.check import check_settings
+
+    try:
+        check_settings(data)
+    except SettingsError as err:
+        raise SettingsError(f"{p}: {err}") from None
+    return data
 
 
 def write_toml(p: Path, data: dict[str, Any], *, mode: int | None = None) -> None:

@@ -43,6 +43,7 @@ from dsh_tui.config.base import (  # noqa: F401 - re-exported
     SettingsError,
     builtin_deepseek,
 )
+from dsh_tui.config.check import MAX_TOKEN_COUNT
 
 _SCHEME = re.compile(r"^https?://")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -64,6 +65,8 @@ def _count(value: Any) -> Any:
 def _positive(value: Any) -> Any:
     if value == 0:
         raise _fail("must be a positive integer, not 0")
+    if value is not None and value > MAX_TOKEN_COUNT:
+        raise _fail(f"must be at most {MAX_TOKEN_COUNT:_} tokens, not {value:_}")
     return value
 
 
@@ -101,7 +104,10 @@ def _models_table(value: Any) -> Any:
     if value is None:
         return {}
     if isinstance(value, list):  # models = ["a", "b"]
-        value = {str(m): {} for m in value}
+        bad = next((m for m in value if not isinstance(m, str) or not m), None)
+        if bad is not None or not all(isinstance(m, str) for m in value):
+            raise _fail(f"must be a list of model ids (strings) or a table of them, not {bad!r} in the list")
+        value = {m: {} for m in value}
     if not isinstance(value, dict):
         raise _fail("must be a table of model ids")
     out = {}
@@ -112,6 +118,10 @@ def _models_table(value: Any) -> Any:
     return out
 
 
+# set by dsh-tui on every request: a settings entry would send a second one (or replace the key's)
+_MANAGED_HEADERS = ("authorization", "content-type", "content-length", "host", "transfer-encoding")
+
+
 def _headers_table(value: Any) -> Any:
     if value is None:
         return {}
@@ -119,6 +129,17 @@ def _headers_table(value: Any) -> Any:
         isinstance(k, str) and isinstance(v, str) and _HEADER_NAME.fullmatch(k) for k, v in value.items()
     ):
         raise _fail("must be a table of header names to string values")
+    seen: dict[str, str] = {}
+    for k in value:
+        low = k.lower()
+        if low in ("authorization", "x-api-key"):
+            raise _fail(f"cannot set {k}: dsh-tui sends the provider's key in it (from api_key_env or "
+                        f"{CREDENTIALS_FILE}), and a second one would be sent")
+        if low in _MANAGED_HEADERS or low.startswith("x-deepseek-harness-"):
+            raise _fail(f"cannot set {k}: dsh-tui sets it on every request")
+        if low in seen:
+            raise _fail(f"names {seen[low]} and {k}: one header, two values (header names ignore case)")
+        seen[low] = k
     return value
 
 

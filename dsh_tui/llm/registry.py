@@ -93,6 +93,9 @@ def _retry_policy(ps: ProviderSettings) -> RetryPolicy:
             kwargs[key] = typ(value)
             if key != "mode" and (not math.isfinite(kwargs[key]) or kwargs[key] < 0):
                 raise SettingsError(f"providers.{ps.name}.retry.{key} must be a non-negative number, not {value!r}")
+    from dsh_tui.config.check import check_retry
+
+    check_retry(raw, f"providers.{ps.name}.retry")
     if kwargs.get("jitter_ratio", 0) > 1:
         raise SettingsError(f"providers.{ps.name}.retry.jitter_ratio must be between 0 and 1")
     if kwargs.get("mode", "normal") not in ("normal", "always"):

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.tools import wsread
+
 SECTION_NAME = "context:file-reference"
 SECTION_ORDER = 99
 SECTION_TEXT = ("Paths prefixed with @ are files explicitly referenced by the user. Use the read tool when their "
@@ -103,7 +105,8 @@ class PathIndex:
 
     def _build(self) -> None:
         try:
-            queue: deque[tuple[str, str]] = deque([(os.fspath(self.root), "")])
+            root = os.fspath(self.root)
+            queue: deque[tuple[str, str]] = deque([(root, "")])
             while queue and len(self.entries) < self.max_entries:
                 path, rel = queue.popleft()
                 try:
@@ -116,11 +119,17 @@ class PathIndex:
                         continue
                     try:
                         is_dir = entry.is_dir()
+                        link = entry.is_symlink()
                     except OSError:
+                        continue
+                    # a symlink out of the workspace (or into /proc, /sys, /dev) is not offered; one inside
+                    # is listed but not walked (no loops, no tree reached twice)
+                    if link and not wsread.may_follow(entry.path, root):
                         continue
                     name = rel + entry.name
                     if is_dir:
-                        queue.append((entry.path, name + "/"))
+                        if not link:
+                            queue.append((entry.path, name + "/"))
                         name += "/"
                     # names and lows first: search() reads a prefix of the shortest list (entries)
                     self._names.append(entry.name.lower())

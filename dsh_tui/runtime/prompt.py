@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_tui.session.errors import DshError
+from dsh_tui.tools import wsread
 
 HARNESS_IDENTITY = "You are an AI agent powered by DeepSeek Harness."
 SNAPSHOT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
@@ -101,6 +102,7 @@ def render_system(assembly: Assembly) -> str:
 
 
 _HEAD_CACHE: dict[str, Path | None] = {}
+GIT_FILE_MAX_BYTES = 4096  # a .git file or HEAD is one short line
 
 
 def _head_file(cwd: Path) -> Path | None:
@@ -114,7 +116,8 @@ def _head_file(cwd: Path) -> Path | None:
         for d in (here, *here.parents):
             git = d / ".git"
             if git.is_file():
-                line = git.read_text(encoding="utf-8", errors="replace").strip()
+                got = wsread.read_text(git, None, GIT_FILE_MAX_BYTES)  # never /proc, /sys, /dev or a FIFO
+                line = got.strip() if isinstance(got, str) else ""
                 if line.startswith("gitdir:"):
                     git = (d / line[7:].strip()).resolve()
             if (git / "HEAD").is_file():
@@ -131,10 +134,10 @@ def git_branch(cwd: Path) -> str | None:
     head = _head_file(cwd)
     if head is None:
         return None
-    try:
-        ref = head.read_text(encoding="utf-8", errors="replace").strip()
-    except OSError:
+    got = wsread.read_text(head, None, GIT_FILE_MAX_BYTES)  # a HEAD -> /proc/self/environ is not read
+    if not isinstance(got, str):
         return None
+    ref = got.strip()
     if ref.startswith("ref: refs/heads/"):
         return ref[len("ref: refs/heads/") :]
     return f"(detached at {ref[:12]})" if ref else None

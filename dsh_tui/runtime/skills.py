@@ -63,14 +63,78 @@ class Skill:
     rank: int
     model_invocable: bool = True
     user_invocable: bool = True
+    workspace: Path | None = None  # a project skill may not point out of it (dsh_tui.tools.wsread)
 
     def body(self) -> str:
-        """The instructions, read again on every load (a skill edited mid-session is loaded as it is now)."""
-        return parse_skill_text(self.path.read_text(encoding="utf-8"))[1]
+        """The instructions, as the file is now (a skill edited mid-session is loaded as it is now; an
+        unchanged file is not parsed again)."""
+        return read_skill_file(self.path, self.workspace)[1]
 
 
 class SkillFormatError(ValueError):
     pass
+
+
+class SkillSkipped(SkillFormatError):
+    """A skill file not read or not parsed for the user's safety (a symlink out of the workspace, over
+    ``SKILL_MAX_BYTES``, YAML nested deeper than ``YAML_MAX_DEPTH``): recorded as ``skills/skipped``."""
+
+
+SKILL_MAX_BYTES = 1 << 20  # a SKILL.md bigger than this (a 1.5 GB sparse file, say) is never read
+YAML_MAX_DEPTH = 64  # front matter nested deeper is refused before it is built (no RecursionError)
+_CACHE_MAX = 4096
+# real path -> ((size, mtime_ns, ctime_ns, inode, device), (front matter, body) or the error it gave)
+_PARSED: dict[str, tuple[tuple[int, ...], Any]] = {}
+
+
+def read_skill_file(path: Path, workspace: Path | None) -> tuple[dict[str, Any], str]:
+    """(front matter, body) of a skill file, parsed once while its size, times and inode stay the same.
+    ``FileNotFoundError`` when it is gone, ``SkillSkipped`` / ``SkillFormatError`` otherwise."""
+    from dsh_tui.tools import wsread
+
+    found = wsread.check(path, workspace, SKILL_MAX_BYTES)
+    if found is None:
+        raise FileNotFoundError(str(path))
+    if isinstance(found, wsread.Skip):
+        raise SkillSkipped(found.reason)
+    real, st = found
+    key = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
+    hit = _PARSED.get(real)
+    if hit is not None and hit[0] == key:
+        value = hit[1]
+    else:
+        raw = wsread.read(path, workspace, SKILL_MAX_BYTES)
+        if raw is None:
+            raise FileNotFoundError(str(path))
+        if isinstance(raw, wsread.Skip):
+            raise SkillSkipped(raw.reason)
+        try:
+            value = parse_skill_text(raw.decode("utf-8"))
+        except UnicodeDecodeError:
+            value = SkillFormatError("not UTF-8 text")
+        except SkillFormatError as err:
+            value = err
+        if len(_PARSED) >= _CACHE_MAX:
+            _PARSED.clear()
+        _PARSED[real] = (key, value)
+    if isinstance(value, Exception):
+        raise value
+    return value
+
+
+def _check_depth(source: str) -> None:
+    """Refuse YAML nested deeper than ``YAML_MAX_DEPTH`` from the parser's events (an iterative state
+    machine), before PyYAML's recursive composer builds it."""
+    import yaml
+
+    depth = 0
+    for event in yaml.parse(source, Loader=yaml.SafeLoader):
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > YAML_MAX_DEPTH:
+                raise SkillSkipped(f"front matter nested deeper than {YAML_MAX_DEPTH} levels")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
 
 
 def _flag(meta: Mapping[str, Any], key: str, default: bool) -> bool:
@@ -98,17 +162,21 @@ def parse_skill_text(text: str) -> tuple[dict[str, Any], str]:
             break
     else:
         raise SkillFormatError("the front matter has no closing ---")
+    source = "\n".join(line.rstrip("\r") for line in lines[1:i])
     try:
-        meta = yaml.safe_load("\n".join(line.rstrip("\r") for line in lines[1:i]))
+        _check_depth(source)
+        meta = yaml.safe_load(source)
     except yaml.YAMLError as err:
         raise SkillFormatError(f"invalid YAML: {err}") from None
+    except RecursionError:
+        raise SkillSkipped("front matter too deeply nested") from None
     if not isinstance(meta, dict):
         raise SkillFormatError("the front matter must be a mapping")
     return meta, "\n".join(lines[i + 1:]).strip()
 
 
-def load_skill(path: Path, base: Path, source: str, rank: int) -> Skill:
-    meta, _body = parse_skill_text(path.read_text(encoding="utf-8"))
+def load_skill(path: Path, base: Path, source: str, rank: int, workspace: Path | None = None) -> Skill:
+    meta, _body = read_skill_file(path, workspace)
     name = meta.get("name")
     if not isinstance(name, str) or not NAME.match(name):
         raise SkillFormatError("name must match ^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -121,7 +189,7 @@ def load_skill(path: Path, base: Path, source: str, rank: int) -> Skill:
         raise SkillFormatError("legacy invocation keys are not accepted")
     model = not _flag(meta, "disable-model-invocation", False)
     user = _flag(meta, "user-invocable", True)
-    return Skill(name, description, path, base, source, rank, model, user)
+    return Skill(name, description, path, base, source, rank, model, user, workspace)
 
 
 def project_root(cwd: Path) -> Path:
@@ -148,11 +216,15 @@ def skill_roots(cwd: Path, custom_dirs: Iterable[str] = (), env: Mapping[str, st
 
 
 def discover(cwd: Path, custom_dirs: Iterable[str] = (), env: Mapping[str, str] | None = None,
-             roots: list[tuple[int, str, Path]] | None = None) -> list[Skill]:
-    """Every valid skill that wins its name, sorted by name. Invalid files are skipped. ``roots``: the
-    result of ``skill_roots`` when the caller keeps it (it walks up to the project root)."""
+             roots: list[tuple[int, str, Path]] | None = None,
+             skipped: list[tuple[str, str]] | None = None) -> list[Skill]:
+    """Every valid skill that wins its name, sorted by name. Invalid files are skipped; ``skipped``
+    receives ``(path, reason)`` of those skipped for safety (``SkillSkipped``). ``roots``: the result of
+    ``skill_roots`` when the caller keeps it (it walks up to the project root)."""
     found: dict[str, Skill] = {}
     for rank, source, root in (roots if roots is not None else skill_roots(cwd, custom_dirs, env)):
+        # a project skill root is <projectRoot>/.dsh/skills or .agents/skills: its files stay in the project
+        workspace = root.parent.parent if source.startswith("project-") else None
         try:
             entries = sorted(os.scandir(root), key=lambda e: e.name)
         except OSError:
@@ -169,7 +241,11 @@ def discover(cwd: Path, custom_dirs: Iterable[str] = (), env: Mapping[str, str] 
                     path, base = Path(entry.path), Path(root)
                 else:
                     continue
-                skill = load_skill(path, base, source, rank)
+                skill = load_skill(path, base, source, rank, workspace)
+            except SkillSkipped as err:
+                if skipped is not None:
+                    skipped.append((str(path), str(err)))
+                continue
             except (OSError, UnicodeDecodeError, SkillFormatError):
                 continue
             held = found.get(skill.name)
@@ -249,6 +325,8 @@ class SkillService:
         self._cursor = 0  # events looked at by _catalog_state
         self._ever = False  # a catalog was published in this session
         self._visible: list[dict] | None = None  # the newest visible catalog's entries
+        self._skipped: list[tuple[str, str]] = []  # found by discover(), not yet recorded
+        self._reported: set[tuple[str, str]] = set()
 
     def discover(self) -> list[Skill]:
         # the roots (a walk up to the project root and the home directories) are worked out once per cwd
@@ -258,7 +336,19 @@ class SkillService:
                os.environ.get("DSH_BUNDLED_SKILL_DIR"), os.environ.get("HOME"))
         if key != self._roots_key:
             self._roots_key, self._roots = key, skill_roots(cwd, self.custom_dirs)
-        return discover(cwd, self.custom_dirs, roots=self._roots)
+        return discover(cwd, self.custom_dirs, roots=self._roots, skipped=self._skipped)
+
+    def report_skipped(self) -> None:
+        """Record each skill file newly skipped for safety once, as ``skills/skipped`` ``{path, reason}``
+        (ignorable: dsh skips a type it does not know); the transcript shows it as a quiet row."""
+        skipped, self._skipped = self._skipped, []
+        cwd = str(self.agent.config.cwd)
+        for path, reason in skipped:
+            shown = os.path.relpath(path, cwd) if path.startswith(cwd.rstrip(os.sep) + os.sep) else path
+            if (shown, reason) in self._reported:
+                continue
+            self._reported.add((shown, reason))
+            self.agent.session.append("skills/skipped", {"path": shown, "reason": reason}, ignorable=True)
 
     def find(self, name: str) -> Skill | None:
         return next((s for s in self.discover() if s.name == name), None)
@@ -295,6 +385,7 @@ class SkillService:
     def entering(self, claimed: list[dict]) -> list[dict]:
         """The catalog message (when it changed) and the user's ``/name`` invocations for this step."""
         skills = self.discover()
+        self.report_skipped()
         out: list[dict] = []
         entries = catalog_entries(skills) if "skill" in self.agent.tools.tools else []
         visible, ever = self._catalog_state()

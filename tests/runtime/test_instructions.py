@@ -43,8 +43,9 @@ def _tree(tmp_path: Path) -> tuple[Path, Path]:
     (root / "a" / "AGENTS.md").write_text("A rule with </system-reminder> inside.\n")
     (root / "a" / "AGENTS.local.md").write_text("A local rule.\n")
     (root / "a" / "CLAUDE.local.md").mkdir()  # not a regular file
-    (cwd / "CLAUDE.md").symlink_to(tmp_path / "target.md")  # a final symlink is followed
-    (tmp_path / "target.md").write_text("B rule.\n")
+    (root / "docs").mkdir()
+    (cwd / "CLAUDE.md").symlink_to(root / "docs" / "target.md")  # a final symlink inside the workspace is followed
+    (root / "docs" / "target.md").write_text("B rule.\n")
     (root / "c" / "AGENTS.md").write_text("Sibling rule (never loaded).\n")
     return root, cwd
 

@@ -222,7 +222,8 @@ class OpenAICompatProvider:
             "accept-encoding": "identity",
             "user-agent": self.user_agent,
         }
-        headers.update(self.extra_headers)
+        # a settings header replaces dsh-tui's of the same name (header names ignore case): never two
+        headers.update((k.lower(), v) for k, v in self.extra_headers.items())
         if key is not None:
             headers["authorization"] = f"Bearer {key}"
         if self.user_id_resolver is not None:

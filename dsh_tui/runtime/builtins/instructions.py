@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,8 +31,10 @@ from pydantic import BaseModel, ConfigDict
 
 from dsh_tui.runtime.inbox import NEXT_STEP
 from dsh_tui.session.rows import plain_events
+from dsh_tui.tools import wsread
 
 KIND = "agent-instructions"
+SKIPPED = "agent-instructions/skipped"  # {path, reason}: a file found but not read (tools/wsread.py)
 INTRO = ("The following workspace instructions may be relevant to your work. Use them as guidance when applicable. "
          "More specific instructions take precedence over broader ones. They do not override system, developer, "
          "or direct user instructions.")
@@ -108,6 +109,7 @@ class Workspace:
         self.root = self._find_root()
         self.base = [n for n in config.instructionFileCandidates if _valid(n)]
         self.local = [n for n in config.localInstructionFileCandidates if _valid(n)]
+        self.skipped: list[wsread.Skip] = []  # files found but not read (see dsh_tui.tools.wsread)
 
     def _find_root(self) -> Path:
         markers = [m for m in self.config.projectRootMarkers if m]
@@ -149,24 +151,18 @@ class Workspace:
         prefix = [] if base == "." else list(Path(base).parts)
         return ["/".join(prefix + list(below.parts[:i])) for i in range(1, len(below.parts) + 1)]
 
-    def _read(self, path: Path) -> str | None:
-        try:
-            st = os.stat(path)  # follows a final symlink
-        except OSError:
+    def _read(self, path: Path, workspace: Path | None) -> str | None:
+        """The file's text, or None: missing, or skipped (a symlink out of the workspace, a file under
+        /proc, /sys or /dev, not a regular file, too big; recorded in ``self.skipped``)."""
+        got = wsread.read_text(path, workspace, self.config.maxSourceBytes)
+        if isinstance(got, wsread.Skip):
+            if got not in self.skipped:
+                self.skipped.append(got)
             return None
-        if not stat.S_ISREG(st.st_mode) or st.st_size > self.config.maxSourceBytes:
-            return None
-        try:
-            with open(path, "rb") as fh:
-                raw = fh.read(self.config.maxSourceBytes + 1)
-        except OSError:
-            return None
-        if len(raw) > self.config.maxSourceBytes:
-            return None
-        return raw.decode("utf-8", "replace")
+        return got
 
     def home_source(self) -> Source | None:
-        content = self._read(self.home / "AGENTS.md")
+        content = self._read(self.home / "AGENTS.md", None)  # the user's own file: wherever it points
         if content is None:
             return None
         return Source(f"{HOME_SCOPE}\0AGENTS.md", self.home_display, HOME_SCOPE, content, sha1(content))
@@ -177,7 +173,7 @@ class Workspace:
         out: list[Source] = []
         seen: set[str] = set()
         for name in self.base + self.local:
-            content = self._read(where / name)
+            content = self._read(where / name, self.root)
             if content is None:
                 continue
             key = sha1(content.strip())
@@ -392,6 +388,21 @@ class AgentInstructions:
         state: dict[str, Any] = {"started": False, "loaded": {}, "touched": [], "pending": None, "generation": 0}
         if config.maxBytes <= 0:
             return
+        reported: set[tuple[str, str]] = set()
+
+        def report() -> None:
+            """Record each newly skipped file once (``agent-instructions/skipped``, ignorable: dsh skips it)."""
+            for skip in ws.skipped:
+                shown = skip.path
+                if shown == os.fspath(ws.home / "AGENTS.md"):
+                    shown = ws.home_display
+                elif wsread.inside(os.fspath(ws.root), shown):
+                    shown = os.path.relpath(shown, ws.root)
+                if (shown, skip.reason) in reported:
+                    continue
+                reported.add((shown, skip.reason))
+                ctx.append(SKIPPED, {"path": shown, "reason": skip.reason})
+            ws.skipped.clear()
 
         def first_entry() -> dict | None:
             """The message the first step enters: a baseline, or the offline changes of a resumed baseline."""
@@ -469,6 +480,7 @@ class AgentInstructions:
                 message = after_compaction()
             else:
                 return decision
+            report()
             state["generation"] = generation
             if message is None:
                 return decision
@@ -503,6 +515,7 @@ class AgentInstructions:
                     if d not in dirs:
                         dirs.append(d)
             changes = diff(extra_dirs=dirs)
+            report()
             if not changes:
                 return
             pending = state["pending"]

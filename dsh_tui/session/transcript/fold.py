@@ -429,6 +429,13 @@ class TranscriptFold:
         self._add(DividerItem(f"d{seq}", "divider", seq, self.turn, text=text), out)
 
 
+    def _on_skipped(self, event, data, seq, out) -> None:
+        """A workspace file the harness found but did not read (``agent-instructions/skipped``,
+        ``skills/skipped``): one quiet row, so the user knows the repository tried."""
+        what = "skill" if event.get("type") == "skills/skipped" else "instructions"
+        text = f"skipped {what} {data.get('path')}: {data.get('reason')}"
+        self._add(DividerItem(f"d{seq}", "divider", seq, self.turn, text=text), out)
+
     @property
     def title(self) -> str | None:
         return None if self.title_data is None else self.title_data["title"]
@@ -497,6 +504,8 @@ _HANDLERS = {
     "todo/write": TranscriptFold._on_todo,
     "session/end-seed": TranscriptFold._on_end_seed,
     "session/title": TranscriptFold._on_title,
+    "agent-instructions/skipped": TranscriptFold._on_skipped,
+    "skills/skipped": TranscriptFold._on_skipped,
 }
 
 

@@ -7,12 +7,15 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from dsh_tui.tools import wsread
+
 from .globs import GlobRule, GlobSyntaxError, compile_glob
 
 VCS_DIRS = frozenset({".git", ".svn", ".hg", ".bzr", ".jj", ".sl"})
 
 
 IGNORE_FILES = (".rgignore", ".ignore", ".gitignore")  # highest precedence first
+IGNORE_FILE_MAX_BYTES = 16 << 20
 
 
 
@@ -25,23 +28,22 @@ class _IgnoreLevel:
 
 def _parse_ignore(path: str) -> list[GlobRule]:
     rules: list[GlobRule] = []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            for line in fh:
-                line = line.rstrip("\n").rstrip("\r")
-                if not line or line.startswith("#"):
-                    continue
-                if not line.endswith("\\ "):
-                    line = line.rstrip(" ")
-                try:
-                    if line.startswith("\\#") or line.startswith("\\!"):
-                        rules.append(compile_glob(line[1:]))
-                    else:
-                        rules.append(compile_glob(line, allow_negation=True))
-                except (GlobSyntaxError, re.error):
-                    continue  # ripgrep warns and skips a bad ignore pattern
-    except OSError:
-        pass
+    text = wsread.read_text(path, None, IGNORE_FILE_MAX_BYTES)  # never /dev/zero, a FIFO, a huge file
+    if not isinstance(text, str):
+        return rules
+    for line in text.split("\n"):
+        line = line.rstrip("\r")
+        if not line or line.startswith("#"):
+            continue
+        if not line.endswith("\\ "):
+            line = line.rstrip(" ")
+        try:
+            if line.startswith("\\#") or line.startswith("\\!"):
+                rules.append(compile_glob(line[1:]))
+            else:
+                rules.append(compile_glob(line, allow_negation=True))
+        except (GlobSyntaxError, re.error):
+            continue  # ripgrep warns and skips a bad ignore pattern
     return rules
 
 
