@@ -74,6 +74,10 @@ class Harness:
             self.config = config or HarnessConfig(**kw)
         except TypeError as err:
             raise HarnessError(str(err)) from None
+        from dsh_tui.runtime.approval import PRESETS
+
+        if self.config.preset not in PRESETS:  # said here, not at the first run()
+            raise HarnessError(f"unknown preset {self.config.preset!r} (expected one of {', '.join(PRESETS)})")
         self._provider: Any = None
         self._closed = False
 

@@ -89,3 +89,14 @@ def test_a_session_event_listener_sees_every_appended_event(tmp_path):
         result = harness.run("hello")
     assert watcher.seen[-len(result.events):] == [e["type"] for e in result.events]
     assert "turn/end" in watcher.seen
+
+
+def test_a_bad_preset_is_a_harness_error_at_construction(tmp_path):
+    """Item 9: it was a ``DshError`` at ``run()``."""
+    import pytest
+
+    from dsh_tui import Harness
+    from dsh_tui.sdk import HarnessError
+
+    with pytest.raises(HarnessError, match="unknown preset 'yolo'"):
+        Harness(cwd=tmp_path, preset="yolo")
