@@ -68,32 +68,65 @@ def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
 
 
 async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cwd: str,
-                       preset: str, out: Any = None, more: Any = None) -> tuple[str, dict, str]:
+                       preset: str, out: Any = None, more: Any = None,
+                       signals: list[int] | None = None) -> tuple[str, dict, str]:
     """One turn in a new persisted session: (final answer, turn-end reason, session id). ``out`` (a
     ``dsh_tui.cli.output.HeadlessOutput``) prints each turn's result; ``more`` yields further prompts
-    (``--input-format stream-json``), each run in the same session after the previous turn."""
+    (``--input-format stream-json``), each run in the same session after the previous turn. SIGINT,
+    SIGTERM and SIGHUP cancel the running turn (``turn/end`` aborted, cause ``user``), run no further
+    prompt and close the session; the signal's number is appended to ``signals``."""
     from pathlib import Path
 
     from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.tools.procs import ExitSignals
 
-    host = await AgentHost.open(HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider, model=model,
-                                         preset=preset))
-    if hasattr(provider, "root_idle"):  # a recorded scenario directory: children settle as dsh recorded
-        provider.root_idle = host.agent.wait_idle
-    if out is not None:
-        out.attach(host)
-    try:
-        result = await host.run_turn(prompt, settle=True)
-        if out is not None:
-            out.report(result)
-            from dsh_tui.cli.output import next_prompts
-
-            async for text in next_prompts(more):
-                result = await host.run_turn(text, settle=True)
-                out.report(result)
-    finally:
-        await host.close()
+    with ExitSignals() as stop:
+        try:
+            host = await AgentHost.open(HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider,
+                                                 model=model, preset=preset))
+            if hasattr(provider, "root_idle"):  # a recorded scenario directory: children settle as recorded
+                provider.root_idle = host.agent.wait_idle
+            if out is not None:
+                out.attach(host)
+            try:
+                result = await run_turns(host, prompt, stop, out, more, settle=True)
+            finally:
+                await host.close()
+        finally:
+            if signals is not None:
+                signals.extend(stop.got)
+            if out is not None and stop.got:
+                out.interrupted(stop.got[0])
     return result.answer, result.reason, result.session_id
+
+
+async def run_turns(host: Any, prompt: Any, stop: Any, out: Any, more: Any, *, settle: bool = False) -> Any:
+    """``prompt``, then each of ``more`` (when ``out`` prints the results), until a signal of ``stop`` (an
+    entered ``dsh_tui.tools.procs.ExitSignals``); the last turn's ``TurnResult``."""
+    import asyncio
+
+    result = await host.run_turn_until_signal(prompt, stop, settle=settle)
+    if out is None:
+        return result
+    out.report(result)
+    from dsh_tui.cli.output import next_prompts
+
+    prompts = next_prompts(more).__aiter__()
+    while not stop.got:
+        nxt = asyncio.ensure_future(prompts.__anext__())
+        stopping = asyncio.ensure_future(stop.event.wait())
+        await asyncio.wait({nxt, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not nxt.done():
+            nxt.cancel()
+            break
+        try:
+            text = nxt.result()
+        except StopAsyncIteration:
+            break
+        result = await host.run_turn_until_signal(text, stop, settle=settle)
+        out.report(result)
+    return result
 
 
 def describe(reason: dict) -> str:
@@ -136,4 +169,4 @@ def run(args: argparse.Namespace) -> int:
     out = output.HeadlessOutput(args.output_format, describe=describe)
     asyncio.run(run_headless(store, provider, model, first, cwd=str(cwd), preset=args.preset, out=out,
                              more=prompts))
-    return out.finish()
+    return out.finish()  # 128 + N after signal N
