@@ -283,8 +283,14 @@ def _main(argv: list[str] | None = None) -> int:
             return 130
     args = parse_args(argv)
     import atexit
+    import os
 
     atexit.register(_sweep_at_exit)
+    server = os.environ.get("DSH_TUI_SERVER_PID", "")  # a served tab's app (dsh_tui.ui.served.SERVER_PID_ENV)
+    if os.environ.get("DSH_TUI_SERVED") == "1" and server.isdigit():
+        from dsh_tui.tools.procs import bind_to_parent
+
+        bind_to_parent(int(server))  # SIGTERM (a clean quit) when the server dies, even by SIGKILL
     if args.command is not None:
         # A command's failure is the one line below; a library warning on the way (a background write
         # that failed, reported again as the command's error) must not add lines of its own.

@@ -43,7 +43,7 @@ from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
 from dsh_tui.tools.bash import killpg
-from dsh_tui.ui.served import SERVED_ENV
+from dsh_tui.ui.served import SERVED_ENV, SERVER_PID_ENV
 
 TEMPLATES = Path(__file__).parent / "serve_templates"
 QUIT_GRACE_S = 10.0  # after the quit packet: the app flushes and closes its sessions
@@ -85,6 +85,7 @@ class ServedApp(AppService):
     async def _open_app_process(self, width: int = 80, height: int = 24):  # type: ignore[override]
         env = self._build_environment(width=width, height=height)
         env[SERVED_ENV] = "1"
+        env[SERVER_PID_ENV] = str(os.getpid())  # the app ends with this server (tools.procs.bind_to_parent)
         process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True,
