@@ -201,3 +201,34 @@ def test_an_mcp_server_and_its_child_end_with_a_run_stopped_during_a_call(tmp_pa
         finally:
             cleanup(*pids)
     assert turn_end(tmp_path) == {"kind": "aborted", "reason": {"kind": "user"}}
+
+
+def test_ctrl_c_during_a_foreground_subagents_command_cancels_the_whole_tree(tmp_path):
+    """#26 item 4: Ctrl+C (SIGINT) of ``run --headless`` while a foreground subagent's ``bash`` runs. Before,
+    the command was killed but reported to the model as "timed out", the child and the parent went on and
+    the run exited 0. Now the command dies, the child's and the parent's turns end aborted, exit 130."""
+    fg = tmp_path / "child.pid"
+    spawn = json.dumps({"description": "child", "prompt": "run it", "run_in_background": False})
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk(tool_calls=[tool_call(0, id="s1", name="subagent", args=spawn)]),
+                           chunk(finish="tool_calls", usage=USAGE)),
+                 bash_call("c1", f"echo $$ > {fg}; exec sleep 1006"), answer(), answer(), answer(), answer())
+        _settings(srv)
+        p = start(tmp_path)
+        (pid,) = wait_for(fg, proc=p)
+        try:
+            os.kill(p.pid, signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 130, err
+            assert "interrupted by SIGINT" in err and "Traceback" not in err
+            assert gone(pid)
+            assert len(srv.requests) == 2, [r["body"]["messages"][-1] for r in srv.requests]  # nobody went on
+        finally:
+            cleanup(pid)
+    reasons = {}
+    for log in (tmp_path / "root").rglob("session.jsonl*"):
+        opened = open_log_file(log)
+        ends = [e["data"]["reason"] for e in opened.events if e["type"] == "turn/end"]
+        reasons["child" if opened.header.get("parentSession") else "root"] = ends
+    assert reasons["root"] == [{"kind": "aborted", "reason": {"kind": "user"}}], reasons
+    assert len(reasons["child"]) == 1 and reasons["child"][0]["kind"] == "aborted", reasons
