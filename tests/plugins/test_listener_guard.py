@@ -49,11 +49,14 @@ def _clean(err: str) -> bool:
     "def apply(ctx):\n    async def on(p):\n        raise SystemExit(4)\n    ctx.on('agent/status', on)\n",
     "def apply(ctx):\n    def on(p):\n        sys.exit(4)\n    ctx.on('agent/status', on)\n",
     "def apply(ctx):\n    def on(p):\n        raise KeyboardInterrupt\n    ctx.on('agent/step-end', on)\n",
-], ids=["async-emit-systemexit", "sync-emit-systemexit", "emit-keyboardinterrupt"])
+    "def apply(ctx):\n    async def on(p):\n        await asyncio.Event().wait()\n    ctx.on('agent/status', on)\n",
+    "def apply(ctx):\n    async def on(p):\n        await asyncio.Event().wait()\n    ctx.on('session/flush', on)\n",
+], ids=["async-emit-systemexit", "sync-emit-systemexit", "emit-keyboardinterrupt", "emit-never-returns",
+        "flush-never-returns"])
 def test_an_emit_listener_raising_systemexit_is_contained(tmp_path, body):
     with ScriptServer() as srv:
         srv.push(_text("answer"), _text("answer"))
-        p = _run(tmp_path, srv, body)
+        p = _run(tmp_path, srv, body, "[plugins.hostile]\nlistener_timeout_ms = 300\n")
     assert p.returncode == 0, p.stderr
     assert p.stdout == "answer\n"
     assert _clean(p.stderr), p.stderr
