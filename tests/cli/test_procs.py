@@ -232,3 +232,26 @@ def test_ctrl_c_during_a_foreground_subagents_command_cancels_the_whole_tree(tmp
         reasons["child" if opened.header.get("parentSession") else "root"] = ends
     assert reasons["root"] == [{"kind": "aborted", "reason": {"kind": "user"}}], reasons
     assert len(reasons["child"]) == 1 and reasons["child"][0]["kind"] == "aborted", reasons
+
+
+def test_resume_headless_handles_a_signal_as_run_does(tmp_path):
+    """``resume --headless``: SIGTERM while the model streams ends the turn as aborted (user), exit 143."""
+    with ScriptServer() as srv:
+        srv.push(answer("first"), sse_reply(chunk("partial"), done=False, end="stall"), answer())
+        _settings(srv)
+        first = start(tmp_path)
+        out, err = first.communicate(timeout=120)
+        assert first.returncode == 0 and out == "first\n", err
+        p = subprocess.Popen([sys.executable, "-m", "dsh_tui", "resume", "--last", "--headless", "again", "--root",
+                              str(tmp_path / "root")], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=dict(os.environ), start_new_session=True)
+        end = time.monotonic() + 60
+        while len(srv.requests) < 2:
+            assert p.poll() is None and time.monotonic() < end, p.communicate()
+            time.sleep(0.05)
+        time.sleep(0.3)  # the partial chunk is in
+        os.kill(p.pid, signal.SIGTERM)
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 143, err
+        assert "interrupted by SIGTERM" in err and "Traceback" not in err
+    assert turn_end(tmp_path) == {"kind": "aborted", "reason": {"kind": "user"}}
