@@ -109,24 +109,50 @@ async def run_turns(host: Any, prompt: Any, stop: Any, out: Any, more: Any, *, s
     if out is None:
         return result
     out.report(result)
-    from dsh_tui.cli.output import next_prompts
-
-    prompts = next_prompts(more).__aiter__()
-    while not stop.got:
-        nxt = asyncio.ensure_future(prompts.__anext__())
+    while not stop.got and more is not None:
+        nxt = _next_in_daemon(more)  # not asyncio.to_thread: a read that never returns must not hold the exit
         stopping = asyncio.ensure_future(stop.event.wait())
         await asyncio.wait({nxt, stopping}, return_when=asyncio.FIRST_COMPLETED)
         stopping.cancel()
         if not nxt.done():
             nxt.cancel()
             break
-        try:
-            text = nxt.result()
-        except StopAsyncIteration:
+        text = nxt.result()
+        if text is None:
             break
         result = await host.run_turn_until_signal(text, stop, settle=settle)
         out.report(result)
     return result
+
+
+def _next_in_daemon(prompts: Any) -> Any:
+    """A future of ``next(prompts, None)``, read in a daemon thread (stdin may never answer)."""
+    import asyncio
+    import threading
+
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def settle(value: Any, err: BaseException | None) -> None:
+        if fut.done():
+            return
+        if err is not None:
+            fut.set_exception(err)
+        else:
+            fut.set_result(value)
+
+    def read() -> None:
+        try:
+            value, err = next(prompts, None), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the loop (a bad line is a UsageError)
+            value, err = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, err)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=read, name="dsh-tui-prompts", daemon=True).start()
+    return fut
 
 
 def describe(reason: dict) -> str:

@@ -255,3 +255,33 @@ def test_resume_headless_handles_a_signal_as_run_does(tmp_path):
         assert p.returncode == 143, err
         assert "interrupted by SIGTERM" in err and "Traceback" not in err
     assert turn_end(tmp_path) == {"kind": "aborted", "reason": {"kind": "user"}}
+
+
+def test_a_signal_while_stream_json_input_waits_for_the_next_prompt(tmp_path):
+    """``--input-format stream-json`` with stdin still open: SIGTERM between prompts ends the run (143) at once;
+    the pending read of stdin no longer holds the exit."""
+    read_end, write_end = os.pipe()
+    with ScriptServer() as srv:
+        srv.push(answer("one"), answer())
+        _settings(srv)
+        p = subprocess.Popen([sys.executable, "-m", "dsh_tui", "run", "--headless", "--input-format", "stream-json",
+                              "--root", str(tmp_path / "root"), "--cwd", str(tmp_path)], cwd=tmp_path, stdin=read_end,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ),
+                             start_new_session=True)
+        os.close(read_end)
+        try:
+            os.write(write_end, b'"first"\n')
+            end = time.monotonic() + 60
+            while not list((tmp_path / "root").rglob("session.jsonl*")) or not any(
+                    e["type"] == "turn/end" for e in open_log_file(
+                        next((tmp_path / "root").rglob("session.jsonl*"))).events):
+                assert p.poll() is None and time.monotonic() < end, p.communicate()
+                time.sleep(0.1)
+            os.kill(p.pid, signal.SIGTERM)
+            out, err = p.communicate(timeout=30)
+            assert p.returncode == 143, err
+            assert out == "one\n" and "interrupted by SIGTERM" in err
+        finally:
+            os.close(write_end)
+            if p.poll() is None:
+                p.kill()
