@@ -246,6 +246,31 @@ def _failure(err: BaseException) -> tuple[str, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line: never a traceback (an unforeseen error, an interrupt on the way in or out of a
+    command: one line and an exit code); whatever the command started ends with it (``tools.procs``)."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        return 130
+    except SystemExit as exc:
+        raise exc
+    except BaseException as err:  # noqa: BLE001 - the last line of defence (see _main)
+        if os_environ_debug():
+            raise
+        msg, code = _failure(err)
+        _say(msg)
+        return code
+
+
+def _sweep_at_exit() -> None:
+    """At exit, end every process the command started (``dsh_tui.tools.procs.sweep``; only loaded, and so
+    only needed, once something that starts processes was imported)."""
+    procs = sys.modules.get("dsh_tui.tools.procs")
+    if procs is not None:
+        procs.sweep()
+
+
+def _main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and (argv[0] == "--profile" or argv[0].startswith("--profile=")):
         # dsh's launcher flags: ``--profile sdk`` is dsh's JSON-RPC protocol for its own Python SDK
@@ -257,6 +282,15 @@ def main(argv: list[str] | None = None) -> int:
         except KeyboardInterrupt:
             return 130
     args = parse_args(argv)
+    import atexit
+    import os
+
+    atexit.register(_sweep_at_exit)
+    server = os.environ.get("DSH_TUI_SERVER_PID", "")  # a served tab's app (dsh_tui.ui.served.SERVER_PID_ENV)
+    if os.environ.get("DSH_TUI_SERVED") == "1" and server.isdigit():
+        from dsh_tui.tools.procs import bind_to_parent
+
+        bind_to_parent(int(server))  # SIGTERM (a clean quit) when the server dies, even by SIGKILL
     if args.command is not None:
         # A command's failure is the one line below; a library warning on the way (a background write
         # that failed, reported again as the command's error) must not add lines of its own.

@@ -136,13 +136,19 @@ class HeadlessOutput:
             self.code = 1
         return 0 if completed else 1
 
-
     def finish(self) -> int:
         """After the session closed cleanly: the turn-end lines on stderr; the exit code."""
         for line in self._ended:
             print(line, file=self.err, flush=True)
         self._ended.clear()
         return self.code
+
+    def interrupted(self, signum: int) -> None:
+        """Signal ``signum`` ended the run: said first by ``finish``; the exit code becomes ``128 + signum``."""
+        import signal
+
+        self._ended.insert(0, f"dsh-tui: interrupted by {signal.Signals(signum).name}")
+        self.code = 128 + signum
 
 
 async def next_prompts(prompts: Any) -> Any:

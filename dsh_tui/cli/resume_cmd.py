@@ -67,27 +67,30 @@ def _store(row):
 
 async def resume_headless(store: Any, session_id: str, provider: Any, model: str, prompt: str,
                           *, cwd: str | None = None, keep_model: bool = True, out: Any = None,
-                          more: Any = None) -> tuple[str, str]:
+                          more: Any = None, signals: list[int] | None = None) -> tuple[str, str]:
     """Resume ``session_id``, run one turn with ``prompt``; returns (final answer text, turn end reason).
-    ``out`` and ``more``: as ``run_cmd.run_headless`` (each turn's result printed; further prompts)."""
+    ``out`` and ``more``: as ``run_cmd.run_headless`` (each turn's result printed; further prompts), and
+    SIGINT/SIGTERM/SIGHUP end it as there (their numbers go to ``signals``)."""
+    from dsh_tui.cli.run_cmd import run_turns
     from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.tools.procs import ExitSignals
 
     spec = HostSpec(root=None, store=store, cwd=Path(cwd) if cwd else None, provider=provider, model=model,
                     resume_id=session_id, keep_model=keep_model)
-    host = await AgentHost.open(spec)
-    if out is not None:
-        out.attach(host)
-    try:
-        result = await host.run_turn(prompt)
-        if out is not None:
-            out.report(result)
-            from dsh_tui.cli.output import next_prompts
-
-            async for text in next_prompts(more):
-                result = await host.run_turn(text)
-                out.report(result)
-    finally:
-        await host.close()
+    with ExitSignals() as stop:
+        try:
+            host = await AgentHost.open(spec)
+            if out is not None:
+                out.attach(host)
+            try:
+                result = await run_turns(host, prompt, stop, out, more)
+            finally:
+                await host.close()
+        finally:
+            if signals is not None:
+                signals.extend(stop.got)
+            if out is not None and stop.got:
+                out.interrupted(stop.got[0])
     return result.answer, result.reason.get("kind", "?")
 
 

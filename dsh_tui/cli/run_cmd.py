@@ -81,37 +81,96 @@ def skipped_notes(events: Any) -> list[str]:
 
 async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cwd: str,
                        preset: str, out: Any = None, more: Any = None,
-                       notes: list[str] | None = None) -> tuple[str, dict, str]:
+                       notes: list[str] | None = None,
+                       signals: list[int] | None = None) -> tuple[str, dict, str]:
     """One turn in a new persisted session: (final answer, turn-end reason, session id). ``out`` (a
     ``dsh_tui.cli.output.HeadlessOutput``) prints each turn's result; ``more`` yields further prompts
     (``--input-format stream-json``), each run in the same session after the previous turn. ``notes``
-    receives the lines of :func:`skipped_notes` once the turns are over."""
+    receives the lines of :func:`skipped_notes` once the turns are over. SIGINT, SIGTERM and SIGHUP cancel
+    the running turn (``turn/end`` aborted, cause ``user``), run no further prompt and close the session;
+    the signal's number is appended to ``signals``."""
     from pathlib import Path
 
     from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.tools.procs import ExitSignals
 
-    host = await AgentHost.open(HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider, model=model,
-                                         preset=preset))
-    if hasattr(provider, "root_idle"):  # a recorded scenario directory: children settle as dsh recorded
-        provider.root_idle = host.agent.wait_idle
-    if out is not None:
-        out.attach(host)
-    try:
-        result = await host.run_turn(prompt, settle=True)
-        if out is not None:
-            out.report(result)
-            from dsh_tui.cli.output import next_prompts
+    with ExitSignals() as stop:
+        try:
+            host = await AgentHost.open(HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider,
+                                                 model=model, preset=preset))
+            if hasattr(provider, "root_idle"):  # a recorded scenario directory: children settle as recorded
+                provider.root_idle = host.agent.wait_idle
+            if out is not None:
+                out.attach(host)
+            try:
+                result = await run_turns(host, prompt, stop, out, more, settle=True)
+                if notes is not None:
+                    from dsh_tui.session.rows import plain_events
 
-            async for text in next_prompts(more):
-                result = await host.run_turn(text, settle=True)
-                out.report(result)
-        if notes is not None:
-            from dsh_tui.session.rows import plain_events
-
-            notes.extend(skipped_notes(plain_events(host.agent.session.events)))
-    finally:
-        await host.close()
+                    notes.extend(skipped_notes(plain_events(host.agent.session.events)))
+            finally:
+                await host.close()
+        finally:
+            if signals is not None:
+                signals.extend(stop.got)
+            if out is not None and stop.got:
+                out.interrupted(stop.got[0])
     return result.answer, result.reason, result.session_id
+
+
+async def run_turns(host: Any, prompt: Any, stop: Any, out: Any, more: Any, *, settle: bool = False) -> Any:
+    """``prompt``, then each of ``more`` (when ``out`` prints the results), until a signal of ``stop`` (an
+    entered ``dsh_tui.tools.procs.ExitSignals``); the last turn's ``TurnResult``."""
+    import asyncio
+
+    result = await host.run_turn_until_signal(prompt, stop, settle=settle)
+    if out is None:
+        return result
+    out.report(result)
+    while not stop.got and more is not None:
+        nxt = _next_in_daemon(more)  # not asyncio.to_thread: a read that never returns must not hold the exit
+        stopping = asyncio.ensure_future(stop.event.wait())
+        await asyncio.wait({nxt, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not nxt.done():
+            nxt.cancel()
+            break
+        text = nxt.result()
+        if text is None:
+            break
+        result = await host.run_turn_until_signal(text, stop, settle=settle)
+        out.report(result)
+    return result
+
+
+def _next_in_daemon(prompts: Any) -> Any:
+    """A future of ``next(prompts, None)``, read in a daemon thread (stdin may never answer)."""
+    import asyncio
+    import threading
+
+    loop = asyncio.get_running_loop()
+    fut = loop.create_future()
+
+    def settle(value: Any, err: BaseException | None) -> None:
+        if fut.done():
+            return
+        if err is not None:
+            fut.set_exception(err)
+        else:
+            fut.set_result(value)
+
+    def read() -> None:
+        try:
+            value, err = next(prompts, None), None
+        except BaseException as exc:  # noqa: BLE001 - handed to the loop (a bad line is a UsageError)
+            value, err = None, exc
+        try:
+            loop.call_soon_threadsafe(settle, value, err)
+        except RuntimeError:  # the loop is closed: nobody waits any more
+            pass
+
+    threading.Thread(target=read, name="dsh-tui-prompts", daemon=True).start()
+    return fut
 
 
 def describe(reason: dict) -> str:
@@ -157,4 +216,4 @@ def run(args: argparse.Namespace) -> int:
                              more=prompts, notes=notes))
     for line in notes:
         print(line, file=sys.stderr)
-    return out.finish()
+    return out.finish()  # 128 + N after signal N

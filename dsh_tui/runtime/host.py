@@ -8,6 +8,7 @@ it, so the same input gives the same requests whichever way it is run. It sits b
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -152,6 +153,10 @@ class AgentHost:
 
             await settle_tree(self.agent)
         await self.flush()
+        return self.turn_result(start)
+
+    def turn_result(self, start: int) -> TurnResult:
+        """The last answer and turn-end reason among the session's events from ``start`` on."""
         answer, reason = "", {"kind": "none"}
         for e in self.session.events[start:]:
             if e["type"] == "assistant/message":
@@ -162,6 +167,34 @@ class AgentHost:
             elif e["type"] == "turn/end":
                 reason = e["data"].get("reason") or {"kind": "none"}
         return TurnResult(self.session.header["id"], answer, reason)
+
+    async def run_turn_until_signal(self, prompt: str | list, signals: Any, *,
+                                    settle: bool = False) -> TurnResult:
+        """``run_turn``, but a signal of ``signals`` (an entered ``dsh_tui.tools.procs.ExitSignals``: SIGINT,
+        SIGTERM, SIGHUP) ends it: the running turn is cancelled (``turn/end`` aborted, cause ``user``; a
+        foreground subagent's run with it) and nothing more is waited for (background subagents are
+        disposed when the host closes)."""
+        if signals.got:
+            return TurnResult(self.session.header["id"], "", {"kind": "aborted", "reason": {"kind": "user"}})
+        off = signals.on_signal(lambda _signum: self.agent.cancel({"kind": "user"}))
+        start = len(self.session.events)
+        turn = asyncio.ensure_future(self.run_turn(prompt, settle=settle))
+        stopping = asyncio.ensure_future(signals.event.wait())
+        try:
+            await asyncio.wait({turn, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if turn.done():
+                return turn.result()
+            try:  # the cancelled turn ends at its next check (a tool's process group is killed at once)
+                await asyncio.wait_for(asyncio.shield(self.agent.wait_idle()), 30)
+            except TimeoutError:
+                pass
+            turn.cancel()
+            with contextlib.suppress(BaseException):
+                await turn
+            return self.turn_result(start)
+        finally:
+            stopping.cancel()
+            off()
 
     async def flush(self) -> None:
         """Wait for work plugins run beside the turn (``session/flush``: the pending LLM title request)."""

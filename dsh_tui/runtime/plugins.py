@@ -37,6 +37,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dsh_tui.runtime.bus import BUILTIN, EVENT_MODES, USER
+from dsh_tui.runtime.listeners import DEFAULT_TIMEOUT_MS, guard
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.events import KNOWN_EVENT_TYPES
 
@@ -64,6 +65,7 @@ class PluginSpec:
     obj: Any = None  # the plugin object itself (SDK, built-ins)
     config: dict[str, Any] = field(default_factory=dict)
     enabled: bool = True
+    listener_timeout_ms: float = DEFAULT_TIMEOUT_MS  # ``[plugins.<id>] listener_timeout_ms`` (runtime.listeners)
 
 
 @dataclass
@@ -142,6 +144,7 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
         module = raw.pop("module", "")
         if not isinstance(module, str):
             raise PluginError(f"settings: plugins.{pid}.module must be a string")
+        raw.pop("listener_timeout_ms", None)
         return enabled, raw, module
 
     specs: list[PluginSpec] = []
@@ -170,7 +173,18 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
     for pid in configured:  # a config-only table: must name a plugin loaded another way
         if pid not in BUILTIN_IDS and pid not in eps and not configured[pid].get("module"):
             specs.append(PluginSpec(pid, "settings", config=dict(configured[pid]), enabled=False))
+    for spec in specs:
+        spec.listener_timeout_ms = listener_timeout(configured.get(spec.id, {}), spec.id)
     return specs
+
+
+def listener_timeout(table: Mapping[str, Any], pid: str) -> float:
+    """``[plugins.<id>] listener_timeout_ms``: a positive number of milliseconds (default 60,000)."""
+    value = table.get("listener_timeout_ms", DEFAULT_TIMEOUT_MS)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < float("inf"):
+        raise PluginError(f"settings: plugins.{pid}.listener_timeout_ms must be a positive number of "
+                          f"milliseconds, got {value!r}")
+    return float(value)
 
 
 def resolve(spec: PluginSpec) -> Any:
@@ -180,8 +194,8 @@ def resolve(spec: PluginSpec) -> Any:
     module_name, _, attr = spec.target.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
-    except Exception as err:  # noqa: BLE001 - any import failure is the plugin's load error
-        raise PluginError(f"cannot import {module_name}: {type(err).__name__}: {err}") from err
+    except (Exception, SystemExit, KeyboardInterrupt) as err:  # noqa: BLE001 - the plugin's load error
+        raise PluginError(f"cannot import {module_name}: {_error_text(err)}") from err
     for part in filter(None, attr.split(".")):
         try:
             obj = getattr(obj, part)
@@ -326,9 +340,11 @@ class _Commands:
 class Context:
     """What ``apply(ctx, config)`` gets. See docs/plugins.md."""
 
-    def __init__(self, agent: Any, plugin_id: str, config: Any, tier: int = USER) -> None:
+    def __init__(self, agent: Any, plugin_id: str, config: Any, tier: int = USER,
+                 listener_timeout_ms: float = DEFAULT_TIMEOUT_MS) -> None:
         self._agent = agent
         self.id = plugin_id
+        self._listener_timeout_ms = listener_timeout_ms
         self.config = config
         self._tier = tier
         self._disposers: list[Callable[[], Any]] = []
@@ -346,6 +362,8 @@ class Context:
         listeners are ``(payload, next)``; the others ``(payload)``. Undone when the plugin unloads."""
         if name not in EVENT_MODES:
             raise PluginError(f"unknown event {name!r} (see docs/plugins.md for the list)")
+        if self._tier == USER:  # SystemExit and hangs contained, named (dsh_tui.runtime.listeners)
+            listener = guard(self.id, name, listener, EVENT_MODES[name], self._listener_timeout_ms)
         off = self._agent.bus.on(name, listener, scope=self._agent.id, prepend=prepend, tier=self._tier)
         self.events.append(name)
         self._disposers.append(off)
@@ -441,11 +459,13 @@ class Plugins:
                     spec.id = _name_of(obj, spec.target)
                     spec.enabled = table.pop("enabled", True) is not False
                     table.pop("module", None)
+                    spec.listener_timeout_ms = listener_timeout(table, spec.id)
+                    table.pop("listener_timeout_ms", None)
                     spec.config = table
                 if not callable(getattr(obj, "apply", None)):
                     raise PluginError("has no apply(ctx, config)")
                 self._prepared[i] = (obj, _config_for(obj, spec.config))
-            except Exception as err:  # noqa: BLE001 - reported by apply; the others still load
+            except (Exception, SystemExit, KeyboardInterrupt) as err:  # noqa: BLE001 - reported by apply
                 self._prepared[i] = err
                 if self.strict:
                     raise PluginError(f"plugin {spec.id}: {_error_text(err)}") from err
@@ -469,16 +489,17 @@ class Plugins:
             prepared = self._prepared.get(i)
             ctx: Context | None = None
             try:
-                if isinstance(prepared, Exception):
+                if isinstance(prepared, BaseException):
                     raise prepared
                 obj, config = prepared
-                ctx = Context(agent, spec.id, config, BUILTIN if spec.source == "builtin" else USER)
+                ctx = Context(agent, spec.id, config, BUILTIN if spec.source == "builtin" else USER,
+                              spec.listener_timeout_ms)
                 out = _call_apply(obj.apply, ctx, config)
                 if inspect.isawaitable(out):
                     if inspect.iscoroutine(out):
                         out.close()
                     raise PluginError("apply() must not be async (register async listeners instead)")
-            except Exception as err:  # noqa: BLE001 - reported; the others still load
+            except (Exception, SystemExit, KeyboardInterrupt) as err:  # noqa: BLE001 - reported; others load
                 if ctx is not None:
                     _dispose_now(ctx)
                 self.records.pop()
@@ -505,7 +526,9 @@ class Plugins:
 
 
 def _error_text(err: BaseException) -> str:
-    return str(err) if isinstance(err, PluginError) else f"{type(err).__name__}: {err}"
+    if isinstance(err, PluginError):
+        return str(err)
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
 
 
 def _name_of(obj: Any, fallback: str) -> str:

@@ -5,7 +5,8 @@ session cwd or ``workdir`` (confined to the workspace unless ``ctx.allow_outside
 last ``max_output_bytes`` (64,000) bytes stay in memory; once a stream outgrows that, the whole
 stream is copied to a spill file (capped at 64 MiB) and the text gets the
 ``[output truncated; full output: <path>]`` marker. Timeout (default 120 s, cap 600 s) and
-cancellation send SIGTERM to the group, then SIGKILL after the grace period. The result text is
+cancellation send SIGTERM to the group, then SIGKILL after the grace period. The group is tracked
+(``dsh_tui.tools.procs``): what a finished command left running in it (``cmd &``) ends with the process. The result text is
 dsh's ``renderResult``: non-zero exits are not errors. ``run_in_background``
 hands the command to a jobs port (``async start(command, *, cwd, env, label) -> job_id``): the builder's
 ``jobs`` option, else the calling agent's registry (``dsh_tui.runtime.jobs``).
@@ -25,6 +26,7 @@ from typing import Any
 from dsh_tui.tools.base import ToolContext, ToolDefinition
 from dsh_tui.tools.common import aborted_error, js_number, plain_error, private_dir
 from dsh_tui.tools.paths import confine_dir
+from dsh_tui.tools.procs import killpg, release, track
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -153,12 +155,6 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
-def killpg(pgid: int, sig: int) -> None:
-    """Signal a process group that may be gone already."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
-
-
 async def drain_pumps(pumps: list[asyncio.Future[Any]], pgid: int, grace: float) -> None:
     """After the shell exited: descendants may still hold the pipes open. Give them ``grace`` seconds, then
     end the group and give the readers one more second (the bash tool and background jobs alike)."""
@@ -201,7 +197,7 @@ async def run_bash(
         )  # fmt: skip
     except FileNotFoundError as exc:
         raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
-    pgid = proc.pid
+    pgid = track(proc.pid)  # ended with the process if something of it outlives the call (tools.procs)
     assert proc.stdout is not None and proc.stderr is not None
     pumps = [asyncio.ensure_future(_pump(proc.stdout, out)), asyncio.ensure_future(_pump(proc.stderr, err))]
     waiter = asyncio.ensure_future(_exited(proc))
@@ -237,6 +233,7 @@ async def run_bash(
                 await asyncio.wait_for(asyncio.shield(waiter), 1.0)
         await out.close()
         await err.close()
+        release(pgid)
     rc = proc.returncode
     if rc is not None and rc < 0:
         try:

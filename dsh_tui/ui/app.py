@@ -9,8 +9,10 @@ session is ``opening.py`` and the palette's entries ``palette.py`` (mixins of ``
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import importlib
+import os
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -223,6 +225,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
     # -- start / stop --------------------------------------------------------------------------
     def on_mount(self) -> None:
         self.call_after_refresh(self._first_frame)
+        self._handle_exit_signals()
         # Markdown + Pygments cost ~0.2 s on first use (imports, lexer regexes): pay it in the
         # background after the first paint, not in the middle of the first streamed code block.
         self.set_timer(1.0, lambda: self.run_worker(_prewarm_markdown, thread=True, group="prewarm",
@@ -344,6 +347,32 @@ class DshApp(SessionOpening, PaletteCommands, App):
         self._note_resumable()
         await asyncio.to_thread(self.bridge.stop)
         self.exit()
+
+    def _handle_exit_signals(self) -> None:
+        """SIGTERM and SIGHUP (a closed terminal, a served tab's server gone) quit as Ctrl+Q does: the running
+        turn is closed as aborted and every session flushed; what the sessions started ends with the
+        process (``dsh_tui.tools.procs``). A second signal ends the process at once. Not under a test's
+        headless driver (the handlers are the process's)."""
+        if self.is_headless:
+            return
+        import signal
+
+        from dsh_tui.tools import procs
+
+        loop = asyncio.get_running_loop()
+        got: list[int] = []
+
+        def on_signal(signum: int) -> None:
+            if got:
+                procs.sweep()
+                os._exit(128 + got[0])
+            got.append(signum)
+            self.call_later(self.action_quit)
+
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            if signal.getsignal(sig) != signal.SIG_IGN:
+                with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
+                    loop.add_signal_handler(sig, on_signal, sig)
 
     def on_unmount(self) -> None:
         self._note_resumable()

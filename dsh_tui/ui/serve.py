@@ -42,8 +42,9 @@ from aiohttp import WSMsgType, web
 from textual_serve.app_service import AppService
 from textual_serve.server import Server, to_int
 
-from dsh_tui.tools.bash import killpg
-from dsh_tui.ui.served import SERVED_ENV
+from dsh_tui.tools.procs import descendants, killpg
+from dsh_tui.tools.procs import kill_tree as _kill_left
+from dsh_tui.ui.served import SERVED_ENV, SERVER_PID_ENV
 
 TEMPLATES = Path(__file__).parent / "serve_templates"
 QUIT_GRACE_S = 10.0  # after the quit packet: the app flushes and closes its sessions
@@ -85,6 +86,7 @@ class ServedApp(AppService):
     async def _open_app_process(self, width: int = 80, height: int = 24):  # type: ignore[override]
         env = self._build_environment(width=width, height=height)
         env[SERVED_ENV] = "1"
+        env[SERVER_PID_ENV] = str(os.getpid())  # the app ends with this server (tools.procs.bind_to_parent)
         process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True,
@@ -141,54 +143,6 @@ async def _exited(process: asyncio.subprocess.Process, timeout: float | None) ->
             return False
         await asyncio.sleep(0.05)
     return True
-
-
-def _stat(pid: int | str) -> list[str] | None:
-    """``/proc/PID/stat``'s fields after the command name (state, ppid, pgrp, ...), or None."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return text[text.rindex(")") + 2:].split()
-
-
-def descendants(pid: int) -> dict[int, str]:
-    """Every process under ``pid``, each with its start time (``/proc``; empty where there is none)."""
-    children: dict[int, list[int]] = {}
-    started: dict[int, str] = {}
-    try:
-        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
-    except OSError:
-        return {}
-    for name in entries:
-        fields = _stat(name)
-        if fields is not None and len(fields) > 19:
-            children.setdefault(int(fields[1]), []).append(int(name))
-            started[int(name)] = fields[19]
-    found: dict[int, str] = {}
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            if child not in found:
-                found[child] = started[child]
-                todo.append(child)
-    return found
-
-
-def _kill_left(tree: dict[int, str]) -> list[int]:
-    """SIGKILL what is still running of ``tree`` (the same process: same start time, not a reused pid),
-    with the process group each one leads; the pids killed."""
-    killed = []
-    for pid, start in tree.items():
-        fields = _stat(pid)
-        if fields is None or len(fields) <= 19 or fields[19] != start or fields[0] == "Z":
-            continue
-        if int(fields[2]) == pid:
-            killpg(pid, signal.SIGKILL)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-        killed.append(pid)
-    return killed
 
 
 @dataclass

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 
 SERVED_ENV = "DSH_TUI_SERVED"  # set by the server in every app process it starts
+SERVER_PID_ENV = "DSH_TUI_SERVER_PID"  # the server's pid: the app process ends with it (``dsh_tui.cli``)
 
 # binding id -> keys when served (the browser-kept key last)
 SERVED_KEYS: dict[str, str] = {

@@ -375,3 +375,64 @@ def test_a_host_or_origin_without_a_port_is_taken_at_the_default_port():
     assert _with_port("LocalHost:8765") == "localhost:8765" and _with_port("[::1]:9") == "[::1]:9"
     assert _with_port(_origin_netloc("http://127.0.0.1")) == "127.0.0.1:80"
     assert _origin_netloc("null") == "" and _origin_netloc("file:///x") == ""
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's reaping is init's business)."""
+    from pathlib import Path
+
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] not in "ZX"
+
+
+async def test_a_tab_ends_with_a_server_killed_by_sigkill_and_closes_its_turn(tmp_path):
+    """Issue #26 item 4: ``kill -9`` of the server with a tab mid-turn. The tab's app used to run on forever
+    (stdin at EOF) holding the session lock; now the kernel tells it (PR_SET_PDEATHSIG: SIGTERM), it quits as
+    Ctrl+Q does — the turn is closed as aborted in the log — and nothing of it is left running."""
+    import json
+    import time
+
+    from tests.ui.browser_support import ModelServer
+
+    ws_dir = tmp_path / "ws"
+    ws_dir.mkdir()
+    root = tmp_path / "sessions"
+    with ModelServer() as model:
+        env = {"DEEPSEEK_API_KEY": "sk-test", "DEEPSEEK_BASE_URL": model.base_url}
+        with Served(["--port", "0", "--", "run", "--root", str(root)], cwd=ws_dir, env=env) as s:
+            session, ws = await _ws(s)
+            try:
+                await _first_screen(ws, b"sk the agent")
+                assert s.wait_log(lambda s: any(root.rglob("session.lock")), timeout=60)
+                await ws.send_json(["focus"])
+                deadline = asyncio.get_running_loop().time() + 120
+                while asyncio.get_running_loop().time() < deadline:
+                    for key in "keep streaming\r":
+                        await ws.send_json(["stdin", key])
+                    seen = await _first_screen(ws, b"still streaming", either=b"No session is open")
+                    if b"still streaming" in seen:
+                        break
+                    await asyncio.sleep(7)
+                pid = s.started()[0]
+                s.proc.kill()  # SIGKILL: the server runs no cleanup of its own
+                s.proc.wait(30)
+                end = time.monotonic() + 60
+                while _running(pid) and time.monotonic() < end:
+                    await asyncio.sleep(0.1)
+                assert not _running(pid), "the tab's app outlived its server"
+            finally:
+                await ws.close()
+                await session.close()
+                if _running(s.started()[0]):
+                    import os
+                    import signal
+
+                    os.kill(s.started()[0], signal.SIGKILL)
+    logs = [p for p in root.rglob("session.jsonl*") if p.is_file()]
+    cat = subprocess.run([str(DSH_TUI), "log", "cat", str(logs[0])], capture_output=True, text=True, timeout=60)
+    events = [json.loads(line) for line in cat.stdout.splitlines()]
+    ends = [e for e in events if e["type"] == "turn/end"]
+    assert len(ends) == 1 and ends[0]["data"]["reason"]["kind"] == "aborted", ends

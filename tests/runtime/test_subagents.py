@@ -333,3 +333,81 @@ async def test_a_one_shot_background_subagent_is_advertised_with_the_jobs_plugin
         assert {"job_output", "job_list", "job_kill"} <= set(host.agent.tools.tools)
     finally:
         await host.close()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# issue #37 item 6: fan-out is bounded per agent and per tree, and a refusal is a tool error the model sees
+
+
+def _errors(events) -> list[str]:
+    out = []
+    for e in events:
+        if e["type"] == "tool/result":
+            block = e["data"]["message"]["content"][0]
+            if block.get("isError"):
+                out.append(block["content"][0]["text"])
+    return out
+
+
+async def _fan_out(tmp_path, n: int, children_provider, **config) -> tuple[AgentHost, list[str]]:
+    items = [(f"c{i}", "subagent", {"description": f"d{i}", "prompt": "p"}) for i in range(n)]
+    script = [scripted.calls(items), scripted.text("spawned")] + [scripted.text("noted")] * n
+
+    class _Root(ScriptedProvider):
+        def child_provider(self, child_id):
+            return children_provider()
+
+    host = await _host(tmp_path, _Root(script, name="mock"), plugin_config={"subagents": config} if config else {})
+    host.agent.followup("go")
+    await host.agent.wait_idle()
+    return host, _errors(host.session.events)
+
+
+async def test_an_agent_runs_at_most_max_children_subagents_at_once(tmp_path):
+    import asyncio
+
+    host, errors = await _fan_out(tmp_path, 12, lambda: _Slow(asyncio.Event()))
+    try:
+        live = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id and c.host is not None]
+        assert len(live) == 8  # the default max_children
+        assert len(errors) == 4
+        assert all(e.startswith("Error: subagent refused: this agent already has 8 running subagents "
+                                "(max_children = 8)") for e in errors), errors
+    finally:
+        await host.close()
+
+
+async def test_a_tree_runs_at_most_max_tree_live_subagents(tmp_path):
+    import asyncio
+
+    host, errors = await _fan_out(tmp_path, 5, lambda: _Slow(asyncio.Event()), max_tree_live=3)
+    try:
+        assert len([c for c, _ in ch.descendants(host.agent.id) if c.host is not None]) == 3
+        assert len(errors) == 2 and all("(max_tree_live = 3)" in e for e in errors), errors
+    finally:
+        await host.close()
+
+
+async def test_a_tree_starts_at_most_max_tree_total_subagents(tmp_path):
+    import asyncio
+
+    host, errors = await _fan_out(tmp_path, 4, lambda: ScriptedProvider([scripted.text("CHILD")], name="mock"),
+                                  max_tree_total=2)
+    try:
+        await asyncio.wait_for(ch.settle(host.agent), 60)
+        assert len(ch.descendants(host.agent.id)) == 2
+        assert len(errors) == 2 and all("(max_tree_total = 2)" in e for e in errors), errors
+    finally:
+        await host.close()
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, "8"])
+async def test_fan_out_caps_must_be_positive_integers(tmp_path, bad):
+    failures = []
+    host = await _host(tmp_path, ScriptedProvider([]), on_plugin_failure=failures.append,
+                       plugin_config={"subagents": {"max_children": bad}})
+    try:
+        assert "subagent" not in host.agent.tools.tools
+        assert any("max_children must be a positive integer" in str(f.error) for f in failures), failures
+    finally:
+        await host.close()

@@ -3,14 +3,13 @@
 A background command is a fresh ``bash -c`` in its own process group (``start_new_session``), stdin from
 ``/dev/null``; stdout and stderr stream into the job's bounded ring. No timeout applies (dsh). ``job_kill``
 and teardown send SIGTERM to the group, then SIGKILL after the grace period; the job settles once the
-process is gone. Every live group is also killed when the interpreter exits (``atexit``), so a crash of
-the host does not leave a command running.
+process is gone. Every live group is tracked (``dsh_tui.tools.procs``): it is killed when the process
+exits, by a signal the command line handles too, so a crash of the host does not leave a command running.
 """
 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import codecs
 import os
 import signal as signal_mod
@@ -20,18 +19,10 @@ from dsh_tui.runtime.jobs.registry import JobHandle, JobRegistry
 from dsh_tui.tools.bash import drain_pumps
 from dsh_tui.tools.bash import killpg as _killpg
 from dsh_tui.tools.common import plain_error
+from dsh_tui.tools.procs import forget, track
 
 GRACE_S = 3.0
 READ_CHUNK = 65_536
-#: Process groups of live background commands (killed at interpreter exit).
-LIVE_GROUPS: set[int] = set()
-
-
-@atexit.register
-def _kill_live_groups() -> None:
-    for pgid in list(LIVE_GROUPS):
-        _killpg(pgid, signal_mod.SIGKILL)
-
 
 class BashJobs:
     """What the ``bash`` tool calls for ``run_in_background`` (``dsh_tui.tools.bash``'s ``jobs`` port)."""
@@ -58,7 +49,7 @@ async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[st
     except FileNotFoundError as exc:
         raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
     pgid = proc.pid
-    LIVE_GROUPS.add(pgid)
+    track(pgid)
     state = {"killed": False, "killer": None}
 
     async def pump(stream: asyncio.StreamReader, channel: str) -> None:
@@ -83,7 +74,7 @@ async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[st
             raise
         finally:
             _killpg(pgid, signal_mod.SIGKILL)  # nothing of the group outlives its job
-            LIVE_GROUPS.discard(pgid)
+            forget(pgid)
             killer = state["killer"]
             if killer is not None:
                 killer.cancel()

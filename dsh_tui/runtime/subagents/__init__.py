@@ -33,7 +33,11 @@ name = "subagents"
 __all__ = ["apply", "name", "DEFAULTS"]
 
 DEFAULTS: dict[str, Any] = {"max_depth": 3, "subagent_mode": "continuable", "fork_mode": "one-shot",
-                            "fork_background": False, "subagent_background": True}
+                            "fork_background": False, "subagent_background": True,
+                            "max_children": 8, "max_tree_live": 32, "max_tree_total": 256}
+#: The fan-out caps (dsh has none but depth): live children per agent, live subagents in a session tree
+#: (a root agent and everything below it, in this process), subagents a tree opens in all.
+CAPS = ("max_children", "max_tree_live", "max_tree_total")
 
 
 def _config(raw: Any) -> dict[str, Any]:
@@ -52,6 +56,9 @@ def _config(raw: Any) -> dict[str, Any]:
     for key in ("fork_background", "subagent_background"):
         if not isinstance(cfg[key], bool):
             raise DshError(f"{key} must be true or false")
+    for key in CAPS:
+        if isinstance(cfg[key], bool) or not isinstance(cfg[key], int) or cfg[key] < 1:
+            raise DshError(f"{key} must be a positive integer, got {cfg[key]!r}")
     return cfg
 
 
@@ -95,7 +102,9 @@ def apply(ctx: Any, config: Any = None) -> None:
     if getattr(agent, "host", None) is None:
         return  # children are opened through the agent host: an agent built without one has no subagents
     ch.AGENTS[agent.id] = agent
+    ch.CAPS[agent.id] = {key: cfg[key] for key in CAPS}
     ctx.effect(lambda: ch.AGENTS.pop(agent.id, None) if ch.AGENTS.get(agent.id) is agent else None)
+    ctx.effect(lambda: ch.CAPS.pop(agent.id, None) if ch.AGENTS.get(agent.id) in (None, agent) else None)
 
     def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
         base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (
@@ -125,6 +134,7 @@ def apply(ctx: Any, config: Any = None) -> None:
             depth = max(_delegation_depth(agent), 0) + 1
             if cfg["max_depth"] != "provider-managed" and depth > cfg["max_depth"]:
                 raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg['max_depth']}")
+            ch.check_fanout(agent)  # a refusal is the tool's error: the model sees why
             host = agent.host
             if background and mode == "one-shot":  # a job: collected with job_output, stopped with job_kill
                 job = await jobs.start("subagent", args["description"], lambda handle: start_job_child(
@@ -281,7 +291,9 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
         strict_plugins=spec.strict_plugins, on_plugin_failure=spec.on_plugin_failure, close_provider=False,
         header_fields=fields if resume_id is None else {}, seed=seed, tool_options=dict(spec.tool_options),
         plugin_config=copy.deepcopy(spec.plugin_config))
-    child_host = await AgentHost.open(child_spec)
+    ch.check_fanout(parent, new=resume_id is None)
+    with ch.opening(parent):
+        child_host = await AgentHost.open(child_spec)
     if resume_id is None:
         sandbox = _sandbox_override(parent.session)
         if sandbox is not None:

@@ -8,10 +8,11 @@ A child is a real session: header ``parentSession``/``seedLength``/``origin: "su
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,10 @@ CHILDREN: dict[str, Child] = {}
 RESUMING: dict[str, asyncio.Task] = {}
 #: Listeners ``fn(child)`` called when a child starts, changes phase or settles (the UI's card).
 WATCHERS: list[Callable[[Child], Any]] = []
+#: Fan-out caps by agent id (``max_children``, ``max_tree_live``, ``max_tree_total``; see ``check_fanout``).
+CAPS: dict[str, dict[str, int]] = {}
+#: Children being opened (``AgentHost.open`` in flight) by parent id: they count as live for the caps.
+OPENING: dict[str, int] = {}
 
 
 @dataclass
@@ -291,3 +296,53 @@ async def settle(agent: Any, timeout: float = 600.0) -> None:
             elif c.agent is not None:
                 await c.agent.wait_idle()
         await asyncio.sleep(0.001)
+
+
+def tree_root(agent_id: str) -> str:
+    """The id of the root agent of ``agent_id``'s tree (itself when it is no child of this process)."""
+    seen = set()
+    while agent_id in CHILDREN and agent_id not in seen:
+        seen.add(agent_id)
+        agent_id = CHILDREN[agent_id].parent_id
+    return agent_id
+
+
+def _live(child: Child) -> bool:
+    return child.host is not None or (child.closing is not None and not child.closing.done())
+
+
+def check_fanout(parent: Any, *, new: bool = True) -> None:
+    """Refuse (``ToolError``, the message the model sees) a child ``parent`` may not open now: it has
+    ``max_children`` live children, its tree ``max_tree_live`` live subagents, or (a ``new`` child) its tree
+    has opened ``max_tree_total`` in all. Children being opened count as live."""
+    from dsh_tui.tools.base import ToolError
+
+    caps = CAPS.get(parent.id)
+    if not caps:
+        return
+    root = tree_root(parent.id)
+    tree = [c for c, _d in descendants(root)]
+    mine = sum(1 for c in tree if c.parent_id == parent.id and _live(c)) + OPENING.get(parent.id, 0)
+    opening_now = sum(OPENING.get(a, 0) for a in {root, *(c.id for c in tree)})
+    live = sum(1 for c in tree if _live(c)) + opening_now
+    if mine >= caps["max_children"]:
+        raise ToolError(f"subagent refused: this agent already has {mine} running subagents (max_children = "
+                        f"{caps['max_children']}); wait for one to settle, or stop one, then try again")
+    if live >= caps["max_tree_live"]:
+        raise ToolError(f"subagent refused: {live} subagents are running in this session tree (max_tree_live = "
+                        f"{caps['max_tree_live']}); wait for some to settle, then try again")
+    if new and len(tree) + opening_now >= caps["max_tree_total"]:
+        raise ToolError(f"subagent refused: this session tree has started {len(tree) + opening_now} subagents "
+                        f"(max_tree_total = {caps['max_tree_total']}); no more can be started in this run")
+
+
+@contextlib.contextmanager
+def opening(parent: Any) -> Iterator[None]:
+    """While a child of ``parent`` is being opened it counts against the caps (parallel spawns)."""
+    OPENING[parent.id] = OPENING.get(parent.id, 0) + 1
+    try:
+        yield
+    finally:
+        OPENING[parent.id] -= 1
+        if not OPENING[parent.id]:
+            del OPENING[parent.id]
