@@ -27,12 +27,25 @@ DEFAULT_TIMEOUT_MS = 60_000
 
 
 class PluginListenerError(DshError):
-    """A plugin's listener raised ``SystemExit``/``KeyboardInterrupt`` or did not return in time."""
+    """A plugin's listener raised (an ordinary exception, ``SystemExit`` or ``KeyboardInterrupt``) or did not
+    return in time: the message names the plugin and the event."""
 
 
 def _raised(plugin_id: str, event: str, err: BaseException) -> PluginListenerError:
     detail = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
     return PluginListenerError(f"plugin {plugin_id}: listener for {event} raised {detail}")
+
+
+def _named(plugin_id: str, event: str, err: Exception) -> PluginListenerError | None:
+    """An ordinary exception a listener raised, as an error naming the plugin and the event; None for what
+    must pass unchanged: dsh-tui's own errors (an abort, a tool error, a plugin's deliberate DshError) and
+    whatever the rest of a waterfall chain raised through the listener's ``next()``."""
+    from dsh_tui.runtime.signal import AbortError
+    from dsh_tui.tools.base import ToolError
+
+    if isinstance(err, (DshError, AbortError, ToolError)) or getattr(err, "_dsh_from_next", False):
+        return None
+    return _raised(plugin_id, event, err)
 
 
 def _timed_out(plugin_id: str, event: str, timeout_ms: float) -> PluginListenerError:
@@ -49,6 +62,11 @@ def guard(plugin_id: str, event: str, fn: Callable[..., Any], mode: str, timeout
             return await aw
         except (SystemExit, KeyboardInterrupt) as err:
             raise _raised(plugin_id, event, err) from None
+        except Exception as err:  # noqa: BLE001 - re-raised, named (outside this handler: no chained context)
+            named = _named(plugin_id, event, err)
+            if named is None:
+                raise
+        raise named
 
     async def bounded(aw: Awaitable[Any]) -> Any:
         task = asyncio.ensure_future(contained(aw))
@@ -68,7 +86,14 @@ def guard(plugin_id: str, event: str, fn: Callable[..., Any], mode: str, timeout
                 out = fn(payload)
             except (SystemExit, KeyboardInterrupt) as err:
                 raise _raised(plugin_id, event, err) from None
-            return bounded(out) if isawaitable(out) else out
+            except Exception as err:  # noqa: BLE001 - re-raised, named
+                named = _named(plugin_id, event, err)
+                if named is None:
+                    raise
+                out = None
+            else:
+                return bounded(out) if isawaitable(out) else out
+            raise named
 
         return listener
 
@@ -84,6 +109,9 @@ def guard(plugin_id: str, event: str, fn: Callable[..., Any], mode: str, timeout
             inside[0] += 1
             try:
                 return await nxt()
+            except Exception as err:  # the rest of the chain failed: not this plugin's error
+                err._dsh_from_next = True  # type: ignore[attr-defined]
+                raise
             finally:
                 inside[0] -= 1
                 if not inside[0]:
@@ -97,6 +125,11 @@ def guard(plugin_id: str, event: str, fn: Callable[..., Any], mode: str, timeout
                 return out
             except (SystemExit, KeyboardInterrupt) as err:
                 raise _raised(plugin_id, event, err) from None
+            except Exception as err:  # noqa: BLE001 - re-raised, named
+                named = _named(plugin_id, event, err)
+                if named is None:
+                    raise
+            raise named
 
         task = asyncio.ensure_future(body())
         try:

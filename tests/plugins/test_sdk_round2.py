@@ -26,7 +26,9 @@ def test_a_listener_error_from_sync_run_keeps_its_own_message(tmp_path):
                  provider_instance=ScriptedProvider([scripted.text("hi")])) as harness:
         result = harness.run("hello")
     (end,) = [e for e in result.events if e["type"] == "turn/end"]
-    assert end["data"]["reason"]["error"]["message"] == "listener exploded"  # was "...: no running event loop"
+    # item 2: it was "...: no running event loop"; item 9: the plugin and the event are named
+    assert end["data"]["reason"]["error"]["message"] == \
+        "plugin exploding: listener for agent/request raised ValueError: listener exploded"
 
 
 def test_a_plugin_named_by_module_is_loaded(tmp_path):
