@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_tui.session.errors import DshError
+from dsh_tui.session.terminal import for_terminal
 from dsh_tui.session.transcript import fold_transcript
 
 FORMATS = ("md", "html", "jsonl")
@@ -215,7 +216,9 @@ def export_session(session_id: str, fmt: str, *, roots: Iterable[str | os.PathLi
         return raw.content
     res = loc.store.inspect(loc.session_id)
     render = to_markdown if fmt == "md" else to_html
-    return render(res.header, res.events, reasoning=reasoning)
+    # A document for people: well-formed UTF-8 (a lone surrogate the log keeps as dsh does is U+FFFD) and
+    # no terminal control sequence from the model (``cat``-ing the export must not write the clipboard).
+    return for_terminal(render(res.header, res.events, reasoning=reasoning))
 
 
 def default_filename(session_id: str, fmt: str) -> str:

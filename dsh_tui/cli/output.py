@@ -21,6 +21,8 @@ import time
 from collections.abc import Iterator
 from typing import Any, TextIO
 
+from dsh_tui.session.terminal import for_terminal
+
 OUTPUT_FORMATS = ("text", "json", "stream-json")
 INPUT_FORMATS = ("text", "stream-json")
 _USAGE_KEYS = ("inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "reasoningTokens")
@@ -108,7 +110,8 @@ class HeadlessOutput:
         completed = reason.get("kind") == "completed"
         if self.fmt == "text":
             if result.answer:
-                print(result.answer, file=self.out, flush=True)
+                # the log keeps the text as it came; a terminal gets no control sequence from the model
+                print(for_terminal(result.answer), file=self.out, flush=True)
         else:
             events = self._session.events[self._turn_start:] if self._session is not None else []
             usage = _usage(events)
@@ -128,7 +131,8 @@ class HeadlessOutput:
             self.out.flush()
         if not completed:
             # said once the session is closed (``finish``): if closing fails, its one line is all
-            self._ended.append(f"dsh-tui: turn ended: {self.describe(reason)}")
+            why = " ".join(for_terminal(str(self.describe(reason))).split())
+            self._ended.append(f"dsh-tui: turn ended: {why}")
         if self._session is not None:
             self._turn_start = len(self._session.events)
         self._started = time.monotonic()

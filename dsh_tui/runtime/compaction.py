@@ -47,7 +47,8 @@ class CompactionError(Exception):
 
 
 def u16len(s: str) -> int:
-    return len(s.encode("utf-16-le")) // 2
+    """JavaScript's ``length``: UTF-16 code units (a lone surrogate, legal in a dsh log, counts one)."""
+    return len(s.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def _q(s: str) -> int:

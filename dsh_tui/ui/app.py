@@ -14,11 +14,12 @@ import gc
 import importlib
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.binding import Binding
+from textual.filter import LineFilter
 from textual.message import Message
 from textual.notifications import Notify
 from textual.screen import Screen
@@ -27,6 +28,7 @@ from dsh_tui.ui import served
 from dsh_tui.ui.bridge import Bridge, Harness
 from dsh_tui.ui.opening import SessionOpening
 from dsh_tui.ui.palette import PaletteCommands
+from dsh_tui.ui.safe_output import CONTENT_FILTER
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.textual_compat import notifications, refresh_ansi_filter, unnotify
 from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes
@@ -188,6 +190,10 @@ class DshApp(SessionOpening, PaletteCommands, App):
             self.gc_paused = False
             if paused_here:
                 gc.enable()
+
+    def get_line_filters(self) -> Sequence[LineFilter]:
+        """Textual's filters, then the one that keeps content's control sequences off the terminal."""
+        return [*super().get_line_filters(), CONTENT_FILTER]
 
     def _first_frame(self) -> None:
         self.call_later(self._save_css)

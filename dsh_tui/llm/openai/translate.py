@@ -16,6 +16,7 @@ from dsh_tui.llm.protocol import (
     LlmError,
 )
 from dsh_tui.llm.redact import redact
+from dsh_tui.session.terminal import js_join
 
 _FRAMED_DONE = b"data: [DONE]"
 
@@ -74,7 +75,9 @@ class _Block:
         self.name: str | None = None
 
     def close(self) -> dict[str, Any]:
-        text = "".join(self.parts)
+        # A surrogate pair split across two deltas (a gateway slicing strings by length) is one
+        # character in the assembled block, as JavaScript's string concatenation reads it.
+        text = js_join("".join(self.parts))
         if self.kind == "tool-call":
             return {"type": "tool-call", "id": self.call_id or "", "name": self.name or "", "arguments": text}
         return {"type": self.kind, "text": text}

@@ -1,0 +1,123 @@
+"""A hostile or sloppy provider, end to end: a real SSE server on 127.0.0.1, ``dsh-tui`` as a subprocess.
+
+Issue 26 item 5 (split surrogate pairs, control sequences), issue 37 items 5 (a lone surrogate), 9 (one huge
+SSE line), 10 (key echoes), 11 (nested arguments, duplicate call ids, keep-alive-only streams), 12 (plugin
+tool names, a configured Authorization header).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dsh_tui.store.fixture import open_log_file
+from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+
+STOP = chunk(finish="stop", usage={"prompt_tokens": 3, "completion_tokens": 1})
+
+
+def configure(base_url: str, extra: str = "", provider_extra: str = "") -> None:
+    from dsh_tui.config import settings_path
+
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # a known context window: compaction measures every message (JavaScript UTF-16 lengths) before each step
+    path.write_text(f'[default]\nprovider = "local"\nmodel = "m"\n{extra}'
+                    f'[providers.local]\nbase_url = "{base_url}/v1"\ndefault_context_window = 100000\n'
+                    f'{provider_extra}')
+
+
+def dsh(*argv: str, cwd: Path, env: dict | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dsh_tui", *argv], cwd=cwd, capture_output=True,
+                          timeout=timeout, env=env or dict(os.environ))
+
+
+def the_log(root: Path) -> Path:
+    (log,) = list(root.rglob("session.jsonl*"))
+    return log
+
+
+def raw_delta(text_json: str) -> bytes:
+    """One content delta whose JSON string token is given verbatim (escapes and all)."""
+    return b'data: {"choices":[{"index":0,"delta":{"content":"' + text_json.encode() + b'"}}]}\n\n'
+
+
+# -- issue 26 item 5 / issue 37 item 5: surrogates ------------------------------------------------------
+
+
+def test_a_surrogate_pair_split_across_two_chunks_is_one_character(tmp_path):
+    root = tmp_path / "root"
+    with ScriptServer() as srv:
+        srv.push(sse_reply(raw_delta("a \\ud83d"), raw_delta("\\ude00 b"), STOP))
+        configure(srv.base_url)
+        p = dsh("run", "--headless", "hi", "--root", str(root), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode() == "a \U0001f600 b\n"
+    events = open_log_file(the_log(root)).events
+    (msg,) = [e for e in events if e["type"] == "assistant/message"]
+    assert msg["data"]["message"]["content"][0]["text"] == "a \U0001f600 b"
+
+
+def test_a_lone_surrogate_is_stored_as_dsh_stores_it_and_the_session_goes_on(tmp_path):
+    root = tmp_path / "root"
+    with ScriptServer() as srv:
+        srv.push(sse_reply(raw_delta("half an emoji \\ud83d then text"), STOP))
+        srv.push(sse_reply(chunk("second answer"), STOP))
+        configure(srv.base_url)
+        p = dsh("run", "--headless", "hi", "--root", str(root), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.decode() == "half an emoji \ufffd then text\n"  # U+FFFD on the terminal, as TextEncoder
+        log = the_log(root)
+        (msg,) = [e for e in open_log_file(log).events if e["type"] == "assistant/message"]
+        assert msg["data"]["message"]["content"][0]["text"] == "half an emoji \ud83d then text"
+        # every later turn still works (compaction measures the text: UTF-16 length of a lone surrogate)
+        p = dsh("resume", str(log), "--headless", "again", "--root", str(root), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.decode() == "second answer\n"
+        # the surrogate went back to the provider as JSON.stringify escapes it
+        assert b"half an emoji \\ud83d then text" in srv.requests[-1]["raw"]
+    for fmt in ("md", "html", "jsonl"):
+        p = dsh("export", str(log), "--format", fmt, "--root", str(root), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        p.stdout.decode("utf-8")  # well-formed UTF-8
+        assert ("half an emoji \\ud83d" if fmt == "jsonl" else "half an emoji \ufffd") in p.stdout.decode()
+
+
+# -- issue 26 item 5: control sequences never reach the terminal ---------------------------------------
+
+HOSTILE = "ok \x1b]52;c;aGVsbG8=\x07\x1b]0;pwned\x07\x1b[2J\x1b[1;1H\x9b31m\rdone\tend"
+
+
+def test_control_sequences_from_the_model_never_reach_stdout(tmp_path):
+    root = tmp_path / "root"
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk(HOSTILE), STOP))
+        configure(srv.base_url)
+        p = dsh("run", "--headless", "hi", "--root", str(root), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode() == "ok done\tend\n"
+    log = the_log(root)
+    events = open_log_file(log).events
+    (msg,) = [e for e in events if e["type"] == "assistant/message"]
+    assert msg["data"]["message"]["content"][0]["text"] == HOSTILE  # the log keeps the text as it came
+    for fmt in ("md", "html"):
+        p = dsh("export", str(log), "--format", fmt, "--root", str(root), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert b"\x1b" not in p.stdout and b"\x07" not in p.stdout and "\x9b" not in p.stdout.decode()
+        assert "ok done\tend" in p.stdout.decode()
+
+
+def test_for_terminal_strips_every_kind_of_sequence():
+    from dsh_tui.session.terminal import for_terminal, js_join, well_formed
+
+    assert for_terminal("a\x1b[31mred\x1b[0m b") == "ared b"
+    assert for_terminal("x\x1b]8;;http://e\x1b\\link\x1b]8;;\x1b\\y") == "xlinky"  # OSC 8 with ST
+    assert for_terminal("x\x1bPq#0;2;0;0;0\x1b\\y") == "xy"  # DCS (sixel)
+    assert for_terminal("x\x1b]52;c;unterminated") == "x"
+    assert for_terminal("a\x1bcb\x1b(Bc\x1b") == "abc"
+    assert for_terminal("a\r\nb\rc\x00\x08\x7f\x85d") == "a\nbcd"
+    assert for_terminal("tab\there\nnew") == "tab\there\nnew"
+    assert js_join("\ud83d" + "\ude00") == "\U0001f600" and js_join("x\ud83dy") == "x\ud83dy"
+    assert well_formed("x\ud83dy\udc00") == "x\ufffdy\ufffd"
