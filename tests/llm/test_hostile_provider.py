@@ -121,3 +121,57 @@ def test_for_terminal_strips_every_kind_of_sequence():
     assert for_terminal("tab\there\nnew") == "tab\there\nnew"
     assert js_join("\ud83d" + "\ude00") == "\U0001f600" and js_join("x\ud83dy") == "x\ud83dy"
     assert well_formed("x\ud83dy\udc00") == "x\ufffdy\ufffd"
+
+
+# -- issue 37 item 9: one huge SSE line ------------------------------------------------------------------
+
+
+def provider_for(srv: ScriptServer, key: str = "sk-hostile-0123456789abcdef", **kw):
+    from dsh_tui.llm.openai import OpenAICompatProvider
+    from dsh_tui.llm.protocol import ModelInfo
+
+    kw.setdefault("idle_timeout_s", 10)
+    return OpenAICompatProvider("local", srv.base_url, lambda: key, {"m": ModelInfo(context_window=100_000)},
+                                label="local", **kw)
+
+
+def request(text: str = "hi") -> dict:
+    return {"config": {"provider": "local", "model": "m"}, "system": "s", "tools": [],
+            "messages": [{"id": "m1", "role": "user", "content": [{"type": "text", "text": text}],
+                          "source": {"kind": "user"}}], "sessionId": "s1", "purpose": "turn"}
+
+
+async def stream_all(provider) -> list[dict]:
+    out = []
+    try:
+        async for c in provider.stream(request()):
+            out.append(c)
+    finally:
+        await provider.aclose()
+    return out
+
+
+async def test_an_sse_line_longer_than_the_cap_is_a_clear_provider_error():
+    import pytest
+
+    from dsh_tui.llm.protocol import MALFORMED_RESPONSE, LlmError
+
+    with ScriptServer() as srv:
+        big = b"data: " + b"x" * 65536
+        srv.push(sse_reply(chunk("before"), *([big] * 40), b"\n\n", STOP))  # one 2.5 MiB line
+        provider = provider_for(srv)
+        provider.max_line_bytes = 1 << 20
+        with pytest.raises(LlmError) as info:
+            await stream_all(provider)
+    assert info.value.code == MALFORMED_RESPONSE
+    assert str(info.value) == ("local API sent an event-stream line longer than 1 MiB (no event is that long); "
+                               "the stream was stopped")
+
+
+async def test_a_40_mb_content_line_arrives_whole():
+    with ScriptServer() as srv:
+        text = "y" * (40 << 20)
+        srv.push(sse_reply(chunk(text), STOP))
+        chunks = await stream_all(provider_for(srv))
+    (end,) = [c for c in chunks if c["type"] == "block-end"]
+    assert len(end["block"]["text"]) == 40 << 20

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dsh_tui.llm.openai.sse import SseDecoder
+from dsh_tui.llm.openai.sse import SseDecoder, SseLineTooLong
 from dsh_tui.llm.redact import redact, redact_url
 
 
@@ -129,3 +130,41 @@ def test_redact_whole_and_partial_keys_and_bearer():
     assert (
         redact_url("https://user:pw@host/v1?api_key=zzz") == "https://[REDACTED]@host/v1?api_key=[REDACTED]"
     )
+
+
+@settings(max_examples=200, deadline=None)
+@given(lines=st.lists(LINE, max_size=12), eol=st.sampled_from(["\n", "\r\n", "\r"]),
+       sizes=st.lists(st.integers(min_value=1, max_value=4), min_size=1, max_size=6))
+def test_tiny_reads_match_the_reference_algorithm(lines, eol, sizes):
+    """Reads of 1-4 bytes: a line spread over many reads (kept as a list of reads) decodes the same."""
+    raw = "".join(line + eol for line in lines).encode()
+    parts, i, k = [], 0, 0
+    while i < len(raw):
+        n = sizes[k % len(sizes)]
+        parts.append(raw[i:i + n])
+        i, k = i + n, k + 1
+    assert decode_all(parts)[0] == reference(raw)
+
+
+@pytest.mark.timeout(120)
+def test_one_huge_line_in_small_reads_is_linear():
+    """Issue #37 item 9: a 32 MB data line in 4 KB reads (8,192 reads). Buffering was ``buf + chunk`` per
+    read (quadratic: ~128 GB of copying here, minutes); it is now one join. Bounded by the timeout only."""
+    payload = b'{"x":"' + b"a" * (32 << 20) + b'"}'
+    raw = b"data: " + payload + b"\n\n"
+    d = SseDecoder()
+    out = []
+    for i in range(0, len(raw), 4096):
+        out += d.feed(raw[i:i + 4096])
+    assert out == [payload]
+
+
+def test_a_line_longer_than_the_cap_is_refused():
+    d = SseDecoder(max_line=1 << 20)
+    d.feed(b"data: ok\n\ndata: ")
+    with pytest.raises(SseLineTooLong, match="longer than 1 MiB"):
+        for _ in range(40):
+            d.feed(b"x" * 32768)
+    # a line that arrives whole in one read is held to the same cap
+    with pytest.raises(SseLineTooLong):
+        SseDecoder(max_line=1 << 20).feed(b"data: " + b"x" * (2 << 20))

@@ -33,7 +33,7 @@ from dsh_tui.llm.openai.serialize import (
     encode_body,
     serialize_request,
 )
-from dsh_tui.llm.openai.sse import SseDecoder
+from dsh_tui.llm.openai.sse import MAX_LINE_BYTES, SseDecoder, SseLineTooLong
 from dsh_tui.llm.openai.translate import Translator
 from dsh_tui.llm.protocol import (
     EMPTY_RESPONSE,
@@ -131,6 +131,7 @@ class OpenAICompatProvider:
         self._retry = retry or RetryPolicy()
         self.user_id_resolver = user_id_resolver
         self.extra_headers = dict(extra_headers or {})
+        self.max_line_bytes = MAX_LINE_BYTES  # one SSE line longer than this ends the stream (MALFORMED_RESPONSE)
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
 
@@ -264,7 +265,7 @@ class OpenAICompatProvider:
                     await self._raise_http_error(response, secrets)
                 if status in (204, 205):
                     raise LlmError(f"{label} API returned no response body", EMPTY_RESPONSE)
-                decoder = SseDecoder()
+                decoder = SseDecoder(self.max_line_bytes)
                 translator = self._translator(request, secrets)
                 feed = decoder.feed_framed
                 translate = translator.feed_all
@@ -299,6 +300,9 @@ class OpenAICompatProvider:
                 if not yielded and not chunks:
                     raise _not_an_event_stream(label, status, response.headers.get("content-type"), head, secrets)
                 raise LlmError(translator.end_message, STREAM_CLOSED)
+        except SseLineTooLong as err:
+            raise LlmError(f"{label} API sent {err} (no event is that long); the stream was stopped",
+                           MALFORMED_RESPONSE) from None
         except httpx.TimeoutException as err:
             ms = round(self.idle_timeout_s * 1000)
             raise LlmError(f"{label} stream idle timeout after {ms}ms", TIMEOUT) from err
