@@ -24,6 +24,7 @@ THINKING_FORMATS = ("deepseek", "openai", "none")
 APIS = ("chat", "messages")
 EFFORTS = ("off", "low", "medium", "high", "max")
 DEFAULT_IDLE_TIMEOUT_S = 300.0
+DEFAULT_EVENT_TIMEOUT_S = 900.0  # a stream with no event (keep-alive comments only) for this long ends
 
 
 class SettingsError(DshError):

@@ -37,6 +37,7 @@ from dsh_tui.config.base import (  # noqa: F401 - re-exported
     DEEPSEEK_MAX_TOKENS,
     DEEPSEEK_MODELS,
     DEEPSEEK_PROVIDER,
+    DEFAULT_EVENT_TIMEOUT_S,
     DEFAULT_IDLE_TIMEOUT_S,
     EFFORTS,
     THINKING_FORMATS,
@@ -176,6 +177,7 @@ class ProviderSettings(_Table):
     thinking: str | None = None  # "enabled" | "disabled" | None (provider default)
     reasoning_effort: Effort = None  # this provider's default effort
     idle_timeout_s: Annotated[float | None, AfterValidator(_count)] = DEFAULT_IDLE_TIMEOUT_S
+    event_timeout_s: Annotated[float | None, AfterValidator(_count)] = DEFAULT_EVENT_TIMEOUT_S
     models: Annotated[dict[str, ModelSettings], BeforeValidator(_models_table)] = Field(default_factory=dict)
     retry: Annotated[dict[str, Any], BeforeValidator(_table_or_empty)] = Field(default_factory=dict)
     headers: Annotated[dict[str, str], BeforeValidator(_headers_table), AfterValidator(_header_values)] = \
@@ -218,11 +220,11 @@ class ProviderSettings(_Table):
     def _format(cls, value: str | None) -> str | None:
         return _one_of(THINKING_FORMATS)(value or None)
 
-    @field_validator("idle_timeout_s", mode="after")
+    @field_validator("idle_timeout_s", "event_timeout_s", mode="after")
     @classmethod
-    def _timeout(cls, value: float | None) -> float:
+    def _timeout(cls, value: float | None, info: ValidationInfo) -> float:
         if value is None:
-            return DEFAULT_IDLE_TIMEOUT_S
+            return DEFAULT_IDLE_TIMEOUT_S if info.field_name == "idle_timeout_s" else DEFAULT_EVENT_TIMEOUT_S
         if value <= 0:
             raise _fail("must be positive")
         return value

@@ -52,6 +52,7 @@ def build_provider(
         _key_resolver(ps),
         models,
         idle_timeout_s=ps.idle_timeout_s,
+        event_timeout_s=ps.event_timeout_s,
         label=ps.label,
         thinking_format=ps.thinking_format,
         thinking=ps.thinking,

@@ -34,7 +34,7 @@ from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN, Inbox
 from dsh_tui.runtime.plugins import Plugins
 from dsh_tui.runtime.scheduler import Scheduler
 from dsh_tui.runtime.signal import AbortError, AbortSignal
-from dsh_tui.runtime.tools import ToolService
+from dsh_tui.runtime.tools import ToolService, rename_duplicate_call_ids
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.surface import FrozenDict, FrozenList, MessagesView, freeze
 from dsh_tui.tools.base import ToolDefinition
@@ -620,6 +620,7 @@ class Agent:
             blocks, replay = asm.assembled()
             if replay is not None:
                 source["replayState"] = replay
+            renamed = rename_duplicate_call_ids(blocks)
             message = {"id": str(uuid.uuid4()), "role": "assistant", "content": blocks, "source": source}
             data: dict[str, Any] = {"turn": turn, "step": step, "message": message}
             if asm.usage is not None:
@@ -630,6 +631,7 @@ class Agent:
             calls = [b for b in blocks if b.get("type") == "tool-call"]
             if not calls:
                 return {"kind": "completed"}
+            self.tools.duplicate_ids = renamed
             concluded = await Scheduler(self.tools, turn, step, signal).run(calls)
             return {"kind": "completed"} if concluded else None
 

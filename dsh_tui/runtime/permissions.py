@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from dsh_tui.runtime.approval import PRESETS
+from dsh_tui.session.jsonutil import loads_bounded
 
 # dsh-tui preset -> dsh's name (permission/preset, sandbox/mode)
 DSH_NAMES = {"read-only": "read-only", "workspace-write": "workspace-write", "full-access": "danger-full-access"}
@@ -105,7 +106,7 @@ def allowance_key(tool: str, arguments: str) -> str:
     """What "allow for this session" covers: for bash the exact command, for any other tool the tool
     with exactly these arguments (compared as canonical JSON)."""
     try:
-        args = json.loads(arguments) if arguments else {}
+        args = loads_bounded(arguments) if arguments else {}
     except ValueError:
         args = arguments
     if tool == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
@@ -116,7 +117,7 @@ def allowance_key(tool: str, arguments: str) -> str:
 def allowance_label(tool: str, arguments: str) -> str:
     """How the panel names what an allowance covers."""
     try:
-        args = json.loads(arguments) if arguments else {}
+        args = loads_bounded(arguments) if arguments else {}
     except ValueError:
         args = None
     if tool == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):

@@ -12,7 +12,6 @@ pool of ``max_parallel_tool_calls`` and exclusive calls acting as barriers.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from dsh_tui.runtime import approval as approval_mod
 from dsh_tui.runtime.permissions import rejection_text
 from dsh_tui.runtime.schema import check_schema, violations
 from dsh_tui.runtime.signal import AbortError, AbortSignal
-from dsh_tui.session.jsonutil import check_lossless
+from dsh_tui.session.jsonutil import MAX_ARGUMENT_DEPTH, NestedTooDeeply, check_lossless, loads_bounded
 from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
 from dsh_tui.tools.common import SPILL_RETRIEVAL_HINT as SPILL_HINT
 from dsh_tui.tools.common import save_spill
@@ -81,15 +80,53 @@ def aborted_result() -> dict:
     return error_result("tool call aborted", dict(ABORTED_INFO))
 
 
+class TooDeepArguments(str):
+    """Raw argument text nested deeper than ``MAX_ARGUMENT_DEPTH``: passed on as the raw string (as
+    invalid JSON is), and answered with an ``INVALID_ARGS`` result instead of running the tool."""
+
+
 def parse_arguments(raw: Any) -> Any:
     if not isinstance(raw, str):
         return raw
     if raw.strip() == "":
         return {}
     try:
-        return json.loads(raw)
+        return loads_bounded(raw)
+    except NestedTooDeeply:
+        return TooDeepArguments(raw)
     except ValueError:
         return raw
+
+
+DUPLICATE_CALL_ID_INFO = {"name": "ToolCallIdError", "code": "DUPLICATE_CALL_ID"}
+
+
+def rename_duplicate_call_ids(blocks: list[dict]) -> dict[str, str]:
+    """Two tool calls of one response with the same id (a sloppy gateway): every call after the first
+    is renamed ``<id>-dup<n>`` in place, so that each call has its own result (the log and the next
+    request pair them by id). Returns {new id: original id}; the renamed calls are answered with a
+    ``DUPLICATE_CALL_ID`` error instead of running (the model may repeat the call)."""
+    seen: set[str] = set()
+    for b in blocks:
+        if b.get("type") == "tool-call":
+            seen.add(str(b.get("id") or ""))
+    renamed: dict[str, str] = {}
+    firsts: set[str] = set()
+    for b in blocks:
+        if b.get("type") != "tool-call":
+            continue
+        cid = str(b.get("id") or "")
+        if cid not in firsts:
+            firsts.add(cid)
+            continue
+        n = 2
+        while f"{cid}-dup{n}" in seen:
+            n += 1
+        new = f"{cid}-dup{n}"
+        seen.add(new)
+        b["id"] = new
+        renamed[new] = cid
+    return renamed
 
 
 @dataclass
@@ -111,6 +148,7 @@ class ToolService:
         self.agent = agent
         self.tools: dict[str, ToolDefinition] = {}
         self.guards: list[Any] = []
+        self.duplicate_ids: dict[str, str] = {}  # this step's renamed duplicate call ids -> the original id
         self._paths_key: tuple | None = None
         self._paths: tuple[Path, Path] = (Path("."), Path("."))
         for t in tools:
@@ -177,7 +215,13 @@ class ToolService:
             step=step,
             agent=agent,
         )
-        return Exec(index=index, call=call, args=args, tool=self.tools.get(call.get("name")), ctx=ctx)
+        ex = Exec(index=index, call=call, args=args, tool=self.tools.get(call.get("name")), ctx=ctx)
+        original = self.duplicate_ids.get(ctx.call_id)
+        if original is not None:
+            ex.final = error_result(f'duplicate tool call id "{original}" in one response '
+                                    f'(renamed "{ctx.call_id}"; not run)', dict(DUPLICATE_CALL_ID_INFO))
+            ex.skip_post = True
+        return ex
 
     def _payload(self, ex: Exec, signal: AbortSignal, **extra: Any) -> dict:
         return {"agent": self.agent, "callId": ex.ctx.call_id, "name": ex.ctx.name, "arguments": ex.args,
@@ -185,6 +229,8 @@ class ToolService:
 
     async def prepare(self, ex: Exec, signal: AbortSignal) -> None:
         agent = self.agent
+        if ex.final is not None:  # decided when the call was made (a duplicate call id)
+            return
         if signal.aborted:
             ex.final, ex.skip_post = aborted_before_dispatch(), True
             return
@@ -253,6 +299,9 @@ class ToolService:
         tool = ex.tool
         if tool is None:
             return error_result(f'unknown tool "{ex.ctx.name}"', {"name": "ToolNotFoundError", "code": "UNKNOWN_TOOL"})
+        if isinstance(ex.args, TooDeepArguments):
+            return error_result(f'invalid arguments: "arguments" nested more than {MAX_ARGUMENT_DEPTH} levels deep',
+                                {"name": "ToolArgsError", "code": "INVALID_ARGS"})
         bad = violations(tool.parameters, ex.args)
         if bad:
             return error_result("invalid arguments: " + "; ".join(bad),

@@ -350,3 +350,41 @@ def _find_bad_float(value: Any, where: str) -> str | None:
         if value == 0 and math.copysign(1.0, value) < 0:
             return f"{where}: -0 is not lossless JSON"
     return None
+
+
+# -- model-written JSON (tool-call arguments): bounded nesting ----------------------------------------
+
+MAX_ARGUMENT_DEPTH = 256  # deeper tool-call arguments are refused (INVALID_ARGS), never a RecursionError
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
+
+
+class NestedTooDeeply(ValueError):
+    """JSON text nested deeper than allowed (a ``ValueError``: callers that fall back on bad JSON still do)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"nested more than {limit} levels deep")
+        self.limit = limit
+
+
+def json_depth(text: str) -> int:
+    """The deepest array/object nesting of JSON ``text`` (strings skipped), in one linear pass."""
+    if text.count("[") + text.count("{") <= 1:
+        return text.count("[") + text.count("{")
+    depth = deepest = 0
+    for m in _JSON_TOKEN.finditer(text):
+        c = m.group()[0]
+        if c == "[" or c == "{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+        elif c == "]" or c == "}":
+            depth -= 1
+    return deepest
+
+
+def loads_bounded(text: str, max_depth: int = MAX_ARGUMENT_DEPTH) -> Any:
+    """:func:`json.loads` of model-written JSON, refusing nesting deeper than ``max_depth`` with
+    :class:`NestedTooDeeply` (Python's parser would raise ``RecursionError`` past ~1,000 levels)."""
+    if text.count("[") + text.count("{") > max_depth and json_depth(text) > max_depth:
+        raise NestedTooDeeply(max_depth)
+    return json.loads(text)

@@ -175,3 +175,102 @@ async def test_a_40_mb_content_line_arrives_whole():
         chunks = await stream_all(provider_for(srv))
     (end,) = [c for c in chunks if c["type"] == "block-end"]
     assert len(end["block"]["text"]) == 40 << 20
+
+
+# -- issue 37 item 11: provider oddities ------------------------------------------------------------------
+
+
+def tool_reply(*calls: tuple[str, str, str]):
+    """One assistant message calling tools: (id, name, arguments) each."""
+    from tests.llm.sse_server import tool_call
+
+    return sse_reply(chunk(tool_calls=[tool_call(i, id=cid, name=name, args=args)
+                                       for i, (cid, name, args) in enumerate(calls)]),
+                     chunk(finish="tool_calls", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+
+def tool_results(events: list[dict]) -> list[tuple[str, str, dict | None]]:
+    out = []
+    for e in events:
+        if e["type"] == "tool/result":
+            block = e["data"]["message"]["content"][0]
+            out.append((block["toolCallId"], block["content"][0]["text"], e["data"].get("error")))
+    return out
+
+
+def test_tool_arguments_nested_100k_deep_are_one_invalid_args_result_and_the_turn_goes_on(tmp_path):
+    root = tmp_path / "root"
+    (tmp_path / "a.txt").write_text("A\n")
+    deep = '{"file_path":"a.txt","x":' + "[" * 100_000 + "]" * 100_000 + "}"
+    with ScriptServer() as srv:
+        srv.push(tool_reply(("c1", "read", deep), ("c2", "read", '{"file_path":"a.txt"}')))
+        srv.push(sse_reply(chunk("all done"), STOP))
+        configure(srv.base_url)
+        p = dsh("run", "--headless", "hi", "--root", str(root), cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode() == "all done\n"
+    results = tool_results(open_log_file(the_log(root)).events)
+    assert results[0][0] == "c1" and results[0][2] == {"name": "ToolArgsError", "code": "INVALID_ARGS"}
+    assert results[0][1] == 'Error: invalid arguments: "arguments" nested more than 256 levels deep'
+    assert results[1][0] == "c2" and "A" in results[1][1] and results[1][2] is None
+
+
+def test_json_depth_skips_strings_and_loads_bounded_refuses_deep_text():
+    import pytest
+
+    from dsh_tui.session.jsonutil import NestedTooDeeply, json_depth, loads_bounded
+
+    assert json_depth('{"a":"[[[\\"[[","b":[[1]]}') == 3
+    assert loads_bounded('{"a":[[1]]}') == {"a": [[1]]}
+    with pytest.raises(NestedTooDeeply):
+        loads_bounded("[" * 300 + "]" * 300)
+    with pytest.raises(ValueError):  # callers that fall back on bad JSON fall back on this too
+        loads_bounded("[" * 100_000)
+
+
+def test_two_tool_calls_with_one_id_each_get_a_result_and_the_turn_goes_on(tmp_path):
+    root = tmp_path / "root"
+    (tmp_path / "a.txt").write_text("A\n")
+    with ScriptServer() as srv:
+        srv.push(tool_reply(("dup", "read", '{"file_path":"a.txt"}'), ("dup", "read", '{"file_path":"a.txt"}')))
+        srv.push(sse_reply(chunk("all done"), STOP))
+        configure(srv.base_url)
+        p = dsh("run", "--headless", "hi", "--root", str(root), cwd=tmp_path)
+        follow_up = srv.requests[-1]["body"]
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode() == "all done\n"
+    results = tool_results(open_log_file(the_log(root)).events)
+    assert [r[0] for r in results] == ["dup", "dup-dup2"]
+    assert "A" in results[0][1] and results[0][2] is None
+    assert results[1][1] == 'Error: duplicate tool call id "dup" in one response (renamed "dup-dup2"; not run)'
+    assert results[1][2] == {"name": "ToolCallIdError", "code": "DUPLICATE_CALL_ID"}
+    # the next request pairs each call with its own result
+    calls = [c["id"] for m in follow_up["messages"] for c in m.get("tool_calls") or []]
+    answered = [m["tool_call_id"] for m in follow_up["messages"] if m["role"] == "tool"]
+    assert calls == answered == ["dup", "dup-dup2"]
+
+
+async def test_a_stream_of_keep_alive_comments_only_times_out():
+    import pytest
+
+    from dsh_tui.llm.protocol import TIMEOUT, LlmError
+
+    with ScriptServer() as srv:
+        # 30 s of ": keep-alive" every 0.1 s: bytes keep coming, so the 10 s idle timeout never fires
+        srv.push(sse_reply(*[step for _ in range(300) for step in (b": keep-alive\n\n", 0.1)], done=False,
+                           end="stall"))
+        provider = provider_for(srv, event_timeout_s=1.0)
+        with pytest.raises(LlmError) as info:
+            await stream_all(provider)
+    assert info.value.code == TIMEOUT
+    assert str(info.value) == "local stream sent no event for 1000ms (only keep-alive comments)"
+
+
+def test_event_timeout_is_a_provider_setting_with_a_900_s_default(tmp_path):
+    from dsh_tui.config import load_settings
+    from dsh_tui.llm import registry
+
+    configure("http://127.0.0.1:9", provider_extra="event_timeout_s = 42\n")
+    assert registry.build_provider(load_settings()).event_timeout_s == 42
+    configure("http://127.0.0.1:9")
+    assert registry.build_provider(load_settings()).event_timeout_s == 900

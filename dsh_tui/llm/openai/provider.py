@@ -51,6 +51,7 @@ from dsh_tui.llm.redact import redact, redact_url
 HARNESS_VERSION = "0.1.1-rc.2"  # the dsh release whose wire behaviour this adapter reproduces
 DEFAULT_USER_AGENT = f"deepseek-harness/{HARNESS_VERSION} (+https://github.com/deepseek-ai/deepseek-harness) dsh-tui/{__version__}"
 DEFAULT_IDLE_TIMEOUT_S = 300.0
+DEFAULT_EVENT_TIMEOUT_S = 900.0  # no event for this long (only ": keep-alive" comments): the stream ends
 _LEGAL_KEY = re.compile(r"^[\x21-\x7e]+$")
 
 
@@ -98,6 +99,7 @@ class OpenAICompatProvider:
         models: dict[str, ModelInfo] | None = None,
         *,
         idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+        event_timeout_s: float = DEFAULT_EVENT_TIMEOUT_S,
         user_agent: str = DEFAULT_USER_AGENT,
         label: str | None = None,
         thinking_format: str = "deepseek",
@@ -122,6 +124,7 @@ class OpenAICompatProvider:
         self.api_key_resolver = api_key_resolver
         self.models = dict(models or {})
         self.idle_timeout_s = float(idle_timeout_s)
+        self.event_timeout_s = float(event_timeout_s)
         self.user_agent = user_agent
         self.label = label or ("DeepSeek" if thinking_format == "deepseek" else name)
         self.thinking_format = thinking_format
@@ -272,10 +275,20 @@ class OpenAICompatProvider:
                 body = response.aiter_bytes()
                 head = b""  # the first bytes, to name what arrived when it is not an event stream
                 yielded = False
+                clock = asyncio.get_running_loop().time
+                event_deadline = clock() + self.event_timeout_s
                 async for raw in body:
                     if len(head) < _HEAD_BYTES:
                         head += raw[: _HEAD_BYTES - len(head)]
-                    chunks, done = translate(feed(raw))
+                    events = feed(raw)
+                    if events:
+                        event_deadline = clock() + self.event_timeout_s
+                    elif clock() > event_deadline:
+                        # bytes keep coming (": keep-alive" comments), so the idle timeout never fires
+                        ms = round(self.event_timeout_s * 1000)
+                        raise LlmError(f"{label} stream sent no event for {ms}ms (only keep-alive comments)",
+                                       TIMEOUT)
+                    chunks, done = translate(events)
                     yielded = yielded or bool(chunks)
                     if done:
                         try:

@@ -150,10 +150,10 @@ class ToolItem(Item):
         self.hunk_starts = hunk_starts
 
     def args(self) -> dict[str, Any]:
-        import json  # only a card that shows its arguments needs it (kept off the start-up path)
+        from dsh_tui.session.jsonutil import loads_bounded  # only a card that shows its arguments needs it
 
         try:
-            value = json.loads(self.arguments) if self.arguments else {}
+            value = loads_bounded(self.arguments) if self.arguments else {}
         except ValueError:
             return {}
         return value if isinstance(value, dict) else {}

@@ -18,6 +18,7 @@ from rich.measure import Measurement
 from rich.segment import Segment
 from rich.text import Text
 
+from dsh_tui.session.jsonutil import loads_bounded
 from dsh_tui.session.stats import format_tokens
 from dsh_tui.session.transcript import (
     CompactionItem,
@@ -456,7 +457,7 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
         return Group(*parts)
     if item.tool not in ("bash", "read", "search", "todo"):
         try:
-            pretty = json.dumps(json.loads(item.arguments), indent=1, ensure_ascii=False) if item.arguments else ""
+            pretty = json.dumps(loads_bounded(item.arguments), indent=1, ensure_ascii=False) if item.arguments else ""
         except ValueError:
             pretty = item.arguments
         if pretty and not (pretty == "{}" and item.name.startswith("mcp__")):  # an MCP call without arguments
@@ -529,7 +530,7 @@ def render_item(item: Item, *, expanded: bool, show_time: bool = True) -> Render
 def describe_args(arguments: str) -> str:
     """Approval panel text for a call's arguments: the command for bash, pretty JSON otherwise."""
     try:
-        value: Any = json.loads(arguments) if arguments else {}
+        value: Any = loads_bounded(arguments) if arguments else {}
     except ValueError:
         return arguments
     if isinstance(value, dict) and "command" in value:

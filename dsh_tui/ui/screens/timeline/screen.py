@@ -31,6 +31,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Collapsible, Footer, Input, Static
 
+from dsh_tui.session.jsonutil import loads_bounded
 from dsh_tui.session.spans import Node, SpanFold, fold_spans, message_label
 from dsh_tui.ui.screens.timeline.inspector import (
     DEFAULT_ENDPOINT,
@@ -393,7 +394,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
                 call = self.events[tool.seq].get("data") or {}
                 args: Any = call.get("arguments", "")
                 try:
-                    args = json.loads(args)
+                    args = loads_bounded(args)
                 except (TypeError, ValueError):
                     pass
                 sections.append(_section("Arguments", _json(args), open_=n.kind in ("tool", "execution")))
