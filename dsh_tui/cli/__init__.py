@@ -381,6 +381,9 @@ def _builtin_ids() -> tuple[str, ...]:
 
 def _say(msg: str) -> None:
     """``dsh-tui: MSG`` on stderr; a file name's undecodable bytes shown escaped (``\\xff``)."""
+    from dsh_tui.llm.redact import redact
+
+    msg = redact(msg)  # every secret this process resolved (an API key a plugin's error echoed, say)
     text = f"dsh-tui: {msg}\n".encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     try:
         sys.stderr.write(text)

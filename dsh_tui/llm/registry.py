@@ -25,6 +25,7 @@ from dsh_tui.config import (
 )
 from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.protocol import INVALID_CREDENTIAL, MISSING_CREDENTIAL, LlmError, ModelInfo, RetryPolicy
+from dsh_tui.llm.redact import register_secret
 
 
 def build_provider(
@@ -38,6 +39,10 @@ def build_provider(
         context_window=ps.default_context_window,
         default_max_tokens=ps.default_max_tokens,
     )
+    try:  # known from the start: a plugin's error text or a listener's failure holding it is redacted too
+        register_secret(find_api_key(ps))
+    except SettingsError:
+        pass
     effort = ps.reasoning_effort
     if effort is None and ps.name == settings.default_provider:
         effort = settings.default_reasoning_effort
@@ -119,6 +124,7 @@ def _key_resolver(ps: ProviderSettings):
             raise LlmError(str(err), INVALID_CREDENTIAL) from None
         if key is None and needs_key:
             raise LlmError(missing_key_message(ps), MISSING_CREDENTIAL)
+        register_secret(key)
         return key
 
     return resolve

@@ -27,6 +27,8 @@ from functools import partial
 from inspect import isawaitable
 from typing import Any
 
+from dsh_tui.llm.redact import redact
+
 log = logging.getLogger("dsh_tui.runtime.bus")
 
 Listener = Callable[..., Any]
@@ -93,7 +95,7 @@ def _as_async(fn: Listener) -> Listener:
 
 def _log_task_failure(task: asyncio.Task) -> None:
     if not task.cancelled() and task.exception() is not None:
-        log.warning("emit listener failed: %r", task.exception())
+        log.warning("emit listener failed: %s", redact(repr(task.exception())))
 
 
 class EventBus:
@@ -137,7 +139,7 @@ class EventBus:
             try:
                 out = fn(payload)
             except Exception as err:  # noqa: BLE001 - contained by contract
-                log.warning("listener for %s failed: %r", name, err)
+                log.warning("listener for %s failed: %s", name, redact(repr(err)))
                 continue
             if inspect.isawaitable(out):
                 try:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from dsh_tui.llm.redact import redact
 from dsh_tui.runtime.bus import BUILTIN, EVENT_MODES, USER
 from dsh_tui.runtime.listeners import DEFAULT_TIMEOUT_MS, guard
 from dsh_tui.session.errors import DshError
@@ -526,9 +527,10 @@ class Plugins:
 
 
 def _error_text(err: BaseException) -> str:
+    """A plugin's load error as shown and logged: secrets this process knows redacted."""
     if isinstance(err, PluginError):
-        return str(err)
-    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+        return redact(str(err))
+    return redact(f"{type(err).__name__}: {err}" if str(err) else type(err).__name__)
 
 
 def _name_of(obj: Any, fallback: str) -> str:

@@ -274,3 +274,59 @@ def test_event_timeout_is_a_provider_setting_with_a_900_s_default(tmp_path):
     assert registry.build_provider(load_settings()).event_timeout_s == 42
     configure("http://127.0.0.1:9")
     assert registry.build_provider(load_settings()).event_timeout_s == 900
+
+
+# -- issue 37 item 10: key echoes that escaped redaction ----------------------------------------------------
+
+KEY = "sk-hostile-5f4dcc3b5aa765d61d8327deb882cf99"
+PLUGIN = '''
+import os
+
+
+def apply(ctx, config=None):
+    raise RuntimeError("cannot use key " + os.environ["LOCAL_KEY"])
+'''
+
+
+def test_key_echoes_never_reach_stderr_or_the_log(tmp_path):
+    import base64
+    import json
+
+    from tests.llm.sse_server import json_reply
+
+    root = tmp_path / "root"
+    (tmp_path / "plugs").mkdir()
+    (tmp_path / "plugs" / "leaky_plugin.py").write_text(PLUGIN)
+    echoed = base64.b64encode(f"Bearer {KEY}".encode()).decode()
+    with ScriptServer() as srv:
+        srv.push(json_reply(401, {"error": {"message": f"invalid credentials {echoed}", "type": "auth"}},
+                            headers={"x-request-id": f"req-{KEY}"}))
+        configure(srv.base_url, provider_extra='api_key_env = "LOCAL_KEY"\n')
+        env = dict(os.environ, LOCAL_KEY=KEY, PYTHONPATH=str(tmp_path / "plugs"))
+        p = dsh("run", "--headless", "hi", "--root", str(root), "--plugin", "leaky_plugin", cwd=tmp_path, env=env)
+        assert {k.lower(): v for k, v in srv.requests[0]["headers"].items()}["authorization"] == f"Bearer {KEY}"
+    assert p.returncode == 1
+    err = p.stderr.decode()
+    assert "leaky_plugin" in err and "cannot use key [REDACTED]" in err  # the plugin's failure, redacted
+    assert "invalid credentials [REDACTED]" in err
+    log = dsh("export", str(the_log(root)), "--format", "jsonl", "--root", str(root), cwd=tmp_path).stdout.decode()
+    (end,) = [json.loads(line) for line in log.splitlines() if '"turn/end"' in line]
+    assert end["data"]["reason"]["error"]["requestId"] == "req-[REDACTED]"
+    for text in (err, log):
+        assert KEY not in text and echoed not in text and KEY[3:20] not in text
+
+
+def test_redact_covers_base64_url_encoded_and_registered_forms():
+    import base64
+    from urllib.parse import quote
+
+    from dsh_tui.llm.redact import redact, register_secret
+
+    key = "sk-test/with+odd=chars-0123456789"
+    for text in (f"Bearer {key}", f"user:{key}", key, f"x{key}y"):
+        for enc in (base64.b64encode, base64.urlsafe_b64encode):
+            assert redact(f"got {enc(text.encode()).decode()} back", [key]) == "got [REDACTED] back"
+    assert redact(f"url ?k={quote(key, safe='')}", [key]) == "url ?k=[REDACTED]"
+    assert redact("base64 of other text: aGVsbG8gd29ybGQ=", [key]) == "base64 of other text: aGVsbG8gd29ybGQ="
+    register_secret("sk-registered-9876543210")
+    assert redact("oops sk-registered-9876543210") == "oops [REDACTED]"

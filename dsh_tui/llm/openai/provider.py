@@ -46,7 +46,7 @@ from dsh_tui.llm.protocol import (
     ModelInfo,
     RetryPolicy,
 )
-from dsh_tui.llm.redact import redact, redact_url
+from dsh_tui.llm.redact import redact, redact_url, register_secret
 
 HARNESS_VERSION = "0.1.1-rc.2"  # the dsh release whose wire behaviour this adapter reproduces
 DEFAULT_USER_AGENT = f"deepseek-harness/{HARNESS_VERSION} (+https://github.com/deepseek-ai/deepseek-harness) dsh-tui/{__version__}"
@@ -134,6 +134,8 @@ class OpenAICompatProvider:
         self._retry = retry or RetryPolicy()
         self.user_id_resolver = user_id_resolver
         self.extra_headers = dict(extra_headers or {})
+        for value in self.extra_headers.values():
+            register_secret(value)  # a gateway's own key header: redacted wherever it is echoed
         self.max_line_bytes = MAX_LINE_BYTES  # one SSE line longer than this ends the stream (MALFORMED_RESPONSE)
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
@@ -196,6 +198,7 @@ class OpenAICompatProvider:
                 "set it to the raw key alone",
                 INVALID_CREDENTIAL,
             )
+        register_secret(key)
         return key
 
     async def _get_client(self) -> httpx.AsyncClient:
@@ -358,11 +361,17 @@ class OpenAICompatProvider:
             http_error_code(status, provider_error),
             status=status,
             retry_after_ms=parse_retry_after(response.headers.get("retry-after")),
-            request_id=request_id_of(response.headers),
+            request_id=_safe_request_id(response.headers, secrets),
         )
 
 
 _HEAD_BYTES = 120
+
+
+def _safe_request_id(headers: Any, secrets: tuple[str, ...]) -> str | None:
+    """The response's request id (stored as ``requestId`` in the log), with any echoed key redacted."""
+    value = request_id_of(headers)
+    return redact(value, secrets) if value else None
 
 
 def _not_an_event_stream(label: str, status: int, ctype: str | None, head: bytes, secrets: tuple[str, ...]) -> LlmError:
