@@ -98,6 +98,7 @@ def parse_arguments(raw: Any) -> Any:
         return raw
 
 
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 DUPLICATE_CALL_ID_INFO = {"name": "ToolCallIdError", "code": "DUPLICATE_CALL_ID"}
 
 
@@ -156,6 +157,11 @@ class ToolService:
 
     # ---- registry ----------------------------------------------------------------------------
     def register(self, tool: ToolDefinition) -> None:
+        name = tool.name
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name):
+            # what OpenAI-compatible providers accept: a bad name would fail every request of the session
+            raise ValueError(f"tool name {name!r} is not valid: use 1-64 letters, digits, '_' or '-' "
+                             "(what model providers accept)")
         if tool.name in self.tools:
             raise ValueError(f'duplicate tool "{tool.name}"')
         if tool.name == "run_code":

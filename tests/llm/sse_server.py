@@ -155,6 +155,7 @@ class _Handler(BaseHTTPRequestHandler):
             "method": "POST",
             "path": self.path,
             "headers": dict(self.headers.items()),
+            "header_list": list(self.headers.items()),  # every header line as sent (repeated names kept)
             "body": parsed,
             "raw": raw,
             "client": self.client_address,  # (host, port): the same port means a reused connection

@@ -330,3 +330,47 @@ def test_redact_covers_base64_url_encoded_and_registered_forms():
     assert redact("base64 of other text: aGVsbG8gd29ybGQ=", [key]) == "base64 of other text: aGVsbG8gd29ybGQ="
     register_secret("sk-registered-9876543210")
     assert redact("oops sk-registered-9876543210") == "oops [REDACTED]"
+
+
+# -- issue 37 item 12: plugin tool names, a configured Authorization header ------------------------------
+
+TOOL_PLUGIN = '''
+from dsh_tui.tools import ToolDefinition
+
+
+def tool(name):
+    async def execute(args, tctx):
+        return {"ok": True}
+    return ToolDefinition(name=name, description="d", parameters={"type": "object", "properties": {}},
+                          execute=execute, render=lambda a, v: [{"type": "text", "text": "ok"}])
+
+
+def apply(ctx, config=None):
+    ctx.tools.register(tool("good_tool"))
+    ctx.tools.register(tool(NAME))
+'''
+
+
+def test_a_plugin_tool_with_a_name_providers_refuse_is_refused_at_registration(tmp_path):
+    root = tmp_path / "root"
+    (tmp_path / "plugs").mkdir()
+    bad = ["", "a b", "x" * 101, "näme"]
+    for i, name in enumerate(bad):
+        (tmp_path / "plugs" / f"named_{i}.py").write_text(TOOL_PLUGIN.replace("NAME", repr(name)))
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk("fine"), STOP))
+        configure(srv.base_url)
+        env = dict(os.environ, PYTHONPATH=str(tmp_path / "plugs"))
+        argv = [a for i in range(len(bad)) for a in ("--plugin", f"named_{i}")]
+        p = dsh("run", "--headless", "hi", "--root", str(root), *argv, cwd=tmp_path, env=env)
+        sent = [t["function"]["name"] for t in srv.requests[0]["body"].get("tools") or []]
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.decode() == "fine\n"  # the session works: the bad names never reach a request
+    err = p.stderr.decode().splitlines()
+    assert len(err) == len(bad)
+    for i, name in enumerate(bad):
+        assert f"named_{i}" in err[i] and "failed to load" in err[i]
+        assert f"tool name {name!r} is not valid: use 1-64 letters, digits, '_' or '-'" in err[i]
+    assert "good_tool" not in sent  # a failed plugin's registrations are undone
+    assert all(n and len(n) <= 64 and " " not in n for n in sent)
+
