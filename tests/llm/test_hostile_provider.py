@@ -374,3 +374,25 @@ def test_a_plugin_tool_with_a_name_providers_refuse_is_refused_at_registration(t
     assert "good_tool" not in sent  # a failed plugin's registrations are undone
     assert all(n and len(n) <= 64 and " " not in n for n in sent)
 
+
+async def test_the_messages_route_redacts_echoed_keys():
+    import base64
+
+    import pytest
+
+    from dsh_tui.llm.messages.provider import MessagesProvider
+    from dsh_tui.llm.protocol import LlmError, ModelInfo
+    from tests.llm.sse_server import json_reply
+
+    echoed = base64.b64encode(f"Bearer {KEY}".encode()).decode()
+    with ScriptServer() as srv:
+        srv.push(json_reply(401, {"type": "error", "error": {"type": "authentication_error",
+                                                             "message": f"bad {echoed}"}},
+                            headers={"request-id": f"req-{KEY}"}))
+        provider = MessagesProvider("m", srv.base_url, lambda: KEY, {"m": ModelInfo(context_window=1000)},
+                                    label="M")
+        with pytest.raises(LlmError) as info:
+            await stream_all(provider)
+        sent = srv.requests[0]["header_list"]
+    assert str(info.value) == "bad [REDACTED]" and info.value.request_id == "req-[REDACTED]"
+    assert [v for k, v in sent if k.lower() in ("x-api-key", "authorization")] == [KEY]

@@ -82,4 +82,6 @@ class MessagesProvider(OpenAICompatProvider):
         err = provider_error(parsed, response.status_code, response.headers)
         err.message = redact(err.message, secrets)
         err.args = (err.message,)
+        if err.request_id:  # a key echoed in the request id header is stored as requestId otherwise
+            err.request_id = redact(err.request_id, secrets)
         return err
