@@ -396,3 +396,38 @@ async def test_the_messages_route_redacts_echoed_keys():
         sent = srv.requests[0]["header_list"]
     assert str(info.value) == "bad [REDACTED]" and info.value.request_id == "req-[REDACTED]"
     assert [v for k, v in sent if k.lower() in ("x-api-key", "authorization")] == [KEY]
+
+
+async def test_the_messages_route_joins_a_surrogate_pair_split_across_deltas():
+    from dsh_tui.llm.messages.provider import MessagesProvider
+    from dsh_tui.llm.protocol import ModelInfo
+    from tests.llm.test_messages import block, delta, end, start, stop
+
+    with ScriptServer() as srv:
+        events = [start(), block(0, {"type": "text", "text": ""}),
+                  delta(0, {"type": "text_delta", "text": "a \ud83d"}),
+                  delta(0, {"type": "text_delta", "text": "\ude00 b"}), stop(0), *end("end_turn")]
+        from tests.llm.sse_server import Reply
+
+        # json.dumps writes each half as its \\uXXXX escape, as a gateway slicing the string would
+        import json
+
+        steps = [b"event: " + e["type"].encode() + b"\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events]
+        srv.push(Reply(headers={"content-type": "text/event-stream"}, steps=steps))
+        provider = MessagesProvider("m", srv.base_url, lambda: KEY, {"m": ModelInfo(context_window=1000)}, label="M")
+        chunks = await stream_all(provider)
+    (done,) = [c for c in chunks if c["type"] == "block-end"]
+    assert done["block"]["text"] == "a \U0001f600 b"
+
+
+async def test_an_sse_payload_nested_100k_deep_is_a_malformed_response_not_a_recursion_error():
+    import pytest
+
+    from dsh_tui.llm.protocol import MALFORMED_RESPONSE, LlmError
+
+    deep = b'data: {"choices":[],"junk":' + b"[" * 100_000 + b"]" * 100_000 + b"}\n\n"
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk("before"), deep, STOP))
+        with pytest.raises(LlmError) as info:
+            await stream_all(provider_for(srv))
+    assert info.value.code == MALFORMED_RESPONSE

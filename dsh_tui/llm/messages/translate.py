@@ -8,6 +8,7 @@ events are skipped; an ``error`` event is the provider's failure.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -16,6 +17,7 @@ from dsh_tui.llm.messages.errors import provider_error
 from dsh_tui.llm.messages.serialize import UNSUPPORTED_CONTENT, replay_state
 from dsh_tui.llm.protocol import EMPTY_RESPONSE, MALFORMED_RESPONSE, LlmError
 from dsh_tui.llm.redact import redact
+from dsh_tui.session.terminal import js_join
 
 _USAGE = {
     "input_tokens": "inputTokens",
@@ -88,7 +90,10 @@ class MessagesTranslator:
         try:
             event = orjson.loads(payload)
         except orjson.JSONDecodeError:
-            raise LlmError("DeepSeek Messages SSE contains invalid JSON", MALFORMED_RESPONSE) from None
+            try:  # a lone surrogate escape (half an emoji) is valid JSON to JavaScript, not to orjson
+                event = json.loads(payload.decode("utf-8", "replace"))
+            except (ValueError, RecursionError):
+                raise LlmError("DeepSeek Messages SSE contains invalid JSON", MALFORMED_RESPONSE) from None
         event = _obj(event)
         kind = event.get("type")
         if kind == "error":
@@ -115,6 +120,9 @@ class MessagesTranslator:
                 block.closed = True
                 if block.content["type"] == "tool-call" and block.json:
                     block.content["arguments"] = "".join(block.json)
+                for field in ("text", "arguments"):  # a surrogate pair split across deltas: one character
+                    if isinstance(block.content.get(field), str):
+                        block.content[field] = js_join(block.content[field])
                 out.append({"type": "block-end", "index": block.index, "block": dict(block.content)})
         elif kind == "message_delta":
             delta = _obj(event.get("delta"))

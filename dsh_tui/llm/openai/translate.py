@@ -161,7 +161,7 @@ class Translator:
             text = payload.decode("utf-8", "replace")
             try:
                 chunk = json.loads(text)  # invalid UTF-8 decodes with U+FFFD, as TextDecoderStream does
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON, or nested past what Python's parser takes
                 raise LlmError(
                     redact(f"malformed SSE payload: {text[:120]}", self._secrets), MALFORMED_RESPONSE
                 ) from None
