@@ -407,10 +407,10 @@ async def test_the_messages_route_joins_a_surrogate_pair_split_across_deltas():
         events = [start(), block(0, {"type": "text", "text": ""}),
                   delta(0, {"type": "text_delta", "text": "a \ud83d"}),
                   delta(0, {"type": "text_delta", "text": "\ude00 b"}), stop(0), *end("end_turn")]
-        from tests.llm.sse_server import Reply
-
         # json.dumps writes each half as its \\uXXXX escape, as a gateway slicing the string would
         import json
+
+        from tests.llm.sse_server import Reply
 
         steps = [b"event: " + e["type"].encode() + b"\ndata: " + json.dumps(e).encode() + b"\n\n" for e in events]
         srv.push(Reply(headers={"content-type": "text/event-stream"}, steps=steps))
