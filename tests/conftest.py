@@ -30,3 +30,6 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
     yield
+    from dsh_tui.llm.redact import forget_secrets
+
+    forget_secrets()  # the redaction registry is per process: a test's keys stay in that test

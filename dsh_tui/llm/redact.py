@@ -35,6 +35,11 @@ def registered_secrets() -> frozenset[str]:
     return frozenset(_registered)
 
 
+def forget_secrets() -> None:
+    """Empty the registry (tests: one test's keys must not redact another's texts)."""
+    _registered.clear()
+
+
 def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """Replace every secret (the given ones and the registered ones) with ``[REDACTED]``: the secret
     itself, its URL-encoded form, any fragment of it (8+ characters, wherever it sits: ``key=sk-12345678``
