@@ -22,10 +22,7 @@ class ContentControlFilter(LineFilter):
     """Removes terminal control characters from the text of every (non-control) segment of a line."""
 
     def apply(self, segments: list[Segment], background: Any) -> list[Segment]:
-        for text, _style, control in segments:
-            if not control and needs_cleaning(text):
-                break
-        else:
+        if not needs_cleaning("".join([seg.text for seg in segments])):  # one scan: the common case
             return segments
         return [seg if seg.control or not needs_cleaning(seg.text) else Segment(for_terminal(seg.text), seg.style)
                 for seg in segments]
