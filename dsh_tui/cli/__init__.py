@@ -335,8 +335,24 @@ class _PluginFormatter:
         import logging
 
         assert isinstance(record, logging.LogRecord)
+        from dsh_tui.llm.redact import redact
+
         plugin = record.name.removeprefix("dsh_tui.plugins.")
-        return one_line(f"dsh-tui: plugin {plugin}: {record.getMessage()}")
+        return one_line(redact(f"dsh-tui: plugin {plugin}: {record.getMessage()}"))
+
+
+def _RedactingFormatter(fmt: str) -> object:  # noqa: N802 - a class made on first use (logging stays lazy)
+    """A ``logging.Formatter`` whose every line (message and traceback) passes ``redact``: a key a plugin
+    logs never reaches plugins.log."""
+    import logging
+
+    from dsh_tui.llm.redact import redact
+
+    class Redacting(logging.Formatter):
+        def format(self, record: logging.LogRecord) -> str:
+            return redact(super().format(record))
+
+    return Redacting(fmt)
 
 
 def route_plugin_logs(*, to_stderr: bool) -> None:
@@ -358,7 +374,7 @@ def route_plugin_logs(*, to_stderr: bool) -> None:
         os.makedirs(logs, mode=0o700, exist_ok=True)
         fd = os.open(logs / "plugins.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace"))
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
         logger.addHandler(handler)
     except OSError:
         pass  # no cache directory: stderr still gets the warnings

@@ -431,3 +431,24 @@ async def test_an_sse_payload_nested_100k_deep_is_a_malformed_response_not_a_rec
         with pytest.raises(LlmError) as info:
             await stream_all(provider_for(srv))
     assert info.value.code == MALFORMED_RESPONSE
+
+
+def test_a_key_a_plugin_logs_is_redacted_on_stderr_and_in_plugins_log(tmp_path):
+    root = tmp_path / "root"
+    (tmp_path / "plugs").mkdir()
+    (tmp_path / "plugs" / "chatty_plugin.py").write_text(
+        "import os\nname = 'chatty'\n"
+        "def apply(ctx):\n"
+        "    ctx.log.info('detail %s', os.environ['LOCAL_KEY'])\n"
+        "    ctx.log.warning('the key is ' + os.environ['LOCAL_KEY'])\n")
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk("fine"), STOP))
+        configure(srv.base_url, provider_extra='api_key_env = "LOCAL_KEY"\n')
+        env = dict(os.environ, LOCAL_KEY=KEY, PYTHONPATH=str(tmp_path / "plugs"))
+        p = dsh("run", "--headless", "hi", "--root", str(root), "--plugin", "chatty_plugin", cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "dsh-tui: plugin chatty: the key is [REDACTED]" in p.stderr.decode().splitlines()
+    from dsh_tui.paths import cache_dir
+
+    log = (cache_dir() / "logs" / "plugins.log").read_text()
+    assert "detail [REDACTED]" in log and "the key is [REDACTED]" in log and KEY not in log
