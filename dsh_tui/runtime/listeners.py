@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from inspect import isawaitable
 from typing import Any
 
+from dsh_tui.llm.redact import redact
 from dsh_tui.runtime.bus import WATERFALL
 from dsh_tui.session.errors import DshError
 
@@ -32,7 +33,7 @@ class PluginListenerError(DshError):
 
 
 def _raised(plugin_id: str, event: str, err: BaseException) -> PluginListenerError:
-    detail = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    detail = redact(f"{type(err).__name__}: {err}") if str(err) else type(err).__name__
     return PluginListenerError(f"plugin {plugin_id}: listener for {event} raised {detail}")
 
 
