@@ -551,7 +551,10 @@ async def test_approval_buttons_show_their_keys(tmp_path):
         await wait_for(pilot, lambda: "Allow once [a]" in screen_text(app))  # the panel's first paint
         text = screen_text(app)
         assert "Reject [r]" in text  # "[a]" is not eaten as markup
-        await pilot.press("y")
+        await pilot.press("y", "n", "enter")  # no undocumented aliases, and Enter alone does not decide
+        await pilot.pause(0.1)
+        assert app.chat.approval.request is not None
+        await pilot.press("a")
         await wait_for(pilot, lambda: _footers(app) == 1)
         assert app.chat.composer.has_focus
 

@@ -77,7 +77,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
   (read-only → workspace-write → full-access; also `/permission [mode]`), shown in the status bar.
   `/model [name] [effort]` switches this session's model and reasoning effort.
 - Approvals: **a** allow once, **s** allow this command (or this tool with these arguments) for the rest
-  of the session, **r** reject, **e** reject with a reason the model reads.
+  of the session, **r** reject, **e** reject with a reason the model reads — only while the panel has the
+  focus. While you type in the composer the panel does not take it: **Tab** moves to the panel. Keys in
+  the panel's first 0.6 s go back to the composer; Enter alone decides nothing.
 - **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning
   (the status bar shows what is not at its default).
 - **PageUp / PageDown** scroll the transcript; **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads
@@ -162,6 +164,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         # chat that sends ``text``; returns "" or why it could not (no model configured)
         self.resume: Any = None
         self.send_on_attach = False  # send the composer's text once the harness is attached
+        self._attach_text: str | None = None  # the text Enter sent then (what is typed after it stays)
         self.initial_text = ""  # put in the composer when the screen mounts
         self.read_only = False
         self._redirecting = False  # keys typed elsewhere are going to the composer (on_key)
@@ -390,7 +393,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
                 self.say("This is a read-only view: Enter resumes the session here and sends your text.")
             else:
                 self.say("")
-                self.call_after_refresh(self._submit_composer)
+                submitted, self._attach_text = self._attach_text, None
+                self.call_after_refresh(self._submit_composer, False, submitted)
         # the log and its views live as long as the screen: keep them out of the cyclic GC, whose
         # full collections otherwise stall the loop for ~100 ms each while a stream allocates
         gc.freeze()
@@ -594,11 +598,29 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.composer.focus()
             return
         request = self.pending_approvals.pop(0)
-        self.composer.display = False
+        # the panel never takes the focus from a composer being typed in: it shows, and Tab moves to it
+        typing = self.composer.display and self.composer.has_focus and bool(self.composer.text.strip())
+        self.composer.display = typing
         self.status.set_phase("approval")
         self._ensure_mounted(self.approval)
-        self.approval.show_request(request)
+        self.approval.show_request(request, take_focus=not typing)
         self.transcript.back_to_bottom()  # the call it asks about is the latest item
+
+    @on(ApprovalPanel.Yielded)
+    def _approval_yielded(self, message: ApprovalPanel.Yielded) -> None:
+        """A key within the panel's grace period: it was typed for the composer. The composer comes back
+        with the focus and the key; the panel waits for Tab."""
+        composer = self.composer
+        composer.display = True
+        self.set_focus(composer)
+        if message.character:
+            result = composer.replace(message.character, *composer.selection, maintain_selection_offset=False)
+            composer.move_cursor(result.end_location)
+        elif message.key in ("enter", "backspace", "ctrl+j"):
+            composer.post_message(events.Key(message.key, None))
+
+    def _approval_waiting(self) -> bool:
+        return self.approval.is_attached and self.approval.display and self.approval.request is not None
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste while the approval panel holds the focus (the composer is hidden then) goes into the
@@ -660,24 +682,32 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.status.set_phase("waiting")
         return True
 
-    def _submit_composer(self, alternate: bool = False) -> None:
+    def _submit_composer(self, alternate: bool = False, submitted: str | None = None) -> None:
         """Enter (``alternate``: the steer key): send, queue or steer the composer's text.
 
-        The text leaves the composer only when it was sent or queued."""
-        text = self.composer.text.strip()
+        ``submitted``: the text when Enter was pressed; keys typed after it (in the same burst, before this
+        runs) stay in the composer for the next message. The text leaves the composer only when it was
+        sent or queued."""
+        whole = self.composer.text
+        if submitted is None or not whole.startswith(submitted):
+            submitted = whole
+        rest = whole[len(submitted):]
+        text = submitted.strip()
         if not text and not self.read_only:
             return
         self.completion.hide()
-        if self.composer.text.startswith("/") and self._run_command(self.composer.text):
+        if submitted.startswith("/") and self._run_command(submitted):
             return
         steer = self.enter_steers != alternate
         if self.running and not steer:
-            self.composer.value = ""
+            self.composer.value = rest
             self.queue.append(text)
             self._show_queue()
             return
         if self._send(text, "steer" if self.running else "followup"):
-            self.composer.value = ""
+            self.composer.value = rest
+        elif self.send_on_attach:
+            self._attach_text = submitted  # sent once the session is ready; what is typed meanwhile stays
 
     @on(CommandFinished)
     def _command_finished(self, message: CommandFinished) -> None:
@@ -695,7 +725,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     @on(Composer.Submitted, "#composer")
     def _submitted(self, event: Composer.Submitted) -> None:
         event.stop()
-        self._submit_composer()
+        self._submit_composer(submitted=event.value)
 
     def action_steer(self) -> None:
         if self.composer.has_focus:
@@ -758,9 +788,17 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         The terminal delivers a typed burst at once, all of it to the widget focused then: the whole
         burst is inserted from here, in order, and the focus moves to the composer after it."""
         composer = self.composer
+        if event.key == "tab" and self.focused is composer and self._approval_waiting():
+            event.stop()
+            event.prevent_default()
+            self.approval.focus_buttons()  # deliberate: the panel's keys act at once
+            return
         if getattr(event, "via_composer", False) or not composer.display:
             return
         focused = self.focused
+        if focused is not None and self._approval_waiting() and focused in self.approval.query("*") \
+                and key_is_bound(self.approval, event.key):
+            return  # the panel's own key (a, s, r, e), the focus moved there deliberately
         printable = event.is_printable and bool(event.character)
         if not self._redirecting:
             if focused is composer or (self._shown(focused) and not (
@@ -810,7 +848,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if self.command_output.is_attached and self.command_output.display and not self.running:
             self.command_output.display = False
             return
-        if self.approval.request is not None:
+        if self.approval.request is not None and not self.composer.has_focus:
             self.approval.action_reject()
             return
         if self.running:

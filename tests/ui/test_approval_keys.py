@@ -1,0 +1,84 @@
+"""Decisions are deliberate (issue #26.7): the approval panel never takes keys typed for the composer."""
+
+from __future__ import annotations
+
+from textual import events
+
+from dsh_tui.llm import scripted
+from dsh_tui.llm.scripted import Delay
+from dsh_tui.ui.widgets import approval
+from tests.ui.conftest import scripted_app, submit, wait_for
+
+
+def _asks_after(tmp_path, delay: float = 0.0):
+    (tmp_path / "ws").mkdir()
+    first = scripted.call("c1", "bash", {"command": "echo hi > hi.txt", "description": "say hi"})
+    return scripted_app(tmp_path, [[Delay(delay), *first] if delay else first, scripted.text("ok")],
+                        preset="workspace-write")
+
+
+def _decided(app) -> list:
+    return [e["data"]["outcome"] for e in app.bridge.harness.session.events if e["type"] == "approval/decided"]
+
+
+async def test_an_approval_does_not_take_the_focus_from_a_composer_being_typed_in(tmp_path):
+    app = _asks_after(tmp_path, 0.3)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await pilot.press(*"sure")  # typing a follow-up while the model thinks
+        await wait_for(pilot, lambda: app.chat.approval.request is not None)
+        await pilot.press(*"yes now", "space", "r", "n", "s", "a")
+        await pilot.pause(0.1)
+        assert app.chat.approval.request is not None and _decided(app) == []
+        assert app.chat.composer.has_focus and app.chat.composer.text == "sureyes now rnsa"
+        assert "Tab answers it" in str(app.chat.approval._help.render())
+        await pilot.press("tab")  # deliberate: the panel's keys act now
+        assert app.chat.approval.has_focus_within
+        await pilot.press("a")
+        await wait_for(pilot, lambda: _decided(app) == ["allowed-once"])
+        assert (tmp_path / "ws" / "hi.txt").exists()
+        assert app.chat.composer.display and app.chat.composer.text == "sureyes now rnsa"
+
+
+async def test_keys_within_the_grace_period_go_back_to_the_composer(tmp_path, monkeypatch):
+    monkeypatch.setattr(approval, "GRACE_S", 30.0)  # every key here is "just after the panel appeared"
+    app = _asks_after(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None and app.chat.approval.has_focus_within)
+        assert not app.chat.composer.display  # nobody was typing: the panel took the focus
+        await pilot.press(*"sure thing")
+        await pilot.pause(0.1)
+        assert _decided(app) == [] and app.chat.approval.request is not None
+        assert app.chat.composer.display and app.chat.composer.has_focus
+        assert app.chat.composer.text == "sure thing"
+        await pilot.press("tab", "s")  # deliberate: Tab, then the key
+        await wait_for(pilot, lambda: len(_decided(app)) == 1)
+        assert len(app.bridge.harness.allowances) == 1  # "s": this command for the rest of the session
+
+
+async def test_enter_alone_does_not_approve(tmp_path):
+    app = _asks_after(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None and app.chat.approval.has_focus_within)
+        await pilot.press("enter", "enter", "y", "n")
+        await pilot.pause(0.1)
+        assert _decided(app) == [] and app.chat.approval.request is not None
+        await pilot.press("r")
+        await wait_for(pilot, lambda: _decided(app) == ["rejected"])
+
+
+async def test_a_paste_within_the_grace_period_lands_in_the_composer(tmp_path, monkeypatch):
+    monkeypatch.setattr(approval, "GRACE_S", 30.0)
+    app = _asks_after(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None and app.focused is not None)
+        app.post_message(events.Paste("a pasted\nr line"))
+        await wait_for(pilot, lambda: app.chat.composer.text == "a pasted\nr line")
+        assert _decided(app) == []
