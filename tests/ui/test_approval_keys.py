@@ -82,3 +82,14 @@ async def test_a_paste_within_the_grace_period_lands_in_the_composer(tmp_path, m
         app.post_message(events.Paste("a pasted\nr line"))
         await wait_for(pilot, lambda: app.chat.composer.text == "a pasted\nr line")
         assert _decided(app) == []
+
+
+async def test_ctrl_c_clears_the_idle_composer_and_ctrl_z_brings_it_back(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("ok")])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await pilot.press(*"draft")
+        await pilot.press("ctrl+c")
+        assert app.chat.composer.text == "" and app.is_running
+        await pilot.press("ctrl+z")
+        assert app.chat.composer.text == "draft"

@@ -70,7 +70,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
 - **Up** on the composer's first line / **Down** on its last recall earlier prompts (this session's, then
   this workspace's past sessions'); Down past the newest brings the draft back. **Ctrl+L** searches them
   as you type (Ctrl+L or Up: older match, Down: newer, **Enter** keeps it, **Esc** restores the draft).
-- **Esc** cancels the running turn; the partial answer stays, marked. **Esc Esc** while idle rewinds: pick
+- **Esc** (or **Ctrl+C**) cancels the running turn; the partial answer stays, marked. Ctrl+C while idle
+  clears the composer (**Ctrl+Z** brings the text back); **Ctrl+Q** quits. **Esc Esc** while idle rewinds: pick
   an earlier prompt, the session is forked just before it (the original is kept) and the prompt is put
   back in the composer to edit and resend.
 - **F5** (or `/retry`) sends the failed last turn's prompt again. **F4** cycles the permission mode
@@ -111,6 +112,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel turn", id="chat.cancel"),
+        # priority: the composer's own Ctrl+C copies (it still does while text is selected there)
+        Binding("ctrl+c", "interrupt", "Interrupt", id="chat.interrupt", show=False, priority=True),
         Binding("ctrl+o", "cycle_cards", "Tool cards", id="chat.cards"),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning", id="chat.reasoning"),
         Binding("ctrl+end", "back_to_bottom", "Bottom", id="chat.bottom", show=False),
@@ -857,6 +860,23 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             from dsh_tui.ui.screens.rewind import escape_when_idle
 
             escape_when_idle(self)  # Esc Esc: rewind
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: cancel the running turn (as Esc); while idle clear the composer (Ctrl+Z brings the text
+        back); an empty idle composer says how to quit. Text selected in the composer is copied instead."""
+        composer = self.composer
+        if composer.has_focus and composer.selected_text:
+            composer.action_copy()
+            return
+        if self.running:
+            self.bridge.cancel()
+            return
+        if composer.display and composer.text:
+            composer.clear()  # an edit: Ctrl+Z undoes it
+            composer.focus()
+            self.notify("Composer cleared · Ctrl+Z brings it back", timeout=4, markup=False)
+            return
+        self.notify("Ctrl+Q quits (and prints how to resume)", timeout=4, markup=False)
 
     def action_rewind(self) -> None:
         from dsh_tui.ui.screens.rewind import open_rewind
