@@ -103,6 +103,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     DEFAULT_CSS = """
     ChatScreen { layout: vertical; }
     ChatScreen #composer { border-title-align: right; border-title-color: $accent; }
+    ChatScreen #steering { height: auto; max-height: 3; display: none; color: $accent; padding: 0 1;
+                           text-wrap: nowrap; text-overflow: ellipsis; }
     ChatScreen #composer-note { height: auto; display: none; color: $warning; padding: 0 1; }
     ChatScreen #chat-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
     ChatScreen #command-output { height: auto; max-height: 50%; display: none; padding: 0 1;
@@ -188,6 +190,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.search_bar = SearchBar(self.transcript, id="search")
         self.plan_strip = PlanStrip(id="plan")
         self.queue_list = QueueList(id="queue")
+        self.steer_row = Static("", id="steering", markup=False)  # steers the running turn has not taken yet
         self.approval = ApprovalPanel(id="approval")
         self.note = Static("", id="composer-note", markup=False)  # error texts may hold [brackets]
         self.command_output = CommandOutput(id="command-output")  # plain text too
@@ -197,7 +200,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.composer.on_top_edge = self.action_focus_queue
         self.composer.on_completion_key = self._completion_key
         self.composer.prompt_history = ChatHistory(self)  # Up/Down and Ctrl+L: dsh_tui/ui/history.py
-        self._lazy_order = (self.search_bar, self.plan_strip, self.queue_list, self.approval, self.note, self.command_output,
+        self._lazy_order = (self.search_bar, self.plan_strip, self.steer_row, self.queue_list, self.approval, self.note, self.command_output,
                             self.completion, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
@@ -494,6 +497,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
                 text = "".join(p.get("text", "") for p in data.get("content") or [] if isinstance(p, dict))
                 if text in self._steers:
                     self._steers.remove(text)
+                    self._show_steers()
         elif etype == "turn/end":
             self.last_failed = ((event.get("data") or {}).get("reason") or {}).get("kind") == "error"
             self._return_undelivered_steers()
@@ -537,9 +541,24 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if not self._steers:
             return
         lost, self._steers = self._steers, []
+        self._show_steers()
         current = self.composer.text.strip()
         self.composer.value = "\n\n".join([*lost, *([current] if current else [])])
         self.say("The turn ended before your steer reached the model: it is back in the composer.")
+
+    def _show_steers(self) -> None:
+        """A pinned row per steer the running turn has not taken yet (shown at once: the user message
+        comes only when the next step starts), and their count in the status bar."""
+        steers = self._steers
+        if steers or self.steer_row.is_attached:
+            self._ensure_mounted(self.steer_row)
+            shown = [f"⤷ steering: {' '.join(t.split())}" for t in steers[-2:]]
+            if len(steers) > 2:
+                shown.insert(0, f"⤷ +{len(steers) - 2} more steering")
+            self.steer_row.update("\n".join(shown))
+            self.steer_row.display = bool(steers)
+        self.status.info.steering = len(steers)
+        self.status.redraw()
 
     # -- subagents -------------------------------------------------------------------------------
     def _subagent_changed(self, snap: dict[str, Any]) -> None:
@@ -679,6 +698,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.bridge.send(text, mode)
         if mode == "steer" and self.running:
             self._steers.append(text)
+            self._show_steers()
         self.transcript.back_to_bottom()  # follow what was just sent
         if mode == "followup" and not self.running:
             self._set_running(True)
