@@ -92,7 +92,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
   **Enter** expands or collapses a tool card alone, **v** opens the whole output in a viewer (**Ctrl+F**
   finds in it, **Esc** returns).
 - The queue (above the composer, **Ctrl+Down** or **Up** from the composer's first line): **s** steers the
-  highlighted message now, **e** edits, **Delete** removes, **Esc** goes back to the composer.
+  highlighted message now, **e** edits, **Delete** removes, **Esc** goes back to the composer. Quitting
+  keeps what is queued: it comes back in the composer when the session is resumed.
 - A read-only view (opened from the session browser): **Enter** in the composer resumes the session
   here and sends what you typed.
 - **Ctrl+B** opens the session browser (Esc or Ctrl+B comes back here);
@@ -390,6 +391,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             callback, self.on_attached = self.on_attached, None
             callback()
         self.read_only = bool(getattr(self.bridge.harness, "read_only", False))
+        if not self.read_only and self.bridge.harness is not None and isinstance(header, dict):
+            self._restore_pending(str(header.get("id") or ""))
         ends = [e for e in events[-2000:] if e.get("type") == "turn/end"][-1:]
         self.last_failed = bool(ends) and ((ends[0].get("data") or {}).get("reason") or {}).get("kind") == "error"
         self._update_composer_hint()
@@ -534,6 +537,22 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         elif kind == "model" and isinstance(value, tuple) and len(value) == 3:
             self.status.route = value
             self.status.redraw()
+
+    def _restore_pending(self, session_id: str) -> None:
+        """Prompts queued when the app last quit on this session come back in the composer (not sent on
+        their own: the user decides), with a notice (``dsh_tui/ui/pending.py``)."""
+        if not session_id:
+            return
+        from dsh_tui.ui.pending import take
+
+        queued, draft = take(session_id)
+        if not queued and not draft:
+            return
+        current = self.composer.text.strip()
+        self.composer.value = "\n\n".join([*queued, *(t for t in (draft.strip(), current) if t)])
+        n = len(queued)
+        self.say(f"{n} prompt{'s' if n != 1 else ''} queued when you quit {'are' if n != 1 else 'is'} back in the "
+                 "composer: Enter sends.")
 
     def _return_undelivered_steers(self) -> None:
         """A cancelled turn discards the input steered into it that no step took yet (dsh's inbox is
