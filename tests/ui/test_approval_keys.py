@@ -93,3 +93,30 @@ async def test_ctrl_c_clears_the_idle_composer_and_ctrl_z_brings_it_back(tmp_pat
         assert app.chat.composer.text == "" and app.is_running
         await pilot.press("ctrl+z")
         assert app.chat.composer.text == "draft"
+
+
+async def test_the_command_and_every_choice_stay_visible_at_small_sizes(tmp_path):
+    """#26.8: at 60×20 the fourth button was cut, at 40×10 the command was scrolled away."""
+    from tests.ui.screen_text import screen_text
+
+    app = _asks_after(tmp_path)
+    async with app.run_test(size=(60, 20)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None)
+        for size in ((60, 20), (40, 10), (100, 30)):
+            await pilot.resize_terminal(*size)
+            await pilot.pause(0.2)
+            shown = screen_text(app)
+            lines = [line for line in shown.splitlines() if "┃" in line]
+            panel = "\n".join(lines)
+            assert "$ echo hi > hi.txt" in panel, (size, shown)
+            for label in ("[a]", "[s]", "[r]", "[e]"):
+                assert label in panel, (size, label, shown)
+            buttons = list(app.chat.approval.query("DecideButton"))
+            region = app.chat.approval.region
+            assert all(region.contains_region(b.region) for b in buttons), size
+        await pilot.resize_terminal(40, 10)
+        await pilot.pause(0.1)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: _decided(app) == ["allowed-once"])

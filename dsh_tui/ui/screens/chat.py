@@ -660,6 +660,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         elif message.key in ("enter", "backspace", "ctrl+j"):
             composer.post_message(events.Key(message.key, None))
 
+    def on_resize(self, event: events.Resize) -> None:
+        if self.approval.is_attached:
+            self.approval.fit(event.size.width, event.size.height)
+
     def _approval_waiting(self) -> bool:
         return self.approval.is_attached and self.approval.display and self.approval.request is not None
 

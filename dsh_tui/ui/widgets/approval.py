@@ -29,6 +29,10 @@ from dsh_tui.ui.widgets.render import describe_args
 SESSION = {"outcome": "allowed-once", "scope": "session"}
 GRACE_S = 0.6  # after the panel takes the focus on its own, keys give it back to the composer (tests set 0)
 HINT_UNFOCUSED = "Tab answers it (keys there: a s r e) · what you type stays in the composer"
+COMPACT_BELOW = (70, 22)  # a terminal narrower or lower than this (columns, rows) gets the compact panel
+NARROW_BELOW = 56  # ... and narrower than this: the buttons two per row
+LABELS = {"allow": ("Allow once \\[a]", "Allow \\[a]"), "allow-session": ("This session \\[s]", "Session \\[s]"),
+          "reject": ("Reject \\[r]", "Reject \\[r]"), "reject-why": ("Why not… \\[e]", "Why \\[e]")}
 
 
 class DecideButton(Button, inherit_bindings=False):
@@ -46,6 +50,15 @@ class ApprovalPanel(Vertical):
     ApprovalPanel Horizontal { height: auto; }
     ApprovalPanel Button { margin-right: 1; width: auto; }
     ApprovalPanel #approval-why { display: none; margin-top: 1; }
+    /* small terminals (COMPACT_BELOW): one-row buttons with short labels, two per row when narrow, no
+       reason or key help; the title on the border: the command and every choice stay on screen */
+    ApprovalPanel.-compact { padding: 0; }
+    ApprovalPanel.-compact #approval-title, ApprovalPanel.-compact #approval-reason { display: none; }
+    ApprovalPanel.-compact #approval-help { display: none; }
+    ApprovalPanel.-compact.-unfocused #approval-help { display: block; }
+    ApprovalPanel.-compact #approval-args { max-height: 3; }
+    ApprovalPanel.-compact Button { min-width: 0; }
+    ApprovalPanel.-compact.-narrow Horizontal { layout: grid; grid-size: 2; grid-gutter: 0 1; }
     """
 
     BINDINGS = [("a", "allow", "Allow once"), ("s", "allow_session", "Allow for this session"),
@@ -69,6 +82,7 @@ class ApprovalPanel(Vertical):
         self._built = False
         self._grace_until = 0.0
         self._wants_focus = False
+        self._title_text = ""
 
     def _build(self) -> None:
         """Mount the panel's widgets on its first request: Button's stylesheet and the widgets are not on
@@ -80,12 +94,13 @@ class ApprovalPanel(Vertical):
                                                  Static(id="approval-reason"))
         self._allow = DecideButton("Allow once \\[a]", id="allow", variant="warning")
         self._session = DecideButton("This session \\[s]", id="allow-session")  # short: four fit in 80 columns
+        self._buttons = (self._allow, self._session, DecideButton("Reject \\[r]", id="reject", variant="error"),
+                         DecideButton("Why not… \\[e]", id="reject-why"))
         self._help = Static(id="approval-help")
         self._why = Input(placeholder="Why not? The model reads this (Enter sends, Esc goes back)",
                           id="approval-why")
         self.mount(self._title, self._args, self._reason, self._help,
-                   Horizontal(self._allow, self._session, DecideButton("Reject \\[r]", id="reject", variant="error"),
-                              DecideButton("Why not… \\[e]", id="reject-why")),
+                   Horizontal(*self._buttons),
                    self._why)
 
     def show_request(self, request: ApprovalRequest, take_focus: bool = True) -> None:
@@ -93,7 +108,8 @@ class ApprovalPanel(Vertical):
         in), with the grace period; else the panel waits for Tab (``focus_buttons``) or a click."""
         self._build()
         self.request = request
-        self._title.update(Text(f"Approve {request.tool}?", style="bold"))
+        self._title_text = f"Approve {request.tool}?"
+        self._title.update(Text(self._title_text, style="bold"))
         self._args.update(Text(describe_args(request.arguments)))
         self._reason.update(Text(request.reason or "", style="italic"))
         from dsh_tui.runtime.permissions import (
@@ -105,6 +121,7 @@ class ApprovalPanel(Vertical):
         self._why.display = False
         self.display = True
         self._update_help(take_focus)
+        self.fit(*self.app.size)
         self._wants_focus = take_focus
         if not take_focus:
             return
@@ -115,7 +132,20 @@ class ApprovalPanel(Vertical):
         # keys would reach no widget of the panel)
         self.call_after_refresh(self._focus_allow, request)
 
+    def fit(self, width: int, height: int) -> None:
+        """Lay the panel out for a ``width`` × ``height`` terminal (compact below ``COMPACT_BELOW``)."""
+        compact = width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
+        self.set_class(compact, "-compact")
+        self.set_class(compact and width < NARROW_BELOW, "-narrow")
+        if not self._built:
+            return
+        for button in self._buttons:
+            button.compact = compact
+            button.label = LABELS[button.id or "reject"][1 if compact else 0]
+        self.border_title = self._title_text if compact else ""
+
     def _update_help(self, focused: bool) -> None:
+        self.set_class(not focused, "-unfocused")
         if not focused:
             self._help.update(Text(HINT_UNFOCUSED, style="bold"))
             return
