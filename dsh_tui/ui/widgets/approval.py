@@ -24,7 +24,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Static
 
 from dsh_tui.ui.bridge import ApprovalRequest
-from dsh_tui.ui.widgets.render import describe_args
+from dsh_tui.ui.widgets.render import describe_call
 
 SESSION = {"outcome": "allowed-once", "scope": "session"}
 GRACE_S = 0.6  # after the panel takes the focus on its own, keys give it back to the composer (tests set 0)
@@ -110,7 +110,7 @@ class ApprovalPanel(Vertical):
         self.request = request
         self._title_text = f"Approve {request.tool}?"
         self._title.update(Text(self._title_text, style="bold"))
-        self._args.update(Text(describe_args(request.arguments)))
+        self._args.update(describe_call(request.tool, request.arguments))
         self._reason.update(Text(request.reason or "", style="italic"))
         from dsh_tui.runtime.permissions import (
             allowance_label,  # the runtime package: not on the first frame's path
