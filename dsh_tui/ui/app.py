@@ -152,7 +152,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
             return
         from dsh_tui.ui.pending import save
 
-        if save(self.resumable[0], list(chat.queue), chat.composer.text) is not None:
+        if save(self.resumable[0], list(chat.queue), chat.composer.full_text) is not None:
             self.kept_pending = len(chat.queue)
 
     def resume_hint(self) -> str:

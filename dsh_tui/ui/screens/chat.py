@@ -63,7 +63,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     HELP = """
 ## Chat
 
-- **Enter** sends while idle; **Ctrl+J** inserts a newline; a paste arrives whole; **Ctrl+G** edits the
+- **Enter** sends while idle; **Ctrl+J** inserts a newline; a paste arrives whole (20 lines or more show
+  as `[Pasted text #1 +N lines]`, sent whole; **F2** expands them); **Ctrl+G** edits the
   draft in `$VISUAL` / `$EDITOR`. While the agent runs,
   Enter queues a follow-up for the next turn and **Ctrl+S** (or Ctrl+Enter where the terminal sends it)
   steers into the running turn (swap them with `chat.enter_steers`).
@@ -738,7 +739,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if submitted is None or not whole.startswith(submitted):
             submitted = whole
         rest = whole[len(submitted):]
-        text = submitted.strip()
+        text = self.composer.expand(submitted).strip()  # collapsed pastes go whole
         if not text and not self.read_only:
             return
         self.completion.hide()
