@@ -40,6 +40,7 @@ from dsh_tui.ui.widgets.status import StatusBar
 from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView
 
 FLUSH_INTERVAL = 0.05
+WATCHDOG_S = 1.0  # how often the chat checks that it drains and that a turn the log ended has ended here
 FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams
 TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the rest in the background
 
@@ -183,6 +184,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._completion_pending = False
         self._skill_names: list[tuple[str, str]] | None = None  # user-invocable skills, read when / opens
         self.last_failed = False  # the last turn ended with an error: F5 retries it (ui/screens/rewind.py)
+        self._turn_end_seq: Any = None  # seq of the last turn/end this screen applied (the watchdog's mark)
+        self._stuck_ticks = 0
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -235,6 +238,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.say(self._model_hint)  # no harness is coming: say what to set, inline
             self._update_composer_hint()
         self.set_interval(0.25, self._update_bottom_hint)
+        self.set_interval(WATCHDOG_S, self._watchdog)
         self._ready = True
         self.events_ready()  # whatever the bridge delivered before the screen was composed
 
@@ -395,6 +399,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if not self.read_only and self.bridge.harness is not None and isinstance(header, dict):
             self._restore_pending(str(header.get("id") or ""))
         ends = [e for e in events[-2000:] if e.get("type") == "turn/end"][-1:]
+        self._turn_end_seq = ends[0].get("seq") if ends else None
         self.last_failed = bool(ends) and ((ends[0].get("data") or {}).get("reason") or {}).get("kind") == "error"
         self._update_composer_hint()
         if self.send_on_attach and self.bridge.harness is not None:
@@ -503,10 +508,58 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
                     self._steers.remove(text)
                     self._show_steers()
         elif etype == "turn/end":
+            self._turn_end_seq = event.get("seq")
             self.last_failed = ((event.get("data") or {}).get("reason") or {}).get("kind") == "error"
             self._return_undelivered_steers()
             self._set_running(False)
             gc.freeze()  # the finished turn's events and views are long-lived now
+
+    # -- watchdog (issue #26.11) -------------------------------------------------------------------
+    def _logged_turn_end(self) -> dict[str, Any] | None:
+        """The session log's last turn/end when no turn started after it (the harness is idle), else None."""
+        events = getattr(getattr(self.bridge.harness, "session", None), "events", None)
+        if not events:
+            return None
+        for i in range(len(events) - 1, max(-1, len(events) - 5000), -1):
+            etype = events[i].get("type")
+            if etype == "turn/end":
+                return events[i]
+            if etype == "turn/start":
+                return None
+        return None
+
+    def _missed_turn_end(self) -> bool:
+        """The log ended a turn this screen still shows as running."""
+        if not self.running:
+            return False
+        end = self._logged_turn_end()
+        return end is not None and end.get("seq") != self._turn_end_seq
+
+    def _watchdog(self) -> None:
+        """The UI always drains: events waiting with no flush for a while are flushed now (a lost timer
+        left the chat on "responding" with the answer cut), and a turn the log has ended but this screen
+        still shows as running is ended here after two checks in a row (the queue then goes on)."""
+        if self.bridge.has_pending() and time.monotonic() - self._last_flush > 2 * WATCHDOG_S:
+            self._flush_timer = None
+            self._echo_deferred = True  # no waiting for an echo paint
+            self.flush()
+        if not self._missed_turn_end() or self.bridge.has_pending():
+            self._stuck_ticks = 0
+            return
+        self._stuck_ticks += 1
+        if self._stuck_ticks >= 2:
+            self._recover_turn()
+
+    def _recover_turn(self) -> None:
+        end = self._logged_turn_end()
+        self._stuck_ticks = 0
+        if end is None:
+            return
+        self._turn_end_seq = end.get("seq")
+        self.status.info.tools_running = 0
+        self.status.set_phase("")
+        self._return_undelivered_steers()
+        self._set_running(False)
 
     def _notice(self, kind: str, value: Any) -> None:
         if kind == "status":
@@ -899,7 +952,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.approval.action_reject()
             return
         if self.running:
-            self.bridge.cancel()
+            if self._missed_turn_end():  # the turn is over in the log: Esc resets what the screen shows
+                self._recover_turn()
+            else:
+                self.bridge.cancel()
         else:
             from dsh_tui.ui.screens.rewind import escape_when_idle
 
@@ -913,7 +969,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             composer.action_copy()
             return
         if self.running:
-            self.bridge.cancel()
+            if self._missed_turn_end():
+                self._recover_turn()
+            else:
+                self.bridge.cancel()
             return
         if composer.display and composer.text:
             composer.clear()  # an edit: Ctrl+Z undoes it
