@@ -120,3 +120,19 @@ async def test_the_command_and_every_choice_stay_visible_at_small_sizes(tmp_path
         await pilot.pause(0.1)
         await pilot.press("a")
         await wait_for(pilot, lambda: _decided(app) == ["allowed-once"])
+
+
+async def test_a_burst_typed_as_the_panel_appears_lands_whole_in_the_composer(tmp_path, monkeypatch):
+    """A terminal delivers a typed burst at once, all of it to the widget focused then (the panel's button):
+    every key of it reaches the composer, in order, and none decides ("sure" once lost "u" and "r")."""
+    monkeypatch.setattr(approval, "GRACE_S", 30.0)
+    app = _asks_after(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None and app.chat.approval.has_focus_within)
+        for key in "sure ras":
+            app.post_message(events.Key("space" if key == " " else key, key))
+        await pilot.pause(0.2)
+        assert app.chat.composer.text == "sure ras"
+        assert _decided(app) == [] and app.chat.approval.request is not None

@@ -82,6 +82,7 @@ class ApprovalPanel(Vertical):
         self._built = False
         self._grace_until = 0.0
         self._wants_focus = False
+        self._yielding = False  # keys of a burst that began in the grace period go to the composer
         self._title_text = ""
 
     def _build(self) -> None:
@@ -121,6 +122,7 @@ class ApprovalPanel(Vertical):
         self._why.display = False
         self.display = True
         self._update_help(take_focus)
+        self._yielding = False
         self.fit(*self.app.size)
         self._wants_focus = take_focus
         if not take_focus:
@@ -169,11 +171,13 @@ class ApprovalPanel(Vertical):
         on a button does nothing (the reason line's Enter sends the reason)."""
         if self.request is None:
             return
-        if self.in_grace:
+        if self.in_grace or self._yielding:
+            # the rest of a burst typed into the panel goes the same way, in order, until the focus moves
             event.stop()
             event.prevent_default()
             self._grace_until = 0.0
             self._wants_focus = False
+            self._yielding = True
             self._update_help(False)
             self.post_message(self.Yielded(event.key, event.character if event.is_printable else None))
         elif event.key == "enter" and not self.asking_reason:
@@ -181,6 +185,7 @@ class ApprovalPanel(Vertical):
             event.prevent_default()
 
     def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        self._yielding = False
         if self._built and self.request is not None and not self.in_grace:
             self._update_help(True)
 
