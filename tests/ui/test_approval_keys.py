@@ -136,3 +136,24 @@ async def test_a_burst_typed_as_the_panel_appears_lands_whole_in_the_composer(tm
         await pilot.pause(0.2)
         assert app.chat.composer.text == "sure ras"
         assert _decided(app) == [] and app.chat.approval.request is not None
+
+
+async def test_at_40x10_while_typing_the_command_and_the_composer_stay_visible(tmp_path):
+    from tests.ui.screen_text import screen_text
+
+    app = _asks_after(tmp_path, 0.3)
+    async with app.run_test(size=(40, 10)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "run it")
+        await pilot.press(*"sure")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None)
+        await pilot.pause(0.2)
+        shown = screen_text(app)
+        assert "$ echo hi > hi.txt" in shown and "Tab answers it" in shown and "sure" in shown, shown
+        assert "waiting for approval" in shown  # the status bar is not pushed off
+        await pilot.press("tab")
+        await pilot.pause(0.1)
+        assert "[a]" in screen_text(app)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: _decided(app) == ["allowed-once"])
+        assert app.chat.composer.text == "sure"

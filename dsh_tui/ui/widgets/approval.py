@@ -29,6 +29,7 @@ from dsh_tui.ui.widgets.render import describe_call
 SESSION = {"outcome": "allowed-once", "scope": "session"}
 GRACE_S = 0.6  # after the panel takes the focus on its own, keys give it back to the composer (tests set 0)
 HINT_UNFOCUSED = "Tab answers it (keys there: a s r e) · what you type stays in the composer"
+HINT_UNFOCUSED_SHORT = "Tab answers it (a s r e)"
 COMPACT_BELOW = (70, 22)  # a terminal narrower or lower than this (columns, rows) gets the compact panel
 NARROW_BELOW = 56  # ... and narrower than this: the buttons two per row
 LABELS = {"allow": ("Allow once \\[a]", "Allow \\[a]"), "allow-session": ("This session \\[s]", "Session \\[s]"),
@@ -56,6 +57,7 @@ class ApprovalPanel(Vertical):
     ApprovalPanel.-compact #approval-title, ApprovalPanel.-compact #approval-reason { display: none; }
     ApprovalPanel.-compact #approval-help { display: none; }
     ApprovalPanel.-compact.-unfocused #approval-help { display: block; }
+    ApprovalPanel.-compact.-unfocused Horizontal { display: none; }  /* Tab shows them (room for the composer) */
     ApprovalPanel.-compact #approval-args { max-height: 3; }
     ApprovalPanel.-compact Button { min-width: 0; }
     ApprovalPanel.-compact.-narrow Horizontal { layout: grid; grid-size: 2; grid-gutter: 0 1; }
@@ -145,11 +147,14 @@ class ApprovalPanel(Vertical):
             button.compact = compact
             button.label = LABELS[button.id or "reject"][1 if compact else 0]
         self.border_title = self._title_text if compact else ""
+        if self.request is not None and self.has_class("-unfocused"):
+            self._update_help(False)  # the short or the long hint
 
     def _update_help(self, focused: bool) -> None:
         self.set_class(not focused, "-unfocused")
         if not focused:
-            self._help.update(Text(HINT_UNFOCUSED, style="bold"))
+            short = self.has_class("-compact")
+            self._help.update(Text(HINT_UNFOCUSED_SHORT if short else HINT_UNFOCUSED, style="bold"))
             return
         self._help.update(Text(f"s allows {self._label} for the rest of this session · e rejects with a reason "
                                "the model reads", style="dim"))
