@@ -27,7 +27,9 @@ class AsksServer(ModelServer):
         messages = body.get("messages") or []
         last = messages[-1] if messages else {}
         prompts = json.dumps([m.get("content") for m in messages if m.get("role") == "user"])
-        if last.get("role") == "user" and "run the command" in prompts and "concise" not in json.dumps(messages)[:2000]:
+        # the first turn only (the queued follow-up's turn gets the usual echo)
+        if last.get("role") == "user" and "run the command" in prompts and TYPED not in prompts \
+                and "concise" not in json.dumps(messages)[:2000]:
             call = tool_call(0, id="call_1", name="bash",
                              args=json.dumps({"command": "echo hi > approved.txt", "description": "write"}))
             usage = {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}
@@ -75,6 +77,7 @@ def test_typing_when_the_approval_appears_decides_nothing(tmp_path):
             os.write(master, b"a")
             mark = after(mark, "The file says")  # the tool ran, the model answered
             assert (ws / "approved.txt").read_text() == "hi\n"
+            mark = after(mark, "echo")  # then the queued follow-up was sent and answered
             os.write(master, b"\x11")  # Ctrl+Q
             _read_until(master, buf, lambda b: proc.poll() is not None, 20)
             assert proc.wait(10) == 0, _plain(buf)[-2000:]
