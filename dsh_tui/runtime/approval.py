@@ -104,11 +104,18 @@ class ApprovalService:
                 raise
             except Exception:  # noqa: BLE001 - a failing answerer fails closed
                 outcome = "unavailable"
+            scope = None
             if isinstance(outcome, dict):
                 if isinstance(outcome.get("reason"), str) and outcome["reason"].strip():
                     self.reasons[call_id] = outcome["reason"]
+                scope = outcome.get("scope") if outcome.get("outcome") == "allowed-once" else None
                 outcome = outcome.get("outcome", outcome.get("kind"))
             if outcome not in OUTCOMES:
                 outcome = "unavailable"
+            if scope == "session":
+                # "allow for this session": dsh's shape plus the scope, so a resumed session has it again
+                # (dsh_tui.runtime.permissions.logged_allowances)
+                agent.session.append("approval/decided", {"id": req_id, "outcome": outcome, "scope": "session"})
+                return outcome
         agent.session.append("approval/decided", {"id": req_id, "outcome": outcome})
         return outcome

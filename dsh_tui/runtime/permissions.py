@@ -9,9 +9,10 @@ appends, in its order (tests/fixtures/dsh/.../headless-profile/session.expected.
 mode back from the log (``restore``: the last ``sandbox/mode`` / ``approval/policy``, as dsh folds them).
 
 **Session allowances.** "Allow for this session" in the approval panel: dsh logs each decision only as
-``approval/decided {outcome: allowed-once}`` (no scope), so an allowance cannot be derived from the log; it
-lives with the open session's harness (``SessionAllowances``) and ends when the session is closed. A call
-it covers still logs ``approval/asked`` / ``approval/decided allowed-once``.
+``approval/decided {outcome: allowed-once}``; dsh-tui adds ``scope: "session"`` to that event (an extra
+field, which dsh ignores), so a resumed session gets its allowances back (``logged_allowances``: the
+asked call's tool and arguments). They live with the open session's harness (``SessionAllowances``). A
+call an allowance covers still logs ``approval/asked`` / ``approval/decided allowed-once``.
 
 **Reasons.** "Reject with a reason": dsh has no such outcome; the decision is logged as ``rejected`` and
 the model reads dsh's text followed by the reason (``rejection_text``).
@@ -123,6 +124,25 @@ def allowance_label(tool: str, arguments: str) -> str:
     if tool == "bash" and isinstance(args, dict) and isinstance(args.get("command"), str):
         return "this command"
     return f"{tool} with these arguments"
+
+
+def logged_allowances(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(tool, arguments) of every call allowed "for this session" in ``events`` (``approval/decided`` with
+    ``scope: "session"``, its ``approval/asked``'s call)."""
+    asked: dict[str, str] = {}
+    calls: dict[str, tuple[str, str]] = {}
+    out: list[tuple[str, str]] = []
+    for event in events:
+        etype, data = event.get("type"), event.get("data") or {}
+        if etype == "tool/call":
+            calls[str(data.get("callId"))] = (str(data.get("name") or ""), str(data.get("arguments") or ""))
+        elif etype == "approval/asked":
+            asked[str(data.get("id"))] = str(data.get("callId"))
+        elif etype == "approval/decided" and data.get("scope") == "session" and data.get("outcome") == "allowed-once":
+            call = calls.get(asked.get(str(data.get("id")), ""))
+            if call is not None and call[0]:
+                out.append(call)
+    return out
 
 
 class SessionAllowances:

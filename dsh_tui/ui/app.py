@@ -145,6 +145,18 @@ class DshApp(SessionOpening, PaletteCommands, App):
         if isinstance(session_id, str) and session_id:
             self.resumable = (session_id, getattr(harness, "root", None))
 
+    kept_pending = 0  # queued prompts kept for the next resume when the app quit (``ui/pending.py``)
+
+    def _keep_pending(self) -> None:
+        """The chat's queued prompts (and a draft typed beside them) are kept for the resumed session."""
+        chat = self.chat
+        if self.resumable is None or chat is None or self.kept_pending or not chat.queue:
+            return
+        from dsh_tui.ui.pending import save
+
+        if save(self.resumable[0], list(chat.queue), chat.composer.full_text) is not None:
+            self.kept_pending = len(chat.queue)
+
     def resume_hint(self) -> str:
         """The line printed after the app quits: how to continue the session it had open ("" if none)."""
         if self.resumable is None:
@@ -163,6 +175,10 @@ class DshApp(SessionOpening, PaletteCommands, App):
                     command += f" --root {shlex.quote(str(root))}"
             except OSError:
                 command += f" --root {shlex.quote(str(root))}"
+        kept = self.kept_pending
+        if kept:
+            return (f"Session saved; {kept} queued prompt{'s' if kept != 1 else ''} kept (back in the composer "
+                    f"on resume). Continue it with: {command}")
         return f"Session saved. Continue it with: {command}"
 
     # set by ``run_app`` when the cyclic GC was paused for the start-up (resumed after the first frame)
@@ -351,6 +367,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
     async def action_quit(self) -> None:
         """Flush every session (the harness closes its writers), then leave."""
         self._note_resumable()
+        self._keep_pending()
         await asyncio.to_thread(self.bridge.stop)
         self.exit()
 
@@ -382,6 +399,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
 
     def on_unmount(self) -> None:
         self._note_resumable()
+        self._keep_pending()
         self.bridge.stop()
         self._save_css()  # rules parsed since the first frame (other screens, modals)
 

@@ -144,6 +144,10 @@ class Bridge:
             self._post("events")
 
     # -- UI side -------------------------------------------------------------------------------
+    def has_pending(self) -> bool:
+        """Events or notices wait to be drained."""
+        return bool(self._events or self._notices)
+
     def drain(self) -> tuple[list[dict[str, Any]], list[LiveNotice]]:
         """Everything queued so far (called on the UI thread)."""
         self._wake_pending.clear()

@@ -41,6 +41,10 @@ class AgentHarness:
         self._offs.append(on("approval/request", self._on_approval, tier=BUILTIN))
         # "allow for this session" answers (dsh logs no scope: they live here, for this open session)
         self.allowances = SessionAllowances()
+        from dsh_tui.runtime.permissions import logged_allowances
+
+        for tool, arguments in logged_allowances(self.session.events):  # a resumed session's allowances
+            self.allowances.add(tool, arguments)
         # subagents below this agent: their live state for the cards and the status bar
         from dsh_tui.runtime.subagents import children as subagents
 
@@ -139,8 +143,7 @@ class AgentHarness:
             outcome = await waiter
         if isinstance(outcome, dict) and outcome.get("scope") == "session":
             self.allowances.add(tool, arguments)
-            return "allowed-once"
-        return outcome
+        return outcome  # the runtime logs a session scope (dsh_tui/runtime/approval.py)
 
     async def send(self, text: str, mode: str) -> None:
         if mode == "steer":

@@ -20,6 +20,10 @@ def _deterministic_ui(monkeypatch):
     monkeypatch.setenv("TEXTUAL_ANIMATIONS", "none")
     monkeypatch.setenv("COLORTERM", "truecolor")
     monkeypatch.delenv("NO_COLOR", raising=False)
+    # a pilot presses keys the moment the panel shows: no grace period (its own tests set it back)
+    from dsh_tui.ui.widgets import approval
+
+    monkeypatch.setattr(approval, "GRACE_S", 0.0, raising=False)
 
 
 def scripted_app(tmp_path: Path, responses: list, *, preset: str = "full-access", show_time: bool = True,

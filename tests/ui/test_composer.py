@@ -88,10 +88,14 @@ async def test_ten_thousand_line_paste_lands_and_is_sent_whole(tmp_path, monkeyp
         full_wraps.clear()
         await _paste(pilot, pasted)
         composer = app.chat.composer
-        assert composer.value == pasted and composer.document.line_count == 10_000
-        # only the pasted lines were wrapped, once: not the whole document again when the composer
-        # grew and its scrollbar appeared (each full pass is ~0.5 s at this size)
+        # collapsed (issue #26.14): one line in the composer, the whole text behind it
+        assert composer.value == "[Pasted text #1 +10000 lines]" and composer.full_text == pasted
         assert [n for n in full_wraps if n > 1] == []
+        await pilot.press("f2")  # expanded in place (load_text: two full wrap passes, ~0.5 s each here)
+        await pilot.pause()
+        assert composer.value == pasted and composer.document.line_count == 10_000
+        assert len([n for n in full_wraps if n > 1]) <= 2
+        full_wraps.clear()
         await pilot.resize_terminal(90, 30)  # a new width does re-wrap
         await pilot.pause()
         assert 10_000 in full_wraps
@@ -551,7 +555,10 @@ async def test_approval_buttons_show_their_keys(tmp_path):
         await wait_for(pilot, lambda: "Allow once [a]" in screen_text(app))  # the panel's first paint
         text = screen_text(app)
         assert "Reject [r]" in text  # "[a]" is not eaten as markup
-        await pilot.press("y")
+        await pilot.press("y", "n", "enter")  # no undocumented aliases, and Enter alone does not decide
+        await pilot.pause(0.1)
+        assert app.chat.approval.request is not None
+        await pilot.press("a")
         await wait_for(pilot, lambda: _footers(app) == 1)
         assert app.chat.composer.has_focus
 

@@ -40,6 +40,7 @@ from dsh_tui.ui.widgets.status import StatusBar
 from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView
 
 FLUSH_INTERVAL = 0.05
+WATCHDOG_S = 1.0  # how often the chat checks that it drains and that a turn the log ended has ended here
 FREEZE_EVERY = 2.0  # seconds between gc.freeze() calls while a turn streams
 TAIL_EVENTS = 6_000  # a longer log shows its last turns first and folds the rest in the background
 
@@ -63,21 +64,25 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     HELP = """
 ## Chat
 
-- **Enter** sends while idle; **Ctrl+J** inserts a newline; a paste arrives whole; **Ctrl+G** edits the
+- **Enter** sends while idle; **Ctrl+J** inserts a newline; a paste arrives whole (20 lines or more show
+  as `[Pasted text #1 +N lines]`, sent whole; **F2** expands them); **Ctrl+G** edits the
   draft in `$VISUAL` / `$EDITOR`. While the agent runs,
   Enter queues a follow-up for the next turn and **Ctrl+S** (or Ctrl+Enter where the terminal sends it)
   steers into the running turn (swap them with `chat.enter_steers`).
 - **Up** on the composer's first line / **Down** on its last recall earlier prompts (this session's, then
   this workspace's past sessions'); Down past the newest brings the draft back. **Ctrl+L** searches them
   as you type (Ctrl+L or Up: older match, Down: newer, **Enter** keeps it, **Esc** restores the draft).
-- **Esc** cancels the running turn; the partial answer stays, marked. **Esc Esc** while idle rewinds: pick
+- **Esc** (or **Ctrl+C**) cancels the running turn; the partial answer stays, marked. Ctrl+C while idle
+  clears the composer (**Ctrl+Z** brings the text back); **Ctrl+Q** quits. **Esc Esc** while idle rewinds: pick
   an earlier prompt, the session is forked just before it (the original is kept) and the prompt is put
   back in the composer to edit and resend.
 - **F5** (or `/retry`) sends the failed last turn's prompt again. **F4** cycles the permission mode
   (read-only → workspace-write → full-access; also `/permission [mode]`), shown in the status bar.
   `/model [name] [effort]` switches this session's model and reasoning effort.
 - Approvals: **a** allow once, **s** allow this command (or this tool with these arguments) for the rest
-  of the session, **r** reject, **e** reject with a reason the model reads.
+  of the session, **r** reject, **e** reject with a reason the model reads — only while the panel has the
+  focus. While you type in the composer the panel does not take it: **Tab** moves to the panel. Keys in
+  the panel's first 0.6 s go back to the composer; Enter alone decides nothing.
 - **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning
   (the status bar shows what is not at its default).
 - **PageUp / PageDown** scroll the transcript; **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads
@@ -89,7 +94,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
   **Enter** expands or collapses a tool card alone, **v** opens the whole output in a viewer (**Ctrl+F**
   finds in it, **Esc** returns).
 - The queue (above the composer, **Ctrl+Down** or **Up** from the composer's first line): **s** steers the
-  highlighted message now, **e** edits, **Delete** removes, **Esc** goes back to the composer.
+  highlighted message now, **e** edits, **Delete** removes, **Esc** goes back to the composer. Quitting
+  keeps what is queued: it comes back in the composer when the session is resumed.
 - A read-only view (opened from the session browser): **Enter** in the composer resumes the session
   here and sends what you typed.
 - **Ctrl+B** opens the session browser (Esc or Ctrl+B comes back here);
@@ -100,6 +106,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     DEFAULT_CSS = """
     ChatScreen { layout: vertical; }
     ChatScreen #composer { border-title-align: right; border-title-color: $accent; }
+    ChatScreen #steering { height: auto; max-height: 3; display: none; color: $accent; padding: 0 1;
+                           text-wrap: nowrap; text-overflow: ellipsis; }
     ChatScreen #composer-note { height: auto; display: none; color: $warning; padding: 0 1; }
     ChatScreen #chat-title { height: 1; padding: 0 1; background: $panel; text-style: bold; }
     ChatScreen #command-output { height: auto; max-height: 50%; display: none; padding: 0 1;
@@ -109,6 +117,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
 
     BINDINGS = [
         Binding("escape", "cancel", "Cancel turn", id="chat.cancel"),
+        # priority: the composer's own Ctrl+C copies (it still does while text is selected there)
+        Binding("ctrl+c", "interrupt", "Interrupt", id="chat.interrupt", show=False, priority=True),
         Binding("ctrl+o", "cycle_cards", "Tool cards", id="chat.cards"),
         Binding("ctrl+r", "toggle_reasoning", "Reasoning", id="chat.reasoning"),
         Binding("ctrl+end", "back_to_bottom", "Bottom", id="chat.bottom", show=False),
@@ -162,6 +172,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         # chat that sends ``text``; returns "" or why it could not (no model configured)
         self.resume: Any = None
         self.send_on_attach = False  # send the composer's text once the harness is attached
+        self._attach_text: str | None = None  # the text Enter sent then (what is typed after it stays)
         self.initial_text = ""  # put in the composer when the screen mounts
         self.read_only = False
         self._redirecting = False  # keys typed elsewhere are going to the composer (on_key)
@@ -173,6 +184,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._completion_pending = False
         self._skill_names: list[tuple[str, str]] | None = None  # user-invocable skills, read when / opens
         self.last_failed = False  # the last turn ended with an error: F5 retries it (ui/screens/rewind.py)
+        self._turn_end_seq: Any = None  # seq of the last turn/end this screen applied (the watchdog's mark)
+        self._stuck_ticks = 0
 
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
@@ -182,6 +195,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.search_bar = SearchBar(self.transcript, id="search")
         self.plan_strip = PlanStrip(id="plan")
         self.queue_list = QueueList(id="queue")
+        self.steer_row = Static("", id="steering", markup=False)  # steers the running turn has not taken yet
         self.approval = ApprovalPanel(id="approval")
         self.note = Static("", id="composer-note", markup=False)  # error texts may hold [brackets]
         self.command_output = CommandOutput(id="command-output")  # plain text too
@@ -191,7 +205,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.composer.on_top_edge = self.action_focus_queue
         self.composer.on_completion_key = self._completion_key
         self.composer.prompt_history = ChatHistory(self)  # Up/Down and Ctrl+L: dsh_tui/ui/history.py
-        self._lazy_order = (self.search_bar, self.plan_strip, self.queue_list, self.approval, self.note, self.command_output,
+        self._lazy_order = (self.search_bar, self.plan_strip, self.steer_row, self.queue_list, self.approval, self.note, self.command_output,
                             self.completion, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
@@ -224,6 +238,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.say(self._model_hint)  # no harness is coming: say what to set, inline
             self._update_composer_hint()
         self.set_interval(0.25, self._update_bottom_hint)
+        self.set_interval(WATCHDOG_S, self._watchdog)
         self._ready = True
         self.events_ready()  # whatever the bridge delivered before the screen was composed
 
@@ -381,7 +396,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             callback, self.on_attached = self.on_attached, None
             callback()
         self.read_only = bool(getattr(self.bridge.harness, "read_only", False))
+        if not self.read_only and self.bridge.harness is not None and isinstance(header, dict):
+            self._restore_pending(str(header.get("id") or ""))
         ends = [e for e in events[-2000:] if e.get("type") == "turn/end"][-1:]
+        self._turn_end_seq = ends[0].get("seq") if ends else None
         self.last_failed = bool(ends) and ((ends[0].get("data") or {}).get("reason") or {}).get("kind") == "error"
         self._update_composer_hint()
         if self.send_on_attach and self.bridge.harness is not None:
@@ -390,7 +408,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
                 self.say("This is a read-only view: Enter resumes the session here and sends your text.")
             else:
                 self.say("")
-                self.call_after_refresh(self._submit_composer)
+                submitted, self._attach_text = self._attach_text, None
+                self.call_after_refresh(self._submit_composer, False, submitted)
         # the log and its views live as long as the screen: keep them out of the cyclic GC, whose
         # full collections otherwise stall the loop for ~100 ms each while a stream allocates
         gc.freeze()
@@ -487,11 +506,60 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
                 text = "".join(p.get("text", "") for p in data.get("content") or [] if isinstance(p, dict))
                 if text in self._steers:
                     self._steers.remove(text)
+                    self._show_steers()
         elif etype == "turn/end":
+            self._turn_end_seq = event.get("seq")
             self.last_failed = ((event.get("data") or {}).get("reason") or {}).get("kind") == "error"
             self._return_undelivered_steers()
             self._set_running(False)
             gc.freeze()  # the finished turn's events and views are long-lived now
+
+    # -- watchdog (issue #26.11) -------------------------------------------------------------------
+    def _logged_turn_end(self) -> dict[str, Any] | None:
+        """The session log's last turn/end when no turn started after it (the harness is idle), else None."""
+        events = getattr(getattr(self.bridge.harness, "session", None), "events", None)
+        if not events:
+            return None
+        for i in range(len(events) - 1, max(-1, len(events) - 5000), -1):
+            etype = events[i].get("type")
+            if etype == "turn/end":
+                return events[i]
+            if etype == "turn/start":
+                return None
+        return None
+
+    def _missed_turn_end(self) -> bool:
+        """The log ended a turn this screen still shows as running."""
+        if not self.running:
+            return False
+        end = self._logged_turn_end()
+        return end is not None and end.get("seq") != self._turn_end_seq
+
+    def _watchdog(self) -> None:
+        """The UI always drains: events waiting with no flush for a while are flushed now (a lost timer
+        left the chat on "responding" with the answer cut), and a turn the log has ended but this screen
+        still shows as running is ended here after two checks in a row (the queue then goes on)."""
+        if self.bridge.has_pending() and time.monotonic() - self._last_flush > 2 * WATCHDOG_S:
+            self._flush_timer = None
+            self._echo_deferred = True  # no waiting for an echo paint
+            self.flush()
+        if not self._missed_turn_end() or self.bridge.has_pending():
+            self._stuck_ticks = 0
+            return
+        self._stuck_ticks += 1
+        if self._stuck_ticks >= 2:
+            self._recover_turn()
+
+    def _recover_turn(self) -> None:
+        end = self._logged_turn_end()
+        self._stuck_ticks = 0
+        if end is None:
+            return
+        self._turn_end_seq = end.get("seq")
+        self.status.info.tools_running = 0
+        self.status.set_phase("")
+        self._return_undelivered_steers()
+        self._set_running(False)
 
     def _notice(self, kind: str, value: Any) -> None:
         if kind == "status":
@@ -524,15 +592,46 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.status.route = value
             self.status.redraw()
 
+    def _restore_pending(self, session_id: str) -> None:
+        """Prompts queued when the app last quit on this session come back in the composer (not sent on
+        their own: the user decides), with a notice (``dsh_tui/ui/pending.py``)."""
+        if not session_id:
+            return
+        from dsh_tui.ui.pending import take
+
+        queued, draft = take(session_id)
+        if not queued and not draft:
+            return
+        current = self.composer.text.strip()
+        self.composer.value = "\n\n".join([*queued, *(t for t in (draft.strip(), current) if t)])
+        n = len(queued)
+        self.say(f"{n} prompt{'s' if n != 1 else ''} queued when you quit {'are' if n != 1 else 'is'} back in the "
+                 "composer: Enter sends.")
+
     def _return_undelivered_steers(self) -> None:
         """A cancelled turn discards the input steered into it that no step took yet (dsh's inbox is
         cleared): give that text back in the composer instead of losing it."""
         if not self._steers:
             return
         lost, self._steers = self._steers, []
+        self._show_steers()
         current = self.composer.text.strip()
         self.composer.value = "\n\n".join([*lost, *([current] if current else [])])
         self.say("The turn ended before your steer reached the model: it is back in the composer.")
+
+    def _show_steers(self) -> None:
+        """A pinned row per steer the running turn has not taken yet (shown at once: the user message
+        comes only when the next step starts), and their count in the status bar."""
+        steers = self._steers
+        if steers or self.steer_row.is_attached:
+            self._ensure_mounted(self.steer_row)
+            shown = [f"⤷ steering: {' '.join(t.split())}" for t in steers[-2:]]
+            if len(steers) > 2:
+                shown.insert(0, f"⤷ +{len(steers) - 2} more steering")
+            self.steer_row.update("\n".join(shown))
+            self.steer_row.display = bool(steers)
+        self.status.info.steering = len(steers)
+        self.status.redraw()
 
     # -- subagents -------------------------------------------------------------------------------
     def _subagent_changed(self, snap: dict[str, Any]) -> None:
@@ -594,11 +693,33 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.composer.focus()
             return
         request = self.pending_approvals.pop(0)
-        self.composer.display = False
+        # the panel never takes the focus from a composer being typed in: it shows, and Tab moves to it
+        typing = self.composer.display and self.composer.has_focus and bool(self.composer.text.strip())
+        self.composer.display = typing
         self.status.set_phase("approval")
         self._ensure_mounted(self.approval)
-        self.approval.show_request(request)
+        self.approval.show_request(request, take_focus=not typing)
         self.transcript.back_to_bottom()  # the call it asks about is the latest item
+
+    @on(ApprovalPanel.Yielded)
+    def _approval_yielded(self, message: ApprovalPanel.Yielded) -> None:
+        """A key within the panel's grace period: it was typed for the composer. The composer comes back
+        with the focus and the key; the panel waits for Tab."""
+        composer = self.composer
+        composer.display = True
+        self.set_focus(composer)
+        if message.character:
+            result = composer.replace(message.character, *composer.selection, maintain_selection_offset=False)
+            composer.move_cursor(result.end_location)
+        elif message.key in ("enter", "backspace", "ctrl+j"):
+            composer.post_message(events.Key(message.key, None))
+
+    def on_resize(self, event: events.Resize) -> None:
+        if self.approval.is_attached:
+            self.approval.fit(event.size.width, event.size.height)
+
+    def _approval_waiting(self) -> bool:
+        return self.approval.is_attached and self.approval.display and self.approval.request is not None
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste while the approval panel holds the focus (the composer is hidden then) goes into the
@@ -654,30 +775,39 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.bridge.send(text, mode)
         if mode == "steer" and self.running:
             self._steers.append(text)
+            self._show_steers()
         self.transcript.back_to_bottom()  # follow what was just sent
         if mode == "followup" and not self.running:
             self._set_running(True)
             self.status.set_phase("waiting")
         return True
 
-    def _submit_composer(self, alternate: bool = False) -> None:
+    def _submit_composer(self, alternate: bool = False, submitted: str | None = None) -> None:
         """Enter (``alternate``: the steer key): send, queue or steer the composer's text.
 
-        The text leaves the composer only when it was sent or queued."""
-        text = self.composer.text.strip()
+        ``submitted``: the text when Enter was pressed; keys typed after it (in the same burst, before this
+        runs) stay in the composer for the next message. The text leaves the composer only when it was
+        sent or queued."""
+        whole = self.composer.text
+        if submitted is None or not whole.startswith(submitted):
+            submitted = whole
+        rest = whole[len(submitted):]
+        text = self.composer.expand(submitted).strip()  # collapsed pastes go whole
         if not text and not self.read_only:
             return
         self.completion.hide()
-        if self.composer.text.startswith("/") and self._run_command(self.composer.text):
+        if submitted.startswith("/") and self._run_command(submitted):
             return
         steer = self.enter_steers != alternate
         if self.running and not steer:
-            self.composer.value = ""
+            self.composer.value = rest
             self.queue.append(text)
             self._show_queue()
             return
         if self._send(text, "steer" if self.running else "followup"):
-            self.composer.value = ""
+            self.composer.value = rest
+        elif self.send_on_attach:
+            self._attach_text = submitted  # sent once the session is ready; what is typed meanwhile stays
 
     @on(CommandFinished)
     def _command_finished(self, message: CommandFinished) -> None:
@@ -695,7 +825,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     @on(Composer.Submitted, "#composer")
     def _submitted(self, event: Composer.Submitted) -> None:
         event.stop()
-        self._submit_composer()
+        self._submit_composer(submitted=event.value)
 
     def action_steer(self) -> None:
         if self.composer.has_focus:
@@ -758,9 +888,17 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         The terminal delivers a typed burst at once, all of it to the widget focused then: the whole
         burst is inserted from here, in order, and the focus moves to the composer after it."""
         composer = self.composer
+        if event.key == "tab" and self.focused is composer and self._approval_waiting():
+            event.stop()
+            event.prevent_default()
+            self.approval.focus_buttons()  # deliberate: the panel's keys act at once
+            return
         if getattr(event, "via_composer", False) or not composer.display:
             return
         focused = self.focused
+        if focused is not None and self._approval_waiting() and focused in self.approval.query("*") \
+                and key_is_bound(self.approval, event.key):
+            return  # the panel's own key (a, s, r, e), the focus moved there deliberately
         printable = event.is_printable and bool(event.character)
         if not self._redirecting:
             if focused is composer or (self._shown(focused) and not (
@@ -810,15 +948,38 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if self.command_output.is_attached and self.command_output.display and not self.running:
             self.command_output.display = False
             return
-        if self.approval.request is not None:
+        if self.approval.request is not None and not self.composer.has_focus:
             self.approval.action_reject()
             return
         if self.running:
-            self.bridge.cancel()
+            if self._missed_turn_end():  # the turn is over in the log: Esc resets what the screen shows
+                self._recover_turn()
+            else:
+                self.bridge.cancel()
         else:
             from dsh_tui.ui.screens.rewind import escape_when_idle
 
             escape_when_idle(self)  # Esc Esc: rewind
+
+    def action_interrupt(self) -> None:
+        """Ctrl+C: cancel the running turn (as Esc); while idle clear the composer (Ctrl+Z brings the text
+        back); an empty idle composer says how to quit. Text selected in the composer is copied instead."""
+        composer = self.composer
+        if composer.has_focus and composer.selected_text:
+            composer.action_copy()
+            return
+        if self.running:
+            if self._missed_turn_end():
+                self._recover_turn()
+            else:
+                self.bridge.cancel()
+            return
+        if composer.display and composer.text:
+            composer.clear()  # an edit: Ctrl+Z undoes it
+            composer.focus()
+            self.notify("Composer cleared · Ctrl+Z brings it back", timeout=4, markup=False)
+            return
+        self.notify("Ctrl+Q quits (and prints how to resume)", timeout=4, markup=False)
 
     def action_rewind(self) -> None:
         from dsh_tui.ui.screens.rewind import open_rewind

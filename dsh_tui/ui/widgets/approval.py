@@ -1,8 +1,11 @@
 """The approval panel: a tool call waiting for the user's decision.
 
-Four answers: allow once (**a**/**y**), allow this command — for bash the exact command, for another tool
-the tool with these arguments — for the rest of the session (**s**), reject (**r**/**n**), and reject with
-a reason the model receives (**e**: a line to type, Enter sends it, Esc goes back). ``Decided.outcome`` is
+Four answers: allow once (**a**), allow this command — for bash the exact command, for another tool
+the tool with these arguments — for the rest of the session (**s**), reject (**r**), and reject with
+a reason the model receives (**e**: a line to type, Enter sends it, Esc goes back). The keys act only while
+the panel has the focus, and never within ``GRACE_S`` of it taking the focus on its own: a key then (typed
+for the composer, often before the panel was drawn) gives the focus back to the composer, with the key
+(``ApprovalPanel.Yielded``). Enter alone never decides (the buttons do not take it); a click does. ``Decided.outcome`` is
 what the harness's approval answerer returns: ``"allowed-once"``, ``"rejected"``,
 ``{"outcome": "allowed-once", "scope": "session"}`` or ``{"outcome": "rejected", "reason": text}``
 (``dsh_tui/ui/harness.py``, ``dsh_tui/runtime/permissions.py``).
@@ -10,18 +13,33 @@ what the harness's approval answerer returns: ``"allowed-once"``, ``"rejected"``
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from rich.text import Text
+from textual import events
 from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Input, Static
 
 from dsh_tui.ui.bridge import ApprovalRequest
-from dsh_tui.ui.widgets.render import describe_args
+from dsh_tui.ui.widgets.render import describe_call
 
 SESSION = {"outcome": "allowed-once", "scope": "session"}
+GRACE_S = 0.6  # after the panel takes the focus on its own, keys give it back to the composer (tests set 0)
+HINT_UNFOCUSED = "Tab answers it (keys there: a s r e) · what you type stays in the composer"
+HINT_UNFOCUSED_SHORT = "Tab answers it (a s r e)"
+COMPACT_BELOW = (70, 22)  # a terminal narrower or lower than this (columns, rows) gets the compact panel
+NARROW_BELOW = 56  # ... and narrower than this: the buttons two per row
+LABELS = {"allow": ("Allow once \\[a]", "Allow \\[a]"), "allow-session": ("This session \\[s]", "Session \\[s]"),
+          "reject": ("Reject \\[r]", "Reject \\[r]"), "reject-why": ("Why not… \\[e]", "Why \\[e]")}
+
+
+class DecideButton(Button, inherit_bindings=False):
+    """A button that Enter does not press: a decision is a deliberate key (or a click)."""
+
+    BINDINGS = []
 
 
 class ApprovalPanel(Vertical):
@@ -33,21 +51,41 @@ class ApprovalPanel(Vertical):
     ApprovalPanel Horizontal { height: auto; }
     ApprovalPanel Button { margin-right: 1; width: auto; }
     ApprovalPanel #approval-why { display: none; margin-top: 1; }
+    /* small terminals (COMPACT_BELOW): one-row buttons with short labels, two per row when narrow, no
+       reason or key help; the title on the border: the command and every choice stay on screen */
+    ApprovalPanel.-compact { padding: 0; }
+    ApprovalPanel.-compact #approval-title, ApprovalPanel.-compact #approval-reason { display: none; }
+    ApprovalPanel.-compact #approval-help { display: none; }
+    ApprovalPanel.-compact.-unfocused #approval-help { display: block; }
+    ApprovalPanel.-compact.-unfocused Horizontal { display: none; }  /* Tab shows them (room for the composer) */
+    ApprovalPanel.-compact #approval-args { max-height: 3; }
+    ApprovalPanel.-compact Button { min-width: 0; }
+    ApprovalPanel.-compact.-narrow Horizontal { layout: grid; grid-size: 2; grid-gutter: 0 1; }
     """
 
-    BINDINGS = [("a", "allow", "Allow once"), ("y", "allow", "Allow once"),
-                ("s", "allow_session", "Allow for this session"), ("r", "reject", "Reject"),
-                ("n", "reject", "Reject"), ("e", "reject_with_reason", "Reject with a reason")]
+    BINDINGS = [("a", "allow", "Allow once"), ("s", "allow_session", "Allow for this session"),
+                ("r", "reject", "Reject"), ("e", "reject_with_reason", "Reject with a reason")]
 
     @dataclass
     class Decided(Message):
         request: ApprovalRequest
         outcome: Any  # str, or a dict (see the module docstring)
 
+    @dataclass
+    class Yielded(Message):
+        """A key arrived within the grace period: the chat gives the focus back to the composer, with it."""
+
+        key: str
+        character: str | None
+
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
         self.request: ApprovalRequest | None = None
         self._built = False
+        self._grace_until = 0.0
+        self._wants_focus = False
+        self._yielding = False  # keys of a burst that began in the grace period go to the composer
+        self._title_text = ""
 
     def _build(self) -> None:
         """Mount the panel's widgets on its first request: Button's stylesheet and the widgets are not on
@@ -57,39 +95,111 @@ class ApprovalPanel(Vertical):
         self._built = True
         self._title, self._args, self._reason = (Static(id="approval-title"), Static(id="approval-args"),
                                                  Static(id="approval-reason"))
-        self._allow = Button("Allow once \\[a]", id="allow", variant="warning")
-        self._session = Button("This session \\[s]", id="allow-session")  # short: four fit in 80 columns
+        self._allow = DecideButton("Allow once \\[a]", id="allow", variant="warning")
+        self._session = DecideButton("This session \\[s]", id="allow-session")  # short: four fit in 80 columns
+        self._buttons = (self._allow, self._session, DecideButton("Reject \\[r]", id="reject", variant="error"),
+                         DecideButton("Why not… \\[e]", id="reject-why"))
         self._help = Static(id="approval-help")
         self._why = Input(placeholder="Why not? The model reads this (Enter sends, Esc goes back)",
                           id="approval-why")
         self.mount(self._title, self._args, self._reason, self._help,
-                   Horizontal(self._allow, self._session, Button("Reject \\[r]", id="reject", variant="error"),
-                              Button("Why not… \\[e]", id="reject-why")),
+                   Horizontal(*self._buttons),
                    self._why)
 
-    def show_request(self, request: ApprovalRequest) -> None:
+    def show_request(self, request: ApprovalRequest, take_focus: bool = True) -> None:
+        """Show ``request``; ``take_focus``: move the focus to the panel (the composer was not being typed
+        in), with the grace period; else the panel waits for Tab (``focus_buttons``) or a click."""
         self._build()
         self.request = request
-        self._title.update(Text(f"Approve {request.tool}?", style="bold"))
-        self._args.update(Text(describe_args(request.arguments)))
+        self._title_text = f"Approve {request.tool}?"
+        self._title.update(Text(self._title_text, style="bold"))
+        self._args.update(describe_call(request.tool, request.arguments))
         self._reason.update(Text(request.reason or "", style="italic"))
         from dsh_tui.runtime.permissions import (
             allowance_label,  # the runtime package: not on the first frame's path
         )
 
-        self._help.update(Text(f"s allows {allowance_label(request.tool, request.arguments)} for the rest of this "
-                               "session · e rejects with a reason the model reads", style="dim"))
+        self._label = allowance_label(request.tool, request.arguments)
         self._why.value = ""
         self._why.display = False
         self.display = True
+        self._update_help(take_focus)
+        self._yielding = False
+        self.fit(*self.app.size)
+        self._wants_focus = take_focus
+        if not take_focus:
+            return
+        self._grace_until = time.monotonic() + GRACE_S
+        self._wants_focus = True
         self._allow.focus()
         # on the first request the buttons are still being mounted: focus again once they are (else the
         # keys would reach no widget of the panel)
         self.call_after_refresh(self._focus_allow, request)
 
+    def fit(self, width: int, height: int) -> None:
+        """Lay the panel out for a ``width`` × ``height`` terminal (compact below ``COMPACT_BELOW``)."""
+        compact = width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]
+        self.set_class(compact, "-compact")
+        self.set_class(compact and width < NARROW_BELOW, "-narrow")
+        if not self._built:
+            return
+        for button in self._buttons:
+            button.compact = compact
+            button.label = LABELS[button.id or "reject"][1 if compact else 0]
+        self.border_title = self._title_text if compact else ""
+        if self.request is not None and self.has_class("-unfocused"):
+            self._update_help(False)  # the short or the long hint
+
+    def _update_help(self, focused: bool) -> None:
+        self.set_class(not focused, "-unfocused")
+        if not focused:
+            short = self.has_class("-compact")
+            self._help.update(Text(HINT_UNFOCUSED_SHORT if short else HINT_UNFOCUSED, style="bold"))
+            return
+        self._help.update(Text(f"s allows {self._label} for the rest of this session · e rejects with a reason "
+                               "the model reads", style="dim"))
+
+    def focus_buttons(self) -> None:
+        """A deliberate move to the panel (Tab from the composer, a click): its keys act at once."""
+        if self.request is None:
+            return
+        self._grace_until = 0.0
+        self._update_help(True)
+        self._allow.focus()
+
+    @property
+    def in_grace(self) -> bool:
+        return time.monotonic() < self._grace_until
+
+    def _on_key(self, event: events.Key) -> None:
+        """Within the grace period every key goes back to the composer (the panel decides nothing); Enter
+        on a button does nothing (the reason line's Enter sends the reason)."""
+        if self.request is None:
+            return
+        if self.in_grace or self._yielding:
+            # the rest of a burst typed into the panel goes the same way, in order, until the focus moves
+            event.stop()
+            event.prevent_default()
+            self._grace_until = 0.0
+            self._wants_focus = False
+            self._yielding = True
+            self._update_help(False)
+            self.post_message(self.Yielded(event.key, event.character if event.is_printable else None))
+        elif event.key == "enter" and not self.asking_reason:
+            event.stop()
+            event.prevent_default()
+
+    def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        self._yielding = False
+        if self._built and self.request is not None and not self.in_grace:
+            self._update_help(True)
+
+    def on_click(self, _event: events.Click) -> None:
+        self._grace_until = 0.0  # a click is deliberate
+
     def _focus_allow(self, request: ApprovalRequest) -> None:
         focused = self.screen.focused if self.is_attached else None
-        if self.request is request and (focused is None or focused not in self.query("*")):
+        if self.request is request and self._wants_focus and (focused is None or focused not in self.query("*")):
             self._allow.focus()
 
     @property

@@ -19,6 +19,9 @@ from dsh_tui.ui.textual_compat import fast_wrap, refresh_size, rewrap, run_own_b
 fast_wrap()  # a 10,000-line paste of short lines is not word-wrapped line by line
 
 
+COLLAPSE_PASTE_LINES = 20  # a paste of this many lines or more shows collapsed: "[Pasted text #1 +401 lines]"
+
+
 class Composer(TextArea, inherit_bindings=False):
     """The chat's prompt box: grows to a few lines, then scrolls.
 
@@ -49,7 +52,8 @@ class Composer(TextArea, inherit_bindings=False):
                 # Ctrl+R stays the chat's reasoning toggle: Ctrl+L is free everywhere and every terminal
                 # sends it (inside a search Ctrl+R steps to an older match too, as in a shell)
                 Binding("ctrl+l", "history_search", "History search", id="composer.history_search", show=False),
-                Binding("ctrl+g", "edit_in_editor", "Edit in $EDITOR", id="composer.editor", show=False)]
+                Binding("ctrl+g", "edit_in_editor", "Edit in $EDITOR", id="composer.editor", show=False),
+                Binding("f2", "expand_pastes", "Expand pasted text", id="composer.expand_pastes", show=False)]
 
     @dataclass
     class Submitted(Message):
@@ -76,6 +80,8 @@ class Composer(TextArea, inherit_bindings=False):
         super().__init__(soft_wrap=True, tab_behavior="focus", show_line_numbers=False, highlight_cursor_line=False,
                          placeholder=placeholder, **kwargs)
         self._pending_older: str | None = None  # Up pressed while the past prompts load: the text then
+        self.pastes: dict[str, str] = {}  # "[Pasted text #N +M lines]" -> the text (see _on_paste)
+        self._pastes_made = 0
         self._search_bar: Any = None
 
     # TextArea re-wraps the whole document when its scrollbar comes or goes and on every resize (about
@@ -162,7 +168,7 @@ class Composer(TextArea, inherit_bindings=False):
             event.stop()
             event.prevent_default()
             if self.prompt_history is not None:
-                self.prompt_history.record(self.text)
+                self.prompt_history.record(self.full_text)
             self.recalled = False
             self.post_message(self.Submitted(self, self.text))
             return
@@ -178,6 +184,33 @@ class Composer(TextArea, inherit_bindings=False):
             event.stop()
             event.prevent_default()
             self.search.type(event.text.replace("\r", "\n").split("\n", 1)[0])
+            return
+        text = event.text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.count("\n") + (0 if text.endswith("\n") else 1)
+        if lines >= COLLAPSE_PASTE_LINES:
+            # a long paste shows as one line (F2 expands it); what is sent, queued or kept is the whole text
+            event.prevent_default()
+            self._pastes_made += 1
+            label = f"[Pasted text #{self._pastes_made} +{lines} lines]"
+            self.pastes[label] = text
+            self.insert(label)
+
+    def expand(self, text: str) -> str:
+        """``text`` with every collapsed paste's label replaced by the pasted text."""
+        for label, pasted in self.pastes.items():
+            if label in text:
+                text = text.replace(label, pasted)
+        return text
+
+    @property
+    def full_text(self) -> str:
+        """The composer's text with collapsed pastes expanded (what is sent)."""
+        return self.expand(self.text)
+
+    def action_expand_pastes(self) -> None:
+        """F2: show the collapsed pastes' text in place."""
+        if any(label in self.text for label in self.pastes):
+            self.value = self.full_text
 
     # -- history ---------------------------------------------------------------------------------
     def _search_key(self, event: events.Key) -> bool:

@@ -426,7 +426,8 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
     if asked:
         pills.append((" waiting for approval ", "bold yellow"))
     elif item.approval == "rejected":
-        pills.append((" rejected ", "red"))
+        reason = rejection_reason(item)
+        pills.append((f" rejected: {_one_line(reason, 70)} " if reason else " rejected ", "red"))
     for label, style in pills:
         head.append(" ")
         head.append(label, style=style)
@@ -525,6 +526,45 @@ def render_item(item: Item, *, expanded: bool, show_time: bool = True) -> Render
     if isinstance(item, DividerItem):
         return Text(f"──── {item.text} ────", style="dim", justify="center")
     return Text(repr(item))
+
+
+def describe_call(tool: str, arguments: str) -> RenderableType:
+    """The approval panel's view of a call: a write's new file with numbered lines, an edit's diff (as
+    the card shows them), the command for bash, pretty JSON otherwise."""
+    try:
+        args: Any = json.loads(arguments) if arguments else {}
+    except ValueError:
+        args = None
+    if tool in ("write", "edit") and isinstance(args, dict):
+        rows: list[tuple[str, str]] = []
+        if tool == "write" and isinstance(args.get("content"), str):
+            content = args["content"]
+            lines = content.split("\n")[:-1] if content.endswith("\n") else content.split("\n")
+            rows = [("green", f"{n:>4} + {line}") for n, line in enumerate(lines, 1)]
+        elif isinstance(args.get("old_string"), str) and isinstance(args.get("new_string"), str):
+            rows = [("red", f"     - {line}") for line in args["old_string"].split("\n")]
+            rows += [("green", f"     + {line}") for line in args["new_string"].split("\n")]
+        if rows:
+            out = Text()
+            path = args.get("file_path") or args.get("path")
+            if path:
+                flag = " (all occurrences)" if args.get("replace_all") else ""
+                out.append(f"{path}{flag}\n", style="bold")
+            for style, line in rows[:200]:
+                out.append(line + "\n", style=style)
+            if len(rows) > 200:
+                out.append(f"     … {len(rows) - 200} more lines\n", style="dim")
+            out.rstrip()
+            return out
+    return Text(describe_args(arguments))
+
+
+def rejection_reason(item: ToolItem) -> str:
+    """The reason the user gave when rejecting this call ("" if none): it is in the tool's result."""
+    if item.approval != "rejected" or not item.result:
+        return ""
+    _, found, reason = item.result.partition("The user's reason: ")
+    return " ".join(reason.split()) if found else ""
 
 
 def describe_args(arguments: str) -> str:

@@ -32,6 +32,7 @@ class StatusInfo:
     phase_since: float = 0.0
     tools_running: int = 0
     queued: int = 0
+    steering: int = 0  # steered into the running turn, not yet taken by a step
     subagents: int = 0  # running subagents below this session
     notice: str = ""
 
@@ -169,6 +170,8 @@ class StatusBar(Widget):
                 out.append((6, Text(f"cache {cache:.0f}%")))
         if info.queued:
             out.append((1, Text(f"{info.queued} queued", style="bold yellow")))
+        if info.steering:
+            out.append((1, Text(f"{info.steering} steering", style="bold magenta")))
         if info.subagents:
             out.append((1, Text(f"{info.subagents} subagent{'s' if info.subagents != 1 else ''} running",
                                 style="bold cyan")))
