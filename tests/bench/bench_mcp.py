@@ -66,7 +66,7 @@ async def harness_calls(n: int) -> dict:
     session = Session(make_header("bench-mcp", cwd=str(REPO), created_at=1))
     agent = Agent(session, ScriptedProvider(responses, name="mock", record=False), [],
                   config=AgentConfig(model="m", runtime_context=False, check_requests=False, compaction=False,
-                                     preset="workspace-write", cwd=str(REPO)),
+                                     preset="full-access", cwd=str(REPO)),
                   plugins=Plugins(specs, strict=True))
     started: dict[str, float] = {}
     times: list[float] = []
