@@ -94,6 +94,8 @@ class McpManager:
         self.started = False
         self.closed = False
         self.waited = False  # the first request waited for the servers' first attempts
+        # the app's status bar: called with the servers the first request waits for, then with []
+        self.on_wait: Any = None
 
     def start(self) -> None:
         if self.started or self.closed:
@@ -153,11 +155,22 @@ class McpManager:
             return
         limit = max(s.config.startup_timeout_ms for s in startable) / 1000 + STARTUP_MARGIN_S
         started = time.monotonic()
-        wait = self.first_attempts(limit)
-        await (signal.race(wait) if signal is not None else wait)
+        waiting = self.connecting()
+        if waiting and self.on_wait is not None:
+            self._tell(waiting)
+        try:
+            wait = self.first_attempts(limit)
+            await (signal.race(wait) if signal is not None else wait)
+        finally:
+            if waiting and self.on_wait is not None:
+                self._tell([])
         late = self.connecting()
         log.info("first request waited %.2f s for MCP servers%s", time.monotonic() - started,
                  f"; still connecting: {', '.join(late)}" if late else "")
+
+    def _tell(self, names: list[str]) -> None:
+        with contextlib.suppress(Exception):
+            self.on_wait(names)
 
     async def await_tool(self, tool_name: str) -> None:
         """A call names an ``mcp__`` tool that is not registered: wait for the first connection attempt
