@@ -127,8 +127,6 @@ def _tool_messages(request: dict) -> dict[str, str]:
 
 
 def test_garbage_on_stdout_prints_no_traceback_and_goes_to_the_mcp_log(tmp_path):
-    from dsh_tui.runtime.mcp import log_path
-
     with ScriptServer() as srv:
         srv.push(sse_reply(*_calls(("c1", "mcp__g__echo", {"text": "through"})), chunk(finish="tool_calls",
                                                                                       usage=USAGE)),
@@ -140,6 +138,8 @@ def test_garbage_on_stdout_prints_no_traceback_and_goes_to_the_mcp_log(tmp_path)
         assert _tool_messages(srv.requests[1]) == {"c1": "echo: through"}
     assert p.stdout == "ok\n"
     assert p.stderr == ""  # the old code: 9 tracebacks from the mcp library's logging
+    from dsh_tui.runtime.mcp import log_path
+
     logged = log_path().read_text()
     assert "mcp server g: skipped a stdout line: not JSON: 'garbage line 0 <not json>'" in logged
 
