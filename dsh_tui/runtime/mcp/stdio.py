@@ -11,7 +11,8 @@ It hands the SDK's ``ClientSession`` the same pair of streams, but reads the ser
 - stderr is drained as it comes and only its last ``STDERR_TAIL`` bytes are kept (quoted when the server
   fails), so a server writing hundreds of megabytes of stderr costs neither memory nor disk.
 
-The server runs in a process group of its own; closing the transport closes its stdin, waits
+The server runs in a process group of its own, tracked by ``dsh_tui.tools.procs`` (so every exit path
+of the command line ends it); closing the transport closes its stdin, waits
 ``EXIT_GRACE_S``, then SIGTERMs and SIGKILLs the group (bounded waits, shielded from cancellation).
 """
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import os
 import re
 import signal
 from collections.abc import AsyncIterator
@@ -29,6 +29,8 @@ from typing import Any
 
 import anyio
 import anyio.abc
+
+from dsh_tui.tools import procs
 
 log = logging.getLogger("dsh_tui.plugins.mcp")
 
@@ -187,8 +189,7 @@ class _LineReader:
 
 
 def _killpg(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, sig)
+    procs.killpg(pid, sig)
 
 
 async def _exited(process: Any, timeout: float) -> bool:
@@ -206,6 +207,7 @@ async def stdio_transport(command: str, args: list[str], *, env: dict[str, str],
     from mcp.shared.message import SessionMessage
 
     process = await anyio.open_process([command, *args], env=env, cwd=cwd or None, start_new_session=True)
+    procs.track(process.pid)  # every exit path ends its group (tools/procs.py)
     read_writer, read_stream = anyio.create_memory_object_stream[Any](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
     lines = _LineReader(server, stats, max_line, max_depth)
@@ -248,6 +250,7 @@ async def stdio_transport(command: str, args: list[str], *, env: dict[str, str],
                 _killpg(process.pid, signal.SIGKILL)
                 await _exited(process, EXIT_GRACE_S)
         _killpg(process.pid, signal.SIGKILL)  # what it started and left behind in its group
+        procs.release(process.pid)
         for stream in (process.stdout, process.stderr):
             with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.aclose()
