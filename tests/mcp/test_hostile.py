@@ -144,6 +144,21 @@ def test_garbage_on_stdout_prints_no_traceback_and_goes_to_the_mcp_log(tmp_path)
     assert "mcp server g: skipped a stdout line: not JSON: 'garbage line 0 <not json>'" in logged
 
 
+def test_headless_names_a_broken_server_in_one_line_and_ends_within_its_timeout(tmp_path):
+    with ScriptServer() as srv:
+        srv.push(sse_reply(*_calls(("c1", "mcp__dead__echo", {"text": "x"})), chunk(finish="tool_calls", usage=USAGE)),
+                 sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
+        _settings(srv, f"[mcp.servers.dead]\ncommand = {json.dumps(sys.executable)}\n"
+                       f"args = [{json.dumps(HOSTILE)}, \"noinit\"]\nstartup_timeout_ms = 500\n"
+                       "reconnect = { enabled = false }\n")
+        p = _run(tmp_path, "go", "--preset", "full-access", timeout=60)  # the old code: still running at 90 s
+        assert p.returncode == 0, p.stderr
+        assert _tool_messages(srv.requests[1]) == {
+            "c1": "Error: MCP server dead is not available (failed: no answer to initialize within 0.5 s)"}
+    assert p.stdout == "ok\n"
+    assert p.stderr == "dsh-tui: MCP server dead: failed: no answer to initialize within 0.5 s\n"
+
+
 # ---- #35.3: a huge result is spilled ------------------------------------------------------------
 async def test_a_60_mb_result_is_spilled_and_the_model_gets_head_tail_and_path(tmp_path):
     agent = mcp_agent([scripted.call("c1", "mcp__h__big"), scripted.text("done")], {"h": hostile("big", 60)},
