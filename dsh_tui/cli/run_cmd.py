@@ -79,6 +79,22 @@ def skipped_notes(events: Any) -> list[str]:
     return out
 
 
+def mcp_problems(agent: Any) -> list[str]:
+    """One line per MCP server that is not working at the end of the run (with the reason), and one per
+    server whose tool list had something left out (``/mcp`` names each)."""
+    from dsh_tui.runtime.mcp import servers
+
+    out = []
+    for row in servers(agent):
+        if row.state in ("failed", "reconnecting") and row.error:
+            out.append(f"dsh-tui: MCP server {row.name}: {row.text[len(row.name) + 2:]}")
+        if row.notes:
+            n = len(row.notes)
+            out.append(f"dsh-tui: MCP server {row.name}: {n} note{'s' if n != 1 else ''} on its tool list "
+                       f"(first: {row.notes[0]}); /mcp lists them")
+    return out
+
+
 async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cwd: str,
                        preset: str, out: Any = None, more: Any = None,
                        notes: list[str] | None = None,
@@ -108,6 +124,7 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
                     from dsh_tui.session.rows import plain_events
 
                     notes.extend(skipped_notes(plain_events(host.agent.session.events)))
+                    notes.extend(mcp_problems(host.agent))
             finally:
                 await host.close()
         finally:

@@ -55,8 +55,10 @@ def target_path(args: Any, cwd: Path) -> Path | None:
 
 def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Path, tool_name: str) -> dict:
     """``{"kind": "allow"}`` or ``{"kind": "ask", "reason": ...}`` for one call under a preset."""
-    if preset == "full-access" or access == "mcp":  # MCP tools: no approval of their own (dsh)
+    if preset == "full-access" or access == "mcp-allowed":  # an MCP tool the settings allow (or trust)
         return {"kind": "allow"}
+    if access == "mcp":  # MCP tools run code elsewhere: they ask unless allowed
+        return {"kind": "ask", "reason": f"{tool_name} is an MCP server's tool (under the {preset} preset)"}
     path = target_path(args, cwd)
     outside = path is not None and not _inside(path, workspace.resolve())
     if access == "exec":

@@ -334,7 +334,16 @@ def mcp_listing(rows: list[Any]) -> str:
     for row in rows:
         lines.append(row.text)
         lines.append(f"  {row.transport}: {row.target}")
+        lines.extend(f"  note: {note}" for note in mcp_notes(row))
     return "\n".join(lines)
+
+
+def mcp_notes(row: Any, limit: int = 5) -> list[str]:
+    """What was left out of a server's tool list (at most ``limit`` lines, then how many more)."""
+    notes = list(getattr(row, "notes", None) or [])
+    if len(notes) > limit:
+        notes = notes[:limit - 1] + [f"{len(notes) - limit + 1} more (see the MCP log)"]
+    return notes
 
 
 def _mcp(call: CommandCall) -> CommandResult:

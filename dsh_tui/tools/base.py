@@ -79,7 +79,8 @@ class ToolDefinition:
     is_concurrency_safe: Callable[[Any], bool] | None = None
     # "read" tools never ask for approval; "write" tools ask outside the workspace under
     # workspace-write; "exec" tools ask under workspace-write (docs/runtime.md, "Approvals and presets");
-    # "mcp" tools (an MCP server's) never ask on their own (dsh: only the generic pre-execute policies apply).
+    # "mcp" tools (an MCP server's) ask under read-only and workspace-write; "mcp-allowed" ones (allowed by
+    # the server's settings, or trusted read-only) never ask.
     access: str = "read"
 
     def content(self, args: Any, value: JSON) -> list[ContentBlock]:

@@ -54,6 +54,9 @@ class AgentHarness:
                           if self._on_child in subagents.WATCHERS else None)
         self.announce_model()
         self.announce_preset()
+        if getattr(agent, "mcp", None) is not None:  # the first request waits for the servers: say which
+            agent.mcp.on_wait = lambda names: bridge.notice(
+                "phase", f"connecting MCP {', '.join(names)}" if names else "waiting")
 
     def _on_child(self, child: Any) -> None:
         """A subagent below this agent changed: post its snapshot (at most one per child per loop turn)."""

@@ -11,6 +11,9 @@
    RUNS fresh processes each, interleaved (target: within 10 ms). Uses the frame log of bench_ui_long.py.
 3. ``--instructions``: the same two start-ups counted in instructions from process start to the first frame
    (valgrind callgrind, every thread; nearly deterministic where times on a shared machine are not).
+4. ``--first-request``: when the first model request goes out and whether it offers the MCP tools, with a
+   working server, a server slow to start (1.5 s) and one that never answers (``startup_timeout_ms`` 2000):
+   the request waits for the first two and costs at most the timeout for the third.
 """
 
 from __future__ import annotations
@@ -66,7 +69,7 @@ async def harness_calls(n: int) -> dict:
     session = Session(make_header("bench-mcp", cwd=str(REPO), created_at=1))
     agent = Agent(session, ScriptedProvider(responses, name="mock", record=False), [],
                   config=AgentConfig(model="m", runtime_context=False, check_requests=False, compaction=False,
-                                     preset="workspace-write", cwd=str(REPO)),
+                                     preset="full-access", cwd=str(REPO)),
                   plugins=Plugins(specs, strict=True))
     started: dict[str, float] = {}
     times: list[float] = []
@@ -155,7 +158,48 @@ def startup(runs: int) -> None:
     print(f"  difference {three - none:+.0f} ms (target within 10 ms)")
 
 
+async def first_request() -> list[tuple[str, float, bool]]:
+    """(case, seconds from the prompt to the first request, whether it offered the server's tools)."""
+    from dsh_tui.llm import scripted
+    from dsh_tui.llm.scripted import ScriptedProvider
+    from dsh_tui.runtime import Agent, AgentConfig
+    from dsh_tui.runtime.plugins import Plugins, builtin_specs
+    from dsh_tui.session.headers import make_header
+    from dsh_tui.session.log import Session
+
+    hostile = str(REPO / "tests" / "mcp" / "hostile.py")
+    cases = {"ready server": {"command": sys.executable, "args": [hostile, "echo"]},
+             "server slow to start (1.5 s)": {"command": sys.executable, "args": [hostile, "slowstart", "1500"]},
+             "server that never answers (timeout 2 s)": {"command": sys.executable, "args": [hostile, "noinit"],
+                                                          "startup_timeout_ms": 2000}}
+    out = []
+    for case, cfg in cases.items():
+        specs = builtin_specs()
+        for spec in specs:
+            if spec.id == "mcp":
+                spec.config = {"settings": {"servers": {"s": cfg}}, "cli": ()}
+        provider = ScriptedProvider([scripted.text("ok")], name="mock")
+        agent = Agent(Session(make_header("bench-first", cwd=str(REPO), created_at=1)), provider, [],
+                      config=AgentConfig(model="m", runtime_context=False, compaction=False, cwd=str(REPO)),
+                      plugins=Plugins(specs, strict=True))
+        t = time.perf_counter()
+        agent.followup("use the tool")
+        while not provider.requests:
+            await asyncio.sleep(0.005)
+        took = time.perf_counter() - t
+        offered = any(tool["name"].startswith("mcp__s__") for tool in provider.requests[0].get("tools") or [])
+        await agent.wait_idle()
+        await agent.dispose()
+        out.append((case, took, offered))
+    return out
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--first-request"]:
+        print("the first model request with one MCP server configured (a fresh agent each):")
+        for case, took, offered in asyncio.run(first_request()):
+            print(f"  {case:42s} {took * 1000:6.0f} ms   tools offered: {'yes' if offered else 'no'}")
+        return
     if argv[:1] == ["--startup"]:
         startup(int(argv[1]) if len(argv) > 1 else 9)
         return

@@ -32,7 +32,7 @@ def mcp_agent(responses: list, servers: dict[str, dict], tmp_path, *, cli: tuple
     cfg.setdefault("model", "mock-model")
     cfg.setdefault("runtime_context", False)
     cfg.setdefault("check_requests", True)
-    cfg.setdefault("preset", "workspace-write")
+    cfg.setdefault("preset", "full-access")  # MCP tools ask under the other presets
     cfg.setdefault("cwd", str(tmp_path))
     return Agent(make_session(str(tmp_path)), provider, [], config=AgentConfig(**cfg), sleep=FakeSleep(),
                  plugins=Plugins(specs, strict=True))

@@ -57,7 +57,7 @@ def test_server_everything_through_run_headless(tmp_path, everything):
         srv.push(sse_reply(*_calls(*calls), chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)))
         _settings(srv)
-        p = _run(tmp_path, "use the tools", "--preset", "workspace-write", "--mcp",
+        p = _run(tmp_path, "use the tools", "--preset", "full-access", "--mcp",
                  "everything=" + shlex.join(everything))
         assert p.returncode == 0, p.stderr
         assert p.stdout == "done\n"
@@ -81,14 +81,15 @@ def test_server_everything_through_run_headless(tmp_path, everything):
     assert tools["mcp__everything__echo"]["parameters"]["properties"]["message"]["type"] == "string"
 
 
-def test_a_test_server_from_settings_and_a_broken_one_that_delays_nothing(tmp_path):
+def test_a_test_server_from_settings_and_a_broken_one_that_costs_its_startup_timeout(tmp_path):
     server = f'command = {json.dumps(sys.executable)}\nargs = ["-m", "tests.mcp.server", "stdio"]\n' \
              f'cwd = {json.dumps(str(REPO))}\n'
     with ScriptServer() as srv:
         srv.push(sse_reply(*_calls(("c1", "mcp__t__echo", {"text": "from settings"})),
                            chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
-        _settings(srv, f"[mcp.servers.t]\n{server}[mcp.servers.hang]\n{server}env = {{ MCP_TEST_HANG = \"1\" }}\n")
+        _settings(srv, f"[mcp.servers.t]\n{server}allowed_tools = [\"echo\"]\n"
+                       f"[mcp.servers.hang]\n{server}env = {{ MCP_TEST_HANG = \"1\" }}\nstartup_timeout_ms = 500\n")
         p = _run(tmp_path, "go")
         assert p.returncode == 0, p.stderr
         assert _tool_messages(srv.requests[1]) == {"c1": "echo: from settings"}

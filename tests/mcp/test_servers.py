@@ -119,24 +119,29 @@ async def test_a_server_that_keeps_failing_is_given_up_and_its_tools_unregistere
     await agent.dispose()
 
 
-async def test_a_server_that_never_answers_delays_no_turn(tmp_path):
-    agent = mcp_agent([scripted.text("hello")], {"t": stdio(env={"MCP_TEST_HANG": "1"}),
-                                                 "bad": {"command": str(tmp_path / "no-such-program")}}, tmp_path)
+async def test_a_server_that_never_answers_costs_the_first_turn_its_startup_timeout_only(tmp_path):
+    agent = mcp_agent([scripted.text("hello"), scripted.text("again")],
+                      {"t": stdio(env={"MCP_TEST_HANG": "1"}, startup_timeout_ms=300),
+                       "bad": {"command": str(tmp_path / "no-such-program")}}, tmp_path)
     agent.followup("hi")
     await agent.wait_idle()
     assert agent.session.events[-1]["data"]["reason"] == {"kind": "completed"}
-    assert server(agent, "t").state == "connecting"
+    hang = server(agent, "t")
+    assert hang.error == "no answer to initialize within 0.3 s"
     bad = server(agent, "bad")
     await until(lambda: bad.failed_attempts >= 1)
     assert f"cannot start {tmp_path / 'no-such-program'}: no such file or directory" in bad.error
+    # reconnecting one that is stuck connecting starts a new attempt (the stuck one is dropped)
+    hang.config.startup_timeout_ms = 600_000
+    attempts = hang.attempts
+    assert agent.mcp.reconnect("t")
+    await until(lambda: hang.attempts == attempts + 1)
+    assert hang.state == "connecting"
     rows = {r.name: r.text for r in agent.mcp.status()}
     assert rows["t"] == "t  connecting"
-    # reconnecting one that is stuck connecting starts a new attempt (the stuck one is dropped)
-    hang = server(agent, "t")
-    assert hang.attempts == 1
-    assert agent.mcp.reconnect("t")
-    await until(lambda: hang.attempts == 2)
-    assert hang.state == "connecting"
+    agent.followup("later turns never wait for it")
+    await asyncio.wait_for(agent.wait_idle(), 30)
+    assert agent.session.events[-1]["data"]["reason"] == {"kind": "completed"}
     await agent.dispose()
 
 

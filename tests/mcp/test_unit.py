@@ -189,10 +189,15 @@ def test_without_servers_neither_the_plugin_nor_the_sdk_is_imported(tmp_path):
     assert p.stdout.strip() == "[]"
 
 
-def test_mcp_tools_ask_for_no_approval_of_their_own(tmp_path):
+def test_mcp_tools_ask_unless_allowed_whatever_their_arguments(tmp_path):
     from dsh_tui.runtime.approval import decide_preset
 
     outside = {"path": "/etc/passwd", "file_path": "/etc/passwd"}  # an MCP tool's own arguments, not ours
-    for preset in ("read-only", "workspace-write", "full-access"):
-        assert decide_preset(preset, "mcp", outside, tmp_path, tmp_path, "mcp__fs__read") == {"kind": "allow"}
+    inside = {"path": "a.txt"}
+    for preset in ("read-only", "workspace-write"):
+        for args in (outside, inside, {}):
+            got = decide_preset(preset, "mcp", args, tmp_path, tmp_path, "mcp__fs__read")
+            assert got == {"kind": "ask", "reason": f"mcp__fs__read is an MCP server's tool (under the {preset} preset)"}
+            assert decide_preset(preset, "mcp-allowed", args, tmp_path, tmp_path, "mcp__fs__read") == {"kind": "allow"}
+    assert decide_preset("full-access", "mcp", outside, tmp_path, tmp_path, "mcp__fs__read") == {"kind": "allow"}
     assert decide_preset("workspace-write", "read", outside, tmp_path, tmp_path, "read")["kind"] == "ask"

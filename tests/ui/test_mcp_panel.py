@@ -63,6 +63,7 @@ async def test_the_panel_lists_states_and_reconnects_one(tmp_path):
         await wait_for(pilot, lambda: "t ready · 12 tools" in _flat(app))
         await pilot.press("escape")
         await wait_for(pilot, lambda: not isinstance(app.screen, McpScreen))
+        app.bridge.harness.agent.config.preset = "full-access"  # MCP calls ask under the other presets
         await submit(pilot, "echo it")
         await wait_for(pilot, lambda: any(i.state == "ok" for i in items(app, "tool")), timeout=30)
         await wait_for(pilot, lambda: "✓ t › echo" in screen_text(app))  # the card, once painted

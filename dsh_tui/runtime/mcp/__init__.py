@@ -2,11 +2,16 @@
 docs/extensions.md, "MCP").
 
 Servers come from ``[mcp.servers.<name>]`` in settings.toml and ``--mcp NAME=COMMAND`` (see
-``config.py``). Each connects in the background once the agent's loop runs (``client.Server``): a slow
-or broken server delays nothing; its tools (``mcp__<server>__<tool>``) are in the next request after it
-is ready. A call to a tool of a server whose first connection attempt is still running waits for that
-attempt; any other call never waits. Tools are exclusive (never run in parallel) and ask for no
-approval of their own. The connections close with the agent (``ctx.effect``).
+``config.py``). Each connects in the background once the agent's loop runs (``client.Server``). The
+first model request waits for every server's first connection attempt, each bounded by the server's
+``startup_timeout_ms`` (10 s): so the first prompt already sees the tools (``mcp__<server>__<tool>``),
+and a hung or dead server costs at most its timeout, once; later turns never wait. A call to a tool of a
+server whose first attempt is still running waits for that attempt (bounded the same way, cancelled
+with the turn). Tools are exclusive (never run in parallel) and, under ``read-only`` and
+``workspace-write``, ask for approval like ``bash`` unless the server's ``allowed_tools`` (or
+``trust_annotations`` with ``readOnlyHint``) allow them. The connections close with the agent
+(``ctx.effect``). The ``mcp`` library's own logging and every server problem go to
+``<cache>/logs/mcp.log`` (``log_path()``), never to the terminal.
 
 ``servers(agent)`` is the ``/mcp`` listing (name, state, tools, reason); ``reconnect(agent, name)``
 reconnects one. ``[plugins.mcp] enabled = false`` turns the whole feature off.
@@ -15,6 +20,10 @@ reconnects one. ``[plugins.mcp] enabled = false`` turns the whole feature off.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import time
+from pathlib import Path
 from typing import Any
 
 from dsh_tui.runtime.mcp.config import McpConfigError, ServerConfig, parse_cli, parse_servers
@@ -25,6 +34,46 @@ __all__ = ["McpConfigError", "McpManager", "McpStartupError", "ServerConfig", "a
            "parse_servers", "public_tool_name", "reconnect", "servers", "split_public_name"]
 
 name = "mcp"
+log = logging.getLogger("dsh_tui.plugins.mcp")
+
+
+STARTUP_MARGIN_S = 2.0  # spawning the process, on top of a server's startup timeout
+_routed: list[Path] = []
+
+
+def log_path() -> Path:
+    """The MCP log file: ``<cache>/logs/mcp.log``."""
+    from dsh_tui.paths import cache_dir
+
+    return cache_dir() / "logs" / "mcp.log"
+
+
+def route_logging() -> None:
+    """Send the ``mcp`` library's logging (tracebacks included) and dsh-tui's MCP notes to the MCP log
+    file instead of the terminal (once per process). Without a writable file they are dropped."""
+    path = log_path()
+    if _routed and _routed[0] == path:
+        return
+    handler: logging.Handler
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, encoding="utf-8", delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    for name in ("mcp", "dsh_tui.plugins.mcp"):
+        logger = logging.getLogger(name)
+        for old in list(logger.handlers):
+            if getattr(old, "_dsh_mcp", False):
+                logger.removeHandler(old)
+                with contextlib.suppress(Exception):
+                    old.close()
+        handler._dsh_mcp = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+        logger.propagate = False
+        if logger.level == logging.NOTSET:
+            logger.setLevel(logging.INFO)
+    _routed[:] = [path]
 
 
 class McpStartupError(DshError):
@@ -44,11 +93,15 @@ class McpManager:
             seen.add(cfg.name)
         self.started = False
         self.closed = False
+        self.waited = False  # the first request waited for the servers' first attempts
+        # the app's status bar: called with the servers the first request waits for, then with []
+        self.on_wait: Any = None
 
     def start(self) -> None:
         if self.started or self.closed:
             return
         self.started = True
+        route_logging()
         for server in self.servers:
             server.start()
 
@@ -86,16 +139,61 @@ class McpManager:
             for w in pending:
                 w.cancel()
 
+    def connecting(self) -> list[str]:
+        """The servers whose first connection attempt is still running."""
+        return [s.name for s in self.servers if s.startable and s._first is not None and not s._first.is_set()]
+
+    async def before_first_request(self, signal: Any = None) -> None:
+        """The first model request waits (once) until every server's first attempt has ended, at most the
+        longest ``startup_timeout_ms`` (plus a margin for spawning); cancelled with the turn."""
+        if self.waited or self.closed:
+            return
+        self.waited = True
+        self.start()
+        startable = [s for s in self.servers if s.startable]
+        if not startable:
+            return
+        limit = max(s.config.startup_timeout_ms for s in startable) / 1000 + STARTUP_MARGIN_S
+        started = time.monotonic()
+        waiting = self.connecting()
+        if waiting and self.on_wait is not None:
+            self._tell(waiting)
+        try:
+            wait = self.first_attempts(limit)
+            await (signal.race(wait) if signal is not None else wait)
+        finally:
+            if waiting and self.on_wait is not None:
+                self._tell([])
+        late = self.connecting()
+        log.info("first request waited %.2f s for MCP servers%s", time.monotonic() - started,
+                 f"; still connecting: {', '.join(late)}" if late else "")
+
+    def _tell(self, names: list[str]) -> None:
+        with contextlib.suppress(Exception):
+            self.on_wait(names)
+
     async def await_tool(self, tool_name: str) -> None:
         """A call names an ``mcp__`` tool that is not registered: wait for the first connection attempt
         of the server it belongs to (if that attempt is still running), or for its tool-list re-sync."""
         for server in self.servers:
             if not tool_name.startswith(f"{PREFIX}{server.name}__") or server._first is None:
                 continue
-            if not server._first.is_set():
-                await server.first_attempt()
+            if not server._first.is_set():  # bounded: an attempt ends within its startup timeout
+                limit = server.config.startup_timeout_ms / 1000 + STARTUP_MARGIN_S
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(server.first_attempt(), limit)
             if server._resync_tasks and tool_name not in server.tools:  # a list change is being synced
                 await asyncio.gather(*list(server._resync_tasks), return_exceptions=True)
+
+    def unavailable(self, tool_name: str) -> str:
+        """Why a server's tool cannot be called now (its server is not ready), or "" (no such server)."""
+        for server in self.servers:
+            if tool_name.startswith(f"{PREFIX}{server.name}__"):
+                if server.state == "ready":
+                    return ""
+                detail = f"{server.state}: {server.error}" if server.error else server.state
+                return f"MCP server {server.name} is not available ({detail})"
+        return ""
 
     async def close(self) -> None:
         self.closed = True
@@ -130,11 +228,24 @@ def apply(ctx: Any, config: dict) -> None:
         ex = payload.get("exec")
         call_name = payload.get("name") or ""
         if ex is not None and ex.tool is None and call_name.startswith(PREFIX):
-            await manager.await_tool(call_name)
+            signal = payload.get("signal")
+            wait = manager.await_tool(call_name)
+            await (signal.race(wait) if signal is not None else wait)
             ex.tool = agent.tools.tools.get(call_name)
+            if ex.tool is None:  # say why in one line rather than "unknown tool"
+                why = manager.unavailable(call_name)
+                if why:
+                    return {"kind": "deny", "reason": why}
+        return await next_()
+
+    async def assemble(payload: dict, next_: Any) -> Any:
+        # the first request's tools are assembled here: wait for the servers first (once, bounded)
+        if not manager.waited:
+            await manager.before_first_request(payload.get("signal"))
         return await next_()
 
     ctx.on("tools/pre-execute", pre_execute)
+    ctx.on("system-prompt/assemble", assemble)
 
 
 def servers(agent: Any) -> list[Any]:

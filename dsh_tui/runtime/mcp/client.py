@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict
 from dsh_tui.runtime.mcp.config import ServerConfig
 from dsh_tui.runtime.mcp.convert import McpToolError, canonical, model_content
 from dsh_tui.runtime.mcp.naming import public_tool_name
+from dsh_tui.runtime.mcp.stdio import TransportStats, stdio_transport
 from dsh_tui.tools.base import ToolDefinition, ToolError
 from dsh_tui.tools.bash import credential_free_environ
 
@@ -44,6 +45,11 @@ log = logging.getLogger("dsh_tui.plugins.mcp")
 CLIENT_INFO = {"name": "dsh-mcp-client", "version": "0.0.1"}
 # the stdio transport's own shutdown (close stdin, 2 s, SIGTERM, 2 s, SIGKILL) is bounded; so is ours
 CLOSE_TIMEOUT_S = 8.0
+# what one server may bring (issue: a hostile server listing 20,000 tools, megabyte descriptions, deep schemas)
+MAX_TOOLS = 128
+MAX_DESCRIPTION = 4096
+MAX_SCHEMA_DEPTH = 32
+MAX_SCHEMA_BYTES = 64 * 1024
 
 
 def scrubbed_environment(extra: dict[str, str] | None = None, parent: dict[str, str] | None = None) -> dict[str, str]:
@@ -67,6 +73,7 @@ class ServerStatus:
     attempt: int = 0
     max_attempts: int = 0
     source: str = "settings"
+    notes: list[str] | None = None  # what was left out of the server's tool list, one line each
 
     @property
     def text(self) -> str:
@@ -106,6 +113,9 @@ class Server:
         self._first: asyncio.Event | None = None  # created on the loop in start()
         self._sync_lock: asyncio.Lock | None = None
         self._resync_tasks: set[asyncio.Task] = set()
+        self._resync_again = False  # a list change arrived while a re-sync ran: one more, not one per notice
+        self.notes: list[str] = []
+        self.stats = TransportStats()
         self.ever_connected = False
         self.connections = 0  # successful connections so far (a reconnect makes a new one)
         self.attempts = 0  # connection attempts started
@@ -179,7 +189,7 @@ class Server:
             self._reconnect_now = False
             assert self._wake is not None
             self._wake.clear()
-            errfile = tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace")  # noqa: SIM115
+            errfile = self.stats = TransportStats()
             self.attempts += 1
             # the attempt is a task of its own: a reconnect by hand cancels one stuck connecting
             self._attempt = asyncio.get_running_loop().create_task(self._connect_and_serve(errfile))
@@ -198,7 +208,6 @@ class Server:
                     log.warning("mcp server %s: connection attempt failed: %s", self.name, failure)
             finally:
                 self.session = None
-                errfile.close()
                 assert self._first is not None
                 self._first.set()
             if self._stop:
@@ -238,9 +247,15 @@ class Server:
             recv = _ClosingStream(read, self._closed_now(closed))
             session = await stack.enter_async_context(ClientSession(
                 recv, write, client_info=types.Implementation(**CLIENT_INFO), message_handler=self._on_message))
-            await session.initialize()
-            self.session = session
-            await self._sync(session, initial=True)
+            stage = "initialize"
+            try:
+                async with asyncio.timeout(cfg_timeout := self.config.startup_timeout_ms / 1000):
+                    await session.initialize()
+                    self.session = session
+                    stage = "tools/list"
+                    await self._sync(session, initial=True)
+            except TimeoutError:
+                raise ConnectionError(f"no answer to {stage} within {_seconds(cfg_timeout)}") from None
             if closed.is_set():
                 raise ConnectionError("the server closed the connection")
             self.state, self.error = "ready", ""
@@ -263,14 +278,11 @@ class Server:
 
         return mark
 
-    def _transport(self, errfile: Any) -> Any:
+    def _transport(self, stats: TransportStats) -> Any:
         cfg = self.config
         if cfg.transport == "stdio":
-            from mcp import StdioServerParameters, stdio_client
-
-            params = StdioServerParameters(command=cfg.command or "", args=list(cfg.args),
-                                           env=scrubbed_environment(cfg.env), cwd=cfg.cwd or None)
-            return stdio_client(params, errlog=errfile)
+            return stdio_transport(cfg.command or "", list(cfg.args), env=scrubbed_environment(cfg.env),
+                                   cwd=cfg.cwd or None, server=self.name, stats=stats)
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
@@ -286,50 +298,89 @@ class Server:
     async def _on_message(self, message: Any) -> None:
         method = getattr(message, "method", None)
         if method == "notifications/tools/list_changed" and self.session is not None:
+            if self._resync_tasks:  # coalesced: a flood of notices costs one more listing, not one each
+                self._resync_again = True
+                return
             session = self.session
             task = asyncio.get_running_loop().create_task(self._resync(session))
             self._resync_tasks.add(task)
             task.add_done_callback(self._resync_tasks.discard)
 
     async def _resync(self, session: Any) -> None:
-        try:
-            await self._sync(session, initial=False)
-        except Exception as err:  # noqa: BLE001 - a failed fetch keeps the old tools
-            log.warning("mcp server %s: tool re-sync failed: %s", self.name, err)
+        while True:
+            self._resync_again = False
+            try:
+                await self._sync(session, initial=False)
+            except Exception as err:  # noqa: BLE001 - a failed fetch keeps the old tools
+                log.warning("mcp server %s: tool re-sync failed: %s", self.name, err)
+            if not self._resync_again or self.session is not session:
+                return
 
-    async def _list(self, session: Any) -> list[Any]:
+    async def _list(self, session: Any) -> tuple[list[Any], list[str]]:
+        """Every page of ``tools/list`` (stopping past ``MAX_TOOLS``), each entry validated on its own:
+        one that is not a tool is left out with a note instead of failing the whole list."""
         import mcp.types as types
+        from pydantic import ValidationError
 
         tools: list[Any] = []
+        notes: list[str] = []
         cursor: str | None = None
         seen: set[str] = set()
         while True:
             params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-            result = await session.list_tools(params=params)
-            for tool in result.tools:
+            request = types.ListToolsRequest(params=params)
+            try:
+                raw = (await session.send_request(request, _RawResult)).model_dump(by_alias=True)
+            except ValidationError:  # the SDK checks the whole list: ask again, take it as sent, check each
+                raw = await _unchecked_request(session, request)
+            entries = raw.get("tools")
+            if not isinstance(entries, list):
+                raise ValueError("the tools/list result has no list of tools")
+            for index, entry in enumerate(entries):
+                try:
+                    tool = types.Tool.model_validate(entry, by_name=False)
+                except ValidationError as err:
+                    name = entry.get("name") if isinstance(entry, dict) else None
+                    what = f'tool "{_shown(name)}"' if isinstance(name, str) else f"tools/list entry {index + 1}"
+                    notes.append(f"{what} left out: not a valid tool ({err.errors()[0].get('msg', 'invalid')})")
+                    continue
                 if tool.name in seen:
                     raise ValueError(f'server listed tool "{tool.name}" more than once — invalid tool list')
                 seen.add(tool.name)
                 tools.append(tool)
-            cursor = result.next_cursor
-            if not cursor:
-                return tools
+            cursor = raw.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor or len(tools) > MAX_TOOLS:
+                return tools, notes[:20]
 
     async def _sync(self, session: Any, *, initial: bool) -> None:
         assert self._sync_lock is not None
         async with self._sync_lock:
-            listed = await self._list(session)
+            listed, notes = await self._list(session)
             if self.session is not session or self._stop:
                 return
             definitions: dict[str, ToolDefinition] = {}
+            if len(listed) > MAX_TOOLS:
+                notes.insert(0, f"{len(listed)} tools listed; only the first {MAX_TOOLS} are used")
+                listed = listed[:MAX_TOOLS]
             for tool in listed:
                 public = public_tool_name(self.name, tool.name)
                 if public in definitions:
                     raise ValueError(f'server listed tool "{tool.name}" more than once — invalid tool list')
+                schema, problem = _checked_schema(tool)
+                if problem:
+                    notes.append(f'tool "{_shown(tool.name)}" left out: {problem}')
+                    continue
+                description = tool.description or ""
+                if len(description) > MAX_DESCRIPTION:
+                    notes.append(f'tool "{_shown(tool.name)}": description cut to {MAX_DESCRIPTION} characters')
+                    description = description[:MAX_DESCRIPTION]
                 execution = getattr(tool, "execution", None)
                 task_required = getattr(execution, "task_support", None) == "required"
-                definitions[public] = self._definition(public, tool.name, tool.description or "",
-                                                       _schema(tool), task_required)
+                definitions[public] = self._definition(public, tool.name, description, schema, task_required,
+                                                       self._access(tool))
+            self.notes = notes
+            for note in notes:
+                log.warning("mcp server %s: %s", self.name, note)
             self._unregister()
             try:
                 for public, definition in definitions.items():
@@ -349,7 +400,20 @@ class Server:
         self._offs.clear()
         self.tools.clear()
 
-    def _definition(self, public: str, raw: str, description: str, schema: dict, task_required: bool) -> ToolDefinition:
+    def _access(self, tool: Any) -> str:
+        """``mcp-allowed`` (runs without asking, as a read) when the settings allow the tool
+        (``allowed_tools``: its name or ``"*"``) or trust the server's annotations and the tool says it
+        only reads (``readOnlyHint: true``); else ``mcp`` (asks under read-only and workspace-write)."""
+        allowed = self.config.allowed_tools
+        if "*" in allowed or tool.name in allowed:
+            return "mcp-allowed"
+        annotations = getattr(tool, "annotations", None)
+        if self.config.trust_annotations and getattr(annotations, "read_only_hint", None) is True:
+            return "mcp-allowed"
+        return "mcp"
+
+    def _definition(self, public: str, raw: str, description: str, schema: dict, task_required: bool,
+                    access: str = "mcp") -> ToolDefinition:
         server = self
 
         async def execute(args: Any, ctx: Any) -> Any:
@@ -359,7 +423,7 @@ class Server:
             return await server.call(raw, arguments, getattr(ctx, "cancelled", None))
 
         return ToolDefinition(name=public, description=description, parameters=schema, execute=execute,
-                              render=lambda _args, value: model_content(value, raw), access="mcp")
+                              render=lambda _args, value: model_content(value, raw), access=access)
 
     async def call(self, raw: str, arguments: dict, cancelled: asyncio.Event | None = None) -> dict:
         """``tools/call`` on the live session; the canonical value (``McpToolError`` as a ``ToolError``)."""
@@ -390,7 +454,7 @@ class Server:
     def status(self) -> ServerStatus:
         return ServerStatus(self.name, self.config.transport or "", self.config.target, self.state,
                             sorted(self.tools), self.error, self.failed_attempts,
-                            self.config.reconnect.max_attempts, self.config.source)
+                            self.config.reconnect.max_attempts, self.config.source, list(self.notes))
 
 
 def _schema(tool: Any) -> dict:
@@ -398,6 +462,45 @@ def _schema(tool: Any) -> dict:
     if hasattr(schema, "model_dump"):
         schema = schema.model_dump(by_alias=True, mode="json", exclude_none=True)
     return dict(schema) if isinstance(schema, dict) else {"type": "object"}
+
+
+async def _unchecked_request(session: Any, request: Any) -> dict:
+    """``request``'s result as the server sent it: ``ClientSession.send_request`` without its check of
+    the whole result (which would refuse a tool list for one bad entry)."""
+    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+    opts: dict[str, Any] = {}
+    session._stamp(data, opts)
+    raw = await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)
+    return raw if isinstance(raw, dict) else {}
+
+
+def _shown(name: str) -> str:
+    """A tool's raw name for a one-line note: printable, at most 60 characters."""
+    text = "".join(c if c.isprintable() else "?" for c in name)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _checked_schema(tool: Any) -> tuple[dict, str]:
+    """The tool's input schema and, if it cannot go into a provider request, why (the tool is left out):
+    not an object schema, nested deeper than ``MAX_SCHEMA_DEPTH`` or larger than ``MAX_SCHEMA_BYTES``."""
+    from dsh_tui.runtime.mcp.stdio import _depth_exceeds
+
+    schema = _schema(tool)
+    if schema.get("type", "object") != "object":
+        return schema, f'its input schema is not an object schema (type {json.dumps(schema.get("type"))[:40]})'
+    if _depth_exceeds(schema, MAX_SCHEMA_DEPTH):
+        return schema, f"its input schema is nested more than {MAX_SCHEMA_DEPTH} levels deep"
+    try:
+        size = len(json.dumps(schema, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+    except (TypeError, ValueError, RecursionError) as err:
+        return schema, f"its input schema cannot be sent ({type(err).__name__})"
+    if size > MAX_SCHEMA_BYTES:
+        return schema, f"its input schema is {size} bytes, over {MAX_SCHEMA_BYTES}"
+    return schema, ""
+
+
+def _seconds(s: float) -> str:
+    return f"{s:g} s"
 
 
 def _describe(err: BaseException, errfile: Any) -> str:
@@ -413,14 +516,9 @@ def _describe(err: BaseException, errfile: Any) -> str:
     else:
         text = str(err) or type(err).__name__
     text = " ".join(text.split())
-    try:
-        errfile.flush()
-        errfile.seek(0)
-        lines = [ln.strip() for ln in errfile.read()[-4096:].splitlines() if ln.strip()]
-    except (OSError, ValueError):
-        lines = []
-    if lines:
-        text += f" (stderr: {lines[-1][:200]})"
+    last = errfile.stderr_last_line() if isinstance(errfile, TransportStats) else ""
+    if last:
+        text += f" (stderr: {last})"
     return text
 
 

@@ -8,6 +8,9 @@ dsh's per-server config (docs/extensions.md, "MCP") in snake case::
     env = { LOG_LEVEL = "warn" }        # over the parent environment minus secret-looking names
     cwd = ""
     tool_call_timeout_ms = 60000
+    startup_timeout_ms = 10000          # initialize + tools/list; past it the attempt has failed
+    allowed_tools = ["read_file"]       # these tools (or "*": all) run without asking
+    trust_annotations = false           # true: a tool annotated readOnlyHint runs without asking
     fail_on_startup_error = false
     reconnect = { enabled = true, initial_delay_ms = 500, max_delay_ms = 30000, max_attempts = 10 }
 
@@ -66,6 +69,9 @@ class ServerConfig(BaseModel):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     tool_call_timeout_ms: int = Field(60_000, gt=0)
+    startup_timeout_ms: int = Field(10_000, gt=0)  # initialize + tools/list of one connection attempt
+    allowed_tools: list[str] = Field(default_factory=list)  # raw tool names (or "*") that never ask
+    trust_annotations: bool = False  # a tool annotated readOnlyHint: true runs without asking
     fail_on_startup_error: bool = False
     reconnect: Reconnect = Field(default_factory=Reconnect)
     source: str = "settings"  # "settings" | "cli" (not a settings key: set by the loader)

@@ -19,6 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
+from dsh_tui.runtime.commands import mcp_notes
+
 NONE_CONFIGURED = ("No MCP servers configured. Add [mcp.servers.<name>] to settings.toml "
                    "or start with --mcp NAME=COMMAND.")
 NO_SESSION = "No live session: MCP servers connect with a running session."
@@ -43,6 +45,8 @@ def row_text(row: Any, width: int = 90) -> Text:
     text.append(detail, style=STATE_STYLE.get(row.state, ""))
     where = f"{row.transport}: "
     text.append(f"\n  {where}{_middle(row.target, max(10, width - len(where) - 2))}", style="dim")
+    for note in mcp_notes(row):
+        text.append(f"\n  note: {_middle(note, max(10, width - 8))}", style="dim")
     return text
 
 
