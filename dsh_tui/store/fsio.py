@@ -24,7 +24,7 @@ def read_stable(path: Path) -> tuple[bytes, str]:
     """Read a file, retrying while its (dev, ino, size, mtime ns, ctime ns) identity changes."""
     while True:
         before = revision_of(os.stat(path))
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             data = f.read()
         after = revision_of(os.stat(path))
         if before == after:
@@ -152,3 +152,158 @@ def write_atomic(path: str | os.PathLike[str], data: bytes, *, mode: int | None 
         except OSError:
             pass
         raise
+
+
+# ---------------------------------------------------------------------------------------------
+# Hostile files: readers open regular files only, never block, and hold one line of bounded length
+
+MAX_LINE_BYTES = 536_870_888  # dsh's longest line: V8's longest string (0x1fffffe8); dsh cannot read a longer one
+SPARSE_MIN_SIZE = 16 << 20  # a file this large with under 1/16 of it allocated, and a hole, is sparse
+_SPARSE_RATIO = 16
+
+
+class NotRegularFileError(OSError):
+    """A path a reader refuses: a FIFO, a device, a socket, a directory or a sparse file. ``strerror``
+    is the reason in words ("a FIFO (named pipe), not a regular file"); any ``except OSError`` that
+    prints ``err.strerror`` names it."""
+
+
+def _kind(mode: int) -> str:
+    import stat
+
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a plain file"
+
+
+def is_sparse(fd: int, st: os.stat_result) -> bool:
+    """A large file with holes: most of its size never written (``st_blocks`` far below ``st_size``) and a
+    hole found by ``SEEK_HOLE``. A session log is only ever appended to, so it has no holes; a sparse
+    "log" is zeros that would read slowly into one endless line. (A file a compressing file system
+    stores small has no hole: it is not taken for sparse.)"""
+    if st.st_size < SPARSE_MIN_SIZE or st.st_blocks * 512 * _SPARSE_RATIO >= st.st_size:
+        return False
+    seek_hole = getattr(os, "SEEK_HOLE", None)
+    if seek_hole is None:
+        return True
+    try:
+        return os.lseek(fd, 0, seek_hole) < st.st_size
+    except OSError:
+        return True
+    finally:
+        os.lseek(fd, 0, os.SEEK_SET)
+
+
+def open_regular(path: str | os.PathLike[str], *, sparse_ok: bool = False):
+    """Open ``path`` for binary reading only if it is a regular file (symlinks followed), without
+    blocking: opened ``O_NONBLOCK`` (a FIFO with no writer opens at once), then ``fstat`` decides.
+    Raises :class:`NotRegularFileError` for a FIFO, device, socket, directory or (unless ``sparse_ok``)
+    a sparse file; other ``OSError`` as ``open`` would."""
+    import stat
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except IsADirectoryError:
+        raise NotRegularFileError(21, "a directory, not a regular file", os.fspath(path)) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFileError(22, f"{_kind(st.st_mode)}, not a regular file", os.fspath(path))
+        if not sparse_ok and is_sparse(fd, st):
+            raise NotRegularFileError(
+                22, f"a sparse file ({st.st_size:,} bytes, {st.st_blocks * 512:,} of them on disk), not a session log",
+                os.fspath(path))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class LineTooLongError(ValueError):
+    """A line longer than :data:`MAX_LINE_BYTES` (or the splitter's cap)."""
+
+
+class LineSplitter:
+    """Split a byte stream into lines in linear time with one line held at most ``cap`` bytes long.
+
+    ``feed(chunk)`` returns the complete lines the chunk ends (without their ``\\n``); a line split
+    over many chunks is joined once, when its end arrives (never ``buf + chunk`` per chunk, which is
+    quadratic in the line's length). A line longer than ``cap`` raises :class:`LineTooLongError`.
+    A line that cannot be JSON text (its first byte is not ``{``, ``[``, a quote or white space: a run
+    of zeros, garbage) is not kept while it grows: it comes out as ``JUNK`` once it ends, so a stream
+    of zeros costs no memory (only such a line's length is not its own). ``pos`` is the stream offset
+    of the end of what was fed, ``pending`` the length of the unfinished last line, ``line_no`` the
+    number of lines returned so far."""
+
+    JUNK = b"\x00"
+    _STARTS = frozenset(b'{["\t\r ')
+
+    __slots__ = ("cap", "_frags", "_size", "_junk", "pos", "line_no", "first_end")
+
+    def __init__(self, cap: int = MAX_LINE_BYTES, pos: int = 0) -> None:
+        self.cap = cap
+        self._frags: list[bytes] = []
+        self._size = 0  # bytes of the unfinished line
+        self._junk = False
+        self.pos = pos
+        self.line_no = 0
+        self.first_end = pos  # after ``feed``: the stream offset just after the first returned line
+
+    @property
+    def pending(self) -> int:
+        return self._size
+
+    def _too_long(self, start: int) -> LineTooLongError:
+        return LineTooLongError(f"the line at byte {start:,} is longer than {self.cap:,} bytes")
+
+    def _grow(self, part: bytes, start: int) -> None:
+        if not part:
+            return
+        if self._size == 0 and part[0] not in self._STARTS:
+            self._junk = True
+        self._size += len(part)
+        if self._size > self.cap:
+            raise self._too_long(start + len(part) - self._size)
+        if not self._junk:
+            self._frags.append(part)
+
+    def feed(self, chunk: bytes) -> list[bytes]:
+        base = self.pos
+        self.pos += len(chunk)
+        nl = chunk.find(b"\n")
+        if nl < 0:
+            self._grow(chunk, base)
+            return []
+        if self._size:
+            self._grow(chunk[:nl], base)
+            first = self.JUNK if self._junk else b"".join(self._frags)
+            self._frags = []
+            self._size = 0
+            self._junk = False
+        else:
+            first = chunk[:nl]
+        self.first_end = base + nl + 1
+        lines = chunk[nl + 1:].split(b"\n")
+        tail = lines.pop()
+        lines.insert(0, first)
+        if len(chunk) - len(tail) > self.cap and max(map(len, lines)) > self.cap:
+            at = self.first_end
+            for line in lines[1:]:
+                if len(line) > self.cap:
+                    raise self._too_long(at)
+                at += len(line) + 1
+            raise self._too_long(self.first_end - 1 - len(first))
+        self.line_no += len(lines)
+        self._grow(tail, self.pos - len(tail))
+        return lines

@@ -44,7 +44,9 @@ def read_tail(path: Path | str, min_events: int) -> Tail | None:
     """The events from the last ``turn/start`` at or before ``len - min_events``; None when unsure."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        from dsh_tui.store.fsio import open_regular
+
+        with open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
             if f.read(4) == ZSTD_MAGIC:
                 f.seek(0)

@@ -18,7 +18,7 @@ from dsh_tui.session.errors import (
 )
 from dsh_tui.session.rows import EventList
 from dsh_tui.store import zstdframes
-from dsh_tui.store.fsio import revision_of
+from dsh_tui.store.fsio import open_regular, revision_of
 
 from .scanner import LineScanner
 
@@ -94,7 +94,7 @@ def scan_file(path: Path, compression: str | None = None, *, lenient: bool = Fal
     the read is retried while the file's (dev, ino, size, mtime, ctime) identity changes under it."""
     while True:
         before = revision_of(os.stat(path))
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             comp = compression or detect_compression(f.read(4))
             f.seek(0)
             with bulk_load():

@@ -27,7 +27,7 @@ from dsh_tui.session.errors import (
 )
 from dsh_tui.store import layout, zstdframes
 from dsh_tui.store.base import LoadResult, RawLog, Snapshot, StoreError
-from dsh_tui.store.fsio import append_bytes, read_stable, revision_of, write_new_file
+from dsh_tui.store.fsio import append_bytes, open_regular, read_stable, revision_of, write_new_file
 
 from .codec import HEADER_ORDER, MAX_SAFE, encode_batch, encode_materialization, parse_header_record
 from .decode import StoredPrefix, decode_raw_text, detect_compression, scan_file
@@ -335,7 +335,7 @@ def read_header(path: Path, compression: str | None = None) -> dict[str, Any] | 
     """Only the header: raw = first line in 8 KiB chunks; zstd = first frame only. None when the
     file is empty, half-written or its first record is not a valid header (list() skips those)."""
     chunks: list[bytes] = []
-    with open(path, "rb") as f:
+    with open_regular(path) as f:
         if compression is None:
             compression = detect_compression(f.read(4))
             f.seek(0)
