@@ -230,67 +230,78 @@ def open_regular(path: str | os.PathLike[str], *, sparse_ok: bool = False):
         raise
 
 
-class LineTooLongError(ValueError):
-    """A line longer than :data:`MAX_LINE_BYTES` (or the splitter's cap)."""
-
-
 class LineSplitter:
-    """Split a byte stream into lines in linear time with one line held at most ``cap`` bytes long.
+    """Split a byte stream into lines in linear time, holding one line of at most ``cap`` bytes.
 
     ``feed(chunk)`` returns the complete lines the chunk ends (without their ``\\n``); a line split
     over many chunks is joined once, when its end arrives (never ``buf + chunk`` per chunk, which is
-    quadratic in the line's length). A line longer than ``cap`` raises :class:`LineTooLongError`.
-    A line that cannot be JSON text (its first byte is not ``{``, ``[``, a quote or white space: a run
-    of zeros, garbage) is not kept while it grows: it comes out as ``JUNK`` once it ends, so a stream
-    of zeros costs no memory (only such a line's length is not its own). ``pos`` is the stream offset
-    of the end of what was fed, ``pending`` the length of the unfinished last line, ``line_no`` the
-    number of lines returned so far."""
+    quadratic in the line's length). Two kinds of line are not kept while they grow, so memory stays
+    bounded whatever the input (a zstd bomb of zeros, a 3 GB line):
+
+    * a line longer than ``cap`` comes out as :data:`OVERLONG` (dsh cannot read it either: its reader
+      fails to make the string, and treats the line as unparsable);
+    * a line that cannot be JSON text (its first byte is not ``{``, ``[``, a quote or white space: zeros,
+      garbage) comes out as :data:`JUNK`.
+
+    Only these two markers' lengths are not their lines' own. ``pos`` is the stream offset of the end of
+    what was fed, ``pending`` the length of the unfinished last line, ``first_end`` (after a ``feed`` that
+    returned lines) the stream offset just after the first of them."""
 
     JUNK = b"\x00"
+    OVERLONG = b"\x00\x01"
     _STARTS = frozenset(b'{["\t\r ')
 
-    __slots__ = ("cap", "_frags", "_size", "_junk", "pos", "line_no", "first_end")
+    __slots__ = ("cap", "_frags", "_size", "_drop", "pos", "first_end")
 
     def __init__(self, cap: int = MAX_LINE_BYTES, pos: int = 0) -> None:
         self.cap = cap
         self._frags: list[bytes] = []
         self._size = 0  # bytes of the unfinished line
-        self._junk = False
+        self._drop: bytes | None = None  # the marker the unfinished line will come out as
         self.pos = pos
-        self.line_no = 0
-        self.first_end = pos  # after ``feed``: the stream offset just after the first returned line
+        self.first_end = pos
 
     @property
     def pending(self) -> int:
         return self._size
 
-    def _too_long(self, start: int) -> LineTooLongError:
-        return LineTooLongError(f"the line at byte {start:,} is longer than {self.cap:,} bytes")
-
-    def _grow(self, part: bytes, start: int) -> None:
+    def _grow(self, part: bytes) -> None:
         if not part:
             return
         if self._size == 0 and part[0] not in self._STARTS:
-            self._junk = True
+            self._drop = self.JUNK
         self._size += len(part)
-        if self._size > self.cap:
-            raise self._too_long(start + len(part) - self._size)
-        if not self._junk:
+        if self._drop is None and self._size > self.cap:
+            self._drop = self.OVERLONG
+            self._frags = []
+        if self._drop is None:
             self._frags.append(part)
+
+    def skip(self, chunk: bytes) -> None:
+        """Take ``chunk`` without returning the lines it ends (their count is ``chunk.count(b"\\n")``)."""
+        self.pos += len(chunk)
+        nl = chunk.rfind(b"\n")
+        if nl < 0:
+            self._grow(chunk)
+            return
+        self._frags = []
+        self._size = 0
+        self._drop = None
+        self._grow(chunk[nl + 1:])
 
     def feed(self, chunk: bytes) -> list[bytes]:
         base = self.pos
         self.pos += len(chunk)
         nl = chunk.find(b"\n")
         if nl < 0:
-            self._grow(chunk, base)
+            self._grow(chunk)
             return []
         if self._size:
-            self._grow(chunk[:nl], base)
-            first = self.JUNK if self._junk else b"".join(self._frags)
+            self._grow(chunk[:nl])
+            first = self._drop if self._drop is not None else b"".join(self._frags)
             self._frags = []
             self._size = 0
-            self._junk = False
+            self._drop = None
         else:
             first = chunk[:nl]
         self.first_end = base + nl + 1
@@ -298,12 +309,6 @@ class LineSplitter:
         tail = lines.pop()
         lines.insert(0, first)
         if len(chunk) - len(tail) > self.cap and max(map(len, lines)) > self.cap:
-            at = self.first_end
-            for line in lines[1:]:
-                if len(line) > self.cap:
-                    raise self._too_long(at)
-                at += len(line) + 1
-            raise self._too_long(self.first_end - 1 - len(first))
-        self.line_no += len(lines)
-        self._grow(tail, self.pos - len(tail))
+            lines = [self.OVERLONG if len(x) > self.cap else x for x in lines]
+        self._grow(tail)
         return lines

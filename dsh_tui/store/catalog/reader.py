@@ -21,13 +21,14 @@ _ZSTD_OUT = 4 << 20  # plaintext bytes decoded at a time: a zstd bomb is never h
 
 def _iter_raw(f, offset: int, watch=None) -> Iterator[tuple[bytes, int]]:
     """Yield (line, end offset) for every complete line at or after ``offset``, in linear time and with
-    one line held at most :data:`~dsh_tui.store.fsio.MAX_LINE_BYTES` long (a longer one is unreadable).
+    one line held at most :data:`~dsh_tui.store.fsio.MAX_LINE_BYTES` long (a longer one comes out as
+    ``LineSplitter.OVERLONG``, which the fold calls a problem).
 
     With ``watch`` (returning the :class:`~dsh_tui.store.catalog.fold._Fold` fed, or None): once it has found a
     problem, the rest is
     only searched for a complete line holding a ``turn/end`` (its mark of corruption), a chunk at a time,
     not line by line (a log of a billion blank lines is read at the speed of the disk)."""
-    from dsh_tui.store.fsio import LineSplitter, LineTooLongError
+    from dsh_tui.store.fsio import LineSplitter
 
     f.seek(offset)
     split = LineSplitter(pos=offset)
@@ -35,10 +36,7 @@ def _iter_raw(f, offset: int, watch=None) -> Iterator[tuple[bytes, int]]:
         chunk = f.read(_CHUNK * 16)
         if not chunk:
             return
-        try:
-            lines = split.feed(chunk)
-        except LineTooLongError as err:
-            raise _Unreadable(str(err)) from None
+        lines = split.feed(chunk)
         pos = split.first_end
         for i, line in enumerate(lines):
             yield line, pos
@@ -82,7 +80,7 @@ def _iter_zstd(f, offset: int) -> Iterator[tuple[bytes, int]]:
     one is corrupt)."""
     import zstandard  # indexing only: kept off the browser's first paint
 
-    from dsh_tui.store.fsio import LineSplitter, LineTooLongError
+    from dsh_tui.store.fsio import LineSplitter
     from dsh_tui.store.zstdframes import scan_frames
 
     dctx = zstandard.ZstdDecompressor()
@@ -101,14 +99,14 @@ def _iter_zstd(f, offset: int) -> Iterator[tuple[bytes, int]]:
             raise _Unreadable(str(err)) from None
         with memoryview(window) as view:
             for s, e in fs.frames:
-                yield from _frame_lines(dctx, view[s:e], base + s, base + e, LineSplitter, LineTooLongError)
+                yield from _frame_lines(dctx, view[s:e], base + s, base + e, LineSplitter)
         done = fs.frames[-1][1] if fs.frames else 0
         window = window[done:]
         base += done
         want = max(_CHUNK * 16, len(window))  # a frame larger than a read: read as much again (linear)
 
 
-def _frame_lines(dctx, frame, start: int, end: int, splitter, too_long) -> Iterator[tuple[bytes, int]]:
+def _frame_lines(dctx, frame, start: int, end: int, splitter) -> Iterator[tuple[bytes, int]]:
     import zstandard
 
     split = splitter()
@@ -125,9 +123,6 @@ def _frame_lines(dctx, frame, start: int, end: int, splitter, too_long) -> Itera
                 held = line
     except zstandard.ZstdError as err:
         raise _Unreadable(f"zstd frame at byte {start} does not decode: {err}") from None
-    except too_long:
-        raise _Unreadable(f"zstd frame at byte {start} holds a line longer than {split.cap:,} bytes (dsh's longest)"
-                          ) from None
     if split.pending:
         raise _Unreadable(f"zstd frame at byte {start} ends inside a record")
     if held is not None:
