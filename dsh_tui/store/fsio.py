@@ -5,6 +5,7 @@ tools' writes, the UI's CSS cache)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import tempfile
@@ -312,3 +313,60 @@ class LineSplitter:
             lines = [self.OVERLONG if len(x) > self.cap else x for x in lines]
         self._grow(tail)
         return lines
+
+
+# ---------------------------------------------------------------------------------------------
+# Private files: whatever holds session content (the catalog, exports, clipboard files) is the user's alone
+
+
+def private_dir(path: str | os.PathLike[str]) -> Path:
+    """Make ``path`` (and missing parents) a directory only the user can enter: created 0700, an existing
+    one owned by the user has group/other bits removed. Raises ``PermissionError`` when it (or the symlink
+    naming it) belongs to another user, ``NotADirectoryError`` when it is not a directory: nothing private
+    is put there. Returns ``path``."""
+    import stat
+
+    p = Path(path)
+    try:
+        os.mkdir(p, DIR_MODE)
+    except FileNotFoundError:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(p, DIR_MODE)
+    except FileExistsError:
+        pass
+    uid = os.geteuid()
+    link = os.lstat(p)
+    st = os.stat(p)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(20, "not a directory", str(p))
+    if link.st_uid != uid or st.st_uid != uid:
+        raise PermissionError(1, f"owned by uid {st.st_uid if st.st_uid != uid else link.st_uid}, not by this user",
+                              str(p))
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(p, stat.S_IMODE(st.st_mode) & ~0o077 | 0o700)
+    return p
+
+
+def private_file(path: str | os.PathLike[str]) -> Path:
+    """Make ``path`` a file only the user can read: created empty 0600 if missing (never through a
+    dangling symlink), an existing one owned by the user made 0600. Its directory is not changed."""
+    import stat
+
+    p = Path(path)
+    try:
+        fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), FILE_MODE)
+        os.close(fd)
+        return p
+    except FileExistsError:
+        pass
+    st = os.stat(p)
+    if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) & 0o077:
+        os.chmod(p, stat.S_IMODE(st.st_mode) & ~0o077)
+    return p
+
+
+def write_private(path: str | os.PathLike[str], data: bytes, *, create_only: bool = False,
+                  fsync: bool = True) -> None:
+    """:func:`write_atomic` with mode 0600: a reader sees the old file or the whole new one, and only the user."""
+    write_atomic(path, data, mode=FILE_MODE, create_only=create_only, fsync=fsync)

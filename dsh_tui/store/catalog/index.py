@@ -32,7 +32,7 @@ from pathlib import Path
 
 import orjson
 
-from dsh_tui.store.fsio import open_regular
+from dsh_tui.store.fsio import open_regular, private_dir, private_file
 
 from .db import (
     _COLUMNS,
@@ -119,7 +119,7 @@ class Catalog:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
         try:
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            _private(self.db_path)
             try:
                 conn = self._open()
             except sqlite3.DatabaseError:
@@ -127,6 +127,7 @@ class Catalog:
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(str(self.db_path) + suffix)
+                _private(self.db_path)
                 conn = self._open()
         except (OSError, sqlite3.Error) as err:
             return self._use_memory(err)
@@ -594,6 +595,18 @@ def _bad_name_row(path: str, root: str, rev: str, size: int) -> SessionRow:
     with contextlib.suppress(_Unreadable, OSError):
         _apply_header(row, read_log_header(path))
     return row
+
+
+def _private(db_path: Path) -> None:
+    """The catalog holds the full text of the logs (messages, tool output): its directory is made 0700 and
+    the database with its WAL and shared-memory files 0600 (SQLite gives those the database's mode), and
+    existing ones are fixed, before SQLite opens it."""
+    private_dir(db_path.parent)
+    private_file(db_path)
+    for suffix in ("-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.lexists(str(db_path) + suffix):
+                private_file(str(db_path) + suffix)
 
 
 def _dir_id(path: str) -> str | None:
