@@ -159,3 +159,47 @@ def test_a_zstd_bomb_is_unreadable_in_bounded_memory(tmp_path, env, bomb):
     assert p.returncode == 0 and "hello good-1" in p.stdout, p.stderr
     p = run_cli("export", "bomb", "--format", "jsonl", "--root", root, env=env, timeout=120)
     assert p.returncode == 1 and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr, p.stderr
+
+
+def test_a_non_utf8_session_directory_reads_alike_everywhere(tmp_path, env):
+    """#37.12: ``log check`` called it ok while ``sessions``, ``resume`` and ``fork`` call it unreadable
+    (docs/cli.md promises they agree): now every command names the same reason, and by id too."""
+    root = tmp_path / "root"
+    write_session(root, make_header("good-1", "/ws"), user_turn(0, 1, "hello", "ok"))
+    bad = root / "--proj--" / os.fsdecode(b"sess\xff")
+    bad.mkdir(parents=True)
+    log = bad / "session.jsonl"
+    log.write_text('{"type":"session","version":0,"id":"badname","createdAt":1,"delegationDepth":0}\n')
+    why = "its file name is not valid UTF-8"
+    p = run_cli("log", "check", log, env=env)
+    row = json.loads(p.stdout)
+    assert p.returncode == 1 and row["ok"] is False and why in row["error"] and "sess\\xff" in row["error"]
+    p = run_cli("sessions", "--all", "--root", root, env=env)
+    assert p.returncode == 0 and f"unreadable: {why}" in p.stdout and "good-1" in p.stdout, p.stderr
+    for argv in (["resume", "badname", "--headless", "hi"], ["fork", "badname"], ["export", "badname"],
+                 ["resume", log, "--headless", "hi"]):
+        p = run_cli(*argv, "--root", root, env=env)
+        assert p.returncode == 1 and p.stderr.count("\n") == 1 and why in p.stderr, (argv, p.stderr)
+
+
+def test_a_chmod_000_log_is_reported_alike_by_id_and_by_path(tmp_path, env):
+    """#37.12: a log the user cannot read said "no session" by id but "cannot read: Permission denied" by
+    path. Run without the permission bypass (the suite runs as root)."""
+    from tests.cli.test_no_traceback import run_sub, unprivileged_works
+
+    if not unprivileged_works(tmp_path):
+        pytest.fail("cannot drop CAP_DAC_OVERRIDE here: the permission test would not test anything")
+    root = tmp_path / "root"
+    write_session(root, make_header("good-1", "/ws"), user_turn(0, 1, "hello", "ok"))
+    locked = write_session(root, make_header("locked-1", "/ws"), user_turn(0, 1, "secret", "ok"))
+    locked.chmod(0)
+    try:
+        for ident in ("locked-1", locked):
+            for cmd in ("fork", "export"):
+                p = run_sub(cmd, ident, "--root", root, env=env, unprivileged=True)
+                assert p.returncode == 1 and p.stderr.count("\n") == 1, p.stderr
+                assert p.stderr.endswith("is unreadable: cannot read: Permission denied\n"), (ident, p.stderr)
+        p = run_sub("sessions", "--all", "--root", root, env=env, unprivileged=True)
+        assert p.returncode == 0 and "good-1" in p.stdout and "cannot read: Permission denied" in p.stdout
+    finally:
+        locked.chmod(0o644)
