@@ -1,7 +1,13 @@
 """Durable file primitives: revisions, stable reads, directory fsync, new files made whole (temp file +
 ``os.link`` + directory fsync, 0700/0600), fsynced appends rolled back on failure, truncation, and
 ``write_atomic``, the one whole-file replace used outside the stores too (settings, credentials, the fs
-tools' writes, the UI's CSS cache)."""
+tools' writes, the UI's CSS cache).
+
+Also the rules every reader of a log follows (docs/storage.md, "Limits and hostile files"):
+:func:`open_regular` (regular files only, opened without blocking, sparse files refused) and
+:class:`LineSplitter` (linear line splitting, one line of at most :data:`MAX_LINE_BYTES` held); and the
+private-file helpers for whatever holds session content: :func:`private_dir` (0700),
+:func:`private_file` and :func:`write_private` (0600)."""
 
 from __future__ import annotations
 
