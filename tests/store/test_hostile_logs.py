@@ -76,7 +76,7 @@ def test_log_check_of_a_zstd_bomb_is_bounded(tmp_path, bomb):
 
 def test_one_300_mb_event_reads_in_linear_time(tmp_path):
     """A raw log with one 300 MB event: ``log check`` and ``sessions`` read it in linear time (quadratic
-    buffering took 66-68 s: the subprocess timeout would end them)."""
+    buffering took 66-68 s: the subprocess timeout would end them), and the tail preview gives up on it."""
     root = tmp_path / "root"
     events = user_turn(0, 1, "x", "ok")
     path = write_session(root, make_header("big", "/ws"), events)
@@ -94,6 +94,11 @@ def test_one_300_mb_event_reads_in_linear_time(tmp_path):
                 f.write(line)
             if i < len(lines) - 1:
                 f.write(b"\n")
+    # the app's first paint of a long session reads its tail backwards: a line this long is left to the load
+    r = subprocess.run([sys.executable, "-c", "import sys; from dsh_tui.store.tail import read_tail; "
+                        "print(read_tail(sys.argv[1], 1000))", str(path)], capture_output=True, text=True,
+                       timeout=60, cwd=REPO)
+    assert r.returncode == 0 and r.stdout == "None\n", r.stderr
     r = run_cli("log", "check", path, limit_memory=False)
     assert r.returncode == 0 and json.loads(r.stdout)["ok"] is True, r.stdout + r.stderr
     r = run_cli("sessions", "--all", "--json", "--root", root, limit_memory=False,
