@@ -15,6 +15,7 @@ def add_arguments(parser) -> None:
 
 
 def run(args) -> int:
+    import stat
     import sys
     from pathlib import Path
 
@@ -38,7 +39,9 @@ def run(args) -> int:
             elif not out.parent.is_dir():
                 raise FileNotFoundError(2, "No such file or directory")
             else:  # whole or not at all: a failed write (a full disk, a file size limit) leaves no part
-                write_atomic(out, data, fsync=False)
+                # private by default (it is session content); a file replaced keeps the mode its owner gave it
+                mode = stat.S_IMODE(out.stat().st_mode) if out.is_file() else 0o600
+                write_atomic(out, data, mode=mode, fsync=False)
         except IsADirectoryError:
             raise DshError(f"cannot write {args.output}: it is a directory (give a file name)") from None
         except OSError as err:

@@ -76,7 +76,8 @@ def _check(files: list[str], mode: str) -> int:
         try:
             log = fixture.open_log_file(name, mode)
             row.update(fixture.check_summary(log))
-            row["ok"] = True
+            row["ok"] = _bad_name(name) is None
+            row["error"] = _bad_name(name)
         except DshError as err:
             row["error"] = _one_line(err, name)
         except (ValueError, TypeError, KeyError, RecursionError) as err:  # defensive: never a traceback
@@ -84,6 +85,25 @@ def _check(files: list[str], mode: str) -> int:
         ok_all &= row["ok"]
         _write(jsonutil.dumps_bytes(row) + b"\n")
     return 0 if ok_all else 1
+
+
+def _bad_name(name: str) -> str | None:
+    """A session log (``session.jsonl[.zstd]``) whose path is not UTF-8 reads as a file, but ``sessions``,
+    ``resume`` and ``fork`` list it as unreadable (the catalog and dsh key sessions by text): say so here too."""
+    import os
+
+    from dsh_tui.store.catalog import RAW_NAME, ZSTD_NAME
+
+    path = os.path.abspath(name)
+    if os.path.basename(path) not in (RAW_NAME, ZSTD_NAME):
+        return None
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(path).decode("utf-8", "backslashreplace")
+        return (f"{shown}: its file name is not valid UTF-8: sessions, resume and fork list it as unreadable "
+                "(rename the directory to list and open it)")
+    return None
 
 
 def _one_line(err: BaseException, name: str) -> str:

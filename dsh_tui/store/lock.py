@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from pathlib import Path
 
 from dsh_tui.session.errors import DshError
@@ -115,10 +116,12 @@ class SessionLock:
 def holder(path: str | Path) -> int | None:
     """The pid holding the lock at ``path``, or None when nobody does (never blocks, never creates)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO named like a lock file opens at once ...
     except OSError:
         return None
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None  # ... and is no lock
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:

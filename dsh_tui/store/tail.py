@@ -26,6 +26,8 @@ from dsh_tui.session.jsonutil import loads
 from dsh_tui.session.rows import expand_line
 
 BLOCK = 1 << 16  # raw logs: bytes read per step backwards (64 KiB: parse little more than needed)
+TAIL_LINE = 8 << 20  # a line longer than this is not previewed (joining it backwards would be quadratic)
+FRAME_TEXT = 64 << 20  # nor a zstd frame whose text is longer
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
@@ -44,7 +46,9 @@ def read_tail(path: Path | str, min_events: int) -> Tail | None:
     """The events from the last ``turn/start`` at or before ``len - min_events``; None when unsure."""
     path = Path(path)
     try:
-        with open(path, "rb") as f:
+        from dsh_tui.store.fsio import open_regular
+
+        with open_regular(path) as f:
             size = os.fstat(f.fileno()).st_size
             if f.read(4) == ZSTD_MAGIC:
                 f.seek(0)
@@ -69,7 +73,7 @@ def _raw_chunks(f: Any, size: int) -> Iterator[tuple[bytes, bool]]:
 
 
 def _zstd_tail(data: bytes, min_events: int, size: int) -> Tail | None:
-    from dsh_tui.store.zstdframes import decode_frame, scan_frames
+    from dsh_tui.store.zstdframes import scan_frames
 
     view = memoryview(data)
     frames = scan_frames(view).frames  # a torn last frame is not listed: the full load repairs it
@@ -88,12 +92,28 @@ def _zstd_tail(data: bytes, min_events: int, size: int) -> Tail | None:
     return _collect(header, chunks(), min_events, size)
 
 
+def decode_frame(frame: memoryview, at: int) -> bytes:
+    """One frame's text, decoded a piece at a time and given up past :data:`FRAME_TEXT` bytes (a frame that
+    large, a bomb maybe, is left to the full load, which bounds its memory)."""
+    from dsh_tui.store.zstdframes import decode_pieces
+
+    parts, size = [], 0
+    for piece in decode_pieces(frame, at):
+        size += len(piece)
+        if size > FRAME_TEXT:
+            raise ValueError("a frame too large to preview")
+        parts.append(piece)
+    return b"".join(parts)
+
+
 def _collect(header: dict[str, Any], chunks: Iterator[tuple[bytes, bool]], min_events: int,
              size: int) -> Tail | None:
     events: list[dict[str, Any]] = []  # newest first while collecting: lines are read backwards
     carry = b""  # the bytes before the first newline seen so far (maybe a partial line)
     first = True
     for block, at_start in chunks:
+        if len(carry) > TAIL_LINE:
+            return None  # a very long line: the full load reads it (in linear time), the preview does not
         lines = (block + carry).split(b"\n")
         if first:
             first = False

@@ -140,35 +140,77 @@ def _decode_one(frame: bytes | memoryview, at: int, dctx: zstandard.ZstdDecompre
 BATCH_BYTES = 256 << 10  # compressed bytes per decode batch (about 1 MiB of plaintext)
 
 
+PLAIN_PIECE = 4 << 20  # a frame whose content size is unknown or larger is decoded this many bytes at a time
+
+
 def decode_frames(view: memoryview, frames: list[tuple[int, int]], base: int = 0) -> Iterator[bytes]:
     """The plaintexts of ``frames`` (complete, structurally located: ``(start, end)`` in ``view``, which starts at
     file offset ``base``), joined in
     batches of about :data:`BATCH_BYTES` compressed. Each batch is decoded by one call of zstd's batch decoder,
     which releases the GIL: while the caller works on one batch, a helper thread decodes the next.
     Checksums are verified; a batch the batch decoder refuses (a damaged frame, or one without its content
-    size) is decoded frame by frame, which names the damaged frame exactly."""
-    batches: list[list[tuple[int, int]]] = []
+    size) is decoded frame by frame, which names the damaged frame exactly.
+
+    A frame that does not declare its content size, or declares more than :data:`PLAIN_PIECE`, is decoded
+    a piece of at most :data:`PLAIN_PIECE` bytes at a time (a piece may end inside a line): a zstd bomb
+    (a few KB holding gigabytes) is never held whole."""
+    batches: list[list[tuple[int, int]] | tuple[int, int]] = []  # a tuple: one frame decoded in pieces
     size = 0
     for s, e in frames:
+        try:
+            declared = zstandard.frame_content_size(view[s:e])
+        except zstandard.ZstdError:
+            declared = -1  # decoded alone, which names the damage
+        if declared < 0 or declared > PLAIN_PIECE:
+            batches.append((s, e))
+            size = BATCH_BYTES
+            continue
         if not batches or size >= BATCH_BYTES:
             batches.append([])
             size = 0
-        batches[-1].append((s, e))
+        batches[-1].append((s, e))  # type: ignore[union-attr]
         size += e - s
-    if len(batches) < 2:
+    if sum(isinstance(b, list) for b in batches) < 2:
         for batch in batches:
-            yield _decode_batch(view, batch, _decompressor(), base)
+            if isinstance(batch, tuple):
+                yield from decode_pieces(view[batch[0]:batch[1]], base + batch[0])
+            else:
+                yield _decode_batch(view, batch, _decompressor(), base)
         return
     from concurrent.futures import ThreadPoolExecutor
 
     helper = zstandard.ZstdDecompressor()  # the helper thread's context (used by that one thread only)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="zstd-decode") as pool:
-        pending = pool.submit(_decode_batch, view, batches[0], helper, base)
-        for nxt in batches[1:]:
-            done = pending.result()
-            pending = pool.submit(_decode_batch, view, nxt, helper, base)
-            yield done
-        yield pending.result()
+        pending = None
+        for batch in batches:
+            if isinstance(batch, tuple):
+                if pending is not None:
+                    yield pending.result()
+                    pending = None
+                yield from decode_pieces(view[batch[0]:batch[1]], base + batch[0])
+                continue
+            nxt = pool.submit(_decode_batch, view, batch, helper, base)
+            if pending is not None:
+                yield pending.result()
+            pending = nxt
+        if pending is not None:
+            yield pending.result()
+
+
+def decode_pieces(frame: bytes | memoryview, at: int = 0, piece: int = PLAIN_PIECE) -> Iterator[bytes]:
+    """One complete frame's plaintext, ``piece`` bytes at most at a time, its checksum verified at its end;
+    failure is corruption."""
+    try:
+        reader = _decompressor().stream_reader(frame, read_size=1 << 16, read_across_frames=False)
+        while True:
+            out = reader.read(piece)
+            if not out:
+                return
+            yield out
+    except zstandard.ZstdError as err:
+        raise SessionCorruptionError(
+            f"corrupt Zstandard session log: frame at byte {at} failed validation ({err})"
+        ) from None
 
 
 def _decode_batch(view: memoryview, batch: list[tuple[int, int]], dctx: zstandard.ZstdDecompressor,
@@ -182,6 +224,51 @@ def _decode_batch(view: memoryview, batch: list[tuple[int, int]], dctx: zstandar
         return b"".join(out[i] for i in range(len(out)))
     except (zstandard.ZstdError, ValueError):
         return b"".join(_decode_one(view[s:e], base + s, dctx) for s, e in batch)
+
+
+def decode_header_frame(frame: bytes | memoryview, at: int = 0) -> bytes:
+    """The first frame's plaintext, which must be exactly one line (the header record), decoded a piece at a
+    time: a frame holding more (a bomb of zeros or of blank lines) is corruption as soon as that shows."""
+    from dsh_tui.store.fsio import MAX_LINE_BYTES
+
+    parts: list[bytes] = []
+    size = 0
+    bad = SessionCorruptionError("corrupt Zstandard session log: first frame is not exactly one header line")
+    for piece in decode_pieces(frame, at):
+        if not parts and piece[:1] != b"{" and not piece.endswith(b"\n"):
+            raise bad  # not a header, and more than a piece long: not decoded further
+        if piece.find(b"\n") not in (-1, len(piece) - 1):
+            raise bad
+        size += len(piece)
+        if size > MAX_LINE_BYTES + 1:
+            raise SessionCorruptionError(
+                f"corrupt Zstandard session log: the header line is longer than {MAX_LINE_BYTES:,} bytes")
+        if parts and parts[-1].endswith(b"\n"):
+            raise bad
+        parts.append(piece)
+    record = b"".join(parts)
+    if not record.endswith(b"\n"):
+        raise bad
+    return record
+
+
+def decode_prefix_pieces(partial: bytes | memoryview, limit: int = PLAIN_PIECE * 64) -> Iterator[bytes]:
+    """:func:`decode_prefix` a piece at a time, at most ``limit`` bytes in all (a torn frame is recovered from
+    as far as it decodes; a torn bomb is not decoded past ``limit``)."""
+    try:
+        dobj = _decompressor().decompressobj()
+        view = memoryview(partial)
+        done = 0
+        for i in range(0, len(view), 1 << 12):  # 4 KiB in: at most ~128 MiB out (zstd's largest ratio)
+            out = dobj.decompress(view[i:i + (1 << 12)])
+            if out:
+                out = out[:limit - done]
+                done += len(out)
+                yield out
+                if done >= limit:
+                    return
+    except zstandard.ZstdError:
+        return
 
 
 def decode_prefix(partial: bytes | memoryview) -> bytes:

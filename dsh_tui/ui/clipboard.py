@@ -22,16 +22,16 @@ def copy_text(app: Any, text: str, *, name: str) -> str:
         return f"Copied {name} to the clipboard ({_size(size)})"
     try:
         from dsh_tui.paths import data_dir
+        from dsh_tui.store.fsio import private_dir, write_private
 
-        folder = data_dir() / "clipboard"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = private_dir(data_dir() / "clipboard")  # the text is session content: the user's alone
         slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "copy"
         path = folder / f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}.txt"
         n = 1
         while path.exists():
             n += 1
             path = folder / f"{slug}-{time.strftime('%Y%m%d-%H%M%S')}-{n}.txt"
-        path.write_text(text, encoding="utf-8")
+        write_private(path, text.encode("utf-8", errors="surrogatepass"), create_only=True, fsync=False)
     except OSError as err:
         return f"Could not save {name}: {err.strerror or err}"
     return f"Saved {name} ({_size(size)}, too big for the clipboard) to {path}"

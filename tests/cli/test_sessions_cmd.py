@@ -112,3 +112,28 @@ def test_orphans_first_prompts_fork_turns_and_states(tmp_path):
                                                    cwd=here).stdout)}
     assert rows["fork-1"]["fork_turn"] == 1 and rows["parent-1"]["first_prompt"] == "Plan the garden beds"
     assert rows["parent-1"]["title"] is None
+
+
+def test_search_in_one_root_is_scoped_to_that_root_first(tmp_path):
+    """#37.7: the catalog is shared by every root ever listed. A root whose one weak hit ranks below 20,000+
+    better hits of another cached root still finds it (the top hits were taken before filtering by root)."""
+    env = dict(os.environ, XDG_CACHE_HOME=str(tmp_path / "cache"), DSH_HOME=str(tmp_path / "home"))
+    busy, quiet = tmp_path / "busy", tmp_path / "quiet"
+    # the busy root: many short messages that are all "zebra" (rank better than one long message)
+    for k in range(30):
+        ev = []
+        for t in range(1, 400):
+            ev += user_turn(len(ev), t, "zebra zebra", "zebra")
+        write_session(busy, make_header(f"busy-{k}", "/ws"), ev)
+    long_text = "a long message about many things " * 200 + " zebra"
+    write_session(quiet, make_header("quiet-1", "/ws"), user_turn(0, 1, long_text, "ok"))
+
+    def search(root):
+        p = subprocess.run([sys.executable, "-m", "dsh_tui", "sessions", "--all", "--json", "--search", "zebra",
+                            "--root", str(root)], capture_output=True, text=True, env=env, timeout=300)
+        assert p.returncode == 0, p.stderr
+        return json.loads(p.stdout)
+
+    assert search(busy)  # the busy root is now in the shared catalog
+    rows = search(quiet)
+    assert [r["id"] for r in rows] == ["quiet-1"] and rows[0]["hits"]

@@ -121,9 +121,9 @@ def test_grown_log_is_read_from_where_the_index_stopped(root, tmp_path, zstd, mo
     seen_offsets = []
     real_raw, real_z = mod._iter_raw, mod._iter_zstd
 
-    def spy_raw(f, off):
+    def spy_raw(f, off, watch=None):
         seen_offsets.append(off)
-        return real_raw(f, off)
+        return real_raw(f, off, watch)
 
     def spy_z(f, off):
         seen_offsets.append(off)

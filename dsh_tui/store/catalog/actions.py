@@ -6,6 +6,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from dsh_tui.store.fsio import open_regular
+
 from .discover import _is_sqlite_path, _revision, discover
 from .fold import _Fold, _text_of
 from .reader import _iter_raw, _iter_zstd, _known_types, _parse_header, _Unreadable
@@ -149,7 +151,7 @@ def bucket_rows(root: str | os.PathLike, bucket: str = TRASH_DIR) -> list[Sessio
     for path, st in discover(base):
         row = SessionRow(path=path, root=str(base), revision=_revision(st), size=st.st_size)
         try:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 it = _iter_zstd(f, 0) if path.endswith(".zstd") else _iter_raw(f, 0)
                 line, _ = next(it, (None, 0))
                 if line is None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dsh_tui.session.content import content_text
 from dsh_tui.session.errors import SessionCorruptionError
+from dsh_tui.store.fsio import MAX_LINE_BYTES, LineSplitter
 
 from .reader import _expand, _loads
 from .rows import BLANK, INTERRUPTED, UNREADABLE, SessionRow, _apply_header, end_state, one_line
@@ -72,6 +73,8 @@ class _Fold:
             obj = _loads(raw)
         except (ValueError, RecursionError):
             s["problem"] = f"unparsable line {s['line']}"
+            if raw == LineSplitter.OVERLONG:
+                s["problem"] = f"line {s['line']} is longer than {MAX_LINE_BYTES:,} bytes (dsh's longest)"
             return
         if not isinstance(obj, dict):
             s["problem"] = f"line {s['line']} is not an event"

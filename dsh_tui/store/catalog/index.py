@@ -32,6 +32,8 @@ from pathlib import Path
 
 import orjson
 
+from dsh_tui.store.fsio import open_regular, private_dir, private_file
+
 from .db import (
     _COLUMNS,
     _file_ident,
@@ -117,7 +119,7 @@ class Catalog:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()
         try:
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            _private(self.db_path)
             try:
                 conn = self._open()
             except sqlite3.DatabaseError:
@@ -125,6 +127,7 @@ class Catalog:
                 for suffix in ("", "-wal", "-shm"):
                     with contextlib.suppress(FileNotFoundError):
                         os.unlink(str(self.db_path) + suffix)
+                _private(self.db_path)
                 conn = self._open()
         except (OSError, sqlite3.Error) as err:
             return self._use_memory(err)
@@ -508,8 +511,10 @@ class Catalog:
         texts: list[tuple[int, str, str]] = []
         row.revision, row.size = _revision(st), st.st_size
         try:
-            with open(row.path, "rb") as f:
-                it = _iter_zstd(f, offset) if row.path.endswith(".zstd") else _iter_raw(f, offset)
+            with open_regular(row.path) as f:
+                zstd = row.path.endswith(".zstd")
+                fold = None
+                it = _iter_zstd(f, offset) if zstd else _iter_raw(f, offset, lambda: fold)
                 if header is None:
                     line, offset = next(it, (None, 0))
                     if line is None:
@@ -520,6 +525,9 @@ class Catalog:
                     fold.line(line)
                     if fold.s["problem"] is None:
                         offset = end
+                    elif zstd:  # a bad line in a complete frame: the log is corrupt (as the store says)
+                        fold.s["corrupt"] = fold.s["corrupt"] or fold.s["problem"]
+                        break
                 texts = fold.texts
         except _Unreadable as err:
             self._store_unreadable(conn, row, rec, str(err), ident)
@@ -570,6 +578,11 @@ class Catalog:
             return pref[0]
         if len(pref) > 1:
             raise CatalogError(f"session id {ident!r} is ambiguous ({len(pref)} sessions start with it)")
+        # an unreadable log has no id from its header: the name of its session directory is the id it was
+        # stored under, so asking for it by id says why it cannot be read (as asking by path does)
+        named = [r for r in rows if r.id is None and r.state == UNREADABLE and _dir_id(r.path) == ident]
+        if named:
+            return named[0]
         raise CatalogError(f"no session {ident!r} in {', '.join(str(r) for r in self.roots)}")
 
 
@@ -584,10 +597,33 @@ def _bad_name_row(path: str, root: str, rev: str, size: int) -> SessionRow:
     return row
 
 
+def _private(db_path: Path) -> None:
+    """The catalog holds the full text of the logs (messages, tool output): its directory is made 0700 and
+    the database with its WAL and shared-memory files 0600 (SQLite gives those the database's mode), and
+    existing ones are fixed, before SQLite opens it."""
+    private_dir(db_path.parent)
+    private_file(db_path)
+    for suffix in ("-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            if os.path.lexists(str(db_path) + suffix):
+                private_file(str(db_path) + suffix)
+
+
+def _dir_id(path: str) -> str | None:
+    """The session id a log's (or session directory's) path names: its directory's decoded name."""
+    from dsh_tui.store.layout import decode_segment
+
+    d = os.path.dirname(path) if os.path.basename(path) in (RAW_NAME, ZSTD_NAME) else path
+    try:
+        return decode_segment(os.path.basename(d))
+    except Exception:  # noqa: BLE001 - not a name the layout makes
+        return None
+
+
 def _tail_sig(path: str, offset: int) -> str:
     """The 64 bytes before ``offset``: a cheap check that the indexed prefix was not rewritten."""
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, sparse_ok=True) as f:
             f.seek(max(0, offset - 64))
             return f.read(min(64, offset)).hex()
     except OSError:

@@ -15,68 +15,118 @@ _CHUNK = 1 << 16
 # Reading a log: complete records only, from a byte offset
 
 
-def _iter_raw(f, offset: int) -> Iterator[tuple[bytes, int]]:
-    """Yield (line, end offset) for every complete line at or after ``offset``."""
+_TURN_END = b'"turn/end"'
+_ZSTD_OUT = 4 << 20  # plaintext bytes decoded at a time: a zstd bomb is never held whole
+
+
+def _iter_raw(f, offset: int, watch=None) -> Iterator[tuple[bytes, int]]:
+    """Yield (line, end offset) for every complete line at or after ``offset``, in linear time and with
+    one line held at most :data:`~dsh_tui.store.fsio.MAX_LINE_BYTES` long (a longer one comes out as
+    ``LineSplitter.OVERLONG``, which the fold calls a problem).
+
+    With ``watch`` (returning the :class:`~dsh_tui.store.catalog.fold._Fold` fed, or None): once it has found a
+    problem, the rest is
+    only searched for a complete line holding a ``turn/end`` (its mark of corruption), a chunk at a time,
+    not line by line (a log of a billion blank lines is read at the speed of the disk)."""
+    from dsh_tui.store.fsio import LineSplitter
+
     f.seek(offset)
-    pos = offset
-    buf = b""
+    split = LineSplitter(pos=offset)
     while True:
         chunk = f.read(_CHUNK * 16)
         if not chunk:
             return
-        buf += chunk
-        start = 0
-        while True:
-            nl = buf.find(b"\n", start)
-            if nl < 0:
-                break
-            pos += nl + 1 - start
-            yield buf[start:nl], pos
-            start = nl + 1
-        buf = buf[start:]
+        lines = split.feed(chunk)
+        pos = split.first_end
+        for i, line in enumerate(lines):
+            yield line, pos
+            pos += len(lines[i + 1]) + 1 if i + 1 < len(lines) else 0
+            fold = watch() if watch is not None else None
+            if fold is not None and fold.s["problem"] is not None:
+                _rest_has_turn_end(f, lines[i + 1:], fold)
+                return
+
+
+def _rest_has_turn_end(f, lines: list[bytes], fold) -> None:
+    """Past the first problem of a raw log: a later complete line holding ``"turn/end"`` makes it corrupt."""
+    if fold.s["corrupt"] is not None:
+        return
+    if any(_TURN_END in line for line in lines):
+        fold.s["corrupt"] = fold.s["problem"]
+        return
+    carry = b""
+    armed = False  # a match seen, its line's newline not yet
+    while True:
+        chunk = f.read(_CHUNK * 16)
+        if not chunk:
+            return
+        data = carry + chunk
+        at = data.find(_TURN_END)
+        if armed and data.find(b"\n", len(carry)) >= 0 or at >= 0 and data.find(b"\n", at) >= 0:
+            fold.s["corrupt"] = fold.s["problem"]
+            return
+        armed = armed or at >= 0
+        carry = data[-len(_TURN_END):]
 
 
 def _iter_zstd(f, offset: int) -> Iterator[tuple[bytes, int]]:
     """Yield (line, end-of-frame offset) for lines of every complete frame at or after ``offset``.
 
     A line's offset is the end of its frame only for the frame's last line, else the frame start,
-    so stopping after any yielded line never skips part of a frame."""
+    so stopping after any yielded line never skips part of a frame. Frames are located structurally and
+    decoded :data:`_ZSTD_OUT` bytes at a time, lines split in linear time with one line held at most
+    :data:`~dsh_tui.store.fsio.MAX_LINE_BYTES` long: a zstd bomb (a few KB holding a GB of zeros or of
+    blank lines) costs bounded memory; the caller stops at the first bad line (a complete frame holding
+    one is corrupt)."""
     import zstandard  # indexing only: kept off the browser's first paint
+
+    from dsh_tui.store.fsio import LineSplitter
+    from dsh_tui.store.zstdframes import scan_frames
 
     dctx = zstandard.ZstdDecompressor()
     f.seek(offset)
-    frame_start = offset
-    pending = b""
+    window = b""
+    base = offset  # file offset of window[0]
+    want = _CHUNK * 16
     while True:
-        dobj = dctx.decompressobj()
-        out = []
-        fed = 0
-        data = pending
-        pending = b""
+        data = f.read(want)
+        if not data:
+            return  # EOF inside a frame (torn) or clean EOF: nothing more complete
+        window = window + data if window else data
+        try:
+            fs = scan_frames(window, base=base)
+        except Exception as err:  # noqa: BLE001 - SessionCorruptionError: bad magic, reserved bits
+            raise _Unreadable(str(err)) from None
+        with memoryview(window) as view:
+            for s, e in fs.frames:
+                yield from _frame_lines(dctx, view[s:e], base + s, base + e, LineSplitter)
+        done = fs.frames[-1][1] if fs.frames else 0
+        window = window[done:]
+        base += done
+        want = max(_CHUNK * 16, len(window))  # a frame larger than a read: read as much again (linear)
+
+
+def _frame_lines(dctx, frame, start: int, end: int, splitter) -> Iterator[tuple[bytes, int]]:
+    import zstandard
+
+    split = splitter()
+    held = None
+    try:
+        reader = dctx.stream_reader(frame, read_size=_CHUNK, read_across_frames=False)
         while True:
-            if not data:
-                data = f.read(_CHUNK)
-                if not data:
-                    return  # EOF inside a frame (torn) or clean EOF: nothing more complete
-            fed += len(data)
-            try:
-                out.append(dobj.decompress(data))
-            except zstandard.ZstdError as err:
-                raise _Unreadable(f"zstd frame at byte {frame_start} does not decode: {err}") from None
-            data = b""
-            if dobj.eof:
-                pending = dobj.unused_data
+            plain = reader.read(_ZSTD_OUT)
+            if not plain:
                 break
-        frame_end = frame_start + fed - len(pending)
-        text = b"".join(out)
-        lines = text.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        elif lines:
-            raise _Unreadable(f"zstd frame at byte {frame_start} ends inside a record")
-        for i, line in enumerate(lines):
-            yield line, (frame_end if i == len(lines) - 1 else frame_start)
-        frame_start = frame_end
+            for line in split.feed(plain):
+                if held is not None:
+                    yield held, start
+                held = line
+    except zstandard.ZstdError as err:
+        raise _Unreadable(f"zstd frame at byte {start} does not decode: {err}") from None
+    if split.pending:
+        raise _Unreadable(f"zstd frame at byte {start} ends inside a record")
+    if held is not None:
+        yield held, end
 
 
 class _Unreadable(Exception):
@@ -87,7 +137,9 @@ def read_log_header(path: str) -> dict:
     """Only the header record (first line; zstd: first frame), for a listing: raises ``_Unreadable`` with
     the reason the browser shows. (:func:`dsh_tui.store.jsonl.read_header` is the store's, dsh's
     ``list()`` rule: None for a header it skips.)"""
-    with open(path, "rb") as f:
+    from dsh_tui.store.fsio import open_regular
+
+    with open_regular(path) as f:
         it = _iter_zstd(f, 0) if path.endswith(".zstd") else _iter_raw(f, 0)
         for line, _ in it:
             return _parse_header(line)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterable
 
+import orjson
+
 from .filters import fts_query
 from .rows import SearchHit, _marked
 
@@ -15,11 +17,22 @@ def search_content(conn: sqlite3.Connection, text: str, *, limit: int = 200, pat
     if not query:
         return []
     try:
-        cur = conn.execute(
-            "SELECT c.rowid >> 32, c.seq, c.kind, snippet(content, 0, char(2), char(3), '…', 10)"
-            " FROM content c WHERE content MATCH ? ORDER BY rank LIMIT ?",
-            (query, limit if paths is None else limit * 20),
-        )
+        if paths is None:
+            cur = conn.execute(
+                "SELECT c.rowid >> 32, c.seq, c.kind, snippet(content, 0, char(2), char(3), '…', 10)"
+                " FROM content c WHERE content MATCH ? ORDER BY rank LIMIT ?",
+                (query, limit),
+            )
+        else:
+            # the sessions asked about first, then the best hits among them: the shared catalog holds every
+            # root ever listed, and its best hits overall may all be elsewhere
+            cur = conn.execute(
+                "SELECT c.rowid >> 32, c.seq, c.kind, snippet(content, 0, char(2), char(3), '…', 10)"
+                " FROM content c WHERE content MATCH ? AND (c.rowid >> 32) IN"
+                " (SELECT sid FROM sessions WHERE path IN (SELECT value FROM json_each(?)))"
+                " ORDER BY rank LIMIT ?",
+                (query, orjson.dumps([p for p in paths if _utf8(p)]).decode(), limit),
+            )
         hits = cur.fetchall()
     except sqlite3.OperationalError:
         return []
@@ -47,3 +60,12 @@ def search_content(conn: sqlite3.Connection, text: str, *, limit: int = 200, pat
         if len(out) >= limit:
             break
     return out
+
+
+def _utf8(path: str) -> bool:
+    """Only a UTF-8 path is a key of the index (a non-UTF-8 name is listed, never indexed)."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -18,7 +18,7 @@ from dsh_tui.session.errors import (
 )
 from dsh_tui.session.rows import EventList
 from dsh_tui.store import zstdframes
-from dsh_tui.store.fsio import revision_of
+from dsh_tui.store.fsio import MAX_LINE_BYTES, LineSplitter, open_regular, revision_of
 
 from .scanner import LineScanner
 
@@ -94,7 +94,7 @@ def scan_file(path: Path, compression: str | None = None, *, lenient: bool = Fal
     the read is retried while the file's (dev, ino, size, mtime, ctime) identity changes under it."""
     while True:
         before = revision_of(os.stat(path))
-        with open(path, "rb") as f:
+        with open_regular(path) as f:
             comp = compression or detect_compression(f.read(4))
             f.seek(0)
             with bulk_load():
@@ -110,20 +110,21 @@ def scan_file(path: Path, compression: str | None = None, *, lenient: bool = Fal
 
 
 def _scan_raw_stream(f: BinaryIO, *, lenient: bool, projected: bool | None) -> StoredPrefix:
-    head = b""
+    split = LineSplitter()  # the header line: joined once, at most MAX_LINE_BYTES held
     while True:
         block = f.read(RAW_SLICE)
         if not block:
             raise SessionCorruptionError("empty or header-less session log")
-        head += block
-        end = head.find(b"\n")
-        if end != -1:
+        lines = split.feed(block)
+        if lines:
             break
-    record = head[: end + 1]
+    if lines[0] == LineSplitter.OVERLONG:
+        raise SessionCorruptionError(f"corrupt session log: the header line is longer than {MAX_LINE_BYTES:,} bytes")
+    record = lines[0] + b"\n"
     scanner = LineScanner(record, lenient=lenient, projected=projected)
-    total = len(head)
-    scanner.write(head[end + 1 :])
-    del head
+    total = split.pos
+    scanner.write(block[split.first_end - (split.pos - len(block)):])
+    del lines, block
     while True:
         block = f.read(RAW_SLICE)
         if not block:
@@ -150,10 +151,7 @@ def _scan_zstd(f: BinaryIO, *, lenient: bool, projected: bool | None) -> StoredP
         with memoryview(window) as view:
             if scanner is None and frames:
                 s, e = frames[0]
-                record = zstdframes.decode_frame(view[s:e], base + s)
-                if not record or record.find(b"\n") != len(record) - 1:
-                    raise SessionCorruptionError(
-                        "corrupt Zstandard session log: first frame is not exactly one header line")
+                record = zstdframes.decode_header_frame(view[s:e], base + s)
                 scanner = LineScanner(record, lenient=lenient, projected=projected)
                 frames = frames[1:]
             if scanner is not None:
@@ -167,6 +165,9 @@ def _scan_zstd(f: BinaryIO, *, lenient: bool, projected: bool | None) -> StoredP
         total += len(block)
         window = window[end:] + block
         base += end
+        if fs.torn_start == 0 and (more := f.read(len(window))):
+            total += len(more)  # a frame larger than a slice: read as much again (linear, not a slice a time)
+            window += more
     if scanner is None:
         raise SessionCorruptionError("empty or header-less Zstandard session log")
     if scanner.committed_bytes != scanner.input_bytes:
@@ -174,7 +175,8 @@ def _scan_zstd(f: BinaryIO, *, lenient: bool, projected: bool | None) -> StoredP
     torn = None
     if fs.torn_start is not None:
         complete = len(scanner.events)
-        scanner.write(zstdframes.decode_prefix(window[fs.torn_start :]))
+        for plain in zstdframes.decode_prefix_pieces(window[fs.torn_start :]):
+            scanner.write(plain)
         scanner.finish()
         torn = TornMarker(base + fs.torn_start, EventList(scanner.events)[complete:])
     return StoredPrefix(scanner.header, scanner.event_list(), "zstd", torn, total, record,

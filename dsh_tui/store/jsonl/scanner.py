@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from array import array
 from itertools import accumulate, repeat
+from operator import contains
 from typing import Any
 
 import orjson
@@ -19,9 +20,11 @@ from dsh_tui.session.rows import EventList
 from dsh_tui.session.rows import PackedRun as _PackedRun
 from dsh_tui.session.rows import lazy_row as _lazy_row
 from dsh_tui.session.sharing import SHARERS
+from dsh_tui.store.fsio import MAX_LINE_BYTES, LineSplitter
 
 from .codec import MAX_SAFE, ROW_TAGS, parse_header_record
 
+_TURN_END = b'"turn/end"'
 _ROW_KEYS = frozenset(("type", "seq0", "time0", "data"))
 _TEXT_ROW_DATA = frozenset(("turn", "step", "index", "dt", "texts"))
 _TOOL_ROW_DATA = frozenset(("turn", "step", "index", "id", "dt", "args"))
@@ -117,7 +120,7 @@ class LineScanner:
     """
 
     __slots__ = ("header", "events", "input_bytes", "committed_bytes", "line_no", "issue",
-                 "_frag", "projected", "runs", "_pidx", "_pev", "_pn", "looks", "_pool")
+                 "_split", "_edge", "_armed", "projected", "runs", "_pidx", "_pev", "_pn", "looks", "_pool")
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
@@ -126,7 +129,10 @@ class LineScanner:
         self.committed_bytes = len(header_record)
         self.line_no = 0
         self.issue: SessionCorruptionError | None = None
-        self._frag = b""
+        # lines split in linear time, one held at most MAX_LINE_BYTES long (a longer one, or zeros, is not kept)
+        self._split = LineSplitter()
+        self._edge = b""  # past a problem: the last bytes of the previous chunk, and whether a turn/end is
+        self._armed = False  # in the line it left unfinished
         self.projected = projected
         # (index, count) of every packed row the hot loop expanded into ``events`` (for
         # ``Session(..., packed_runs=...)``: the row decoder already validated those members)
@@ -177,16 +183,41 @@ class LineScanner:
     def write(self, chunk: bytes) -> None:
         if not chunk:
             return
-        base = self.input_bytes - len(self._frag)
+        base = self.input_bytes - self._split.pending
         self.input_bytes += len(chunk)
-        if self._frag:
-            chunk = self._frag + chunk
-        parts = chunk.split(b"\n")
-        self._frag = parts.pop()
-        if self.issue is None and self.projected is False:
+        if self.issue is not None:
+            # past the first problem only a complete record holding a turn/end matters: a chunk without one
+            # (nor one across its edges, nor one in a line it leaves unfinished) is not even split into lines
+            edge = self._edge + chunk[:len(_TURN_END)]
+            self._edge = chunk[-len(_TURN_END):]
+            armed, self._armed = self._armed, chunk.rfind(_TURN_END) > chunk.rfind(b"\n")
+            if not armed and _TURN_END not in edge and _TURN_END not in chunk:
+                self.line_no += chunk.count(b"\n")
+                self._split.skip(chunk)
+                return
+        parts = self._split.feed(chunk)
+        if not parts:
+            return
+        if self.issue is not None:
+            self._after_issue(parts)
+        elif self.projected is False:
             self._fast(parts, base)
         else:
             self._slow(parts, base)
+
+    def _after_issue(self, parts: list[bytes]) -> None:
+        """Past the first problem only a later complete record holding a ``turn/end`` matters (it makes the
+        problem corruption): lines are looked at one by one only where the text holds one, so a billion
+        blank lines (a zstd bomb) are skipped at the speed of a substring search."""
+        if any(map(contains, parts, repeat(_TURN_END))):
+            for line in parts:
+                self.line_no += 1
+                if _TURN_END in line:
+                    decoded = self._decode(line)
+                    if decoded and any(type(e) is dict and e.get("type") == "turn/end" for e in decoded):
+                        raise self.issue  # type: ignore[misc]
+        else:
+            self.line_no += len(parts)
 
     def _fast(self, parts: list[bytes], pos: int) -> None:
         """Hot loop for complete-form logs; hands over to :meth:`_slow` at the first problem. ``pos`` (the end of
@@ -321,6 +352,9 @@ class LineScanner:
         for i, line in enumerate(parts):
             pos += len(line) + 1
             self._consume(line, pos)
+            if self.issue is not None:
+                self._after_issue(parts[i + 1:])
+                return
             if self.issue is None and self.projected is False and i + 1 < len(parts):
                 self._fast(parts[i + 1 :], pos)  # form decided and no damage: back to the hot loop
                 return
@@ -332,6 +366,8 @@ class LineScanner:
             if self.issue is None:
                 self.issue = SessionCorruptionError(
                     f"corrupt session log: unparsable committed event at line {self.line_no}"
+                    if line != LineSplitter.OVERLONG else
+                    f"corrupt session log: line {self.line_no} is longer than {MAX_LINE_BYTES:,} bytes (dsh's longest)"
                 )
             return
         if self.issue is not None:

@@ -27,7 +27,7 @@ from dsh_tui.session.errors import (
 )
 from dsh_tui.store import layout, zstdframes
 from dsh_tui.store.base import LoadResult, RawLog, Snapshot, StoreError
-from dsh_tui.store.fsio import append_bytes, read_stable, revision_of, write_new_file
+from dsh_tui.store.fsio import append_bytes, open_regular, read_stable, revision_of, write_new_file
 
 from .codec import HEADER_ORDER, MAX_SAFE, encode_batch, encode_materialization, parse_header_record
 from .decode import StoredPrefix, decode_raw_text, detect_compression, scan_file
@@ -332,36 +332,42 @@ class JsonlStore:
 
 
 def read_header(path: Path, compression: str | None = None) -> dict[str, Any] | None:
-    """Only the header: raw = first line in 8 KiB chunks; zstd = first frame only. None when the
-    file is empty, half-written or its first record is not a valid header (list() skips those)."""
-    chunks: list[bytes] = []
-    with open(path, "rb") as f:
+    """Only the header: raw = first line; zstd = first frame only (read in growing pieces, decoded a piece
+    at a time, at most :data:`~dsh_tui.store.fsio.MAX_LINE_BYTES` held). None when the file is empty,
+    half-written or its first record is not a valid header (list() skips those)."""
+    from dsh_tui.store.fsio import LineSplitter
+
+    with open_regular(path) as f:
         if compression is None:
             compression = detect_compression(f.read(4))
             f.seek(0)
-        while True:
-            block = f.read(8192)
-            if not block:
-                return None
-            if compression == "none":
-                nl = block.find(b"\n")
-                if nl != -1:
-                    chunks.append(block[: nl + 1])
-                    record = b"".join(chunks)
+        if compression == "none":
+            split = LineSplitter()
+            while True:
+                block = f.read(8192 if split.pos < 65536 else split.pos)
+                if not block:
+                    return None
+                lines = split.feed(block)
+                if lines:
+                    if lines[0] in (LineSplitter.JUNK, LineSplitter.OVERLONG):
+                        return None
+                    record = lines[0] + b"\n"
                     break
-                chunks.append(block)
-            else:
-                chunks.append(block)
-                content = b"".join(chunks)
+        else:
+            content = b""
+            while True:
+                block = f.read(max(8192, len(content)))  # twice as much each time: linear in the frame
+                if not block:
+                    return None
+                content += block
                 fs = zstdframes.scan_frames(content, max_frames=1)
                 if not fs.frames:
                     continue
                 s, e = fs.frames[0]
-                record = zstdframes.decode_frame(content[s:e], s)
-                if not record or record.find(b"\n") != len(record) - 1:
-                    raise SessionCorruptionError(
-                        f"{path}: corrupt Zstandard session log: first frame is not exactly one header line"
-                    )
+                try:
+                    record = zstdframes.decode_header_frame(memoryview(content)[s:e], s)
+                except SessionCorruptionError as err:
+                    raise SessionCorruptionError(f"{path}: {err}") from None
                 break
     try:
         # like dsh's list(): a well-formed header of another format version is listed; load refuses it
