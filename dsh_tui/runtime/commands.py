@@ -4,7 +4,7 @@ A command is registered by a plugin (``ctx.commands.register(name, help, run)``)
 when the text starts with ``/<name>`` at column 0 (name ``[a-z][a-z0-9_-]*``, then the end or a space,
 TAB, CR or LF). Each run is logged as the log-only pair ``command/run`` / ``command/done``; its output is
 UI text, never model input. A name that is not registered is not a command (the text is a prompt, where a
-``/<skill>`` may invoke a skill).
+``/<skill>`` may invoke a skill; the chat refuses a ``/name`` that is neither and suggests the nearest).
 
 The built-in plugin ``commands`` registers ``/compact``, ``/model``, ``/permission``, ``/title``, ``/new``,
 ``/fork``, ``/export``, ``/skills``, ``/plugins``, ``/mcp``, ``/retry`` and ``/help``. ``/new``, ``/fork``,

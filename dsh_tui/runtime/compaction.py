@@ -296,8 +296,10 @@ class Compactor:
     async def _summarize(self, messages: list[dict]) -> tuple[list[dict], dict | None, dict, list[dict]]:
         agent = self.agent
         header = agent.session.request_header() or {}
-        cfg = dict(header.get("config") or {"provider": agent.config.provider, "model": agent.config.model})
-        config = {"provider": cfg["provider"], "model": cfg["model"], "maxTokens": agent.config.compaction_max_tokens}
+        cfg = dict(header.get("config") or {})
+        # the session's current model: a /model since the last request counts (the header is the old one)
+        config = {"provider": agent.config.provider or cfg.get("provider"), "model": agent.config.model or
+                  cfg.get("model"), "maxTokens": agent.config.compaction_max_tokens}
         instruction = {"id": str(uuid.uuid4()), "role": "user",
                        "content": [{"type": "text", "text": COMPACTION_INSTRUCTION}],
                        "source": {"kind": "plugin", "plugin": "dsh-compaction-basic"}}

@@ -120,3 +120,21 @@ async def test_a_plugin_registers_a_command_and_it_goes_away_with_the_plugin(tmp
     assert "/hello [who] — Say hello" in (await agent.commands.run(agent, "/help")).text
     await agent.dispose()
     assert agent.commands.get("hello") is None and agent.commands.get("compact") is None
+
+
+async def test_compact_right_after_model_uses_the_new_model(tmp_path):
+    """Issue #26 item 18: ``/compact`` took the model of the last ``request/header`` (the old one) although
+    ``/model`` had switched the session; the compaction request and ``compaction/summary`` use the new one."""
+    agent = make_agent([text("a" * 4000), text("b" * 4000), text("summary")], tmp_path=tmp_path,
+                       context_window=100_000)
+    for prompt in ("first " * 300, "second " * 300):
+        agent.followup(prompt)
+        await asyncio.sleep(0)
+        await asyncio.wait_for(agent.wait_idle(), 10)
+    assert agent.provider.requests[-1]["config"]["model"] == "mock-model"
+    res = await agent.commands.run(agent, "/model other-model")
+    assert res.kind == "success"
+    res = await agent.commands.run(agent, "/compact")
+    assert res.text.startswith("Compacted"), res.text
+    request = agent.provider.requests[-1]
+    assert request["purpose"] == "compaction" and request["config"]["model"] == "other-model"

@@ -216,3 +216,32 @@ async def test_export_writes_the_session_with_its_title_to_the_cwd(tmp_path):
             text = path.read_text()
             assert "Exported one" in text and "the answer" in text
         assert (tmp_path / "ws" / f"{sid}.md").read_text().startswith("# Exported one\n")
+
+
+async def test_an_unknown_slash_command_is_refused_with_the_nearest_and_never_sent(tmp_path):
+    """Issue #26 item 19: ``/nosuchcmd`` (or a typo of a command) was sent to the model as a prompt. It is
+    refused above the composer with the nearest names; a skill's ``/name`` still goes to the model."""
+    skills = tmp_path / "ws" / ".agents" / "skills" / "deploy"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text("---\nname: deploy\ndescription: Ship it\n---\nShip carefully.\n")
+    app = scripted_app(tmp_path, [scripted.text("ok")])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        app.chat.composer.value = "/compcat now"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Unknown command /compcat. Did you mean /compact?" in screen_text(app)
+        app.chat.composer.value = "/nosuchcmd"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Unknown command /nosuchcmd." in screen_text(app)
+        app.chat.composer.value = "/deplyo"
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Did you mean /deploy" in screen_text(app)
+        assert not _events(app, "user/message") and _footers(app) == 0  # nothing reached the model
+        assert app.chat.composer.value == "/deplyo"  # kept to be corrected
+        app.chat.composer.value = "/deploy now"
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        assert _events(app, "user/message")[0]["data"]["content"][0]["text"] == "/deploy now"

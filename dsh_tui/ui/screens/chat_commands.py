@@ -68,7 +68,7 @@ class CommandsMixin:
                 self.say("Commands need a live session: resume this one first (Enter on a prompt, or r in the "
                          "browser).")
                 return True
-            return False
+            return self._refuse_unknown(text, commands)
         future = self.bridge.call(lambda h: h.run_command(text))  # type: ignore[attr-defined]
         if future is None:
             self.say("No session is open.")
@@ -86,6 +86,26 @@ class CommandsMixin:
             screen.post_message(CommandFinished(text, result))
 
         future.add_done_callback(done)
+        return True
+
+    def _refuse_unknown(self, text: str, commands: Any) -> bool:
+        """``/name`` that is neither a command nor a skill: say so and suggest the nearest names, never send it
+        to the model (True). False: not a ``/name`` at all, or a skill's (the text is a prompt)."""
+        import difflib
+
+        from dsh_tui.runtime.commands import parse
+
+        parsed = parse(text)
+        if parsed is None or commands is None:
+            return False
+        skills = [name for name, _help in self._read_skills()]
+        if parsed[0] in skills:
+            return False
+        names = [c.name for c in commands.sorted()] + skills
+        near = difflib.get_close_matches(parsed[0], names, n=2, cutoff=0.6)
+        hint = f" Did you mean {' or '.join('/' + n for n in near)}?" if near else " /help lists the commands."
+        self._show_output(f"Unknown command /{parsed[0]}.{hint} (Not sent: start the line with a space to send "
+                          "it as text.)", error=True)
         return True
 
     def _show_output(self, text: str, *, error: bool) -> None:
