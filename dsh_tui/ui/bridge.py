@@ -46,8 +46,9 @@ class ApprovalRequest:
 
 
 # Live notices from the harness (never history): ("status", "running"|"idle"), ("phase", name),
-# ("approval", ApprovalRequest), ("error", text), ("plugin-error", text: a plugin failed to load, the session
-# still opens), ("notice", text), ("model", (provider, model, effort)).
+# ("approval", ApprovalRequest), ("error", text), ("turn-error", text: a turn failed, its footer says so too),
+# ("plugin-error", text: a plugin failed to load, the session still opens), ("notice", text),
+# ("model", (provider, model, effort)).
 LiveNotice = tuple[str, Any]
 
 # Pseudo-event queued when a session is attached: {"type": ATTACH, "header", "events"}.

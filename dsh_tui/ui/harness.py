@@ -117,10 +117,12 @@ class AgentHarness:
 
     def _on_error(self, payload: dict[str, Any]) -> None:
         error = payload.get("error") or {}
+        # a turn's error is on its footer too: "turn-error" is shown in the status bar, not toasted again
+        kind = "turn-error" if payload.get("turn") else "error"
         if isinstance(error, dict):
-            self.bridge.notice("error", f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}")
+            self.bridge.notice(kind, f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}")
         else:
-            self.bridge.notice("error", str(error))
+            self.bridge.notice(kind, str(error))
 
     async def _on_approval(self, payload: dict[str, Any], _next: Any = None) -> str:
         call_id = payload.get("callId")

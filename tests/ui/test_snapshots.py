@@ -20,7 +20,7 @@ DESCRIPTIONS = {
     "tool-cards": "collapsed tool cards: read ×2, bash with a red 'exit 1' pill, edit '+2 −1', glob",
     "tool-cards-expanded": "the same cards expanded: read lines, bash output, the edit diff",
     "approval": "the approval panel in place of the composer: bash command, reason, Allow once / for the session / Reject / Reject with reason",
-    "error-notice": "a failed turn: footer 'Failed: AUTH: …', error toast, status bar notice",
+    "error-notice": "a failed turn: footer 'Failed: AUTH: …' and the status bar notice (no toast repeating them)",
     "retry": "the muted 'Retrying model request (1/5) in 1 s' row and the recovered answer",
     "chat-80x24": "tool cards at 80×24",
     "search": "Ctrl+F 'beta', Enter once: '4 of 5' in the search bar (the read's output counts too), matches yellow, the current one"

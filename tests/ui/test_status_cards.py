@@ -100,14 +100,39 @@ async def test_status_bar_at_80_columns_keeps_model_and_cost(tmp_path):
         assert len(line.rstrip()) <= 80
         cost = app.chat.fold.usage.cost_usd()
         assert cost is not None and cost > 0
-        # by priority: state, model, cost and queue stay; cache % and tokens are left out first
-        assert "waiting for first token" in line and "deepseek-v4-flash" in line
-        assert f"${cost:.4f}" in line and "1 queued" in line and "…" not in line
+        # by priority: state, model, permission mode and queue stay; cache %, tokens, context and then the
+        # cost (after tighter separators) are left out first
+        assert "waiting for first token" in line and "deepseek-v4-flash" in line and "full-access" in line
+        assert "1 queued" in line and "…" not in line
+        assert f"${cost:.4f}" in app.chat.status.build(90).plain
         assert "cache" not in line
         wide = app.chat.status.build(200).plain
         assert "cache 73%" in wide and "↑4.2k ↓80" in wide and "ctx 4.3%" in wide
         await pilot.press("escape")
         await wait_for(pilot, lambda: not app.chat.running)
+
+
+async def test_the_permission_mode_stays_at_80_columns_running_and_after_an_error_with_no_toast(tmp_path):
+    """Issue #26 items 20 and 16: at 80 columns the permission mode left the bar while running and after an
+    error (``$?`` stayed); a failed turn also raised an error toast repeating the footer and the bar."""
+    app = _app(tmp_path, [[Hang()], scripted.finish_error("AUTH", "key revoked by the provider", status=401)],
+               preset="workspace-write")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "first")
+        await wait_for(pilot, lambda: app.chat.running and "●" in _status_line(app))
+        assert "workspace-write" in _status_line(app), _status_line(app)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not app.chat.running)
+        await submit(pilot, "second")
+        await wait_for(pilot, lambda: app.chat.last_failed)
+        await wait_for(pilot, lambda: "key revoked" in _status_line(app))
+        line = _status_line(app)
+        assert "workspace-write" in line and "mock-model" in line and len(line.rstrip()) <= 80, line
+        assert "key revoked" in screen_text(app).split(line)[0]  # the footer says it too
+        await pilot.pause(0.2)
+        errors = [n.message for n in app._notifications if n.severity == "error"]
+        assert not errors, errors
 
 
 def _chunk(seq, time, turn, step, chunk):
@@ -227,6 +252,57 @@ async def test_write_edit_and_todo_cards(tmp_path):
         assert "✓ Read the code" in text and "▶ Fix the bug" in text and "○ Add a regression test" in text
         assert '"status"' not in text and '"todos"' not in text
         assert (ws / "pkg" / "mod.py").read_text().splitlines()[6:8] == ["line seven", "line 7b"]
+
+
+async def test_collapsed_cards_preview_diffs_and_output_and_a_failed_write_says_so(tmp_path):
+    """Issue #26 items 15 and 20: collapsed cards hid every diff and output (Ctrl+O expanded the whole
+    session); they show the first lines with "+N lines", Enter expands one card. A failed write showed its
+    ``+`` lines as if written with no error on its line."""
+    ws = tmp_path / "ws"
+    (ws / "taken").mkdir(parents=True)
+    content = "".join(f"line {n}\n" for n in range(1, 13))
+    app = scripted_app(tmp_path, [
+        scripted.call("c1", "write", {"file_path": "mod.py", "content": content}),
+        scripted.call("c2", "bash", {"command": "seq 1 10", "description": "count"}),
+        scripted.call("c3", "write", {"file_path": "taken", "content": "new text\nmore\n"}),
+        scripted.text("Done."),
+    ])
+    async with app.run_test(size=(120, 50)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "go")
+        await wait_for(pilot, lambda: _footers(app) == 1)
+        await pilot.pause(0.1)
+        text = screen_text(app)
+        assert "   1 + line 1" in text and "   8 + line 8" in text and "   9 + line 9" not in text
+        assert "… +4 lines" in text
+        assert "exit 0\n       1\n       2\n       3\n       … +7 lines" in text
+        failed = next(line for line in text.splitlines() if "write taken" in line)
+        assert "not written" in failed and "+2" not in failed
+        error = next(i for i in items(app, "tool") if i.call_id == "c3").result.strip().splitlines()[0]
+        assert error[:30] in failed  # the error on the card's own line
+        assert "+ new text" not in text  # collapsed: a failed write previews nothing as if written
+        bash = next(v for v in app.chat.query("ItemView") if getattr(v.item, "call_id", None) == "c2")
+        bash.focus()
+        await pilot.press("enter")  # this card only
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "10" in text.split("seq 1 10", 1)[1].split("write taken")[0]
+        assert "  12 + line 12" not in text  # the other cards stay as they were
+        await pilot.press("ctrl+o")  # everything expanded
+        await pilot.pause(0.2)
+        text = screen_text(app)
+        assert "not applied:" in text and "  12 + line 12" in text
+
+
+def test_skill_and_mcp_cards_show_their_arguments_not_json():
+    """Issue #26 item 22: skill and MCP cards showed raw JSON."""
+    from dsh_tui.session.transcript.items import ToolItem
+    from dsh_tui.ui.widgets.render import tool_title
+
+    skill = ToolItem("t1", "tool", 1, name="skill", arguments='{"name": "deploy"}')
+    assert tool_title(skill) == "skill deploy"
+    mcp = ToolItem("t2", "tool", 2, name="mcp__files__read_file", arguments='{"path": "a.txt", "limit": 3}')
+    assert tool_title(mcp) == "files › read_file path: a.txt, limit: 3"
 
 
 def test_the_no_model_hint_keeps_what_to_set_at_80_columns():

@@ -294,3 +294,26 @@ async def test_follows_a_running_turn_live(tmp_path):
         assert screen.ledger.count == len(session.events)
         await pilot.press("escape")
         await wait_for(pilot, lambda: app.screen is app.chat)
+
+
+async def test_curl_from_the_browser_uses_the_sessions_provider_or_a_placeholder(tmp_path, monkeypatch):
+    """Issue #26 item 17: the timeline opened from the browser (no live provider) put api.deepseek.com in every
+    ``curl``. It uses the base URL the settings give the session's provider, or a placeholder when that
+    provider is not configured here — never another vendor's URL."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    from dsh_tui.paths import config_dir
+
+    config_dir().mkdir(parents=True)
+    (config_dir() / "settings.toml").write_text('[providers.gateway]\nbase_url = "http://127.0.0.1:9/v1"\n')
+    header, rows = load_fixture(PARALLEL, session_id="tl-1")
+    events = expand_lines(rows)
+    for provider, expected in (("gateway", "http://127.0.0.1:9/v1/chat/completions"),
+                               ("elsewhere", "https://PROVIDER-BASE-URL/chat/completions")):
+        moved = json.loads(json.dumps(events).replace('"deepseek-official"', json.dumps(provider)))
+        screen = TimelineScreen(header=header, events=moved)
+        async with Host(screen).run_test(size=(120, 40)) as pilot:
+            await until(pilot, screen.folded.is_set)
+            await pilot.press("C")
+            await until(pilot, lambda screen=screen: screen.last_copy is not None)
+            assert pilot.app.clipboard.startswith(f"curl -sSN {expected} \\\n")
+            assert "deepseek.com" not in pilot.app.clipboard.split("\n", 1)[0]

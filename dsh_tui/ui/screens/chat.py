@@ -576,6 +576,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             if self.approval.request is value:
                 self.approval.request = None
                 self._show_next_approval()
+        elif kind == "turn-error":  # the footer and the status bar show it: no toast repeating them
+            self.status.info.notice = str(value)
+            self.status.redraw()
         elif kind in ("error", "plugin-error"):
             self.status.info.notice = str(value)
             if kind == "error" and self.bridge.harness is None:

@@ -278,13 +278,27 @@ def tool_title(item: ToolItem) -> str:
         todos = args.get("todos")
         n = len(todos) if isinstance(todos, list) else 0
         return f"{item.name} · {n} item{'' if n == 1 else 's'}"
-    if item.name.startswith("mcp__"):  # an MCP server's tool: server › tool
+    if item.name == "skill" and isinstance(args.get("name"), str):  # the skill tool: its skill's name
+        return f"skill {_one_line(args['name'], 70)}"
+    if item.name.startswith("mcp__"):  # an MCP server's tool: server › tool key: value, …
         from dsh_tui.runtime.mcp.naming import split_public_name
 
         parts = split_public_name(item.name)
         if parts is not None:
-            return f"{parts[0]} › {parts[1]} {_one_line(item.arguments, 60)}".rstrip()
+            return f"{parts[0]} › {parts[1]} {_one_line(_inline_args(item), 60)}".rstrip()
     return f"{item.name} {_one_line(item.arguments, 70)}"
+
+
+def _inline_args(item: ToolItem) -> str:
+    """A call's arguments as ``key: value, …`` (strings unquoted); the raw text when not an object."""
+    args = item.args()
+    if not args:
+        return "" if item.arguments.strip() in ("", "{}") else item.arguments
+    shown = []
+    for key, value in args.items():
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        shown.append(f"{key}: {text}")
+    return ", ".join(shown)
 
 
 def _exit_code(result: str) -> int | None:
@@ -409,10 +423,12 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
         code = 0 if code is None and item.state == "ok" else code
         if code is not None:
             pills.append((f" exit {code} ", "black on green" if code == 0 else "white on red"))
-    if item.tool == "edit" and item.state != "error":
+    if item.tool == "edit" and item.state not in ("error", "aborted", "unknown"):
         added, removed = _diff_stat(item)
         created = item.state == "ok" and isinstance(item.meta, dict) and item.meta.get("diffs") == []
         pills.append((f" {'created ' if created else ''}+{added} −{removed} ", "bold"))
+    elif item.tool == "edit" and item.state == "error":
+        pills.append((" not written ", "white on red"))
     if item.tool == "search" and item.state == "ok":
         counts = search_counts(item)
         if counts:
@@ -431,6 +447,8 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
     for label, style in pills:
         head.append(" ")
         head.append(label, style=style)
+    if item.state == "error" and item.tool != "bash" and item.result.strip():
+        head.append("  " + _one_line(item.result.strip().splitlines()[0], 70), style="red")
     if item.tool == "todo" and item.state in ("requested", "running", "ok"):
         todos = item.args().get("todos")
         if isinstance(todos, list):
@@ -441,13 +459,17 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
             return head
         return Group(head, checklist)
     if not expanded:
-        return head
+        preview = _preview(item)
+        return head if preview is None else Group(head, preview)
     parts: list[RenderableType] = [head]
     if item.tool == "edit":
         rows = _diff_lines(item)
+        failed = item.state in ("error", "aborted", "unknown")
         diff = Text()
+        if failed and rows:
+            diff.append("     not applied:\n", style="dim italic")
         for style, line in rows[:60]:
-            diff.append(line + "\n", style=style)
+            diff.append(line + "\n", style="dim" if failed else style)
         if len(rows) > 60:
             diff.append(f"     … {len(rows) - 60} more lines\n", style="dim")
         diff.rstrip()
@@ -470,6 +492,47 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
         style = "red" if item.state == "error" else ""
         parts.append(Text(_clip(item.result), style=style))
     return Group(*parts)
+
+
+PREVIEW_DIFF_LINES = 8
+PREVIEW_OUTPUT_LINES = 3
+
+
+def _more(n: int) -> Text:
+    return Text(f"     … +{n} line{'s' if n != 1 else ''} (Enter on the card expands it)", style="dim")
+
+
+def _preview(item: ToolItem) -> RenderableType | None:
+    """What a collapsed card shows under its title: the first lines of an edit's diff or of a finished
+    call's output, with "+N lines" (None: nothing worth showing, e.g. a read or a search's counts)."""
+    if item.tool == "edit" and item.state == "ok":
+        rows = _diff_lines(item)
+        if not rows:
+            return None
+        text = Text()
+        for style, line in rows[:PREVIEW_DIFF_LINES]:
+            text.append(line + "\n", style=style)
+        text.rstrip()
+        return Group(text, _more(len(rows) - PREVIEW_DIFF_LINES)) if len(rows) > PREVIEW_DIFF_LINES else text
+    if item.tool in ("read", "search", "todo", "edit") or item.state not in ("ok", "error"):
+        return None
+    result = item.result
+    if item.tool == "bash":
+        lines = [line for line in result.splitlines() if not (line.startswith("[exit code: ") and line.endswith("]"))]
+        if item.state == "ok" and result.startswith("started background job "):
+            return None
+    else:
+        lines = result.splitlines()
+        if item.state == "error":
+            lines = lines[1:]  # the first line is on the card's title line
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if not lines:
+        return None
+    style = "red" if item.state == "error" else "dim"
+    shown = [line.rstrip() if len(line) <= 160 else line[:159] + "…" for line in lines[:PREVIEW_OUTPUT_LINES]]
+    text = Text("\n".join("     " + line if line else "" for line in shown), style=style)
+    return Group(text, _more(len(lines) - PREVIEW_OUTPUT_LINES)) if len(lines) > PREVIEW_OUTPUT_LINES else text
 
 
 def _read_lines(item: ToolItem) -> str | None:

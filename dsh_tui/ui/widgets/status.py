@@ -154,14 +154,14 @@ class StatusBar(Widget):
                 out.append((4, Text(f"({effort})")))
         elif self.model_hint:
             out.append((1, Text(self.model_hint, style="yellow")))
-        if self.preset:  # left out on a narrow line before context %; full access (nothing asks) last
-            out.append((3 if self.preset == "full-access" else 4.5,
-                        Text(self.preset, style=PRESET_STYLES.get(self.preset, ""))))
+        if self.preset:  # safety-relevant: kept after the model, before the cost, whatever the state
+            out.append((1.5, Text(self.preset, style=PRESET_STYLES.get(self.preset, ""))))
         if usage is not None and (model or usage.model):
             cost = usage.cost_usd()
             if not usage.model and usage.prices.get(model) is None:
                 cost = None  # no request yet: the cost of the route's model is unknown without its price
-            out.append((2, Text(f"${cost:.4f}" if cost is not None else "$?")))
+            # an unknown cost ("$?") says little: it goes early on a narrow line
+            out.append((2, Text(f"${cost:.4f}")) if cost is not None else (5.5, Text("$?")))
             out.append((3, Text(f"ctx {context_text(usage.context_percent())}")))
             total = usage.total
             out.append((5, Text(f"↑{format_tokens(total.billed_input)} ↓{format_tokens(total.output)}")))
@@ -201,11 +201,17 @@ class StatusBar(Widget):
         text = line(keep)
         if width <= 0:
             return text
-        # the notice (an error) is shortened to what is left rather than dropped
-        droppable = sorted((p for p, _ in keep if p >= 3 and p != 7), reverse=True)
+        # the notice (an error) is shortened to what is left rather than dropped; the cost goes only after
+        # tighter separators did not make room
+        droppable = sorted({p for p, _ in keep if p >= 2 and p != 7}, reverse=True)
         for priority in droppable:
             if text.cell_len <= width:
                 break
+            if priority < 3 and separator == self.SEPARATOR:
+                separator = " │ "
+                text = line(keep)
+                if text.cell_len <= width:
+                    break
             keep = [seg for seg in keep if seg[0] != priority]
             text = line(keep)
         hint_at = next((i for i, (_, part) in enumerate(keep) if self.model_hint and part.plain == self.model_hint),

@@ -20,7 +20,24 @@ from dsh_tui.llm.redact import REDACTED
 from dsh_tui.session.spans import Node, SpanFold
 from dsh_tui.session.timeline import request_header_at
 
-DEFAULT_ENDPOINT = "https://api.deepseek.com/chat/completions"
+# a session whose provider is not configured here: never another vendor's URL
+PLACEHOLDER_ENDPOINT = "https://PROVIDER-BASE-URL/chat/completions"
+
+
+def provider_endpoint(name: str | None) -> str:
+    """The ``/chat/completions`` URL of the provider ``name`` as configured in the settings (the browser has no
+    live provider); the placeholder when it is unnamed, unknown or the settings cannot be read."""
+    if not name:
+        return PLACEHOLDER_ENDPOINT
+    try:
+        from dsh_tui.config.settings import load_settings
+
+        base = load_settings().provider(name).base_url.rstrip("/")
+    except Exception:  # noqa: BLE001 - a broken settings file or an unknown provider: the placeholder
+        return PLACEHOLDER_ENDPOINT
+    if base.endswith("/chat/completions"):
+        base = base[: -len("/chat/completions")]
+    return f"{base}/chat/completions"
 
 
 def request_of(n: Node | None, fold: SpanFold) -> Node | None:
@@ -112,7 +129,7 @@ def wire_body(ctx: dict[str, Any]) -> dict[str, Any]:
     return serialize_request(request)
 
 
-def curl_command(body: dict[str, Any], endpoint: str = DEFAULT_ENDPOINT,
+def curl_command(body: dict[str, Any], endpoint: str = PLACEHOLDER_ENDPOINT,
                  headers: dict[str, str] | None = None) -> str:
     """A ``curl`` that replays the request; any credential header's value is the redaction marker."""
     hs = dict(headers or {"content-type": "application/json", "accept": "text/event-stream"})

@@ -34,8 +34,8 @@ from textual.widgets import Collapsible, Footer, Input, Static
 from dsh_tui.session.jsonutil import loads_bounded
 from dsh_tui.session.spans import Node, SpanFold, fold_spans, message_label
 from dsh_tui.ui.screens.timeline.inspector import (
-    DEFAULT_ENDPOINT,
     curl_command,
+    provider_endpoint,
     request_changes,
     request_context,
     request_of,
@@ -654,7 +654,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
         if form == "json":
             text, name = json.dumps(body, ensure_ascii=False, indent=2) + "\n", "request JSON"
         else:
-            endpoint, headers = self._endpoint()
+            endpoint, headers = self._endpoint(view["ctx"])
             text, name = curl_command(body, endpoint, headers), "request as curl"
         self.app.call_from_thread(self._copied, text, name)
 
@@ -680,8 +680,13 @@ compaction and subagent children too. Bars share the time axis of their turn.
                 pass
         return wire_body(ctx)
 
-    def _endpoint(self) -> tuple[str, dict[str, str] | None]:
+    def _endpoint(self, ctx: dict) -> tuple[str, dict[str, str] | None]:
+        """The request's provider: the live one when it is the same, else the settings' (browser), else a
+        placeholder."""
+        name = ((ctx.get("header") or {}).get("config") or {}).get("provider")
         provider = self._provider()
+        if provider is None or (name and getattr(provider, "name", None) != name):
+            return provider_endpoint(name if isinstance(name, str) else None), None
         endpoint = getattr(provider, "endpoint", None)
         headers = None
         build = getattr(provider, "_headers", None)  # the provider's own header builder, without the key
@@ -690,7 +695,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
                 headers = build(None, {})
             except Exception:  # noqa: BLE001
                 headers = None
-        return (endpoint if isinstance(endpoint, str) else DEFAULT_ENDPOINT), headers
+        return (endpoint if isinstance(endpoint, str) else provider_endpoint(name)), headers
 
     # -- the ledger -------------------------------------------------------------------------------
     @on(Input.Changed, "#ledger-filter")
