@@ -164,33 +164,37 @@ async def test_a_copy_too_big_for_osc52_goes_to_a_file(tmp_path):
 
 
 async def test_enter_expands_one_card_and_ctrl_o_resets(tmp_path):
+    """A collapsed card previews its first output lines (issue #26 item 15); the rest shows when expanded."""
     app = scripted_app(tmp_path, [
-        scripted.calls([("c1", "bash", {"command": "echo first-out", "description": "a"}),
-                        ("c2", "bash", {"command": "echo second-out", "description": "b"})]),
+        scripted.calls([("c1", "bash", {"command": "printf 'first-out\\n2\\n3\\nfirst-tail\\n'", "description": "a"}),
+                        ("c2", "bash", {"command": "printf 'second-out\\n2\\n3\\nsecond-tail\\n'",
+                                        "description": "b"})]),
         scripted.text("Done."),
     ])
-    async with app.run_test(size=(100, 30)) as pilot:
+    async with app.run_test(size=(100, 40)) as pilot:
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await submit(pilot, "run")
         await wait_for(pilot, lambda: _footers(app) == 1)
         await pilot.pause(0.1)
-        assert "first-out\n" not in screen_text(app) and "second-out\n" not in screen_text(app)
+        lines = [line.strip() for line in screen_text(app).splitlines()]
+        assert "first-out" in lines and "second-out" in lines  # the preview
+        assert "first-tail" not in lines and "second-tail" not in lines
         await pilot.press("shift+tab", "up", "up")  # footer -> answer -> second card
         second = items(app, "tool")[1]
         assert app.chat.focused is app.chat.transcript.views[second.key]
         await pilot.press("enter")
         await pilot.pause()
-        lines = screen_text(app).splitlines()
-        assert any(line.strip() == "second-out" for line in lines)
-        assert not any(line.strip() == "first-out" for line in lines)  # only the focused card opened
+        lines = [line.strip() for line in screen_text(app).splitlines()]
+        assert "second-tail" in lines
+        assert "first-tail" not in lines  # only the focused card opened
         await pilot.press("enter")
         await pilot.pause()
-        assert not any(line.strip() == "second-out" for line in screen_text(app).splitlines())
+        assert "second-tail" not in [line.strip() for line in screen_text(app).splitlines()]
         await pilot.press("enter", "ctrl+o")  # opened by hand, then every card expanded: the toggle is reset
         await pilot.pause()
         assert app.chat.state.toggled == set() and app.chat.state.card_mode == "expanded"
-        lines = screen_text(app).splitlines()
-        assert any(line.strip() == "second-out" for line in lines) and any(line.strip() == "first-out" for line in lines)
+        lines = [line.strip() for line in screen_text(app).splitlines()]
+        assert "second-tail" in lines and "first-tail" in lines
 
 
 async def test_output_viewer_shows_everything_searches_and_returns(tmp_path):
