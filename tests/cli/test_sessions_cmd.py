@@ -137,3 +137,54 @@ def test_search_in_one_root_is_scoped_to_that_root_first(tmp_path):
     assert search(busy)  # the busy root is now in the shared catalog
     rows = search(quiet)
     assert [r["id"] for r in rows] == ["quiet-1"] and rows[0]["hits"]
+
+
+def test_fork_of_a_fork_names_its_parent_in_aligned_columns_and_one_turn(tmp_path):
+    """Issue #26 item 22: a fork of a fork showed ``(fork of session- after turn 17)`` (the first 8
+    characters of a ``session-…`` id), shifted the columns, and said ``1 turns``."""
+    from tests.store.test_catalog_display import untitled_turn
+
+    root = tmp_path / "r"
+    here = tmp_path / "ws"
+    here.mkdir()
+    ws = str(here)
+    parent_id, child_id = "session-20260101-aaaa1111", "session-20260101-bbbb2222-with-a-long-tail-to-it"
+    parent = untitled_turn(0, 1, "Plan the garden beds", "ok")
+    write_session(root, make_header(parent_id, ws), parent)
+    cut = next(e["seq"] for e in parent if e["type"] == "turn/end") + 1
+    seeded = parent[:cut] + [{"type": "session/end-seed", "seq": cut, "time": 5, "data": {}}]
+    write_session(root, make_header(child_id, ws, parentSession=parent_id, seedLength=cut), seeded)
+    write_session(root, make_header("session-20260101-cccc3333", ws, parentSession=child_id, seedLength=cut), seeded)
+    p = run_cli("sessions", "--root", str(root), cwd=here)
+    assert p.returncode == 0, p.stderr
+    lines = {line.split()[0]: line for line in p.stdout.splitlines()}
+    assert "(fork of 20260101 after turn 1)" in lines["session-20260101-cccc3333"]
+    assert "fork of session-" not in p.stdout
+    assert " 1 turn " in lines[parent_id] and "1 turns" not in p.stdout
+    dates = {line.index("20", len(line.split()[0])) for line in lines.values()}
+    assert len(dates) == 1  # the date column starts at the same place on every line
+
+
+def test_archived_sessions_are_listed_and_unarchived(tmp_path):
+    """Issue #26 item 21: archiving was one-way (archived sessions vanished from every view)."""
+    from dsh_tui.store import catalog as cat
+
+    root = tmp_path / "r"
+    here = tmp_path / "ws"
+    here.mkdir()
+    populate(root, str(here))
+    rows = {r.id: r for r in cat.Catalog(cat.resolve_roots([root])).refresh() if r.id}
+    cat.archive(rows["here-1"])
+    p = run_cli("sessions", "--root", str(root), cwd=here)
+    assert not [line for line in p.stdout.splitlines() if line.startswith("here-1 ")]
+    p = run_cli("sessions", "--archived", "--root", str(root), cwd=here)
+    assert p.returncode == 0 and p.stdout.split()[0] == "here-1" and "archived" in p.stdout
+    p = run_cli("sessions", "--archived", "--json", "--root", str(root), cwd=here)
+    assert [r["id"] for r in json.loads(p.stdout)] == ["here-1"]
+    p = run_cli("sessions", "--unarchive", "nope", "--root", str(root), cwd=here)
+    assert p.returncode == 1 and "no archived session 'nope'" in p.stderr and "Traceback" not in p.stderr
+    p = run_cli("sessions", "--unarchive", "here", "--root", str(root), cwd=here)
+    assert p.returncode == 0 and p.stdout.startswith("unarchived here-1 to "), p.stderr
+    assert [line for line in run_cli("sessions", "--root", str(root), cwd=here).stdout.splitlines()
+            if line.startswith("here-1 ")]
+    assert run_cli("sessions", "--archived", "--root", str(root), cwd=here).stdout == ""

@@ -204,6 +204,38 @@ async def test_trash_counts_and_refuses_resume_and_fork(tmp_path, monkeypatch):
         assert "Trash · 1 session " in str(screen.query_one("#scope").render())
 
 
+async def test_archive_view_lists_the_archived_and_enter_unarchives(tmp_path, monkeypatch):
+    """Issue #26 item 21: ``a`` archived a session out of every view for good. ``A`` lists the archive,
+    Enter unarchives, Esc goes back to the list (which has the session again)."""
+    w = world(tmp_path, monkeypatch)
+    app = DshApp(None, start="chat")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = browser(app, w, provider_route=lambda: (provider("x"), "mock-model", ""))
+        await app.push_screen(screen)
+        await indexed(pilot, screen)
+        screen.list.focus()
+        screen.list.move_to(next(i for i, e in enumerate(screen.list.entries) if e.row.id == "broken"))
+        await pilot.press("a")
+        await wait_for(pilot, lambda: "broken" not in {e.row.id for e in screen.list.entries})
+        await pilot.press("A")
+        await pilot.pause()
+        assert "Archive · 1 session" in str(screen.query_one("#scope").render())
+        assert [e.row.id for e in screen.list.entries] == ["broken"]
+        assert "archived" in lines(screen)[0]
+        text = footer(screen)
+        assert "⏎ Unarchive" in text and "Leave archive" in text and "Resume" not in text
+        await pilot.press("r")
+        await pilot.pause()
+        assert any("unarchive it first" in n.message for n in app._notifications)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert "Archive · 0 sessions" in str(screen.query_one("#scope").render())
+        assert not list((w["root"] / cat.ARCHIVE_DIR).rglob("session.jsonl"))
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: "broken" in {e.row.id for e in screen.list.entries})
+        assert not screen.trash_mode
+
+
 async def test_search_hits_highlight_the_match_without_brackets(tmp_path, monkeypatch):
     w = world(tmp_path, monkeypatch)
     write_session(w["root"], make_header("steer", str(w["ws"])),

@@ -113,6 +113,7 @@ class BrowserCommands(Provider):
             out.append(("Back to chat", "Return to the session open in the chat", screen.action_back))
         out += [("New session", "Start a new session in this workspace", screen.action_new_session),
                 ("Trash", "Show the trashed sessions (Enter restores)", screen.action_trash),
+                ("Archive", "Show the archived sessions (Enter unarchives)", screen.action_archived),
                 ("Toggle scope", "This workspace / all workspaces", screen.action_toggle_scope),
                 ("Search content", "Full-text search of messages and tool output", screen.action_toggle_search)]
         return out
@@ -145,7 +146,7 @@ Type to filter by title, first prompt, workspace or id; **↓** / **Enter** move
 In the list, letters are commands (type **/** to filter): **Enter** open read-only · **r** resume ·
 **f** fork at a turn · **n** rename · **e** export · **a** archive · **d** delete (to the trash) ·
 **t** timeline · **c** show subagents · **T** trash (**Enter** restores; resume and fork need a
-restore first).
+restore first) · **A** archived sessions (**Enter** unarchives).
 """
 
     DEFAULT_CSS = """
@@ -171,6 +172,7 @@ restore first).
         Binding("t", "timeline", "Timeline", id="browser.timeline"),
         Binding("c", "children", "Subagents", id="browser.children", show=False),
         Binding("T", "trash", "Trash", id="browser.trash", show=False),
+        Binding("A", "archived", "Archived", id="browser.archived", show=False),
         Binding("slash", "focus_filter", "Filter", id="browser.filter", show=False),
         Binding("f5", "refresh", "Refresh", id="browser.refresh", show=False),
     ]
@@ -197,7 +199,8 @@ restore first).
         self.rows: list[SessionRow] = []
         self.scope_all = False
         self.search_mode = False
-        self.trash_mode = False
+        self.trash_mode = False  # a bucket's list is shown (the trash or the archive: ``bucket``)
+        self.bucket = cat.TRASH_DIR
         self.expanded: set[str] = set()
         self._ids: set[str] = set()
         self._has_lineage = False
@@ -431,7 +434,8 @@ restore first).
 
     def _update_header(self, shown: int) -> None:
         if self.trash_mode:
-            label = f"Trash · {plural(shown, 'session')}   (Enter restores, Esc goes back)"
+            label = (f"Archive · {plural(shown, 'session')}   (Enter unarchives, Esc goes back)" if self._archive()
+                     else f"Trash · {plural(shown, 'session')}   (Enter restores, Esc goes back)")
         else:
             here = len(self._scoped(self.rows, False))
             every = len(self._scoped(self.rows, True))
@@ -447,7 +451,7 @@ restore first).
         self._set_label("#scope", label)
         unreadable = sum(1 for r in self.rows if r.state == cat.UNREADABLE)
         if self.trash_mode:
-            where = ", ".join(sorted({r.root for r in self.rows})) or "the trash"
+            where = ", ".join(sorted({r.root for r in self.rows})) or ("the archive" if self._archive() else "the trash")
             prog = f"{plural(len(self.rows), 'log')} in {where}"
         elif self.indexing is not None:
             done, total = self.indexing
@@ -504,8 +508,9 @@ restore first).
         text = self.query_one("#filter", Input).value
         back = self._chat_below() is not None
         if self.trash_mode:
-            items = [("select", "Restore", 1), ("escape", "Leave trash", 1)] if in_list else [
-                ("focus_list", "List", 1), ("escape", "Leave trash", 1)]
+            restore, leave = ("Unarchive", "Leave archive") if self._archive() else ("Restore", "Leave trash")
+            items = [("select", restore, 1), ("escape", leave, 1)] if in_list else [
+                ("focus_list", "List", 1), ("escape", leave, 1)]
             if in_list:
                 items += [("timeline", "Timeline", 3), ("export", "Export", 4)]
             return items + [("help", "Help", 0), ("quit", "Quit", 7)]
@@ -632,11 +637,19 @@ restore first).
         spec = HarnessSpec(root=root, cwd=Path(self.cwd), provider=provider, model=model)
         self.app.open_chat(lambda bridge: open_harness(bridge, spec))
 
+    def _archive(self) -> bool:
+        """The bucket shown is the archive (not the trash)."""
+        return self.trash_mode and self.bucket == cat.ARCHIVE_DIR
+
     def _refuse_in_trash(self, what: str) -> bool:
         if not self.trash_mode:
             return False
-        self.notify(f"This session is in the trash: restore it first (Enter), then {what} it.", severity="warning",
-                    timeout=5)
+        if self._archive():
+            self.notify(f"This session is archived: unarchive it first (Enter), then {what} it.", severity="warning",
+                        timeout=5)
+        else:
+            self.notify(f"This session is in the trash: restore it first (Enter), then {what} it.",
+                        severity="warning", timeout=5)
         return True
 
     # -- actions ------------------------------------------------------------------------------
@@ -831,6 +844,9 @@ restore first).
         self.app.call_from_thread(self.notify, f"Exported to {out}", timeout=5)
 
     def action_archive(self) -> None:
+        if self._archive():
+            self.notify("Already archived (Enter unarchives it).", timeout=4)
+            return
         if self._refuse_in_trash("archive"):
             return
         row = self._readable()
@@ -841,11 +857,13 @@ restore first).
         except Exception as err:  # noqa: BLE001
             self.notify(f"Archive failed: {err}", severity="error", timeout=6)
             return
-        self.notify(f"Archived to {dest}", timeout=4)
+        self.notify(f"Archived to {dest} (A lists the archive; Enter there unarchives)", timeout=4)
         self._reload()
 
     @work(group="browser-action", description="delete")
     async def action_delete(self) -> None:
+        if self._archive() and self._refuse_in_trash("delete"):
+            return
         if self.trash_mode:
             self.notify("Already in the trash (Enter restores it).", timeout=4)
             return
@@ -867,23 +885,32 @@ restore first).
         self._reload()
 
     def action_trash(self) -> None:
+        self._open_bucket(cat.TRASH_DIR)
+
+    def action_archived(self) -> None:
+        """The archived sessions (``a`` archives one; Enter here unarchives it)."""
+        self._open_bucket(cat.ARCHIVE_DIR)
+
+    def _open_bucket(self, bucket: str) -> None:
         self.trash_mode = True
+        self.bucket = bucket
         self.search_mode = False
         rows: list[SessionRow] = []
         for root in self.catalog.roots:
-            rows += cat.bucket_rows(root, cat.TRASH_DIR)
+            rows += cat.bucket_rows(root, bucket)
         self.rows = rows
         self._rebuild()
         self.list.focus()
 
     def _restore(self, row: SessionRow) -> None:
+        verb = "Unarchive" if self._archive() else "Restore"
         try:
             dest = cat.restore(row)
         except Exception as err:  # noqa: BLE001
-            self.notify(f"Restore failed: {err}", severity="error", timeout=6)
+            self.notify(f"{verb} failed: {err}", severity="error", timeout=6)
             return
-        self.notify(f"Restored {row.display_title or row.id} to {dest.parent}", timeout=4)
-        self.action_trash()
+        self.notify(f"{verb[:-1]}d {row.display_title or row.id} to {dest.parent}", timeout=4)
+        self._open_bucket(self.bucket)
 
     def action_children(self) -> None:
         entry = self._current()
