@@ -184,6 +184,21 @@ def test_end_seed_divider_says_resumed_or_forked():
     assert empty.apply(_ev(0, "session/end-seed", {})) == []
 
 
+def test_a_fork_of_a_forks_first_divider_does_not_name_its_own_parent():
+    """Issue #26 item 22: a grandchild's copy of its parent's end-seed said "forked from <parent> here"
+    (its own parent) where the parent had left the grandparent."""
+    grandchild = TranscriptFold({"id": "g", "parentSession": "child-1", "seedLength": 6})
+    grandchild.apply(_ev(0, "turn/start", {"turn": 1}))
+    grandchild.apply(_ev(1, "turn/end", {"turn": 1, "reason": {"kind": "completed"}}))
+    grandchild.apply(_ev(2, "session/end-seed", {}))  # the child's own, copied
+    grandchild.apply(_ev(3, "turn/start", {"turn": 2}))
+    grandchild.apply(_ev(4, "turn/end", {"turn": 2, "reason": {"kind": "completed"}}))
+    grandchild.apply(_ev(5, "turn/start", {"turn": 3}))
+    grandchild.apply(_ev(6, "session/end-seed", {}))
+    dividers = [i.text for i in grandchild.items if i.kind == "divider"]
+    assert dividers == ["forked or resumed here in the history of child-1", "forked from child-1 here"]
+
+
 def test_plan_strip_counts_last_todo_write():
     fold = TranscriptFold()
     fold.apply(_ev(0, "todo/write", {"todos": [{"content": "a", "status": "pending"}]}))

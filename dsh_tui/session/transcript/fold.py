@@ -420,7 +420,11 @@ class TranscriptFold:
             return  # an empty seed: nothing above to divide from
         parent = self.header.get("parentSession")
         seed_length = self.header.get("seedLength")
-        if parent and self.header.get("origin") == "subagent" and (seed_length is None or seq <= seed_length):
+        if parent and isinstance(seed_length, int) and seq < seed_length - 1:
+            # an end-seed inside the copied prefix is the parent's own (a fork of a fork, a resumed parent):
+            # it is not where this session left its parent
+            text = f"forked or resumed here in the history of {parent}"
+        elif parent and self.header.get("origin") == "subagent" and (seed_length is None or seq <= seed_length):
             text = f"subagent of {parent}" + (" (forked from its conversation here)" if seed_length else "")
         elif parent and (seed_length is None or seq <= seed_length):
             text = f"forked from {parent} here"
