@@ -204,6 +204,31 @@ async def test_trash_counts_and_refuses_resume_and_fork(tmp_path, monkeypatch):
         assert "Trash · 1 session " in str(screen.query_one("#scope").render())
 
 
+async def test_the_fork_picker_marks_cancelled_and_failed_turns(tmp_path, monkeypatch):
+    """Issue #26 item 22: the fork picker offered a cancelled turn as if it had completed."""
+    from textual.widgets import OptionList
+
+    w = world(tmp_path, monkeypatch)
+    ev = ended(0, 1, "Stop this one", {"kind": "aborted", "reason": {"kind": "user"}})
+    ev += ended(len(ev), 2, "This failed", {"kind": "error", "error": {"message": "x"}})
+    ev += untitled_turn(len(ev), 3, "Then this worked", "ok")
+    write_session(w["root"], make_header("mixed", str(w["ws"])), ev)
+    app = DshApp(None, start="chat")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = browser(app, w, provider_route=lambda: (provider("x"), "mock-model", ""))
+        await app.push_screen(screen)
+        await indexed(pilot, screen)
+        screen.list.focus()
+        screen.list.move_to([e.row.id for e in screen.list.entries].index("mixed"))
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal))
+        options = app.screen.query_one(OptionList)
+        labels = [str(options.get_option_at_index(i).prompt) for i in range(options.option_count)]
+        assert labels == ["after turn 3: Then this worked", "after turn 2: This failed (failed)",
+                          "after turn 1: Stop this one (cancelled)"]
+        await pilot.press("escape")
+
+
 async def test_archive_view_lists_the_archived_and_enter_unarchives(tmp_path, monkeypatch):
     """Issue #26 item 21: ``a`` archived a session out of every view for good. ``A`` lists the archive,
     Enter unarchives, Esc goes back to the list (which has the session again)."""

@@ -24,6 +24,7 @@ from .actions import (  # noqa: F401
     archive,
     bucket_rows,
     completed_turns,
+    ended_turns,
     fork_at_turn,
     move_to_trash,
     numbered_title,

@@ -57,10 +57,16 @@ def rename(row: SessionRow, title: str) -> dict:
 
 def completed_turns(row: SessionRow) -> list[tuple[int, str]]:
     """(turn, first user text) of every completed turn: the fork picker's choices."""
+    return [(turn, text) for turn, text, _kind in ended_turns(row)]
+
+
+def ended_turns(row: SessionRow) -> list[tuple[int, str, str]]:
+    """(turn, first user text, how it ended: "completed", "aborted", "error", …) of every ended turn a fork
+    can follow (the fork picker marks the ones that did not complete)."""
     if row.id is None:
         return []
     res = store_for(row).inspect(row.id)
-    out: list[tuple[int, str]] = []
+    out: list[tuple[int, str, str]] = []
     prompt: dict[int, str] = {}
     turn = 0
     for e in res.events[: len(res.events) - len(res.closers)]:
@@ -71,7 +77,8 @@ def completed_turns(row: SessionRow) -> list[tuple[int, str]]:
         elif t == "user/message" and (d.get("source") or {}).get("kind") == "user" and turn not in prompt:
             prompt[turn] = _text_of(d.get("content"), reasoning=False).replace("\n", " ")[:80]
         elif t == "turn/end" and (d.get("reason") or {}).get("kind") != "interrupted":
-            out.append((d.get("turn", turn), prompt.get(d.get("turn", turn), "")))
+            out.append((d.get("turn", turn), prompt.get(d.get("turn", turn), ""),
+                        str((d.get("reason") or {}).get("kind") or "completed")))
     return out
 
 

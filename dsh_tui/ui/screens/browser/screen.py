@@ -777,14 +777,16 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         if row is None:
             return
         try:
-            turns = cat.completed_turns(row)
+            turns = cat.ended_turns(row)
         except Exception as err:  # noqa: BLE001
             self.notify(f"Cannot read the session: {err}", severity="error", timeout=6)
             return
         if not turns:
             self.notify("No completed turn to fork at.", severity="warning", timeout=4)
             return
-        choices = [(f"after turn {n}: {text}", n) for n, text in reversed(turns)]
+        marks = {"aborted": " (cancelled)", "error": " (failed)", "max-tokens": " (cut at the output limit)"}
+        choices = [(f"after turn {n}: {text}{marks.get(kind, '' if kind == 'completed' else f' ({kind})')}", n)
+                   for n, text, kind in reversed(turns)]
         turn = await self.app.push_screen_wait(ChoiceModal(f"Fork “{row.display_title or row.id}” after which turn?",
                                                            choices))
         if turn is None:
