@@ -16,6 +16,7 @@ from dsh_tui.ui.screens.chat import ChatScreen
 from tests.store.test_catalog_display import ended, untitled_turn
 from tests.store.test_catalog_support import make_header, write_session
 from tests.ui.conftest import scripted_app, submit, wait_for
+from tests.ui.screen_text import screen_text
 
 NOW = 1_780_000_100_000
 
@@ -202,6 +203,22 @@ async def test_trash_counts_and_refuses_resume_and_fork(tmp_path, monkeypatch):
         await pilot.press("enter")
         await pilot.pause()
         assert "Trash · 1 session " in str(screen.query_one("#scope").render())
+
+
+async def test_the_empty_browser_on_a_fresh_machine_says_ctrl_n_starts_one(tmp_path, monkeypatch):
+    """Issue #26 item 22: a fresh machine's browser said only "No sessions"."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(ws)
+    w = {"root": tmp_path / "root", "ws": ws, "tmp": tmp_path}
+    app = DshApp(None, start="chat")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = browser(app, w)
+        await app.push_screen(screen)
+        await indexed(pilot, screen)
+        await wait_for(pilot, lambda: "No sessions yet: Ctrl+N to start one here." in screen_text(app))
+        await pilot.press(*"zz")
+        await wait_for(pilot, lambda: "No session matches (Esc clears the filter)." in screen_text(app))
 
 
 async def test_the_fork_picker_marks_cancelled_and_failed_turns(tmp_path, monkeypatch):

@@ -201,6 +201,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self.search_mode = False
         self.trash_mode = False  # a bucket's list is shown (the trash or the archive: ``bucket``)
         self.bucket = cat.TRASH_DIR
+        self._scanned = False  # the roots were scanned once (an empty list then means no sessions)
         self.expanded: set[str] = set()
         self._ids: set[str] = set()
         self._has_lineage = False
@@ -327,6 +328,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self._rebuild(keep_cursor=True)
 
     def _set_rows(self, rows: list[SessionRow], revalidated: bool = False) -> None:
+        self._scanned = self._scanned or revalidated
         if self.trash_mode:
             return  # the trash list stays until Esc
         self.rows = rows
@@ -391,6 +393,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
                     filtered = [r for r, hay in hays if all(w in hay for w in words)]
             entries = self._lineage(filtered)
         current = self.list.current
+        self.list.empty_text = self._empty_text(text)
         self.list.set_entries(entries, keep_cursor=keep_cursor)
         plain = isinstance(entries, PlainEntries)
         if keep_cursor and current is not None and self.list.user_moved:  # (untouched: the top stays selected)
@@ -400,6 +403,20 @@ restore first) · **A** archived sessions (**Enter** unarchives).
                     self.list.move_to(i)
                     break
         self._update_header(len(entries) if plain else sum(1 for e in entries if e.hit_seq is None))
+
+    def _empty_text(self, text: str) -> str:
+        """What an empty list says, and what to do about it."""
+        if self.trash_mode:
+            return "No archived sessions (a archives one)." if self._archive() else "The trash is empty."
+        if self.search_mode:
+            return "No message or tool output matches." if text.strip() else "Type to search messages and tool output."
+        if text:
+            return "No session matches (Esc clears the filter)."
+        if not self._scanned:
+            return "Looking for sessions…"
+        if self.rows and not self.scope_all:
+            return "No sessions in this workspace: Tab shows every workspace, Ctrl+N starts one here."
+        return "No sessions yet: Ctrl+N to start one here."
 
     def _sorted(self, rows: list[SessionRow]) -> list[SessionRow]:
         key = (id(rows), self._rows_version)
