@@ -207,6 +207,7 @@ def test_fork_and_resume_resolve_ids_like_every_command(root, capsys, tmp_path):
     rc, _, err = cli(capsys, "fork", "aaaa", "--root", root)
     assert_one_line(rc, err, (1,))
     assert "ambiguous" in err
+    assert "aaaa-1" in err and "aaaa-2" in err  # the candidates are listed (issue #26 item 22)
     rc, out, err = cli(capsys, "fork", "aaaa-1", "--root", root)
     assert rc == 0, err
     log = next(root.rglob("aaaa-2/session.jsonl"))

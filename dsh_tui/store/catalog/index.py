@@ -577,7 +577,11 @@ class Catalog:
         if len(pref) == 1:
             return pref[0]
         if len(pref) > 1:
-            raise CatalogError(f"session id {ident!r} is ambiguous ({len(pref)} sessions start with it)")
+            shown = [f"{r.id} ({r.display_title})" if r.display_title else str(r.id)
+                     for r in sorted(pref, key=lambda r: -(r.updated_at or r.created_at or 0))[:8]]
+            more = f", and {len(pref) - 8} more" if len(pref) > 8 else ""
+            raise CatalogError(f"session id {ident!r} is ambiguous ({len(pref)} sessions start with it): "
+                               f"{', '.join(shown)}{more}")
         # an unreadable log has no id from its header: the name of its session directory is the id it was
         # stored under, so asking for it by id says why it cannot be read (as asking by path does)
         named = [r for r in rows if r.id is None and r.state == UNREADABLE and _dir_id(r.path) == ident]
