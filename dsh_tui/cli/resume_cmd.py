@@ -1,4 +1,5 @@
-"""``dsh-tui resume ID | --last [--headless PROMPT] [--model M] [--root DIR]...``: continue a session.
+"""``dsh-tui resume ID | --last [--headless PROMPT] [--model M] [--preset NAME] [--root DIR]...``: continue a
+session (``--preset`` as for ``run``: the permission preset from now on, default workspace-write).
 
 Without ``--headless`` the chat screen opens on the resumed session (store lifecycle ``resume``: lock,
 repair of a torn tail / open turn, ``session/end-seed``). With ``--headless "PROMPT"`` one turn runs
@@ -23,6 +24,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="run one turn without the UI and print the answer (no PROMPT: with "
                              "--input-format stream-json, the prompts come from stdin)")
     parser.add_argument("--model", help="model for the next requests")
+    from dsh_tui.cli.run_cmd import PRESETS
+
+    parser.add_argument("--preset", choices=PRESETS, default="workspace-write",
+                        help="permission preset (default workspace-write)")
     parser.add_argument("--root", action="append", default=[], metavar="DIR",
                         help="also read sessions under DIR (repeatable; the default root is always read)")
     from dsh_tui.cli import add_plugin_arguments, output
@@ -67,16 +72,18 @@ def _store(row):
 
 async def resume_headless(store: Any, session_id: str, provider: Any, model: str, prompt: str,
                           *, cwd: str | None = None, keep_model: bool = True, out: Any = None,
-                          more: Any = None, signals: list[int] | None = None) -> tuple[str, str]:
+                          more: Any = None, signals: list[int] | None = None,
+                          preset: str = "workspace-write") -> tuple[str, str]:
     """Resume ``session_id``, run one turn with ``prompt``; returns (final answer text, turn end reason).
     ``out`` and ``more``: as ``run_cmd.run_headless`` (each turn's result printed; further prompts), and
-    SIGINT/SIGTERM/SIGHUP end it as there (their numbers go to ``signals``)."""
+    SIGINT/SIGTERM/SIGHUP end it as there (their numbers go to ``signals``); ``preset``: the permission
+    preset from now on."""
     from dsh_tui.cli.run_cmd import run_turns
     from dsh_tui.runtime.host import AgentHost, HostSpec
     from dsh_tui.tools.procs import ExitSignals
 
     spec = HostSpec(root=None, store=store, cwd=Path(cwd) if cwd else None, provider=provider, model=model,
-                    resume_id=session_id, keep_model=keep_model)
+                    resume_id=session_id, keep_model=keep_model, preset=preset)
     with ExitSignals() as stop:
         try:
             host = await AgentHost.open(spec)
@@ -110,6 +117,7 @@ def resume_app(args: argparse.Namespace, row: Any) -> Any:
         if provider is None:
             raise DshError(hint or "no model provider configured")
     root, cwd, model_arg = Path(row.root), Path(row.cwd or os.getcwd()), args.model
+    preset = getattr(args, "preset", None) or "workspace-write"
 
     def resolve() -> tuple[Any, str]:
         from dsh_tui.ui.harness import HarnessSpec, open_harness
@@ -118,7 +126,7 @@ def resume_app(args: argparse.Namespace, row: Any) -> Any:
         if provider is None:
             return None, hint
         spec = HarnessSpec(root=root, cwd=cwd, provider=provider, model=model, resume_id=row.id,
-                           keep_model=not model_arg)
+                           keep_model=not model_arg, preset=preset)
         return (lambda bridge: open_harness(bridge, spec)), ""
 
     return checked(DshApp(None, settings=settings, resolve=resolve, session_roots=[root, *args.root]))
@@ -158,5 +166,5 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--input-format stream-json: stdin held no prompt")
     out = output.HeadlessOutput(args.output_format)
     asyncio.run(resume_headless(_store(row), row.id, provider, model, first, keep_model=not args.model, out=out,
-                                more=prompts))
+                                more=prompts, preset=args.preset))
     return out.finish()

@@ -59,3 +59,22 @@ def test_headless_resume_runs_one_turn_and_appends_after_end_seed(tmp_path):
     sent = provider.requests[-1]["messages"]
     assert any(b.get("text") == "again?" for m in sent for b in m["content"])
     assert any(b.get("text") == "world" for m in sent for b in m["content"])  # the resumed history
+
+
+def test_resume_takes_a_preset_as_run_does(tmp_path):
+    """Issue #26 item 22: ``run`` had ``--preset``, ``resume`` had not. Under ``read-only`` a resumed
+    headless turn's write is refused (nothing is written)."""
+    p = run_cli("resume", "--help")
+    assert p.returncode == 0 and "--preset" in p.stdout and "read-only" in p.stdout
+    p = run_cli("resume", "s1", "--preset", "bogus", "--root", str(tmp_path / "r"))
+    assert p.returncode == 2 and "invalid choice" in p.stderr and "Traceback" not in p.stderr
+    root = tmp_path / "r"
+    write_session(root, make_header("s1", str(tmp_path)), user_turn(0, 1, "hello", "world"))
+    target = tmp_path / "made.txt"
+    provider = ScriptedProvider([scripted.call("c1", "write", {"file_path": str(target), "content": "x\n"}),
+                                 scripted.text("tried")], name="mock", context_window=100_000)
+    answer, reason = asyncio.run(resume_headless(open_store(root), "s1", provider, "mock-model", "write it",
+                                                 cwd=str(tmp_path), preset="read-only"))
+    assert reason == "completed" and not target.exists()
+    decided = [e["data"] for e in open_store(root).inspect("s1").events if e["type"] == "approval/decided"]
+    assert [d["outcome"] for d in decided] == ["unavailable"]  # workspace-write would have written it
