@@ -327,13 +327,16 @@ MCP_NONE = "No MCP servers configured. Add [mcp.servers.<name>] to settings.toml
 
 
 def mcp_listing(rows: list[Any]) -> str:
-    """The ``/mcp`` text: each server's ``name  state · detail`` and its transport and target."""
+    """The ``/mcp`` text: each server's ``name  state · detail``, its transport and target, and the names of
+    its tools."""
     if not rows:
         return MCP_NONE
     lines = [f"{len(rows)} MCP server(s):"]
     for row in rows:
         lines.append(row.text)
         lines.append(f"  {row.transport}: {row.target}")
+        if row.tools:
+            lines.append(f"  tools: {', '.join(row.tools)}")
         lines.extend(f"  note: {note}" for note in mcp_notes(row))
     return "\n".join(lines)
 

@@ -129,6 +129,9 @@ def test_mcp_in_headless_mode_prints_the_server_list(tmp_path):
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[:3] == ["2 MCP server(s):", "t  ready · 12 tools", f"  stdio: {server}"]
+    assert lines[3].startswith("  tools: ") and "echo" in lines[3].split(", ")[0] + lines[3]  # the names
+    assert len(lines[3].removeprefix("  tools: ").split(", ")) == 12
+    lines.pop(3)
     assert lines[3].startswith("gone  reconnecting (attempt ") and \
         lines[3].endswith(f"· cannot start {tmp_path / 'missing'}: no such file or directory")
     assert srv.requests == []  # a command, not a prompt

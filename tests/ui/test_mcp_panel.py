@@ -53,6 +53,7 @@ async def test_the_panel_lists_states_and_reconnects_one(tmp_path):
         command = f"stdio: {sys.executable}"
         assert command in text or (command[:20] in text and "…" in text), text
         assert "missing reconnecting (attempt " in text  # with the reason
+        assert "tools: " in text and "echo" in text.split("tools: ", 1)[1]  # the names, not only a count
         assert f"/10) · cannot start {tmp_path / 'nope'}: no such file or directory" in text
         # r on the highlighted row (the first: t) reconnects it
         server = app.bridge.harness.agent.mcp.get("t")

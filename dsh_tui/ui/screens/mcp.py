@@ -45,6 +45,15 @@ def row_text(row: Any, width: int = 90) -> Text:
     text.append(detail, style=STATE_STYLE.get(row.state, ""))
     where = f"{row.transport}: "
     text.append(f"\n  {where}{_middle(row.target, max(10, width - len(where) - 2))}", style="dim")
+    tools = list(getattr(row, "tools", None) or [])
+    if tools:  # the names, as many as fit on one line
+        shown, room = [], width - len("  tools: ") - 12
+        for name in tools:
+            if shown and sum(len(n) + 2 for n in shown) + len(name) > room:
+                break
+            shown.append(name)
+        more = f", … +{len(tools) - len(shown)} more" if len(shown) < len(tools) else ""
+        text.append(f"\n  tools: {', '.join(shown)}{more}")
     for note in mcp_notes(row):
         text.append(f"\n  note: {_middle(note, max(10, width - 8))}", style="dim")
     return text
