@@ -115,6 +115,12 @@ class PromptHistory:
         self.index = index
         return self._at(index)
 
+    def matching(self, query: str) -> list[int]:
+        """The indexes of the entries that hold ``query`` (case-insensitive), newest first."""
+        self.find(query, len(self.entries))  # brings the folded copies up to date
+        needle = query.casefold()
+        return [i for i, text in enumerate(self._folded) if needle in text]
+
     def find(self, query: str, start: int, step: int = 1) -> tuple[int, int] | None:
         """The first entry from ``start`` (older with ``step`` 1, newer with -1) that holds ``query``
         (case-insensitive): (entry index, offset of the match); None: none."""
@@ -226,8 +232,9 @@ class HistorySearch:
 
     def show(self) -> None:
         count = len(self.history.entries)
-        if self.match is not None:
-            where = f"{self.match[0] + 1} of {count}"
+        if self.match is not None:  # the match's rank among the entries holding the query, not among all
+            hits = self.history.matching(self.query)
+            where = f"match {hits.index(self.match[0]) + 1 if self.match[0] in hits else '?'} of {len(hits)}"
         elif not count:
             where = "loading…" if getattr(self.history, "loading", False) else "no history yet"
         else:
