@@ -205,6 +205,25 @@ async def test_trash_counts_and_refuses_resume_and_fork(tmp_path, monkeypatch):
         assert "Trash · 1 session " in str(screen.query_one("#scope").render())
 
 
+async def test_esc_in_a_read_only_view_goes_back_to_the_browser(tmp_path, monkeypatch):
+    """Issue #26 item 22: Esc did nothing in a read-only view opened from the browser."""
+    w = world(tmp_path, monkeypatch)
+    app = DshApp(None, start="chat")
+    async with app.run_test(size=(120, 36)) as pilot:
+        screen = browser(app, w, provider_route=lambda: (provider("x"), "mock-model", ""))
+        await app.push_screen(screen)
+        await indexed(pilot, screen)
+        screen.list.focus()
+        screen.list.move_to([e.row.id for e in screen.list.entries].index("garden"))
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChatScreen) and app.screen.read_only
+                       and "water the roses" in screen_text(app))
+        depth = len(app.screen_stack)
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: app.screen is screen)
+        assert len(app.screen_stack) == depth - 1  # back where it was opened, not a browser over it
+
+
 async def test_the_empty_browser_on_a_fresh_machine_says_ctrl_n_starts_one(tmp_path, monkeypatch):
     """Issue #26 item 22: a fresh machine's browser said only "No sessions"."""
     ws = tmp_path / "ws"

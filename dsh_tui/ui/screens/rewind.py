@@ -56,7 +56,16 @@ def live_agent(chat: Any) -> Any:
 
 
 def escape_when_idle(chat: Any) -> None:
-    """An Esc with nothing else to do: the second one in a row opens the rewind picker."""
+    """An Esc with nothing else to do: the second one in a row opens the rewind picker. In a read-only view
+    (nothing to rewind) Esc goes back to the session browser it was opened from (or opens the browser)."""
+    if getattr(chat, "read_only", False):
+        app = chat.app
+        stack = list(app.screen_stack)
+        if len(stack) >= 2 and stack[-1] is chat and type(stack[-2]).__name__ == "BrowserScreen":
+            app.pop_screen()
+        elif hasattr(app, "action_browser"):
+            app.action_browser()
+        return
     now = time.monotonic()
     last, chat._last_idle_escape = getattr(chat, "_last_idle_escape", 0.0), now
     if now - last <= DOUBLE_ESC_S:
