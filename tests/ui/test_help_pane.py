@@ -60,4 +60,4 @@ async def test_the_browsers_help_reads_to_its_last_line(tmp_path, monkeypatch, s
         await pilot.press("f1")
         await pilot.pause(0.3)
         shown = await read_to_the_end(app, pilot)
-        assert "resume and fork need a restore first)." in shown, shown
+        assert "archived sessions (Enter unarchives)." in shown, shown
