@@ -129,7 +129,9 @@ async def test_the_permission_mode_stays_at_80_columns_running_and_after_an_erro
         await wait_for(pilot, lambda: "key revoked" in _status_line(app))
         line = _status_line(app)
         assert "workspace-write" in line and "mock-model" in line and len(line.rstrip()) <= 80, line
-        assert "key revoked" in screen_text(app).split(line)[0]  # the footer says it too
+        # the footer says it too (painted a frame after the bar, which the notice updates first)
+        await wait_for(pilot, lambda: "Failed: AUTH" in screen_text(app) and "key revoked" in
+                       screen_text(app).split("Failed: AUTH", 1)[1].split("\n▊", 1)[0])
         await pilot.pause(0.2)
         errors = [n.message for n in app._notifications if n.severity == "error"]
         assert not errors, errors
