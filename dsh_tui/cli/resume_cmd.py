@@ -78,26 +78,12 @@ async def resume_headless(store: Any, session_id: str, provider: Any, model: str
     ``out`` and ``more``: as ``run_cmd.run_headless`` (each turn's result printed; further prompts), and
     SIGINT/SIGTERM/SIGHUP end it as there (their numbers go to ``signals``); ``preset``: the permission
     preset from now on."""
-    from dsh_tui.cli.run_cmd import run_turns
-    from dsh_tui.runtime.host import AgentHost, HostSpec
-    from dsh_tui.tools.procs import ExitSignals
+    from dsh_tui.cli.run_cmd import drive
+    from dsh_tui.runtime.host import HostSpec
 
     spec = HostSpec(root=None, store=store, cwd=Path(cwd) if cwd else None, provider=provider, model=model,
                     resume_id=session_id, keep_model=keep_model, preset=preset)
-    with ExitSignals() as stop:
-        try:
-            host = await AgentHost.open(spec)
-            if out is not None:
-                out.attach(host)
-            try:
-                result = await run_turns(host, prompt, stop, out, more)
-            finally:
-                await host.close()
-        finally:
-            if signals is not None:
-                signals.extend(stop.got)
-            if out is not None and stop.got:
-                out.interrupted(stop.got[0])
+    result = await drive(spec, prompt, out=out, more=more, signals=signals)
     return result.answer, result.reason.get("kind", "?")
 
 

@@ -107,24 +107,44 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
     the signal's number is appended to ``signals``."""
     from pathlib import Path
 
-    from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.runtime.host import HostSpec
+
+    def before(host: Any) -> None:
+        if hasattr(provider, "root_idle"):  # a recorded scenario directory: children settle as recorded
+            provider.root_idle = host.agent.wait_idle
+
+    def after(host: Any) -> None:
+        if notes is not None:
+            from dsh_tui.session.rows import plain_events
+
+            notes.extend(skipped_notes(plain_events(host.agent.session.events)))
+            notes.extend(mcp_problems(host.agent))
+
+    spec = HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider, model=model, preset=preset)
+    result = await drive(spec, prompt, out=out, more=more, signals=signals, settle=True, before=before,
+                         after=after)
+    return result.answer, result.reason, result.session_id
+
+
+async def drive(spec: Any, prompt: Any, *, out: Any = None, more: Any = None, signals: list[int] | None = None,
+                settle: bool = False, before: Any = None, after: Any = None) -> Any:
+    """Open the agent host of ``spec``, run ``prompt`` (and ``more``: ``run_turns``) under the exit signals,
+    close it; ``before(host)`` runs once it is open, ``after(host)`` once the turns are over. The last
+    turn's ``TurnResult``; a signal's number goes to ``signals`` and to ``out``."""
+    from dsh_tui.runtime.host import AgentHost
     from dsh_tui.tools.procs import ExitSignals
 
     with ExitSignals() as stop:
         try:
-            host = await AgentHost.open(HostSpec(root=None, store=store, cwd=Path(cwd), provider=provider,
-                                                 model=model, preset=preset))
-            if hasattr(provider, "root_idle"):  # a recorded scenario directory: children settle as recorded
-                provider.root_idle = host.agent.wait_idle
+            host = await AgentHost.open(spec)
+            if before is not None:
+                before(host)
             if out is not None:
                 out.attach(host)
             try:
-                result = await run_turns(host, prompt, stop, out, more, settle=True)
-                if notes is not None:
-                    from dsh_tui.session.rows import plain_events
-
-                    notes.extend(skipped_notes(plain_events(host.agent.session.events)))
-                    notes.extend(mcp_problems(host.agent))
+                result = await run_turns(host, prompt, stop, out, more, settle=settle)
+                if after is not None:
+                    after(host)
             finally:
                 await host.close()
         finally:
@@ -132,7 +152,7 @@ async def run_headless(store: Any, provider: Any, model: str, prompt: str, *, cw
                 signals.extend(stop.got)
             if out is not None and stop.got:
                 out.interrupted(stop.got[0])
-    return result.answer, result.reason, result.session_id
+    return result
 
 
 async def run_turns(host: Any, prompt: Any, stop: Any, out: Any, more: Any, *, settle: bool = False) -> Any:
