@@ -4,6 +4,7 @@ ids the app's screens and widgets declare."""
 
 BINDING_IDS: frozenset[str] = frozenset({
     "app.browser", "app.help", "app.help_down", "app.help_up", "app.quit", "app.timeline", "browser.archive",
+    "browser.archived", "chat.interrupt", "composer.expand_pastes",
     "browser.back", "browser.children", "browser.delete", "browser.escape", "browser.export", "browser.filter",
     "browser.fork", "browser.list", "browser.new", "browser.refresh", "browser.rename", "browser.resume",
     "browser.scope", "browser.search", "browser.timeline", "browser.trash", "chat.bottom", "chat.cancel",
