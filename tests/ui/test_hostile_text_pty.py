@@ -63,4 +63,6 @@ def test_control_sequences_in_an_answer_never_reach_the_terminal(tmp_path):
     assert "\x9d".encode() not in out and "\x9c".encode() not in out
     shown = _plain(out[mark:])
     assert "start middle" in shown.replace("  ", " ") or ("start" in shown and "middle" in shown)
-    assert "\U0001f600 lone:\ufffd finish" in shown
+    # the pieces, not one run: under load the answer is painted over several frames, and a later frame may
+    # redraw only the cells that changed
+    assert all(piece in shown for piece in ("\U0001f600", "lone:", "\ufffd", "finish")), shown[-2000:]
