@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,13 @@ settings.register_profile("dsh-tui", deadline=None)
 settings.load_profile("dsh-tui")
 
 REPO = Path(__file__).resolve().parents[1]
+
+# A suite started in the background (nohup, `cmd &` in a script, some CI runners) inherits SIGHUP and SIGINT
+# ignored, and so would every dsh-tui the tests start: it keeps a signal it was started ignoring ignored (as
+# nohup asks), and the signal tests would wait for nothing. The tests run as from a terminal.
+for _sig, _handler in ((signal.SIGHUP, signal.SIG_DFL), (signal.SIGINT, signal.default_int_handler)):
+    if signal.getsignal(_sig) == signal.SIG_IGN:
+        signal.signal(_sig, _handler)
 # Everything the tests read lives in this repository: a fresh clone passes its own suite.
 FIXTURES = REPO / "tests" / "fixtures" / "dsh"  # the recorded dsh logs (MIT, see its LICENSE)
 INVENTORY = REPO / "tests" / "fixtures" / "dsh-inventory.tsv"  # the corpus inventory: scenario, files, tags
