@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from dsh_tui.store.open import open_store
+
 ANSI = re.compile(rb"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b[()][0-9A-Za-z]|\x1b[=>]")
 DSH_TUI = Path(sys.executable).parent / "dsh-tui"
 API_KEY = "sk-pty-0123456789abcdef"
@@ -55,6 +57,19 @@ def user_texts(request: dict) -> list[str]:
             content = m.get("content")
             out.append(content if isinstance(content, str) else "".join(p.get("text", "") for p in content))
     return out
+
+
+def session_events(root: Path) -> list[dict]:
+    """The events of the one session under ``root``."""
+    store = open_store(root)
+    (header,) = store.list()
+    return store.inspect(header["id"]).events
+
+
+def typed(events: list[dict]) -> list[str]:
+    """The texts the user sent (not the app's own messages), in order."""
+    return [e["data"]["content"][0]["text"] for e in events
+            if e["type"] == "user/message" and e["data"]["source"]["kind"] == "user"]
 
 
 def app_env(tmp_path: Path, base_url: str | None = None, **extra: str) -> dict[str, str]:

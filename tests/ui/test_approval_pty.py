@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 
-from dsh_tui.store.open import open_store
 from tests.llm.sse_server import chunk, tool_call
 from tests.ui.browser_support import ModelServer
-from tests.ui.pty_support import PtyApp, app_env
+from tests.ui.pty_support import PtyApp, app_env, session_events, typed
 
 TYPED = "yes and please also run the tests"
 
@@ -57,10 +56,7 @@ def test_typing_when_the_approval_appears_decides_nothing(tmp_path):
         mark = app.after(mark, "echo")  # then the queued follow-up was sent and answered
         app.write(b"\x11")  # Ctrl+Q
         assert app.wait_exit() == 0, app.plain()[-2000:]
-    store = open_store(root)
-    (header,) = store.list()
-    events = store.inspect(header["id"]).events
+    events = session_events(root)
     assert [e["data"]["outcome"] for e in events if e["type"] == "approval/decided"] == ["allowed-once"]
-    users = [e["data"]["content"][0]["text"] for e in events
-             if e["type"] == "user/message" and e["data"]["source"]["kind"] == "user"]
+    users = typed(events)
     assert users == ["run the command", TYPED]  # the typed follow-up, whole, queued and sent after the turn

@@ -3,9 +3,8 @@ idle, and Ctrl+Q quits. ``dsh-tui run`` in a pseudo-terminal against a model ser
 
 from __future__ import annotations
 
-from dsh_tui.store.open import open_store
 from tests.ui.browser_support import ModelServer
-from tests.ui.pty_support import PtyApp, app_env
+from tests.ui.pty_support import PtyApp, app_env, session_events, typed
 
 
 def test_ctrl_c_cancels_a_turn_and_clears_the_idle_composer(tmp_path):
@@ -32,11 +31,8 @@ def test_ctrl_c_cancels_a_turn_and_clears_the_idle_composer(tmp_path):
         assert app.proc.poll() is None
         app.write(b"\x11")  # Ctrl+Q
         assert app.wait_exit() == 0, app.plain()[-2000:]
-    store = open_store(root)
-    (header,) = store.list()
-    events = store.inspect(header["id"]).events
-    users = [e["data"]["content"][0]["text"] for e in events
-             if e["type"] == "user/message" and e["data"]["source"]["kind"] == "user"]
+    events = session_events(root)
+    users = typed(events)
     assert users == ["keep streaming", "fresh"]
     ends = [e["data"]["reason"]["kind"] for e in events if e["type"] == "turn/end"]
     assert ends == ["aborted", "aborted"]  # as Esc ends a turn

@@ -5,9 +5,8 @@ from the model's requests and the session log after the app has quit."""
 
 from __future__ import annotations
 
-from dsh_tui.store.open import open_store
 from tests.ui.browser_support import ModelServer
-from tests.ui.pty_support import PtyApp, app_env, user_texts
+from tests.ui.pty_support import PtyApp, app_env, session_events, typed, user_texts
 
 PASTE = "line one\nline two\nline three"
 
@@ -41,11 +40,8 @@ def test_paste_queue_steer_and_focus_through_a_real_terminal(tmp_path):
         mark = app.after(mark, "interrupted")
         app.write(b"\x11")  # Ctrl+Q
         assert app.wait_exit() == 0, app.plain()[-2000:]
-    store = open_store(root)
-    (header,) = store.list()
-    events = store.inspect(header["id"]).events
-    users = [e["data"]["content"][0]["text"] for e in events
-             if e["type"] == "user/message" and e["data"]["source"]["kind"] == "user"]
+    events = session_events(root)
+    users = typed(events)
     assert users[:2] == [PASTE, "keep streaming"]
     steers = [m["content"][0]["text"] for e in events if e["type"] == "agent/inbox/spliced"
               and e["data"]["target"] == "next-step" for m in e["data"].get("inserted", [])]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from dsh_tui.store.open import open_store
 from tests.ui.browser_support import ModelServer
-from tests.ui.pty_support import PtyApp, app_env
+from tests.ui.pty_support import PtyApp, app_env, typed
 
 
 def _drive(args: list[str], cwd: Path, env: dict, script) -> str:
@@ -58,6 +58,5 @@ def test_queued_prompts_survive_quit_and_come_back_on_resume(tmp_path):
         _drive(["resume", header["id"], "--root", str(root)], ws, env, second)
     assert not list((data / "dsh-tui" / "pending").glob("*.json"))  # taken
     events = open_store(root).inspect(header["id"]).events
-    users = [e["data"]["content"][0]["text"] for e in events
-             if e["type"] == "user/message" and e["data"]["source"]["kind"] == "user"]
+    users = typed(events)
     assert users[-1] == "queued one\n\nqueued two", (users, [e["type"] for e in events][-30:])

@@ -10,9 +10,8 @@ import time
 
 import pytest
 
-from dsh_tui.store.open import open_store
 from tests.ui.browser_support import ModelServer
-from tests.ui.pty_support import PtyApp, app_env, plain
+from tests.ui.pty_support import PtyApp, app_env, plain, session_events
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
@@ -30,8 +29,6 @@ def test_the_app_quits_cleanly_on_a_signal_mid_turn(tmp_path, sig):
         while app.proc.poll() is None and time.monotonic() < deadline:
             app.read(0.1)
         assert app.proc.poll() == 0, (app.proc.returncode, app.plain()[-2000:])
-    store = open_store(root)
-    (header,) = store.list()
-    events = store.inspect(header["id"]).events
+    events = session_events(root)
     ends = [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
     assert len(ends) == 1 and ends[0]["kind"] == "aborted", ends
