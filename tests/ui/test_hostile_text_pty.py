@@ -7,18 +7,9 @@ character and the lone surrogate as U+FFFD; the app keeps running and quits clea
 
 from __future__ import annotations
 
-import fcntl
-import os
-import struct
-import subprocess
-import sys
-import termios
-from pathlib import Path
-
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply
-from tests.ui.test_demo_pty import _plain, _read_until
+from tests.ui.pty_support import PtyApp, app_env, plain
 
-DSH_TUI = Path(sys.executable).parent / "dsh-tui"
 HOSTILE = "start \x1b]52;c;aGVsbG8=\x07\x1b]0;PWNED-TITLE\x07\x1b[2J\x1b[1;1Hmiddle \x9d0;C1-TITLE\x9c split:"
 
 
@@ -34,34 +25,19 @@ def test_control_sequences_in_an_answer_never_reach_the_terminal(tmp_path):
                            chunk(finish="stop", usage={"prompt_tokens": 3, "completion_tokens": 1})))
         (cfg / "settings.toml").write_text(f'[default]\nprovider = "local"\nmodel = "m"\n'
                                            f'[providers.local]\nbase_url = "{srv.base_url}/v1"\n')
-        env = {**os.environ, "TERM": "xterm-256color", "DSH_HOME": str(tmp_path / "home"),
-               "XDG_CONFIG_HOME": str(tmp_path / "cfg"), "XDG_DATA_HOME": str(tmp_path / "data"),
-               "XDG_STATE_HOME": str(tmp_path / "state")}
-        env.pop("TEXTUAL", None)
-        master, slave = os.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 100, 0, 0))
-        proc = subprocess.Popen([str(DSH_TUI), "run", "--root", str(tmp_path / "root")], cwd=ws, stdin=slave,
-                                stdout=slave, stderr=slave, env=env, start_new_session=True, close_fds=True)
-        os.close(slave)
-        buf = bytearray()
-        try:
-            assert _read_until(master, buf, lambda b: "Enter send" in _plain(b), 60), _plain(buf)[-2000:]
-            mark = len(buf)
-            os.write(master, b"hello\r")
-            assert _read_until(master, buf, lambda b: "finish" in _plain(b[mark:]), 60), _plain(buf)[-2000:]
-            _read_until(master, buf, lambda b: False, 0.5)  # the frames after the answer
-            os.write(master, b"\x11")  # Ctrl+Q
-            _read_until(master, buf, lambda b: proc.poll() is not None, 20)
-            assert proc.wait(10) == 0, _plain(buf)[-2000:]
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            os.close(master)
-    out = bytes(buf)
+        with PtyApp(["run", "--root", str(tmp_path / "root")], env=app_env(tmp_path), cwd=ws, rows=30,
+                    cols=100) as app:
+            assert app.read_until(lambda b: "Enter send" in plain(b), 60), app.plain()[-2000:]
+            mark = len(app.buf)
+            app.write(b"hello\r")
+            assert app.read_until(lambda b: "finish" in plain(b[mark:]), 60), app.plain()[-2000:]
+            app.read(0.5)  # the frames after the answer
+            app.write(b"\x11")  # Ctrl+Q
+            assert app.wait_exit() == 0, app.plain()[-2000:]
+    out = bytes(app.buf)
     assert b"]52;" not in out and b"PWNED-TITLE" not in out and b"C1-TITLE" not in out
     assert "\x9d".encode() not in out and "\x9c".encode() not in out
-    shown = _plain(out[mark:])
+    shown = plain(out[mark:])
     assert "start middle" in shown.replace("  ", " ") or ("start" in shown and "middle" in shown)
     # the pieces, not one run: under load the answer is painted over several frames, and a later frame may
     # redraw only the cells that changed
