@@ -16,7 +16,9 @@ def test_ctrl_c_cancels_a_turn_and_clears_the_idle_composer(tmp_path):
         app.write(b"keep streaming\r")  # a turn that runs until it is cancelled
         mark = app.after(mark, "still streaming")
         app.write(b"\x03")  # Ctrl+C: cancels it
-        mark = app.after(mark, "interrupted")
+        app.after(mark, "interrupted")
+        # the turn has ended once the composer says "Enter send" again (a Ctrl+C before that cancels again)
+        mark = app.after(mark, "Enter send")
         assert app.proc.poll() is None
         app.write(b"a draft to throw away")
         mark = app.after(mark, "throw away")
@@ -25,7 +27,8 @@ def test_ctrl_c_cancels_a_turn_and_clears_the_idle_composer(tmp_path):
         app.write(b"fresh\r")  # (the server streams forever while "keep streaming" is in the history)
         mark = app.after(mark, "still streaming")
         app.write(b"\x03")
-        mark = app.after(mark, "interrupted")
+        app.after(mark, "interrupted")
+        mark = app.after(mark, "Enter send")
         app.write(b"\x03")  # idle and empty: says how to quit, quits nothing
         mark = app.after(mark, "Ctrl+Q quits")
         assert app.proc.poll() is None
