@@ -78,6 +78,9 @@ class ApprovalService:
     def __init__(self, agent: Any) -> None:
         self.agent = agent
         self.reasons: dict[str, str] = {}  # call id -> the user's reason for a rejection (taken by the tool)
+        # call id -> why the answer failed (an answerer that raised or answered nothing valid): the model is told
+        # that rather than "no approval channel is available" (taken by the tool)
+        self.problems: dict[str, str] = {}
 
     @property
     def policy(self) -> str:
@@ -104,8 +107,10 @@ class ApprovalService:
             except AbortError:
                 agent.session.append("approval/decided", {"id": req_id, "outcome": "cancelled"})
                 raise
-            except Exception:  # noqa: BLE001 - a failing answerer fails closed
+            except Exception as err:  # noqa: BLE001 - a failing answerer fails closed
                 outcome = "unavailable"
+                self.problems[call_id] = "the approval answer failed: " + " ".join(
+                    (str(err) or type(err).__name__).split())
             scope = None
             if isinstance(outcome, dict):
                 if isinstance(outcome.get("reason"), str) and outcome["reason"].strip():
@@ -113,6 +118,8 @@ class ApprovalService:
                 scope = outcome.get("scope") if outcome.get("outcome") == "allowed-once" else None
                 outcome = outcome.get("outcome", outcome.get("kind"))
             if outcome not in OUTCOMES:
+                self.problems[call_id] = (f"an approval/request listener answered {outcome!r} (expected one of "
+                                          f"{', '.join(OUTCOMES)})")
                 outcome = "unavailable"
             if scope == "session":
                 # "allow for this session": dsh's shape plus the scope, so a resumed session has it again

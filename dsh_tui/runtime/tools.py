@@ -272,8 +272,14 @@ class ToolService:
                         ex.final, ex.skip_post = aborted_before_dispatch(), True
                     else:
                         reason = agent.approval.reasons.pop(ex.ctx.call_id, None)
-                        ex.final = error_result(rejection_text(ex.ctx.name, reason) if outcome == "rejected"
-                                                else approval_mod.outcome_text(outcome, ex.ctx.name))
+                        problem = agent.approval.problems.pop(ex.ctx.call_id, None)
+                        if outcome == "rejected":
+                            text = rejection_text(ex.ctx.name, reason)
+                        elif outcome == "unavailable" and problem:
+                            text = f'tool "{ex.ctx.name}" requires approval, but {problem}'
+                        else:
+                            text = approval_mod.outcome_text(outcome, ex.ctx.name)
+                        ex.final = error_result(text)
                     return
                 ex.ctx.allow_outside = True
             for guard in self.guards:

@@ -102,3 +102,39 @@ def test_a_bad_preset_is_a_harness_error_at_construction(tmp_path):
 
     with pytest.raises(HarnessError, match="unknown preset 'yolo'"):
         Harness(cwd=tmp_path, preset="yolo")
+
+
+class Answers:
+    name = "answers"
+
+    def __init__(self, answer: Any) -> None:
+        self.answer = answer
+
+    def apply(self, ctx: Any, config: dict) -> None:
+        async def answer(payload: dict, next_: Any) -> Any:
+            if isinstance(self.answer, Exception):
+                raise self.answer
+            return self.answer
+
+        ctx.on("approval/request", answer)
+
+
+def _asked_bash(tmp_path, plugin: Any) -> str:
+    from dsh_tui import Harness
+
+    provider = ScriptedProvider([scripted.call("c1", "bash", {"command": "echo hi", "description": "hi"}),
+                                 scripted.text("done")])
+    with Harness(cwd=tmp_path, session_root=tmp_path / "s", plugins=[plugin], provider_instance=provider) as h:
+        result = h.run("run it")
+    (res,) = [e for e in result.events if e["type"] == "tool/result"]
+    return res["data"]["message"]["content"][0]["content"][0]["text"]
+
+
+def test_a_bad_approval_answer_is_named_to_the_model_not_no_channel(tmp_path):
+    """Item 9: a listener's bad return value reached the model as "no approval channel is available"."""
+    text = _asked_bash(tmp_path / "a", Answers("yes"))
+    assert text.startswith('Error: tool "bash" requires approval, but an approval/request listener answered '
+                           "'yes' (expected one of allowed-once, rejected, cancelled, unavailable)"), text
+    text = _asked_bash(tmp_path / "b", Answers(RuntimeError("answer service down")))
+    assert "the approval answer failed: plugin answers: listener for approval/request raised RuntimeError: " \
+           "answer service down" in text, text
