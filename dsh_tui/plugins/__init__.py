@@ -14,6 +14,7 @@
         ctx.tools.register(ToolDefinition(...))
         ctx.effect(lambda: print("unloaded"))
 
+``typed_tool(name, description, Model, execute)`` is a tool whose parameters are a pydantic model.
 ``user_message(text, source)`` builds a user message (e.g. context a pre-step listener adds).
 ``EVENTS`` maps every event a plugin can listen on to its dispatch mode; ``dsh_tui.plugins.events`` has a
 TypedDict per payload.
@@ -31,6 +32,7 @@ from dsh_tui.runtime.plugins import (
     PluginSpec,
     SessionView,
 )
+from dsh_tui.tools.typed import typed_tool
 
 __all__ = ["AgentView", "BUILTIN_IDS", "Context", "ENTRY_POINT_GROUP", "EVENTS", "PluginError", "PluginRecord",
-           "PluginSpec", "SessionView", "user_message"]
+           "PluginSpec", "SessionView", "typed_tool", "user_message"]

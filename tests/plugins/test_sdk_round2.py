@@ -138,3 +138,56 @@ def test_a_bad_approval_answer_is_named_to_the_model_not_no_channel(tmp_path):
     text = _asked_bash(tmp_path / "b", Answers(RuntimeError("answer service down")))
     assert "the approval answer failed: plugin answers: listener for approval/request raised RuntimeError: " \
            "answer service down" in text, text
+
+
+def test_a_typed_tool_takes_a_pydantic_model_and_returns_validation_errors_to_the_model(tmp_path):
+    """A typed tool helper: the schema comes from the model (references inlined, Optional as a nullable
+    type), arguments are validated by it and a bad one is the model's INVALID_ARGS error."""
+    from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+    from dsh_tui import Harness
+    from dsh_tui.plugins import typed_tool
+    from dsh_tui.runtime.schema import check_schema
+
+    class Point(BaseModel):
+        x: int
+        y: int = 0
+
+    class Move(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        to: Point = Field(description="where to go")
+        label: str | None = None
+        steps: int = Field(1, ge=1)
+
+        @field_validator("label")
+        @classmethod
+        def _no_shouting(cls, v: str | None) -> str | None:
+            if v is not None and v.isupper():
+                raise ValueError("no shouting")
+            return v
+
+    async def move(args: Move, _tctx: Any) -> dict:
+        return {"at": [args.to.x, args.to.y], "steps": args.steps}
+
+    tool = typed_tool("move", "Move to a point.", Move, move)
+    check_schema(tool.parameters)  # dsh's subset: it registers
+    assert tool.parameters["additionalProperties"] is False
+    assert tool.parameters["properties"]["to"]["properties"]["x"] == {"title": "X", "type": "integer"}
+    assert tool.parameters["properties"]["label"]["type"] == ["string", "null"]
+
+    class Mover:
+        name = "mover"
+
+        def apply(self, ctx: Any, config: dict) -> None:
+            ctx.tools.register(tool)
+
+    provider = ScriptedProvider([scripted.call("c1", "move", {"to": {"x": 2}, "steps": 3}),
+                                 scripted.call("c2", "move", {"to": {"x": 1}, "label": "LOUD"}),
+                                 scripted.text("done")])
+    with Harness(cwd=tmp_path, session_root=tmp_path / "s", plugins=[Mover()], strict_plugins=True,
+                 provider_instance=provider) as harness:
+        result = harness.run("move twice")
+    ok, bad = [e["data"] for e in result.events if e["type"] == "tool/result"]
+    assert ok["message"]["content"][0]["content"][0]["text"] == '{"at":[2,0],"steps":3}'
+    assert bad["message"]["content"][0]["isError"] and bad["error"]["code"] == "INVALID_ARGS"
+    assert "invalid arguments: label: Value error, no shouting" in bad["message"]["content"][0]["content"][0]["text"]
