@@ -191,3 +191,27 @@ def test_a_typed_tool_takes_a_pydantic_model_and_returns_validation_errors_to_th
     assert ok["message"]["content"][0]["content"][0]["text"] == '{"at":[2,0],"steps":3}'
     assert bad["message"]["content"][0]["isError"] and bad["error"]["code"] == "INVALID_ARGS"
     assert "invalid arguments: label: Value error, no shouting" in bad["message"]["content"][0]["content"][0]["text"]
+
+
+def test_the_documented_system_prompt_section_example_reaches_the_request(tmp_path):
+    """Item 7: docs/plugins.md's `system-prompt/assemble` example, run as written."""
+    from dsh_tui import Harness
+    from dsh_tui.runtime.prompt import Section
+
+    class HouseRules:
+        name = "house-rules"
+
+        def apply(self, ctx: Any, config: dict) -> None:
+            async def assemble(payload: dict, next: Any) -> Any:  # noqa: A002 - the docs' name
+                assembly = await next()
+                assembly.sections.append(Section("house-rules", 900, "Answer in British English."))
+                return assembly
+
+            ctx.on("system-prompt/assemble", assemble)
+
+    provider = ScriptedProvider([scripted.text("Righto.")])
+    with Harness(cwd=tmp_path, session_root=tmp_path / "s", plugins=[HouseRules()], strict_plugins=True,
+                 provider_instance=provider) as harness:
+        result = harness.run("hello")
+    headers = [e["data"]["header"] for e in result.events if e["type"] == "request/header"]
+    assert headers and headers[-1]["system"].endswith("Answer in British English.")
