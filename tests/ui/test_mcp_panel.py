@@ -48,6 +48,8 @@ async def test_the_panel_lists_states_and_reconnects_one(tmp_path):
         app.action_mcp()
         await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
         await wait_for(pilot, lambda: "t  ready · 12 tools" in screen_text(app), timeout=90)
+        # the missing server's first failed start, with its reason (it may still be connecting when t is ready)
+        await wait_for(pilot, lambda: "no such file or directory" in _flat(app), timeout=90)
         text = _flat(app)
         # the command line (its middle is cut when it is longer than the row, e.g. in a deep temp clone)
         command = f"stdio: {sys.executable}"
