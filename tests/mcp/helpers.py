@@ -77,3 +77,34 @@ def start_http_server(env: dict | None = None) -> tuple[subprocess.Popen, str]:
         proc.kill()
         raise AssertionError(f"the HTTP test server did not start: {line!r}")
     return proc, f"http://127.0.0.1:{int(line.split()[1])}/mcp"
+
+
+# ---- headless runs against a scripted model server (tests/llm/sse_server.py) ----------------------------
+def write_settings(srv: Any, extra: str = "") -> None:
+    """settings.toml pointing the default route at ``srv`` (plus ``extra`` TOML)."""
+    from dsh_tui.config import settings_path
+
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[default]\nprovider = "local"\nmodel = "m"\n'
+                    f'[providers.local]\nbase_url = "{srv.base_url}/v1"\n{extra}')
+
+
+def run_headless(tmp_path: Any, *argv: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "dsh_tui", "run", "--headless", *argv, "--root",
+                           str(tmp_path / "root"), "--cwd", str(tmp_path)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=timeout, env=dict(os.environ))
+
+
+def call_chunks(*items: tuple[str, str, dict]) -> list:
+    """One streamed chunk per tool call ``(call id, tool name, arguments)``."""
+    import json
+
+    from tests.llm.sse_server import chunk, tool_call
+
+    return [chunk(tool_calls=[tool_call(i, id=cid, name=name, args=json.dumps(args))])
+            for i, (cid, name, args) in enumerate(items)]
+
+
+def tool_messages(request: dict) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request["body"]["messages"] if m["role"] == "tool"}

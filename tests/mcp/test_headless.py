@@ -5,42 +5,20 @@ dsh's conversion. Plus the command line's refusals."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
 
 import pytest
 
-from dsh_tui.config import settings_path
 from tests.conftest import REPO
-from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
+from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+from tests.mcp.helpers import call_chunks, run_headless, tool_messages, write_settings
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 1}
 NO_STORE = ("[image unavailable: image/png; no attachment store is mounted; "
             "raw image data remains available to programmatic callers]")
 
-
-def _settings(srv: ScriptServer, extra: str = "") -> None:
-    path = settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[default]\nprovider = "local"\nmodel = "m"\n'
-                    f'[providers.local]\nbase_url = "{srv.base_url}/v1"\n{extra}')
-
-
-def _run(tmp_path, *argv: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dsh_tui", "run", "--headless", *argv, "--root",
-                           str(tmp_path / "root"), "--cwd", str(tmp_path)], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=timeout, env=dict(os.environ))
-
-
-def _calls(*items: tuple[str, str, dict]) -> list:
-    return [chunk(tool_calls=[tool_call(i, id=cid, name=name, args=json.dumps(args))])
-            for i, (cid, name, args) in enumerate(items)]
-
-
-def _tool_messages(request: dict) -> dict[str, str]:
-    return {m["tool_call_id"]: m["content"] for m in request["body"]["messages"] if m["role"] == "tool"}
 
 
 @pytest.mark.interop
@@ -54,14 +32,14 @@ def test_server_everything_through_run_headless(tmp_path, everything):
              ("e7", "mcp__everything__simulate-research-query", {"topic": "x"}),
              ("e8", "mcp__everything__get-sum", {"a": "two"})]
     with ScriptServer() as srv:
-        srv.push(sse_reply(*_calls(*calls), chunk(finish="tool_calls", usage=USAGE)),
+        srv.push(sse_reply(*call_chunks(*calls), chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)))
-        _settings(srv)
-        p = _run(tmp_path, "use the tools", "--preset", "full-access", "--mcp",
+        write_settings(srv)
+        p = run_headless(tmp_path, "use the tools", "--preset", "full-access", "--mcp",
                  "everything=" + shlex.join(everything))
         assert p.returncode == 0, p.stderr
         assert p.stdout == "done\n"
-        got = _tool_messages(srv.requests[1])
+        got = tool_messages(srv.requests[1])
         tools = {t["function"]["name"]: t["function"] for t in srv.requests[1]["body"]["tools"]}
     assert got["e1"] == "Echo: hello"
     assert got["e2"] == "The sum of 2 and 3 is 5."
@@ -85,21 +63,21 @@ def test_a_test_server_from_settings_and_a_broken_one_that_costs_its_startup_tim
     server = f'command = {json.dumps(sys.executable)}\nargs = ["-m", "tests.mcp.server", "stdio"]\n' \
              f'cwd = {json.dumps(str(REPO))}\n'
     with ScriptServer() as srv:
-        srv.push(sse_reply(*_calls(("c1", "mcp__t__echo", {"text": "from settings"})),
+        srv.push(sse_reply(*call_chunks(("c1", "mcp__t__echo", {"text": "from settings"})),
                            chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
-        _settings(srv, f"[mcp.servers.t]\n{server}allowed_tools = [\"echo\"]\n"
+        write_settings(srv, f"[mcp.servers.t]\n{server}allowed_tools = [\"echo\"]\n"
                        f"[mcp.servers.hang]\n{server}env = {{ MCP_TEST_HANG = \"1\" }}\nstartup_timeout_ms = 500\n")
-        p = _run(tmp_path, "go")
+        p = run_headless(tmp_path, "go")
         assert p.returncode == 0, p.stderr
-        assert _tool_messages(srv.requests[1]) == {"c1": "echo: from settings"}
+        assert tool_messages(srv.requests[1]) == {"c1": "echo: from settings"}
 
 
 def test_a_required_server_that_fails_stops_the_run_with_one_line(tmp_path):
     with ScriptServer() as srv:
-        _settings(srv, f"[mcp.servers.req]\ncommand = {json.dumps(str(tmp_path / 'missing'))}\n"
+        write_settings(srv, f"[mcp.servers.req]\ncommand = {json.dumps(str(tmp_path / 'missing'))}\n"
                        "fail_on_startup_error = true\n")
-        p = _run(tmp_path, "go")
+        p = run_headless(tmp_path, "go")
     assert p.returncode == 1
     assert p.stderr == (f"dsh-tui: MCP server req failed to start: cannot start {tmp_path / 'missing'}: "
                         "no such file or directory\n")
@@ -109,8 +87,8 @@ def test_a_required_server_that_fails_stops_the_run_with_one_line(tmp_path):
 def test_bad_mcp_settings_and_flags_are_one_line(tmp_path):
     with ScriptServer() as srv:
         srv.push(sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
-        _settings(srv, '[mcp.servers.x]\ncommand = "a"\ntool_call_timeout_ms = "soon"\n')
-        p = _run(tmp_path, "go")
+        write_settings(srv, '[mcp.servers.x]\ncommand = "a"\ntool_call_timeout_ms = "soon"\n')
+        p = run_headless(tmp_path, "go")
     assert p.returncode == 0, p.stderr  # a plugin that fails to load is reported; the run goes on
     assert p.stderr == ("dsh-tui: plugin mcp (builtin) failed to load: settings: "
                         "mcp.servers.x.tool_call_timeout_ms: Input should be a valid integer\n")
@@ -124,8 +102,8 @@ def test_bad_mcp_settings_and_flags_are_one_line(tmp_path):
 def test_mcp_in_headless_mode_prints_the_server_list(tmp_path):
     server = shlex.join([sys.executable, str(REPO / "tests" / "mcp" / "server.py"), "stdio"])
     with ScriptServer() as srv:
-        _settings(srv)
-        p = _run(tmp_path, "/mcp", "--mcp", f"t={server}", "--mcp", f"gone={tmp_path / 'missing'}")
+        write_settings(srv)
+        p = run_headless(tmp_path, "/mcp", "--mcp", f"t={server}", "--mcp", f"gone={tmp_path / 'missing'}")
     assert p.returncode == 0, p.stderr
     lines = p.stdout.splitlines()
     assert lines[:3] == ["2 MCP server(s):", "t  ready · 12 tools", f"  stdio: {server}"]

@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,8 +15,17 @@ import pytest
 
 from dsh_tui.llm import scripted
 from tests.conftest import REPO
-from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
-from tests.mcp.helpers import mcp_agent, results, server, until
+from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+from tests.mcp.helpers import (
+    call_chunks,
+    mcp_agent,
+    results,
+    run_headless,
+    server,
+    tool_messages,
+    until,
+    write_settings,
+)
 
 HOSTILE = str(REPO / "tests" / "mcp" / "hostile.py")
 USAGE = {"prompt_tokens": 3, "completion_tokens": 1}
@@ -102,40 +110,17 @@ async def test_invalid_utf8_and_garbage_lines_on_stdout_are_skipped_and_counted(
 
 
 # ---- #35.2: no traceback in the terminal --------------------------------------------------------
-def _settings(srv: ScriptServer, extra: str = "") -> None:
-    from dsh_tui.config import settings_path
-
-    path = settings_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(f'[default]\nprovider = "local"\nmodel = "m"\n'
-                    f'[providers.local]\nbase_url = "{srv.base_url}/v1"\n{extra}')
-
-
-def _run(tmp_path, *argv: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "dsh_tui", "run", "--headless", *argv, "--root",
-                           str(tmp_path / "root"), "--cwd", str(tmp_path)], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=timeout, env=dict(os.environ))
-
-
-def _calls(*items: tuple[str, str, dict]) -> list:
-    return [chunk(tool_calls=[tool_call(i, id=cid, name=name, args=json.dumps(args))])
-            for i, (cid, name, args) in enumerate(items)]
-
-
-def _tool_messages(request: dict) -> dict[str, str]:
-    return {m["tool_call_id"]: m["content"] for m in request["body"]["messages"] if m["role"] == "tool"}
-
 
 def test_garbage_on_stdout_prints_no_traceback_and_goes_to_the_mcp_log(tmp_path):
     with ScriptServer() as srv:
-        srv.push(sse_reply(*_calls(("c1", "mcp__g__echo", {"text": "through"})), chunk(finish="tool_calls",
+        srv.push(sse_reply(*call_chunks(("c1", "mcp__g__echo", {"text": "through"})), chunk(finish="tool_calls",
                                                                                       usage=USAGE)),
                  sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
-        _settings(srv)
-        p = _run(tmp_path, "go", "--preset", "full-access", "--mcp",
+        write_settings(srv)
+        p = run_headless(tmp_path, "go", "--preset", "full-access", "--mcp",
                  "g=" + shlex.join([sys.executable, HOSTILE, "garbage", "3"]))
         assert p.returncode == 0, p.stderr
-        assert _tool_messages(srv.requests[1]) == {"c1": "echo: through"}
+        assert tool_messages(srv.requests[1]) == {"c1": "echo: through"}
     assert p.stdout == "ok\n"
     assert p.stderr == ""  # the old code: 9 tracebacks from the mcp library's logging
     from dsh_tui.runtime.mcp import log_path
@@ -146,14 +131,14 @@ def test_garbage_on_stdout_prints_no_traceback_and_goes_to_the_mcp_log(tmp_path)
 
 def test_headless_names_a_broken_server_in_one_line_and_ends_within_its_timeout(tmp_path):
     with ScriptServer() as srv:
-        srv.push(sse_reply(*_calls(("c1", "mcp__dead__echo", {"text": "x"})), chunk(finish="tool_calls", usage=USAGE)),
+        srv.push(sse_reply(*call_chunks(("c1", "mcp__dead__echo", {"text": "x"})), chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
-        _settings(srv, f"[mcp.servers.dead]\ncommand = {json.dumps(sys.executable)}\n"
+        write_settings(srv, f"[mcp.servers.dead]\ncommand = {json.dumps(sys.executable)}\n"
                        f"args = [{json.dumps(HOSTILE)}, \"noinit\"]\nstartup_timeout_ms = 500\n"
                        "reconnect = { enabled = false }\n")
-        p = _run(tmp_path, "go", "--preset", "full-access", timeout=60)  # the old code: still running at 90 s
+        p = run_headless(tmp_path, "go", "--preset", "full-access", timeout=60)  # the old code: still running at 90 s
         assert p.returncode == 0, p.stderr
-        assert _tool_messages(srv.requests[1]) == {
+        assert tool_messages(srv.requests[1]) == {
             "c1": "Error: MCP server dead is not available (failed: no answer to initialize within 0.5 s)"}
     assert p.stdout == "ok\n"
     assert p.stderr == "dsh-tui: MCP server dead: failed: no answer to initialize within 0.5 s\n"
@@ -298,14 +283,14 @@ async def test_an_answered_approval_runs_the_mcp_call(tmp_path):
 
 def test_headless_refuses_an_unapproved_mcp_call_as_it_refuses_bash(tmp_path):
     with ScriptServer() as srv:
-        srv.push(sse_reply(*_calls(("c1", "mcp__h__echo", {"text": "x"}), ("c2", "bash", {"command": "true"})),
+        srv.push(sse_reply(*call_chunks(("c1", "mcp__h__echo", {"text": "x"}), ("c2", "bash", {"command": "true"})),
                            chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("ok"), chunk(finish="stop", usage=USAGE)))
-        _settings(srv)
-        p = _run(tmp_path, "go", "--preset", "read-only", "--mcp",
+        write_settings(srv)
+        p = run_headless(tmp_path, "go", "--preset", "read-only", "--mcp",
                  "h=" + shlex.join([sys.executable, HOSTILE, "echo"]))
         assert p.returncode == 0, p.stderr
-        got = _tool_messages(srv.requests[1])
+        got = tool_messages(srv.requests[1])
     assert got["c1"] == 'Error: tool "mcp__h__echo" requires approval, but no approval channel is available'
     assert got["c2"] == 'Error: tool "bash" requires approval, but no approval channel is available'
 
