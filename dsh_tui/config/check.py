@@ -82,7 +82,7 @@ def check_keymap(table: Any, binding_ids: Iterable[str] = BINDING_IDS) -> None:
     if not isinstance(table, dict):
         raise SettingsError('keymap must be a table of binding ids to keys, e.g. [keymap] "chat.cards" = "f6"')
     ids = set(binding_ids)
-    for name, keys in _flatten(table).items():
+    for name, keys in flatten(table).items():
         if name not in ids:
             raise SettingsError(f"keymap.{name} is not a binding id{_near(name, ids)}; docs/app.md lists them")
         if not isinstance(keys, str) or not keys.strip():
@@ -93,12 +93,13 @@ def check_keymap(table: Any, binding_ids: Iterable[str] = BINDING_IDS) -> None:
                 raise SettingsError(f"keymap.{name}: {problem}")
 
 
-def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+def flatten(table: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """{"chat": {"cards": "ctrl+k"}} -> {"chat.cards": "ctrl+k"} (binding ids contain dots)."""
     out: dict[str, Any] = {}
     for key, value in table.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
+            out.update(flatten(value, name + "."))
         else:
             out[name] = value
     return out

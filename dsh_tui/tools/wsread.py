@@ -26,6 +26,20 @@ from dataclasses import dataclass
 SPECIAL_ROOTS = ("/proc", "/sys", "/dev")
 
 
+
+def read_at_most(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes of ``fd`` from where it stands, read in 1 MiB pieces (a caller that passes its cap
+    plus one learns whether the file is over it)."""
+    parts: list[bytes] = []
+    left = limit
+    while left > 0:
+        data = os.read(fd, min(left, 1 << 20))
+        if not data:
+            break
+        parts.append(data)
+        left -= len(data)
+    return b"".join(parts)
+
 @dataclass(frozen=True)
 class Skip:
     """A file that exists but is not read: ``path`` as the caller named it, ``reason`` one line."""
@@ -87,19 +101,12 @@ def read(path: str | os.PathLike[str], workspace: str | os.PathLike[str] | None,
         # the file opened is the one checked (a symlink swapped in between is not followed)
         if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
             return Skip(os.fspath(path), "changed while it was opened")
-        chunks: list[bytes] = []
-        left = max_bytes + 1
-        while left > 0:
-            data = os.read(fd, min(left, 1 << 20))
-            if not data:
-                break
-            chunks.append(data)
-            left -= len(data)
+        data = read_at_most(fd, max_bytes + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
-    raw = b"".join(chunks)
+    raw = data
     if len(raw) > max_bytes:
         return Skip(os.fspath(path), f"larger than {max_bytes} bytes")
     return raw

@@ -93,13 +93,9 @@ class UiSettings:
         return [str(m) for m in models] if isinstance(models, list) else []
 
 
-def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, str]:
-    """{"chat": {"cards": "ctrl+k"}} -> {"chat.cards": "ctrl+k"} (binding ids contain dots)."""
-    out: dict[str, str] = {}
-    for key, value in table.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            out.update(_flatten(value, name + "."))
-        elif isinstance(value, str):
-            out[name] = value
-    return out
+def _flatten(table: dict[str, Any]) -> dict[str, str]:
+    """The keymap table's string entries by binding id (``dsh_tui.config.check.flatten``: binding ids contain
+    dots)."""
+    from dsh_tui.config.check import flatten
+
+    return {k: v for k, v in flatten(table).items() if isinstance(v, str)}

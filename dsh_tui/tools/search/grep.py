@@ -12,6 +12,7 @@ from typing import Any
 
 from dsh_tui.tools.base import ToolContext
 from dsh_tui.tools.common import plain_error, search_error
+from dsh_tui.tools.wsread import read_at_most
 
 from . import walk
 from .globs import _compile_user_glob
@@ -96,7 +97,7 @@ def _grep_file(
             if deadline is not None:
                 until = min(until, deadline)
             return _grep_stream(fd, regex, budget, overhead, stop, until)
-        data = _read_all(fd, size)
+        data = read_at_most(fd, size + 1)
     except OSError:
         return []
     finally:
@@ -131,16 +132,6 @@ def _grep_file(
     return out
 
 
-def _read_all(fd: int, size: int) -> bytes:
-    parts = []
-    left = size + 1
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        parts.append(chunk)
-        left -= len(chunk)
-    return b"".join(parts)
 
 
 def _grep_stream(
