@@ -83,6 +83,8 @@ class AgentConfig:
     max_inline_bytes: int | None = 50_000
     spill_dir: str | os.PathLike | None = None
     approval_policy: str = "ask"  # 'ask' consults answerers; 'never' rejects every approval request
+    # a sandbox escalation (``sandbox_permissions``) is allowed without asking (``--allow-escalation``: headless)
+    allow_escalation: bool = False
     tool_grace_s: float = 5.0  # a timed-out or cancelled body gets this long to stop before its task is cancelled
 
 

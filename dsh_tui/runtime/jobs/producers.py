@@ -31,20 +31,28 @@ class BashJobs:
         self.registry = registry
         self.grace_s = grace_s
 
-    async def start(self, command: str, *, cwd: str, env: dict[str, str], label: str | None = None) -> str:
+    async def start(self, command: str, *, cwd: str, env: dict[str, str], label: str | None = None,
+                    argv: list[str] | None = None, cleanup: Any = None) -> str:
+        """``argv``: the command as the sandbox confines it; ``cleanup()`` runs once the job has ended."""
         async def starter(handle: JobHandle) -> Any:
-            return await _start_process(handle, command, cwd, env, self.grace_s)
+            try:
+                return await _start_process(handle, command, cwd, env, self.grace_s, argv, cleanup)
+            except BaseException:
+                if cleanup is not None:
+                    cleanup()
+                raise
 
         job = await self.registry.start("bash", label or command, starter)
         return job.id
 
 
-async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[str, str], grace_s: float) -> Any:
+async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[str, str], grace_s: float,
+                         argv: list[str] | None = None, cleanup: Any = None) -> Any:
     if not os.path.isdir(cwd):
         raise plain_error(f'workdir "{cwd}" is not a directory')
     try:
         proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", command, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *(argv or ["bash", "-c", command]), cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
     except FileNotFoundError as exc:
         raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
@@ -75,6 +83,8 @@ async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[st
         finally:
             _killpg(pgid, signal_mod.SIGKILL)  # nothing of the group outlives its job
             forget(pgid)
+            if cleanup is not None:
+                await asyncio.to_thread(cleanup)
             killer = state["killer"]
             if killer is not None:
                 killer.cancel()
