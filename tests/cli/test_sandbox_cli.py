@@ -132,3 +132,25 @@ def test_settings_choose_the_sandbox(dirs):
 
 
 _ = json
+
+
+def test_the_sdk_runs_commands_in_the_sandbox(dirs, monkeypatch):
+    from dsh_tui import Harness
+
+    tmp_path = dirs
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("HOME", str(tmp_path / "userhome"))
+    command = f"echo made > a.txt; echo x > {tmp_path}/sib/f.txt; echo x > ~/f.txt; cat a.txt"
+    with BashServer() as server, Harness(cwd=ws, session_root=tmp_path / "root", base_url=server.base_url,
+                                         api_key="sk-test", sandbox="auto") as h:
+        result = h.run(cmd_prompt(command))
+        escalated = h.run(cmd_prompt(f"echo out > {tmp_path}/sib/e.txt", sandbox_permissions="danger-full-access",
+                                     justification="It is outside."))
+    assert result.sandbox == "bwrap" and result.sandbox_note is None
+    assert result.final_response.startswith("RESULT: made\n") and result.final_response.count("Read-only") == 2
+    assert (ws / "a.txt").read_text() == "made\n"
+    assert not (tmp_path / "sib" / "f.txt").exists() and not (tmp_path / "userhome" / "f.txt").exists()
+    assert not [e for e in result.events if e["type"].startswith("approval/")]
+    assert "requires approval, but no approval channel is available" in escalated.final_response
+    assert not (tmp_path / "sib" / "e.txt").exists()

@@ -591,6 +591,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         elif kind == "preset":
             self.status.preset = str(value or "")
             self.status.redraw()
+        elif kind == "sandbox":
+            self.status.sandbox = str(value or "")
+            self.status.redraw()
         elif kind == "model" and isinstance(value, tuple) and len(value) == 3:
             self.status.route = value
             self.status.redraw()
