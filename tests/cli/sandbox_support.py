@@ -35,10 +35,7 @@ class BashServer(ModelServer):
         said = "\n".join(_text(m.get("content")) for m in messages if m.get("role") == "user")
         found = [line for line in said.splitlines() if line.startswith("CMD ")]
         if last.get("role") == "user" and found:
-            if found:
-                args = found[-1][4:]
-                n = len(found)
-                call = tool_call(0, id=f"call_{n}", name="bash", args=args)
-                return [chunk(role="assistant", tool_calls=[call]), chunk(finish="tool_calls"),
-                        chunk(no_choices=True, usage=USAGE)]
+            call = tool_call(0, id=f"call_{len(found)}", name="bash", args=found[-1][4:])
+            return [chunk(role="assistant", tool_calls=[call]), chunk(finish="tool_calls"),
+                    chunk(no_choices=True, usage=USAGE)]
         return [chunk("echo", role="assistant"), chunk(finish="stop"), chunk(no_choices=True, usage=USAGE)]
