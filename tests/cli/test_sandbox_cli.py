@@ -18,6 +18,7 @@ import pytest
 from tests.cli.sandbox_support import BashServer, cmd_prompt
 from tests.ui.pty_support import app_env, session_events
 
+
 @pytest.fixture(autouse=True)
 def _needs_bwrap():
     from dsh_tui.tools.sandbox import SandboxSettings, probe
