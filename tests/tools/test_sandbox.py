@@ -285,3 +285,19 @@ def test_no_bwrap_says_so_in_one_line(monkeypatch, tmp_path):
 
 
 _ = ScriptedProvider
+
+
+def test_sandbox_and_notify_settings_are_checked():
+    from dsh_tui.config.base import SettingsError
+    from dsh_tui.config.check import check_settings
+
+    check_settings({"sandbox": {"mode": "bwrap", "network": True, "writable": ["~/.npm"], "readable": ["~/.npmrc"]},
+                    "ui": {"notify": "bell"}})
+    for bad, said in (({"sandbox": {"mode": "on"}}, "sandbox.mode must be one of auto, bwrap, off"),
+                      ({"sandbox": {"network": "yes"}}, "sandbox.network must be true or false"),
+                      ({"sandbox": {"writable": "~/.npm"}}, "sandbox.writable must be a list of paths"),
+                      ({"sandbox": {"netwrok": True}}, "sandbox.netwrok is not a sandbox setting (did you mean network?)"),
+                      ({"ui": {"notify": "loud"}}, "ui.notify must be one of auto, bell, off")):
+        with pytest.raises(SettingsError) as err:
+            check_settings(bad)
+        assert said in str(err.value)
