@@ -301,3 +301,14 @@ def test_sandbox_and_notify_settings_are_checked():
         with pytest.raises(SettingsError) as err:
             check_settings(bad)
         assert said in str(err.value)
+
+
+def test_a_daemon_that_leaves_with_setsid_dies_with_the_command(place, sandbox):
+    import subprocess
+
+    ws, _sib, _home = place
+    marker = f"sleep 1001{os.getpid() % 1000}"
+    _agent, results = run_commands(ws, sandbox, [f"(setsid bash -c 'exec {marker}' > /dev/null 2>&1 &) ; echo started"])
+    assert results[0][0] == "started\n"
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    assert left == [], left
