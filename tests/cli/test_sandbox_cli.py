@@ -6,7 +6,6 @@ with the sandbox it runs without asking, inside walls."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
@@ -132,8 +131,6 @@ def test_settings_choose_the_sandbox(dirs):
         p.stderr and "Traceback" not in p.stderr
 
 
-_ = json
-
 
 def test_the_sdk_runs_commands_in_the_sandbox(dirs, monkeypatch):
     from dsh_tui import Harness
@@ -155,3 +152,24 @@ def test_the_sdk_runs_commands_in_the_sandbox(dirs, monkeypatch):
     assert not [e for e in result.events if e["type"].startswith("approval/")]
     assert "requires approval, but no approval channel is available" in escalated.final_response
     assert not (tmp_path / "sib" / "e.txt").exists()
+
+
+def test_resume_and_demo_take_sandbox(dirs):
+    tmp_path = dirs
+    with BashServer() as server:
+        p, ws = headless(tmp_path, server, cmd_prompt("echo one > a.txt"), "--sandbox", "off")
+        assert not (ws / "a.txt").exists()
+        from dsh_tui.store.open import open_store
+
+        (header,) = open_store(tmp_path / "root").list()
+        run_env = app_env(tmp_path, server.base_url, HOME=str(tmp_path / "userhome"))
+        run_env.pop("DSH_TUI_SANDBOX", None)
+        p = subprocess.run([sys.executable, "-m", "dsh_tui", "resume", header["id"], "--headless",
+                            cmd_prompt("echo two > b.txt"), "--root", str(tmp_path / "root"), "--sandbox", "bwrap"],
+                           cwd=ws, capture_output=True, text=True, timeout=120, env=run_env)
+    assert p.returncode == 0, p.stderr
+    assert (ws / "b.txt").read_text() == "two\n"
+    from dsh_tui.cli import parse_args
+
+    assert parse_args(["demo", "--sandbox", "off"]).sandbox == "off"
+    assert parse_args(["--sandbox", "bwrap"]).app_sandbox == "bwrap"

@@ -312,3 +312,20 @@ def test_a_daemon_that_leaves_with_setsid_dies_with_the_command(place, sandbox):
     assert results[0][0] == "started\n"
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
     assert left == [], left
+
+
+def test_the_write_tool_asks_before_a_git_hook_as_a_command_cannot_write_one(place):
+    ws, _sib, _home = place
+    (ws / ".git" / "hooks").mkdir(parents=True)
+    agent = make_agent([call("c0", "write", {"file_path": ".git/hooks/pre-commit", "content": "evil\n"}), text("x"),
+                        call("c1", "write", {"file_path": "notes.txt", "content": "fine\n"}), text("y")],
+                       builtin_tools(), tmp_path=ws, preset="workspace-write")
+
+    async def two():
+        await _once(agent)
+        await _once(agent)
+
+    asyncio.run(two())
+    assert not (ws / ".git" / "hooks" / "pre-commit").exists() and (ws / "notes.txt").read_text() == "fine\n"
+    asked = [a for a in approvals(agent) if "reason" in a]
+    assert len(asked) == 1 and "git hook or configuration" in asked[0]["reason"]
