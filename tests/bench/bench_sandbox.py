@@ -73,7 +73,7 @@ def main() -> None:
     out = asyncio.run(bench(args.rounds))
     diff = statistics.median(b - p for b, p in zip(out["boxed"], out["plain"], strict=True))
     try:
-        load = open("/proc/loadavg").read().split()[0]
+        load = Path("/proc/loadavg").read_text().split()[0]
     except OSError:
         load = "?"
     print(f"probe (once per process): {out['probe_ms']:.1f} ms")
