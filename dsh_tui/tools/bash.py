@@ -397,7 +397,8 @@ def bash_tool(
                 job_id = await port.start(args["command"], cwd=cwd, env=bash_env(env, ctx), label=args["description"])
             else:  # the job runs the confined argv and removes its temp dir when it ends
                 job_id = await port.start(args["command"], cwd=cwd, env={**bash_env(env, ctx), **confined.env},
-                                          label=args["description"], argv=confined.argv, cleanup=confined.cleanup)
+                                          label=args["description"], argv=confined.argv, cleanup=confined.cleanup,
+                                          denial="\n".join(denial_markers(confined.mode, escalation)))
             return {"kind": "background", "jobId": str(job_id)}
         if not os.path.isdir(cwd):
             raise plain_error(f'workdir "{cwd}" is not a directory')

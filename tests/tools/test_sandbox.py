@@ -248,6 +248,8 @@ def test_background_jobs_run_in_the_sandbox(place, sandbox):
     job = asyncio.run(go())
     assert _results(agent)[0].startswith("started background job")
     assert job.status == "failed"  # the write outside the workspace failed
+    output, _job = registry.read(job.id)
+    assert output.endswith(f"{DENIED}\n{HINT}\n"), output
     assert (ws / "a.txt").read_text() == "in\n" and not (sib / "j.txt").exists()
 
 
