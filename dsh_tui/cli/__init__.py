@@ -146,7 +146,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     rejects are parsed again by the full one, so the output and errors are exactly the full parser's."""
     if not argv:  # plain ``dsh-tui``: what the parser returns, without building one (argparse's gettext
         return argparse.Namespace(app_roots=[], app_plugins=[], app_strict_plugins=False,  # lookups alone
-                                  app_check_requests=False, app_mcp=[], command=None)  # are ~5 ms)
+                                  app_check_requests=False, app_mcp=[], app_sandbox=None,  # are ~5 ms)
+                                  app_allow_escalation=False, command=None)
     if not any(a in ("-h", "--help", "--version") for a in argv):
         named = [a for a in argv if a in COMMANDS][:1]
         try:
