@@ -1,4 +1,4 @@
-"""Desktop notifications when the terminal is not focused (``[ui] notify``, docs/app.md "Notifications").
+"""Desktop notifications when the terminal is not focused (``[ui] notify``; docs/app.md, "The chat").
 
 When a turn ends or an approval is waiting while the terminal is not focused (Textual's ``App.app_focus``:
 terminals report focus in and out, ``CSI ?1004``), the app asks the terminal for a desktop notification:
