@@ -331,3 +331,17 @@ def test_the_write_tool_asks_before_a_git_hook_as_a_command_cannot_write_one(pla
     assert not (ws / ".git" / "hooks" / "pre-commit").exists() and (ws / "notes.txt").read_text() == "fine\n"
     asked = [a for a in approvals(agent) if "reason" in a]
     assert len(asked) == 1 and "git hook or configuration" in asked[0]["reason"]
+
+
+def test_a_timed_out_sandboxed_command_ends_with_everything_it_started(place, sandbox):
+    import subprocess
+
+    ws, _sib, _home = place
+    marker = f"sleep 1002{os.getpid() % 1000}"
+    agent = make_agent([call("c0", "bash", {"command": f"(setsid {marker} &); {marker}", "description": "hang",
+                                            "timeoutMs": 1000}), text("done")],
+                       builtin_tools(sandbox=sandbox, escalation=True, bash_grace_ms=500), tmp_path=ws,
+                       preset="workspace-write")
+    asyncio.run(_once(agent))
+    assert "[timed out after 1000ms]" in _results(agent)[0]
+    assert subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split() == []
