@@ -345,3 +345,14 @@ def test_a_timed_out_sandboxed_command_ends_with_everything_it_started(place, sa
     asyncio.run(_once(agent))
     assert "[timed out after 1000ms]" in _results(agent)[0]
     assert subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split() == []
+
+
+def test_the_macos_seam_builds_dsh_s_seatbelt_profile(tmp_path):
+    from dsh_tui.tools.sandbox import SeatbeltBackend
+
+    argv = SeatbeltBackend().profile(mode="workspace-write", workspace=str(tmp_path), cwd=str(tmp_path),
+                                     tmpdir="/tmp/x", settings=SandboxSettings(), home="/Users/me")
+    assert argv[:2] == ["/usr/bin/sandbox-exec", "-p"]
+    assert argv[2] == ('(version 1) (allow default) (deny file-write*) (allow file-write* (literal "/dev/null")) '
+                       f'(allow file-write* (subpath "{os.path.realpath(tmp_path)}") (subpath "/tmp/x")) '
+                       "(deny network*)")
