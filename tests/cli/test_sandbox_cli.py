@@ -173,3 +173,39 @@ def test_resume_and_demo_take_sandbox(dirs):
 
     assert parse_args(["demo", "--sandbox", "off"]).sandbox == "off"
     assert parse_args(["--sandbox", "bwrap"]).app_sandbox == "bwrap"
+
+
+def test_a_sandboxed_command_dies_with_a_killed_dsh_tui(dirs):
+    """``--die-with-parent``: even SIGKILL of dsh-tui (nothing of it runs then) ends its sandboxed command."""
+    import signal
+    import time
+
+    tmp_path = dirs
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    marker = f"sleep 1004{os.getpid() % 1000}"
+    with BashServer() as server:
+        run_env = app_env(tmp_path, server.base_url, HOME=str(tmp_path / "userhome"))
+        run_env.pop("DSH_TUI_SANDBOX", None)
+        proc = subprocess.Popen([sys.executable, "-m", "dsh_tui", "run", "--headless", cmd_prompt(marker), "--root",
+                                 str(tmp_path / "root")], cwd=ws, env=run_env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+        try:
+            def running() -> list[str]:
+                return subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, text=True).stdout.split()
+
+            for _ in range(600):
+                if running():
+                    break
+                time.sleep(0.05)
+            assert running(), "the command never started"
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(10)
+            for _ in range(200):
+                if not running():
+                    break
+                time.sleep(0.05)
+            assert running() == []
+        finally:
+            if proc.poll() is None:
+                proc.kill()

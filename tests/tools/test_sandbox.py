@@ -312,7 +312,7 @@ def test_a_daemon_that_leaves_with_setsid_dies_with_the_command(place, sandbox):
     marker = f"sleep 1001{os.getpid() % 1000}"
     _agent, results = run_commands(ws, sandbox, [f"(setsid bash -c 'exec {marker}' > /dev/null 2>&1 &) ; echo started"])
     assert results[0][0] == "started\n"
-    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, text=True).stdout.split()
     assert left == [], left
 
 
@@ -344,7 +344,7 @@ def test_a_timed_out_sandboxed_command_ends_with_everything_it_started(place, sa
                        preset="workspace-write")
     asyncio.run(_once(agent))
     assert "[timed out after 1000ms]" in _results(agent)[0]
-    assert subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True).stdout.split() == []
+    assert subprocess.run(["pgrep", "-f", f"^{marker}"], capture_output=True, text=True).stdout.split() == []
 
 
 def test_the_macos_seam_builds_dsh_s_seatbelt_profile(tmp_path):
