@@ -5,7 +5,7 @@ filesystem is read-only; under ``workspace-write`` the workspace, its git direct
 ``config`` stay read-only: they run outside the sandbox later), a fresh temporary directory of the command's
 own (``$TMPDIR``) and the user cache directory (dsh-tui's own cache stays read-only) are writable, plus the
 ``[sandbox] writable`` paths. Everywhere, ``$HOME`` secrets (``~/.ssh``, ``~/.aws``, dsh-tui's credentials
-file, ...) are hidden (an empty read-only directory or ``/dev/null`` over them, unless ``[sandbox] readable``
+file, ...) are hidden (an empty read-only directory or file over them, unless ``[sandbox] readable``
 names them), dsh-tui's settings stay read-only, there is no network unless ``[sandbox] network = true``, and
 the command dies with its runner (``--die-with-parent``; its own PID namespace, so nothing it starts outlives
 it). ``danger-full-access`` (the ``full-access`` preset, or an approved escalation) runs without a sandbox.
@@ -137,6 +137,11 @@ def _real(path: str | os.PathLike) -> str:
     return os.path.realpath(os.path.expanduser(os.fspath(path)))
 
 
+def _at(workspace: str, path: str) -> str:
+    """A ``[sandbox]`` path: ``~`` expanded, relative to the workspace, symlinks resolved."""
+    return _real(os.path.join(_real(workspace), os.path.expanduser(path)))
+
+
 def _inside(root: str, path: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -213,7 +218,7 @@ class BwrapBackend:
             cache_home = _real(os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache"))
             if os.path.isdir(cache_home):
                 writable.append(cache_home)
-            writable.extend(_real(p) for p in settings.writable)
+            writable.extend(_at(workspace, p) for p in settings.writable)
         seen: set[str] = set()
         for path in writable:
             if path not in seen and os.path.exists(path):
@@ -228,7 +233,7 @@ class BwrapBackend:
         for path in again:
             if os.path.exists(path) and any(_inside(root, path) for root in seen):
                 args += ["--ro-bind", path, path]
-        readable = {_real(p) for p in settings.readable}
+        readable = {_at(workspace, p) for p in settings.readable}
         hidden = [_real(own["credentials"])] + [_real(os.path.join(home, rel)) for rel in HOME_SECRETS]
         done: set[str] = set()
         for path in hidden:
@@ -259,7 +264,7 @@ class SeatbeltBackend:
 
         forms = ["(version 1)", "(allow default)", "(deny file-write*)", '(allow file-write* (literal "/dev/null"))']
         if mode == "workspace-write":
-            roots = [_real(workspace), *(x for x in [tmpdir] if x), *(_real(p) for p in settings.writable)]
+            roots = [_real(workspace), *(x for x in [tmpdir] if x), *(_at(workspace, p) for p in settings.writable)]
             forms.append("(allow file-write* " + " ".join(f"(subpath {lit(r)})" for r in roots) + ")")
         if not settings.network:
             forms.append("(deny network*)")

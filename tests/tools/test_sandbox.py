@@ -156,6 +156,8 @@ def test_home_secrets_are_hidden(place, sandbox):
     (home / ".netrc").write_text("machine x password y\n")
     _agent, results = run_commands(ws, sandbox, ["ls -A ~/.ssh; cat ~/.netrc; echo end"])
     assert results[0][0] == "end\n"
+    _agent, results = run_commands(ws, real_sandbox(readable=("~/.netrc",)), ["cat ~/.netrc; echo x >> ~/.netrc"])
+    assert results[0][0].startswith("machine x password y\n") and "Read-only file system" in results[0][0]
 
 
 def test_git_dir_of_a_worktree_outside_the_workspace_is_writable(tmp_path, sandbox, monkeypatch):
