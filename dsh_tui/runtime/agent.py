@@ -474,7 +474,9 @@ class Agent:
             sections.append(prompt_mod.Section(s["name"], int(s.get("order", 0)), s["text"], bool(s.get("complete"))))
         if cfg.runtime_context:
             if cfg.context_sections is None:
-                contexts = prompt_mod.default_context_sections(Path(cfg.cwd), self.clock(), cfg.preset)
+                bash = self.tools.tools.get("bash")
+                contexts = prompt_mod.default_context_sections(Path(cfg.cwd), self.clock(), cfg.preset,
+                                                               sandboxed=bool(getattr(bash, "sandboxed", False)))
             else:
                 contexts = [prompt_mod.Section(c["name"], i, c["text"]) for i, c in enumerate(cfg.context_sections)]
         else:

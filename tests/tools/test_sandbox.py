@@ -288,8 +288,6 @@ def test_no_bwrap_says_so_in_one_line(monkeypatch, tmp_path):
     assert probe(SandboxSettings(mode="off")) == (None, None)
 
 
-_ = ScriptedProvider
-
 
 def test_sandbox_and_notify_settings_are_checked():
     from dsh_tui.config.base import SettingsError
@@ -358,3 +356,14 @@ def test_the_macos_seam_builds_dsh_s_seatbelt_profile(tmp_path):
     assert argv[2] == ('(version 1) (allow default) (deny file-write*) (allow file-write* (literal "/dev/null")) '
                        f'(allow file-write* (subpath "{os.path.realpath(tmp_path)}") (subpath "/tmp/x")) '
                        "(deny network*)")
+
+
+def test_the_model_is_told_commands_run_in_a_sandbox(place, sandbox):
+    ws, _sib, _home = place
+    provider = ScriptedProvider([text("ok")], name="mock")
+    agent = make_agent(provider=provider, tools=builtin_tools(sandbox=sandbox, escalation=True), tmp_path=ws,
+                       preset="workspace-write", runtime_context=True)
+    asyncio.run(_once(agent))
+    said = json.dumps(provider.requests[0]["messages"])
+    assert "shell commands run without approval in a sandbox that may write only the workspace" in said
+    assert "shell commands and anything outside the workspace ask the user first" not in said
