@@ -48,6 +48,9 @@ class HarnessConfig:
     strict_plugins: bool = False
     env: dict[str, str] = field(default_factory=dict)  # accepted for dsh compatibility (no child process)
     provider_instance: Any = None  # a ready ``dsh_tui.llm`` Provider (tests, custom transports)
+    # the OS sandbox for commands (docs/sandbox.md): "auto" | "bwrap" | "off"; None = the settings' [sandbox]
+    sandbox: str | None = None
+    allow_escalation: bool = False  # an escalation out of the sandbox runs without asking (else refused)
 
 
 @dataclass
@@ -62,6 +65,9 @@ class RunResult:
     events: list[dict]
     session_root: str
     notifications: list[dict] = field(default_factory=list)
+    # the sandbox the run's commands ran in ("bwrap"), or None; ``sandbox_note`` says why not where one was asked
+    sandbox: str | None = None
+    sandbox_note: str | None = None
 
 
 class Harness:
@@ -78,6 +84,8 @@ class Harness:
 
         if self.config.preset not in PRESETS:  # said here, not at the first run()
             raise HarnessError(f"unknown preset {self.config.preset!r} (expected one of {', '.join(PRESETS)})")
+        if self.config.sandbox not in (None, "auto", "bwrap", "off"):
+            raise HarnessError(f"unknown sandbox mode {self.config.sandbox!r} (expected one of auto, bwrap, off)")
         self._provider: Any = None
         self._closed = False
 
@@ -167,7 +175,8 @@ class Harness:
                         provider=self._provider, model=cfg.model, reasoning_effort=cfg.reasoning_effort,
                         preset=cfg.preset, resume_id=session_id, plugins=modules or None,
                         plugin_objects=tuple(p for p in cfg.plugins if not isinstance(p, str)),
-                        strict_plugins=cfg.strict_plugins, close_provider=False,
+                        strict_plugins=cfg.strict_plugins, close_provider=False, sandbox=cfg.sandbox,
+                        allow_escalation=cfg.allow_escalation,
                         agent_options={"max_tokens": cfg.max_tokens} if cfg.max_tokens else {})
         try:
             host = await AgentHost.open(spec)
@@ -177,6 +186,12 @@ class Harness:
             if isinstance(err, (HarnessError, PluginError)) or not session_id:
                 raise
             raise HarnessError(f"cannot continue session {session_id}: {err}") from err  # unknown, locked, ...
+        if host.sandbox_note:
+            import warnings
+
+            from dsh_tui.runtime.sandboxing import say_once
+
+            say_once(host.sandbox_note, lambda note: warnings.warn(note, RuntimeWarning, stacklevel=3))
         start = len(host.session.events)
         off = None
         if on_event is not None:
@@ -199,7 +214,8 @@ class Harness:
             elif e["type"] == "turn/end":
                 kind = (e["data"].get("reason") or {}).get("kind")
                 reason = kind if isinstance(kind, str) else None
-        return RunResult(host.session.header["id"], final, reason, events, str(root))
+        return RunResult(host.session.header["id"], final, reason, events, str(root),
+                         sandbox=getattr(host.sandbox, "name", None), sandbox_note=host.sandbox_note)
 
 
 DeepSeekHarness = Harness

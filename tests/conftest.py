@@ -35,6 +35,10 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("DSH_TUI_CHECK_REQUESTS", "1")  # every request checked against the log, in every test
+    # The OS sandbox (on by default where bubblewrap works) changes what the model is offered and whether a
+    # command asks: the suite runs without it, the same on every machine; the sandbox's own tests turn it on
+    # (tests/tools/test_sandbox.py, tests/cli/test_sandbox_cli.py).
+    monkeypatch.setenv("DSH_TUI_SANDBOX", "off")
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
     yield

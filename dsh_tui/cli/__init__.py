@@ -89,8 +89,8 @@ def build_parser(only: Iterable[str] | None = None) -> argparse.ArgumentParser:
 
 
 def add_plugin_arguments(parser: argparse.ArgumentParser, dest_prefix: str = "") -> None:
-    """``--plugin MODULE`` (repeatable), ``--strict-plugins`` and ``--check-requests`` (commands that open an
-    agent: the app, ``run``, ``resume``, ``demo``)."""
+    """``--plugin MODULE`` (repeatable), ``--strict-plugins``, ``--check-requests``, ``--mcp``, ``--sandbox`` and
+    ``--allow-escalation`` (commands that open an agent: the app, ``run``, ``resume``, ``demo``)."""
     parser.add_argument("--plugin", dest=f"{dest_prefix}plugins", action="append", default=[], metavar="MODULE",
                         help="load the plugin MODULE (or MODULE:OBJECT) too (repeatable)")
     parser.add_argument("--strict-plugins", dest=f"{dest_prefix}strict_plugins", action="store_true",
@@ -101,6 +101,12 @@ def add_plugin_arguments(parser: argparse.ArgumentParser, dest_prefix: str = "")
                         type=_mcp_value,
                         help="also connect the MCP server NAME: a command line (stdio) or an http(s) URL "
                              "(repeatable; see [mcp.servers.<name>] in settings.toml)")
+    parser.add_argument("--sandbox", dest=f"{dest_prefix}sandbox", choices=("auto", "bwrap", "off"), default=None,
+                        help="run commands in the OS sandbox: auto (default: where the machine supports it), bwrap, "
+                             "off (see [sandbox] in settings.toml, docs/sandbox.md)")
+    parser.add_argument("--allow-escalation", dest=f"{dest_prefix}allow_escalation", action="store_true",
+                        help="allow a command's escalation out of the sandbox without asking (headless: refused "
+                             "otherwise)")
 
 
 def _mcp_value(value: str) -> str:
@@ -119,6 +125,12 @@ def _apply_plugin_options(args: argparse.Namespace) -> None:
     strict = bool(getattr(args, "app_strict_plugins", False) or getattr(args, "strict_plugins", False))
     check = bool(getattr(args, "app_check_requests", False) or getattr(args, "check_requests", False))
     mcp = list(getattr(args, "app_mcp", None) or []) + list(getattr(args, "mcp", None) or [])
+    sandbox = getattr(args, "sandbox", None) or getattr(args, "app_sandbox", None)
+    escalate = bool(getattr(args, "app_allow_escalation", False) or getattr(args, "allow_escalation", False))
+    if sandbox or escalate:
+        from dsh_tui.runtime.sandboxing import set_sandbox_options
+
+        set_sandbox_options(sandbox, escalate)
     if modules or strict or check or mcp:  # else nothing to import (``dsh-tui log`` never loads the runtime)
         from dsh_tui.runtime.host import set_plugin_options
 
@@ -134,7 +146,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     rejects are parsed again by the full one, so the output and errors are exactly the full parser's."""
     if not argv:  # plain ``dsh-tui``: what the parser returns, without building one (argparse's gettext
         return argparse.Namespace(app_roots=[], app_plugins=[], app_strict_plugins=False,  # lookups alone
-                                  app_check_requests=False, app_mcp=[], command=None)  # are ~5 ms)
+                                  app_check_requests=False, app_mcp=[], app_sandbox=None,  # are ~5 ms)
+                                  app_allow_escalation=False, command=None)
     if not any(a in ("-h", "--help", "--version") for a in argv):
         named = [a for a in argv if a in COMMANDS][:1]
         try:

@@ -4,7 +4,8 @@ With ``--headless`` one turn runs through the real driver and built-in tools in 
 under the root (store + write-behind writer with semantic checkpoints); the final answer is printed.
 Exit 0 when the turn completed, 1 otherwise (the turn-end reason goes to stderr). Nobody can answer an
 approval here, so a call the preset does not allow is refused and the model sees the refusal;
-``--preset full-access`` allows everything. ``--replay FILE`` plays a recorded dsh log instead of
+``--preset full-access`` allows everything. Commands run in the OS sandbox without asking (docs/sandbox.md);
+an escalation out of it is refused unless ``--allow-escalation``. ``--replay FILE`` plays a recorded dsh log instead of
 calling a model (offline); ``--replay DIR`` a recorded scenario directory, each subagent child its own
 ``session.N.jsonl``. The run waits until every subagent has settled. Without ``--headless`` the app opens (``dsh_tui.cli.app_cmd.run_chat``).
 """
@@ -137,6 +138,7 @@ async def drive(spec: Any, prompt: Any, *, out: Any = None, more: Any = None, si
     with ExitSignals() as stop:
         try:
             host = await AgentHost.open(spec)
+            say_sandbox(host)
             if before is not None:
                 before(host)
             if out is not None:
@@ -153,6 +155,15 @@ async def drive(spec: Any, prompt: Any, *, out: Any = None, more: Any = None, si
             if out is not None and stop.got:
                 out.interrupted(stop.got[0])
     return result
+
+
+def say_sandbox(host: Any) -> None:
+    """Where no sandbox could be had: one line on stderr, once, saying so and what happens instead."""
+    import sys
+
+    from dsh_tui.runtime.sandboxing import say_once
+
+    say_once(host.sandbox_note, lambda note: print(f"dsh-tui: {note}", file=sys.stderr, flush=True))
 
 
 async def run_turns(host: Any, prompt: Any, stop: Any, out: Any, more: Any, *, settle: bool = False) -> Any:

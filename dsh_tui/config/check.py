@@ -2,7 +2,8 @@
 
 ``check_settings(data)`` runs when the file is read (``load_settings``): settings nested deeper than
 ``MAX_DEPTH`` levels, ``[keymap]`` entries naming no binding or no key, a non-boolean
-``privacy.send_anonymous_user_id``, a ``models`` list that is not names, a ``ui.theme`` that is not a name.
+``privacy.send_anonymous_user_id``, a ``models`` list that is not names, a ``ui.theme`` that is not a name, a
+``ui.notify`` or ``[sandbox]`` value that is none of its choices.
 The first problem is one ``SettingsError`` line naming the key (and the nearest valid name when there is
 one). Provider tables are checked when a provider is used (``config/models.py``, ``llm/registry.py``);
 the theme's existence by the app, which knows the themes (``check_theme``).
@@ -138,6 +139,37 @@ def check_settings(data: dict[str, Any]) -> None:
         theme = ui.get("theme")
         if theme is not None and (not isinstance(theme, str) or not theme):
             raise SettingsError(f"ui.theme must be a theme name, not {theme!r}")
+        notify = ui.get("notify")
+        if notify is not None and notify not in NOTIFY_MODES:
+            raise SettingsError(f"ui.notify must be one of {', '.join(NOTIFY_MODES)}, not {notify!r}")
+    check_sandbox(data.get("sandbox"))
+
+
+NOTIFY_MODES = ("auto", "bell", "off")
+SANDBOX_MODES = ("auto", "bwrap", "off")
+
+
+def check_sandbox(table: Any) -> None:
+    """``[sandbox]``: ``mode`` (auto | bwrap | off), ``network`` (a boolean), ``writable`` / ``readable`` (lists
+    of paths)."""
+    if table is None:
+        return
+    if not isinstance(table, dict):
+        raise SettingsError("sandbox must be a table")
+    keys = ("mode", "network", "writable", "readable")
+    unknown = sorted(set(table) - set(keys))
+    if unknown:
+        raise SettingsError(f"sandbox.{unknown[0]} is not a sandbox setting{_near(unknown[0], keys)}")
+    mode = table.get("mode")
+    if mode is not None and mode not in SANDBOX_MODES:
+        raise SettingsError(f"sandbox.mode must be one of {', '.join(SANDBOX_MODES)}, not {mode!r}")
+    network = table.get("network")
+    if network is not None and not isinstance(network, bool):
+        raise SettingsError(f"sandbox.network must be true or false, not {network!r}")
+    for key in ("writable", "readable"):
+        value = table.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(p, str) and p for p in value)):
+            raise SettingsError(f'sandbox.{key} must be a list of paths, e.g. ["~/.npm"], not {value!r}')
 
 
 def check_retry(raw: dict[str, Any], where: str) -> None:

@@ -83,6 +83,8 @@ class AgentConfig:
     max_inline_bytes: int | None = 50_000
     spill_dir: str | os.PathLike | None = None
     approval_policy: str = "ask"  # 'ask' consults answerers; 'never' rejects every approval request
+    # a sandbox escalation (``sandbox_permissions``) is allowed without asking (``--allow-escalation``: headless)
+    allow_escalation: bool = False
     tool_grace_s: float = 5.0  # a timed-out or cancelled body gets this long to stop before its task is cancelled
 
 
@@ -472,7 +474,9 @@ class Agent:
             sections.append(prompt_mod.Section(s["name"], int(s.get("order", 0)), s["text"], bool(s.get("complete"))))
         if cfg.runtime_context:
             if cfg.context_sections is None:
-                contexts = prompt_mod.default_context_sections(Path(cfg.cwd), self.clock(), cfg.preset)
+                bash = self.tools.tools.get("bash")
+                contexts = prompt_mod.default_context_sections(Path(cfg.cwd), self.clock(), cfg.preset,
+                                                               sandboxed=bool(getattr(bash, "sandboxed", False)))
             else:
                 contexts = [prompt_mod.Section(c["name"], i, c["text"]) for i, c in enumerate(cfg.context_sections)]
         else:

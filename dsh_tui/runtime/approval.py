@@ -53,10 +53,33 @@ def target_path(args: Any, cwd: Path) -> Path | None:
         return p
 
 
-def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Path, tool_name: str) -> dict:
-    """``{"kind": "allow"}`` or ``{"kind": "ask", "reason": ...}`` for one call under a preset."""
+DSH_MODES = {"read-only": "read-only", "workspace-write": "workspace-write", "full-access": "danger-full-access"}
+
+
+def decide_sandboxed(preset: str, args: Any) -> dict:
+    """A command the OS sandbox confines runs without asking; an escalation (``sandbox_permissions``) asks
+    first (``escalation``: the mode it asks for), or is refused when it is not wider (dsh's
+    ``approveEscalation``). Malformed escalation arguments are the tool's to refuse."""
+    from dsh_tui.tools.sandbox import WIDER_MODES, escalation_args_problem, escalation_reason, not_wider_text
+
+    mode = args.get("sandbox_permissions") if isinstance(args, dict) else None
+    justification = args.get("justification") if isinstance(args, dict) else None
+    if mode is None or escalation_args_problem(mode, justification) is not None:
+        return {"kind": "allow"}
+    effective = DSH_MODES[preset]
+    if mode not in WIDER_MODES.get(effective, ()):
+        return {"kind": "deny", "reason": not_wider_text(str(mode), effective)}
+    return {"kind": "ask", "reason": escalation_reason(mode, justification), "escalation": mode}
+
+
+def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Path, tool_name: str,
+                  sandboxed: bool = False) -> dict:
+    """``{"kind": "allow"}`` or ``{"kind": "ask", "reason": ...}`` for one call under a preset (``sandboxed``:
+    an exec tool whose commands the OS sandbox confines)."""
     if preset == "full-access" or access == "mcp-allowed":  # an MCP tool the settings allow (or trust)
         return {"kind": "allow"}
+    if access == "exec" and sandboxed:
+        return decide_sandboxed(preset, args)
     if access == "mcp":  # MCP tools run code elsewhere: they ask unless allowed
         return {"kind": "ask", "reason": f"{tool_name} is an MCP server's tool (under the {preset} preset)"}
     path = target_path(args, cwd)
@@ -68,10 +91,23 @@ def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Pat
             return {"kind": "ask", "reason": f"{tool_name} modifies files under the read-only preset"}
         if outside:
             return {"kind": "ask", "reason": f"{tool_name} writes outside the workspace: {path}"}
+        if path is not None and protected(path, workspace):
+            return {"kind": "ask", "reason": f"{tool_name} writes a git hook or configuration, which commands "
+                                             f"cannot change in the sandbox: {path}"}
         return {"kind": "allow"}
     if outside:
         return {"kind": "ask", "reason": f"{tool_name} reads outside the workspace: {path}"}
     return {"kind": "allow"}
+
+
+def protected(path: Path, workspace: Path) -> bool:
+    """A path inside the workspace that the sandbox keeps read-only (a git dir's ``hooks`` and ``config``, what
+    runs outside the sandbox later): the file tools ask before writing it, as a command cannot."""
+    parts = path.parts
+    if ".git" not in parts:
+        return False
+    i = parts.index(".git")
+    return len(parts) > i + 1 and parts[i + 1] in ("hooks", "config")
 
 
 class ApprovalService:
@@ -88,14 +124,18 @@ class ApprovalService:
         answerers; "never" rejects every request without asking."""
         return self.agent.config.approval_policy
 
-    async def request(self, *, tool_name: str, call_id: str, reason: str | None, signal: AbortSignal) -> str:
+    async def request(self, *, tool_name: str, call_id: str, reason: str | None, signal: AbortSignal,
+                      answer: str | None = None) -> str:
+        """``answer``: decided without asking anyone (``--allow-escalation`` headless), logged the same way."""
         agent = self.agent
         req_id = str(uuid.uuid4())
         asked: dict[str, Any] = {"id": req_id, "toolName": tool_name, "callId": call_id}
         if reason:
             asked["reason"] = reason
         agent.session.append("approval/asked", asked)
-        if self.policy == "never":
+        if answer is not None:
+            outcome = answer
+        elif self.policy == "never":
             outcome = "rejected"
         else:
             payload = {"agent": agent, "id": req_id, "toolName": tool_name, "callId": call_id,

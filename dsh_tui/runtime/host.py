@@ -58,6 +58,12 @@ class HostSpec:
     seed: list[dict] | None = None
     tool_options: dict[str, Any] = field(default_factory=dict)  # ``builtin_tools(**tool_options)``
     plugin_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # built-in plugin id -> config
+    # The OS sandbox for commands (docs/sandbox.md): "auto" | "bwrap" | "off"; None = the process's
+    # ``--sandbox``, else ``DSH_TUI_SANDBOX``, else ``[sandbox] mode`` (default "auto").
+    sandbox: str | None = None
+    # an escalation out of the sandbox is allowed without asking (headless ``--allow-escalation``); None = the
+    # process's option
+    allow_escalation: bool | None = None
 
 
 @dataclass
@@ -79,6 +85,8 @@ class AgentHost:
         self.writer = writer
         self.agent = agent
         self._closed = False
+        self.sandbox: Any = None  # the ``dsh_tui.tools.sandbox.Sandbox`` commands run in, or None
+        self.sandbox_note: str | None = None  # why there is none where one was asked for (one line)
 
     @classmethod
     async def open(cls, spec: HostSpec) -> AgentHost:
@@ -89,6 +97,17 @@ class AgentHost:
 
         plugins = load_plugins(spec)
         plugins.prepare()  # imports and configs: a broken plugin (with --strict-plugins) stops before a write
+        sandbox, sandbox_note = None, None
+        if "sandbox" not in spec.tool_options:
+            from dsh_tui.runtime import sandboxing
+
+            sandbox, sandbox_note = await asyncio.to_thread(sandboxing.resolve, spec.sandbox)
+            if sandbox is not None:  # dsh advertises the escalation fields under a sandboxing executor
+                spec.tool_options = {**spec.tool_options, "sandbox": sandbox, "escalation": True}
+            if spec.allow_escalation is None:
+                spec.allow_escalation = sandboxing.process_allows_escalation()
+        else:
+            sandbox = spec.tool_options["sandbox"]
         store = spec.store if spec.store is not None else open_session_store(spec.root)
         if spec.resume_id:
             session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
@@ -103,10 +122,14 @@ class AgentHost:
                                                       seed=spec.seed)
         cwd = spec.cwd if spec.cwd is not None else (session.header.get("cwd") or os.getcwd())
         host = cls(spec, store, session, writer, None)
+        host.sandbox, host.sandbox_note = sandbox, sandbox_note
         try:
+            options = dict(spec.agent_options)
+            if spec.allow_escalation:
+                options["allow_escalation"] = True
             config = AgentConfig(provider=getattr(spec.provider, "name", "") or "", model=spec.model,
                                  reasoning_effort=spec.reasoning_effort, preset=spec.preset, cwd=cwd,
-                                 persona=spec.persona, **spec.agent_options)
+                                 persona=spec.persona, **options)
             agent = Agent(session, spec.provider, builtin_tools(**spec.tool_options), config=config,
                           checkpoint=writer.checkpoint, clock=spec.clock, plugins=plugins, host=host)
         except BaseException:

@@ -150,9 +150,19 @@ PRESET_TEXTS = {
                        "shell commands and anything outside the workspace ask the user first.",
     "full-access": "Permission preset: full-access. No tool call asks for approval.",
 }
+# the same where bash runs its commands in the OS sandbox (docs/sandbox.md): they do not ask
+SANDBOXED_PRESET_TEXTS = {
+    "read-only": "Permission preset: read-only. Reading files inside the workspace needs no approval; shell commands "
+                 "run without approval in a read-only sandbox without network access; file changes and anything "
+                 "outside the workspace ask the user first.",
+    "workspace-write": "Permission preset: workspace-write. File changes inside the workspace need no approval; shell "
+                       "commands run without approval in a sandbox that may write only the workspace and a "
+                       "temporary directory, without network access; anything else asks the user first.",
+}
 
 
-def default_context_sections(cwd: Path, now_ms: int, preset: str | None = None) -> list[Section]:
+def default_context_sections(cwd: Path, now_ms: int, preset: str | None = None, *,
+                             sandboxed: bool = False) -> list[Section]:
     date = _dt.datetime.fromtimestamp(now_ms / 1000).date().isoformat()  # local date
     out = [
         Section("environment:cwd", 0, f"Working directory: {cwd}"),
@@ -163,7 +173,8 @@ def default_context_sections(cwd: Path, now_ms: int, preset: str | None = None) 
     if branch:
         out.append(Section("environment:git", 3, f"Git branch: {branch}"))
     if preset in PRESET_TEXTS:
-        out.append(Section("permission:preset", 4, PRESET_TEXTS[preset]))
+        text = SANDBOXED_PRESET_TEXTS.get(preset, PRESET_TEXTS[preset]) if sandboxed else PRESET_TEXTS[preset]
+        out.append(Section("permission:preset", 4, text))
     return out
 
 

@@ -213,6 +213,7 @@ class ToolService:
             cwd=cwd,
             workspace=workspace,
             allow_outside=cfg.preset == "full-access",
+            sandbox_mode=approval_mod.DSH_MODES.get(cfg.preset),
             spill_dir=agent.spill_dir,
             state=agent.tool_state,
             emit_event=lambda t, d: agent.session.append(t, d),
@@ -248,7 +249,7 @@ class ToolService:
                 if tool is None:
                     return {"kind": "allow"}
                 return approval_mod.decide_preset(cfg.preset, tool.access, ex.args, ex.ctx.cwd,
-                                                  ex.ctx.workspace, tool.name)
+                                                  ex.ctx.workspace, tool.name, sandboxed=tool.sandboxed)
 
             if agent.bus.has("tools/pre-execute", agent.id):
                 decision = await agent.bus.waterfall("tools/pre-execute", self._payload(ex, signal), preset_default,
@@ -261,9 +262,12 @@ class ToolService:
                 ex.final["error"].pop("info", None)
                 return
             if kind == "ask":
+                escalation = decision.get("escalation")
+                answer = "allowed-once" if escalation and cfg.allow_escalation else None
                 try:
                     outcome = await agent.approval.request(tool_name=ex.ctx.name, call_id=ex.ctx.call_id,
-                                                           reason=decision.get("reason"), signal=signal)
+                                                           reason=decision.get("reason"), signal=signal,
+                                                           answer=answer)
                 except AbortError:
                     ex.final, ex.skip_post = aborted_before_dispatch(), True
                     return
@@ -273,7 +277,13 @@ class ToolService:
                     else:
                         reason = agent.approval.reasons.pop(ex.ctx.call_id, None)
                         problem = agent.approval.problems.pop(ex.ctx.call_id, None)
-                        if outcome == "rejected":
+                        if escalation:
+                            from dsh_tui.tools.sandbox import escalation_outcome_text
+
+                            text = escalation_outcome_text(outcome, str(escalation))
+                            if outcome == "rejected" and reason and reason.strip():
+                                text += ". The user's reason: " + " ".join(reason.split())
+                        elif outcome == "rejected":
                             text = rejection_text(ex.ctx.name, reason)
                         elif outcome == "unavailable" and problem:
                             text = f'tool "{ex.ctx.name}" requires approval, but {problem}'
@@ -281,7 +291,11 @@ class ToolService:
                             text = approval_mod.outcome_text(outcome, ex.ctx.name)
                         ex.final = error_result(text)
                     return
-                ex.ctx.allow_outside = True
+                if escalation:  # exactly this call runs in the wider mode it asked for
+                    ex.ctx.sandbox_mode = str(escalation)
+                    ex.ctx.allow_outside = escalation == "danger-full-access"
+                else:
+                    ex.ctx.allow_outside = True
             for guard in self.guards:
                 reason = guard(ex)
                 if isinstance(reason, str) and reason:

@@ -13,6 +13,8 @@ sorted by name like dsh's registry. Options:
 - ``bash_timeout_ms`` (120000), ``bash_max_timeout_ms`` (600000), ``bash_max_output_bytes`` (64000),
   ``bash_grace_ms`` (3000), ``glob_max_results`` (100), ``grep_max_matches`` (250),
   ``search_timeout_ms`` (30000).
+- ``sandbox``: a ``dsh_tui.tools.sandbox.Sandbox``: ``bash`` runs its commands in it (pass
+  ``escalation=True`` with it, as dsh advertises the escalation fields under a sandboxing executor).
 - ``names``: only these tools.
 """
 
@@ -42,7 +44,7 @@ def builtin_tools(**options: Any) -> list[ToolDefinition]:
     unknown = set(options) - {
         "escalation", "background", "jobs", "bash_env", "bash_timeout_ms", "bash_max_timeout_ms",
         "bash_max_output_bytes", "bash_grace_ms", "glob_max_results", "grep_max_matches", "search_timeout_ms",
-        "names",
+        "names", "sandbox",
     }  # fmt: skip
     if unknown:
         raise TypeError(f"builtin_tools: unknown options {sorted(unknown)}")
@@ -65,6 +67,7 @@ def builtin_tools(**options: Any) -> list[ToolDefinition]:
             max_output_bytes=int(options.get("bash_max_output_bytes", bash.MAX_OUTPUT_BYTES)),
             grace_ms=options.get("bash_grace_ms", bash.GRACE_MS),
             env=options.get("bash_env"),
+            sandbox=options.get("sandbox"),
         ),
         "edit": lambda: edit_tool(schemas.fs_schema("edit", escalation=escalation)),
         "glob": lambda: glob_tool(

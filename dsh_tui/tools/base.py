@@ -53,6 +53,9 @@ class ToolContext:
     state: dict[str, Any] = field(default_factory=dict)
     # Append a todo list etc.: tools that own session events call this (type, data).
     emit_event: Callable[[str, dict[str, Any]], None] | None = None
+    # The call's sandbox mode in dsh's words (``read-only`` | ``workspace-write`` | ``danger-full-access``):
+    # the preset's, or the wider one an approved escalation granted; None: no sandbox policy (a bare tool call).
+    sandbox_mode: str | None = None
 
 
 def default_render(_args: Any, value: JSON) -> list[ContentBlock]:
@@ -82,6 +85,9 @@ class ToolDefinition:
     # "mcp" tools (an MCP server's) ask under read-only and workspace-write; "mcp-allowed" ones (allowed by
     # the server's settings, or trusted read-only) never ask.
     access: str = "read"
+    # An "exec" tool whose commands run in the OS sandbox (``dsh_tui.tools.sandbox``): under read-only and
+    # workspace-write it runs without asking; only an escalation (``sandbox_permissions``) asks.
+    sandboxed: bool = False
 
     def content(self, args: Any, value: JSON) -> list[ContentBlock]:
         return (self.render or default_render)(args, value)

@@ -23,10 +23,18 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from dsh_tui.tools.base import ToolContext, ToolDefinition
+from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
 from dsh_tui.tools.common import aborted_error, js_number, plain_error, private_dir
 from dsh_tui.tools.paths import confine_dir
 from dsh_tui.tools.procs import killpg, release, track
+from dsh_tui.tools.sandbox import (
+    CONFINED,
+    denial_markers,
+    denied,
+    escalation_args_problem,
+    runner_failure,
+    unavailable_text,
+)
 
 DEFAULT_TIMEOUT_MS = 120_000
 MAX_TIMEOUT_MS = 600_000
@@ -177,8 +185,10 @@ async def run_bash(
     max_spill_bytes: int = MAX_SPILL_BYTES,
     spill_stem: Path | None = None,
     grace_ms: float = GRACE_MS,
+    argv: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Run ``bash -c command`` to completion, timeout or cancellation; returns dsh's ShellRunResult."""
+    """Run ``bash -c command`` (or ``argv``: the command confined by a sandbox) to completion, timeout or
+    cancellation; returns dsh's ShellRunResult."""
     out = _Capture(
         max_output_bytes,
         max_spill_bytes,
@@ -191,7 +201,7 @@ async def run_bash(
     )
     try:
         proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", command, cwd=cwd, env=env,
+            *(argv or ["bash", "-c", command]), cwd=cwd, env=env,
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )  # fmt: skip
@@ -261,8 +271,9 @@ def _stream_text(stream: dict[str, Any]) -> str:
     return text
 
 
-def render_bash_result(value: dict[str, Any]) -> str:
-    """dsh ``renderResult``; no sandbox markers here (no sandbox)."""
+def render_bash_result(value: dict[str, Any], escalation: bool = False) -> str:
+    """dsh ``renderResult``: the sandbox denial marker (and, with ``escalation``, its hint) before the exit
+    markers."""
     if value.get("kind") == "background":
         return f"started background job {value['jobId']}"
     body = _stream_text(value["stdout"])
@@ -274,6 +285,9 @@ def render_bash_result(value: dict[str, Any]) -> str:
     if body == "":
         body = "(no output)"
     markers: list[str] = []
+    sandbox = value.get("sandbox")
+    if isinstance(sandbox, dict) and sandbox.get("denied"):
+        markers.extend(denial_markers(str(sandbox.get("mode")), escalation))
     if value.get("timedOut"):
         markers.append(f"[timed out after {js_number(value['timeoutMs'])}ms]")
     if value.get("signal") is not None:
@@ -338,13 +352,27 @@ def bash_tool(
     max_spill_bytes: int = MAX_SPILL_BYTES,
     grace_ms: float = GRACE_MS,
     env: dict[str, str] | None = None,
+    sandbox: Any = None,
 ) -> ToolDefinition:
+    """``sandbox``: a ``dsh_tui.tools.sandbox.Sandbox``: each command runs confined under the call's
+    ``ctx.sandbox_mode`` (``read-only`` / ``workspace-write``; ``danger-full-access`` runs it as it is)."""
+
+    def confine(command: str, ctx: ToolContext, cwd: str) -> Any:
+        mode = ctx.sandbox_mode
+        if sandbox is None or mode not in CONFINED:
+            return None
+        return sandbox.confine(["bash", "-c", command], mode=mode, workspace=str(ctx.workspace), cwd=cwd)
+
     async def execute(args: Any, ctx: ToolContext) -> Any:
         _validate(args)
         if args.get("sandbox_permissions") is not None and not escalation:
             raise plain_error(
                 "sandbox_permissions is not available in this composition (no sandboxing executor to escalate)"
             )
+        if escalation:
+            problem = escalation_args_problem(args.get("sandbox_permissions"), args.get("justification"))
+            if problem:
+                raise plain_error(problem)
         workdir = args.get("workdir")
         if isinstance(workdir, str):
             cwd = await asyncio.to_thread(confine_dir, ctx, workdir, subject="command", escalation=escalation)
@@ -364,7 +392,13 @@ def bash_tool(
                 )
             if ctx.cancelled.is_set():
                 raise aborted_error()
-            job_id = await port.start(args["command"], cwd=cwd, env=bash_env(env, ctx), label=args["description"])
+            confined = await asyncio.to_thread(confine, args["command"], ctx, cwd)
+            if confined is None:
+                job_id = await port.start(args["command"], cwd=cwd, env=bash_env(env, ctx), label=args["description"])
+            else:  # the job runs the confined argv and removes its temp dir when it ends
+                job_id = await port.start(args["command"], cwd=cwd, env={**bash_env(env, ctx), **confined.env},
+                                          label=args["description"], argv=confined.argv, cleanup=confined.cleanup,
+                                          denial="\n".join(denial_markers(confined.mode, escalation)))
             return {"kind": "background", "jobId": str(job_id)}
         if not os.path.isdir(cwd):
             raise plain_error(f'workdir "{cwd}" is not a directory')
@@ -375,16 +409,31 @@ def bash_tool(
         spill_dir = Path(ctx.spill_dir) if ctx.spill_dir is not None else _private_spill_dir()
         call = re.sub(r"[^A-Za-z0-9._-]+", "_", ctx.call_id or "bash")[:60]
         stem = spill_dir / f"{call}-{uuid.uuid4().hex[:8]}" if spill_dir is not None else None
-        result = await run_bash(
-            args["command"], cwd=cwd, timeout_ms=timeout_ms, cancelled=ctx.cancelled, env=bash_env(env, ctx),
-            max_output_bytes=max_output_bytes, max_spill_bytes=max_spill_bytes, spill_stem=stem, grace_ms=grace_ms,
-        )  # fmt: skip
+        confined = await asyncio.to_thread(confine, args["command"], ctx, cwd)
+        try:
+            result = await run_bash(
+                args["command"], cwd=cwd, timeout_ms=timeout_ms, cancelled=ctx.cancelled,
+                env=bash_env(env, ctx) if confined is None else {**bash_env(env, ctx), **confined.env},
+                max_output_bytes=max_output_bytes, max_spill_bytes=max_spill_bytes, spill_stem=stem,
+                grace_ms=grace_ms, argv=None if confined is None else confined.argv,
+            )  # fmt: skip
+        finally:
+            if confined is not None:
+                await asyncio.to_thread(confined.cleanup)
         if result["aborted"]:
             raise aborted_error()
+        if confined is not None:
+            stderr = result["stderr"]["text"]
+            failure = runner_failure(result["exitCode"], stderr)
+            if failure is not None:  # the runner refused: the command did not run
+                raise ToolError(unavailable_text(confined.mode, failure), code="SANDBOX_UNAVAILABLE",
+                                name="SandboxUnavailableError")
+            result["sandbox"] = {"mode": confined.mode, "denied": denied(result["exitCode"], stderr),
+                                 "enforcement": "full"}
         return {"kind": "foreground", **result}
 
     def render(args: Any, value: Any) -> list[dict[str, Any]]:
-        return [{"type": "text", "text": render_bash_result(value)}]
+        return [{"type": "text", "text": render_bash_result(value, escalation)}]
 
     return ToolDefinition(
         name="bash",
@@ -395,6 +444,7 @@ def bash_tool(
         presentation_meta=None,
         is_concurrency_safe=None,
         access="exec",
+        sandboxed=sandbox is not None,
     )
 
 

@@ -54,6 +54,8 @@ class AgentHarness:
                           if self._on_child in subagents.WATCHERS else None)
         self.announce_model()
         self.announce_preset()
+        if host.sandbox_note:  # one clear line: no sandbox here, and what happens instead
+            bridge.notice("notice", host.sandbox_note)
         if getattr(agent, "mcp", None) is not None:  # the first request waits for the servers: say which
             agent.mcp.on_wait = lambda names: bridge.notice(
                 "phase", f"connecting MCP {', '.join(names)}" if names else "waiting")
@@ -167,6 +169,14 @@ class AgentHarness:
     # -- turn control (dsh_tui/runtime/permissions.py, dsh_tui/runtime/turns.py) ---------------------
     def announce_preset(self) -> None:
         self.bridge.notice("preset", self.agent.config.preset)
+        self.bridge.notice("sandbox", self.sandbox_label())
+
+    def sandbox_label(self) -> str:
+        """What the status bar says of the OS sandbox: "sandbox" (commands run in it), "no sandbox" (one was
+        asked for but cannot run here, or full access runs them unconfined), "" (turned off in the settings)."""
+        if self.host.sandbox is not None:
+            return "no sandbox" if self.agent.config.preset == "full-access" else "sandbox"
+        return "no sandbox" if self.host.sandbox_note else ""
 
     async def set_preset(self, preset: str) -> str:
         """Switch the permission mode (logged as dsh logs ``/permission``); the next tool call obeys it."""

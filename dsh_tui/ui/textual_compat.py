@@ -43,6 +43,7 @@ TESTED_TEXTUAL = "8.2.8"
 #: checks each one exists on the installed Textual (attributes set in ``__init__`` are checked on an
 #: instance).
 PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
+    ("textual.app.App", "_driver"),
     ("textual.css.stylesheet.Stylesheet", "_parse_rules"),
     ("textual.css.stylesheet.Stylesheet", "_parse_cache"),
     ("textual.app.App", "_refresh_truecolor_filter"),
@@ -233,3 +234,14 @@ def fast_wrap() -> None:
     wrapped.get_tab_widths = get_tab_widths
     wrapped.WrappedDocument.height = property(  # type: ignore[assignment]
         lambda self: len(self._offset_to_line_info), doc="The height of the wrapped document.")
+
+
+def terminal_write(app: Any, data: str) -> bool:
+    """Write an escape sequence straight to the terminal (``App._driver``: Textual writes its own OSC 52 so;
+    there is no public way); False when there is no terminal (a headless test app)."""
+    driver = getattr(app, "_driver", None)
+    if driver is None or getattr(app, "is_headless", False):
+        return False
+    driver.write(data)
+    driver.flush()
+    return True

@@ -20,6 +20,7 @@ from dsh_tui.tools.bash import drain_pumps
 from dsh_tui.tools.bash import killpg as _killpg
 from dsh_tui.tools.common import plain_error
 from dsh_tui.tools.procs import forget, track
+from dsh_tui.tools.sandbox import denied as sandbox_denied
 
 GRACE_S = 3.0
 READ_CHUNK = 65_536
@@ -31,26 +32,35 @@ class BashJobs:
         self.registry = registry
         self.grace_s = grace_s
 
-    async def start(self, command: str, *, cwd: str, env: dict[str, str], label: str | None = None) -> str:
+    async def start(self, command: str, *, cwd: str, env: dict[str, str], label: str | None = None,
+                    argv: list[str] | None = None, cleanup: Any = None, denial: str | None = None) -> str:
+        """``argv``: the command as the sandbox confines it; ``cleanup()`` runs once the job has ended;
+        ``denial``: the sandbox's marker lines, added to the output when the job failed on a denial."""
         async def starter(handle: JobHandle) -> Any:
-            return await _start_process(handle, command, cwd, env, self.grace_s)
+            try:
+                return await _start_process(handle, command, cwd, env, self.grace_s, argv, cleanup, denial)
+            except BaseException:
+                if cleanup is not None:
+                    cleanup()
+                raise
 
         job = await self.registry.start("bash", label or command, starter)
         return job.id
 
 
-async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[str, str], grace_s: float) -> Any:
+async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[str, str], grace_s: float,
+                         argv: list[str] | None = None, cleanup: Any = None, denial: str | None = None) -> Any:
     if not os.path.isdir(cwd):
         raise plain_error(f'workdir "{cwd}" is not a directory')
     try:
         proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", command, cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
+            *(argv or ["bash", "-c", command]), cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
     except FileNotFoundError as exc:
         raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
     pgid = proc.pid
     track(pgid)
-    state = {"killed": False, "killer": None}
+    state: dict[str, Any] = {"killed": False, "killer": None, "stderr": ""}
 
     async def pump(stream: asyncio.StreamReader, channel: str) -> None:
         decoder = codecs.getincrementaldecoder("utf-8")("replace")
@@ -61,7 +71,10 @@ async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[st
                 if tail:
                     handle.append(tail, channel)
                 return
-            handle.append(decoder.decode(data), channel)
+            text = decoder.decode(data)
+            if denial is not None and channel == "stderr":
+                state["stderr"] = (state["stderr"] + text)[-65_536:]
+            handle.append(text, channel)
 
     async def run() -> None:
         assert proc.stdout is not None and proc.stderr is not None
@@ -75,9 +88,13 @@ async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[st
         finally:
             _killpg(pgid, signal_mod.SIGKILL)  # nothing of the group outlives its job
             forget(pgid)
+            if cleanup is not None:
+                await asyncio.to_thread(cleanup)
             killer = state["killer"]
             if killer is not None:
                 killer.cancel()
+        if denial is not None and not state["killed"] and sandbox_denied(rc, state["stderr"]):
+            handle.append(denial + "\n", "stderr")  # dsh's marker, as a foreground call's result has it
         if state["killed"]:
             sig = -rc if rc is not None and rc < 0 else None
             name = signal_mod.Signals(sig).name if sig else None

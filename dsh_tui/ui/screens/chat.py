@@ -511,6 +511,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self._turn_end_seq = event.get("seq")
             self.last_failed = ((event.get("data") or {}).get("reason") or {}).get("kind") == "error"
             self._return_undelivered_steers()
+            if self.running:  # a live turn ended: say so when the terminal is not focused
+                self._desktop_notify("the turn finished")
             self._set_running(False)
             gc.freeze()  # the finished turn's events and views are long-lived now
 
@@ -567,6 +569,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         elif kind == "phase":
             self.status.set_phase(str(value))
         elif kind == "approval":
+            self._desktop_notify(f"{getattr(value, 'tool', 'a tool')} is waiting for your approval")
             self.pending_approvals.append(value)
             if self.approval.request is None:
                 self._show_next_approval()
@@ -591,9 +594,25 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         elif kind == "preset":
             self.status.preset = str(value or "")
             self.status.redraw()
+        elif kind == "sandbox":
+            self.status.sandbox = str(value or "")
+            self.status.redraw()
         elif kind == "model" and isinstance(value, tuple) and len(value) == 3:
             self.status.route = value
             self.status.redraw()
+
+    def _desktop_notify(self, body: str) -> None:
+        """A desktop notification (or the bell) when the terminal is not focused (``dsh_tui.ui.notify``)."""
+        notifier = getattr(self, "_notifier", None)
+        if notifier is None:
+            from dsh_tui.ui.notify import Notifier
+            from dsh_tui.ui.textual_compat import terminal_write
+
+            app = self.app
+            settings = getattr(app, "settings", None)
+            mode = settings.get("ui.notify", "auto") if settings is not None else "auto"
+            notifier = self._notifier = Notifier(mode, lambda: app.app_focus, lambda seq: terminal_write(app, seq))
+        notifier(body)
 
     def _restore_pending(self, session_id: str) -> None:
         """Prompts queued when the app last quit on this session come back in the composer (not sent on

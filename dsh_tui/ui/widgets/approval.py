@@ -111,7 +111,13 @@ class ApprovalPanel(Vertical):
         in), with the grace period; else the panel waits for Tab (``focus_buttons``) or a click."""
         self._build()
         self.request = request
-        self._title_text = f"Approve {request.tool}?"
+        reason = request.reason or ""
+        if reason.startswith("escalate sandbox to danger-full-access:"):  # Codex's "run without sandbox?"
+            self._title_text = f"Run {request.tool} without the sandbox?"
+        elif reason.startswith("escalate sandbox to "):
+            self._title_text = f"Run {request.tool} with more sandbox access?"
+        else:
+            self._title_text = f"Approve {request.tool}?"
         self._title.update(Text(self._title_text, style="bold"))
         self._args.update(describe_call(request.tool, request.arguments))
         self._reason.update(Text(request.reason or "", style="italic"))

@@ -81,6 +81,7 @@ class StatusBar(Widget):
         self.route: tuple[str, str, str | None] | None = None
         self.modes: dict[str, str] = {}  # display modes that differ from the default, e.g. "cards hidden"
         self.preset = ""  # the live session's permission mode (F4 cycles it), shown after the model
+        self.sandbox = ""  # "sandbox" | "no sandbox" | "" (turned off): the OS sandbox of commands, after the mode
 
     def on_mount(self) -> None:
         self.set_interval(1.0, self._tick)
@@ -156,6 +157,8 @@ class StatusBar(Widget):
             out.append((1, Text(self.model_hint, style="yellow")))
         if self.preset:  # safety-relevant: kept after the model, before the cost, whatever the state
             out.append((1.5, Text(self.preset, style=PRESET_STYLES.get(self.preset, ""))))
+        if self.sandbox:
+            out.append((1.6, Text(self.sandbox, style="green" if self.sandbox == "sandbox" else "yellow")))
         if usage is not None and (model or usage.model):
             cost = usage.cost_usd()
             if not usage.model and usage.prices.get(model) is None:
