@@ -26,6 +26,7 @@ their own modules, imported only when applied.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import logging
@@ -370,11 +371,72 @@ class Context:
         self._disposers.append(off)
         return off
 
-    def effect(self, disposer: Callable[[], Any]) -> None:
-        """Run ``disposer`` when the plugin unloads (after the registrations made after it are undone). If it
-        returns a callable, that is called too: ``ctx.effect(lambda: close_connection)`` reads like dsh's
-        ``ctx.effect(() => disposer)``."""
-        self._disposers.append(disposer)
+    def effect(self, execute: Callable[[], Any], label: str = "anonymous") -> Callable[[], Any]:
+        """dsh's ``ctx.effect(execute, label)``: run ``execute()`` now and keep what it returns as the teardown,
+        run when the plugin unloads (newest first) or when the returned ``dispose()`` is called (once).
+
+        ``execute`` may return a disposer (a callable; sync or async), ``None`` (nothing to undo), a generator
+        that yields disposers (a composite effect: undone in reverse), or a coroutine (async setup: it runs as a
+        task and whatever it returns is the disposer; unload waits for it). Anything else is a ``TypeError``.
+        An exception from ``execute`` propagates (in ``apply``: the plugin fails to load)."""
+        parts: list[Callable[[], Any]] = []
+        setup: asyncio.Task | None = None
+
+        def collect(value: Any) -> None:
+            if callable(value):
+                parts.append(value)
+            elif value is not None:
+                raise TypeError(f"Invalid effect {label!r}: yielded {type(value).__name__}, not a disposer")
+
+        out = execute()
+        if inspect.iscoroutine(out):
+            setup = asyncio.get_running_loop().create_task(out)
+        elif inspect.isgenerator(out):
+            try:
+                for value in out:
+                    collect(value)
+            except BaseException:
+                while parts:  # a composite effect that failed half-way undoes what it set up
+                    result = parts.pop()()
+                    if inspect.iscoroutine(result):
+                        result.close()
+                raise
+        elif callable(out):
+            parts.append(out)
+        elif out is not None:
+            raise TypeError(f"Invalid effect {label!r}: execute() returned {type(out).__name__}, "
+                            "not a disposer, a generator or a coroutine")
+        done = False
+
+        async def run_async_rest(pending: Any) -> None:
+            if pending is not None:
+                await pending
+            if setup is not None:
+                if not setup.done():
+                    setup.cancel()
+                try:
+                    collect(await setup)
+                except asyncio.CancelledError:
+                    pass
+            await _run_all(parts)
+
+        def dispose() -> Any:
+            nonlocal done
+            if done:
+                return None
+            done = True
+            if dispose in self._disposers:
+                self._disposers.remove(dispose)
+            if setup is None:
+                while parts:
+                    result = parts.pop()()
+                    if inspect.isawaitable(result):
+                        return run_async_rest(result)
+                return None
+            return run_async_rest(None)
+
+        self._disposers.append(dispose)
+        return dispose
 
     def append(self, type: str | Mapping[str, Any], data: Any = None) -> dict:  # noqa: A002 - dsh field name
         """Append a plugin-owned event to the session log: ``append(type, data)`` or ``append(event)`` with
@@ -398,13 +460,17 @@ class Context:
             try:
                 out = fn()
                 if inspect.isawaitable(out):
-                    out = await out
-                if callable(out):  # an effect that returned its disposer
-                    out = out()
-                    if inspect.isawaitable(out):
-                        await out
+                    await out
             except Exception as err:  # noqa: BLE001 - one failing disposer must not stop the others
                 self.log.warning("disposer failed: %r", err)
+
+
+async def _run_all(disposers: list[Callable[[], Any]]) -> None:
+    """Run an effect's remaining disposers, newest first, awaiting async ones."""
+    while disposers:
+        out = disposers.pop()()
+        if inspect.isawaitable(out):
+            await out
 
 
 def _config_for(obj: Any, raw: dict[str, Any]) -> Any:
@@ -543,8 +609,6 @@ def _dispose_now(ctx: Context) -> None:
     while ctx._disposers:
         try:
             out = ctx._disposers.pop()()
-            if callable(out):  # an effect that returned its disposer
-                out = out()
             if inspect.iscoroutine(out):
                 out.close()
         except Exception:  # noqa: BLE001
@@ -582,7 +646,7 @@ def _apply_compaction(ctx: Context) -> None:
     def forget() -> None:
         agent.compactor = None
 
-    ctx.effect(forget)
+    ctx.effect(lambda: forget)
 
 
 def _apply_runtime_context(ctx: Context) -> None:

@@ -217,8 +217,8 @@ def apply(ctx: Any, config: dict) -> None:
         if getattr(agent, "mcp", None) is manager:
             agent.mcp = None
 
-    ctx.effect(forget)
-    ctx.effect(manager.close)
+    ctx.effect(lambda: forget)
+    ctx.effect(lambda: manager.close)
     try:
         asyncio.get_running_loop().call_soon(manager.start)
     except RuntimeError:  # built outside a loop: connect when the agent first runs
