@@ -107,6 +107,9 @@ def add_plugin_arguments(parser: argparse.ArgumentParser, dest_prefix: str = "")
     parser.add_argument("--allow-escalation", dest=f"{dest_prefix}allow_escalation", action="store_true",
                         help="allow a command's escalation out of the sandbox without asking (headless: refused "
                              "otherwise)")
+    parser.add_argument("--trust", dest=f"{dest_prefix}trust", action="store_true",
+                        help="trust the workspace: its project plugins (.dsh-tui/plugins/) load; remembered, "
+                             "as answering the app's question")
 
 
 def _mcp_value(value: str) -> str:
@@ -131,10 +134,11 @@ def _apply_plugin_options(args: argparse.Namespace) -> None:
         from dsh_tui.runtime.sandboxing import set_sandbox_options
 
         set_sandbox_options(sandbox, escalate)
-    if modules or strict or check or mcp:  # else nothing to import (``dsh-tui log`` never loads the runtime)
+    trust = bool(getattr(args, "app_trust", False) or getattr(args, "trust", False))
+    if modules or strict or check or mcp or trust:  # else nothing to import (``dsh-tui log`` loads no runtime)
         from dsh_tui.runtime.host import set_plugin_options
 
-        set_plugin_options(tuple(modules), strict, check, tuple(mcp))
+        set_plugin_options(tuple(modules), strict, check, tuple(mcp), trust)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -147,7 +151,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if not argv:  # plain ``dsh-tui``: what the parser returns, without building one (argparse's gettext
         return argparse.Namespace(app_roots=[], app_plugins=[], app_strict_plugins=False,  # lookups alone
                                   app_check_requests=False, app_mcp=[], app_sandbox=None,  # are ~5 ms)
-                                  app_allow_escalation=False, command=None)
+                                  app_allow_escalation=False, app_trust=False, command=None)
     if not any(a in ("-h", "--help", "--version") for a in argv):
         named = [a for a in argv if a in COMMANDS][:1]
         try:

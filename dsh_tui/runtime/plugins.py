@@ -34,6 +34,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -62,17 +63,20 @@ class PluginSpec:
     """One plugin to load: where it comes from and with what config."""
 
     id: str
-    source: str  # "builtin" | "settings" | "entry-point" | "cli" | "sdk"
-    target: str = ""  # "pkg.mod" or "pkg.mod:obj" (empty for an object given directly or a built-in)
+    source: str  # "builtin" | "settings" | "entry-point" | "project" | "cli" | "sdk"
+    target: str = ""  # "pkg.mod" or "pkg.mod:obj" (empty for an object given directly or a built-in); a path
+    # for a project plugin (``.dsh-tui/plugins/<name>.py`` or ``<name>/``)
     obj: Any = None  # the plugin object itself (SDK, built-ins)
     config: dict[str, Any] = field(default_factory=dict)
     enabled: bool = True
     listener_timeout_ms: float = DEFAULT_TIMEOUT_MS  # ``[plugins.<id>] listener_timeout_ms`` (runtime.listeners)
+    skipped: str = ""  # why it is not even imported (a project plugin of a workspace not trusted)
 
 
 @dataclass
 class PluginRecord:
-    """What became of one plugin: ``loaded``, ``failed`` (with ``error``) or ``disabled``."""
+    """What became of one plugin: ``loaded``, ``failed`` (with ``error``), ``disabled`` or ``skipped`` (not
+    imported: a project plugin of a workspace not trusted; ``error`` says so)."""
 
     id: str
     source: str
@@ -122,11 +126,14 @@ def _entry_points() -> list[Any]:
     return list(found)
 
 
-def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[Any] = ()) -> list[PluginSpec]:
+def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[Any] = (),
+             workspace: str | os.PathLike[str] | None = None, trusted: bool | None = None) -> list[PluginSpec]:
     """Every plugin the configuration names, in load order (built-ins first; they sit in their own tier).
 
     ``settings``: a ``dsh_tui.config.Settings`` (or None); ``cli``: ``--plugin`` module names; ``objects``:
-    plugin objects or modules handed over directly (the SDK)."""
+    plugin objects or modules handed over directly (the SDK); ``workspace``: the session's working directory,
+    whose project plugins (``.dsh-tui/plugins/``) load if it is trusted (``dsh_tui.config.trust``) and are
+    listed as skipped, never imported, if not (``trusted``: decided by the caller instead)."""
     table = settings.get("plugins") if settings is not None else None
     if table is None:
         table = {}
@@ -166,6 +173,20 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
     for name, ep in eps.items():  # entry points by name
         enabled, config, _module = options(name)
         specs.append(PluginSpec(name, "entry-point", target=ep.value, config=config, enabled=enabled))
+    if workspace is not None:
+        from dsh_tui.config import trust
+
+        paths = trust.project_plugin_paths(workspace)
+        if trusted is None:
+            trusted = bool(paths) and trust.is_trusted(workspace)
+        for path in paths:  # named by the plugin's own ``name`` once imported, like --plugin
+            if trusted:
+                specs.append(PluginSpec(path.stem, "project", target=str(path),
+                                        config={"__settings__": configured}))
+            else:
+                specs.append(PluginSpec(path.stem, "project", target=str(path), skipped=(
+                    f"the workspace {Path(workspace).resolve()} is not trusted: trust it when the app asks, "
+                    "or run with --trust")))
     for target in cli:  # named by the plugin's own ``name`` once imported (see Plugins.apply)
         specs.append(PluginSpec(target, "cli", target=target, config={"__settings__": configured}))
     for obj in objects:
@@ -193,6 +214,8 @@ def resolve(spec: PluginSpec) -> Any:
     """The plugin object of ``spec`` (imports its module)."""
     if spec.obj is not None:
         return spec.obj
+    if spec.source == "project":
+        return _import_project(Path(spec.target))
     module_name, _, attr = spec.target.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
@@ -204,6 +227,31 @@ def resolve(spec: PluginSpec) -> Any:
         except AttributeError:
             raise PluginError(f"{module_name} has no attribute {attr!r}") from None
     return obj
+
+
+def _import_project(path: Path) -> Any:
+    """Import the project plugin at ``path`` (a module file or a package folder) as
+    ``dsh_tui_project_<name>``; imported once per process (a subagent's agent gets the same module)."""
+    import importlib.util
+    import re
+
+    name = "dsh_tui_project_" + re.sub(r"\W", "_", path.stem)
+    init = path / "__init__.py" if path.is_dir() else path
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__file__", None) == str(init):
+        return loaded
+    try:
+        spec = importlib.util.spec_from_file_location(
+            name, init, submodule_search_locations=[str(path)] if path.is_dir() else None)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"not a Python module: {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit, KeyboardInterrupt) as err:  # noqa: BLE001 - the plugin's load error
+        sys.modules.pop(name, None)
+        raise PluginError(f"cannot import {path}: {_error_text(err)}") from err
+    return module
 
 
 # -------------------------------------------------------------------------------------------------
@@ -517,11 +565,12 @@ class Plugins:
             return
         self._prepared = {}
         for i, spec in enumerate(self.specs):
-            if not spec.enabled or (spec.source == "settings" and not spec.target and spec.obj is None):
+            if not spec.enabled or spec.skipped or (spec.source == "settings" and not spec.target
+                                                     and spec.obj is None):
                 continue
             try:
                 obj = resolve(spec)
-                if spec.source == "cli":  # its id is its name; its config the [plugins.<name>] table
+                if spec.source in ("cli", "project"):  # its id is its name; its config the [plugins.<name>] table
                     table = dict(spec.config.pop("__settings__", {}).get(_name_of(obj, spec.target), {}))
                     spec.id = _name_of(obj, spec.target)
                     spec.enabled = table.pop("enabled", True) is not False
@@ -549,6 +598,12 @@ class Plugins:
                                           f'module = "package.module", install it, or pass --plugin'))
                 continue
             record = PluginRecord(spec.id, spec.source, spec.target, "loaded")
+            if spec.skipped:
+                record.state, record.error = "skipped", spec.skipped
+                self.records.append(record)
+                if self.on_failure is not None:  # reported like a failure (the app's notice, one line on stderr)
+                    self.on_failure(record)
+                continue
             self.records.append(record)
             if not spec.enabled:
                 record.state = "disabled"

@@ -289,6 +289,7 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
         preset=parent.config.preset, resume_id=resume_id, clock=spec.clock, persona=spec.persona,
         agent_options=options, plugins=spec.plugins, plugin_objects=spec.plugin_objects,
         strict_plugins=spec.strict_plugins, on_plugin_failure=spec.on_plugin_failure, close_provider=False,
+        trust=spec.trust,
         header_fields=fields if resume_id is None else {}, seed=seed, tool_options=dict(spec.tool_options),
         plugin_config=copy.deepcopy(spec.plugin_config))
     ch.check_fanout(parent, new=resume_id is None)
