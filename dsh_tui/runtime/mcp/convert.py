@@ -95,8 +95,12 @@ def _image_error(block: dict) -> str | None:
 
 
 def model_content(value: dict, raw_name: str) -> list[dict]:
-    """What the model sees for a successful call's canonical ``value``."""
+    """What the model sees for a successful call's canonical ``value``. A result whose only payload is its
+    ``structuredContent`` (no content blocks) gives the model that value as compact JSON, not dsh's "returned
+    no model-visible content" (a server that sends both has its text blocks read, as in dsh)."""
     content = value.get("content") or []
+    if not content and "structuredContent" in value:
+        return [{"type": "text", "text": _js(value["structuredContent"])}]
     if not any(isinstance(b, dict) and b.get("type") == "image" for b in content):
         return [{"type": "text", "text": extract_text(content, raw_name)}]
     errors = {i: err for i, b in enumerate(content)
