@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from dsh_tui.llm import scripted
-from tests.mcp.helpers import mcp_agent, results, server, stdio, until
+from tests.mcp.helpers import blocks, mcp_agent, results, server, stdio, until
 
 
 def _texts(request: dict) -> str:
@@ -59,4 +59,33 @@ async def test_resource_mentions_are_read_into_the_turn(tmp_path):
     logged = [e for e in agent.session.events if e["type"] == "user/message"
               and (e["data"].get("message", e["data"]).get("source") or {}).get("plugin") == "mcp"]
     assert len(logged) == 3, [e["type"] for e in agent.session.events]
+    await agent.dispose()
+
+
+async def test_an_image_result_is_an_image_block_for_a_model_that_takes_images(tmp_path):
+    """As dsh: with the attachment store (issue #32) and a model that declares image input, an MCP image is
+    saved there and reaches the model as an image block (the providers send it as ``image_url`` / an image
+    block); a text-only model gets dsh's diagnostic with the reason."""
+    import dataclasses
+
+    import pytest
+
+    pytest.importorskip("dsh_tui.store.attachments")
+    agent = mcp_agent([scripted.call("c1", "mcp__t__image"), scripted.text("done")], {"t": stdio()}, tmp_path)
+    info = agent.provider.resolve_model("mock-model")
+    agent.provider.resolve_model = lambda _m: dataclasses.replace(info, input_modalities=("text", "image"))
+    agent.followup("go")
+    await agent.wait_idle()
+    got = blocks(agent, "c1")
+    assert [b["type"] for b in got] == ["text", "image", "text"]
+    assert got[1]["attachment"]["mediaType"] == "image/png" and got[1]["attachment"]["width"] == 1
+    assert got[1]["attachment"]["attachmentId"].startswith("sha256:")
+    await agent.dispose()
+
+    agent = mcp_agent([scripted.call("c1", "mcp__t__image"), scripted.text("done")], {"t": stdio()}, tmp_path)
+    agent.followup("go")
+    await agent.wait_idle()
+    assert blocks(agent, "c1")[1] == {"type": "text", "text": (
+        '[image unavailable: image/png; model "mock-model" does not declare image input; raw image data remains '
+        "available to programmatic callers]")}
     await agent.dispose()

@@ -83,13 +83,14 @@ class McpStartupError(DshError):
 class McpManager:
     """The servers of one agent (``agent.mcp``)."""
 
-    def __init__(self, configs: list[ServerConfig], registry: Any, commands: Any = None) -> None:
+    def __init__(self, configs: list[ServerConfig], registry: Any, commands: Any = None, route: Any = None) -> None:
         from dsh_tui.runtime.mcp.client import Server
 
         self.servers: list[Any] = []
         seen: set[str] = set()
         for cfg in configs:
-            self.servers.append(Server(cfg, registry, duplicate=cfg.name in seen, commands=commands))
+            self.servers.append(Server(cfg, registry, duplicate=cfg.name in seen, commands=commands,
+                                       route=route))
             seen.add(cfg.name)
         self.started = False
         self.closed = False
@@ -210,7 +211,14 @@ def apply(ctx: Any, config: dict) -> None:
     if not configs:
         return
     agent = ctx._agent
-    manager = McpManager(configs, ctx.tools.register, ctx.commands.register)
+    def route() -> tuple[str, bool] | None:  # images in results: the current model and whether it takes them
+        model_info = getattr(ctx.agent, "model_info", None)  # (with the attachment store, issue #32)
+        info = model_info() if model_info is not None else None
+        if not ctx.agent.model or info is None:
+            return None
+        return ctx.agent.model, bool(getattr(info, "takes_images", False))
+
+    manager = McpManager(configs, ctx.tools.register, ctx.commands.register, route)
     agent.mcp = manager
 
     def forget() -> None:

@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from dsh_tui.runtime.mcp.config import ServerConfig
-from dsh_tui.runtime.mcp.convert import McpToolError, canonical, model_content
+from dsh_tui.runtime.mcp.convert import McpToolError, admit_images, canonical, model_content
 from dsh_tui.runtime.mcp.naming import public_tool_name
 from dsh_tui.runtime.mcp.stdio import TransportStats, stdio_transport
 from dsh_tui.tools.base import ToolDefinition, ToolError
@@ -96,11 +96,12 @@ class Server:
     """One configured server and its supervised connection (see the module docstring)."""
 
     def __init__(self, config: ServerConfig, registry: Any, *, duplicate: bool = False,
-                 commands: Any = None) -> None:
+                 commands: Any = None, route: Any = None) -> None:
         self.config = config
         self.name = config.name
         self.registry = registry  # register(tool) -> off(), unregister via the off()s
         self.commands = commands  # register(name, help, run, usage=...) -> off(): its prompts (mcp/extras.py)
+        self.route = route  # () -> (model id, takes images) | None: images in results (convert.admit_images)
         self.prompts: dict[str, str] = {}  # command name -> the prompt's name
         self._prompt_offs: list[Callable[[], None]] = []
         self.capabilities: Any = None
@@ -485,9 +486,12 @@ class Server:
             finally:
                 watch.cancel()
         try:
-            return canonical(result.model_dump(by_alias=True, mode="json"), raw)
+            value = canonical(result.model_dump(by_alias=True, mode="json"), raw)
         except McpToolError as err:
             raise ToolError(str(err)) from None
+        if any(isinstance(b, dict) and b.get("type") == "image" for b in value.get("content") or []):
+            await asyncio.to_thread(admit_images, value, self.route() if self.route is not None else None)
+        return value
 
     def status(self) -> ServerStatus:
         return ServerStatus(self.name, self.config.transport or "", self.config.target, self.state,
