@@ -13,11 +13,10 @@ import pytest
 
 from tests.conftest import REPO
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply
-from tests.mcp.helpers import call_chunks, run_headless, tool_messages, write_settings
+from tests.mcp.helpers import call_chunks, image_unavailable, run_headless, tool_messages, write_settings
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 1}
-NO_STORE = ("[image unavailable: image/png; no attachment store is mounted; "
-            "raw image data remains available to programmatic callers]")
+NO_STORE = image_unavailable("m")  # the text-only model "m" (tests/mcp/helpers.py)
 
 
 
