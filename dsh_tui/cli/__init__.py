@@ -347,69 +347,11 @@ def _is_app(args: argparse.Namespace) -> bool:
         or args.command == "serve"
 
 
-class _PluginFormatter:
-    def format(self, record: object) -> str:
-        import logging
-
-        assert isinstance(record, logging.LogRecord)
-        from dsh_tui.llm.redact import redact
-
-        plugin = record.name.removeprefix("dsh_tui.plugins.")
-        return one_line(redact(f"dsh-tui: plugin {plugin}: {record.getMessage()}"))
-
-
-def _RedactingFormatter(fmt: str) -> object:  # noqa: N802 - a class made on first use (logging stays lazy)
-    """A ``logging.Formatter`` whose every line (message and traceback) passes ``redact``: a key a plugin
-    logs never reaches plugins.log."""
-    import logging
-
-    from dsh_tui.llm.redact import redact
-
-    class Redacting(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            return redact(super().format(record))
-
-    return Redacting(fmt)
-
-
 def route_plugin_logs(*, to_stderr: bool) -> None:
-    """Where a plugin's ``ctx.log`` goes (docs/plugins.md): everything to ``<cache>/logs/plugins.log``
-    (private), and WARNING and above also to stderr, one line each, when no full-screen app owns it."""
-    import logging
-    import os
+    """Where a plugin's ``ctx.log`` goes (docs/plugins.md): ``dsh_tui.runtime.pluginlog``."""
+    from dsh_tui.runtime.pluginlog import route_plugin_logs as route
 
-    from dsh_tui.paths import cache_dir
-
-    logger = logging.getLogger("dsh_tui.plugins")
-    if getattr(logger, "_dsh_routed", False):
-        return
-    logger._dsh_routed = True  # type: ignore[attr-defined]
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    try:
-        logs = cache_dir() / "logs"
-        os.makedirs(logs, mode=0o700, exist_ok=True)
-        fd = os.open(logs / "plugins.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace"))
-        handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-    except OSError:
-        pass  # no cache directory: stderr still gets the warnings
-    if to_stderr:
-        err = logging.StreamHandler(sys.stderr)
-        err.setLevel(logging.WARNING)
-        err.setFormatter(_PluginFormatter())  # type: ignore[arg-type]
-        # a user's plugin speaks on stderr; the built-in ones (titles, ...) report through the command's own
-        # line, and their records stay in the file
-        err.addFilter(lambda record: not record.name.startswith("dsh_tui.plugins.") or
-                      record.name.removeprefix("dsh_tui.plugins.").split(".")[0] not in _builtin_ids())
-        logger.addHandler(err)
-
-
-def _builtin_ids() -> tuple[str, ...]:
-    from dsh_tui.runtime.plugins import BUILTIN_IDS
-
-    return BUILTIN_IDS
+    route(to_stderr=to_stderr)
 
 
 def _say(msg: str) -> None:

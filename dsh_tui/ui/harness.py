@@ -302,7 +302,15 @@ async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
 
         spec.on_plugin_failure = report
     await ask_trust(bridge, spec)
-    harness = AgentHarness(bridge, await AgentHost.open(spec))
+    from dsh_tui.runtime.pluginlog import add_notices  # ctx.log: the file, and warnings as notices
+
+    off_logs = add_notices(lambda level, text: bridge.notice("plugin-error" if level >= 40 else "notice", text))
+    try:
+        harness = AgentHarness(bridge, await AgentHost.open(spec))
+    except BaseException:
+        off_logs()
+        raise
+    harness._offs.append(off_logs)
     harness.root = spec.root
     if spec.prompts:
         harness._script = asyncio.ensure_future(harness.play(spec.prompts))
