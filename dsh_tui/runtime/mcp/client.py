@@ -74,6 +74,7 @@ class ServerStatus:
     max_attempts: int = 0
     source: str = "settings"
     notes: list[str] | None = None  # what was left out of the server's tool list, one line each
+    prompts: list[str] | None = None  # its prompts' slash commands (without the /)
 
     @property
     def text(self) -> str:
@@ -496,7 +497,8 @@ class Server:
     def status(self) -> ServerStatus:
         return ServerStatus(self.name, self.config.transport or "", self.config.target, self.state,
                             sorted(self.tools), self.error, self.failed_attempts,
-                            self.config.reconnect.max_attempts, self.config.source, list(self.notes))
+                            self.config.reconnect.max_attempts, self.config.source, list(self.notes),
+                            sorted(self.prompts))
 
 
 def _schema(tool: Any) -> dict:
