@@ -168,3 +168,18 @@ async def test_the_app_declined_skips_them_and_says_so(tmp_path):
         assert not trust.is_trusted(ws) and not (tmp_path / "imported").exists()
         records = {r.id: r.state for r in app.bridge.harness.agent.plugins.records}
         assert records["notes"] == records["pkgplug"] == "skipped"
+
+
+def test_the_sdk_skips_them_unless_trust_is_passed(tmp_path, capsys):
+    from dsh_tui import Harness
+
+    ws = _workspace(tmp_path)
+    with Harness(model="mock-model", cwd=ws, session_root=tmp_path / "sessions",
+                 provider_instance=ScriptedProvider([scripted.text("hi")])) as harness:
+        harness.run("hi")
+    assert not (tmp_path / "imported").exists() and "skipped: the workspace" in capsys.readouterr().err
+    provider = ScriptedProvider([scripted.text("hi")])
+    with Harness(model="mock-model", cwd=ws, session_root=tmp_path / "sessions", trust=True,
+                 provider_instance=provider) as harness:
+        harness.run("hi")
+    assert "project note" in str(provider.requests[-1]["messages"]) and trust.is_trusted(ws)
