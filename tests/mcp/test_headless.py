@@ -109,6 +109,7 @@ def test_mcp_in_headless_mode_prints_the_server_list(tmp_path):
     assert lines[3].startswith("  tools: ") and "echo" in lines[3].split(", ")[0] + lines[3]  # the names
     assert len(lines[3].removeprefix("  tools: ").split(", ")) == 12
     lines.pop(3)
+    assert lines.pop(3) == "  prompts: /mcp__t__greet, /mcp__t__review"  # its prompts as slash commands
     assert lines[3].startswith("gone  reconnecting (attempt ") and \
         lines[3].endswith(f"· cannot start {tmp_path / 'missing'}: no such file or directory")
     assert srv.requests == []  # a command, not a prompt
