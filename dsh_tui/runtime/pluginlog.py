@@ -76,7 +76,8 @@ def route_plugin_logs(*, to_stderr: bool) -> None:
     if routed is not None and routed[0] == logs and (routed[1] or not to_stderr):
         return
     logger.setLevel(logging.DEBUG)
-    logger.propagate = False
+    if to_stderr:  # the command line: these handlers alone (the app leaves the rest of logging as it is)
+        logger.propagate = False
     if routed is None or routed[0] != logs:  # first time, or the cache directory moved (tests)
         for old in [h for h in logger.handlers if getattr(h, "_dsh_file", False)]:
             logger.removeHandler(old)
