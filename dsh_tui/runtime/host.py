@@ -306,6 +306,11 @@ def open_session_store(root: Path | str | None) -> Any:
     return open_store(root, default_backend=storage.backend, default_compression=storage.compression)
 
 
+def trust_requested() -> bool:
+    """The command line's ``--trust`` (``set_plugin_options``): trust the workspaces this process opens."""
+    return bool(_PROCESS_PLUGINS["trust"])
+
+
 _REPORTED_SKIPS: set[str] = set()  # a skipped project plugin is reported once per process (not per subagent)
 
 

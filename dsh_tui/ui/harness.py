@@ -263,9 +263,9 @@ async def ask_trust(bridge: Bridge, spec: HarnessSpec) -> None:
     (``dsh_tui.config.trust``); declined: its project plugins are skipped (a notice says so), not asked again
     in this process. ``--trust`` trusts without asking (``load_plugins``)."""
     from dsh_tui.config import trust
-    from dsh_tui.runtime.host import _PROCESS_PLUGINS
+    from dsh_tui.runtime.host import trust_requested
 
-    if spec.cwd is None or spec.trust is not None or _PROCESS_PLUGINS.get("trust"):
+    if spec.cwd is None or spec.trust is not None or trust_requested():
         return
     root = str(Path(spec.cwd).resolve())
     if root in _DECLINED:
