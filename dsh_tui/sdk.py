@@ -46,6 +46,7 @@ class HarnessConfig:
     # settings' and entry points' plugins
     plugins: Sequence[Any] = ()
     strict_plugins: bool = False
+    trust: bool = False  # trust ``cwd`` (remembered): its project plugins (.dsh-tui/plugins/) load
     env: dict[str, str] = field(default_factory=dict)  # accepted for dsh compatibility (no child process)
     provider_instance: Any = None  # a ready ``dsh_tui.llm`` Provider (tests, custom transports)
     # the OS sandbox for commands (docs/sandbox.md): "auto" | "bwrap" | "off"; None = the settings' [sandbox]
@@ -176,7 +177,7 @@ class Harness:
                         preset=cfg.preset, resume_id=session_id, plugins=modules or None,
                         plugin_objects=tuple(p for p in cfg.plugins if not isinstance(p, str)),
                         strict_plugins=cfg.strict_plugins, close_provider=False, sandbox=cfg.sandbox,
-                        allow_escalation=cfg.allow_escalation,
+                        allow_escalation=cfg.allow_escalation, trust=cfg.trust or None,
                         agent_options={"max_tokens": cfg.max_tokens} if cfg.max_tokens else {})
         try:
             host = await AgentHost.open(spec)

@@ -107,6 +107,9 @@ def add_plugin_arguments(parser: argparse.ArgumentParser, dest_prefix: str = "")
     parser.add_argument("--allow-escalation", dest=f"{dest_prefix}allow_escalation", action="store_true",
                         help="allow a command's escalation out of the sandbox without asking (headless: refused "
                              "otherwise)")
+    parser.add_argument("--trust", dest=f"{dest_prefix}trust", action="store_true",
+                        help="trust the workspace: its project plugins (.dsh-tui/plugins/) load; remembered, "
+                             "as answering the app's question")
 
 
 def _mcp_value(value: str) -> str:
@@ -131,10 +134,11 @@ def _apply_plugin_options(args: argparse.Namespace) -> None:
         from dsh_tui.runtime.sandboxing import set_sandbox_options
 
         set_sandbox_options(sandbox, escalate)
-    if modules or strict or check or mcp:  # else nothing to import (``dsh-tui log`` never loads the runtime)
+    trust = bool(getattr(args, "app_trust", False) or getattr(args, "trust", False))
+    if modules or strict or check or mcp or trust:  # else nothing to import (``dsh-tui log`` loads no runtime)
         from dsh_tui.runtime.host import set_plugin_options
 
-        set_plugin_options(tuple(modules), strict, check, tuple(mcp))
+        set_plugin_options(tuple(modules), strict, check, tuple(mcp), trust)
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -147,7 +151,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     if not argv:  # plain ``dsh-tui``: what the parser returns, without building one (argparse's gettext
         return argparse.Namespace(app_roots=[], app_plugins=[], app_strict_plugins=False,  # lookups alone
                                   app_check_requests=False, app_mcp=[], app_sandbox=None,  # are ~5 ms)
-                                  app_allow_escalation=False, command=None)
+                                  app_allow_escalation=False, app_trust=False, command=None)
     if not any(a in ("-h", "--help", "--version") for a in argv):
         named = [a for a in argv if a in COMMANDS][:1]
         try:
@@ -343,69 +347,11 @@ def _is_app(args: argparse.Namespace) -> bool:
         or args.command == "serve"
 
 
-class _PluginFormatter:
-    def format(self, record: object) -> str:
-        import logging
-
-        assert isinstance(record, logging.LogRecord)
-        from dsh_tui.llm.redact import redact
-
-        plugin = record.name.removeprefix("dsh_tui.plugins.")
-        return one_line(redact(f"dsh-tui: plugin {plugin}: {record.getMessage()}"))
-
-
-def _RedactingFormatter(fmt: str) -> object:  # noqa: N802 - a class made on first use (logging stays lazy)
-    """A ``logging.Formatter`` whose every line (message and traceback) passes ``redact``: a key a plugin
-    logs never reaches plugins.log."""
-    import logging
-
-    from dsh_tui.llm.redact import redact
-
-    class Redacting(logging.Formatter):
-        def format(self, record: logging.LogRecord) -> str:
-            return redact(super().format(record))
-
-    return Redacting(fmt)
-
-
 def route_plugin_logs(*, to_stderr: bool) -> None:
-    """Where a plugin's ``ctx.log`` goes (docs/plugins.md): everything to ``<cache>/logs/plugins.log``
-    (private), and WARNING and above also to stderr, one line each, when no full-screen app owns it."""
-    import logging
-    import os
+    """Where a plugin's ``ctx.log`` goes (docs/plugins.md): ``dsh_tui.runtime.pluginlog``."""
+    from dsh_tui.runtime.pluginlog import route_plugin_logs as route
 
-    from dsh_tui.paths import cache_dir
-
-    logger = logging.getLogger("dsh_tui.plugins")
-    if getattr(logger, "_dsh_routed", False):
-        return
-    logger._dsh_routed = True  # type: ignore[attr-defined]
-    logger.setLevel(logging.DEBUG)
-    logger.propagate = False
-    try:
-        logs = cache_dir() / "logs"
-        os.makedirs(logs, mode=0o700, exist_ok=True)
-        fd = os.open(logs / "plugins.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        handler = logging.StreamHandler(os.fdopen(fd, "a", encoding="utf-8", errors="backslashreplace"))
-        handler.setFormatter(_RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-    except OSError:
-        pass  # no cache directory: stderr still gets the warnings
-    if to_stderr:
-        err = logging.StreamHandler(sys.stderr)
-        err.setLevel(logging.WARNING)
-        err.setFormatter(_PluginFormatter())  # type: ignore[arg-type]
-        # a user's plugin speaks on stderr; the built-in ones (titles, ...) report through the command's own
-        # line, and their records stay in the file
-        err.addFilter(lambda record: not record.name.startswith("dsh_tui.plugins.") or
-                      record.name.removeprefix("dsh_tui.plugins.").split(".")[0] not in _builtin_ids())
-        logger.addHandler(err)
-
-
-def _builtin_ids() -> tuple[str, ...]:
-    from dsh_tui.runtime.plugins import BUILTIN_IDS
-
-    return BUILTIN_IDS
+    route(to_stderr=to_stderr)
 
 
 def _say(msg: str) -> None:

@@ -1,5 +1,7 @@
 """``dsh-tui plugins [--plugin MODULE]... [--json]``: every plugin found, where it comes from, whether it
-loaded (or why not), the events it listens on and the tools it registers.
+loaded (or why not), the events it listens on and the tools it registers. The current directory's project
+plugins (``.dsh-tui/plugins/``) are listed too: loaded if the workspace is trusted, else ``skipped`` (never
+imported).
 
 The plugins are applied to a throw-away agent on an in-memory session (no provider, nothing written), so
 what is listed is exactly what ``run`` would load.
@@ -32,7 +34,7 @@ def inventory(modules: tuple[str, ...] = ()) -> list[dict]:
     from dsh_tui.session.log import Session
 
     session = Session(make_header(str(uuid.uuid4()), cwd=os.getcwd()))
-    plugins = Plugins(plugin_specs(tuple(modules)), on_failure=lambda _r: None)
+    plugins = Plugins(plugin_specs(tuple(modules), workspace=os.getcwd()), on_failure=lambda _r: None)
     # a stand-in host (no store, no provider): built-ins that only work under an agent host (subagents)
     # register their tools as they do in ``run``; nothing runs a turn here
     host = types.SimpleNamespace(spec=HostSpec(root=None, cwd=None), store=None, session=session)

@@ -12,7 +12,7 @@
             return decision
         ctx.on("agent/pre-step", pre_step)
         ctx.tools.register(ToolDefinition(...))
-        ctx.effect(lambda: print("unloaded"))
+        ctx.effect(lambda: lambda: print("unloaded"))   # dsh: setup now, the returned teardown at unload
 
 ``typed_tool(name, description, Model, execute)`` is a tool whose parameters are a pydantic model.
 ``user_message(text, source)`` builds a user message (e.g. context a pre-step listener adds).

@@ -337,6 +337,8 @@ def mcp_listing(rows: list[Any]) -> str:
         lines.append(f"  {row.transport}: {row.target}")
         if row.tools:
             lines.append(f"  tools: {', '.join(row.tools)}")
+        if getattr(row, "prompts", None):
+            lines.append(f"  prompts: {', '.join('/' + p for p in row.prompts)}")
         lines.extend(f"  note: {note}" for note in mcp_notes(row))
     return "\n".join(lines)
 

@@ -50,7 +50,8 @@ class HostSpec:
     strict_plugins: bool | None = None
     # ``--mcp NAME=COMMAND`` servers on top of the settings' [mcp.servers.*]; None = the process's options
     mcp: tuple[str, ...] | None = None
-    on_plugin_failure: Any = None  # called with each failed PluginRecord (the app shows a notice)
+    on_plugin_failure: Any = None  # called with each failed (or skipped) PluginRecord (the app shows a notice)
+    trust: bool | None = None  # trust the workspace (project plugins) first; None = the process's ``--trust``
     close_provider: bool = True  # close the provider with the host (the SDK keeps one across runs)
     # A subagent child (dsh_tui.runtime.subagents): header fields on top of a new session's (parentSession,
     # seedLength, origin, delegationDepth) and the seed events (a fork's parent prefix, a descriptor).
@@ -95,8 +96,10 @@ class AgentHost:
         from dsh_tui.store import lifecycle
         from dsh_tui.tools import builtin_tools
 
-        plugins = load_plugins(spec)
-        plugins.prepare()  # imports and configs: a broken plugin (with --strict-plugins) stops before a write
+        plugins = None
+        if spec.cwd is not None or not spec.resume_id:  # else the workspace (project plugins) is the session's
+            plugins = load_plugins(spec, spec.cwd or Path.cwd())
+            plugins.prepare()  # imports and configs: a broken plugin (with --strict-plugins) stops before a write
         sandbox, sandbox_note = None, None
         if "sandbox" not in spec.tool_options:
             from dsh_tui.runtime import sandboxing
@@ -124,6 +127,9 @@ class AgentHost:
         host = cls(spec, store, session, writer, None)
         host.sandbox, host.sandbox_note = sandbox, sandbox_note
         try:
+            if plugins is None:
+                plugins = load_plugins(spec, cwd)
+                plugins.prepare()
             options = dict(spec.agent_options)
             if spec.allow_escalation:
                 options["allow_escalation"] = True
@@ -260,15 +266,16 @@ def keep_session_model(agent: Any) -> None:
             agent.config.reasoning_effort = config["reasoningEffort"]
 
 
-_PROCESS_PLUGINS: dict[str, Any] = {"modules": (), "strict": False, "check_requests": False, "mcp": ()}
+_PROCESS_PLUGINS: dict[str, Any] = {"modules": (), "strict": False, "check_requests": False, "mcp": (),
+                                    "trust": False}
 
 
 def set_plugin_options(modules: tuple[str, ...] = (), strict: bool = False, check_requests: bool = False,
-                       mcp: tuple[str, ...] = ()) -> None:
-    """The command line's ``--plugin``/``--strict-plugins``/``--check-requests``/``--mcp``: every agent this
-    process opens (``run``, ``resume``, sessions opened from the browser, the demo) gets them."""
+                       mcp: tuple[str, ...] = (), trust: bool = False) -> None:
+    """The command line's ``--plugin``/``--strict-plugins``/``--check-requests``/``--mcp``/``--trust``: every
+    agent this process opens (``run``, ``resume``, sessions opened from the browser, the demo) gets them."""
     _PROCESS_PLUGINS.update(modules=tuple(modules), strict=bool(strict), check_requests=bool(check_requests),
-                            mcp=tuple(mcp))
+                            mcp=tuple(mcp), trust=bool(trust))
     if check_requests:
         os.environ["DSH_TUI_CHECK_REQUESTS"] = "1"
 
@@ -299,29 +306,58 @@ def open_session_store(root: Path | str | None) -> Any:
     return open_store(root, default_backend=storage.backend, default_compression=storage.compression)
 
 
+def trust_requested() -> bool:
+    """The command line's ``--trust`` (``set_plugin_options``): trust the workspaces this process opens."""
+    return bool(_PROCESS_PLUGINS["trust"])
+
+
+_REPORTED_SKIPS: set[str] = set()  # a skipped project plugin is reported once per process (not per subagent)
+
+
 def report_plugin_failure(record: Any) -> None:
-    """The command line's report of a plugin that failed to load: one line on stderr."""
+    """The command line's report of a plugin that failed to load (or a project plugin skipped in a workspace
+    not trusted): one line on stderr."""
     import sys
 
+    if record.state == "skipped":
+        if record.target in _REPORTED_SKIPS:
+            return
+        _REPORTED_SKIPS.add(record.target)
+        print(f"dsh-tui: project plugin {record.id} ({record.target}) skipped: {record.error}", file=sys.stderr)
+        return
     print(f"dsh-tui: plugin {record.id} ({record.source}) failed to load: {record.error}", file=sys.stderr)
 
 
-def plugin_specs(modules: tuple[str, ...] = (), objects: tuple[Any, ...] = ()) -> list[Any]:
-    """Every plugin the settings file, the entry points, ``modules`` and ``objects`` name (load order)."""
+def plugin_specs(modules: tuple[str, ...] = (), objects: tuple[Any, ...] = (),
+                 workspace: Path | str | None = None, trusted: bool | None = None) -> list[Any]:
+    """Every plugin the settings file, the entry points, ``workspace``'s project plugins (if trusted),
+    ``modules`` and ``objects`` name (load order)."""
     from dsh_tui.config import load_settings
     from dsh_tui.runtime.plugins import discover
 
-    return discover(load_settings(), modules, objects)
+    return discover(load_settings(), modules, objects, workspace=workspace, trusted=trusted)
 
 
-def load_plugins(spec: HostSpec) -> Any:
-    """The ``Plugins`` of a new agent (applied by the agent before ``agent/created``)."""
+def load_plugins(spec: HostSpec, workspace: Path | str | None = None) -> Any:
+    """The ``Plugins`` of a new agent (applied by the agent before ``agent/created``); ``workspace``: its
+    working directory (project plugins). ``--trust`` (``spec.trust``) trusts it first if it needs trust."""
     from dsh_tui.runtime.plugins import Plugins
 
     modules = spec.plugins if spec.plugins is not None else _PROCESS_PLUGINS["modules"]
     strict = spec.strict_plugins if spec.strict_plugins is not None else _PROCESS_PLUGINS["strict"]
     mcp = spec.mcp if spec.mcp is not None else _PROCESS_PLUGINS["mcp"]
-    specs = plugin_specs(tuple(modules), tuple(spec.plugin_objects))
+    trust_it = spec.trust if spec.trust is not None else _PROCESS_PLUGINS["trust"]
+    if trust_it and workspace is not None:
+        from dsh_tui.config import trust
+
+        if trust.needs_trust(workspace) and not trust.is_trusted(workspace):
+            try:
+                trust.trust(workspace)
+            except OSError as err:  # still trusted for this process, as asked
+                import sys
+
+                print(f"dsh-tui: could not remember the workspace as trusted: {err}", file=sys.stderr)
+    specs = plugin_specs(tuple(modules), tuple(spec.plugin_objects), workspace, trusted=True if trust_it else None)
     for ps in specs:
         if ps.source == "builtin" and ps.id in spec.plugin_config:
             config = dict(spec.plugin_config[ps.id])

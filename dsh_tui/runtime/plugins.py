@@ -26,6 +26,7 @@ their own modules, imported only when applied.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import logging
@@ -33,6 +34,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
@@ -61,17 +63,20 @@ class PluginSpec:
     """One plugin to load: where it comes from and with what config."""
 
     id: str
-    source: str  # "builtin" | "settings" | "entry-point" | "cli" | "sdk"
-    target: str = ""  # "pkg.mod" or "pkg.mod:obj" (empty for an object given directly or a built-in)
+    source: str  # "builtin" | "settings" | "entry-point" | "project" | "cli" | "sdk"
+    target: str = ""  # "pkg.mod" or "pkg.mod:obj" (empty for an object given directly or a built-in); a path
+    # for a project plugin (``.dsh-tui/plugins/<name>.py`` or ``<name>/``)
     obj: Any = None  # the plugin object itself (SDK, built-ins)
     config: dict[str, Any] = field(default_factory=dict)
     enabled: bool = True
     listener_timeout_ms: float = DEFAULT_TIMEOUT_MS  # ``[plugins.<id>] listener_timeout_ms`` (runtime.listeners)
+    skipped: str = ""  # why it is not even imported (a project plugin of a workspace not trusted)
 
 
 @dataclass
 class PluginRecord:
-    """What became of one plugin: ``loaded``, ``failed`` (with ``error``) or ``disabled``."""
+    """What became of one plugin: ``loaded``, ``failed`` (with ``error``), ``disabled`` or ``skipped`` (not
+    imported: a project plugin of a workspace not trusted; ``error`` says so)."""
 
     id: str
     source: str
@@ -121,11 +126,14 @@ def _entry_points() -> list[Any]:
     return list(found)
 
 
-def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[Any] = ()) -> list[PluginSpec]:
+def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[Any] = (),
+             workspace: str | os.PathLike[str] | None = None, trusted: bool | None = None) -> list[PluginSpec]:
     """Every plugin the configuration names, in load order (built-ins first; they sit in their own tier).
 
     ``settings``: a ``dsh_tui.config.Settings`` (or None); ``cli``: ``--plugin`` module names; ``objects``:
-    plugin objects or modules handed over directly (the SDK)."""
+    plugin objects or modules handed over directly (the SDK); ``workspace``: the session's working directory,
+    whose project plugins (``.dsh-tui/plugins/``) load if it is trusted (``dsh_tui.config.trust``) and are
+    listed as skipped, never imported, if not (``trusted``: decided by the caller instead)."""
     table = settings.get("plugins") if settings is not None else None
     if table is None:
         table = {}
@@ -165,6 +173,20 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
     for name, ep in eps.items():  # entry points by name
         enabled, config, _module = options(name)
         specs.append(PluginSpec(name, "entry-point", target=ep.value, config=config, enabled=enabled))
+    if workspace is not None:
+        from dsh_tui.config import trust
+
+        paths = trust.project_plugin_paths(workspace)
+        if trusted is None:
+            trusted = bool(paths) and trust.is_trusted(workspace)
+        for path in paths:  # named by the plugin's own ``name`` once imported, like --plugin
+            if trusted:
+                specs.append(PluginSpec(path.stem, "project", target=str(path),
+                                        config={"__settings__": configured}))
+            else:
+                specs.append(PluginSpec(path.stem, "project", target=str(path), skipped=(
+                    f"the workspace {Path(workspace).resolve()} is not trusted: trust it when the app asks, "
+                    "or run with --trust")))
     for target in cli:  # named by the plugin's own ``name`` once imported (see Plugins.apply)
         specs.append(PluginSpec(target, "cli", target=target, config={"__settings__": configured}))
     for obj in objects:
@@ -192,6 +214,8 @@ def resolve(spec: PluginSpec) -> Any:
     """The plugin object of ``spec`` (imports its module)."""
     if spec.obj is not None:
         return spec.obj
+    if spec.source == "project":
+        return _import_project(Path(spec.target))
     module_name, _, attr = spec.target.partition(":")
     try:
         obj: Any = importlib.import_module(module_name)
@@ -203,6 +227,31 @@ def resolve(spec: PluginSpec) -> Any:
         except AttributeError:
             raise PluginError(f"{module_name} has no attribute {attr!r}") from None
     return obj
+
+
+def _import_project(path: Path) -> Any:
+    """Import the project plugin at ``path`` (a module file or a package folder) as
+    ``dsh_tui_project_<name>``; imported once per process (a subagent's agent gets the same module)."""
+    import importlib.util
+    import re
+
+    name = "dsh_tui_project_" + re.sub(r"\W", "_", path.stem)
+    init = path / "__init__.py" if path.is_dir() else path
+    loaded = sys.modules.get(name)
+    if loaded is not None and getattr(loaded, "__file__", None) == str(init):
+        return loaded
+    try:
+        spec = importlib.util.spec_from_file_location(
+            name, init, submodule_search_locations=[str(path)] if path.is_dir() else None)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"not a Python module: {path}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    except (Exception, SystemExit, KeyboardInterrupt) as err:  # noqa: BLE001 - the plugin's load error
+        sys.modules.pop(name, None)
+        raise PluginError(f"cannot import {path}: {_error_text(err)}") from err
+    return module
 
 
 # -------------------------------------------------------------------------------------------------
@@ -370,11 +419,72 @@ class Context:
         self._disposers.append(off)
         return off
 
-    def effect(self, disposer: Callable[[], Any]) -> None:
-        """Run ``disposer`` when the plugin unloads (after the registrations made after it are undone). If it
-        returns a callable, that is called too: ``ctx.effect(lambda: close_connection)`` reads like dsh's
-        ``ctx.effect(() => disposer)``."""
-        self._disposers.append(disposer)
+    def effect(self, execute: Callable[[], Any], label: str = "anonymous") -> Callable[[], Any]:
+        """dsh's ``ctx.effect(execute, label)``: run ``execute()`` now and keep what it returns as the teardown,
+        run when the plugin unloads (newest first) or when the returned ``dispose()`` is called (once).
+
+        ``execute`` may return a disposer (a callable; sync or async), ``None`` (nothing to undo), a generator
+        that yields disposers (a composite effect: undone in reverse), or a coroutine (async setup: it runs as a
+        task and whatever it returns is the disposer; unload waits for it). Anything else is a ``TypeError``.
+        An exception from ``execute`` propagates (in ``apply``: the plugin fails to load)."""
+        parts: list[Callable[[], Any]] = []
+        setup: asyncio.Task | None = None
+
+        def collect(value: Any) -> None:
+            if callable(value):
+                parts.append(value)
+            elif value is not None:
+                raise TypeError(f"Invalid effect {label!r}: yielded {type(value).__name__}, not a disposer")
+
+        out = execute()
+        if inspect.iscoroutine(out):
+            setup = asyncio.get_running_loop().create_task(out)
+        elif inspect.isgenerator(out):
+            try:
+                for value in out:
+                    collect(value)
+            except BaseException:
+                while parts:  # a composite effect that failed half-way undoes what it set up
+                    result = parts.pop()()
+                    if inspect.iscoroutine(result):
+                        result.close()
+                raise
+        elif callable(out):
+            parts.append(out)
+        elif out is not None:
+            raise TypeError(f"Invalid effect {label!r}: execute() returned {type(out).__name__}, "
+                            "not a disposer, a generator or a coroutine")
+        done = False
+
+        async def run_async_rest(pending: Any) -> None:
+            if pending is not None:
+                await pending
+            if setup is not None:
+                if not setup.done():
+                    setup.cancel()
+                try:
+                    collect(await setup)
+                except asyncio.CancelledError:
+                    pass
+            await _run_all(parts)
+
+        def dispose() -> Any:
+            nonlocal done
+            if done:
+                return None
+            done = True
+            if dispose in self._disposers:
+                self._disposers.remove(dispose)
+            if setup is None:
+                while parts:
+                    result = parts.pop()()
+                    if inspect.isawaitable(result):
+                        return run_async_rest(result)
+                return None
+            return run_async_rest(None)
+
+        self._disposers.append(dispose)
+        return dispose
 
     def append(self, type: str | Mapping[str, Any], data: Any = None) -> dict:  # noqa: A002 - dsh field name
         """Append a plugin-owned event to the session log: ``append(type, data)`` or ``append(event)`` with
@@ -398,13 +508,17 @@ class Context:
             try:
                 out = fn()
                 if inspect.isawaitable(out):
-                    out = await out
-                if callable(out):  # an effect that returned its disposer
-                    out = out()
-                    if inspect.isawaitable(out):
-                        await out
+                    await out
             except Exception as err:  # noqa: BLE001 - one failing disposer must not stop the others
                 self.log.warning("disposer failed: %r", err)
+
+
+async def _run_all(disposers: list[Callable[[], Any]]) -> None:
+    """Run an effect's remaining disposers, newest first, awaiting async ones."""
+    while disposers:
+        out = disposers.pop()()
+        if inspect.isawaitable(out):
+            await out
 
 
 def _config_for(obj: Any, raw: dict[str, Any]) -> Any:
@@ -451,11 +565,12 @@ class Plugins:
             return
         self._prepared = {}
         for i, spec in enumerate(self.specs):
-            if not spec.enabled or (spec.source == "settings" and not spec.target and spec.obj is None):
+            if not spec.enabled or spec.skipped or (spec.source == "settings" and not spec.target
+                                                     and spec.obj is None):
                 continue
             try:
                 obj = resolve(spec)
-                if spec.source == "cli":  # its id is its name; its config the [plugins.<name>] table
+                if spec.source in ("cli", "project"):  # its id is its name; its config the [plugins.<name>] table
                     table = dict(spec.config.pop("__settings__", {}).get(_name_of(obj, spec.target), {}))
                     spec.id = _name_of(obj, spec.target)
                     spec.enabled = table.pop("enabled", True) is not False
@@ -483,6 +598,12 @@ class Plugins:
                                           f'module = "package.module", install it, or pass --plugin'))
                 continue
             record = PluginRecord(spec.id, spec.source, spec.target, "loaded")
+            if spec.skipped:
+                record.state, record.error = "skipped", spec.skipped
+                self.records.append(record)
+                if self.on_failure is not None:  # reported like a failure (the app's notice, one line on stderr)
+                    self.on_failure(record)
+                continue
             self.records.append(record)
             if not spec.enabled:
                 record.state = "disabled"
@@ -543,8 +664,6 @@ def _dispose_now(ctx: Context) -> None:
     while ctx._disposers:
         try:
             out = ctx._disposers.pop()()
-            if callable(out):  # an effect that returned its disposer
-                out = out()
             if inspect.iscoroutine(out):
                 out.close()
         except Exception:  # noqa: BLE001
@@ -582,7 +701,7 @@ def _apply_compaction(ctx: Context) -> None:
     def forget() -> None:
         agent.compactor = None
 
-    ctx.effect(forget)
+    ctx.effect(lambda: forget)
 
 
 def _apply_runtime_context(ctx: Context) -> None:

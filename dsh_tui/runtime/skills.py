@@ -441,7 +441,7 @@ def apply_skills(ctx: Any) -> None:
         if getattr(agent, "skills", None) is service:
             agent.skills = None
 
-    ctx.effect(forget)
+    ctx.effect(lambda: forget)
 
 
 def skill_tool(agent: Any) -> Any:

@@ -43,6 +43,9 @@ class ApprovalRequest:
     reason: str
     call_id: str | None = None
     future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
+    # "tool" (a tool call) or "trust" (trust this workspace? ``tool`` is its folder, ``arguments`` what in it
+    # needs trust): answered in the same panel, with the same guards, "allowed-once" (trust) or "rejected"
+    kind: str = "tool"
 
 
 # Live notices from the harness (never history): ("status", "running"|"idle"), ("phase", name),
@@ -132,6 +135,13 @@ class Bridge:
     def notice(self, kind: str, value: Any = None) -> None:
         self._notices.append((kind, value))
         self._wake()
+
+    def ask_trust(self, root: str, needs: list[str]) -> ApprovalRequest:
+        """Ask the UI whether to trust the workspace ``root`` (``needs``: what in it waits for trust); the
+        harness awaits the request's future ("allowed-once": trust it)."""
+        request = ApprovalRequest(root, "\n".join(needs), "", kind="trust")
+        self.notice("approval", request)
+        return request
 
     def ask_approval(self, tool: str, arguments: str, reason: str, call_id: str | None = None) -> ApprovalRequest:
         """Post an approval to the UI; the harness awaits ``asyncio.wrap_future(request.future)``."""

@@ -254,12 +254,63 @@ class AgentHarness:
                 off()
 
 
+_DECLINED: set[str] = set()  # workspaces the user chose not to trust in this process: not asked again
+
+
+async def ask_trust(bridge: Bridge, spec: HarnessSpec) -> None:
+    """A workspace with something that runs only once trusted (project plugins) and not trusted yet: ask the
+    user once (the approval panel: keys typed for the composer never answer it). Trusted: remembered
+    (``dsh_tui.config.trust``); declined: its project plugins are skipped (a notice says so), not asked again
+    in this process. ``--trust`` trusts without asking (``load_plugins``)."""
+    from dsh_tui.config import trust
+    from dsh_tui.runtime.host import trust_requested
+
+    if spec.cwd is None or spec.trust is not None or trust_requested():
+        return
+    root = str(Path(spec.cwd).resolve())
+    if root in _DECLINED:
+        return
+    needs = await asyncio.to_thread(trust.needs_trust, root)
+    if not needs or await asyncio.to_thread(trust.is_trusted, root):
+        return
+    request = bridge.ask_trust(root, needs)
+    try:
+        outcome = await asyncio.wrap_future(request.future)
+    finally:
+        bridge.notice("approval-closed", request)
+    if outcome == "allowed-once":
+        try:
+            await asyncio.to_thread(trust.trust, root)
+        except OSError as err:
+            bridge.notice("plugin-error", f"could not remember the workspace as trusted: {err}")
+        spec.trust = True  # this session loads them, as answered (even if it could not be remembered)
+    else:
+        _DECLINED.add(root)
+
+
 async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
     """Bridge factory: start (or resume) the session and its agent on the harness loop (the agent host)."""
     if spec.on_plugin_failure is None:  # a plugin that fails to load is a notice in the app (the session
-        spec.on_plugin_failure = lambda record: bridge.notice(  # still opens: no note over the composer)
-            "plugin-error", f"plugin {record.id}: {record.error}")
-    harness = AgentHarness(bridge, await AgentHost.open(spec))
+        said: set[str] = set()
+
+        def report(record: Any) -> None:  # the session still opens: a notice, no note over the composer
+            if record.state != "skipped":
+                bridge.notice("plugin-error", f"plugin {record.id}: {record.error}")
+            elif record.error not in said:  # one notice for all the workspace's project plugins
+                said.add(record.error)
+                bridge.notice("notice", f"project plugins skipped: {record.error}")
+
+        spec.on_plugin_failure = report
+    await ask_trust(bridge, spec)
+    from dsh_tui.runtime.pluginlog import add_notices  # ctx.log: the file, and warnings as notices
+
+    off_logs = add_notices(lambda level, text: bridge.notice("plugin-error" if level >= 40 else "notice", text))
+    try:
+        harness = AgentHarness(bridge, await AgentHost.open(spec))
+    except BaseException:
+        off_logs()
+        raise
+    harness._offs.append(off_logs)
     harness.root = spec.root
     if spec.prompts:
         harness._script = asyncio.ensure_future(harness.play(spec.prompts))

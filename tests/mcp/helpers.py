@@ -18,6 +18,16 @@ from tests.runtime.helpers import FakeSleep, make_session
 PY_SERVER = [sys.executable, "-m", "tests.mcp.server"]
 
 
+def image_unavailable(model: str) -> str:
+    """dsh's text for a valid MCP image a text-only ``model`` gets: with the attachment store (issue #32) the
+    route's refusal, without it "no attachment store is mounted"."""
+    import importlib.util
+
+    reason = (f'model "{model}" does not declare image input' if importlib.util.find_spec("dsh_tui.store.attachments")
+              else "no attachment store is mounted")
+    return f"[image unavailable: image/png; {reason}; raw image data remains available to programmatic callers]"
+
+
 def stdio(**extra: Any) -> dict:
     """A ``[mcp.servers.<name>]`` table for the test server over stdio."""
     return {"command": sys.executable, "args": ["-m", "tests.mcp.server", "stdio"], "cwd": str(REPO), **extra}

@@ -8,7 +8,10 @@ Tools: ``echo`` (text), ``image`` (text + a PNG), ``blocks`` (resource link, emb
 ``fail`` (``isError``), ``slow`` (sleeps ``seconds``), ``crash`` (the process exits mid-call),
 ``change`` (adds the tool ``added`` and sends ``notifications/tools/list_changed``), ``structured``
 (text + ``structuredContent``), ``empty`` (no content), ``env`` (the names of its environment), ``pid`` and
-``task`` (``execution.taskSupport: "required"``). ``MCP_TEST_HANG=1`` makes it never answer anything
+``task`` (``execution.taskSupport: "required"``); ``structured`` with ``only: true`` returns no content,
+only ``structuredContent``. Prompts: ``review`` (arguments ``file``, ``focus``: a user message) and
+``greet`` (no arguments: a user and an assistant message). Resources: ``memo://notes`` (text) and
+``memo://logo`` (a PNG blob). ``MCP_TEST_HANG=1`` makes it never answer anything
 (a server that never becomes ready); ``MCP_TEST_EXIT=1`` makes it exit before answering.
 """
 
@@ -98,6 +101,8 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
         return types.CallToolResult(content=[_text("changed")])
     if name == "added":
         return types.CallToolResult(content=[_text("I was added")])
+    if name == "structured" and args.get("only"):
+        return types.CallToolResult(content=[], structured_content={"temperature": 21, "unit": "C"})
     if name == "structured":
         return types.CallToolResult(content=[_text('{"n":1}')], structured_content={"n": 1})
     if name == "empty":
@@ -109,8 +114,45 @@ async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolR
     return types.CallToolResult(content=[_text(f"unknown tool {name}")], is_error=True)
 
 
+async def list_prompts(ctx, params) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[
+        types.Prompt(name="review", description="Review a file", arguments=[
+            types.PromptArgument(name="file", description="the file", required=True),
+            types.PromptArgument(name="focus", description="what to look at")]),
+        types.Prompt(name="greet", description="Say hello"),
+    ])
+
+
+async def get_prompt(ctx, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    args = params.arguments or {}
+    if params.name == "review":
+        text = f"Please review {args.get('file')} focusing on {args.get('focus') or 'everything'}."
+        return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=_text(text))])
+    return types.GetPromptResult(messages=[types.PromptMessage(role="user", content=_text("Hello there.")),
+                                           types.PromptMessage(role="assistant", content=_text("Hi! How can I help?"))])
+
+
+async def list_resources(ctx, params) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[
+        types.Resource(name="notes", uri="memo://notes", mime_type="text/plain"),
+        types.Resource(name="logo", uri="memo://logo", mime_type="image/png")])
+
+
+async def read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+    uri = str(params.uri)
+    if uri == "memo://notes":
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=uri, text="The staging database is read-only.", mime_type="text/plain")])
+    if uri == "memo://logo":
+        return types.ReadResourceResult(contents=[types.BlobResourceContents(uri=uri, blob=PNG,
+                                                                             mime_type="image/png")])
+    raise ValueError(f"no such resource: {uri}")
+
+
 def make_server(name: str) -> Server:
-    return Server(name, version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool)
+    return Server(name, version="1.0.0", on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_prompts=list_prompts, on_get_prompt=get_prompt, on_list_resources=list_resources,
+                  on_read_resource=read_resource)
 
 
 def options(server: Server):

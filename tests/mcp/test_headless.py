@@ -13,11 +13,10 @@ import pytest
 
 from tests.conftest import REPO
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply
-from tests.mcp.helpers import call_chunks, run_headless, tool_messages, write_settings
+from tests.mcp.helpers import call_chunks, image_unavailable, run_headless, tool_messages, write_settings
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 1}
-NO_STORE = ("[image unavailable: image/png; no attachment store is mounted; "
-            "raw image data remains available to programmatic callers]")
+NO_STORE = image_unavailable("m")  # the text-only model "m" (tests/mcp/helpers.py)
 
 
 
@@ -110,6 +109,7 @@ def test_mcp_in_headless_mode_prints_the_server_list(tmp_path):
     assert lines[3].startswith("  tools: ") and "echo" in lines[3].split(", ")[0] + lines[3]  # the names
     assert len(lines[3].removeprefix("  tools: ").split(", ")) == 12
     lines.pop(3)
+    assert lines.pop(3) == "  prompts: /mcp__t__greet, /mcp__t__review"  # its prompts as slash commands
     assert lines[3].startswith("gone  reconnecting (attempt ") and \
         lines[3].endswith(f"· cannot start {tmp_path / 'missing'}: no such file or directory")
     assert srv.requests == []  # a command, not a prompt

@@ -10,10 +10,18 @@ import os
 import pytest
 
 from dsh_tui.llm import scripted
-from tests.mcp.helpers import blocks, mcp_agent, results, server, start_http_server, stdio, until
+from tests.mcp.helpers import (
+    blocks,
+    image_unavailable,
+    mcp_agent,
+    results,
+    server,
+    start_http_server,
+    stdio,
+    until,
+)
 
-NO_STORE = ("[image unavailable: image/png; no attachment store is mounted; "
-            "raw image data remains available to programmatic callers]")
+NO_STORE = image_unavailable("mock-model")  # a text-only model (tests/mcp/helpers.py)
 
 
 def tool_names(request: dict) -> list[str]:

@@ -3,6 +3,7 @@ boundary and the request invariant."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import types
 
@@ -99,9 +100,9 @@ async def test_created_and_session_start_reach_plugins_and_everything_is_undone_
     def apply(ctx, config):
         ctx.on("agent/created", lambda p: log.append("created"))
         ctx.on("agent/session-start", lambda p: log.append(f"start:{p['source']}"))
-        ctx.effect(lambda: log.append("effect-1"))
+        ctx.effect(lambda: lambda: log.append("effect-1"))
         off = ctx.on("agent/status", lambda p: log.append(f"status:{p['status']}"))
-        ctx.effect(lambda: log.append("effect-2"))
+        ctx.effect(lambda: lambda: log.append("effect-2"))
         assert callable(off) and config == {"greeting": "hey"}
 
     plugin = _plugin("order", apply)
@@ -478,22 +479,61 @@ async def test_the_request_invariant_is_a_builtin_that_can_be_disabled_by_id():
     assert ("request-invariant", "disabled") in [(r.id, r.state) for r in plugins.records]
 
 
-async def test_an_effect_that_returns_its_disposer_runs_it_on_unload():
-    """The issue's ``ctx.effect(lambda: close_my_connection)``: a callable returned by the effect is the
-    disposer (dsh's ``ctx.effect(() => disposer)``), called on unload like ``ctx.effect(handle.close)``."""
-    closed = []
-
-    def close_my_connection():
-        closed.append("sync")
+async def test_an_effect_runs_at_registration_and_what_it_returns_runs_at_unload():
+    """dsh's ``ctx.effect(execute)`` (Cordis): ``execute`` runs when it is registered, and the callable it
+    returns is the disposer, run on unload (newest first, async ones awaited). Old main ran the callback at
+    unload instead, so setup code ported from dsh ran at the wrong time."""
+    log = []
 
     async def close_async():
-        closed.append("async")
+        log.append("close-async")
 
     def apply(ctx):
-        ctx.effect(lambda: close_my_connection)
+        def setup():
+            log.append("setup")
+            return lambda: log.append("teardown")
+
+        ctx.effect(setup, "setup()")
+        assert log == ["setup"]  # ran now, not at unload
         ctx.effect(lambda: close_async)
-        ctx.effect(lambda: closed.append("plain"))
+        ctx.effect(lambda: None)  # nothing to undo
+
+        def composite():
+            log.append("composite-setup")
+            yield lambda: log.append("composite-1")
+            yield lambda: log.append("composite-2")
+
+        ctx.effect(composite)
+        early = ctx.effect(lambda: lambda: log.append("early"))
+        early()  # the returned dispose() runs the teardown now, once
+        early()
+        assert log == ["setup", "composite-setup", "early"]
 
     agent = _agent([scripted.text("ok")], _plugin("effects", apply))
+    assert log == ["setup", "composite-setup", "early"]
     await agent.dispose()
-    assert closed == ["plain", "async", "sync"]
+    assert log == ["setup", "composite-setup", "early", "composite-2", "composite-1", "close-async", "teardown"]
+
+
+async def test_an_async_effect_is_awaited_before_its_disposer_and_a_bad_one_fails_the_load():
+    log = []
+
+    def apply(ctx):
+        async def connect():
+            log.append("connected")
+            return lambda: log.append("disconnected")
+
+        ctx.effect(connect)
+
+    agent = _agent([scripted.text("ok")], _plugin("async-effect", apply))
+    await asyncio.sleep(0)
+    assert log == ["connected"]
+    await agent.dispose()
+    assert log == ["connected", "disconnected"]
+
+    plugins = Plugins([PluginSpec("bad-effect", "sdk", obj=_plugin("bad-effect", lambda ctx: ctx.effect(lambda: 42)))])
+    agent = Agent(make_session(), ScriptedProvider([scripted.text("ok")]), [],
+                  config=AgentConfig(model="m", runtime_context=False), sleep=FakeSleep(), plugins=plugins)
+    record = [r for r in plugins.records if r.id == "bad-effect"][0]
+    assert record.state == "failed" and "Invalid effect" in record.error
+    await agent.dispose()

@@ -251,7 +251,7 @@ class SessionTitleLlm:
             if isinstance(task, asyncio.Task) and not task.done():
                 task.cancel()
 
-        ctx.effect(cancel)
+        ctx.effect(lambda: cancel)
 
     def _start(self, ctx: Any, config: LlmTitleConfig, state: dict, seq: int, text: str, main: dict) -> Any:
         """Log the title request (or the reason there is none) and return ``launch()``, which sends it."""

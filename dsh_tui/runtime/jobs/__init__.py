@@ -123,7 +123,7 @@ def apply(ctx: Any, config: Any = None) -> None:
         if getattr(agent, "jobs", None) is registry:
             agent.jobs = None
 
-    ctx.effect(dispose)
+    ctx.effect(lambda: dispose)
     _advertise_background(ctx, agent)
 
     # Notices: jobs the model already collected (a wait that returned the end, its own kill) are not announced.
@@ -233,4 +233,4 @@ def _advertise_background(ctx: Any, agent: Any) -> None:
         if agent.tools.tools.get("bash") is rebuilt:
             agent.tools.tools["bash"] = tool
 
-    ctx.effect(restore)
+    ctx.effect(lambda: restore)

@@ -83,13 +83,14 @@ class McpStartupError(DshError):
 class McpManager:
     """The servers of one agent (``agent.mcp``)."""
 
-    def __init__(self, configs: list[ServerConfig], registry: Any) -> None:
+    def __init__(self, configs: list[ServerConfig], registry: Any, commands: Any = None, route: Any = None) -> None:
         from dsh_tui.runtime.mcp.client import Server
 
         self.servers: list[Any] = []
         seen: set[str] = set()
         for cfg in configs:
-            self.servers.append(Server(cfg, registry, duplicate=cfg.name in seen))
+            self.servers.append(Server(cfg, registry, duplicate=cfg.name in seen, commands=commands,
+                                       route=route))
             seen.add(cfg.name)
         self.started = False
         self.closed = False
@@ -210,15 +211,22 @@ def apply(ctx: Any, config: dict) -> None:
     if not configs:
         return
     agent = ctx._agent
-    manager = McpManager(configs, ctx.tools.register)
+    def route() -> tuple[str, bool] | None:  # images in results: the current model and whether it takes them
+        model_info = getattr(ctx.agent, "model_info", None)  # (with the attachment store, issue #32)
+        info = model_info() if model_info is not None else None
+        if not ctx.agent.model or info is None:
+            return None
+        return ctx.agent.model, bool(getattr(info, "takes_images", False))
+
+    manager = McpManager(configs, ctx.tools.register, ctx.commands.register, route)
     agent.mcp = manager
 
     def forget() -> None:
         if getattr(agent, "mcp", None) is manager:
             agent.mcp = None
 
-    ctx.effect(forget)
-    ctx.effect(manager.close)
+    ctx.effect(lambda: forget)
+    ctx.effect(lambda: manager.close)
     try:
         asyncio.get_running_loop().call_soon(manager.start)
     except RuntimeError:  # built outside a loop: connect when the agent first runs
@@ -244,8 +252,47 @@ def apply(ctx: Any, config: dict) -> None:
             await manager.before_first_request(payload.get("signal"))
         return await next_()
 
+    async def pre_step(payload: dict, next_: Any) -> Any:
+        # ``@server:uri`` mentions in the messages entering the turn: the resources' text joins the turn
+        decision = await next_()
+        if not isinstance(decision, dict) or decision.get("kind") != "enter":
+            return decision
+        return await _resource_context(manager, decision, payload.get("signal"))
+
     ctx.on("tools/pre-execute", pre_execute)
     ctx.on("system-prompt/assemble", assemble)
+    ctx.on("agent/pre-step", pre_step)
+
+
+async def _resource_context(manager: McpManager, decision: dict, signal: Any) -> dict:
+    from dsh_tui.runtime.agent import user_message
+    from dsh_tui.runtime.mcp.extras import mentions, read_resource_text
+
+    found: list[tuple[Any, str]] = []
+    for message in decision.get("messages") or []:
+        if not isinstance(message, dict) or message.get("role") != "user" or \
+                (message.get("source") or {}).get("plugin") == name:
+            continue
+        content = message.get("content")
+        texts = [content] if isinstance(content, str) else [
+            b.get("text", "") for b in content or [] if isinstance(b, dict) and b.get("type") == "text"]
+        for text in texts:
+            for server_name, uri in mentions(text):
+                server = manager.get(server_name)
+                if server is not None and (server, uri) not in found:
+                    found.append((server, uri))
+    if not found:
+        return decision
+    added = []
+    for server, uri in found:
+        if server.session is None and server.state in ("connecting", "reconnecting"):
+            wait = asyncio.wait_for(server.first_attempt(),
+                                    server.config.startup_timeout_ms / 1000 + STARTUP_MARGIN_S)
+            with contextlib.suppress(Exception):
+                await (signal.race(wait) if signal is not None else wait)
+        text = await read_resource_text(server, uri)
+        added.append(user_message(text, source={"kind": "plugin", "plugin": name}))
+    return {**decision, "messages": [*decision["messages"], *added]}
 
 
 def servers(agent: Any) -> list[Any]:

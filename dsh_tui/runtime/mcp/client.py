@@ -34,7 +34,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from dsh_tui.runtime.mcp.config import ServerConfig
-from dsh_tui.runtime.mcp.convert import McpToolError, canonical, model_content
+from dsh_tui.runtime.mcp.convert import McpToolError, admit_images, canonical, model_content
 from dsh_tui.runtime.mcp.naming import public_tool_name
 from dsh_tui.runtime.mcp.stdio import TransportStats, stdio_transport
 from dsh_tui.tools.base import ToolDefinition, ToolError
@@ -74,6 +74,7 @@ class ServerStatus:
     max_attempts: int = 0
     source: str = "settings"
     notes: list[str] | None = None  # what was left out of the server's tool list, one line each
+    prompts: list[str] | None = None  # its prompts' slash commands (without the /)
 
     @property
     def text(self) -> str:
@@ -95,10 +96,16 @@ class ServerStatus:
 class Server:
     """One configured server and its supervised connection (see the module docstring)."""
 
-    def __init__(self, config: ServerConfig, registry: Any, *, duplicate: bool = False) -> None:
+    def __init__(self, config: ServerConfig, registry: Any, *, duplicate: bool = False,
+                 commands: Any = None, route: Any = None) -> None:
         self.config = config
         self.name = config.name
         self.registry = registry  # register(tool) -> off(), unregister via the off()s
+        self.commands = commands  # register(name, help, run, usage=...) -> off(): its prompts (mcp/extras.py)
+        self.route = route  # () -> (model id, takes images) | None: images in results (convert.admit_images)
+        self.prompts: dict[str, str] = {}  # command name -> the prompt's name
+        self._prompt_offs: list[Callable[[], None]] = []
+        self.capabilities: Any = None
         self.state = "disabled" if not config.enabled else "connecting"
         self.error = ""
         if duplicate:
@@ -250,10 +257,13 @@ class Server:
             stage = "initialize"
             try:
                 async with asyncio.timeout(cfg_timeout := self.config.startup_timeout_ms / 1000):
-                    await session.initialize()
+                    init = await session.initialize()
+                    self.capabilities = getattr(init, "capabilities", None)
                     self.session = session
                     stage = "tools/list"
                     await self._sync(session, initial=True)
+                    stage = "prompts/list"
+                    await self._sync_prompts(session)
             except TimeoutError:
                 raise ConnectionError(f"no answer to {stage} within {_seconds(cfg_timeout)}") from None
             if closed.is_set():
@@ -297,6 +307,9 @@ class Server:
     # ---- tools -----------------------------------------------------------------------------------
     async def _on_message(self, message: Any) -> None:
         method = getattr(message, "method", None)
+        if method == "notifications/prompts/list_changed" and self.session is not None:
+            asyncio.get_running_loop().create_task(self._sync_prompts(self.session))
+            return
         if method == "notifications/tools/list_changed" and self.session is not None:
             if self._resync_tasks:  # coalesced: a flood of notices costs one more listing, not one each
                 self._resync_again = True
@@ -393,6 +406,33 @@ class Server:
                 if initial and self.config.fail_on_startup_error:
                     raise
 
+    async def _sync_prompts(self, session: Any) -> None:
+        """The server's prompts as slash commands (``mcp/extras.py``); a failure leaves them out, noted."""
+        if self.commands is None or getattr(self.capabilities, "prompts", None) is None:
+            return
+        from dsh_tui.runtime.mcp.extras import make_prompt_command
+
+        try:
+            listed = list((await session.list_prompts()).prompts)
+        except Exception as err:  # noqa: BLE001 - prompts are extra: the tools still work
+            log.warning("mcp server %s: prompts/list failed: %s", self.name, err)
+            return
+        if self.session is not session or self._stop:
+            return
+        for off in self._prompt_offs:
+            with contextlib.suppress(Exception):
+                off()
+        self._prompt_offs.clear()
+        self.prompts = {}
+        for prompt in listed[:MAX_TOOLS]:
+            name, help_text, run, usage = make_prompt_command(self, prompt.name, prompt.description or "",
+                                                              list(prompt.arguments or []))
+            try:
+                self._prompt_offs.append(self.commands(name, help_text, run, usage=usage))
+                self.prompts[name] = prompt.name
+            except Exception as err:  # noqa: BLE001 - a name another command holds, an invalid one
+                log.warning("mcp server %s: prompt %s left out: %s", self.name, prompt.name, err)
+
     def _unregister(self) -> None:
         for off in self._offs.values():
             with contextlib.suppress(Exception):
@@ -447,14 +487,18 @@ class Server:
             finally:
                 watch.cancel()
         try:
-            return canonical(result.model_dump(by_alias=True, mode="json"), raw)
+            value = canonical(result.model_dump(by_alias=True, mode="json"), raw)
         except McpToolError as err:
             raise ToolError(str(err)) from None
+        if any(isinstance(b, dict) and b.get("type") == "image" for b in value.get("content") or []):
+            await asyncio.to_thread(admit_images, value, self.route() if self.route is not None else None)
+        return value
 
     def status(self) -> ServerStatus:
         return ServerStatus(self.name, self.config.transport or "", self.config.target, self.state,
                             sorted(self.tools), self.error, self.failed_attempts,
-                            self.config.reconnect.max_attempts, self.config.source, list(self.notes))
+                            self.config.reconnect.max_attempts, self.config.source, list(self.notes),
+                            sorted(self.prompts))
 
 
 def _schema(tool: Any) -> dict:

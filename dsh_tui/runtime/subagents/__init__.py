@@ -103,8 +103,8 @@ def apply(ctx: Any, config: Any = None) -> None:
         return  # children are opened through the agent host: an agent built without one has no subagents
     ch.AGENTS[agent.id] = agent
     ch.CAPS[agent.id] = {key: cfg[key] for key in CAPS}
-    ctx.effect(lambda: ch.AGENTS.pop(agent.id, None) if ch.AGENTS.get(agent.id) is agent else None)
-    ctx.effect(lambda: ch.CAPS.pop(agent.id, None) if ch.AGENTS.get(agent.id) in (None, agent) else None)
+    ctx.effect(lambda: lambda: ch.AGENTS.pop(agent.id, None) if ch.AGENTS.get(agent.id) is agent else None)
+    ctx.effect(lambda: lambda: ch.CAPS.pop(agent.id, None) if ch.AGENTS.get(agent.id) in (None, agent) else None)
 
     def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
         base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (
@@ -199,13 +199,13 @@ def apply(ctx: Any, config: Any = None) -> None:
         task = asyncio.get_running_loop().create_task(resume_pending_children(agent))
         ch.RESUMING[agent.id] = task
         task.add_done_callback(lambda t: ch.RESUMING.pop(agent.id, None) if ch.RESUMING.get(agent.id) is t else None)
-        ctx.effect(lambda: task.cancel() if not task.done() else None)
+        ctx.effect(lambda: lambda: task.cancel() if not task.done() else None)
 
     async def close_children() -> None:  # host teardown disposes descendants child-first
         for child in ch.live_children(agent.id):
             await ch.close_child(child)
 
-    ctx.effect(close_children)
+    ctx.effect(lambda: close_children)
 
 
 def _is_resumed(session: Any) -> bool:
@@ -289,6 +289,7 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
         preset=parent.config.preset, resume_id=resume_id, clock=spec.clock, persona=spec.persona,
         agent_options=options, plugins=spec.plugins, plugin_objects=spec.plugin_objects,
         strict_plugins=spec.strict_plugins, on_plugin_failure=spec.on_plugin_failure, close_provider=False,
+        trust=spec.trust,
         header_fields=fields if resume_id is None else {}, seed=seed, tool_options=dict(spec.tool_options),
         plugin_config=copy.deepcopy(spec.plugin_config))
     ch.check_fanout(parent, new=resume_id is None)

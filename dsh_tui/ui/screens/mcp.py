@@ -54,6 +54,9 @@ def row_text(row: Any, width: int = 90) -> Text:
             shown.append(name)
         more = f", … +{len(tools) - len(shown)} more" if len(shown) < len(tools) else ""
         text.append(f"\n  tools: {', '.join(shown)}{more}")
+    prompts = list(getattr(row, "prompts", None) or [])
+    if prompts:  # its prompts as the slash commands that send them
+        text.append(f"\n  prompts: {_middle(', '.join('/' + p for p in prompts), max(10, width - 11))}")
     for note in mcp_notes(row):
         text.append(f"\n  note: {_middle(note, max(10, width - 8))}", style="dim")
     return text

@@ -29,9 +29,11 @@ from dsh_tui.ui.widgets.render import describe_call
 SESSION = {"outcome": "allowed-once", "scope": "session"}
 GRACE_S = 0.6  # after the panel takes the focus on its own, keys give it back to the composer (tests set 0)
 HINT_UNFOCUSED = "Tab answers it (keys there: a s r e) · what you type stays in the composer"
+HINT_TRUST_UNFOCUSED = "Tab answers it (keys there: a r) · what you type stays in the composer"
 HINT_UNFOCUSED_SHORT = "Tab answers it (a s r e)"
 COMPACT_BELOW = (70, 22)  # a terminal narrower or lower than this (columns, rows) gets the compact panel
 NARROW_BELOW = 56  # ... and narrower than this: the buttons two per row
+TRUST_LABELS = {"allow": ("Trust \\[a]", "Trust \\[a]"), "reject": ("Don't trust \\[r]", "No \\[r]")}
 LABELS = {"allow": ("Allow once \\[a]", "Allow \\[a]"), "allow-session": ("This session \\[s]", "Session \\[s]"),
           "reject": ("Reject \\[r]", "Reject \\[r]"), "reject-why": ("Why not… \\[e]", "Why \\[e]")}
 
@@ -111,21 +113,30 @@ class ApprovalPanel(Vertical):
         in), with the grace period; else the panel waits for Tab (``focus_buttons``) or a click."""
         self._build()
         self.request = request
-        reason = request.reason or ""
-        if reason.startswith("escalate sandbox to danger-full-access:"):  # Codex's "run without sandbox?"
-            self._title_text = f"Run {request.tool} without the sandbox?"
-        elif reason.startswith("escalate sandbox to "):
-            self._title_text = f"Run {request.tool} with more sandbox access?"
+        trusting = self.trusting
+        self._session.display = self._buttons[3].display = not trusting  # trust: yes or no
+        if trusting:  # the workspace's folder and what in it runs only once it is trusted
+            self._title_text = "Trust this workspace?"
+            self._args.update(Text(f"{request.tool}\n{request.arguments}"))
+            self._reason.update(Text("Its project code runs with your permissions. Trust it only if you trust "
+                                     "its authors (remembered; not trusted: it is skipped).", style="italic"))
+            self._label = ""
         else:
-            self._title_text = f"Approve {request.tool}?"
-        self._title.update(Text(self._title_text, style="bold"))
-        self._args.update(describe_call(request.tool, request.arguments))
-        self._reason.update(Text(request.reason or "", style="italic"))
-        from dsh_tui.runtime.permissions import (
-            allowance_label,  # the runtime package: not on the first frame's path
-        )
+            reason = request.reason or ""
+            if reason.startswith("escalate sandbox to danger-full-access:"):  # Codex's "run without sandbox?"
+                self._title_text = f"Run {request.tool} without the sandbox?"
+            elif reason.startswith("escalate sandbox to "):
+                self._title_text = f"Run {request.tool} with more sandbox access?"
+            else:
+                self._title_text = f"Approve {request.tool}?"
+            self._args.update(describe_call(request.tool, request.arguments))
+            self._reason.update(Text(request.reason or "", style="italic"))
+            from dsh_tui.runtime.permissions import (
+                allowance_label,  # the runtime package: not on the first frame's path
+            )
 
-        self._label = allowance_label(request.tool, request.arguments)
+            self._label = allowance_label(request.tool, request.arguments)
+        self._title.update(Text(self._title_text, style="bold"))
         self._why.value = ""
         self._why.display = False
         self.display = True
@@ -149,9 +160,10 @@ class ApprovalPanel(Vertical):
         self.set_class(compact and width < NARROW_BELOW, "-narrow")
         if not self._built:
             return
+        labels = TRUST_LABELS if self.trusting else {}
         for button in self._buttons:
             button.compact = compact
-            button.label = LABELS[button.id or "reject"][1 if compact else 0]
+            button.label = labels.get(button.id or "", LABELS[button.id or "reject"])[1 if compact else 0]
         self.border_title = self._title_text if compact else ""
         if self.request is not None and self.has_class("-unfocused"):
             self._update_help(False)  # the short or the long hint
@@ -160,7 +172,12 @@ class ApprovalPanel(Vertical):
         self.set_class(not focused, "-unfocused")
         if not focused:
             short = self.has_class("-compact")
-            self._help.update(Text(HINT_UNFOCUSED_SHORT if short else HINT_UNFOCUSED, style="bold"))
+            long = HINT_TRUST_UNFOCUSED if self.trusting else HINT_UNFOCUSED
+            self._help.update(Text(HINT_UNFOCUSED_SHORT if short and not self.trusting else long if not short
+                                   else "Tab answers it (a r)", style="bold"))
+            return
+        if self.trusting:
+            self._help.update(Text("a trusts this workspace (remembered) · r skips its project code", style="dim"))
             return
         self._help.update(Text(f"s allows {self._label} for the rest of this session · e rejects with a reason "
                                "the model reads", style="dim"))
@@ -172,6 +189,11 @@ class ApprovalPanel(Vertical):
         self._grace_until = 0.0
         self._update_help(True)
         self._allow.focus()
+
+    @property
+    def trusting(self) -> bool:
+        """The request is the workspace-trust question (two answers), not a tool call."""
+        return self.request is not None and getattr(self.request, "kind", "tool") == "trust"
 
     @property
     def in_grace(self) -> bool:
@@ -222,7 +244,8 @@ class ApprovalPanel(Vertical):
         self._decide("allowed-once")
 
     def action_allow_session(self) -> None:
-        self._decide(dict(SESSION))
+        if not self.trusting:
+            self._decide(dict(SESSION))
 
     def action_reject(self) -> None:
         """Reject; while the reason line is open (Esc there): close it and go back to the buttons."""
@@ -233,7 +256,7 @@ class ApprovalPanel(Vertical):
         self._decide("rejected")
 
     def action_reject_with_reason(self) -> None:
-        if self.request is None:
+        if self.request is None or self.trusting:
             return
         self._why.display = True
         self._why.focus()

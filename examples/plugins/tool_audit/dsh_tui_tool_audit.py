@@ -27,7 +27,7 @@ class Config(BaseModel):
 def apply(ctx: Context, config: Config) -> None:
     path = Path(config.path).expanduser() if config.path else Path(ctx.agent.config["cwd"]) / "tool-audit.jsonl"
     handle = path.open("a", encoding="utf-8")
-    ctx.effect(handle.close)
+    ctx.effect(lambda: handle.close)  # dsh's ctx.effect: runs now; what it returns runs when the plugin unloads
 
     def on_result(payload) -> None:
         result = payload["result"]
