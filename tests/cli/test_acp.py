@@ -70,7 +70,7 @@ async def test_a_prompt_streams_a_tool_call_asks_permission_and_load_replays_it(
         assert client.text("agent_thought_chunk") == "Shell needed."
         assert client.text() == "It printed hi."
         (tool, options), = client.asked
-        assert tool.tool_call_id == "c1" and tool.kind == "execute" and options == ["allow-once", "allow-always", "reject"]
+        assert tool.tool_call_id == "c1" and tool.kind == "execute" and options == ["allow-once", "allow-always", "reject-once"]
         starts = [u for u in client.updates if u.session_update == "tool_call"]
         ends = [u for u in client.updates if u.session_update == "tool_call_update"]
         assert starts[0].kind == "execute" and ends[-1].status == "completed"
@@ -96,7 +96,7 @@ async def test_a_rejected_permission_reaches_the_model_and_cancel_stops_a_turn(t
             sse_reply(chunk("Not run."), chunk("", finish="stop", usage=USAGE)),
             sse_reply(chunk("slow"), 30.0, chunk("", finish="stop", usage=USAGE)),
         )
-        client = Client("reject")
+        client = Client("reject-once")
         async with await _agent(tmp_path, server, client) as (conn, _proc):
             await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
             new = await conn.new_session(cwd=str(work), mcp_servers=[])
