@@ -171,7 +171,7 @@ async def run_acp(d: Path, tmp: Path) -> list[dict]:
         proc.stdin.close()
         try:
             await asyncio.wait_for(proc.wait(), 30)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             proc.kill()
             await proc.wait()
         client.reader.cancel()
