@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from tests.llm.test_provider_harness import _env
-from tests.runtime.conformance import EXAMPLES, applicability, prepare_workspace, scenario_id
+from tests.runtime.conformance import EXAMPLES, applicability, prepare_workspace, scenario_id, scenario_plugin_config
 
 OPS = {"initialize", "newSession", "newSessionExpectError", "prompt", "promptExpectError", "promptContent",
        "promptAndCancel", "cancel", "waitForFile", "waitForTurnEnd", "waitForTitleAfterTurnEnd"}
@@ -133,6 +133,13 @@ async def run_acp(d: Path, tmp: Path) -> list[dict]:
     work = tmp / "workspace"
     prepare_workspace(d, work)
     replay = d if any(d.glob("session.[0-9]*.jsonl")) else d / "session.jsonl"
+    settings = []  # the recorder's per-scenario plugin configuration (hook files, instruction markers)
+    for pid in ("hooks-claude-code", "hooks-codex", "agent-instructions"):
+        config = scenario_plugin_config(d.name, pid, work)
+        if config:
+            settings += [f"[plugins.{pid}]", *(f"{key} = {json.dumps(value)}" for key, value in config.items())]
+    (tmp / "config" / "dsh-tui").mkdir(parents=True)
+    (tmp / "config" / "dsh-tui" / "settings.toml").write_text("\n".join(settings) + "\n")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "dsh_tui", "acp", "--replay", str(replay), cwd=work, env=_env(tmp),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,

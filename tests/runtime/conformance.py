@@ -56,8 +56,23 @@ def _delimiter_path(work: Path) -> None:
 
 
 PREPARE = {"agent-instructions": _delimiter_path}
-# Per-scenario plugin configuration from the recorder's overlay config (``*.cordis.yml``).
-SCENARIO_PLUGIN_CONFIG = {"agent-instructions": {"agent-instructions": {"projectRootMarkers": [".dsh-project"]}}}
+# Per-scenario plugin configuration from the recorder's overlay config (``*.cordis.yml``); ``{{cwd}}`` is
+# the scenario's workspace. The hook bridges read only the scenario's own file (never the machine's).
+HERMETIC_HOOKS = {"user": False, "project": False}
+SCENARIO_PLUGIN_CONFIG: dict[str, dict] = {
+    "agent-instructions": {"agent-instructions": {"projectRootMarkers": [".dsh-project"]}},
+}
+
+
+def scenario_plugin_config(scenario: str, pid: str, work: Path | None) -> dict:
+    config = dict(SCENARIO_PLUGIN_CONFIG.get(scenario, {}).get(pid, {}))
+    if pid in ("hooks-claude-code", "hooks-codex"):
+        config.update(HERMETIC_HOOKS)
+        if work is not None and scenario.startswith(("hook-cc-", "packed-chunks")) and pid == "hooks-claude-code":
+            config["configPath"] = str(work / "hooks.json")
+        if work is not None and scenario.startswith("hook-codex-") and pid == "hooks-codex":
+            config["configPath"] = str(work / "codex-hooks.json")
+    return config
 
 
 def prepare_workspace(d: Path, work: Path) -> None:
@@ -109,8 +124,6 @@ def applicability(d: Path) -> str | None:
     if foreign:
         return f"uses non-built-in tools {foreign}"
     kinds = {e["type"] for e in events}
-    if "hook/invoked" in kinds:
-        return "needs Claude-Code hook bridges"
     if "turn/start" not in kinds:
         return "the host refused the prompt before the loop (hook bridge); no turn recorded"
     for e in events:
@@ -356,7 +369,7 @@ async def run_scenario(d: Path, tmp: Path) -> Outcome:
     return await _drive(agent, spec, work, session, recorded)
 
 
-def feature_plugins(recorded: list[dict], home: Path, scenario: str = "") -> Plugins:
+def feature_plugins(recorded: list[dict], home: Path, scenario: str = "", work: Path | None = None) -> Plugins:
     """Every built-in plugin, titles and project instructions included, configured as the recording was:
     the LLM title is on where dsh's test composition had it (a recorded ``session/title-llm-request``, whose
     route and token limit it shows); the user's home instructions come from ``home`` (empty), not ``~/.dsh``."""
@@ -368,8 +381,9 @@ def feature_plugins(recorded: list[dict], home: Path, scenario: str = "") -> Plu
             spec.config = {"maxOutputTokens": title["maxTokens"], **title["route"]} if title else {}
         elif spec.id == "agent-instructions":
             spec.config = {"dshHome": str(home)}
-        if spec.id in SCENARIO_PLUGIN_CONFIG.get(scenario, {}):
-            spec.config = {**(spec.config or {}), **SCENARIO_PLUGIN_CONFIG[scenario][spec.id]}
+        extra = scenario_plugin_config(scenario, spec.id, work)
+        if extra:
+            spec.config = {**(spec.config or {}), **extra}
     return Plugins(specs, strict=True)
 
 
@@ -379,7 +393,7 @@ def _agent(session: Session, provider, model, work: Path, tmp: Path, recorded: l
     config = AgentConfig(model=model or "replay-model", cwd=str(work), preset="full-access", runtime_context=False,
                          check_requests=True, spill_dir=str(tmp / "spill"), max_inline_bytes=50_000)
     return Agent(session, provider, builtin_tools(escalation=True, background=True), config=config,
-                 sleep=FakeSleep(), plugins=feature_plugins(recorded, home, scenario))
+                 sleep=FakeSleep(), plugins=feature_plugins(recorded, home, scenario, work))
 
 
 async def _drive(agent: Agent, spec: dict, work: Path, session: Session, recorded: list[dict]) -> Outcome:
