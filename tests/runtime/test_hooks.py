@@ -167,3 +167,23 @@ def test_slash_hooks_lists_what_is_active_and_what_waits_for_trust(tmp_path):
     home = tmp_path / "home"
     assert f"{home}/.claude/settings.json: 3 hooks (PreToolUse ×2, Stop ×1)" in out.stdout
     assert f"{work}/.codex/hooks.json: skipped, the workspace is not trusted" in out.stdout
+
+
+def test_subagent_start_and_stop_hooks_run_for_a_child(tmp_path):
+    record = "cat >> \"$CLAUDE_PROJECT_DIR/subagent-hooks.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/subagent-hooks.jsonl\""
+    _write(tmp_path / "home" / ".claude" / "settings.json", {"hooks": {
+        "SubagentStart": [{"matcher": "general-purpose", "hooks": [{"command": record}]}],
+        "SubagentStop": [{"hooks": [{"command": record}]}]}})
+    args = json.dumps({"description": "probe", "prompt": "say ok", "run_in_background": False})
+    with ScriptServer() as server:
+        server.push(
+            sse_reply(chunk(None, tool_calls=[tool_call(0, id="s1", name="subagent", args=args)]),
+                      chunk(None, finish="tool_calls", usage=USAGE)),
+            sse_reply(chunk("ok"), chunk("", finish="stop", usage=USAGE)),
+            sse_reply(chunk("The child said ok."), chunk("", finish="stop", usage=USAGE)),
+        )
+        out, work = _run(tmp_path, server, "ask a child")
+        assert out.returncode == 0, out.stderr
+    rows = [json.loads(line) for line in (work / "subagent-hooks.jsonl").read_text().splitlines() if line.strip()]
+    assert [r["hook_event_name"] for r in rows] == ["SubagentStart", "SubagentStop"]
+    assert rows[0]["agent_type"] == "general-purpose" and rows[0]["agent_id"] == rows[1]["agent_id"]

@@ -407,6 +407,42 @@ def _bridge(dialect: str):
                 text = merged.reason or "continue: blocked by Stop hook"
                 ctx.agent.steer({"role": "user", "content": [{"type": "text", "text": text}], "source": dict(source)})
 
+        if dialect == "claude-code" and ("SubagentStart" in parsed or "SubagentStop" in parsed):
+            from dsh_tui.runtime.subagents import children as ch
+
+            started: set[str] = set()
+            stopped: set[str] = set()
+
+            def subagent_payload(event: str, child: Any) -> dict[str, Any]:
+                body = {**base(event), "session_id": child.id, "agent_id": child.id, "agent_type": SUBAGENT_TYPE}
+                if child.session is not None:
+                    body["cwd"] = child.session.header.get("cwd") or body["cwd"]
+                if event == "SubagentStop":
+                    body["stop_hook_active"] = False
+                return body
+
+            def on_child(child: Any) -> None:
+                if child.parent_id != agent_id:
+                    return
+                if child.id not in started and child.agent is not None:
+                    started.add(child.id)
+                    agent = child.agent
+
+                    async def start() -> None:
+                        merged = await run_point("SubagentStart", SUBAGENT_TYPE,
+                                                 subagent_payload("SubagentStart", child), None)
+                        message = context_message(merged)
+                        if message is not None and not getattr(agent, "_disposed", False):
+                            agent.inject(message)
+
+                    track(start())
+                if child.outcome is not None and child.id in started and child.id not in stopped:
+                    stopped.add(child.id)
+                    track(run_point("SubagentStop", SUBAGENT_TYPE, subagent_payload("SubagentStop", child), None))
+
+            ch.WATCHERS.append(on_child)
+            ctx.effect(lambda: lambda: ch.WATCHERS.remove(on_child) if on_child in ch.WATCHERS else None)
+
         ctx.on("agent/session-start", on_session_start)
         ctx.on("agent/pre-step", on_pre_step)
         ctx.on("tools/pre-execute", on_pre_execute)
