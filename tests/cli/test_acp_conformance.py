@@ -25,7 +25,13 @@ from pathlib import Path
 import pytest
 
 from tests.llm.test_provider_harness import _env
-from tests.runtime.conformance import EXAMPLES, applicability, prepare_workspace, scenario_id, scenario_plugin_config
+from tests.runtime.conformance import (
+    EXAMPLES,
+    applicability,
+    prepare_workspace,
+    scenario_id,
+    scenario_plugin_config,
+)
 
 OPS = {"initialize", "newSession", "newSessionExpectError", "prompt", "promptExpectError", "promptContent",
        "promptAndCancel", "cancel", "waitForFile", "waitForTurnEnd", "waitForTitleAfterTurnEnd"}
