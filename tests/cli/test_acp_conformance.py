@@ -40,7 +40,16 @@ ANSWER = {"allow_once": "allow-once", "allow_always": "allow-always", "reject_on
 SCENARIOS = sorted(p.parent for p in EXAMPLES.glob("acp-agent/**/stdout.expected.jsonl"))
 
 
+# Recordings whose defined behaviour dsh-tui deliberately does not copy, and why.
+ACP_DIFFERENT = {
+    "hook-cc-pretool-ask": "a PreToolUse hook that asks: dsh's ACP composition answers it itself ('bash requires "
+                           "manual approval in this session'); dsh-tui asks the client, as every approval",
+}
+
+
 def acp_applicability(d: Path) -> str | None:
+    if d.name in ACP_DIFFERENT:
+        return ACP_DIFFERENT[d.name]
     spec = json.loads((d / "input.json").read_text())
     ops = {s["op"] for s in spec["steps"]}
     if ops - OPS:
@@ -147,7 +156,7 @@ async def run_acp(d: Path, tmp: Path) -> list[dict]:
     (tmp / "config" / "dsh-tui").mkdir(parents=True)
     (tmp / "config" / "dsh-tui" / "settings.toml").write_text("\n".join(settings) + "\n")
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "dsh_tui", "acp", "--replay", str(replay), cwd=work, env=_env(tmp),
+        sys.executable, "-m", "dsh_tui", "acp", "--replay", str(replay), cwd=work, env=_env(tmp, DSH_TUI_SANDBOX="auto"),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         limit=1 << 24)
     answers = [ANSWER.get(a.get("kind"), "reject-once") for a in spec.get("permissionAnswers", [])]

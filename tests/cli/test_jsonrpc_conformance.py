@@ -122,7 +122,7 @@ async def run_sdk(d: Path, tmp: Path) -> tuple[list[dict], str]:
     (tmp / "config" / "dsh-tui").mkdir(parents=True)
     (tmp / "config" / "dsh-tui" / "settings.toml").write_text(COMPOSITION)
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "dsh_tui", "--profile", "sdk", "--replay", str(replay), cwd=work, env=_env(tmp),
+        sys.executable, "-m", "dsh_tui", "--profile", "sdk", "--replay", str(replay), cwd=work, env=_env(tmp, DSH_TUI_SANDBOX="auto"),
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         limit=1 << 24)
     assert proc.stdin is not None and proc.stdout is not None
