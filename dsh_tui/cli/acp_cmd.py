@@ -3,7 +3,8 @@ Toad), built on the official Python SDK (``agent-client-protocol``).
 
 Sessions are ordinary dsh-tui sessions in ``$DSH_HOME/sessions`` (browsable and resumable in the app).
 Served: ``initialize`` (load session, embedded context, MCP servers over stdio), ``session/new``,
-``session/load`` (the history replayed as ``session/update`` notifications), ``session/prompt`` (text,
+``session/load`` (the history replayed as ``session/update`` notifications), ``session/set_config_option``
+(``model``: the models the settings list for the session's provider), ``session/prompt`` (text,
 embedded resources and resource links), ``session/cancel`` and ``session/set_mode`` (the permission presets
 as modes). A turn streams ``agent_message_chunk`` / ``agent_thought_chunk``, ``tool_call`` and
 ``tool_call_update`` (kind, location, diff for write and edit, the result text) and ``plan`` from todos;
@@ -96,7 +97,7 @@ class AcpAgent:
 
         host = await self._open(cwd=cwd, mcp_servers=mcp_servers)
         sid = host.session.header["id"]
-        return NewSessionResponse(session_id=sid, modes=self._modes(host))
+        return NewSessionResponse(session_id=sid, modes=self._modes(host), config_options=self._options(host))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_kw: Any) -> Any:
         from acp.schema import LoadSessionResponse
@@ -105,7 +106,7 @@ class AcpAgent:
         for event in list(host.session.events):
             for update in self._updates(event, replay=True):
                 await self.conn.session_update(session_id=session_id, update=update)
-        return LoadSessionResponse(modes=self._modes(host))
+        return LoadSessionResponse(modes=self._modes(host), config_options=self._options(host))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **_kw: Any) -> Any:
         from acp import RequestError
@@ -119,6 +120,21 @@ class AcpAgent:
         except ValueError as err:
             raise RequestError.invalid_params({"message": str(err)}) from None
         return SetSessionModeResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **_kw: Any) -> Any:
+        """``model``: the model of the session's provider that answers from the next request on."""
+        from acp import RequestError
+        from acp.schema import SetSessionConfigOptionResponse
+
+        host = self._host(session_id)
+        if config_id != "model":
+            raise RequestError.invalid_params({"message": f"unknown config option {config_id!r} (dsh-tui offers "
+                                                          "'model'; the permission presets are the modes)"})
+        choices = self._models(host)
+        if value not in choices:
+            raise RequestError.invalid_params({"message": f"model {value!r} is not one of {', '.join(choices)}"})
+        host.agent.config.model = value
+        return SetSessionConfigOptionResponse(config_options=self._options(host))
 
     async def prompt(self, session_id: str, prompt: list[Any], **_kw: Any) -> Any:
         from acp import RequestError
@@ -163,6 +179,30 @@ class AcpAgent:
             raise RequestError.invalid_params({"message": f"unknown session {session_id!r} (session/new or "
                                                           "session/load first)"})
         return host
+
+    def _models(self, host: Any) -> list[str]:
+        """The current model and every model the settings list for the session's provider."""
+        current = str(host.agent.config.model)
+        choices = [current]
+        if self.replay is None:
+            from dsh_tui.config import load_settings
+            from dsh_tui.llm.registry import available_models
+            from dsh_tui.session.errors import DshError
+
+            try:
+                pairs = available_models(load_settings())
+            except DshError:
+                pairs = []
+            provider = host.agent.config.provider
+            choices += [m for p, m in pairs if p == provider and m not in choices]
+        return choices
+
+    def _options(self, host: Any) -> list[Any]:
+        from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
+
+        return [SessionConfigOptionSelect(
+            id="model", name="Model", category="model", type="select", current_value=str(host.agent.config.model),
+            options=[SessionConfigSelectOption(value=m, name=m) for m in self._models(host)])]
 
     def _modes(self, host: Any) -> Any:
         from acp.schema import SessionMode, SessionModeState
