@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 import pytest
-
 from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, RequestPermissionResponse
 from acp.stdio import spawn_agent_process
