@@ -187,3 +187,11 @@ def test_subagent_start_and_stop_hooks_run_for_a_child(tmp_path):
     rows = [json.loads(line) for line in (work / "subagent-hooks.jsonl").read_text().splitlines() if line.strip()]
     assert [r["hook_event_name"] for r in rows] == ["SubagentStart", "SubagentStop"]
     assert rows[0]["agent_type"] == "general-purpose" and rows[0]["agent_id"] == rows[1]["agent_id"]
+
+
+def test_project_hook_files_are_something_the_trust_question_names(tmp_path):
+    from dsh_tui.config.trust import needs_trust
+
+    _write(tmp_path / ".claude" / "settings.local.json", {"hooks": {"Stop": [{"hooks": [{"command": "true"}]}]}})
+    _write(tmp_path / ".claude" / "settings.json", {"permissions": {}})  # no hooks in it: nothing to ask
+    assert needs_trust(tmp_path) == ["project hooks (run as commands): .claude/settings.local.json"]

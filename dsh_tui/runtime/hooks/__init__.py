@@ -33,6 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.config.trust import project_hook_files
 from dsh_tui.runtime.hooks import protocol as hp
 
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SubagentStart",
@@ -133,29 +134,6 @@ def hook_files(dialect: str, cwd: str | None, config: dict[str, Any]) -> tuple[l
         if f not in seen:
             seen.append(f)
     return seen, untrusted
-
-
-def project_hook_files(root: Path, dialect: str | None = None) -> list[Path]:
-    """The workspace's own hook files that exist (they run only once the workspace is trusted)."""
-    names = []
-    if dialect in (None, "claude-code"):
-        names += [Path(".claude") / "settings.json", Path(".claude") / "settings.local.json"]
-    if dialect in (None, "codex"):
-        names.append(Path(".codex") / "hooks.json")
-    out = []
-    for name in names:
-        path = root / name
-        try:
-            if not path.is_file():
-                continue
-            if name.name.startswith("settings"):  # a Claude Code settings file counts only with hooks in it
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if not isinstance(data, dict) or not data.get("hooks"):
-                    continue
-        except (OSError, ValueError):
-            continue
-        out.append(path)
-    return out
 
 
 def _load(dialect: str, files: list[Path], project_dir: str | None,
