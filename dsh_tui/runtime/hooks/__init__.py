@@ -179,7 +179,7 @@ def hooks_report(agent_id: str) -> str:
         if dialect not in rows:
             continue
         lines.append(f"{label}:")
-        lines.extend(f"  {line}" for line in rows[dialect] or ["  none found"])
+        lines.extend(f"  {line}" for line in rows[dialect] or ["none found"])
     if not lines:
         return "No hook bridge is on ([plugins.hooks-claude-code] / [plugins.hooks-codex])."
     lines.append("Read: ~/.claude/settings.json, ~/.codex/hooks.json, and the workspace's .claude/settings.json, "
