@@ -3,7 +3,8 @@ Toad), built on the official Python SDK (``agent-client-protocol``).
 
 Sessions are ordinary dsh-tui sessions in ``$DSH_HOME/sessions`` (browsable and resumable in the app).
 Served: ``initialize`` (load session, embedded context, MCP servers over stdio), ``session/new``,
-``session/load`` (the history replayed as ``session/update`` notifications), ``session/prompt`` (text,
+``session/load`` (the history replayed as ``session/update`` notifications), ``session/set_config_option``
+(``model``: the models the settings list for the session's provider), ``session/prompt`` (text,
 embedded resources and resource links), ``session/cancel`` and ``session/set_mode`` (the permission presets
 as modes). A turn streams ``agent_message_chunk`` / ``agent_thought_chunk``, ``tool_call`` and
 ``tool_call_update`` (kind, location, diff for write and edit, the result text) and ``plan`` from todos;
@@ -25,11 +26,20 @@ MODES = (("read-only", "Read only", "Writes and shell commands ask first"),
          ("full-access", "Full access", "Nothing asks"))
 KINDS = {"read": "read", "write": "edit", "edit": "edit", "bash": "execute", "grep": "search", "glob": "search",
          "todo_write": "think", "web_fetch": "fetch"}
-STOP = {"completed": "end_turn", "max-tokens": "max_tokens", "aborted": "cancelled"}
+# A turn's end reason as a prompt's stopReason. dsh's agent answers ``end_turn`` for a turn that ended at the
+# output limit (its recorded max-tokens-continue scenario); dsh-tui does the same.
+STOP = {"completed": "end_turn", "max-tokens": "end_turn", "aborted": "cancelled"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from dsh_tui.runtime.permissions import PRESETS
+
     parser.add_argument("--root", help="session root (default $DSH_HOME/sessions)")
+    parser.add_argument("--preset", choices=PRESETS, default="workspace-write",
+                        help="the permission mode new sessions start in (session/set_mode changes it)")
+    parser.add_argument("--replay", metavar="FILE|DIR",
+                        help="replay the model side of a recorded dsh log or scenario directory instead of calling "
+                             "a model (offline; each new session replays it from the start in its own cwd)")
 
 
 def _args(raw: str) -> dict[str, Any]:
@@ -47,8 +57,10 @@ def _text(blocks: Any) -> str:
 class AcpAgent:
     """The ``acp.Agent`` implementation: one ``AgentHost`` per ACP session."""
 
-    def __init__(self, root: str | None = None) -> None:
+    def __init__(self, root: str | None = None, *, preset: str = "workspace-write", replay: str | None = None) -> None:
         self.root = root
+        self.preset = preset
+        self.replay = replay
         self.conn: Any = None
         self.hosts: dict[str, Any] = {}
         self.pumps: dict[str, asyncio.Queue] = {}
@@ -56,6 +68,7 @@ class AcpAgent:
         self._provider: Any = None
         self._store: Any = None
         self._tools: dict[str, dict[str, Any]] = {}  # call id -> {name, args}
+        self._streamed: dict[tuple, bool] = {}  # (session, turn, step, block index) -> deltas were sent
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -84,7 +97,7 @@ class AcpAgent:
 
         host = await self._open(cwd=cwd, mcp_servers=mcp_servers)
         sid = host.session.header["id"]
-        return NewSessionResponse(session_id=sid, modes=self._modes(host))
+        return NewSessionResponse(session_id=sid, modes=self._modes(host), config_options=self._options(host))
 
     async def load_session(self, cwd: str, session_id: str, mcp_servers: Any = None, **_kw: Any) -> Any:
         from acp.schema import LoadSessionResponse
@@ -93,7 +106,7 @@ class AcpAgent:
         for event in list(host.session.events):
             for update in self._updates(event, replay=True):
                 await self.conn.session_update(session_id=session_id, update=update)
-        return LoadSessionResponse(modes=self._modes(host))
+        return LoadSessionResponse(modes=self._modes(host), config_options=self._options(host))
 
     async def set_session_mode(self, session_id: str, mode_id: str, **_kw: Any) -> Any:
         from acp import RequestError
@@ -107,6 +120,21 @@ class AcpAgent:
         except ValueError as err:
             raise RequestError.invalid_params({"message": str(err)}) from None
         return SetSessionModeResponse()
+
+    async def set_config_option(self, config_id: str, session_id: str, value: Any, **_kw: Any) -> Any:
+        """``model``: the model of the session's provider that answers from the next request on."""
+        from acp import RequestError
+        from acp.schema import SetSessionConfigOptionResponse
+
+        host = self._host(session_id)
+        if config_id != "model":
+            raise RequestError.invalid_params({"message": f"unknown config option {config_id!r} (dsh-tui offers "
+                                                          "'model'; the permission presets are the modes)"})
+        choices = self._models(host)
+        if value not in choices:
+            raise RequestError.invalid_params({"message": f"model {value!r} is not one of {', '.join(choices)}"})
+        host.agent.config.model = value
+        return SetSessionConfigOptionResponse(config_options=self._options(host))
 
     async def prompt(self, session_id: str, prompt: list[Any], **_kw: Any) -> Any:
         from acp import RequestError
@@ -152,6 +180,30 @@ class AcpAgent:
                                                           "session/load first)"})
         return host
 
+    def _models(self, host: Any) -> list[str]:
+        """The current model and every model the settings list for the session's provider."""
+        current = str(host.agent.config.model)
+        choices = [current]
+        if self.replay is None:
+            from dsh_tui.config import load_settings
+            from dsh_tui.llm.registry import available_models
+            from dsh_tui.session.errors import DshError
+
+            try:
+                pairs = available_models(load_settings())
+            except DshError:
+                pairs = []
+            provider = host.agent.config.provider
+            choices += [m for p, m in pairs if p == provider and m not in choices]
+        return choices
+
+    def _options(self, host: Any) -> list[Any]:
+        from acp.schema import SessionConfigOptionSelect, SessionConfigSelectOption
+
+        return [SessionConfigOptionSelect(
+            id="model", name="Model", category="model", type="select", current_value=str(host.agent.config.model),
+            options=[SessionConfigSelectOption(value=m, name=m) for m in self._models(host)])]
+
     def _modes(self, host: Any) -> Any:
         from acp.schema import SessionMode, SessionModeState
 
@@ -167,7 +219,7 @@ class AcpAgent:
             raise RequestError.invalid_params({"message": f"cwd is not a directory: {cwd}"})
         if self._store is None:
             self._store = open_session_store(self.root)
-        provider, model, hint = self._route()
+        provider, model, hint = self._route(Path(cwd).resolve())
         if provider is None:
             raise RequestError.internal_error({"message": hint})
         mcp = tuple(f"{s.name}={shlex.join([s.command, *s.args])}" for s in mcp_servers or []
@@ -176,21 +228,26 @@ class AcpAgent:
             if not any(h.get("id") == resume for h in await asyncio.to_thread(self._store.list)):
                 raise RequestError.resource_not_found(resume)
             spec = HostSpec(root=None, store=self._store, cwd=None, provider=provider, model=model, resume_id=resume,
-                            mcp=mcp or None, close_provider=False)
+                            mcp=mcp or None, close_provider=self.replay is not None, preset=self.preset)
         else:
             spec = HostSpec(root=None, store=self._store, cwd=Path(cwd).resolve(), provider=provider, model=model,
-                            mcp=mcp or None, close_provider=False)
+                            mcp=mcp or None, close_provider=self.replay is not None, preset=self.preset)
         host = await AgentHost.open(spec)
         sid = host.session.header["id"]
         self.hosts[sid] = host
         queue: asyncio.Queue = asyncio.Queue()
         self.pumps[sid] = queue
         asyncio.ensure_future(self._pump(sid, queue))
-        host.session.subscribe(lambda _s, event: [queue.put_nowait(u) for u in self._updates(event)])
+        host.session.subscribe(lambda _s, event: [queue.put_nowait(u) for u in self._updates(event, sid=sid)])
         host.agent.on("approval/request", lambda payload, _next=None: self._approve(sid, payload))
         return host
 
-    def _route(self) -> tuple[Any, str, str]:
+    def _route(self, cwd: Path) -> tuple[Any, str, str]:
+        if self.replay is not None:  # a fresh replay per session, its {{cwd}} placeholders made real
+            from dsh_tui.cli.run_cmd import replay_provider
+
+            provider, model = replay_provider(self.replay, cwd, None)
+            return provider, model, ""
         if self._provider is None:
             from dsh_tui.llm.route import model_route
 
@@ -231,7 +288,7 @@ class AcpAgent:
         await self._drain(sid)  # the tool_call the client is asked about is on its screen first
         options = [PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
                    PermissionOption(option_id="allow-always", name="Allow for this session", kind="allow_always"),
-                   PermissionOption(option_id="reject", name="Reject", kind="reject_once")]
+                   PermissionOption(option_id="reject-once", name="Reject", kind="reject_once")]
         update = ToolCallUpdate(tool_call_id=call_id, title=self._title(tool, call.get("args", {})),
                                 kind=KINDS.get(tool, "other"), status="pending", raw_input=call.get("args"))
         signal = payload.get("signal")
@@ -274,7 +331,7 @@ class AcpAgent:
         target = args.get("command") or args.get("file_path") or args.get("path") or args.get("pattern")
         return f"{name} {target}" if isinstance(target, str) and target else name
 
-    def _updates(self, event: dict[str, Any], *, replay: bool = False) -> list[Any]:
+    def _updates(self, event: dict[str, Any], *, replay: bool = False, sid: str = "") -> list[Any]:
         from acp import (
             plan_entry,
             start_tool_call,
@@ -293,10 +350,21 @@ class AcpAgent:
         data = event.get("data") or {}
         if t == "assistant/chunk" and not replay:
             chunk = data.get("chunk") or {}
-            if chunk.get("type") == "text-delta" and chunk.get("text"):
-                return [update_agent_message_text(chunk["text"])]
-            if chunk.get("type") == "reasoning-delta" and chunk.get("text"):
-                return [update_agent_thought_text(chunk["text"])]
+            kind = chunk.get("type")
+            key = (sid, data.get("turn"), data.get("step"), chunk.get("index"))
+            if kind == "block-start":
+                self._streamed[key] = False
+            elif kind in ("text-delta", "reasoning-delta") and chunk.get("text"):
+                self._streamed[key] = True
+                send = update_agent_message_text if kind == "text-delta" else update_agent_thought_text
+                return [send(chunk["text"])]
+            elif kind == "block-end":  # a block whose text came whole (no deltas) is sent whole
+                block = chunk.get("block") or {}
+                if not self._streamed.pop(key, False) and isinstance(block.get("text"), str) and block["text"]:
+                    if block.get("type") == "text":
+                        return [update_agent_message_text(block["text"])]
+                    if block.get("type") == "reasoning":
+                        return [update_agent_thought_text(block["text"])]
             return []
         if t == "assistant/message" and replay:
             out = []
@@ -359,7 +427,9 @@ def run(args: argparse.Namespace) -> int:
     except ImportError:
         raise DshError("dsh-tui acp needs the agent-client-protocol package (pip install agent-client-protocol)") \
             from None
-    agent = AcpAgent(args.root)
+    if args.replay and not Path(args.replay).exists():
+        raise DshError(f"replay log not found: {args.replay}")
+    agent = AcpAgent(args.root, preset=args.preset, replay=args.replay)
 
     async def main() -> None:
         try:

@@ -36,26 +36,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_plugin_arguments(parser)
 
 
+def replay_provider(replay: str, cwd: Any, model: str | None) -> tuple[Any, str]:
+    """The provider replaying a recorded dsh log (a file) or scenario (a directory: each subagent child replays
+    its own ``session.N.jsonl``), its ``{{cwd}}`` placeholders made ``cwd``; and the model it recorded."""
+    from pathlib import Path
+
+    from dsh_tui.llm.replay import ReplayProvider, read_log_events
+    from dsh_tui.session.errors import DshError
+
+    path = Path(replay)
+    if path.is_dir():
+        from dsh_tui.llm.replay import ScenarioReplay
+
+        provider = ScenarioReplay.from_dir(path, cwd=cwd)
+        _, recorded = ReplayProvider.recorded_route(read_log_events(path / "session.jsonl")[1])
+        return provider, model or recorded or "replay"
+    if not path.is_file():
+        raise DshError(f"replay log not found: {path}")
+    provider = ReplayProvider.from_file(path, cwd=cwd)
+    _, recorded = ReplayProvider.recorded_route(read_log_events(path)[1])
+    return provider, model or recorded or "replay"
+
+
 def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
     from dsh_tui.session.errors import DshError
 
     if args.replay:
-        from pathlib import Path
-
-        from dsh_tui.llm.replay import ReplayProvider, read_log_events
-
-        path = Path(args.replay)
-        if path.is_dir():  # a recorded scenario: each subagent child replays its own session.N.jsonl
-            from dsh_tui.llm.replay import ScenarioReplay
-
-            provider = ScenarioReplay.from_dir(path, cwd=cwd)
-            _, model = ReplayProvider.recorded_route(read_log_events(path / "session.jsonl")[1])
-            return provider, args.model or model or "replay"
-        if not path.is_file():
-            raise DshError(f"replay log not found: {path}")
-        provider = ReplayProvider.from_file(path, cwd=cwd)
-        _, model = ReplayProvider.recorded_route(read_log_events(path)[1])
-        return provider, args.model or model or "replay"
+        return replay_provider(args.replay, cwd, args.model)
     from dsh_tui.config import load_settings
     from dsh_tui.llm import registry
 

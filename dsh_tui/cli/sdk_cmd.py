@@ -15,7 +15,10 @@ answers them:
 
 Notifications: ``session.event {sessionId, event}`` for every event appended to an open session, and
 ``session.status {sessionId, status}`` (``running`` when a prompt starts a turn, ``idle`` once the agent and
-the subagents it started have settled). Nobody can answer an approval here: as in ``run --headless``, a
+the subagents it started have settled). A subagent child of an open session is announced as dsh announces it:
+``subagent.started {parentSessionId, childSessionId}``, the child's own ``session.status`` and
+``session.event`` notifications, then ``subagent.finished {provider, agentId, parentSessionId,
+childSessionId, status, stopReason, lastAssistantMessage}`` when its run settles. Nobody can answer an approval here: as in ``run --headless``, a
 call the preset does not allow is refused and the model sees the refusal.
 """
 
@@ -42,8 +45,13 @@ class RpcError(Exception):
 
 
 class SdkServer:
-    def __init__(self, out: Any = None) -> None:
+    def __init__(self, out: Any = None, *, replay: str | None = None) -> None:
         self.out = out if out is not None else sys.stdout
+        self.replay = replay
+        self._children: set[str] = set()
+        self._finished: set[str] = set()
+        self._watching = False
+        self._running: set[str] = set()
         self._write = threading.Lock()
         self.config: dict[str, Any] | None = None
         self.hosts: dict[str, Any] = {}
@@ -128,7 +136,6 @@ class SdkServer:
         host = await self._host(sid)
         message = host.agent.followup(blocks)
         if sid not in self._turns or self._turns[sid].done():
-            self.notify("session.status", {"sessionId": sid, "status": "running"})
             self._turns[sid] = asyncio.ensure_future(self._settle(sid, host))
         return {"messageId": message["id"]}
 
@@ -184,14 +191,54 @@ class SdkServer:
                                 close_provider=False)
             host = await AgentHost.open(spec)
 
-            def forward(_session: Any, event: dict[str, Any]) -> None:
-                self.notify("session.event", {"sessionId": sid, "event": event})
-
-            host.session.subscribe(forward)
+            host.session.subscribe(lambda _s, event: self._forward(sid, event))
             self.hosts[sid] = host
+            if not self._watching:
+                from dsh_tui.runtime.subagents.children import WATCHERS
+
+                WATCHERS.append(self._on_child)
+                self._watching = True
             return host
 
+    def _forward(self, sid: str, event: dict[str, Any]) -> None:
+        """One appended event as ``session.event``; a turn's start is told first as ``running`` (dsh sends the
+        status after the prompt's splice, before ``turn/start``)."""
+        if event["type"] == "turn/start" and sid not in self._running:
+            self._running.add(sid)
+            self.notify("session.status", {"sessionId": sid, "status": "running"})
+        self.notify("session.event", {"sessionId": sid, "event": event})
+
+    def _on_child(self, child: Any) -> None:
+        """A subagent child started, changed phase or settled: dsh's ``subagent.*`` notifications for the
+        children of this server's sessions (and of their children)."""
+        if child.parent_id not in self.hosts and child.parent_id not in self._children:
+            return
+        if child.id not in self._children and child.session is not None:
+            self._children.add(child.id)
+            self.notify("subagent.started", {"parentSessionId": child.parent_id, "childSessionId": child.id})
+            child.session.subscribe(lambda _s, event, cid=child.id: self._forward(cid, event))
+        if child.outcome is not None and child.id in self._children and child.id not in self._finished:
+            self._finished.add(child.id)
+            last: list[Any] = []
+            for event in reversed(list(child.session.events) if child.session is not None else []):
+                if event["type"] == "assistant/message" and event["data"]["message"].get("content"):
+                    last = event["data"]["message"]["content"]
+                    break
+            kind = child.outcome.get("kind", "completed")
+            self._running.discard(child.id)
+            self.notify("session.status", {"sessionId": child.id, "status": "idle"})
+            self.notify("subagent.finished", {
+                "provider": child.provider, "agentId": child.id, "parentSessionId": child.parent_id,
+                "childSessionId": child.id, "status": "ok" if kind == "completed" else "error", "stopReason": kind,
+                "lastAssistantMessage": last})
+
     def _route(self) -> tuple[Any, str]:
+        if self.replay is not None and self._provider is None:
+            from dsh_tui.cli.run_cmd import replay_provider
+
+            self._provider, self._replay_model = replay_provider(self.replay, (self.config or {}).get("cwd"), None)
+        if self.replay is not None:
+            return self._provider, (self.config or {}).get("model") or self._replay_model
         if self._provider is None:
             from dsh_tui.config import load_settings
             from dsh_tui.llm import registry
@@ -219,9 +266,18 @@ class SdkServer:
             await settle(host.agent)
             await host.flush()
         finally:
+            if sid not in self._running:  # a prompt that started no turn still reports its start
+                self.notify("session.status", {"sessionId": sid, "status": "running"})
+            self._running.discard(sid)
             self.notify("session.status", {"sessionId": sid, "status": "idle"})
 
     async def close(self) -> None:
+        if self._watching:
+            from dsh_tui.runtime.subagents.children import WATCHERS
+
+            if self._on_child in WATCHERS:
+                WATCHERS.remove(self._on_child)
+            self._watching = False
         for task in list(self._turns.values()):
             if not task.done():
                 task.cancel()
@@ -235,8 +291,8 @@ class SdkServer:
             self._provider = None
 
 
-async def serve(stdin: Any = None, out: Any = None) -> int:
-    server = SdkServer(out)
+async def serve(stdin: Any = None, out: Any = None, *, replay: str | None = None) -> int:
+    server = SdkServer(out, replay=replay)
     stream = stdin if stdin is not None else sys.stdin
     try:
         while True:
@@ -259,11 +315,18 @@ def run_profile(argv: list[str]) -> int:
     if name != "sdk":
         raise UsageError(f"--profile {name}: dsh-tui serves only dsh's sdk profile (the JSON-RPC protocol of "
                          "dsh's Python SDK); use dsh-tui's own commands otherwise (dsh-tui --help)")
-    while rest and rest[0] == "--patch" and len(rest) > 1:
-        print(f"dsh-tui: --patch {rest[1]} ignored (dsh profile patches do not apply to dsh-tui)", file=sys.stderr)
+    replay = None
+    while rest and rest[0] in ("--patch", "--replay") and len(rest) > 1:
+        if rest[0] == "--replay":  # dsh-tui's own: the model side of a recorded dsh log (offline)
+            replay = rest[1]
+            if not Path(replay).exists():
+                raise UsageError(f"replay log not found: {replay}")
+        else:
+            print(f"dsh-tui: --patch {rest[1]} ignored (dsh profile patches do not apply to dsh-tui)",
+                  file=sys.stderr)
         rest = rest[2:]
     if rest:
-        raise UsageError(f"--profile sdk takes no other arguments: {' '.join(rest)}")
+        raise UsageError(f"--profile sdk takes no other arguments but --patch and --replay: {' '.join(rest)}")
     if not os.environ.get("DSH_HOME", "").strip():
         raise UsageError("--profile sdk needs an explicit DSH_HOME (dsh's SDK sets it from dsh_home)")
-    return asyncio.run(serve())
+    return asyncio.run(serve(replay=replay))

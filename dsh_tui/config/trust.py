@@ -114,8 +114,40 @@ def _project_plugins(root: Path) -> list[str]:
     return [f"project plugins ({PROJECT_PLUGIN_DIR.as_posix()}/): {names}"]
 
 
+def project_hook_files(root: str | os.PathLike[str], dialect: str | None = None) -> list[Path]:
+    """The workspace's own Claude Code (``.claude/settings.json`` and ``settings.local.json`` with hooks in
+    them) and Codex (``.codex/hooks.json``) hook files that exist (dsh_tui/runtime/hooks/ runs them only once
+    the workspace is trusted); ``dialect`` "claude-code" or "codex" for one of them."""
+    names = []
+    if dialect in (None, "claude-code"):
+        names += [Path(".claude") / "settings.json", Path(".claude") / "settings.local.json"]
+    if dialect in (None, "codex"):
+        names.append(Path(".codex") / "hooks.json")
+    out = []
+    for name in names:
+        path = Path(root) / name
+        try:
+            if not path.is_file():
+                continue
+            if name.name.startswith("settings"):  # a Claude Code settings file counts only with hooks in it
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(data, dict) or not data.get("hooks"):
+                    continue
+        except (OSError, ValueError):
+            continue
+        out.append(path)
+    return out
+
+
+def _project_hooks(root: Path) -> list[str]:
+    paths = project_hook_files(root)
+    if not paths:
+        return []
+    return ["project hooks (run as commands): " + ", ".join(p.relative_to(root).as_posix() for p in paths)]
+
+
 # What in a workspace runs only once it is trusted: each check returns one line per thing found.
-NEEDS: list[Callable[[Path], list[str]]] = [_project_plugins]
+NEEDS: list[Callable[[Path], list[str]]] = [_project_plugins, _project_hooks]
 
 
 def needs_trust(root: str | os.PathLike[str]) -> list[str]:

@@ -86,6 +86,10 @@ def decide_preset(preset: str, access: str, args: Any, cwd: Path, workspace: Pat
     outside = path is not None and not _inside(path, workspace.resolve())
     if access == "exec":
         return {"kind": "ask", "reason": f"{tool_name} runs a shell command under the {preset} preset"}
+    if access == "write" and isinstance(args, dict) and args.get("sandbox_permissions") is not None:
+        escalation = decide_sandboxed(preset, args)  # dsh: a file tool's escalation asks like a command's
+        if escalation["kind"] != "allow":
+            return escalation
     if access == "write":
         if preset == "read-only":
             return {"kind": "ask", "reason": f"{tool_name} modifies files under the read-only preset"}

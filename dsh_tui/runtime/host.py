@@ -161,10 +161,10 @@ class AgentHost:
         """One turn with ``prompt`` (headless): waits until the agent is idle again. ``settle``: also until
         every subagent it started has settled and the turns their notices start have ended (the answer is
         then the last one). Commands are interactive only, except that a prompt that is exactly ``/compact``
-        compacts and ``/mcp [...]`` lists the MCP servers once each has made its first attempt (the reply is
-        the answer). ``prompt`` may be a list of content blocks (the SDK's ``run``), never a command."""
+        compacts, ``/mcp [...]`` lists the MCP servers once each has made its first attempt and ``/hooks``
+        the active hooks (the reply is the answer). ``prompt`` may be a list of content blocks (the SDK's ``run``), never a command."""
         command = prompt.strip() if isinstance(prompt, str) else ""
-        if (command == "/compact" or command.split(maxsplit=1)[:1] == ["/mcp"]) and \
+        if (command in ("/compact", "/hooks") or command.split(maxsplit=1)[:1] == ["/mcp"]) and \
                 self.agent.commands.get(command.split()[0][1:]) is not None:
             if command.startswith("/mcp") and self.agent.mcp is not None:
                 await self.agent.mcp.first_attempts(MCP_LISTING_WAIT_S)

@@ -48,10 +48,11 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
-               "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands")
+               "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
+               "hooks-claude-code", "hooks-codex")
 #: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
 #: leaves them out.
-FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs")
+FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex")
 
 
 class PluginError(DshError):
@@ -774,7 +775,16 @@ BUILTINS: dict[str, Any] = {
     "skill-tool": _Builtin("skill-tool", _apply_skill_tool),
     "file-reference": _Builtin("file-reference", _apply_file_reference),
     "commands": _Builtin("commands", _apply_commands),
+    # Claude Code's and Codex's shell hooks from the files those tools use (dsh_tui/runtime/hooks/)
+    "hooks-claude-code": _Builtin("hooks-claude-code", lambda ctx, config=None: _apply_hooks(ctx, config, "claude_code")),
+    "hooks-codex": _Builtin("hooks-codex", lambda ctx, config=None: _apply_hooks(ctx, config, "codex")),
 }
+
+
+def _apply_hooks(ctx: Any, config: Any, dialect: str) -> None:
+    from dsh_tui.runtime import hooks
+
+    getattr(hooks, f"apply_{dialect}")(ctx, config)
 
 
 def _feature_builtins() -> None:

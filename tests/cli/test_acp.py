@@ -9,7 +9,8 @@ import asyncio
 import sys
 from typing import Any
 
-from acp import PROTOCOL_VERSION, text_block
+import pytest
+from acp import PROTOCOL_VERSION, RequestError, text_block
 from acp.schema import AllowedOutcome, ClientCapabilities, DeniedOutcome, RequestPermissionResponse
 from acp.stdio import spawn_agent_process
 
@@ -70,7 +71,7 @@ async def test_a_prompt_streams_a_tool_call_asks_permission_and_load_replays_it(
         assert client.text("agent_thought_chunk") == "Shell needed."
         assert client.text() == "It printed hi."
         (tool, options), = client.asked
-        assert tool.tool_call_id == "c1" and tool.kind == "execute" and options == ["allow-once", "allow-always", "reject"]
+        assert tool.tool_call_id == "c1" and tool.kind == "execute" and options == ["allow-once", "allow-always", "reject-once"]
         starts = [u for u in client.updates if u.session_update == "tool_call"]
         ends = [u for u in client.updates if u.session_update == "tool_call_update"]
         assert starts[0].kind == "execute" and ends[-1].status == "completed"
@@ -96,7 +97,7 @@ async def test_a_rejected_permission_reaches_the_model_and_cancel_stops_a_turn(t
             sse_reply(chunk("Not run."), chunk("", finish="stop", usage=USAGE)),
             sse_reply(chunk("slow"), 30.0, chunk("", finish="stop", usage=USAGE)),
         )
-        client = Client("reject")
+        client = Client("reject-once")
         async with await _agent(tmp_path, server, client) as (conn, _proc):
             await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
             new = await conn.new_session(cwd=str(work), mcp_servers=[])
@@ -111,3 +112,33 @@ async def test_a_rejected_permission_reaches_the_model_and_cancel_stops_a_turn(t
                 await asyncio.sleep(0.05)
             await conn.cancel(session_id=new.session_id)
             assert (await asyncio.wait_for(turn, 20)).stop_reason == "cancelled"
+
+
+async def test_the_model_is_a_config_option_the_client_can_change(tmp_path):
+    work = tmp_path / "ws"
+    work.mkdir()
+    (tmp_path / "config" / "dsh-tui").mkdir(parents=True)
+    (tmp_path / "config" / "dsh-tui" / "settings.toml").write_text(
+        '[default]\nmodel = "deepseek-v4-flash"\n'
+        '[providers.deepseek-official.models.deepseek-v4-flash]\ncontext_window = 1000000\n'
+        '[providers.deepseek-official.models.deepseek-v4-pro]\ncontext_window = 1000000\n')
+    with ScriptServer() as server:
+        server.push(sse_reply(chunk("Pro here."), chunk("", finish="stop", usage=USAGE)))
+        client = Client()
+        async with await _agent(tmp_path, server, client) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            new = await conn.new_session(cwd=str(work), mcp_servers=[])
+            (model,) = new.config_options
+            model = model.root if hasattr(model, "root") else model
+            assert model.id == "model" and model.current_value == "deepseek-v4-flash"
+            assert [o.value for o in model.options] == ["deepseek-v4-flash", "deepseek-v4-pro"]
+            changed = await conn.set_config_option(config_id="model", session_id=new.session_id,
+                                                   value="deepseek-v4-pro")
+            option = changed.config_options[0]
+            assert (option.root if hasattr(option, "root") else option).current_value == "deepseek-v4-pro"
+            with pytest.raises(RequestError) as refused:
+                await conn.set_config_option(config_id="model", session_id=new.session_id, value="gpt-9")
+            assert "not one of" in str(refused.value.data)
+            done = await conn.prompt(session_id=new.session_id, prompt=[text_block("who are you")])
+            assert done.stop_reason == "end_turn"
+        assert server.requests[0]["body"]["model"] == "deepseek-v4-pro"

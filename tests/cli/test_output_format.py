@@ -127,3 +127,64 @@ def test_dshs_recorded_result_objects_follow_the_same_rules(path: Path):
     texts = ["".join(b.get("text", "") for b in e["data"]["message"]["content"] if b["type"] == "text")
              for e in logged if e["type"] == "assistant/message"]
     assert result["output"] == [t for t in texts if t][-1]
+
+
+# dsh's headless recordings of `--output-format stream-json` (examples/headless-agent/tests/snapshots/*/
+# stream-json.expected.jsonl): the recorded model side replayed through `run --headless --output-format
+# stream-json` must print the same events in the same order and the same result object. The recorder's
+# composition has no runtime-context snapshot and no LLM title (its logs hold neither).
+HEADLESS_STREAMS = sorted(p.parent for p in (REPO / "tests" / "fixtures" / "dsh").glob(
+    "examples/headless-agent/tests/snapshots/*/stream-json.expected.jsonl"))
+STREAM_COMPOSITION = """
+[plugins.runtime-context]
+enabled = false
+[plugins.session-title-llm]
+enabled = false
+"""
+STREAM_NOT_APPLICABLE = {
+    "advanced-toolchain": "its model calls dsh's JavaScript tools (workflow, run_code, cordis_define)",
+    "pty-tools": "its model calls dsh's terminal_* tools (a later issue)",
+    "ralph-loop": "its model runs dsh's ralph rounds",
+    "goal-tools": "authored: the model side is only a replay override, no recorded session.jsonl",
+    "provider-retry": "authored: its provider failures are scripted by dsh's test composition, no session.jsonl",
+    "subagent-settlement": "authored parent/child replay scripts without a prompt script (input.json)",
+    "missing-credential": "dsh logs a failed turn without a key; dsh-tui refuses before opening a session "
+                          "(one line on stderr, exit 2) so nothing is written for a run that cannot start",
+    "invalid-credential": "dsh's recorder points the DeepSeek route at its own 401 stub; no recorded session.jsonl",
+}
+
+
+def _stream_projection(lines: list[dict]) -> list:
+    out: list = []
+    for m in lines:
+        if m["type"] == "session_event":
+            out.append(m["event"]["type"])
+        else:
+            out.append({k: v for k, v in m.items() if k != "sessionId"})
+    return out
+
+
+@pytest.mark.parametrize("scenario", HEADLESS_STREAMS, ids=lambda p: p.name)
+def test_stream_json_matches_dshs_recording(scenario: Path, tmp_path):
+    if scenario.name in STREAM_NOT_APPLICABLE:
+        pytest.skip(STREAM_NOT_APPLICABLE[scenario.name])
+    (prompt,) = [s["text"] for s in json.loads((scenario / "input.json").read_text())["steps"] if s["op"] == "prompt"]
+    work = tmp_path / "work"
+    work.mkdir()
+    (tmp_path / "config" / "dsh-tui").mkdir(parents=True)
+    (tmp_path / "config" / "dsh-tui" / "settings.toml").write_text(STREAM_COMPOSITION)
+    out = subprocess.run([sys.executable, "-m", "dsh_tui", "run", "--headless", "--preset", "full-access",
+                          "--replay", str(scenario / "session.jsonl"), "--output-format", "stream-json",
+                          "--root", str(tmp_path / "s"), prompt],
+                         env=_env(tmp_path), cwd=work, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    expected = [json.loads(line) for line in (scenario / "stream-json.expected.jsonl").read_text().splitlines()]
+    ours = _lines(out.stdout)
+    assert _stream_projection(ours) == _stream_projection(expected)
+    assert {e["sessionId"] for e in ours} == {ours[-1]["sessionId"]}
+
+
+def test_every_headless_stream_recording_is_run_or_says_why():
+    names = {p.name for p in HEADLESS_STREAMS}
+    assert len(names) >= 9 and set(STREAM_NOT_APPLICABLE) <= names
+    assert len(names - set(STREAM_NOT_APPLICABLE)) >= 1

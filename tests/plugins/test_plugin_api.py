@@ -79,7 +79,8 @@ async def test_builtins_can_be_disabled_by_id():
     specs = discover(None)
     assert [s.id for s in specs] == ["retry", "compaction", "runtime-context", "request-invariant",
                                     "agent-instructions", "session-title", "session-title-llm", "jobs", "subagents",
-                                    "mcp", "skills", "skill-tool", "file-reference", "commands"]
+                                    "mcp", "skills", "skill-tool", "file-reference", "commands", "hooks-claude-code",
+                                    "hooks-codex"]
 
     class S:
         def get(self, key):

@@ -41,6 +41,52 @@ ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_alway
            "reject_always": "rejected"}
 
 
+# Tools of built-in plugins other than dsh_tui.tools and the jobs plugin.
+PLUGIN_TOOLS = {"skill"}
+# Scenarios whose recorder prepared the workspace beyond the committed ``workspace/`` (dsh's
+# examples/acp-agent/tests/acp.snapshot.ts ``prepareWorkspace``): a ``prepare/`` tree copied over it, or a
+# function of the workspace.
+
+
+def _delimiter_path(work: Path) -> None:
+    scope = work / "scope</system-reminder>"
+    scope.mkdir(parents=True, exist_ok=True)
+    (scope / "AGENTS.md").write_text("Delimiter path snapshot instruction.\n")
+    (scope / "task.txt").write_text("delimiter path snapshot task\n")
+
+
+PREPARE = {"agent-instructions": _delimiter_path}
+# Per-scenario plugin configuration from the recorder's overlay config (``*.cordis.yml``); ``{{cwd}}`` is
+# the scenario's workspace. The hook bridges read only the scenario's own file (never the machine's).
+HERMETIC_HOOKS = {"user": False, "project": False}
+SCENARIO_PLUGIN_CONFIG: dict[str, dict] = {
+    "agent-instructions": {"agent-instructions": {"projectRootMarkers": [".dsh-project"]}},
+}
+
+
+def scenario_plugin_config(scenario: str, pid: str, work: Path | None) -> dict:
+    config = dict(SCENARIO_PLUGIN_CONFIG.get(scenario, {}).get(pid, {}))
+    if pid in ("hooks-claude-code", "hooks-codex"):
+        config.update(HERMETIC_HOOKS)
+        if work is not None and scenario.startswith(("hook-cc-", "packed-chunks")) and pid == "hooks-claude-code":
+            config["configPath"] = str(work / "hooks.json")
+        if work is not None and scenario.startswith("hook-codex-") and pid == "hooks-codex":
+            config["configPath"] = str(work / "codex-hooks.json")
+    return config
+
+
+def prepare_workspace(d: Path, work: Path) -> None:
+    """The scenario's workspace as dsh's recorder left it before the first prompt."""
+    if (d / "workspace").is_dir():
+        shutil.copytree(d / "workspace", work, symlinks=True)
+    else:
+        work.mkdir()
+    if (d / "prepare").is_dir():
+        shutil.copytree(d / "prepare", work, symlinks=True, dirs_exist_ok=True)
+    if d.name in PREPARE:
+        PREPARE[d.name](work)
+
+
 def scenario_dirs() -> list[Path]:
     return sorted(p.parent for p in EXAMPLES.rglob("input.json"))
 
@@ -49,8 +95,19 @@ def scenario_id(d: Path) -> str:
     return str(d.relative_to(EXAMPLES))
 
 
+# Single-loop scenarios whose recorder did something the replay here cannot do, and why.
+NOT_APPLICABLE = {
+    "agent-instructions": "the recorder shadows the instruction baseline between steps (an authored fixture "
+                          "hook that makes dsh re-inject it before request 2); no such hook here",
+    "fs-glob-sampling": "its overlay config samples over-cap glob results (globMaxResults 4, "
+                        "sampleOverCapGlobResults) with dsh's packaged ripgrep; our glob has no sampling mode",
+}
+
+
 def applicability(d: Path) -> str | None:
     """None when the scenario can run here, else the reason it is not applicable."""
+    if d.name in NOT_APPLICABLE:
+        return NOT_APPLICABLE[d.name]
     if not (d / "session.jsonl").is_file():
         return "no recorded session.jsonl"
     spec = json.loads((d / "input.json").read_text())
@@ -63,12 +120,10 @@ def applicability(d: Path) -> str | None:
         return "no prompt (protocol handshake only)"
     _, events = read_log_events(d / "session.jsonl")
     names = sorted({e["data"]["name"] for e in events if e["type"] == "tool/call"})
-    foreign = [n for n in names if n not in BUILTIN_TOOL_NAMES and n not in JOB_TOOLS]
+    foreign = [n for n in names if n not in BUILTIN_TOOL_NAMES and n not in JOB_TOOLS and n not in PLUGIN_TOOLS]
     if foreign:
         return f"uses non-built-in tools {foreign}"
     kinds = {e["type"] for e in events}
-    if "hook/invoked" in kinds:
-        return "needs Claude-Code hook bridges"
     if "turn/start" not in kinds:
         return "the host refused the prompt before the loop (hook bridge); no turn recorded"
     for e in events:
@@ -141,10 +196,7 @@ async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
 
     spec = json.loads((d / "input.json").read_text())
     work = tmp / "workspace"
-    if (d / "workspace").is_dir():
-        shutil.copytree(d / "workspace", work)
-    else:
-        work.mkdir()
+    prepare_workspace(d, work)
     provider = ScenarioReplay.from_dir(d, cwd=work)
     _, recorded = read_log_events(d / "session.jsonl")
     _, model = ReplayProvider.recorded_route(recorded)
@@ -305,10 +357,7 @@ async def run_scenario(d: Path, tmp: Path) -> Outcome:
     spec = json.loads((d / "input.json").read_text())
     header, recorded = read_log_events(d / "session.jsonl")
     work = tmp / "workspace"
-    if (d / "workspace").is_dir():
-        shutil.copytree(d / "workspace", work)
-    else:
-        work.mkdir()
+    prepare_workspace(d, work)
     override = None
     if (d / "replay.override.json").is_file():
         override = _realize(json.loads((d / "replay.override.json").read_text()), work)
@@ -316,11 +365,11 @@ async def run_scenario(d: Path, tmp: Path) -> Outcome:
     provider = ReplayProvider(_realize(attempts_from_events(recorded), work), override=override, cwd=work,
                               name=provider_name or "replay")
     session = Session(make_header("conformance", cwd=str(work), created_at=1))
-    agent = _agent(session, provider, model, work, tmp, recorded)
+    agent = _agent(session, provider, model, work, tmp, recorded, d.name)
     return await _drive(agent, spec, work, session, recorded)
 
 
-def feature_plugins(recorded: list[dict], home: Path) -> Plugins:
+def feature_plugins(recorded: list[dict], home: Path, scenario: str = "", work: Path | None = None) -> Plugins:
     """Every built-in plugin, titles and project instructions included, configured as the recording was:
     the LLM title is on where dsh's test composition had it (a recorded ``session/title-llm-request``, whose
     route and token limit it shows); the user's home instructions come from ``home`` (empty), not ``~/.dsh``."""
@@ -332,16 +381,19 @@ def feature_plugins(recorded: list[dict], home: Path) -> Plugins:
             spec.config = {"maxOutputTokens": title["maxTokens"], **title["route"]} if title else {}
         elif spec.id == "agent-instructions":
             spec.config = {"dshHome": str(home)}
+        extra = scenario_plugin_config(scenario, spec.id, work)
+        if extra:
+            spec.config = {**(spec.config or {}), **extra}
     return Plugins(specs, strict=True)
 
 
-def _agent(session: Session, provider, model, work: Path, tmp: Path, recorded: list[dict]) -> Agent:
+def _agent(session: Session, provider, model, work: Path, tmp: Path, recorded: list[dict], scenario: str = "") -> Agent:
     home = tmp / "dsh-home"
     home.mkdir(exist_ok=True)
     config = AgentConfig(model=model or "replay-model", cwd=str(work), preset="full-access", runtime_context=False,
                          check_requests=True, spill_dir=str(tmp / "spill"), max_inline_bytes=50_000)
     return Agent(session, provider, builtin_tools(escalation=True, background=True), config=config,
-                 sleep=FakeSleep(), plugins=feature_plugins(recorded, home))
+                 sleep=FakeSleep(), plugins=feature_plugins(recorded, home, scenario, work))
 
 
 async def _drive(agent: Agent, spec: dict, work: Path, session: Session, recorded: list[dict]) -> Outcome:

@@ -32,9 +32,7 @@ HEADLESS = headless_dirs()
 HEADLESS_APPLICABLE = [d for d in HEADLESS if headless_applicability(d) is None]
 # The feature scenarios of issue #18 (titles, instructions, skills) the inventory names but whose recordings
 # this copy of the corpus does not hold: nothing to replay (docs/extensions.md, "Recorded scenarios").
-ABSENT_FEATURE_SCENARIOS = {"examples/acp-agent/tests/snapshots/agent-instructions",
-                            "examples/acp-agent/tests/snapshots/skill-load",
-                            "examples/headless-agent/tests/workspace-context-resume-snapshots/precedence-change"}
+ABSENT_FEATURE_SCENARIOS = {"examples/headless-agent/tests/workspace-context-resume-snapshots/precedence-change"}
 
 
 def _absent_from_corpus() -> list[str]:

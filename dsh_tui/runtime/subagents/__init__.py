@@ -310,6 +310,7 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
     child.ended_at = None
     child.outcome = None
     ch.watch(child)
+    ch.notify_watchers(child)  # before its first prompt: a watcher sees the child's whole activation
     return child
 
 
