@@ -1,0 +1,136 @@
+"""Every turn's file changes recorded and undoable (issue #31): the acceptance journey from the command
+line (headless ``run`` / ``resume`` against a real HTTP model server, real bash, real files), the store's
+bounds, and the refusal to overwrite a file changed since the turn."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from dsh_tui.config import settings_path
+from dsh_tui.runtime.undo import ops
+from dsh_tui.runtime.undo.store import SnapshotStore
+from dsh_tui.store.open import open_store
+from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
+
+
+def _answer(text: str):
+    return sse_reply(chunk(text), chunk(finish="stop", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+
+def _call(name: str, args: dict, cid: str):
+    return sse_reply(chunk(None, tool_calls=[tool_call(0, id=cid, name=name, args=json.dumps(args))]),
+                     chunk(finish="tool_calls", usage={"prompt_tokens": 3, "completion_tokens": 1}))
+
+
+def _dsh(*args, cwd):
+    return subprocess.run([sys.executable, "-m", "dsh_tui", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ))
+
+
+def _settings(srv) -> None:
+    path = settings_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'[default]\nprovider = "local"\nmodel = "m"\n'
+                    f'[providers.local]\nbase_url = "{srv.base_url}/v1"\n'
+                    '[plugins.session-title-llm]\nenabled = false\n')
+
+
+def two_turns(tmp_path: Path) -> tuple[Path, Path, str]:
+    """Turn 1's command changes a.txt and creates c.txt; turn 2's write tool creates b.txt."""
+    ws, root = tmp_path / "ws", tmp_path / "root"
+    ws.mkdir()
+    (ws / "a.txt").write_text("original a\n")
+    (ws / "keep.txt").write_text("untouched\n")
+    with ScriptServer() as srv:
+        _settings(srv)
+        srv.push(_call("bash", {"command": "printf 'changed by turn 1\\n' > a.txt && echo c > c.txt",
+                                    "description": "change a, make c"}, "c1"),
+                 _answer("turn 1 done"),
+                 _call("write", {"file_path": "b.txt", "content": "b from turn 2\n"}, "c2"),
+                 _answer("turn 2 done"))
+        run = _dsh("run", "--headless", "--preset", "full-access", "change a, make c", "--root", str(root),
+                   "--cwd", str(ws), cwd=ws)
+        assert run.returncode == 0, run.stderr
+        sid = json.loads(_dsh("sessions", "--json", "--root", str(root), cwd=ws).stdout)[0]["id"]
+        second = _dsh("resume", sid, "--preset", "full-access", "--headless", "make b", "--root", str(root),
+                      cwd=ws)
+        assert second.returncode == 0, second.stderr
+    results = [e["data"]["message"] for e in open_store(root).load(sid).events if e["type"] == "tool/result"]
+    assert (ws / "a.txt").read_text() == "changed by turn 1\n", results
+    assert (ws / "b.txt").read_text() == "b from turn 2\n"
+    assert (ws / "c.txt").read_text() == "c\n"
+    return ws, root, sid
+
+
+def test_undo_journey_from_the_command_line(tmp_path):
+    ws, root, sid = two_turns(tmp_path)
+    events = open_store(root).load(sid).events
+    recorded = {e["data"]["turn"]: sorted(f["path"] for f in e["data"]["files"])
+                for e in events if e["type"] == ops.TURN_EVENT}
+    assert recorded == {1: ["a.txt", "c.txt"], 2: ["b.txt"]}
+    marks = [e for e in events if e["type"] == ops.DSH_EVENT]  # dsh 0.2's marker, exactly its shape
+    assert [m["data"] for m in marks] == [{"turn": 1}, {"turn": 2}]
+    assert all(e.get("ignorable") is True for e in events if e["type"] == ops.TURN_EVENT)
+
+    diff = _dsh("diff", sid, "--root", str(root), cwd=ws)
+    assert diff.returncode == 0, diff.stderr
+    assert "-original a\n+changed by turn 1\n" in diff.stdout and "+b from turn 2\n" in diff.stdout
+    one = _dsh("diff", sid, "--turn", "2", "--numbered", "--root", str(root), cwd=ws)
+    assert "b.txt (added)" in one.stdout and "    1 + b from turn 2" in one.stdout and "a.txt" not in one.stdout
+
+    undo = _dsh("undo", sid, "--root", str(root), cwd=ws)
+    assert undo.returncode == 0, undo.stderr
+    assert not (ws / "b.txt").exists()
+    assert (ws / "a.txt").read_text() == "changed by turn 1\n"  # as turn 1 left it
+    assert (ws / "c.txt").exists()
+
+    undo1 = _dsh("undo", sid, "--turn", "1", "--root", str(root), cwd=ws)
+    assert undo1.returncode == 0, undo1.stderr
+    assert (ws / "a.txt").read_text() == "original a\n"
+    assert not (ws / "c.txt").exists()
+    assert (ws / "keep.txt").read_text() == "untouched\n"
+    assert sorted(p.name for p in ws.iterdir()) == ["a.txt", "keep.txt"]
+
+    again = _dsh("undo", sid, "--root", str(root), cwd=ws)
+    assert again.returncode == 1 and "nothing to undo" in again.stderr and "Traceback" not in again.stderr
+    log = open_store(root).load(sid).events
+    assert [e["data"]["turns"] for e in log if e["type"] == ops.UNDO_EVENT] == [[2], [1]]
+    check = _dsh("log", "check", str(open_store(root).find(sid)), cwd=ws)
+    assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_a_file_changed_since_the_turn_is_not_overwritten(tmp_path):
+    ws, root, sid = two_turns(tmp_path)
+    (ws / "a.txt").write_text("my own edit\n")  # the user's, after turn 1
+    refused = _dsh("undo", sid, "--turn", "1", "--root", str(root), cwd=ws)
+    assert refused.returncode == 1
+    assert "a.txt" in refused.stderr and "--force" in refused.stderr and "Traceback" not in refused.stderr
+    assert (ws / "a.txt").read_text() == "my own edit\n" and (ws / "b.txt").exists()  # nothing touched
+    forced = _dsh("undo", sid, "--turn", "1", "--force", "--root", str(root), cwd=ws)
+    assert forced.returncode == 0, forced.stderr
+    assert (ws / "a.txt").read_text() == "original a\n" and not (ws / "b.txt").exists()
+
+
+def test_store_skips_large_files_and_ignored_ones_and_never_touches_the_users_git(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=ws, check=True)
+    (ws / ".gitignore").write_text("build/\n")
+    (ws / "build").mkdir()
+    (ws / "build" / "out.o").write_bytes(b"\0" * 10)
+    (ws / "src.py").write_text("x = 1\n")
+    git_before = sorted(str(p.relative_to(ws)) for p in (ws / ".git").rglob("*"))
+    store = SnapshotStore(ws, tmp_path / "store", max_file_bytes=1000)
+    first = store.snapshot()
+    (ws / "big.bin").write_bytes(os.urandom(5000))
+    (ws / "src.py").write_text("x = 2\n")
+    (ws / "build" / "out.o").write_bytes(b"\1" * 10)
+    second = store.snapshot()
+    assert second.skipped == ["big.bin"]
+    assert [(c.path, c.status) for c in store.changes(first.tree, second.tree)] == [("src.py", "modified")]
+    assert sorted(str(p.relative_to(ws)) for p in (ws / ".git").rglob("*")) == git_before
+    assert not (store.git_dir / "objects").is_relative_to(ws)
