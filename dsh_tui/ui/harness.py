@@ -195,6 +195,16 @@ class AgentHarness:
         child = await asyncio.to_thread(fork_before_turn, self.host.store, self.session.id, turn)
         return str(child["id"])
 
+    async def undo_files(self, turn: int | None, force: bool = False) -> str:
+        """``/undo`` after the user said yes (and rewind "conversation and files"): the files put back, the undo
+        in the log. Returns the line to show."""
+        from dsh_tui.runtime.undo import undo_files
+
+        turns, done = await undo_files(self.agent, turn, force=force)
+        await self.writer.aflush()
+        what = f"turn {turns[0]}" if len(turns) == 1 else f"turns {turns[0]}–{turns[-1]}"
+        return f"Undid {what}: {len(done)} file{'s' if len(done) != 1 else ''} put back."
+
     async def set_title(self, text: str) -> dict:
         """Rename the open session (``n`` in the browser, ``/title``): a ``source: user`` title, appended by
         the live session (its log is locked by this process), which pins it."""

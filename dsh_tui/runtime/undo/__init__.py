@@ -182,6 +182,10 @@ def apply(ctx: Any, config: Any = None) -> Recorder | None:
     async def flush(_payload: Any = None) -> None:
         await rec.settle()
 
+    ctx.commands.register("undo", "put back the files the last turn changed (/undo N: to before turn N)",
+                          lambda call: _undo_command(call, rec), usage="/undo [turn]")
+    ctx.commands.register("diff", "show what this session's turns changed (/diff N: turn N) as a numbered diff",
+                          lambda call: _diff_command(call, rec), usage="/diff [turn]")
     ctx.on("tools/execute", execute, prepend=True)
     ctx.on("agent/turn-stopping", stopping)
     ctx.on("session/event", event)
@@ -190,4 +194,58 @@ def apply(ctx: Any, config: Any = None) -> Recorder | None:
     return rec
 
 
-__all__ += ["UNDO_EVENT", "TURN_EVENT", "DSH_EVENT", "DEFAULTS"]
+def _turn_arg(call: Any, usage: str) -> int | None:
+    from dsh_tui.runtime.commands import CommandError
+
+    if not call.args:
+        return None
+    if not call.args.isdigit() or int(call.args) < 1:
+        raise CommandError(f"Usage: {usage} (a turn number, 1 or more)")
+    return int(call.args)
+
+
+async def _undo_command(call: Any, rec: Recorder) -> Any:
+    """``/undo [N]``: what would be put back, for the UI to ask about (``action: undo``); nothing is changed
+    until the user says yes (``undo_files``)."""
+    from dsh_tui.runtime.commands import CommandError, CommandResult
+    from dsh_tui.runtime.undo import ops
+
+    turn = _turn_arg(call, "/undo [turn]")
+    if call.agent.status == "running":
+        raise CommandError("A turn is running: /undo when it has ended (Esc cancels it).")
+    await rec.settle()
+    try:
+        plan = await asyncio.to_thread(ops.plan, list(call.agent.session.events), turn)
+    except ops.UndoError as err:
+        raise CommandError(str(err)[:1].upper() + str(err)[1:]) from None
+    return CommandResult(plan.describe(), action={"kind": "undo", "turn": turn, "files": [f.path for f in plan.files],
+                                                  "conflicts": list(plan.conflicts), "turns": list(plan.turns)})
+
+
+async def _diff_command(call: Any, rec: Recorder) -> Any:
+    from dsh_tui.runtime.commands import CommandError
+    from dsh_tui.runtime.undo import ops
+
+    turn = _turn_arg(call, "/diff [turn]")
+    await rec.settle()
+    try:
+        text = await asyncio.to_thread(ops.diff, list(call.agent.session.events), turn, numbered=True,
+                                       store=rec.store)
+    except (ops.UndoError, SnapshotError) as err:
+        raise CommandError(str(err)) from None
+    return text or "No file changes recorded in this session."
+
+
+async def undo_files(agent: Any, turn: int | None, *, force: bool = False) -> tuple[list[int], list[str]]:
+    """Undo on the live ``agent`` (after the user said yes): put the files back, then record it in the log
+    (``workspace-changes/undo``). Returns (turns, paths). Raises ``ops.UndoError`` (files changed since, and
+    not ``force``; nothing to undo)."""
+    from dsh_tui.runtime.undo import ops
+
+    plan = await asyncio.to_thread(ops.plan, list(agent.session.events), turn)
+    done = await asyncio.to_thread(ops.apply, plan, force=force)
+    agent.session.append(ops.UNDO_EVENT, ops.undo_data(plan, done), ignorable=True)
+    return plan.turns, done
+
+
+__all__ += ["undo_files", "UNDO_EVENT", "TURN_EVENT", "DSH_EVENT", "DEFAULTS"]

@@ -1,0 +1,94 @@
+"""Pilot tests of ``/undo`` and ``/diff`` in the app (issue #31): the real harness, a scripted model, real bash
+and write tools on real files; the question lists the files and is never answered by keys typed for the
+composer."""
+
+from __future__ import annotations
+
+import json
+
+from dsh_tui.llm import scripted
+from dsh_tui.runtime.undo import ops
+from dsh_tui.ui.screens import undo as undo_screen
+from dsh_tui.ui.screens.undo import UndoModal
+from tests.ui.conftest import items, scripted_app, submit, wait_for
+from tests.ui.screen_text import screen_text
+
+BASH = json.dumps({"command": "printf 'changed by turn 1\\n' > a.txt && echo c > c.txt", "description": "edit"})
+WRITE = json.dumps({"file_path": "b.txt", "content": "b from turn 2\n"})
+
+
+def _journey_app(tmp_path):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.txt").write_text("original a\n")
+    return ws, scripted_app(tmp_path, [scripted.call("c1", "bash", BASH), scripted.text("turn 1 done"),
+                                       scripted.call("c2", "write", WRITE), scripted.text("turn 2 done")])
+
+
+async def _two_turns(pilot, app):
+    await wait_for(pilot, lambda: app.bridge.harness is not None)
+    await submit(pilot, "change a, make c")
+    await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
+    await submit(pilot, "make b")
+    await wait_for(pilot, lambda: len(items(app, "footer")) == 2)
+    await wait_for(pilot, lambda: len([e for e in app.bridge.harness.session.events
+                                       if e["type"] == ops.TURN_EVENT]) == 2)
+
+
+async def test_undo_asks_lists_the_files_and_puts_them_back(tmp_path, monkeypatch):
+    monkeypatch.setattr(undo_screen, "GRACE_S", 0)
+    ws, app = _journey_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _two_turns(pilot, app)
+        await submit(pilot, "/diff")
+        await wait_for(pilot, lambda: "b from turn 2" in screen_text(app))
+        assert "changed by turn 1" in screen_text(app)
+
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        text = screen_text(app)
+        assert "b.txt" in text and "a.txt" not in text.split("Put these files back?")[0].split("Undo turn 2")[1]
+        await pilot.press("escape")  # cancelled: nothing changes
+        await wait_for(pilot, lambda: not isinstance(app.screen, UndoModal))
+        assert (ws / "b.txt").exists()
+
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        await pilot.press("up", "enter")  # Cancel is highlighted: up to "Undo"
+        await wait_for(pilot, lambda: not (ws / "b.txt").exists())
+        assert (ws / "a.txt").read_text() == "changed by turn 1\n"
+
+        await submit(pilot, "/undo 1")
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        await pilot.press("up", "enter")
+        await wait_for(pilot, lambda: not (ws / "c.txt").exists())
+        assert (ws / "a.txt").read_text() == "original a\n"
+        await wait_for(pilot, lambda: "put back" in screen_text(app))
+        undos = [e["data"]["turns"] for e in app.bridge.harness.session.events if e["type"] == ops.UNDO_EVENT]
+        assert undos == [[2], [1]]
+
+
+async def test_keys_typed_for_the_composer_never_answer_the_question(tmp_path, monkeypatch):
+    monkeypatch.setattr(undo_screen, "GRACE_S", 30)  # the choices never take the focus in this test
+    ws, app = _journey_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _two_turns(pilot, app)
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        await pilot.press("y", "enter", "up", "enter")  # typed on, for the composer
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, UndoModal) and (ws / "b.txt").exists()
+
+
+async def test_a_file_changed_since_is_named_and_kept_unless_overwriting_is_chosen(tmp_path, monkeypatch):
+    monkeypatch.setattr(undo_screen, "GRACE_S", 0)
+    ws, app = _journey_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await _two_turns(pilot, app)
+        (ws / "b.txt").write_text("my edit\n")
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        assert "Changed since the turn" in screen_text(app) and "overwriting" in screen_text(app)
+        await pilot.press("enter")  # Cancel
+        await wait_for(pilot, lambda: not isinstance(app.screen, UndoModal))
+        assert (ws / "b.txt").read_text() == "my edit\n"
