@@ -13,6 +13,8 @@ from pathlib import Path
 from dsh_tui.config import settings_path
 from dsh_tui.runtime.undo import ops
 from dsh_tui.runtime.undo.store import SnapshotStore
+from dsh_tui.session.spans import fold_spans
+from dsh_tui.session.transcript.fold import fold_transcript
 from dsh_tui.store.open import open_store
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
 
@@ -99,6 +101,13 @@ def test_undo_journey_from_the_command_line(tmp_path):
     assert again.returncode == 1 and "nothing to undo" in again.stderr and "Traceback" not in again.stderr
     log = open_store(root).load(sid).events
     assert [e["data"]["turns"] for e in log if e["type"] == ops.UNDO_EVENT] == [[2], [1]]
+    # the timeline (span tree) and the turn footers (transcript fold) of the stored log name the files
+    spans = fold_spans(log)
+    rows = {n.turn: (n.label, n.state) for t in spans.turns for n in t.children if n.kind == "files"}
+    assert rows == {1: ("changed 2 files: a.txt, c.txt", "undone"), 2: ("changed 1 file: b.txt", "undone")}
+    footers = [i for i in fold_transcript(None, log).items if i.kind == "footer"]
+    assert [([f["path"] for f in i.files], i.undone) for i in footers] == [(["a.txt", "c.txt"], True),
+                                                                         (["b.txt"], True)]
     check = _dsh("log", "check", str(open_store(root).find(sid)), cwd=ws)
     assert check.returncode == 0, check.stdout + check.stderr
 

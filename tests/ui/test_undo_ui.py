@@ -40,6 +40,8 @@ async def test_undo_asks_lists_the_files_and_puts_them_back(tmp_path, monkeypatc
     ws, app = _journey_app(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         await _two_turns(pilot, app)
+        text = screen_text(app)  # the turn footers name the files each turn changed
+        assert "changed a.txt +1 −1, c.txt (new)" in text and "changed b.txt (new)" in text
         await submit(pilot, "/diff")
         await wait_for(pilot, lambda: "b from turn 2" in screen_text(app))
         assert "changed by turn 1" in screen_text(app)
@@ -64,6 +66,7 @@ async def test_undo_asks_lists_the_files_and_puts_them_back(tmp_path, monkeypatc
         await wait_for(pilot, lambda: not (ws / "c.txt").exists())
         assert (ws / "a.txt").read_text() == "original a\n"
         await wait_for(pilot, lambda: "put back" in screen_text(app))
+        assert "undone" in screen_text(app)
         undos = [e["data"]["turns"] for e in app.bridge.harness.session.events if e["type"] == ops.UNDO_EVENT]
         assert undos == [[2], [1]]
 

@@ -8,7 +8,6 @@ built-in plugin (``dsh_tui/runtime/undo/__init__.py``). See docs/undo.md.
 from __future__ import annotations
 
 import difflib
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,8 +55,6 @@ def fold(events: list[dict]) -> list[TurnChanges]:
             for n in data.get("turns") or []:
                 if n in by_turn:
                     by_turn[n].undone = True
-        elif t == "turn/start" and isinstance(data.get("turn"), int) and data["turn"] in by_turn:
-            pass
     return [by_turn[n] for n in sorted(by_turn)]
 
 
@@ -235,21 +232,3 @@ def _numbered(lines: list[str]) -> list[str]:
             o += 1
             n += 1
     return out
-
-
-def summary(files: list[dict[str, Any]], limit: int = 4) -> str:
-    """``a.txt +2 −1, b.txt (new), …`` for a footer."""
-    parts = []
-    for f in files[:limit]:
-        path = os.path.basename(str(f.get("path", ""))) if len(files) > 2 else str(f.get("path", ""))
-        if f.get("before") is None:
-            parts.append(f"{path} (new)")
-        elif f.get("after") is None:
-            parts.append(f"{path} (deleted)")
-        elif f.get("binary"):
-            parts.append(f"{path} (binary)")
-        else:
-            parts.append(f"{path} +{f.get('added', 0)} −{f.get('deleted', 0)}")
-    if len(files) > limit:
-        parts.append(f"+{len(files) - limit} more")
-    return ", ".join(parts)
