@@ -29,7 +29,6 @@ def add_arguments(parser) -> None:
 def run(args) -> int:
     from dsh_tui.cli.fork_cmd import _resolve
     from dsh_tui.runtime.undo import ops
-    from dsh_tui.store.lifecycle import resume
 
     if args.turn is not None and args.turn < 1:
         from dsh_tui.session.errors import UsageError
@@ -45,11 +44,6 @@ def run(args) -> int:
         print("dsh-tui: undo refused: changed since the turn (--force overwrites them): "
               + ", ".join(plan.conflicts), file=sys.stderr)
         return 1
-    session, writer = resume(store, sid)  # its lock: no live writer while the files and the log change
-    try:
-        done = ops.apply(plan, force=args.force)
-        session.append(ops.UNDO_EVENT, ops.undo_data(plan, done), ignorable=True)
-    finally:
-        writer.close()
+    plan, done = ops.undo_stored(store, sid, args.turn, force=args.force)
     print(f"undone: {len(done)} file{'s' if len(done) != 1 else ''}")
     return 0

@@ -186,10 +186,14 @@ class AgentHarness:
         self.announce_preset()
         return preset
 
-    async def rewind(self, turn: int) -> str:
-        """Fork this session just before ``turn`` (what is committed on disk); returns the child's id."""
+    async def rewind(self, turn: int, files: bool = False, force: bool = False) -> str:
+        """Fork this session just before ``turn`` (what is committed on disk); returns the child's id.
+        ``files``: first put back the files the turns from ``turn`` on changed (``force``: also those changed
+        since; else such files refuse the whole rewind)."""
         from dsh_tui.runtime.turns import fork_before_turn
 
+        if files:
+            await self.undo_files(turn, force)
         if self.agent.checkpoint is not None:
             await self.agent.checkpoint("fork")
         child = await asyncio.to_thread(fork_before_turn, self.host.store, self.session.id, turn)

@@ -95,3 +95,68 @@ async def test_a_file_changed_since_is_named_and_kept_unless_overwriting_is_chos
         await pilot.press("enter")  # Cancel
         await wait_for(pilot, lambda: not isinstance(app.screen, UndoModal))
         assert (ws / "b.txt").read_text() == "my edit\n"
+
+
+async def test_rewind_offers_conversation_only_or_conversation_and_files(tmp_path, monkeypatch):
+    from dsh_tui.ui.screens.modals import ChoiceModal
+    from dsh_tui.ui.screens.rewind import RewindModal
+
+    ws, app = _journey_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _two_turns(pilot, app)
+        parent_chat = app.chat
+        await pilot.press("escape", "escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindModal))
+        await pilot.press("up", "enter")  # before turn 1
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and not isinstance(app.screen, RewindModal))
+        text = screen_text(app)
+        assert "conversation only" in text and "conversation and files (3 files put back" in text
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: app.chat is not parent_chat and app.chat.attached)
+        assert (ws / "a.txt").read_text() == "original a\n"
+        assert not (ws / "b.txt").exists() and not (ws / "c.txt").exists()
+        assert app.chat.composer.text == "change a, make c"
+
+
+async def test_rewind_conversation_only_leaves_the_files(tmp_path):
+    from dsh_tui.ui.screens.modals import ChoiceModal
+    from dsh_tui.ui.screens.rewind import RewindModal
+
+    ws, app = _journey_app(tmp_path)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await _two_turns(pilot, app)
+        parent_chat = app.chat
+        await pilot.press("escape", "escape")
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindModal))
+        await pilot.press("enter")  # before turn 2
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and not isinstance(app.screen, RewindModal))
+        assert "(1 file put back: b.txt)" in screen_text(app)
+        await pilot.press("enter")  # conversation only: the first choice
+        await wait_for(pilot, lambda: app.chat is not parent_chat and app.chat.attached)
+        assert (ws / "b.txt").exists() and (ws / "c.txt").exists()
+
+
+async def test_browser_fork_offers_conversation_and_files(tmp_path, monkeypatch):
+    from dsh_tui.ui.app import DshApp
+    from dsh_tui.ui.screens.browser import BrowserScreen, ChoiceModal
+    from tests.runtime.test_undo import two_turns
+
+    ws, root, sid = two_turns(tmp_path)  # headless run + resume: turn 1 (bash: a, c), turn 2 (write: b)
+    monkeypatch.chdir(ws)
+    app = DshApp(None, start="chat")
+    browser = BrowserScreen(app, roots=[root], db_path=tmp_path / "cat.sqlite", cwd=str(ws))
+    async with app.run_test(size=(120, 32)) as pilot:
+        await app.push_screen(browser)
+        await wait_for(pilot, lambda: browser.indexed.is_set() and browser.indexing is None)
+        await pilot.pause()
+        browser.list.focus()
+        await pilot.press("f")
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal))
+        assert [v for _, v in app.screen.choices] == [2, 1]
+        await pilot.press("down", "enter")  # after turn 1
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and "What goes" in screen_text(app))
+        assert "conversation and files (1 file put back: b.txt)" in screen_text(app)
+        await pilot.press("down", "enter")
+        await wait_for(pilot, lambda: len(browser.list.entries) == 2)
+    assert not (ws / "b.txt").exists()
+    assert (ws / "a.txt").read_text() == "changed by turn 1\n" and (ws / "c.txt").exists()

@@ -156,6 +156,35 @@ def undo_data(p: Plan, done: list[str]) -> dict[str, Any]:
     return {"turns": p.turns, "files": done, "cwd": p.cwd}
 
 
+def files_plan(events: list[dict], turn: int) -> Plan | None:
+    """The undo back to before ``turn``, or None when no turn from ``turn`` on changed files (rewind and
+    fork offer "conversation and files" only then)."""
+    try:
+        p = plan(events, turn)
+    except UndoError:
+        return None
+    return p if p.files else None
+
+
+def undo_stored(store: Any, session_id: str, turn: int | None, *, force: bool = False) -> tuple[Plan, list[str]]:
+    """Undo on a stored session that no process has open (``dsh-tui undo``, the browser's fork): the files
+    put back, then the undo appended to its log (taking its lock: a session open elsewhere is refused
+    before any file changes)."""
+    from dsh_tui.store.lifecycle import resume
+
+    p = plan(store.inspect(session_id).events, turn)
+    if p.conflicts and not force:
+        raise UndoError("not undone: changed since the turn (undo would overwrite them): "
+                        + ", ".join(p.conflicts[:10]) + (" …" if len(p.conflicts) > 10 else ""))
+    session, writer = resume(store, session_id)
+    try:
+        done = apply(p, force=force)
+        session.append(UNDO_EVENT, undo_data(p, done), ignorable=True)
+    finally:
+        writer.close()
+    return p, done
+
+
 # -- diff ------------------------------------------------------------------------------------------------
 def _text(store: SnapshotStore, oid: str | None) -> list[str] | None:
     """The lines of a blob ([] for none); None when it is binary."""
