@@ -143,3 +143,37 @@ def test_store_skips_large_files_and_ignored_ones_and_never_touches_the_users_gi
     assert [(c.path, c.status) for c in store.changes(first.tree, second.tree)] == [("src.py", "modified")]
     assert sorted(str(p.relative_to(ws)) for p in (ws / ".git").rglob("*")) == git_before
     assert not (store.git_dir / "objects").is_relative_to(ws)
+
+
+def test_the_built_in_can_be_turned_off(tmp_path):
+    ws, root = tmp_path / "ws", tmp_path / "root"
+    ws.mkdir()
+    with ScriptServer() as srv:
+        _settings(srv)
+        with settings_path().open("a") as out:
+            out.write("[plugins.workspace-changes]\nenabled = false\n")
+        srv.push(_call("write", {"file_path": "b.txt", "content": "b\n"}, "c1"), _answer("done"))
+        run = _dsh("run", "--headless", "--preset", "full-access", "make b", "--root", str(root), "--cwd", str(ws),
+                   cwd=ws)
+        assert run.returncode == 0, run.stderr
+    assert (ws / "b.txt").exists()
+    sid = json.loads(_dsh("sessions", "--json", "--root", str(root), cwd=ws).stdout)[0]["id"]
+    assert not [e for e in open_store(root).load(sid).events if e["type"].startswith("workspace")]
+    refused = _dsh("undo", sid, "--root", str(root), cwd=ws)
+    assert refused.returncode == 1 and "nothing to undo" in refused.stderr
+
+
+def test_the_home_folder_is_never_snapshotted(tmp_path, monkeypatch):
+    import pytest
+
+    from dsh_tui.runtime.undo.store import SnapshotError
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(SnapshotError, match="home folder"):
+        SnapshotStore(tmp_path, tmp_path / "store").snapshot()
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(30):
+        (many / f"f{i}").write_text("x")
+    with pytest.raises(SnapshotError, match="more than 20 files"):
+        SnapshotStore(many, tmp_path / "store", max_files=20).snapshot()

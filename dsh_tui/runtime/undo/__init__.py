@@ -13,7 +13,8 @@ cancelled) it is snapshotted again and the files that differ are recorded in the
 (``ops.py``); an undo appends ``workspace-changes/undo`` ``{turns, files, cwd}``. Sub-agent sessions are
 not recorded (their parent's turn covers their changes). Config (``[plugins.workspace-changes]``):
 ``enabled`` (true), ``max_file_bytes`` (4 MiB: larger files are skipped, with a note), ``max_files`` (500
-listed per turn), ``max_store_mb`` (1024). See docs/undo.md.
+listed per turn), ``max_workspace_files`` (100,000: a bigger workspace is not snapshotted), ``max_store_mb``
+(1024), ``dir`` (the store's folder). See docs/undo.md.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import threading
 from typing import Any
 
 from dsh_tui.runtime.undo.ops import DSH_EVENT, TURN_EVENT, UNDO_EVENT
-from dsh_tui.runtime.undo.store import MAX_FILE_BYTES, Snapshot, SnapshotError, SnapshotStore
+from dsh_tui.runtime.undo.store import MAX_FILE_BYTES, MAX_FILES, Snapshot, SnapshotError, SnapshotStore
 
 name = "workspace-changes"
 __all__ = ["apply", "name", "READ_ONLY_TOOLS", "Recorder"]
@@ -60,6 +61,8 @@ class Recorder:
         if turn != self.turn:
             self.turn, self.before = turn, None
         if self.before is None:
+            if self.failed:  # git missing, a workspace too big: not retried every turn
+                return
             self.before = asyncio.ensure_future(self._snapshot())
         await asyncio.shield(self.before)
 
@@ -161,7 +164,8 @@ def apply(ctx: Any, config: Any = None) -> Recorder | None:
     if workspace is None or not os.path.isdir(workspace):
         return None
     base = cfg.get("dir")
-    store = SnapshotStore(workspace, base, max_file_bytes=int(cfg["max_file_bytes"]))
+    store = SnapshotStore(workspace, base, max_file_bytes=int(cfg["max_file_bytes"]),
+                          max_files=int(cfg.get("max_workspace_files", MAX_FILES)))
     rec = Recorder(ctx, store, int(cfg["max_files"]), int(cfg["max_store_mb"]) * 1024 * 1024)
 
     async def execute(payload: dict, nxt: Any) -> Any:

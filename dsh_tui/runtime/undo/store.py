@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 MAX_FILE_BYTES = 4 * 1024 * 1024
+#: A workspace with more files than this (after ignores) is not snapshotted (the home folder by mistake).
+MAX_FILES = 100_000
 #: dsh's git environment for its snapshots (GIT_CONFIG_COUNT=0 ...), plus: no user/system config (filters,
 #: fsmonitor, hooks) and no optional locks on the user's repository.
 _GIT_ENV_DROP = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_NAMESPACE",
@@ -89,8 +91,9 @@ def current_blob(path: Path) -> str | None:
 
 class SnapshotStore:
     def __init__(self, workspace: str | os.PathLike, base: str | os.PathLike | None = None, *,
-                 max_file_bytes: int = MAX_FILE_BYTES) -> None:
+                 max_file_bytes: int = MAX_FILE_BYTES, max_files: int = MAX_FILES) -> None:
         self.workspace = Path(os.path.realpath(workspace))
+        self.max_files = max_files
         key = hashlib.sha256(str(self.workspace).encode()).hexdigest()[:20]
         self.git_dir = Path(os.path.abspath(base if base is not None else default_base())) / key
         self.max_file_bytes = max_file_bytes
@@ -185,9 +188,16 @@ class SnapshotStore:
 
     def snapshot(self) -> Snapshot:
         """The workspace now, as a tree in the store (kept by a ref until pruned: ``maintain``)."""
+        if self.workspace in (Path(os.path.realpath(Path.home())), Path(self.workspace.anchor)):
+            raise SnapshotError(f"{self.workspace} is the home folder or the filesystem root: not snapshotted "
+                                "(file changes are not recorded; start in a project folder)")
         with _lock_for(self.git_dir):
             self.ensure()
-            take, skipped = self._skip_large(self._pending())
+            pending = self._pending()
+            if len(pending) > self.max_files:
+                raise SnapshotError(f"{self.workspace} has more than {self.max_files} files (not ignored): not "
+                                    "snapshotted, file changes are not recorded")
+            take, skipped = self._skip_large(pending)
             if take:
                 # core.bigFileThreshold=1: new blobs stream into one pack per snapshot instead of a loose file
                 # each (a first snapshot of 10k files: ~1 s instead of ~5 s)
