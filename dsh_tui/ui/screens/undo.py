@@ -1,6 +1,6 @@
 """``/undo`` in the chat: the files listed, a question, then the undo on the harness thread.
 
-The question is a modal whose choices take the focus only ``GRACE_S`` after it opens, with "Cancel"
+The question is a modal whose choices refuse every key for ``GRACE_S`` after it opens, with "Cancel"
 highlighted: keys typed for the composer (an Enter, a "y") before it was drawn never answer it. A file
 changed since the turn is marked; undoing anyway overwrites it only when that choice is taken explicitly.
 """
@@ -8,14 +8,29 @@ changed since the turn is marked; undoing anyway overwrites it only when that ch
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 from rich.text import Text
-from textual.widgets import OptionList
+from textual.app import ComposeResult
+from textual.containers import Vertical
+from textual.widgets import OptionList, Static
+from textual.widgets.option_list import Option
 
 from dsh_tui.ui.screens.modals import ChoiceModal
 
-GRACE_S = 0.6  # the choices take the focus this long after the question opens (tests set 0)
+GRACE_S = 0.6  # the choices refuse keys this long after the question opens (tests set 0)
+
+
+class GuardedOptions(OptionList):
+    """An option list whose keys do nothing until ``armed_at`` (a click still does)."""
+
+    armed_at = 0.0
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if time.monotonic() < self.armed_at:
+            return False
+        return super().check_action(action, parameters)
 
 
 class UndoModal(ChoiceModal):
@@ -35,13 +50,17 @@ class UndoModal(ChoiceModal):
             title.append("Put these files back?", style="bold")
         super().__init__(title, choices)  # type: ignore[arg-type]
 
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Static(self.title_text, id="title")
+            yield GuardedOptions(*[Option(label, id=str(i)) for i, (label, _) in enumerate(self.choices)],
+                                 id="choices")
+
     def on_mount(self) -> None:
-        options = self.query_one(OptionList)
+        options = self.query_one(GuardedOptions)
+        options.armed_at = time.monotonic() + GRACE_S
+        options.focus()
         options.highlighted = len(self.choices) - 1  # Cancel
-        if GRACE_S <= 0:
-            options.focus()
-        else:
-            self.set_timer(GRACE_S, options.focus)
 
 
 def confirm_undo(chat: Any, text: str, action: dict[str, Any]) -> None:
