@@ -26,13 +26,13 @@ def _journey_app(tmp_path):
 
 
 async def _two_turns(pilot, app):
-    await wait_for(pilot, lambda: app.bridge.harness is not None)
+    await wait_for(pilot, lambda: app.bridge.harness is not None, timeout=30)
     await submit(pilot, "change a, make c")
-    await wait_for(pilot, lambda: len(items(app, "footer")) == 1)
+    await wait_for(pilot, lambda: len(items(app, "footer")) == 1, timeout=30)
     await submit(pilot, "make b")
-    await wait_for(pilot, lambda: len(items(app, "footer")) == 2)
+    await wait_for(pilot, lambda: len(items(app, "footer")) == 2, timeout=30)
     await wait_for(pilot, lambda: len([e for e in app.bridge.harness.session.events
-                                       if e["type"] == ops.TURN_EVENT]) == 2)
+                                       if e["type"] == ops.TURN_EVENT]) == 2, timeout=30)
 
 
 async def test_undo_asks_lists_the_files_and_puts_them_back(tmp_path, monkeypatch):
@@ -43,29 +43,29 @@ async def test_undo_asks_lists_the_files_and_puts_them_back(tmp_path, monkeypatc
         text = screen_text(app)  # the turn footers name the files each turn changed
         assert "changed a.txt +1 −1, c.txt (new)" in text and "changed b.txt (new)" in text
         await submit(pilot, "/diff")
-        await wait_for(pilot, lambda: "b from turn 2" in screen_text(app))
+        await wait_for(pilot, lambda: "b from turn 2" in screen_text(app), timeout=30)
         assert "changed by turn 1" in screen_text(app)
 
         await submit(pilot, "/undo")
-        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal), timeout=30)
         text = screen_text(app)
         assert "b.txt" in text and "a.txt" not in text.split("Put these files back?")[0].split("Undo turn 2")[1]
         await pilot.press("escape")  # cancelled: nothing changes
-        await wait_for(pilot, lambda: not isinstance(app.screen, UndoModal))
+        await wait_for(pilot, lambda: not isinstance(app.screen, UndoModal), timeout=30)
         assert (ws / "b.txt").exists()
 
         await submit(pilot, "/undo")
-        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal), timeout=30)
         await pilot.press("up", "enter")  # Cancel is highlighted: up to "Undo"
-        await wait_for(pilot, lambda: not (ws / "b.txt").exists())
+        await wait_for(pilot, lambda: not (ws / "b.txt").exists(), timeout=30)
         assert (ws / "a.txt").read_text() == "changed by turn 1\n"
 
         await submit(pilot, "/undo 1")
-        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal), timeout=30)
         await pilot.press("up", "enter")
-        await wait_for(pilot, lambda: not (ws / "c.txt").exists())
+        await wait_for(pilot, lambda: not (ws / "c.txt").exists(), timeout=30)
         assert (ws / "a.txt").read_text() == "original a\n"
-        await wait_for(pilot, lambda: "put back" in screen_text(app))
+        await wait_for(pilot, lambda: "put back" in screen_text(app), timeout=30)
         assert "undone" in screen_text(app)
         undos = [e["data"]["turns"] for e in app.bridge.harness.session.events if e["type"] == ops.UNDO_EVENT]
         assert undos == [[2], [1]]
@@ -77,7 +77,7 @@ async def test_keys_typed_for_the_composer_never_answer_the_question(tmp_path, m
     async with app.run_test(size=(100, 30)) as pilot:
         await _two_turns(pilot, app)
         await submit(pilot, "/undo")
-        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal), timeout=30)
         modal = app.screen
         await pilot.press("y", "enter")  # typed on, for the composer
         await pilot.pause(0.2)
@@ -92,10 +92,10 @@ async def test_a_file_changed_since_is_named_and_kept_unless_overwriting_is_chos
         await _two_turns(pilot, app)
         (ws / "b.txt").write_text("my edit\n")
         await submit(pilot, "/undo")
-        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal), timeout=30)
         assert "Changed since the turn" in screen_text(app) and "overwriting" in screen_text(app)
         await pilot.press("enter")  # Cancel
-        await wait_for(pilot, lambda: not isinstance(app.screen, UndoModal))
+        await wait_for(pilot, lambda: not isinstance(app.screen, UndoModal), timeout=30)
         assert (ws / "b.txt").read_text() == "my edit\n"
 
 
@@ -108,13 +108,13 @@ async def test_rewind_offers_conversation_only_or_conversation_and_files(tmp_pat
         await _two_turns(pilot, app)
         parent_chat = app.chat
         await pilot.press("escape", "escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, RewindModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindModal), timeout=30)
         await pilot.press("up", "enter")  # before turn 1
-        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and not isinstance(app.screen, RewindModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and not isinstance(app.screen, RewindModal), timeout=30)
         text = screen_text(app)
         assert "conversation only" in text and "conversation and files (3 files put back" in text
         await pilot.press("down", "enter")
-        await wait_for(pilot, lambda: app.chat is not parent_chat and app.chat.attached)
+        await wait_for(pilot, lambda: app.chat is not parent_chat and app.chat.attached, timeout=30)
         assert (ws / "a.txt").read_text() == "original a\n"
         assert not (ws / "b.txt").exists() and not (ws / "c.txt").exists()
         assert app.chat.composer.text == "change a, make c"
@@ -129,12 +129,12 @@ async def test_rewind_conversation_only_leaves_the_files(tmp_path):
         await _two_turns(pilot, app)
         parent_chat = app.chat
         await pilot.press("escape", "escape")
-        await wait_for(pilot, lambda: isinstance(app.screen, RewindModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, RewindModal), timeout=30)
         await pilot.press("enter")  # before turn 2
-        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and not isinstance(app.screen, RewindModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and not isinstance(app.screen, RewindModal), timeout=30)
         assert "(1 file put back: b.txt)" in screen_text(app)
         await pilot.press("enter")  # conversation only: the first choice
-        await wait_for(pilot, lambda: app.chat is not parent_chat and app.chat.attached)
+        await wait_for(pilot, lambda: app.chat is not parent_chat and app.chat.attached, timeout=30)
         assert (ws / "b.txt").exists() and (ws / "c.txt").exists()
 
 
@@ -149,16 +149,16 @@ async def test_browser_fork_offers_conversation_and_files(tmp_path, monkeypatch)
     browser = BrowserScreen(app, roots=[root], db_path=tmp_path / "cat.sqlite", cwd=str(ws))
     async with app.run_test(size=(120, 32)) as pilot:
         await app.push_screen(browser)
-        await wait_for(pilot, lambda: browser.indexed.is_set() and browser.indexing is None)
+        await wait_for(pilot, lambda: browser.indexed.is_set() and browser.indexing is None, timeout=30)
         await pilot.pause()
         browser.list.focus()
         await pilot.press("f")
-        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal))
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal), timeout=30)
         assert [v for _, v in app.screen.choices] == [2, 1]
         await pilot.press("down", "enter")  # after turn 1
-        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and "What goes" in screen_text(app))
+        await wait_for(pilot, lambda: isinstance(app.screen, ChoiceModal) and "What goes" in screen_text(app), timeout=30)
         assert "conversation and files (1 file put back: b.txt)" in screen_text(app)
         await pilot.press("down", "enter")
-        await wait_for(pilot, lambda: len(browser.list.entries) == 2)
+        await wait_for(pilot, lambda: len(browser.list.entries) == 2, timeout=30)
     assert not (ws / "b.txt").exists()
     assert (ws / "a.txt").read_text() == "changed by turn 1\n" and (ws / "c.txt").exists()
