@@ -177,3 +177,27 @@ def test_the_home_folder_is_never_snapshotted(tmp_path, monkeypatch):
         (many / f"f{i}").write_text("x")
     with pytest.raises(SnapshotError, match="more than 20 files"):
         SnapshotStore(many, tmp_path / "store", max_files=20).snapshot()
+
+
+def test_tool_edits_outside_the_snapshots_are_kept_too(tmp_path):
+    """An ignored file and a file outside the workspace, created by the write tool: recorded, undone."""
+    ws, root, outside = tmp_path / "ws", tmp_path / "root", tmp_path / "elsewhere.txt"
+    ws.mkdir()
+    (ws / ".gitignore").write_text("secret.env\n")
+    with ScriptServer() as srv:
+        _settings(srv)
+        srv.push(_call("write", {"file_path": "secret.env", "content": "KEY=new\n"}, "c1"),
+                 _call("write", {"file_path": str(outside), "content": "outside after\n"}, "c2"),
+                 _answer("done"))
+        run = _dsh("run", "--headless", "--preset", "full-access", "edit both", "--root", str(root), "--cwd",
+                   str(ws), cwd=ws)
+        assert run.returncode == 0, run.stderr
+    sid = json.loads(_dsh("sessions", "--json", "--root", str(root), cwd=ws).stdout)[0]["id"]
+    (turn,) = [e["data"] for e in open_store(root).load(sid).events if e["type"] == ops.TURN_EVENT]
+    assert sorted(f["path"] for f in turn["files"]) == sorted(["secret.env", str(outside)])
+    assert (ws / "secret.env").read_text() == "KEY=new\n"
+    diff = _dsh("diff", sid, "--root", str(root), cwd=ws)
+    assert "+KEY=new\n" in diff.stdout and "+outside after\n" in diff.stdout
+    undo = _dsh("undo", sid, "--root", str(root), cwd=ws)
+    assert undo.returncode == 0, undo.stderr
+    assert not (ws / "secret.env").exists() and not outside.exists()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import stat
 import threading
 from typing import Any
 
@@ -55,16 +56,49 @@ class Recorder:
         self.pending: set[asyncio.Task] = set()
         self.failed = False
         self.snapshots = 0
+        self.captures: dict[str, tuple[str | None, str | None] | None] = {}  # real path -> before side
 
     # -- the turn ---------------------------------------------------------------------------------------
-    async def ensure_before(self, turn: int) -> None:
+    def _open(self, turn: int) -> None:
         if turn != self.turn:
-            self.turn, self.before = turn, None
+            self.turn, self.before, self.captures = turn, None, {}
+
+    async def ensure_before(self, turn: int) -> None:
+        self._open(turn)
         if self.before is None:
             if self.failed:  # git missing, a workspace too big: not retried every turn
                 return
             self.before = asyncio.ensure_future(self._snapshot())
         await asyncio.shield(self.before)
+
+    async def capture(self, turn: int, path: str) -> None:
+        """Keep what is at ``path`` before a file tool's first change of it in this turn: a file outside the
+        workspace, or one its snapshots do not cover (ignored, too large for them), is undoable too."""
+        self._open(turn)
+        if path in self.captures:
+            return
+        self.captures[path] = None  # taken (even if it cannot be kept)
+        try:
+            self.captures[path] = await asyncio.to_thread(self._read_side, path)
+        except (OSError, SnapshotError) as err:
+            log.info("workspace-changes: %s: %s", path, err)
+
+    def _read_side(self, path: str) -> tuple[str | None, str | None] | None:
+        """(blob id, mode) of what is at ``path`` now, kept in the store; (None, None): nothing there;
+        None: not a file, or larger than the store keeps."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return None, None
+        if stat.S_ISLNK(st.st_mode):
+            return self.store.write_blob(os.fsencode(os.readlink(path))), "120000"
+        if not stat.S_ISREG(st.st_mode) or st.st_size > self.store.max_file_bytes:
+            return None
+        with open(path, "rb") as f:
+            data = f.read(self.store.max_file_bytes + 1)
+        if len(data) > self.store.max_file_bytes:
+            return None
+        return self.store.write_blob(data), "100755" if st.st_mode & 0o111 else "100644"
 
     async def _snapshot(self) -> Snapshot | None:
         try:
@@ -76,24 +110,28 @@ class Recorder:
             return None
 
     async def record(self, turn: int) -> None:
-        """Snapshot again and append the turn's changes (once per turn)."""
-        if turn != self.turn or self.before is None or turn in self.recorded:
+        """Snapshot again and append the turn's changes (once per turn). A failure here is logged: it never
+        fails the turn."""
+        try:
+            await self._record(turn)
+        except Exception as err:  # noqa: BLE001 - recording is beside the turn
+            log.warning("workspace-changes: turn %s not recorded: %r", turn, err)
+
+    async def _record(self, turn: int) -> None:
+        if turn != self.turn or turn in self.recorded or (self.before is None and not self.captures):
             return
-        before = await asyncio.shield(self.before)
-        if before is None or turn in self.recorded:
+        before = await asyncio.shield(self.before) if self.before is not None else None
+        if turn in self.recorded:
             return
         self.recorded.add(turn)
-        after = await self._snapshot()
-        if after is None:
-            return
-        try:
-            changes = await asyncio.to_thread(self.store.changes, before.tree, after.tree)
-        except SnapshotError as err:
-            log.warning("workspace-changes: %s", err)
-            return
-        skipped = sorted(set(after.skipped) - set(before.skipped)) if after.skipped else []
-        if not changes and not skipped:
-            return
+        after = await self._snapshot() if before is not None else None
+        changes: list[Any] = []
+        if before is not None and after is not None:
+            try:
+                changes = await asyncio.to_thread(self.store.changes, before.tree, after.tree)
+            except SnapshotError as err:
+                log.warning("workspace-changes: %s", err)
+        skipped = sorted(set(after.skipped) - set(before.skipped)) if before and after and after.skipped else []
         files = []
         for ch in changes[: self.max_files]:
             f: dict[str, Any] = {"path": ch.path, "before": ch.before, "after": ch.after,
@@ -105,8 +143,13 @@ class Recorder:
             if ch.binary:
                 f["binary"] = True
             files.append(f)
-        data: dict[str, Any] = {"turn": turn, "cwd": str(self.store.workspace), "before": before.tree,
-                                "after": after.tree, "files": files, "total": len(changes)}
+        captured = await asyncio.to_thread(self._captured, {ch.path for ch in changes})
+        files.extend(captured)
+        if not files and not skipped:
+            return
+        data: dict[str, Any] = {"turn": turn, "cwd": str(self.store.workspace),
+                                "before": before.tree if before else None, "after": after.tree if after else None,
+                                "files": files, "total": len(changes) + len(captured)}
         if skipped:
             data["skipped"] = skipped
         self.ctx.append(DSH_EVENT, {"turn": turn})
@@ -114,6 +157,28 @@ class Recorder:
         self.snapshots += 1
         if self.snapshots % 20 == 0:
             threading.Thread(target=self._maintain, daemon=True, name="snapshot-maintain").start()
+
+    def _captured(self, listed: set[str]) -> list[dict[str, Any]]:
+        """The captured files (tool targets) that changed and the snapshots did not list."""
+        out = []
+        root = self.store.workspace
+        for path, side in list(self.captures.items()):
+            if side is None:
+                continue
+            rel = os.path.relpath(path, root) if path == str(root) or path.startswith(str(root) + os.sep) else path
+            if rel in listed:
+                continue
+            now = self._read_side(path)
+            if now is None or now == side:
+                continue
+            f: dict[str, Any] = {"path": rel, "before": side[0], "after": now[0], "captured": True}
+            if side[1]:
+                f["beforeMode"] = side[1]
+            if now[1]:
+                f["afterMode"] = now[1]
+            f["added"], f["deleted"] = _counts(self.store, side[0], now[0])
+            out.append(f)
+        return out
 
     def _maintain(self) -> None:
         try:
@@ -148,6 +213,32 @@ class Recorder:
         threading.Thread(target=run, daemon=True, name="snapshot-warm").start()
 
 
+def _counts(store: SnapshotStore, a: str | None, b: str | None) -> tuple[int, int]:
+    """Lines added and deleted between two blobs (0, 0 for binary content)."""
+    import difflib
+
+    def lines(oid: str | None) -> list[str] | None:
+        if oid is None:
+            return []
+        data = store.blob(oid)
+        return None if b"\0" in data[:8000] else data.decode("utf-8", "replace").splitlines()
+
+    old, new = lines(a), lines(b)
+    if old is None or new is None:
+        return 0, 0
+    added = deleted = 0
+    for line in difflib.unified_diff(old, new, lineterm="", n=0):
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            deleted += 1
+    return added, deleted
+
+
+#: File tools and the argument naming the file they change (captured before their first change in a turn).
+WRITE_TOOLS = {"write": "file_path", "edit": "file_path", "str_replace_editor": "path", "notebook_edit": "notebook_path"}
+
+
 def _eligible(ctx: Any) -> str | None:
     header = ctx.session.header
     if header.get("origin") == "subagent" or (header.get("delegationDepth") or 0) > 0:
@@ -169,11 +260,23 @@ def apply(ctx: Any, config: Any = None) -> Recorder | None:
     rec = Recorder(ctx, store, int(cfg["max_files"]), int(cfg["max_store_mb"]) * 1024 * 1024)
 
     async def execute(payload: dict, nxt: Any) -> Any:
-        if payload.get("name") not in READ_ONLY_TOOLS:
-            ex = payload.get("exec")
-            turn = getattr(getattr(ex, "ctx", None), "turn", None) or ctx.session.last_turn
-            await rec.ensure_before(turn)
+        name = payload.get("name")
+        if name not in READ_ONLY_TOOLS:
+            try:
+                await before_tool(payload, name)
+            except Exception as err:  # noqa: BLE001 - the tool runs whatever the recorder's trouble
+                log.warning("workspace-changes: %r", err)
         return await nxt()
+
+    async def before_tool(payload: dict, name: Any) -> None:
+        tool_ctx = getattr(payload.get("exec"), "ctx", None)
+        turn = getattr(tool_ctx, "turn", None) or ctx.session.last_turn
+        await rec.ensure_before(turn)
+        args = payload.get("arguments")
+        raw = args.get(WRITE_TOOLS[name]) if name in WRITE_TOOLS and isinstance(args, dict) else None
+        if isinstance(raw, str) and raw.strip():
+            base = str(getattr(tool_ctx, "cwd", None) or workspace)
+            await rec.capture(turn, os.path.realpath(os.path.join(base, raw)))
 
     async def stopping(payload: dict) -> None:
         await rec.record(payload.get("turn"))

@@ -20,6 +20,7 @@ import stat
 import subprocess
 import threading
 import time
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -275,9 +276,22 @@ class SnapshotStore:
     def blob(self, oid: str) -> bytes:
         return self.git("cat-file", "blob", oid)
 
-    def store_bytes(self, data: bytes) -> str:
+    def write_blob(self, data: bytes) -> str:
+        """Keep ``data`` in the store (a loose object, written here: no git process), referenced so that
+        maintenance keeps it; returns its blob id."""
         self.ensure()
-        return self.git("hash-object", "-w", "--no-filters", "--stdin", input=data).decode().strip()
+        oid = blob_id(data)
+        path = self.git_dir / "objects" / oid[:2] / oid[2:]
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f"tmp-{os.getpid()}-{threading.get_ident()}")
+            tmp.write_bytes(zlib.compress(b"blob %d\0" % len(data) + data, 1))
+            os.replace(tmp, path)
+        ref = self.git_dir / "refs" / "captures" / oid
+        if not ref.exists():
+            ref.parent.mkdir(parents=True, exist_ok=True)
+            ref.write_text(oid + "\n", encoding="ascii")
+        return oid
 
     def has(self, oid: str) -> bool:
         """Whether the store holds the object ``oid``."""
