@@ -201,3 +201,18 @@ def test_tool_edits_outside_the_snapshots_are_kept_too(tmp_path):
     undo = _dsh("undo", sid, "--root", str(root), cwd=ws)
     assert undo.returncode == 0, undo.stderr
     assert not (ws / "secret.env").exists() and not outside.exists()
+
+
+def test_a_lost_store_is_one_line_not_a_traceback(tmp_path):
+    import shutil
+
+    from dsh_tui.runtime.undo.store import default_base
+
+    ws, root, sid = two_turns(tmp_path)
+    shutil.rmtree(default_base())
+    for args in (["undo", sid, "--turn", "1"], ["diff", sid]):
+        out = _dsh(*args, "--root", str(root), cwd=ws)
+        assert "Traceback" not in out.stderr, out.stderr
+    undo = _dsh("undo", sid, "--turn", "1", "--root", str(root), cwd=ws)
+    assert undo.returncode == 1 and "no longer has" in undo.stderr and len(undo.stderr.splitlines()) == 1
+    assert (ws / "a.txt").read_text() == "changed by turn 1\n"  # nothing touched

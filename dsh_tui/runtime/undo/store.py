@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.session.errors import DshError
+
 MAX_FILE_BYTES = 4 * 1024 * 1024
 #: A workspace with more files than this (after ignores) is not snapshotted (the home folder by mistake).
 MAX_FILES = 100_000
@@ -38,7 +40,7 @@ _ATTRIBUTES = "* -text -eol -filter -ident -working-tree-encoding\n"
 _EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
-class SnapshotError(Exception):
+class SnapshotError(DshError):
     """git is missing or failed; the message is one line."""
 
 
