@@ -216,3 +216,25 @@ def test_a_lost_store_is_one_line_not_a_traceback(tmp_path):
     undo = _dsh("undo", sid, "--turn", "1", "--root", str(root), cwd=ws)
     assert undo.returncode == 1 and "no longer has" in undo.stderr and len(undo.stderr.splitlines()) == 1
     assert (ws / "a.txt").read_text() == "changed by turn 1\n"  # nothing touched
+
+
+def test_a_file_written_then_changed_by_a_command_goes_back_to_before_the_turn(tmp_path):
+    """The write tool keeps only its file (no snapshot yet); the command after it snapshots the workspace
+    (the new file already there): the record's "before" is still the one from before the turn."""
+    ws, root = tmp_path / "ws", tmp_path / "root"
+    ws.mkdir()
+    with ScriptServer() as srv:
+        _settings(srv)
+        srv.push(_call("write", {"file_path": "new.txt", "content": "1\n"}, "c1"),
+                 _call("bash", {"command": "echo 2 >> new.txt && echo x > other.txt", "description": "more"}, "c2"),
+                 _answer("done"))
+        run = _dsh("run", "--headless", "--preset", "full-access", "go", "--root", str(root), "--cwd", str(ws),
+                   cwd=ws)
+        assert run.returncode == 0, run.stderr
+    assert (ws / "new.txt").read_text() == "1\n2\n"
+    sid = json.loads(_dsh("sessions", "--json", "--root", str(root), cwd=ws).stdout)[0]["id"]
+    (turn,) = [e["data"] for e in open_store(root).load(sid).events if e["type"] == ops.TURN_EVENT]
+    assert {f["path"]: f["before"] for f in turn["files"]} == {"new.txt": None, "other.txt": None}
+    undo = _dsh("undo", sid, "--root", str(root), cwd=ws)
+    assert undo.returncode == 0, undo.stderr
+    assert list(ws.iterdir()) == []

@@ -1,8 +1,10 @@
 """The ``workspace-changes`` built-in plugin: every turn's file changes recorded, so they can be undone.
 
 Before a turn's first tool that may change files (anything but the read-only tools) runs, the workspace is
-snapshotted into dsh-tui's own store (``store.py``); when the turn stops (or after its end, when it was
-cancelled) it is snapshotted again and the files that differ are recorded in the session log:
+snapshotted into dsh-tui's own store (``store.py``); a file tool (``write``, ``edit``) keeps just its file
+(``capture``), with no walk of the workspace. When the turn stops (or after its end, when it was cancelled)
+the workspace is snapshotted again (if it was before) and the files that differ are recorded in the session
+log:
 
 - ``workspace/changes`` ``{turn}``: dsh 0.2's own marker, exactly its shape;
 - ``workspace-changes/turn`` (plugin-owned, ``ignorable``: dsh skips it) ``{turn, cwd, before, after,
@@ -133,9 +135,17 @@ class Recorder:
                 log.warning("workspace-changes: %s", err)
         skipped = sorted(set(after.skipped) - set(before.skipped)) if before and after and after.skipped else []
         files = []
+        earliest = self._captured_sides()
         for ch in changes[: self.max_files]:
             f: dict[str, Any] = {"path": ch.path, "before": ch.before, "after": ch.after,
                                  "added": ch.added, "deleted": ch.deleted}
+            side = earliest.get(ch.path)
+            if side is not None and side[0] != ch.before:  # a file tool changed it before the snapshot
+                ch.before, ch.before_mode = side
+                f["before"] = ch.before
+                f["added"], f["deleted"] = await asyncio.to_thread(_counts, self.store, ch.before, ch.after)
+                if ch.before == ch.after:
+                    continue
             if ch.before_mode:
                 f["beforeMode"] = ch.before_mode
             if ch.after_mode:
@@ -158,14 +168,20 @@ class Recorder:
         if self.snapshots % 20 == 0:
             threading.Thread(target=self._maintain, daemon=True, name="snapshot-maintain").start()
 
+    def _rel(self, path: str) -> str:
+        root = str(self.store.workspace)
+        return os.path.relpath(path, root) if path == root or path.startswith(root + os.sep) else path
+
+    def _captured_sides(self) -> dict[str, tuple[str | None, str | None]]:
+        return {self._rel(p): side for p, side in self.captures.items() if side is not None}
+
     def _captured(self, listed: set[str]) -> list[dict[str, Any]]:
         """The captured files (tool targets) that changed and the snapshots did not list."""
         out = []
-        root = self.store.workspace
         for path, side in list(self.captures.items()):
             if side is None:
                 continue
-            rel = os.path.relpath(path, root) if path == str(root) or path.startswith(str(root) + os.sep) else path
+            rel = self._rel(path)
             if rel in listed:
                 continue
             now = self._read_side(path)
@@ -271,12 +287,13 @@ def apply(ctx: Any, config: Any = None) -> Recorder | None:
     async def before_tool(payload: dict, name: Any) -> None:
         tool_ctx = getattr(payload.get("exec"), "ctx", None)
         turn = getattr(tool_ctx, "turn", None) or ctx.session.last_turn
-        await rec.ensure_before(turn)
         args = payload.get("arguments")
         raw = args.get(WRITE_TOOLS[name]) if name in WRITE_TOOLS and isinstance(args, dict) else None
-        if isinstance(raw, str) and raw.strip():
+        if isinstance(raw, str) and raw.strip():  # a file tool: its one file kept, no walk of the workspace
             base = str(getattr(tool_ctx, "cwd", None) or workspace)
             await rec.capture(turn, os.path.realpath(os.path.join(base, raw)))
+        else:  # a command (or any other tool): the whole workspace
+            await rec.ensure_before(turn)
 
     async def stopping(payload: dict) -> None:
         await rec.record(payload.get("turn"))
