@@ -238,3 +238,35 @@ def test_a_file_written_then_changed_by_a_command_goes_back_to_before_the_turn(t
     undo = _dsh("undo", sid, "--root", str(root), cwd=ws)
     assert undo.returncode == 0, undo.stderr
     assert list(ws.iterdir()) == []
+
+
+def test_restore_brings_back_deleted_files_modes_and_symlinks(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "gone.txt").write_text("was here\n")
+    (ws / "run.sh").write_text("#!/bin/sh\n")
+    (ws / "run.sh").chmod(0o755)
+    (ws / "link").symlink_to("gone.txt")
+    store = SnapshotStore(ws, tmp_path / "store")
+    before = store.snapshot()
+    (ws / "gone.txt").unlink()
+    (ws / "run.sh").write_text("#!/bin/sh\necho changed\n")
+    (ws / "run.sh").chmod(0o644)
+    (ws / "link").unlink()
+    (ws / "link").symlink_to("run.sh")
+    (ws / "sub" / "deep").mkdir()
+    (ws / "sub" / "deep" / "new.txt").write_text("new\n")
+    after = store.snapshot()
+    files = [{"path": c.path, "before": c.before, "after": c.after, "beforeMode": c.before_mode,
+              "afterMode": c.after_mode} for c in store.changes(before.tree, after.tree)]
+    events = [{"type": ops.TURN_EVENT, "seq": 0, "data": {"turn": 1, "cwd": str(store.workspace),
+                                                          "before": before.tree, "after": after.tree, "files": files}}]
+    p = ops.plan(events)
+    assert {f.path: f.status for f in p.files} == {"gone.txt": "recreate", "run.sh": "restore", "link": "restore",
+                                                    "sub/deep/new.txt": "remove"}
+    assert p.conflicts == []
+    ops.apply(p, store=store)
+    assert (ws / "gone.txt").read_text() == "was here\n"
+    assert (ws / "run.sh").read_text() == "#!/bin/sh\n" and os.access(ws / "run.sh", os.X_OK)
+    assert os.readlink(ws / "link") == "gone.txt"
+    assert not (ws / "sub").exists()  # folders left empty go too (git keeps no empty folder: nor does undo)

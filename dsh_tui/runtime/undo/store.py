@@ -139,7 +139,8 @@ class SnapshotStore:
         except (OSError, subprocess.SubprocessError) as err:
             raise SnapshotError(f"git init: {err}") from None
         for key, value in (("core.bare", "false"), ("core.autocrlf", "false"), ("core.untrackedCache", "true"),
-                           ("core.fileMode", "true"), ("gc.auto", "0"), ("core.symlinks", "true")):
+                           ("core.fileMode", "true"), ("gc.auto", "0"), ("core.symlinks", "true"),
+                           ("core.splitIndex", "true")):  # each snapshot rewrites a small index, not all of it
             self.git("config", key, value)
         info = self.git_dir / "info"
         info.mkdir(exist_ok=True)
