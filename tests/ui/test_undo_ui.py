@@ -162,3 +162,30 @@ async def test_browser_fork_offers_conversation_and_files(tmp_path, monkeypatch)
         await wait_for(pilot, lambda: len(browser.list.entries) == 2, timeout=30)
     assert not (ws / "b.txt").exists()
     assert (ws / "a.txt").read_text() == "changed by turn 1\n" and (ws / "c.txt").exists()
+
+
+async def test_a_cancelled_turn_is_recorded_after_its_end_and_undoable(tmp_path, monkeypatch):
+    from dsh_tui.llm.scripted import Hang
+
+    monkeypatch.setattr(undo_screen, "GRACE_S", 0)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    bash = json.dumps({"command": "echo made > made.txt", "description": "make"})
+    app = scripted_app(tmp_path, [scripted.call("c1", "bash", bash),
+                                  [{"type": "block-start", "index": 0, "blockType": "text"},
+                                   {"type": "text-delta", "index": 0, "text": "thinking about it"}, Hang()]])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None, timeout=30)
+        await submit(pilot, "make a file")
+        await wait_for(pilot, lambda: "thinking about it" in screen_text(app), timeout=30)
+        assert (ws / "made.txt").exists()
+        await pilot.press("escape")  # cancel: the turn ends without stopping
+        await wait_for(pilot, lambda: "changed made.txt (new)" in screen_text(app), timeout=30)
+        events = app.bridge.harness.session.events
+        ends = [e["seq"] for e in events if e["type"] == "turn/end"]
+        recs = [e["seq"] for e in events if e["type"] == ops.TURN_EVENT]
+        assert len(ends) == 1 and len(recs) == 1 and recs[0] > ends[0]  # after its end
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: isinstance(app.screen, UndoModal), timeout=30)
+        await pilot.press("up", "enter")
+        await wait_for(pilot, lambda: not (ws / "made.txt").exists(), timeout=30)

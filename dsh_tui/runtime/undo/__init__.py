@@ -204,7 +204,7 @@ class Recorder:
 
     def after_end(self, turn: int) -> None:
         """A turn that ended without stopping (cancelled, failed): record it after its end."""
-        if turn in self.recorded or self.before is None or turn != self.turn:
+        if turn in self.recorded or (self.before is None and not self.captures) or turn != self.turn:
             return
         task = asyncio.ensure_future(self.record(turn))
         self.pending.add(task)
