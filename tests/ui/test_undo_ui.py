@@ -189,3 +189,19 @@ async def test_a_cancelled_turn_is_recorded_after_its_end_and_undoable(tmp_path,
         await wait_for(pilot, lambda: isinstance(app.screen, UndoModal), timeout=30)
         await pilot.press("up", "enter")
         await wait_for(pilot, lambda: not (ws / "made.txt").exists(), timeout=30)
+
+
+async def test_undo_says_why_when_snapshots_are_off(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.setenv("HOME", str(ws))  # the workspace is the home folder: never snapshotted
+    bash = json.dumps({"command": "echo made > made.txt", "description": "make"})
+    app = scripted_app(tmp_path, [scripted.call("c1", "bash", bash), scripted.text("done")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None, timeout=30)
+        await submit(pilot, "make a file")
+        await wait_for(pilot, lambda: len(items(app, "footer")) == 1, timeout=30)
+        assert (ws / "made.txt").exists()
+        await submit(pilot, "/undo")
+        await wait_for(pilot, lambda: "not recorded here" in screen_text(app), timeout=30)
+        assert "home folder" in screen_text(app) and (ws / "made.txt").exists()

@@ -57,6 +57,7 @@ class Recorder:
         self.recorded: set[int] = set()
         self.pending: set[asyncio.Task] = set()
         self.failed = False
+        self.failure = ""  # why snapshots are off here (git missing, the home folder, too many files)
         self.snapshots = 0
         self.captures: dict[str, tuple[str | None, str | None] | None] = {}  # real path -> before side
 
@@ -108,6 +109,7 @@ class Recorder:
         except SnapshotError as err:
             if not self.failed:
                 self.failed = True
+                self.failure = str(err)
                 log.warning("workspace-changes: %s", err)
             return None
 
@@ -341,6 +343,8 @@ async def _undo_command(call: Any, rec: Recorder) -> Any:
     try:
         plan = await asyncio.to_thread(ops.plan, list(call.agent.session.events), turn)
     except ops.UndoError as err:
+        if rec.failure:
+            raise CommandError(f"Nothing to undo: file changes are not recorded here ({rec.failure})") from None
         raise CommandError(str(err)[:1].upper() + str(err)[1:]) from None
     return CommandResult(plan.describe(), action={"kind": "undo", "turn": turn, "files": [f.path for f in plan.files],
                                                   "conflicts": list(plan.conflicts), "turns": list(plan.turns)})

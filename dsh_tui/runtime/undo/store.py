@@ -193,8 +193,7 @@ class SnapshotStore:
     def snapshot(self) -> Snapshot:
         """The workspace now, as a tree in the store (kept by a ref until pruned: ``maintain``)."""
         if self.workspace in (Path(os.path.realpath(Path.home())), Path(self.workspace.anchor)):
-            raise SnapshotError(f"{self.workspace} is the home folder or the filesystem root: not snapshotted "
-                                "(file changes are not recorded; start in a project folder)")
+            raise SnapshotError(f"{self.workspace} is the home folder or /: start in a project folder")
         with _lock_for(self.git_dir):
             self.ensure()
             pending = self._pending()
