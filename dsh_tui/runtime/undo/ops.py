@@ -225,8 +225,9 @@ def diff(events: list[dict], turn: int | None = None, *, numbered: bool = False,
         except SnapshotError as err:
             out.append(f"{path}: {err}\n")
             continue
-        name_a = "/dev/null" if a is None else f"a/{path}"
-        name_b = "/dev/null" if b is None else f"b/{path}"
+        absolute = path.startswith("/")  # a captured file outside the workspace
+        name_a = "/dev/null" if a is None else path if absolute else f"a/{path}"
+        name_b = "/dev/null" if b is None else path if absolute else f"b/{path}"
         if old is None or new is None:
             out.append(f"Binary files {name_a} and {name_b} differ\n")
             continue
