@@ -44,6 +44,22 @@ READ_ONLY_TOOLS = frozenset({
 DEFAULTS: dict[str, Any] = {"max_file_bytes": MAX_FILE_BYTES, "max_files": 500, "max_store_mb": 1024}
 
 
+class _Turn:
+    """What one turn has kept so far: its snapshot before the first command, the file tools' files."""
+
+    __slots__ = ("turn", "before", "captures", "recording")
+
+    def __init__(self, turn: int) -> None:
+        self.turn = turn
+        self.before: asyncio.Future | None = None
+        self.captures: dict[str, tuple[str | None, str | None] | None] = {}  # real path -> before side
+        self.recording: asyncio.Future | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.before is not None or bool(self.captures)
+
+
 class Recorder:
     """One agent's turn recorder."""
 
@@ -52,37 +68,43 @@ class Recorder:
         self.store = store
         self.max_files = max_files
         self.max_store_bytes = max_store_bytes
-        self.turn = 0
-        self.before: asyncio.Future | None = None  # the turn's first snapshot (taken once)
+        self.state = _Turn(0)
         self.recorded: set[int] = set()
         self.pending: set[asyncio.Task] = set()
         self.failed = False
         self.failure = ""  # why snapshots are off here (git missing, the home folder, too many files)
         self.snapshots = 0
-        self.captures: dict[str, tuple[str | None, str | None] | None] = {}  # real path -> before side
 
     # -- the turn ---------------------------------------------------------------------------------------
-    def _open(self, turn: int) -> None:
-        if turn != self.turn:
-            self.turn, self.before, self.captures = turn, None, {}
+    async def _roll(self, turn: int) -> _Turn:
+        """The state of ``turn``; a previous turn that kept something and ended without stopping (cancelled,
+        and the next turn began at once) is recorded first."""
+        st = self.state
+        if st.turn == turn:
+            return st
+        if st.kept:
+            await self.record_state(st)
+        if self.state is st:
+            self.state = _Turn(turn)
+        return self.state
 
     async def ensure_before(self, turn: int) -> None:
-        self._open(turn)
-        if self.before is None:
+        st = await self._roll(turn)
+        if st.before is None:
             if self.failed:  # git missing, a workspace too big: not retried every turn
                 return
-            self.before = asyncio.ensure_future(self._snapshot())
-        await asyncio.shield(self.before)
+            st.before = asyncio.ensure_future(self._snapshot())
+        await asyncio.shield(st.before)
 
     async def capture(self, turn: int, path: str) -> None:
         """Keep what is at ``path`` before a file tool's first change of it in this turn: a file outside the
         workspace, or one its snapshots do not cover (ignored, too large for them), is undoable too."""
-        self._open(turn)
-        if path in self.captures:
+        st = await self._roll(turn)
+        if path in st.captures:
             return
-        self.captures[path] = None  # taken (even if it cannot be kept)
+        st.captures[path] = None  # taken (even if it cannot be kept)
         try:
-            self.captures[path] = await asyncio.to_thread(self._read_side, path)
+            st.captures[path] = await asyncio.to_thread(self._read_side, path)
         except (OSError, SnapshotError) as err:
             log.info("workspace-changes: %s: %s", path, err)
 
@@ -114,20 +136,29 @@ class Recorder:
             return None
 
     async def record(self, turn: int) -> None:
-        """Snapshot again and append the turn's changes (once per turn). A failure here is logged: it never
-        fails the turn."""
-        try:
-            await self._record(turn)
-        except Exception as err:  # noqa: BLE001 - recording is beside the turn
-            log.warning("workspace-changes: turn %s not recorded: %r", turn, err)
+        """The turn is stopping: record it (inside the turn, as dsh does)."""
+        if self.state.turn == turn:
+            await self.record_state(self.state)
 
-    async def _record(self, turn: int) -> None:
-        if turn != self.turn or turn in self.recorded or (self.before is None and not self.captures):
-            return
-        before = await asyncio.shield(self.before) if self.before is not None else None
-        if turn in self.recorded:
+    async def record_state(self, st: _Turn) -> None:
+        """Snapshot again and append the turn's changes, once per turn. A failure here is logged: it never
+        fails the turn."""
+        if st.recording is None:
+            st.recording = asyncio.ensure_future(self._record_safely(st))
+        await asyncio.shield(st.recording)
+
+    async def _record_safely(self, st: _Turn) -> None:
+        try:
+            await self._record(st)
+        except Exception as err:  # noqa: BLE001 - recording is beside the turn
+            log.warning("workspace-changes: turn %s not recorded: %r", st.turn, err)
+
+    async def _record(self, st: _Turn) -> None:
+        turn = st.turn
+        if turn in self.recorded or not st.kept:
             return
         self.recorded.add(turn)
+        before = await asyncio.shield(st.before) if st.before is not None else None
         after = await self._snapshot() if before is not None else None
         changes: list[Any] = []
         if before is not None and after is not None:
@@ -137,7 +168,7 @@ class Recorder:
                 log.warning("workspace-changes: %s", err)
         skipped = sorted(set(after.skipped) - set(before.skipped)) if before and after and after.skipped else []
         files = []
-        earliest = self._captured_sides()
+        earliest = self._captured_sides(st.captures)
         for ch in changes[: self.max_files]:
             f: dict[str, Any] = {"path": ch.path, "before": ch.before, "after": ch.after,
                                  "added": ch.added, "deleted": ch.deleted}
@@ -155,7 +186,7 @@ class Recorder:
             if ch.binary:
                 f["binary"] = True
             files.append(f)
-        captured = await asyncio.to_thread(self._captured, {ch.path for ch in changes})
+        captured = await asyncio.to_thread(self._captured, st.captures, {ch.path for ch in changes})
         files.extend(captured)
         if not files and not skipped:
             return
@@ -174,13 +205,13 @@ class Recorder:
         root = str(self.store.workspace)
         return os.path.relpath(path, root) if path == root or path.startswith(root + os.sep) else path
 
-    def _captured_sides(self) -> dict[str, tuple[str | None, str | None]]:
-        return {self._rel(p): side for p, side in self.captures.items() if side is not None}
+    def _captured_sides(self, captures: dict) -> dict[str, tuple[str | None, str | None]]:
+        return {self._rel(p): side for p, side in captures.items() if side is not None}
 
-    def _captured(self, listed: set[str]) -> list[dict[str, Any]]:
+    def _captured(self, captures: dict, listed: set[str]) -> list[dict[str, Any]]:
         """The captured files (tool targets) that changed and the snapshots did not list."""
         out = []
-        for path, side in list(self.captures.items()):
+        for path, side in list(captures.items()):
             if side is None:
                 continue
             rel = self._rel(path)
@@ -204,11 +235,13 @@ class Recorder:
         except (SnapshotError, OSError) as err:
             log.warning("workspace-changes: store maintenance: %s", err)
 
-    def after_end(self, turn: int) -> None:
-        """A turn that ended without stopping (cancelled, failed): record it after its end."""
-        if turn in self.recorded or (self.before is None and not self.captures) or turn != self.turn:
+    def after_end(self) -> None:
+        """The agent went idle: a turn that ended without stopping (cancelled, failed) is recorded now, after
+        its end."""
+        st = self.state
+        if st.turn in self.recorded or not st.kept:
             return
-        task = asyncio.ensure_future(self.record(turn))
+        task = asyncio.ensure_future(self.record_state(st))
         self.pending.add(task)
         task.add_done_callback(self.pending.discard)
 
@@ -300,10 +333,9 @@ def apply(ctx: Any, config: Any = None) -> Recorder | None:
     async def stopping(payload: dict) -> None:
         await rec.record(payload.get("turn"))
 
-    def event(payload: Any) -> None:
-        ev = payload.get("event") if isinstance(payload, dict) and "event" in payload else payload
-        if isinstance(ev, dict) and ev.get("type") == "turn/end":
-            rec.after_end((ev.get("data") or {}).get("turn"))
+    def status(payload: Any) -> None:
+        if isinstance(payload, dict) and payload.get("status") == "idle":
+            rec.after_end()
 
     async def flush(_payload: Any = None) -> None:
         await rec.settle()
@@ -314,7 +346,7 @@ def apply(ctx: Any, config: Any = None) -> Recorder | None:
                           lambda call: _diff_command(call, rec), usage="/diff [turn]")
     ctx.on("tools/execute", execute, prepend=True)
     ctx.on("agent/turn-stopping", stopping)
-    ctx.on("session/event", event)
+    ctx.on("agent/status", status)  # not session/event: no listener on every streamed chunk
     ctx.on("session/flush", flush)
     rec.warm()
     return rec
