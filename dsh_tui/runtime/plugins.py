@@ -49,10 +49,11 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
-               "hooks-claude-code", "hooks-codex")
+               "hooks-claude-code", "hooks-codex", "workspace-changes")
 #: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
 #: leaves them out.
-FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex")
+FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
+               "workspace-changes")
 
 
 class PluginError(DshError):
@@ -778,6 +779,8 @@ BUILTINS: dict[str, Any] = {
     # Claude Code's and Codex's shell hooks from the files those tools use (dsh_tui/runtime/hooks/)
     "hooks-claude-code": _Builtin("hooks-claude-code", lambda ctx, config=None: _apply_hooks(ctx, config, "claude_code")),
     "hooks-codex": _Builtin("hooks-codex", lambda ctx, config=None: _apply_hooks(ctx, config, "codex")),
+    # every turn's file changes snapshotted and recorded, for /undo, /diff, rewind with files: dsh_tui/runtime/undo/
+    "workspace-changes": _LazyBuiltin("workspace-changes", "dsh_tui.runtime.undo", lambda config: True),
 }
 
 

@@ -83,7 +83,7 @@ class Node:
 
     @property
     def point(self) -> bool:
-        return self.kind in ("usage", "message", "result")
+        return self.kind in ("usage", "message", "result", "files")
 
     def add(self, child: Node) -> Node:
         child.parent = self
@@ -158,6 +158,10 @@ class SpanFold:
         handler = _HANDLERS.get(etype)
         if handler is None:
             return
+        if etype in ("workspace-changes/turn", "workspace-changes/undo"):  # also after its turn's end
+            self._on_files(etype, data, seq, t)
+            self.version += 1
+            return
         if turn is None and etype not in ("compaction/start", "compaction/end"):
             return
         handler(self, turn, data, seq, t)
@@ -180,6 +184,27 @@ class SpanFold:
                 else:
                     n.state = closing if n.state in ("running", "pending") else n.state
         self._turn = self._step = None
+
+    def _on_files(self, etype: str, data, seq, t) -> None:
+        """The files a turn changed (the ``workspace-changes`` plugin): a point row under the turn; an undo
+        marks it."""
+        turns = [data.get("turn")] if etype == "workspace-changes/turn" else list(data.get("turns") or [])
+        for number in turns:
+            turn = next((n for n in reversed(self.turns) if n.turn == number), None)
+            if turn is None:
+                continue
+            if etype == "workspace-changes/undo":
+                for c in turn.children:
+                    if c.kind == "files":
+                        c.state, c.detail = "undone", "undone"
+                continue
+            turn.children = [c for c in turn.children if c.kind != "files"]
+            files = [f for f in data.get("files") or [] if isinstance(f, dict)]
+            total = data.get("total") if isinstance(data.get("total"), int) else len(files)
+            names = [str(f.get("path", "")) for f in files[:3]]
+            more = f" +{total - len(names)} more" if total > len(names) else ""
+            turn.add(Node("files", f"changed {total} file{'s' if total != 1 else ''}: {', '.join(names)}{more}",
+                          seq, t, end=t, end_seq=seq, state="ok", turn=turn.turn))
 
     def _on_step_start(self, turn: Node, data, seq, t) -> None:
         step = _int(data.get("step")) or sum(1 for c in turn.children if c.kind == "step") + 1
@@ -435,6 +460,8 @@ _HANDLERS = {
     "llm/retry-started": SpanFold._on_retry_started,
     "compaction/start": SpanFold._on_compaction,
     "compaction/end": SpanFold._on_compaction,
+    "workspace-changes/turn": SpanFold._on_files,
+    "workspace-changes/undo": SpanFold._on_files,
 }
 
 

@@ -186,14 +186,28 @@ class AgentHarness:
         self.announce_preset()
         return preset
 
-    async def rewind(self, turn: int) -> str:
-        """Fork this session just before ``turn`` (what is committed on disk); returns the child's id."""
+    async def rewind(self, turn: int, files: bool = False, force: bool = False) -> str:
+        """Fork this session just before ``turn`` (what is committed on disk); returns the child's id.
+        ``files``: first put back the files the turns from ``turn`` on changed (``force``: also those changed
+        since; else such files refuse the whole rewind)."""
         from dsh_tui.runtime.turns import fork_before_turn
 
+        if files:
+            await self.undo_files(turn, force)
         if self.agent.checkpoint is not None:
             await self.agent.checkpoint("fork")
         child = await asyncio.to_thread(fork_before_turn, self.host.store, self.session.id, turn)
         return str(child["id"])
+
+    async def undo_files(self, turn: int | None, force: bool = False) -> str:
+        """``/undo`` after the user said yes (and rewind "conversation and files"): the files put back, the undo
+        in the log. Returns the line to show."""
+        from dsh_tui.runtime.undo import undo_files
+
+        turns, done = await undo_files(self.agent, turn, force=force)
+        await self.writer.aflush()
+        what = f"turn {turns[0]}" if len(turns) == 1 else f"turns {turns[0]}–{turns[-1]}"
+        return f"Undid {what}: {len(done)} file{'s' if len(done) != 1 else ''} put back."
 
     async def set_title(self, text: str) -> dict:
         """Rename the open session (``n`` in the browser, ``/title``): a ``source: user`` title, appended by

@@ -36,3 +36,21 @@ def test_dsh_loads_a_log_with_skipped_file_notes(dsh_peer, tmp_path):
     (session,) = report.sessions
     assert session["ok"], session
     assert report.events[session["id"]] == events
+
+
+def test_dsh_loads_a_log_with_workspace_changes_and_undo(dsh_peer, tmp_path):
+    """The ``workspace-changes`` events (dsh 0.2's ``workspace/changes`` marker, our ``workspace-changes/turn``
+    and ``/undo``, ignorable) leave a log the real dsh loads, event for event (issue #31)."""
+    from tests.runtime.test_undo import two_turns
+
+    ws, root, sid = two_turns(tmp_path)
+    undo = subprocess.run([sys.executable, "-m", "dsh_tui", "undo", sid, "--root", str(root)], cwd=ws,
+                          capture_output=True, text=True, timeout=120)
+    assert undo.returncode == 0, undo.stderr
+    events = open_log_file(next(root.rglob("session.jsonl*"))).events
+    assert {"workspace/changes", "workspace-changes/turn", "workspace-changes/undo"} <= {e["type"] for e in events}
+    report = dsh_peer.load(root, inspect=True, dump=True)
+    assert report.returncode == 0, report.sessions
+    (session,) = report.sessions
+    assert session["ok"], session
+    assert report.events[session["id"]] == events

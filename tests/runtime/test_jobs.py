@@ -22,6 +22,9 @@ SNAPSHOTS = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots"
 
 
 async def _host(tmp_path, provider, **kw) -> AgentHost:
+    # workspace-changes off: its snapshot when a turn stops is a window in which a job that finishes lands in
+    # that turn's next step instead of opening a turn (both are right; these tests pin the second)
+    kw["plugin_config"] = {"workspace-changes": {"enabled": False}, **kw.get("plugin_config", {})}
     return await AgentHost.open(HostSpec(root=None, store=open_store(tmp_path / "root"), cwd=tmp_path,
                                          provider=provider, model="m", preset="full-access", persona=None,
                                          plugins=(), **kw))

@@ -76,6 +76,7 @@ class TranscriptFold:
         self._decode_tokens = 0
         self._request_counted = False
         self._files = SeenFiles(self.workspace)  # line numbers for later diff hunks
+        self._turn_files: dict[Any, tuple[list, int]] = {}  # turn -> (files changed, total)
 
     # -- helpers -------------------------------------------------------------------------------
     def _add(self, item: Item, out: list[Change]) -> Item:
@@ -409,6 +410,34 @@ class TranscriptFold:
                              input_tokens=usage.billed_input if usage else 0,
                              output_tokens=usage.output if usage else 0,
                              cache_read_tokens=usage.cache_read if usage else 0), out)
+        if turn in self._turn_files:
+            footer = self.items[-1]
+            footer.files, footer.files_total = self._turn_files[turn]  # type: ignore[attr-defined]
+
+    def _footer_of(self, turn: Any) -> FooterItem | None:
+        for item in reversed(self.items):
+            if isinstance(item, FooterItem) and item.turn == turn:
+                return item
+        return None
+
+    def _on_workspace_changes(self, event, data, seq, out) -> None:
+        """The files a turn changed (the ``workspace-changes`` plugin's event; recorded just before the turn's
+        end, or after it for a cancelled turn): shown in its footer."""
+        files = [f for f in data.get("files") or [] if isinstance(f, dict)]
+        total = data.get("total") if isinstance(data.get("total"), int) else len(files)
+        turn = data.get("turn")
+        self._turn_files[turn] = (files, total)
+        footer = self._footer_of(turn)
+        if footer is not None:
+            footer.files, footer.files_total, footer.undone = files, total, False
+            self._update(footer, out)
+
+    def _on_workspace_undo(self, event, data, seq, out) -> None:
+        for turn in data.get("turns") or []:
+            footer = self._footer_of(turn)
+            if footer is not None and footer.files:
+                footer.undone = True
+                self._update(footer, out)
 
     def _on_todo(self, event, data, seq, out) -> None:
         todos = data.get("todos")
@@ -510,6 +539,8 @@ _HANDLERS = {
     "session/title": TranscriptFold._on_title,
     "agent-instructions/skipped": TranscriptFold._on_skipped,
     "skills/skipped": TranscriptFold._on_skipped,
+    "workspace-changes/turn": TranscriptFold._on_workspace_changes,
+    "workspace-changes/undo": TranscriptFold._on_workspace_undo,
 }
 
 

@@ -163,7 +163,7 @@ class FooterItem(Item):
     """End of a turn: timing, tokens and, for anything but completed, the reason in words."""
 
     __slots__ = ("reason", "reason_text", "duration_ms", "ttft_ms", "tokens_per_s", "input_tokens",
-                 "output_tokens", "cache_read_tokens")
+                 "output_tokens", "cache_read_tokens", "files", "files_total", "undone")
     FIELDS = Item.FIELDS + __slots__
 
     def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0, reason: str = "completed",
@@ -179,6 +179,9 @@ class FooterItem(Item):
         self.input_tokens = input_tokens
         self.output_tokens = output_tokens
         self.cache_read_tokens = cache_read_tokens
+        self.files: list[dict[str, Any]] = []  # what the turn changed (``workspace-changes/turn``)
+        self.files_total = 0
+        self.undone = False  # put back since (``workspace-changes/undo``)
 
 
 class RetryItem(Item):

@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 # the built-in command names: a read-only view says that they need a live session
 _KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "mcp",
-                   "help", "retry"}
+                   "help", "retry", "undo", "diff"}
 
 
 class CommandOutput(VerticalScroll, can_focus=False):
@@ -127,7 +127,11 @@ class CommandsMixin:
             self.app.action_mcp()
             return
         self._show_output(result.text, error=result.kind == "error")
-        if kind == "export":
+        if kind == "undo":
+            from dsh_tui.ui.screens.undo import confirm_undo
+
+            confirm_undo(self, result.text, action)
+        elif kind == "export":
             self._export(action.get("format", "md"))
         elif kind in ("new", "fork") and hasattr(self.app, "open_from_command"):
             self._open_from_command(self.bridge.harness, action)

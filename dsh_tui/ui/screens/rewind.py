@@ -2,7 +2,9 @@
 
 Rewind lists this session's earlier prompts; choosing one forks the session just before that turn (dsh's
 fork rules: ``dsh_tui/runtime/turns.py``), opens the child in the chat and puts the prompt in the composer
-to edit and resend. The original session is not written; the browser shows the child under it.
+to edit and resend. When turns from there on changed files, it asks first: "conversation only" or
+"conversation and files" (those files put back, as ``/undo N`` does; the original's log records the undo).
+The original session's conversation is not written; the browser shows the child under it.
 """
 
 from __future__ import annotations
@@ -96,16 +98,55 @@ def open_rewind(chat: Any) -> None:
 
     def chosen(point: Prompt | None) -> None:
         if point is not None:
-            rewind_to(chat, point)
+            ask_files(chat, events, point)
 
     chat.run_worker(scan, thread=True, group="rewind-scan", exclusive=True, description="rewind points")
 
 
-def rewind_to(chat: Any, point: Prompt) -> None:
-    """Fork before ``point``'s turn on the harness thread, then open the child with the prompt to edit."""
+def files_choices(plan: Any, what: str) -> list[tuple[Any, Any]]:
+    """"Conversation only" / "conversation and files" (rewind, the browser's fork), when turns from there
+    on changed files; a file changed since is named, and overwritten only by its own choice."""
+    n = len(plan.files)
+    files = f"{n} file{'s' if n != 1 else ''}"
+    choices: list[tuple[Any, Any]] = [(f"{what}: conversation only (the files stay as they are)", "conversation")]
+    if plan.conflicts:
+        c = len(plan.conflicts)
+        choices.append((f"{what}: conversation and files ({files} put back, overwriting the {c} changed since: "
+                        f"{', '.join(plan.conflicts[:3])}{' …' if c > 3 else ''})", "force"))
+    else:
+        choices.append((f"{what}: conversation and files ({files} put back: "
+                        f"{', '.join(f.path for f in plan.files[:3])}{' …' if n > 3 else ''})", "files"))
+    return choices
+
+
+def ask_files(chat: Any, events: list[dict], point: Prompt) -> None:
+    """When turns from ``point`` on changed files, ask whether they go back too, then rewind."""
+    from dsh_tui.runtime.undo.ops import files_plan
+
+    app = chat.app
+
+    def scan() -> None:
+        plan = files_plan(events, point.turn)
+        app.call_from_thread(ask, plan)
+
+    def ask(plan: Any) -> None:
+        if plan is None:
+            rewind_to(chat, point)
+            return
+        app.push_screen(ChoiceModal(f"Rewind to before turn {point.turn}: what goes back? (Esc: nothing)",
+                                    files_choices(plan, "Rewind")),
+                        lambda choice: None if choice is None else rewind_to(
+                            chat, point, files=choice in ("files", "force"), force=choice == "force"))
+
+    chat.run_worker(scan, thread=True, group="rewind-scan", exclusive=True, description="rewind files")
+
+
+def rewind_to(chat: Any, point: Prompt, *, files: bool = False, force: bool = False) -> None:
+    """Fork before ``point``'s turn on the harness thread (``files``: the files the turns from there on
+    changed put back first), then open the child with the prompt to edit."""
     harness = chat.bridge.harness
     draft = chat.composer.text.strip()  # typed but not sent: it goes with the prompt, never lost
-    future = chat.bridge.call(lambda h: h.rewind(point.turn))
+    future = chat.bridge.call(lambda h: h.rewind(point.turn, files=files, force=force))
     if future is None:
         chat.say("No session is open.")
         return

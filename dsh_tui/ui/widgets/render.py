@@ -562,7 +562,31 @@ def render_footer(item: FooterItem, show_time: bool = True) -> RenderableType:
         text.append("  ")
         style = "bold red" if item.reason == "error" else "yellow"
         text.append(item.reason_text, style=style)
+    if item.files:
+        text.append("\n   ")
+        text.append(files_line(item.files, item.files_total), style="dim strike" if item.undone else "dim")
+        if item.undone:
+            text.append("  undone", style="yellow")
     return text
+
+
+def files_line(files: list, total: int = 0, limit: int = 4) -> str:
+    """``changed a.txt +1 −1, c.txt (new)``: the files a turn changed (its footer, the timeline)."""
+    parts = []
+    for f in files[:limit]:
+        path = str(f.get("path", ""))
+        if f.get("before") is None:
+            parts.append(f"{path} (new)")
+        elif f.get("after") is None:
+            parts.append(f"{path} (deleted)")
+        elif f.get("binary"):
+            parts.append(f"{path} (binary)")
+        else:
+            parts.append(f"{path} +{f.get('added', 0)} −{f.get('deleted', 0)}")
+    more = max(total, len(files)) - len(parts)
+    if more > 0:
+        parts.append(f"+{more} more")
+    return "changed " + ", ".join(parts)
 
 
 def render_item(item: Item, *, expanded: bool, show_time: bool = True) -> RenderableType:

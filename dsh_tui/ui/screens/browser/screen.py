@@ -808,6 +808,9 @@ restore first) · **A** archived sessions (**Enter** unarchives).
                                                            choices))
         if turn is None:
             return
+        files = await self._fork_files(row, turn)
+        if files is False:
+            return
         try:
             child = cat.fork_at_turn(row, turn, taken_titles=[r.title for r in self.rows])
         except Exception as err:  # noqa: BLE001
@@ -815,6 +818,42 @@ restore first) · **A** archived sessions (**Enter** unarchives).
             return
         self.notify(f"Forked after turn {turn}: {child}", timeout=4)
         self._reload(select=child)
+
+    async def _fork_files(self, row: Any, turn: int) -> bool | None:
+        """When turns after ``turn`` changed files: "conversation only" or "conversation and files" (those
+        files put back first, the undo in the session's log). False: cancelled, or the undo failed."""
+        import asyncio
+
+        from dsh_tui.runtime.undo import ops
+        from dsh_tui.store.ids import store_for
+        from dsh_tui.ui.screens.rewind import files_choices
+
+        try:
+            store = store_for(row)
+            plan = await asyncio.to_thread(lambda: ops.files_plan(store.inspect(row.id).events, turn + 1))
+        except Exception:  # noqa: BLE001 - no file changes to offer: the fork goes on as before
+            return None
+        if plan is None:
+            return None
+        choice = await self.app.push_screen_wait(ChoiceModal(
+            f"Fork after turn {turn}: the turns after it changed files. What goes to the fork? (Esc: nothing)",
+            files_choices(plan, "Fork")))
+        if choice is None:
+            return False
+        if choice == "conversation":
+            return None
+        force = choice == "force"
+        try:
+            if row.id == _live_id(self.app):  # open in the chat: its live log records the undo
+                future = self.app.bridge.call(lambda h: h.undo_files(turn + 1, force))
+                if future is None or not await asyncio.wrap_future(future):
+                    raise ops.UndoError("see the notice")
+            else:
+                await asyncio.to_thread(ops.undo_stored, store, row.id, turn + 1, force=force)
+        except Exception as err:  # noqa: BLE001
+            self.notify(f"Files not put back: {err}", severity="error", timeout=6)
+            return False
+        return True
 
     @work(group="browser-action", description="rename")
     async def action_rename(self) -> None:

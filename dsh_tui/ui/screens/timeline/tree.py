@@ -19,15 +19,15 @@ from dsh_tui.ui.widgets.linelist import LineList
 
 ICON = {"turn": "", "step": "", "request": "⇄ ", "waiting": "", "decoding": "", "usage": "Σ ",
         "message": "✎ ", "tool": "⚙ ", "approval": "? ", "execution": "", "result": "↩ ", "retry": "↻ ",
-        "compaction": "⇊ ", "subagent": "↳ "}
+        "compaction": "⇊ ", "subagent": "↳ ", "files": "± "}
 BAR = {"turn": "━", "step": "─", "waiting": "░", "decoding": "█", "approval": "▒", "execution": "▓",
        "retry": "╌", "compaction": "▒", "subagent": "▚"}
 STATE_STYLE = {"ok": "green", "completed": "green", "error": "red", "failed": "red", "aborted": "yellow",
                "interrupted": "yellow", "unknown": "magenta", "rejected": "red", "cancelled": "yellow",
                "unavailable": "red", "allowed-once": "yellow", "running": "bold cyan", "max-tokens": "red",
-               "pending": "dim"}
+               "pending": "dim", "undone": "yellow"}
 KIND_STYLE = {"turn": "bold", "step": "bold", "request": "cyan", "tool": "yellow", "message": "magenta",
-              "retry": "red", "compaction": "blue", "approval": "yellow", "subagent": "magenta"}
+              "retry": "red", "compaction": "blue", "approval": "yellow", "subagent": "magenta", "files": "green"}
 
 
 def fmt_ms(ms: int | None) -> str:
@@ -178,7 +178,7 @@ class SpanTree(LineList):
         label = n.label
         if n.kind == "tool":
             label = f"{n.label} {n.detail}".strip()
-        elif n.kind in ("retry", "turn") and n.detail:
+        elif n.kind in ("retry", "turn", "files") and n.detail:
             label = f"{n.label} {n.detail}"
         elif n.kind == "message" and n.chunks:
             label = f"{n.label or '(empty)'}  [{n.chunks} chunks]"
