@@ -47,6 +47,8 @@ from .events import (
     STEP_START,
     SURFACE_TYPES,
     TODO_WRITE,
+    V4_KNOWN_EVENT_TYPES,
+    V4_SURFACE_TYPES,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
@@ -54,7 +56,7 @@ from .events import (
 )
 from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_update
 from .headers import validate_header
-from .invariants import PAYLOAD_CHECKED_TYPES, Relations, check_envelope, check_payload
+from .invariants import PAYLOAD_CHECKED_TYPES, Relations, check_envelope, check_payload, check_payload_v4
 from .jsonutil import MAX_SAFE_INTEGER, _floats_ok, check_lossless, find_bad_float
 from .rows import EventList, PackedRun, plain_events
 from .surface import MessagesView, SurfaceFold, event_message, freeze
@@ -118,6 +120,10 @@ class Session:
         but the checking and must be dropped."""
         validate_header(header, lenient=lenient)
         self.header = header
+        #: the session's format version: 0, or 4 (dsh 0.2's; docs/format.md "Format v4")
+        self.format = 4 if header.get("version") == 4 else 0
+        self._surface_types = V4_SURFACE_TYPES if self.format == 4 else SURFACE_TYPES
+        self._check_payload = check_payload_v4 if self.format == 4 else check_payload
         self._clock = clock or _default_clock
         self._wall_clock = clock is None  # the chunk fast path reads the wall clock inline
         # the log's slots: event dicts, or (a seed's compact packed rows) the row's PackedRun per member
@@ -125,7 +131,8 @@ class Session:
         if _check_only:
             self._items = seed._items if type(seed) is EventList else seed
         self.events: list[dict] | EventList = self._items
-        self._fold = SurfaceFold(self._items.__getitem__)  # surface events are never packed-row members
+        # surface events are never packed-row members
+        self._fold = SurfaceFold(self._items.__getitem__, surface_types=self._surface_types)
         self._rel = Relations()
         self._observers: list[Observer] = []
         self._notifying = False
@@ -220,7 +227,10 @@ class Session:
         delta_field = _DELTA_FIELD
         chunk_type = ASSISTANT_CHUNK
         floats_ok = _floats_ok
-        fast = _SEED_FAST_PATHS
+        fast = _SEED_FAST_PATHS and self.format == 0
+        surface_types = self._surface_types
+        check_pl = self._check_payload
+        v4 = self.format == 4
         open_turn = rel.open_turn
         open_step = rel.open_step
         if type(seed) is EventList:
@@ -332,8 +342,12 @@ class Session:
             if not floats_ok(ev["data"]):
                 raise SessionValidationError(f"seq {i}: {find_bad_float(ev['data'])}")
             t = ev["type"]
-            plan = fold.plan(ev) if t in SURFACE_TYPES or "surfaceOp" in ev or "sourceEventSeqs" in ev else None
-            check_payload(ev)
+            if v4 and t not in V4_KNOWN_EVENT_TYPES and ev.get("ignorable") is not True:
+                raise SessionValidationError(
+                    f"seq {i}: format v4 event type {t!r} is unknown and not ignorable (written by a newer harness?)",
+                    "UNSUPPORTED_FORMAT")
+            plan = fold.plan(ev) if t in surface_types or "surfaceOp" in ev or "sourceEventSeqs" in ev else None
+            check_pl(ev)
             if check_relations and t in _RELATION_TYPES:
                 rel.check(ev)
             push(ev)
@@ -427,7 +441,7 @@ class Session:
         if ignorable:
             ev["ignorable"] = True
         plan = self._fold.plan(ev)
-        check_payload(ev)
+        self._check_payload(ev)
         rel.check(ev)
         ev["time"] = self._now()
         # commit

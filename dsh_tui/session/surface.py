@@ -15,7 +15,14 @@ from itertools import islice
 from typing import Any
 
 from .errors import SessionValidationError
-from .events import ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
+from .events import (
+    ASSISTANT_MESSAGE,
+    DEVELOPER_MESSAGE,
+    SURFACE_TYPES,
+    SYSTEM_MESSAGE,
+    TOOL_RESULT,
+    USER_MESSAGE,
+)
 from .jsonutil import MAX_SAFE_INTEGER
 
 _REPLACE_KEYS = frozenset(("op", "start", "end"))
@@ -211,6 +218,9 @@ def event_message(event: dict) -> Any:
         return msg if msg["content"] else None
     if t == TOOL_RESULT:
         return event["data"]["message"]
+    if t == SYSTEM_MESSAGE or t == DEVELOPER_MESSAGE:  # format v4 only (a v0 log never has them on its surface)
+        msg = event["data"]["message"]
+        return msg if msg["content"] else None
     return None
 
 
@@ -218,12 +228,12 @@ def _invalid(msg: str) -> SessionValidationError:
     return SessionValidationError(msg, "INVALID_SURFACE")
 
 
-def check_markers(event: dict) -> Any:
+def check_markers(event: dict, surface_types: frozenset[str] = SURFACE_TYPES) -> Any:
     """Event-local surface-marker checks: returns the surfaceOp ("append", the replace dict, or None for a
-    non-surface event). Raises SessionValidationError."""
+    non-surface event). Raises SessionValidationError. ``surface_types``: format v4 has five."""
     t = event["type"]
     seq = event["seq"]
-    if t not in SURFACE_TYPES:
+    if t not in surface_types:
         if "surfaceOp" in event:
             raise _invalid(f"seq {seq}: {t} is not a surface event and cannot carry surfaceOp")
         if "sourceEventSeqs" in event:
@@ -284,9 +294,11 @@ class SurfaceFold:
     """Ordered surface nodes (event seqs) and the replace generation. ``get_event(seq)`` resolves a seq
     to its event (needed for the tool/result replacement rule)."""
 
-    __slots__ = ("nodes", "replace_generation", "base_seq", "_pos", "_get_event")
+    __slots__ = ("nodes", "replace_generation", "base_seq", "_pos", "_get_event", "surface_types")
 
-    def __init__(self, get_event: Callable[[int], dict], base_seq: int = 0) -> None:
+    def __init__(self, get_event: Callable[[int], dict], base_seq: int = 0,
+                 surface_types: frozenset[str] = SURFACE_TYPES) -> None:
+        self.surface_types = surface_types
         self.nodes: list[int] = []
         self.replace_generation = 0
         self.base_seq = base_seq
@@ -296,7 +308,7 @@ class SurfaceFold:
     def plan(self, event: dict) -> Any:
         """Validate a candidate; returns None (no surface change), ``("append", seq)`` or
         ``("replace", seq, i, j)``. Nothing is mutated."""
-        op = check_markers(event)
+        op = check_markers(event, self.surface_types)
         if op is None:
             return None
         seq = event["seq"]

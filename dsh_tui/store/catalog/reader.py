@@ -177,7 +177,7 @@ def _parse_header(line: bytes) -> dict:
     if not isinstance(h, dict) or h.get("type") != "session":
         raise _Unreadable("first line is not a session header")
     v = h.get("version", 0)
-    if isinstance(v, int) and v > 0:
+    if isinstance(v, int) and v > 4 or v in (1, 2, 3):
         raise _Unreadable(f"written by a newer harness (format version {v}); upgrade dsh-tui")
     if isinstance(v, int) and v < 0:
         raise _Unreadable(f"format version {v} has no upgrade path")
