@@ -95,6 +95,11 @@ def check_header_version(h: Any) -> None:
                 raise SessionFormatUnsupportedError(
                     f"session format version {v} was written by a newer harness — upgrade dsh-tui"
                 )
+            if v > 0:
+                raise SessionFormatUnsupportedError(
+                    f"session format version {v} is an intermediate dsh generation dsh-tui does not read (it reads "
+                    "0 and 4); open it once with dsh 0.2, which migrates it to version 4"
+                )
             raise SessionFormatUnsupportedError(f"session format version {v} has no upgrade path")
 
 

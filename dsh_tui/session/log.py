@@ -47,12 +47,12 @@ from .events import (
     STEP_START,
     SURFACE_TYPES,
     TODO_WRITE,
-    V4_KNOWN_EVENT_TYPES,
-    V4_SURFACE_TYPES,
     TOOL_CALL,
     TOOL_RESULT,
     TURN_END,
     TURN_START,
+    V4_KNOWN_EVENT_TYPES,
+    V4_SURFACE_TYPES,
 )
 from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_update
 from .headers import validate_header

@@ -218,7 +218,7 @@ def event_message(event: dict) -> Any:
         return msg if msg["content"] else None
     if t == TOOL_RESULT:
         return event["data"]["message"]
-    if t == SYSTEM_MESSAGE or t == DEVELOPER_MESSAGE:  # format v4 only (a v0 log never has them on its surface)
+    if t in (SYSTEM_MESSAGE, DEVELOPER_MESSAGE):  # format v4 only (a v0 log never has them on its surface)
         msg = event["data"]["message"]
         return msg if msg["content"] else None
     return None
