@@ -134,3 +134,31 @@ def test_a_crash_mid_turn_is_closed_as_dsh_02_closes_it(tmp_path, name):
     theirs = next(theirs_home.rglob("session.v4.jsonl.zstd"))
     appended = [json.loads(x) for x in _plain(theirs).splitlines()[1 + n:]]
     assert appended[: len(closers)] == closers
+
+
+def _events(scenario: str) -> tuple[dict, list[dict]]:
+    lines = [json.loads(x) for x in _plain(next((CORPUS / scenario).rglob("session.v4.jsonl.zstd"))).splitlines()]
+    return lines[0], lines[1:]
+
+
+def test_v4_tool_results_approvals_and_workspace_changes_fold_into_the_transcript():
+    from dsh_tui.session.transcript import fold_transcript
+
+    header, events = _events("edit")
+    call = next(i for i, e in enumerate(events) if e["type"] == "tool/call" and e["data"]["callId"] == "toolu_e1")
+    extra = [{"type": "approval/asked", "data": {"id": "ap-1", "toolName": "edit", "callId": "toolu_e1",
+                                                 "reason": "edit greet.py"}},
+             {"type": "approval/decided", "data": {"id": "ap-1", "outcome": "approved"}}]
+    events = events[: call + 1] + [{**e, "seq": -1, "time": 0} for e in extra] + events[call + 1:]
+    events.append({"type": "workspace/changes", "seq": -1, "time": 0, "data": {
+        "turn": 1, "cwd": header["cwd"], "total": 1, "added": 1, "deleted": 1,
+        "files": [{"path": f"{header['cwd']}/greet.py", "display": "greet.py", "added": 1, "deleted": 1}]}})
+    fold = fold_transcript(header, events)
+    tools = {i.call_id: i for i in fold.items if i.kind == "tool"}
+    assert tools["toolu_r1"].state == "ok" and "print('helo')" in tools["toolu_r1"].result
+    assert tools["toolu_e1"].approval == "approved" and tools["toolu_e1"].approval_reason == "edit greet.py"
+    assert fold.changed_files == {1: ["greet.py"]}
+    assert any(i.kind == "divider" and i.text == "turn 1 changed 1 file: greet.py (+1 −1)" for i in fold.items)
+    err_header, err_events = _events("read-error")
+    failed = [i for i in fold_transcript(err_header, err_events).items if i.kind == "tool"]
+    assert failed and failed[0].state == "error"

@@ -76,6 +76,7 @@ class TranscriptFold:
         self._decode_tokens = 0
         self._request_counted = False
         self._files = SeenFiles(self.workspace)  # line numbers for later diff hunks
+        self.changed_files: dict[Any, list[str]] = {}  # turn -> files dsh's workspace/changes reported
 
     # -- helpers -------------------------------------------------------------------------------
     def _add(self, item: Item, out: list[Change]) -> Item:
@@ -298,6 +299,8 @@ class TranscriptFold:
         call_id = str((message.get("source") or {}).get("callId") or "")
         blocks = message.get("content") or []
         block = blocks[0] if blocks and isinstance(blocks[0], dict) else {}
+        if message.get("role") == "tool":  # format v4: the content is the message's own, no wrapper block
+            block = {"toolCallId": message.get("toolCallId"), "content": blocks, "isError": message.get("isError")}
         if not call_id:
             call_id = str(block.get("toolCallId") or "")
         item = self._tools.get(call_id)
@@ -433,6 +436,20 @@ class TranscriptFold:
         self._add(DividerItem(f"d{seq}", "divider", seq, self.turn, text=text), out)
 
 
+    def _on_workspace_changes(self, event, data, seq, out) -> None:
+        """dsh 0.2's ``workspace/changes`` (a turn's changed files, ``WorkspaceChangesSummary``): kept as the
+        turn's changed files and shown as one row."""
+        files = [f for f in data.get("files") or [] if isinstance(f, dict)]
+        turn = data.get("turn", self.turn)
+        self.changed_files[turn] = [str(f.get("display") or f.get("path") or "") for f in files]
+        shown = ", ".join(f"{f.get('display') or f.get('path')} (+{f.get('added', 0)} −{f.get('deleted', 0)})"
+                          for f in files[:8]) + (" …" if len(files) > 8 else "")
+        n = data.get("total", len(files))
+        if not files:
+            return
+        self._add(DividerItem(f"w{seq}", "divider", seq, self.turn,
+                              text=f"turn {turn} changed {n} file{'s' if n != 1 else ''}: {shown}"), out)
+
     def _on_skipped(self, event, data, seq, out) -> None:
         """A workspace file the harness found but did not read (``agent-instructions/skipped``,
         ``skills/skipped``): one quiet row, so the user knows the repository tried."""
@@ -508,6 +525,7 @@ _HANDLERS = {
     "todo/write": TranscriptFold._on_todo,
     "session/end-seed": TranscriptFold._on_end_seed,
     "session/title": TranscriptFold._on_title,
+    "workspace/changes": TranscriptFold._on_workspace_changes,
     "agent-instructions/skipped": TranscriptFold._on_skipped,
     "skills/skipped": TranscriptFold._on_skipped,
 }
