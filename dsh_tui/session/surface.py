@@ -204,6 +204,9 @@ def thaw(value: Any) -> Any:
     return value
 
 
+_V4_REPLACE_KEYS = frozenset(("op", "startSeq", "endSeq"))
+
+
 def _is_seq(v: Any) -> bool:
     return type(v) is int and 0 <= v <= MAX_SAFE_INTEGER
 
@@ -243,12 +246,19 @@ def check_markers(event: dict, surface_types: frozenset[str] = SURFACE_TYPES) ->
         raise _invalid(f"seq {seq}: {t} requires a surfaceOp")
     op = event["surfaceOp"]
     if op != "append":
-        if type(op) is not dict or op.keys() != _REPLACE_KEYS or op["op"] != "replace":
+        if surface_types is not SURFACE_TYPES:  # format v4: {op: "replace", startSeq, endSeq}
+            if type(op) is not dict or op.keys() != _V4_REPLACE_KEYS or op["op"] != "replace":
+                raise _invalid(f"seq {seq}: surfaceOp must be \"append\" or exactly {{op:'replace', startSeq, endSeq}}")
+            if not _is_seq(op["startSeq"]) or not _is_seq(op["endSeq"]):
+                raise _invalid(f"seq {seq}: surfaceOp.startSeq/endSeq must be non-negative safe integers")
+        elif type(op) is not dict or op.keys() != _REPLACE_KEYS or op["op"] != "replace":
             raise _invalid(f"seq {seq}: surfaceOp must be \"append\" or exactly {{op:'replace', start, end}}")
-        if not _is_seq(op["start"]) or not _is_seq(op["end"]):
+        elif not _is_seq(op["start"]) or not _is_seq(op["end"]):
             raise _invalid(f"seq {seq}: surfaceOp.start/end must be non-negative safe integers")
     if "sourceEventSeqs" in event:
         src = event["sourceEventSeqs"]
+        if surface_types is not SURFACE_TYPES and type(src) is list and any(type(s) is list for s in src):
+            src = decode_seq_ranges(src, seq)
         # the common valid cases at C speed (all ints, in 0..seq-1, no duplicates): a run of consecutive seqs
         # (a step's chunks), or any such list; anything else is walked below, which names the first problem
         if type(src) is list and src:
@@ -273,6 +283,20 @@ def check_markers(event: dict, surface_types: frozenset[str] = SURFACE_TYPES) ->
         if len(set(src)) != len(src):
             raise _invalid(f"seq {seq}: sourceEventSeqs must not contain duplicates")
     return op
+
+
+def decode_seq_ranges(src: list, seq: int) -> list[int]:
+    """Format v4 stores a run of 3+ consecutive ``sourceEventSeqs`` as an inclusive ``[start, end]`` pair
+    (dsh 0.2 ``encodeSeqRanges``); the expanded list."""
+    out: list[int] = []
+    for entry in src:
+        if type(entry) is list:
+            if len(entry) != 2 or not _is_seq(entry[0]) or not _is_seq(entry[1]) or entry[1] < entry[0]:
+                raise _invalid(f"seq {seq}: sourceEventSeqs range entries must be [start, end] pairs")
+            out.extend(range(entry[0], entry[1] + 1))
+        else:
+            out.append(entry)
+    return out
 
 
 def _strip_result_content(data: Any) -> Any:
@@ -314,7 +338,8 @@ class SurfaceFold:
         seq = event["seq"]
         if op == "append":
             return ("append", seq)
-        start, end = op["start"], op["end"]
+        v4 = self.surface_types is not SURFACE_TYPES
+        start, end = (op["startSeq"], op["endSeq"]) if v4 else (op["start"], op["end"])
         if start < self.base_seq or end < self.base_seq:
             raise _invalid(f"seq {seq}: surface replace range {start}..{end} lies before the loaded window")
         i = self._pos.get(start)
@@ -327,11 +352,13 @@ class SurfaceFold:
             raise _invalid(f"seq {seq}: surface replace start {start} comes after end {end}")
         shadowed = self.nodes[i : j + 1]
         src = event.get("sourceEventSeqs")
+        if self.surface_types is not SURFACE_TYPES and type(src) is list:
+            src = decode_seq_ranges(src, seq)
         cited = set(src) if src is not None else set()
         missing = [s for s in shadowed if s not in cited]
         if missing:
             raise _invalid(f"seq {seq}: surface replace must cite every shadowed seq in sourceEventSeqs (missing {missing})")
-        if event["type"] == TOOL_RESULT:
+        if event["type"] == TOOL_RESULT and not v4:
             if len(shadowed) != 1:
                 raise _invalid(f"seq {seq}: a tool/result replacement must shadow exactly one node")
             old = self._get_event(shadowed[0])

@@ -83,6 +83,11 @@ def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WIN
         res = store.load(session_id, clock=clock) if takes_clock else store.load(session_id)
         if res.header.get("id") != session_id:
             raise DshError(f"session {session_id}: stored header names {res.header.get('id')}")
+        if res.header.get("version") == 4:
+            # reading, listing, exporting and forking a v4 log work; appending to one does not yet (its
+            # events must be v4-shaped for dsh 0.2 to open it again): refuse before anything is written
+            raise DshError(f"session {session_id} is in dsh 0.2's format v4: dsh-tui cannot continue it yet "
+                           "(continue it with dsh 0.2, or read it with dsh-tui export / log)")
         stored = len(res.events)
         session = res.session if takes_clock else None
         if (session is None or session.header is not res.header or session.first_live_seq != stored
@@ -199,12 +204,22 @@ def fork(
     if store.exists(cid):
         raise ForkError(f"session {cid} already exists", "SESSION_ALREADY_EXISTS")
     clock = clock or _now_ms
+    v4 = parent.get("version") == 4
+    if v4:
+        # dsh 0.2's buildForkSeed: the prefix, then the inherited cut {inherited: true} at the boundary's time
+        # (a boundary is never inside an open turn here, so there are no forked closers)
+        from dsh_tui.session.repair import interrupted_turn_closers_v4
+
+        seed.append({"type": "session/end-seed", "seq": boundary + 1, "time": events[boundary]["time"],
+                     "data": {"inherited": True}})
+        seed.extend(interrupted_turn_closers_v4(seed, cid, cause="forked"))
     header = make_header(
         cid,
         cwd=parent.get("cwd"),
         created_at=clock(),
         parent_session=source_id,
-        seed_length=len(seed),
+        seed_length=boundary + 1,
+        version=4 if v4 else 0,
     )
     child = Session(header, seed, clock=clock)
     store.create(header)

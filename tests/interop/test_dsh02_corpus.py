@@ -162,3 +162,76 @@ def test_v4_tool_results_approvals_and_workspace_changes_fold_into_the_transcrip
     err_header, err_events = _events("read-error")
     failed = [i for i in fold_transcript(err_header, err_events).items if i.kind == "tool"]
     assert failed and failed[0].state == "error"
+
+
+SDK_RESUME = """
+import json, sys
+from deepseek_harness import DeepSeekHarness
+dsh_bin, home, cwd, sid = sys.argv[1:5]
+with DeepSeekHarness(dsh_bin=dsh_bin, dsh_home=home, cwd=cwd, request_timeout_seconds=120) as harness:
+    run = harness.resume_session(sid).run("continue please")
+    print(json.dumps({"answer": run.final_response, "finish": run.finish_reason}))
+"""
+
+
+def test_a_fork_of_a_dsh02_session_is_v4_and_real_dsh_02_resumes_it(tmp_path):
+    """``dsh-tui fork`` of a v4 session writes a v4 child (``isSeeded``, ``session/end-seed {inherited: true}``)
+    that dsh 0.2's own SDK resumes and runs a turn on; dsh-tui then reads what dsh appended (a system-prompt
+    replacement ``{op, startSeq, endSeq}`` among it) byte for byte."""
+    from tests.interop.dsh02 import Dsh02Unavailable, install, python
+    from tests.interop.dsh02_corpus import _env as dsh_env
+    from tests.llm.sse_server import ScriptServer
+    from tests.llm.test_messages import text_reply, title
+
+    try:
+        dsh, sdk_python = str(install()), python()
+    except Dsh02Unavailable as err:
+        pytest.fail(f"dsh 0.2 peer unavailable: {err}", pytrace=False)
+    home = _home(tmp_path, "edit")
+    header, events = _events("edit")
+    out = _dsh_tui("fork", header["id"], env=_env(tmp_path, home))
+    assert out.returncode == 0, out.stderr
+    child_id = out.stdout.strip().splitlines()[-1]
+    child = next(home.rglob(f"{child_id}/session.v4.jsonl.zstd"))
+    lines = _plain(child).splitlines()
+    child_header = json.loads(lines[0])
+    assert child_header == {"type": "session", "version": 4, "id": child_id, "createdAt": child_header["createdAt"],
+                            "cwd": header["cwd"], "parentSession": header["id"], "isSeeded": True,
+                            "delegationDepth": 0}
+    assert [json.loads(x) for x in lines[1:-1]] == events
+    assert json.loads(lines[-1]) == {"type": "session/end-seed", "seq": len(events), "time": events[-1]["time"],
+                                     "data": {"inherited": True}}
+    ws = Path(header["cwd"])
+    made = not ws.exists()
+    ws.mkdir(parents=True, exist_ok=True)
+    try:
+        with ScriptServer() as server:
+            server._server.title_reply = title
+            server.push(text_reply("Continued by dsh.", thinking=None))
+            env = dsh_env(home, server.base_url)
+            env.pop("DSH_HOME")  # the SDK sets it from dsh_home
+            run = subprocess.run([sdk_python, "-c", SDK_RESUME, dsh, str(home), str(ws), child_id], cwd=ws, env=env,
+                                 capture_output=True, text=True, timeout=240)
+    finally:
+        if made:
+            shutil.rmtree(ws.parent, ignore_errors=True)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"answer": "Continued by dsh.", "finish": "completed"}
+    check = json.loads(_dsh_tui("log", "check", str(child)).stdout)
+    assert check["ok"] and check["turns"] == 2, check
+    canon = subprocess.run([sys.executable, "-m", "dsh_tui", "log", "cat", "--canonical", str(child)],
+                           capture_output=True, timeout=120, cwd=REPO)
+    assert canon.stdout == _plain(child)
+
+
+def test_resume_of_a_v4_session_is_refused_in_one_line_and_writes_nothing(tmp_path):
+    home = _home(tmp_path, "plain")
+    log = next(home.rglob("session.v4.jsonl.zstd"))
+    before = log.read_bytes()
+    sid = log.parent.name
+    env = {**_env(tmp_path, home), "DEEPSEEK_API_KEY": "sk-never-used-0123456789",
+           "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}  # refused before any request
+    out = _dsh_tui("resume", sid, "--headless", "hi", env=env)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "format v4" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert log.read_bytes() == before
