@@ -83,11 +83,6 @@ def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WIN
         res = store.load(session_id, clock=clock) if takes_clock else store.load(session_id)
         if res.header.get("id") != session_id:
             raise DshError(f"session {session_id}: stored header names {res.header.get('id')}")
-        if res.header.get("version") == 4:
-            # reading, listing, exporting and forking a v4 log work; appending to one does not yet (its
-            # events must be v4-shaped for dsh 0.2 to open it again): refuse before anything is written
-            raise DshError(f"session {session_id} is in dsh 0.2's format v4: dsh-tui cannot continue it yet "
-                           "(continue it with dsh 0.2, or read it with dsh-tui export / log)")
         stored = len(res.events)
         session = res.session if takes_clock else None
         if (session is None or session.header is not res.header or session.first_live_seq != stored

@@ -224,14 +224,67 @@ def test_a_fork_of_a_dsh02_session_is_v4_and_real_dsh_02_resumes_it(tmp_path):
     assert canon.stdout == _plain(child)
 
 
-def test_resume_of_a_v4_session_is_refused_in_one_line_and_writes_nothing(tmp_path):
+def test_dsh_tui_continues_a_dsh02_session_in_v4_and_real_dsh_02_resumes_it(tmp_path):
+    """Write v4: ``dsh-tui resume`` of a session dsh 0.2 wrote appends v4 events (a tool round with its
+    approval, a native tool message, the system prompt as a ``system/message`` head replacement, the assistant
+    message's embedded ``stream``; no packed rows); real dsh 0.2 then resumes the same file and runs a turn,
+    and dsh-tui reads and continues what dsh appended."""
+    from tests.interop.dsh02 import Dsh02Unavailable, install
+    from tests.interop.dsh02_corpus import _env as dsh_env
+    from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
+    from tests.llm.test_messages import text_reply, title
+
+    try:
+        dsh = str(install())
+    except Dsh02Unavailable as err:
+        pytest.fail(f"dsh 0.2 peer unavailable: {err}", pytrace=False)
     home = _home(tmp_path, "plain")
     log = next(home.rglob("session.v4.jsonl.zstd"))
-    before = log.read_bytes()
-    sid = log.parent.name
-    env = {**_env(tmp_path, home), "DEEPSEEK_API_KEY": "sk-never-used-0123456789",
-           "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}  # refused before any request
-    out = _dsh_tui("resume", sid, "--headless", "hi", env=env)
-    assert out.returncode != 0 and "Traceback" not in out.stderr
-    assert "format v4" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert log.read_bytes() == before
+    header = json.loads(_plain(log).split(b"\n", 1)[0])
+    n0 = len(_plain(log).splitlines()) - 1
+    ws = Path(header["cwd"])
+    made = not ws.exists()
+    ws.mkdir(parents=True, exist_ok=True)
+    (ws / "notes.txt").write_text("alpha\n")
+    usage = {"prompt_tokens": 50, "completion_tokens": 5}
+    try:
+        with ScriptServer() as server:
+            server.push(
+                sse_reply(chunk(None, tool_calls=[tool_call(0, id="c1", name="read", args='{"file_path": "notes.txt"}')]),
+                          chunk(None, finish="tool_calls", usage=usage)),
+                sse_reply(chunk("It says alpha."), chunk("", finish="stop", usage=usage)))
+            env = {**_env(tmp_path, home), "DEEPSEEK_API_KEY": "sk-v4-0123456789abcdef",
+                   "DEEPSEEK_BASE_URL": server.base_url}
+            ours = _dsh_tui("resume", header["id"], "--headless", "what is in notes.txt?", env=env, cwd=ws)
+            assert ours.returncode == 0, ours.stderr
+            assert "It says alpha." in ours.stdout
+        lines = _plain(log).splitlines()
+        assert json.loads(lines[0]) == header  # the header is never rewritten
+        added = [json.loads(x) for x in lines[1 + n0:]]
+        types = [e["type"] for e in added]
+        assert types[0] == "session/end-seed" and types[-1] == "turn/end" and "text-chunks" not in types
+        assert all(e.get("ignorable") is True for e in added if e["type"] == "assistant/chunk")
+        result = next(e for e in added if e["type"] == "tool/result")
+        assert result["data"]["message"]["role"] == "tool" and result["data"]["message"]["toolCallId"] == "c1"
+        assert "alpha" in result["data"]["message"]["content"][0]["text"]
+        head = next(e for e in added if e["type"] == "system/message")
+        assert head["surfaceOp"] == {"op": "replace", "startSeq": 7, "endSeq": 7} and head["sourceEventSeqs"] == [7]
+        assert all(isinstance(e["data"].get("stream"), list) for e in added if e["type"] == "assistant/message")
+        assert all("system" not in e["data"]["header"] for e in added if e["type"] == "request/header")
+        with ScriptServer() as server:
+            server._server.title_reply = title
+            server.push(text_reply("Continued by dsh.", thinking=None))
+            theirs = subprocess.run([dsh, "--profile", "headless", "--session-id", header["id"], "and now?"], cwd=ws,
+                                    env=dsh_env(home, server.base_url), capture_output=True, text=True, timeout=240)
+        assert theirs.returncode == 0, theirs.stderr[-2000:]
+        assert "Continued by dsh." in theirs.stdout
+        with ScriptServer() as server:
+            server.push(sse_reply(chunk("Back in dsh-tui."), chunk("", finish="stop", usage=usage)))
+            env["DEEPSEEK_BASE_URL"] = server.base_url
+            again = _dsh_tui("resume", header["id"], "--headless", "still there?", env=env, cwd=ws)
+            assert again.returncode == 0 and "Back in dsh-tui." in again.stdout, again.stderr
+    finally:
+        if made:
+            shutil.rmtree(ws.parent, ignore_errors=True)
+    check = json.loads(_dsh_tui("log", "check", str(log)).stdout)
+    assert check["ok"] and check["turns"] == 4 and not check["open_turn"], check

@@ -209,13 +209,14 @@ class JsonlStore:
             _check_seqs(session_id, events, cursor)  # one pass that raises the precise error
         self._check_encoding()
         path = self.locate(header)
+        pack = self.pack_chunks and header.get("version") != 4  # format v4 has no packed chunk rows
         if materialized:
-            append_bytes(path, encode_batch(events, self.compression, self.pack_chunks))
+            append_bytes(path, encode_batch(events, self.compression, pack))
         else:
             other = layout.log_path(self.root, header.get("cwd"), session_id, layout.opposite(self.compression))
             if _is_file(other):
                 raise self._mismatch(other)
-            write_new_file(path, encode_materialization(header, events, self.compression, self.pack_chunks))
+            write_new_file(path, encode_materialization(header, events, self.compression, pack))
             del self._pending[session_id]
         self._cursor[session_id] = (header, cursor + len(events))
 
