@@ -288,3 +288,59 @@ def test_dsh_tui_continues_a_dsh02_session_in_v4_and_real_dsh_02_resumes_it(tmp_
             shutil.rmtree(ws.parent, ignore_errors=True)
     check = json.loads(_dsh_tui("log", "check", str(log)).stdout)
     assert check["ok"] and check["turns"] == 4 and not check["open_turn"], check
+
+
+def test_dshs_session_lock_is_honoured_both_ways(tmp_path):
+    """``session.lock`` is one kernel ``flock`` for both harnesses: while real dsh 0.2 runs a turn on a v4
+    session, ``dsh-tui resume`` refuses it in one line; while dsh-tui holds it, dsh 0.2 refuses to write."""
+    import signal
+    import time
+
+    from dsh_tui.store.lock import SessionLock
+    from tests.interop.dsh02 import Dsh02Unavailable, install
+    from tests.interop.dsh02_corpus import _env as dsh_env
+    from tests.interop.dsh02_corpus import stall
+    from tests.llm.sse_server import ScriptServer
+    from tests.llm.test_messages import text_reply, title
+
+    try:
+        dsh = str(install())
+    except Dsh02Unavailable as err:
+        pytest.fail(f"dsh 0.2 peer unavailable: {err}", pytrace=False)
+    home = _home(tmp_path, "plain")
+    log = next(home.rglob("session.v4.jsonl.zstd"))
+    header = json.loads(_plain(log).split(b"\n", 1)[0])
+    ws = Path(header["cwd"])
+    made = not ws.exists()
+    ws.mkdir(parents=True, exist_ok=True)
+    env = {**_env(tmp_path, home), "DEEPSEEK_API_KEY": "sk-v4-0123456789abcdef", "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}
+    try:
+        with ScriptServer() as server:
+            server._server.title_reply = title
+            server.push(stall())
+            proc = subprocess.Popen([dsh, "--profile", "headless", "--session-id", header["id"], "answer slowly"],
+                                    cwd=ws, env=dsh_env(home, server.base_url), stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                deadline = time.monotonic() + 60
+                while not server.requests and time.monotonic() < deadline:
+                    time.sleep(0.1)
+                assert server.requests, "dsh never sent its request"
+                out = _dsh_tui("resume", header["id"], "--headless", "dsh-tui was here", env=env, cwd=ws)
+                assert out.returncode != 0 and "Traceback" not in out.stderr
+                assert "in use" in out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+            finally:
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+        assert b"dsh-tui was here" not in _plain(log)  # dsh kept writing; dsh-tui wrote nothing
+        with SessionLock(log.parent / "session.lock", header["id"]), ScriptServer() as server:
+            server._server.title_reply = title
+            server.push(text_reply("never", thinking=None))
+            theirs = subprocess.run([dsh, "--profile", "headless", "--session-id", header["id"], "hi"], cwd=ws,
+                                    env=dsh_env(home, server.base_url), capture_output=True, text=True, timeout=240)
+        assert theirs.returncode != 0 and "Continued" not in theirs.stdout
+        assert "own" in theirs.stderr.lower() or "lock" in theirs.stderr.lower() or "use" in theirs.stderr.lower(), \
+            theirs.stderr[-1000:]
+    finally:
+        if made:
+            shutil.rmtree(ws.parent, ignore_errors=True)
