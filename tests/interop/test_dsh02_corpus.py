@@ -344,3 +344,73 @@ def test_dshs_session_lock_is_honoured_both_ways(tmp_path):
     finally:
         if made:
             shutil.rmtree(ws.parent, ignore_errors=True)
+
+
+def _run_new(tmp_path: Path, home: Path, ws: Path, prompt: str, *extra_env: tuple[str, str]) -> Path:
+    from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+
+    with ScriptServer() as server:
+        server.push(sse_reply(chunk("Hello from dsh-tui."), chunk("", finish="stop",
+                                                                  usage={"prompt_tokens": 5, "completion_tokens": 2})))
+        env = {**_env(tmp_path, home), "DEEPSEEK_API_KEY": "sk-v4-0123456789abcdef", "DEEPSEEK_BASE_URL": server.base_url,
+               **dict(extra_env)}
+        out = _dsh_tui("run", "--headless", prompt, env=env, cwd=ws)
+    assert out.returncode == 0 and "Hello from dsh-tui." in out.stdout, out.stderr
+    (log,) = [p for p in (home / "sessions").rglob("session*.jsonl*") if p.is_file()]
+    return log
+
+
+def test_new_sessions_are_v4_and_real_dsh_02s_sdk_resumes_one(tmp_path):
+    from tests.interop.dsh02 import Dsh02Unavailable, install, python
+    from tests.interop.dsh02_corpus import _env as dsh_env
+    from tests.llm.sse_server import ScriptServer
+    from tests.llm.test_messages import text_reply, title
+
+    try:
+        dsh, sdk_python = str(install()), python()
+    except Dsh02Unavailable as err:
+        pytest.fail(f"dsh 0.2 peer unavailable: {err}", pytrace=False)
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    log = _run_new(tmp_path, home, ws, "say hi")
+    assert log.name == "session.v4.jsonl.zstd"
+    header = json.loads(_plain(log).split(b"\n", 1)[0])
+    assert header["version"] == 4 and header["isSeeded"] is False and "seedLength" not in header
+    with ScriptServer() as server:
+        server._server.title_reply = title
+        server.push(text_reply("Continued by dsh.", thinking=None))
+        env = dsh_env(home, server.base_url)
+        env.pop("DSH_HOME")  # the SDK sets it from dsh_home
+        run = subprocess.run([sdk_python, "-c", SDK_RESUME, dsh, str(home), str(ws), header["id"]], cwd=ws, env=env,
+                             capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"answer": "Continued by dsh.", "finish": "completed"}
+    check = json.loads(_dsh_tui("log", "check", str(log)).stdout)
+    assert check["ok"] and check["turns"] == 2, check
+
+
+def test_the_storage_format_setting_keeps_new_sessions_v0_and_a_v0_session_stays_v0(tmp_path):
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    cfg = tmp_path / "cfg" / "dsh-tui"
+    cfg.mkdir(parents=True)
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v0"\n')
+    log = _run_new(tmp_path, home, ws, "say hi")
+    assert log.name == "session.jsonl.zstd"
+    assert json.loads(_plain(log).split(b"\n", 1)[0])["version"] == 0
+    (cfg / "settings.toml").write_text("")  # the default (v4) does not convert a v0 session it continues
+    from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+
+    sid = json.loads(_plain(log).split(b"\n", 1)[0])["id"]
+    with ScriptServer() as server:
+        server.push(sse_reply(chunk("Again."), chunk("", finish="stop", usage={"prompt_tokens": 5, "completion_tokens": 2})))
+        env = {**_env(tmp_path, home), "DEEPSEEK_API_KEY": "sk-v4-0123456789abcdef", "DEEPSEEK_BASE_URL": server.base_url}
+        out = _dsh_tui("resume", sid, "--headless", "again", env=env, cwd=ws)
+    assert out.returncode == 0, out.stderr
+    assert [p.name for p in log.parent.iterdir() if p.name.startswith("session") and "jsonl" in p.name] == [log.name]
+    assert b"assistant/chunk" in _plain(log) and b'"ignorable":true' not in _plain(log)
+    check = json.loads(_dsh_tui("log", "check", str(log)).stdout)
+    assert check["ok"] and check["turns"] == 2, check
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v5"\n')
+    bad = _dsh_tui("run", "--headless", "x", env={**env, "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}, cwd=ws)
+    assert bad.returncode != 0 and "Traceback" not in bad.stderr
