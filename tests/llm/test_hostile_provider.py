@@ -35,7 +35,7 @@ def dsh(*argv: str, cwd: Path, env: dict | None = None, timeout: float = 120) ->
 
 
 def the_log(root: Path) -> Path:
-    (log,) = list(root.rglob("session.jsonl*"))
+    (log,) = list(root.rglob("session*.jsonl*"))
     return log
 
 

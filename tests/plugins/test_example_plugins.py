@@ -91,7 +91,7 @@ def test_installed_plugins_shape_a_headless_run(tmp_path, site):
     assert entry["tool"] == "bash" and entry["callId"] == "call_1" and entry["ok"] is False
     # the log (zstd or plain, read as dsh-tui reads it) holds the injected context message and the refusal:
     # what the model saw was recorded
-    (log,) = (tmp_path / "root").rglob("session.jsonl*")
+    (log,) = (tmp_path / "root").rglob("session*.jsonl*")
     events = fixture.imported_events(fixture.open_log_file(str(log)))
     notes = [e for e in events if e["type"] == "user/message"
              and e["data"].get("source") == {"kind": "plugin", "plugin": "context-inject"}]
@@ -144,4 +144,4 @@ def test_a_broken_plugin_is_reported_and_the_run_goes_on_unless_strict(tmp_path,
     assert proc.stderr == "dsh-tui: plugin broken (cli) failed to load: RuntimeError: kaput\n"
     assert strict.returncode == 1 and "Traceback" not in strict.stderr
     assert strict.stderr == "dsh-tui: plugin broken: RuntimeError: kaput\n"
-    assert not list((tmp_path / "root2").rglob("session.jsonl*"))  # stopped before anything was written
+    assert not list((tmp_path / "root2").rglob("session*.jsonl*"))  # stopped before anything was written

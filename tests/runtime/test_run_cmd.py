@@ -18,7 +18,7 @@ def run(*argv: str, cwd) -> subprocess.CompletedProcess:
 
 
 def stored_events(root) -> list[dict]:
-    logs = [p for p in root.rglob("session.jsonl*")]
+    logs = [p for p in root.rglob("session*.jsonl*")]
     assert len(logs) == 1
     return open_log_file(logs[0]).events
 
@@ -107,7 +107,7 @@ def test_headless_replay_of_a_scenario_directory_runs_each_child_from_its_own_re
     assert p.returncode == 0, p.stderr
     assert p.stdout == "PARENT_DONE\n"
     logs = {}
-    for path in root.rglob("session.jsonl*"):
+    for path in root.rglob("session*.jsonl*"):
         log = open_log_file(path)
         logs[log.header["id"]] = log
     assert len(logs) == 2
