@@ -356,7 +356,9 @@ async def test_reads_outside_the_workspace_get_the_approval_text_under_a_preset(
                         scripted.text("done")],
                        builtin_tools(), tmp_path=ws, preset=preset)
     await run_followup(agent, "go")
-    results = [r["data"]["message"]["content"][0]["content"][0]["text"] for r in of_type(agent, "tool/result")]
+    from dsh_tui.session.content import tool_result_block
+
+    results = [tool_result_block(r["data"]["message"])["content"][0]["text"] for r in of_type(agent, "tool/result")]
     assert len(results) == 3
     for text in results:
         assert "[sandbox:" not in text

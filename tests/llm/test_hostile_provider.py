@@ -193,7 +193,9 @@ def tool_results(events: list[dict]) -> list[tuple[str, str, dict | None]]:
     out = []
     for e in events:
         if e["type"] == "tool/result":
-            block = e["data"]["message"]["content"][0]
+            from dsh_tui.session.content import tool_result_block
+
+            block = tool_result_block(e["data"]["message"])  # a v0 or a v4 tool result
             out.append((block["toolCallId"], block["content"][0]["text"], e["data"].get("error")))
     return out
 

@@ -94,7 +94,9 @@ def test_installed_plugins_shape_a_headless_run(tmp_path, site):
     (log,) = (tmp_path / "root").rglob("session*.jsonl*")
     events = fixture.imported_events(fixture.open_log_file(str(log)))
     notes = [e for e in events if e["type"] == "user/message"
-             and e["data"].get("source") == {"kind": "plugin", "plugin": "context-inject"}]
+             # a plugin's source: {kind: "plugin", plugin} in a v0 log, {kind: "plugin:<name>"} in a v4 one
+             and e["data"].get("source") in ({"kind": "plugin", "plugin": "context-inject"},
+                                             {"kind": "plugin:context-inject"})]
     assert len(notes) == 1 and "House rule: answer in one line." in json.dumps(notes[0]["data"]["content"])
     (refused,) = [e for e in events if e["type"] == "tool/result"]
     assert "blocked by house rules" in json.dumps(refused["data"])

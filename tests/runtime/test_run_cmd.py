@@ -24,8 +24,10 @@ def stored_events(root) -> list[dict]:
 
 
 def tool_result_text(events):
+    from dsh_tui.session.content import tool_result_block
+
     r = [e for e in events if e["type"] == "tool/result"][0]
-    return r["data"]["message"]["content"][0]["content"][0]["text"]
+    return tool_result_block(r["data"]["message"])["content"][0]["text"]  # a v0 or a v4 tool result
 
 
 def test_headless_turn_persists_and_prints_the_answer(tmp_path):
@@ -149,7 +151,8 @@ def test_headless_gets_skills_and_a_prompt_that_is_exactly_compact_compacts(tmp_
     assert p.returncode == 0, p.stderr
     events = stored_events(root)
     kinds = [e["data"]["source"]["kind"] for e in events if e["type"] == "user/message"]
-    assert kinds == ["user", "plugin", "skill-catalog", "skill-invocation"]
+    # the runtime snapshot's producer: "runtime-context" in a v4 log (dsh 0.2's name for the released plugin)
+    assert kinds == ["user", "runtime-context", "skill-catalog", "skill-invocation"]
     catalog = [e for e in events if e["type"] == "user/message"][2]["data"]["content"][0]["text"]
     assert "- `deploy`: Ship &lt;it&gt;\n" in catalog
     root2 = tmp_path / "root2"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_tui.session.content import content_text
+from dsh_tui.session.content import content_text, tool_result_block
 from dsh_tui.session.folds import title_update
 from dsh_tui.session.stats import UsageFold
 
@@ -297,10 +297,7 @@ class TranscriptFold:
             return  # pruned content rewrites keep the original card
         message = data.get("message") or {}
         call_id = str((message.get("source") or {}).get("callId") or "")
-        blocks = message.get("content") or []
-        block = blocks[0] if blocks and isinstance(blocks[0], dict) else {}
-        if message.get("role") == "tool":  # format v4: the content is the message's own, no wrapper block
-            block = {"toolCallId": message.get("toolCallId"), "content": blocks, "isError": message.get("isError")}
+        block = tool_result_block(message)  # v0's wrapper block or a format-v4 tool message
         if not call_id:
             call_id = str(block.get("toolCallId") or "")
         item = self._tools.get(call_id)
