@@ -65,27 +65,38 @@ def generate(root: Path, n_events: int) -> tuple[Path, str, int]:
     header = {**header, "id": sid}
     path = layout.log_path(root, header["cwd"], sid, "zstd", 4)
     path.parent.mkdir(parents=True)
-    out = [*first]
-    turn = 1
-    while len(out) < n_events:
-        turn += 1
-        base = len(out)
-        old_seqs = {e["seq"]: base + k for k, e in enumerate(template)}
-        text = orjson.dumps(template).decode()
-        text = _UUID.sub(lambda _m: f'"{uuid.uuid4()}"', text)
-        for k, e in enumerate(json.loads(text)):
-            e["seq"] = base + k
-            d = e["data"]
-            if isinstance(d, dict) and "turn" in d:
-                d["turn"] = turn
-            if "sourceEventSeqs" in e:
-                e["sourceEventSeqs"] = [old_seqs[s] for s in e["sourceEventSeqs"]]
-            out.append(e)
+    text = orjson.dumps(template).decode()
+    n = 0
     with open(path, "wb") as f:
         f.write(zstdframes.compress_frame(header_line(header)))
-        for i in range(0, len(out), BATCH):
-            f.write(zstdframes.compress_frame(b"".join(orjson.dumps(e) + b"\n" for e in out[i:i + BATCH])))
-    return path, sid, len(out)
+        pending: list[bytes] = []
+
+        def put(e: dict) -> None:
+            nonlocal n
+            pending.append(orjson.dumps(e) + b"\n")
+            n += 1
+            if len(pending) == BATCH:
+                f.write(zstdframes.compress_frame(b"".join(pending)))
+                pending.clear()
+
+        for e in first:
+            put(e)
+        turn = 1
+        while n < n_events:  # streamed: the generator never holds the whole log
+            turn += 1
+            base = n
+            old_seqs = {e["seq"]: base + k for k, e in enumerate(template)}
+            for k, e in enumerate(json.loads(_UUID.sub(lambda _m: f'"{uuid.uuid4()}"', text))):
+                e["seq"] = base + k
+                d = e["data"]
+                if isinstance(d, dict) and "turn" in d:
+                    d["turn"] = turn
+                if "sourceEventSeqs" in e:
+                    e["sourceEventSeqs"] = [old_seqs[s] for s in e["sourceEventSeqs"]]
+                put(e)
+        if pending:
+            f.write(zstdframes.compress_frame(b"".join(pending)))
+    return path, sid, n
 
 
 _CHILD = """
