@@ -414,3 +414,27 @@ def test_the_storage_format_setting_keeps_new_sessions_v0_and_a_v0_session_stays
     (cfg / "settings.toml").write_text('[storage]\nformat = "v5"\n')
     bad = _dsh_tui("run", "--headless", "x", env={**env, "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}, cwd=ws)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
+
+
+def test_v4_knobs_todos_titles_and_the_surface_fold_as_dsh_folds_them(tmp_path):
+    """A loaded v4 session: the permission knobs (``permission/preset``, ``sandbox/mode``, ``approval/policy``)
+    give the resumed agent its mode; the todo list, the title, the request header (its system prompt from the
+    ``system/message`` head) and the messages the runtime's providers read (v0 shapes) come from the log."""
+    from dsh_tui.runtime.permissions import logged_mode
+    from dsh_tui.store.jsonl import JsonlStore
+
+    home = _home(tmp_path, "todo", "read")
+    store = JsonlStore(home / "sessions")
+    ids = {p.parts[-2]: p.parts[-2] for p in (home / "sessions").rglob("session.v4.jsonl.zstd")}
+    sessions = {sid: store.load(sid).session for sid in ids}
+    todo = next(s for s in sessions.values() if any(e["type"] == "todo/write" for e in s.events))
+    read = next(s for s in sessions.values() if s is not todo)
+    assert todo.todos() == [{"content": "write tests", "status": "pending"}]
+    assert todo.title() == "Messages title" and todo.format == 4
+    assert logged_mode(todo.events) == ("workspace-write", "ask")
+    header = read.request_header()
+    assert header["system"].startswith("You are an AI agent powered by DeepSeek Harness.")
+    messages = read.derive_messages().to_list()
+    assert [m["role"] for m in messages][:3] == ["user", "user", "assistant"]  # the system head is the header's
+    result = next(m for m in messages if m["role"] == "user" and m["content"][0]["type"] == "tool-result")
+    assert result["content"][0]["toolCallId"] == "toolu_r" and "alpha" in json.dumps(result["content"][0]["content"])
