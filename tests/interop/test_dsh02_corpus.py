@@ -360,7 +360,7 @@ def _run_new(tmp_path: Path, home: Path, ws: Path, prompt: str, *extra_env: tupl
     return log
 
 
-def test_new_sessions_are_v4_and_real_dsh_02s_sdk_resumes_one(tmp_path):
+def test_new_sessions_with_storage_format_v4_are_v4_and_real_dsh_02s_sdk_resumes_one(tmp_path):
     from tests.interop.dsh02 import Dsh02Unavailable, install, python
     from tests.interop.dsh02_corpus import _env as dsh_env
     from tests.llm.sse_server import ScriptServer
@@ -372,6 +372,9 @@ def test_new_sessions_are_v4_and_real_dsh_02s_sdk_resumes_one(tmp_path):
         pytest.fail(f"dsh 0.2 peer unavailable: {err}", pytrace=False)
     home, ws = tmp_path / "home", tmp_path / "ws"
     ws.mkdir()
+    cfg = tmp_path / "cfg" / "dsh-tui"
+    cfg.mkdir(parents=True)
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n')
     log = _run_new(tmp_path, home, ws, "say hi")
     assert log.name == "session.v4.jsonl.zstd"
     header = json.loads(_plain(log).split(b"\n", 1)[0])
@@ -389,16 +392,15 @@ def test_new_sessions_are_v4_and_real_dsh_02s_sdk_resumes_one(tmp_path):
     assert check["ok"] and check["turns"] == 2, check
 
 
-def test_the_storage_format_setting_keeps_new_sessions_v0_and_a_v0_session_stays_v0(tmp_path):
+def test_new_sessions_are_v0_by_default_and_a_v0_session_stays_v0_under_storage_format_v4(tmp_path):
     home, ws = tmp_path / "home", tmp_path / "ws"
     ws.mkdir()
     cfg = tmp_path / "cfg" / "dsh-tui"
     cfg.mkdir(parents=True)
-    (cfg / "settings.toml").write_text('[storage]\nformat = "v0"\n')
     log = _run_new(tmp_path, home, ws, "say hi")
     assert log.name == "session.jsonl.zstd"
     assert json.loads(_plain(log).split(b"\n", 1)[0])["version"] == 0
-    (cfg / "settings.toml").write_text("")  # the default (v4) does not convert a v0 session it continues
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n')  # v4 for new ones: a v0 one stays v0
     from tests.llm.sse_server import ScriptServer, chunk, sse_reply
 
     sid = json.loads(_plain(log).split(b"\n", 1)[0])["id"]
