@@ -59,7 +59,10 @@ def generate(root: Path, n_events: int) -> tuple[Path, str, int]:
     end = next(i for i, e in enumerate(events) if e["type"] == "turn/end")
     first = events[: end + 1]
     start = next(i for i, e in enumerate(first) if e["type"] == "turn/start") - 1  # its inbox splice
-    template = [e for e in first[start:] if e["type"] not in _SKIP]
+    # a turn as dsh 0.2 writes one after the first: no system prompt, request header, title or runtime-context
+    # snapshot again (dsh writes those once, and again only when they change)
+    template = [e for e in first[start:] if e["type"] not in _SKIP
+                and not (e["type"] == "user/message" and e["data"]["source"]["kind"] == "runtime-context")]
     sid = f"session-{uuid.uuid4()}"
     first = json.loads(json.dumps(first).replace(json.dumps(header["id"]), json.dumps(sid)))  # delivery markers
     header = {**header, "id": sid}
