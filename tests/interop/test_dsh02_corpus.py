@@ -440,3 +440,24 @@ def test_v4_knobs_todos_titles_and_the_surface_fold_as_dsh_folds_them(tmp_path):
     assert [m["role"] for m in messages][:3] == ["user", "user", "assistant"]  # the system head is the header's
     result = next(m for m in messages if m["role"] == "user" and m["content"][0]["type"] == "tool-result")
     assert result["content"][0]["toolCallId"] == "toolu_r" and "alpha" in json.dumps(result["content"][0]["content"])
+
+
+@pytest.mark.parametrize("scenario", sorted(p.name for p in CORPUS.iterdir() if p.is_dir()))
+def test_every_dsh02_session_resumes_at_store_level(tmp_path, scenario):
+    """Each corpus session resumes (``lifecycle.resume``: lock, crash repair, the Session, ``session/end-seed``
+    persisted on close) and the log still checks out, its header and prefix untouched."""
+    from dsh_tui.store import lifecycle
+    from dsh_tui.store.jsonl import JsonlStore
+
+    home = _home(tmp_path, scenario)
+    for log in sorted(home.rglob("session.v4.jsonl.zstd")):
+        before = _plain(log).splitlines()
+        store = JsonlStore(home / "sessions")
+        session, writer = lifecycle.resume(store, log.parent.name)
+        assert session.format == 4 and session.events[-1]["type"] == "session/end-seed"
+        writer.close()
+        after = _plain(log).splitlines()
+        assert after[: len(before)] == before  # appended to, never rewritten (a crash: closers, then end-seed)
+        assert json.loads(after[-1])["type"] == "session/end-seed"
+        row = json.loads(_dsh_tui("log", "check", str(log)).stdout)
+        assert row["ok"] and not row["open_turn"], row
