@@ -151,8 +151,7 @@ def test_headless_gets_skills_and_a_prompt_that_is_exactly_compact_compacts(tmp_
     assert p.returncode == 0, p.stderr
     events = stored_events(root)
     kinds = [e["data"]["source"]["kind"] for e in events if e["type"] == "user/message"]
-    # the runtime snapshot's producer: "runtime-context" in a v4 log (dsh 0.2's name for the released plugin)
-    assert kinds == ["user", "runtime-context", "skill-catalog", "skill-invocation"]
+    assert kinds == ["user", "plugin", "skill-catalog", "skill-invocation"]
     catalog = [e for e in events if e["type"] == "user/message"][2]["data"]["content"][0]["text"]
     assert "- `deploy`: Ship &lt;it&gt;\n" in catalog
     root2 = tmp_path / "root2"
