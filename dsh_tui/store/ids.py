@@ -64,7 +64,7 @@ def _row_of_file(path: Path) -> SessionRow:
     if log is None:
         if not os.path.lexists(path):
             raise DshError(f"no such session log: {path}")
-        raise DshError(f"{path}: not a session log (expected ROOT/PROJECT/SESSION/session.jsonl[.zstd] "
+        raise DshError(f"{path}: not a session log (expected ROOT/PROJECT/SESSION/session[.v4].jsonl[.zstd] "
                        "or its SESSION directory)")
     if log.name not in LOG_NAMES:
         raise DshError(f"{path}: not a session log in a session root (its name must be session.jsonl[.zstd] "
