@@ -461,3 +461,45 @@ def test_every_dsh02_session_resumes_at_store_level(tmp_path, scenario):
         assert json.loads(after[-1])["type"] == "session/end-seed"
         row = json.loads(_dsh_tui("log", "check", str(log)).stdout)
         assert row["ok"] and not row["open_turn"], row
+
+
+def test_a_v4_session_that_delegated_to_a_subagent_is_resumed_by_real_dsh_02(tmp_path):
+    """With ``[storage] format = "v4"`` a session whose turn ran a subagent (the child is written in v0) is
+    one dsh 0.2's SDK resumes and runs a turn on."""
+    from tests.interop.dsh02 import Dsh02Unavailable, install, python
+    from tests.interop.dsh02_corpus import _env as dsh_env
+    from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
+    from tests.llm.test_messages import text_reply, title
+
+    try:
+        dsh, sdk_python = str(install()), python()
+    except Dsh02Unavailable as err:
+        pytest.fail(f"dsh 0.2 peer unavailable: {err}", pytrace=False)
+    home, ws = tmp_path / "home", tmp_path / "ws"
+    ws.mkdir()
+    cfg = tmp_path / "cfg" / "dsh-tui"
+    cfg.mkdir(parents=True)
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n')
+    usage = {"prompt_tokens": 5, "completion_tokens": 2}
+    with ScriptServer() as server:
+        server.push(
+            sse_reply(chunk(None, tool_calls=[tool_call(0, id="c1", name="subagent",
+                                                        args='{"description": "sum", "prompt": "say alpha"}')]),
+                      chunk(None, finish="tool_calls", usage=usage)),
+            *[sse_reply(chunk(t), chunk("", finish="stop", usage=usage)) for t in ("alpha", "Child said alpha.", "ok",
+                                                                                  "ok")])
+        env = {**_env(tmp_path, home), "DEEPSEEK_API_KEY": "sk-v4-0123456789abcdef", "DEEPSEEK_BASE_URL": server.base_url}
+        out = _dsh_tui("run", "--headless", "delegate it", env=env, cwd=ws)
+    assert out.returncode == 0, out.stderr
+    (log,) = home.rglob("session.v4.jsonl.zstd")
+    assert list(home.rglob("session.jsonl.zstd"))  # the child, in v0
+    assert b'"subagent"' in _plain(log)
+    with ScriptServer() as server:
+        server._server.title_reply = title
+        server.push(text_reply("Continued by dsh.", thinking=None))
+        denv = dsh_env(home, server.base_url)
+        denv.pop("DSH_HOME")  # the SDK sets it from dsh_home
+        run = subprocess.run([sdk_python, "-c", SDK_RESUME, dsh, str(home), str(ws), log.parent.name], cwd=ws,
+                             env=denv, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {"answer": "Continued by dsh.", "finish": "completed"}
