@@ -393,8 +393,9 @@ class AcpAgent:
                                     status="in_progress", content=content, locations=locations, raw_input=args)]
         if t == "tool/result":
             message = data.get("message") or {}
-            blocks = [b for b in message.get("content") or [] if b.get("type") == "tool-result"]
-            result = blocks[0] if blocks else {}
+            from dsh_tui.session.content import tool_result_block
+
+            result = tool_result_block(message)  # v0's wrapper block or a v4 tool message
             call_id = str(result.get("toolCallId") or (message.get("source") or {}).get("callId") or "")
             text = _text(result.get("content"))
             failed = bool(result.get("isError"))

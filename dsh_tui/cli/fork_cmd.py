@@ -10,7 +10,7 @@ def add_arguments(parser) -> None:
         "Fork a stored session: the child starts with a copy of the parent's events up to the fork point "
         "(default: the end of the last completed turn). Prints the child session id."
     )
-    parser.add_argument("session", metavar="ID|FILE", help="session id, a unique prefix of one, or the path of its session.jsonl[.zstd] log")
+    parser.add_argument("session", metavar="ID|FILE", help="session id, a unique prefix of one, or the path of its session[.v4].jsonl[.zstd] log")
     where = parser.add_mutually_exclusive_group()
     where.add_argument("--at-turn", type=int, metavar="N", help="fork after turn N (the child ends at its turn/end)")
     where.add_argument("--at-seq", type=int, metavar="S", help="fork at event seq S (inclusive; must not be inside a turn)")

@@ -18,7 +18,7 @@ HELP = "continue a session by id or --last"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("session", nargs="?", metavar="ID|FILE",
-                        help="session id, a unique prefix of one, or the path of its session.jsonl[.zstd] log")
+                        help="session id, a unique prefix of one, or the path of its session[.v4].jsonl[.zstd] log")
     parser.add_argument("--last", action="store_true", help="the most recently active session here")
     parser.add_argument("--headless", metavar="PROMPT", nargs="?", const="",
                         help="run one turn without the UI and print the answer (no PROMPT: with "

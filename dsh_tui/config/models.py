@@ -245,10 +245,19 @@ class StorageSettings(_Table):
 
     backend: str | None = None
     compression: str | None = None
+    # the session format of new JSONL sessions: "v0" (dsh 0.1's, the default) or "v4" (dsh 0.2's)
+    format: str | None = None
 
     @field_validator("backend", "compression", mode="after")
     @classmethod
     def _blank_is_unset(cls, value: str | None) -> str | None:
+        return value or None
+
+    @field_validator("format", mode="after")
+    @classmethod
+    def _known_format(cls, value: str | None) -> str | None:
+        if value and value not in ("v4", "v0"):
+            raise ValueError(f'must be "v4" or "v0", not {value!r}')
         return value or None
 
 

@@ -422,6 +422,10 @@ class Agent:
                 self.session.append("step/start", {"turn": turn, "step": step})
                 self._phase_step = step
                 try:
+                    if self.session.format == 4 and not self.session.surface_nodes:
+                        # format v4: the system prompt is the log's first surface node (dsh 0.2's order)
+                        self.session.set_system_prompt(
+                            prompt_mod.render_system(self._assembly or self.assemble_default()), turn, step)
                     for m in messages:
                         self.session.append("user/message", m, surface_op="append")
                     step_end = await self._step(turn, step)
@@ -601,6 +605,8 @@ class Agent:
             if not config or not config.get("provider") or not config.get("model"):
                 raise DshError(f"agent {self.id} has no provider/model")
             signal.throw_if_aborted()
+            if self.session.format == 4:  # format v4 keeps the system prompt in the log, not in the header
+                self.session.set_system_prompt(system, turn, step)
             self._log_request(config, system, tools)
             request = {"config": config, "system": system or None, "tools": tools, "messages": messages,
                        "sessionId": self.id, "purpose": "turn"}

@@ -87,8 +87,8 @@ def surface_nodes(events: list[dict]) -> list[int]:
         if op == "append":
             nodes.append(ev["seq"])
         else:
-            i = nodes.index(op["start"])
-            j = nodes.index(op["end"])
+            i = nodes.index(op["start"] if "start" in op else op["startSeq"])  # format v4: startSeq/endSeq
+            j = nodes.index(op["end"] if "end" in op else op["endSeq"])
             nodes[i : j + 1] = [ev["seq"]]
     return nodes
 

@@ -57,6 +57,7 @@ class HostSpec:
     # seedLength, origin, delegationDepth) and the seed events (a fork's parent prefix, a descriptor).
     header_fields: dict[str, Any] = field(default_factory=dict)
     seed: list[dict] | None = None
+    session_format: str | None = None  # "v4" | "v0" for a new session; None: new_session_format's choice
     tool_options: dict[str, Any] = field(default_factory=dict)  # ``builtin_tools(**tool_options)``
     plugin_config: dict[str, dict[str, Any]] = field(default_factory=dict)  # built-in plugin id -> config
     # The OS sandbox for commands (docs/sandbox.md): "auto" | "bwrap" | "off"; None = the process's
@@ -116,11 +117,15 @@ class AgentHost:
             session, writer = await asyncio.to_thread(lifecycle.resume, store, spec.resume_id, spec.clock)
         else:
             fields = dict(spec.header_fields)
+            parent = fields.pop("parentSession", None)
+            # format v4 (dsh 0.2's) for a new top-level JSONL session with [storage] format = "v4"; subagent
+            # children and SQLite stores stay v0 (docs/format.md, "Format v4")
+            version = 4 if parent is None and new_session_format(store, spec.session_format) == "v4" else 0
             header = make_header(str(fields.pop("id", None) or uuid.uuid4()), cwd=_text_cwd(spec.cwd),
                                  created_at=spec.clock() if spec.clock else None,
-                                 parent_session=fields.pop("parentSession", None),
+                                 parent_session=parent,
                                  seed_length=fields.pop("seedLength", None), origin=fields.pop("origin", None),
-                                 delegation_depth=fields.pop("delegationDepth", 0))
+                                 delegation_depth=fields.pop("delegationDepth", 0), version=version)
             session, writer = await asyncio.to_thread(lifecycle.start, store, header, clock=spec.clock,
                                                       seed=spec.seed)
         cwd = spec.cwd if spec.cwd is not None else (session.header.get("cwd") or os.getcwd())
@@ -294,6 +299,25 @@ def _text_cwd(cwd: Path | str) -> str:
                          f"{os.fsencode(text[err.start:err.end])[:1].hex()} at character {err.start}); "
                          "nothing was written") from None
     return text
+
+
+def new_session_format(store: Any, explicit: str | None = None) -> str:
+    """``v4`` or ``v0``: an explicit choice, else ``$DSH_TUI_SESSION_FORMAT``, else the ``[storage] format``
+    setting, else ``v0`` (v4 is not the default yet: docs/storage.md); a SQLite store always ``v0`` (dsh's SQLite
+    schema holds format 0)."""
+    from dsh_tui.store.jsonl import JsonlStore
+
+    if not isinstance(store, JsonlStore):
+        return "v0"
+    choice = explicit or os.environ.get("DSH_TUI_SESSION_FORMAT") or None
+    if choice is None:
+        from dsh_tui.config import load_settings
+
+        try:
+            choice = load_settings().storage().format
+        except Exception:  # noqa: BLE001 - a broken settings file is reported where it is read for the model
+            choice = None
+    return "v4" if choice == "v4" else "v0"
 
 
 def open_session_store(root: Path | str | None) -> Any:

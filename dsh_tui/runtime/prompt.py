@@ -187,7 +187,9 @@ def _single_text(message: dict) -> str | None:
 
 def _owned(message: Any) -> bool:
     src = message.get("source") if isinstance(message, dict) else None
-    return isinstance(src, dict) and src.get("kind") == "plugin" and src.get("plugin") == SNAPSHOT_PLUGIN
+    # format v4 stores the same producer as kind "runtime-context" (session.log.v4_source)
+    return isinstance(src, dict) and ((src.get("kind") == "plugin" and src.get("plugin") == SNAPSHOT_PLUGIN)
+                                      or src.get("kind") == "runtime-context")
 
 
 class RuntimeContextTracker:

@@ -38,3 +38,18 @@ def content_text(blocks: Any, *, sep: str = "\n", reasoning: bool = True, calls:
         if part:
             out.append(part)
     return sep.join(out)
+
+
+def tool_result_block(message: Any) -> dict:
+    """The ``{toolCallId, content, isError}`` of a stored tool result's message in either format: v0's one
+    ``tool-result`` block of a user message, or format v4's native ``role: "tool"`` message (its own
+    ``toolCallId``, ``content`` and ``isError``). ``{}`` for anything else."""
+    if not isinstance(message, dict):
+        return {}
+    if message.get("role") == "tool":
+        return {"type": "tool-result", "toolCallId": message.get("toolCallId"), "content": message.get("content") or [],
+                "isError": bool(message.get("isError"))}
+    for b in message.get("content") or []:
+        if isinstance(b, dict) and b.get("type") == "tool-result":
+            return b
+    return {}

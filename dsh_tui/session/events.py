@@ -75,6 +75,27 @@ KNOWN_EVENT_TYPES: frozenset[str] = CORE_EVENT_TYPES | PLUGIN_EVENT_TYPES
 #: The three model-visible (surface) event types: surfaceOp mandatory, sourceEventSeqs allowed.
 SURFACE_TYPES: frozenset[str] = frozenset({USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT})
 
+#: Format v4 (dsh 0.2): its KNOWN_SESSION_EVENT_TYPES (62 names; no ``assistant/chunk``: a v4 assistant
+#: message embeds its stream) and its five surface types.
+SYSTEM_MESSAGE = "system/message"
+DEVELOPER_MESSAGE = "developer/message"
+V4_KNOWN_EVENT_TYPES: frozenset[str] = frozenset((
+    "agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
+    "assistant/attempt", "assistant/message", "command/done", "command/run", "compaction/end",
+    "compaction/prune", "compaction/start", "compaction/summary", "deliverables/presented", "developer/message",
+    "feedback/message-delete", "feedback/message-put", "feedback/record", "goal/change", "hook/invoked",
+    "hook/result", "image/offload", "job/registered", "job/settled", "llm/retry", "llm/retry-started",
+    "model/selection", "permission/preset", "plan/mode", "request/context", "request/header", "sandbox/mode",
+    "schedule/change", "session-log-deepseek/delivery-accepted", "session/end-seed", "session/title",
+    "session/title-llm-request", "step/end", "step/start", "subagent/catalog", "subagent/descriptor",
+    "subagent/model-selection-policy", "system/message", "team/member", "team/message/delivered",
+    "team/message/queued", "team/task", "todo/write", "tool-workflow/agent-end", "tool-workflow/agent-start",
+    "tool-workflow/run-end", "tool-workflow/run-start", "tool/call", "tool/ptc-dispatch",
+    "tool/ptc-dispatch-start", "tool/result", "turn/end", "turn/start", "user/message",
+    "web/deepseek-search-llm-request", "working-directory/change", "workspace/changes",
+))
+V4_SURFACE_TYPES: frozenset[str] = SURFACE_TYPES | {SYSTEM_MESSAGE, DEVELOPER_MESSAGE}
+
 #: Legacy shapes refused after import.
 LEGACY_REFUSED_TYPES: frozenset[str] = frozenset({"request/header-delta", "mode/set"})
 
@@ -88,6 +109,7 @@ ROW_TAGS: frozenset[str] = frozenset({TEXT_CHUNKS, REASONING_CHUNKS, TOOL_CALL_C
 ENVELOPE_KEYS: frozenset[str] = frozenset({"type", "seq", "time", "data", "surfaceOp", "sourceEventSeqs", "ignorable"})
 
 assert len(KNOWN_EVENT_TYPES) == 48
+assert len(V4_KNOWN_EVENT_TYPES) == 62
 
 
 def is_surface_type(event_type: str) -> bool:

@@ -10,9 +10,12 @@ from .errors import SessionFormatUnsupportedError, SessionValidationError
 from .jsonutil import MAX_SAFE_INTEGER
 
 SESSION_FORMAT_VERSION = 0
+#: dsh 0.2's session format (docs/format.md, "Format v4"): header ``isSeeded`` instead of ``seedLength``.
+SESSION_FORMAT_V4 = 4
+READABLE_VERSIONS = (SESSION_FORMAT_VERSION, SESSION_FORMAT_V4)
 
 HEADER_KEYS = (
-    "type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "origin",
+    "type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "isSeeded", "origin",
     "delegationDepth", "agentPreset",
 )
 RETIRED_HEADER_KEYS = frozenset({"sandboxMode", "approvalPolicy"})
@@ -37,15 +40,19 @@ def header_in_order(
     origin: str | None = None,
     delegation_depth: Any = 0,
     agent_preset: str | None = None,
+    is_seeded: bool | None = None,
 ) -> dict[str, Any]:
     """A header dict in dsh's key order (absent optional fields left out, ``delegationDepth`` always
-    present), not validated: what a store read back is checked where it is loaded."""
+    present), not validated: what a store read back is checked where it is loaded. A v4 header carries
+    ``isSeeded`` (always) where v0 has the optional ``seedLength``."""
     h: dict[str, Any] = {"type": "session", "version": version, "id": id, "createdAt": created_at}
     if cwd is not None:
         h["cwd"] = cwd
     if parent_session is not None:
         h["parentSession"] = parent_session
-    if seed_length is not None:
+    if version == SESSION_FORMAT_V4:
+        h["isSeeded"] = bool(is_seeded) if is_seeded is not None else seed_length is not None
+    elif seed_length is not None:
         h["seedLength"] = seed_length
     if origin is not None:
         h["origin"] = origin
@@ -65,13 +72,16 @@ def make_header(
     origin: str | None = None,
     delegation_depth: int = 0,
     agent_preset: str | None = None,
+    version: int = SESSION_FORMAT_VERSION,
 ) -> dict[str, Any]:
     """Build a header dict in dsh's key order (``delegationDepth`` always present). Validated strictly.
-    ``created_at`` defaults to now (epoch milliseconds)."""
+    ``created_at`` defaults to now (epoch milliseconds). ``version=4`` builds a format-v4 header (its
+    ``isSeeded`` is whether ``seed_length`` was given)."""
     if created_at is None:
         created_at = time.time_ns() // 1_000_000
-    h = header_in_order(id, created_at, cwd=cwd, parent_session=parent_session, seed_length=seed_length,
-                        origin=origin, delegation_depth=delegation_depth, agent_preset=agent_preset)
+    h = header_in_order(id, created_at, version=version, cwd=cwd, parent_session=parent_session,
+                        seed_length=seed_length, origin=origin, delegation_depth=delegation_depth,
+                        agent_preset=agent_preset)
     validate_header(h)
     return h
 
@@ -80,10 +90,15 @@ def check_header_version(h: Any) -> None:
     """The version refusal that precedes every shape check."""
     if isinstance(h, dict):
         v = h.get("version")
-        if type(v) in (int, float) and not _is_neg_zero(v) and v != SESSION_FORMAT_VERSION:
-            if v > SESSION_FORMAT_VERSION:
+        if type(v) in (int, float) and not _is_neg_zero(v) and v not in READABLE_VERSIONS:
+            if v > SESSION_FORMAT_V4:
                 raise SessionFormatUnsupportedError(
                     f"session format version {v} was written by a newer harness — upgrade dsh-tui"
+                )
+            if v > 0:
+                raise SessionFormatUnsupportedError(
+                    f"session format version {v} is an intermediate dsh generation dsh-tui does not read (it reads "
+                    "0 and 4); open it once with dsh 0.2, which migrates it to version 4"
                 )
             raise SessionFormatUnsupportedError(f"session format version {v} has no upgrade path")
 
@@ -103,8 +118,16 @@ def validate_header(h: Any, *, lenient: bool = False, expected_id: str | None = 
         raise bad(f"type must be 'session', got {h['type']!r}")
     if "version" not in h and lenient:
         pass  # authored test stubs omit it
-    elif h.get("version", None) != SESSION_FORMAT_VERSION or type(h.get("version")) is bool:
-        raise bad("version must be 0")
+    elif h.get("version", None) not in READABLE_VERSIONS or type(h.get("version")) is bool:
+        raise bad("version must be 0 or 4")
+    v4 = h.get("version") == SESSION_FORMAT_V4
+    if v4:
+        if type(h.get("isSeeded")) is not bool:
+            raise bad("a format v4 header requires isSeeded (a boolean)")
+        if "seedLength" in h:
+            raise bad("a format v4 header has no seedLength")
+    elif "isSeeded" in h:
+        raise bad("isSeeded belongs to format v4 headers")
     for k in RETIRED_HEADER_KEYS:
         if k in h:
             raise bad(f"retired field {k!r}")
@@ -141,6 +164,16 @@ def validate_header(h: Any, *, lenient: bool = False, expected_id: str | None = 
     if "agentPreset" in h and not isinstance(h["agentPreset"], str):
         raise bad("agentPreset must be a string")
     return h
+
+
+def header_version(h: dict[str, Any]) -> int:
+    """The header's format version (0 when absent: authored stubs)."""
+    v = h.get("version", 0)
+    return v if type(v) is int else 0
+
+
+def is_v4(h: dict[str, Any] | None) -> bool:
+    return h is not None and h.get("version") == SESSION_FORMAT_V4
 
 
 def header_delegation_depth(h: dict[str, Any]) -> int:

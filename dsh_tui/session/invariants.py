@@ -131,6 +131,44 @@ def check_payload(ev: dict) -> None:
         raise _err(f"seq {seq}: data.todos must be an array")
 
 
+def check_payload_v4(ev: dict) -> None:
+    """Format v4's payload shapes for the types dsh-tui interprets (docs/format.md, "Format v4"): messages
+    carry an id, their role and a producer-owned ``source.kind`` (never ``plugin``); a tool result is a
+    ``role: "tool"`` message naming its call (``toolCallId``), never a ``tool-result`` wrapper block. Other
+    types are opaque here (dsh checks them; dsh-tui keeps them verbatim)."""
+    t = ev["type"]
+    seq = ev["seq"]
+    d = ev["data"]
+    if t in ("user/message", "assistant/message", "tool/result", "system/message", "developer/message",
+             "request/header", "request/context", "tool/call", "todo/write") and not isinstance(d, dict):
+        raise _err(f"seq {seq}: {t} data must be an object")
+    if t == USER_MESSAGE:
+        _check_message(d, seq, "data", "user")
+    elif t in ("system/message", "developer/message"):
+        _check_message(d.get("message"), seq, "data.message", t.split("/")[0])
+    elif t == ASSISTANT_MESSAGE:
+        _check_message(d.get("message"), seq, "data.message", "assistant")
+    elif t == TOOL_RESULT:
+        msg = d.get("message")
+        _check_message(msg, seq, "data.message", "tool")
+        if type(msg.get("toolCallId")) is not str:
+            raise _err(f"seq {seq}: data.message.toolCallId must be a string")
+        if any(isinstance(b, dict) and b.get("type") == "tool-result" for b in msg["content"]):
+            raise _err(f"seq {seq}: a format v4 tool result has no tool-result wrapper block")
+    elif t == REQUEST_HEADER:
+        h = d.get("header")
+        if not isinstance(h, dict) or not isinstance(h.get("config"), dict) or "system" in h:
+            raise _err(f"seq {seq}: data.header must be an object with config (and no retired system)")
+    elif t == TOOL_CALL:
+        for f in ("callId", "name", "arguments"):
+            if type(d.get(f)) is not str:
+                raise _err(f"seq {seq}: data.{f} must be a string")
+    if t in (USER_MESSAGE, ASSISTANT_MESSAGE, TOOL_RESULT, "system/message", "developer/message"):
+        msg = d if t == USER_MESSAGE else d["message"]
+        if msg["source"]["kind"] == "plugin":
+            raise _err(f"seq {seq}: a format v4 message requires a producer-owned source kind (not plugin)")
+
+
 def check_request_header_data(d: Any, seq: int) -> None:
     if not isinstance(d, dict) or not isinstance(d.get("header"), dict):
         raise _err(f"seq {seq}: data.header must be an object")

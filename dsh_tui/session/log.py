@@ -43,6 +43,7 @@ from .events import (
     ROW_TAGS,
     SESSION_END_SEED,
     SESSION_TITLE,
+    SESSION_TITLE_LLM_REQUEST,
     STEP_END,
     STEP_START,
     SURFACE_TYPES,
@@ -51,10 +52,13 @@ from .events import (
     TOOL_RESULT,
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
+    V4_KNOWN_EVENT_TYPES,
+    V4_SURFACE_TYPES,
 )
 from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_update
 from .headers import validate_header
-from .invariants import PAYLOAD_CHECKED_TYPES, Relations, check_envelope, check_payload
+from .invariants import PAYLOAD_CHECKED_TYPES, Relations, check_envelope, check_payload, check_payload_v4
 from .jsonutil import MAX_SAFE_INTEGER, _floats_ok, check_lossless, find_bad_float
 from .rows import EventList, PackedRun, plain_events
 from .surface import MessagesView, SurfaceFold, event_message, freeze
@@ -118,6 +122,10 @@ class Session:
         but the checking and must be dropped."""
         validate_header(header, lenient=lenient)
         self.header = header
+        #: the session's format version: 0, or 4 (dsh 0.2's; docs/format.md "Format v4")
+        self.format = 4 if header.get("version") == 4 else 0
+        self._surface_types = V4_SURFACE_TYPES if self.format == 4 else SURFACE_TYPES
+        self._check_payload = check_payload_v4 if self.format == 4 else check_payload
         self._clock = clock or _default_clock
         self._wall_clock = clock is None  # the chunk fast path reads the wall clock inline
         # the log's slots: event dicts, or (a seed's compact packed rows) the row's PackedRun per member
@@ -125,7 +133,8 @@ class Session:
         if _check_only:
             self._items = seed._items if type(seed) is EventList else seed
         self.events: list[dict] | EventList = self._items
-        self._fold = SurfaceFold(self._items.__getitem__)  # surface events are never packed-row members
+        # surface events are never packed-row members
+        self._fold = SurfaceFold(self._items.__getitem__, surface_types=self._surface_types)
         self._rel = Relations()
         self._observers: list[Observer] = []
         self._notifying = False
@@ -220,7 +229,10 @@ class Session:
         delta_field = _DELTA_FIELD
         chunk_type = ASSISTANT_CHUNK
         floats_ok = _floats_ok
-        fast = _SEED_FAST_PATHS
+        fast = _SEED_FAST_PATHS and self.format == 0
+        surface_types = self._surface_types
+        check_pl = self._check_payload
+        v4 = self.format == 4
         open_turn = rel.open_turn
         open_step = rel.open_step
         if type(seed) is EventList:
@@ -332,8 +344,12 @@ class Session:
             if not floats_ok(ev["data"]):
                 raise SessionValidationError(f"seq {i}: {find_bad_float(ev['data'])}")
             t = ev["type"]
-            plan = fold.plan(ev) if t in SURFACE_TYPES or "surfaceOp" in ev or "sourceEventSeqs" in ev else None
-            check_payload(ev)
+            if v4 and t not in V4_KNOWN_EVENT_TYPES and ev.get("ignorable") is not True:
+                raise SessionValidationError(
+                    f"seq {i}: format v4 event type {t!r} is unknown and not ignorable (written by a newer harness?)",
+                    "UNSUPPORTED_FORMAT")
+            plan = fold.plan(ev) if t in surface_types or "surfaceOp" in ev or "sourceEventSeqs" in ev else None
+            check_pl(ev)
             if check_relations and t in _RELATION_TYPES:
                 rel.check(ev)
             push(ev)
@@ -366,6 +382,19 @@ class Session:
         marks a plugin's own event type (``ignorable: true``) so that a reader that does not know it skips it."""
         if self._notifying:
             raise SessionValidationError("re-entrant append from a session observer is not allowed", "REENTRANT")
+        if self.format == 4 and builtins_type(type) is str:
+            if type == ASSISTANT_MESSAGE and builtins_type(data) is dict and "stream" not in data:
+                # a v4 assistant message embeds its stream (dsh 0.2 requires the array): the attempt's chunks
+                items = self._items
+                stream = []
+                for s in source_event_seqs or ():
+                    ev = items[s] if builtins_type(s) is int and 0 <= s < len(items) else None
+                    ev = ev.event(s - ev.seq0) if ev.__class__ is PackedRun else ev
+                    if builtins_type(ev) is dict and ev.get("type") == ASSISTANT_CHUNK:
+                        stream.append({"type": "chunk", "time": ev["time"], "chunk": ev["data"]["chunk"]})
+                data = {**data, "stream": stream}
+            data, surface_op, source_event_seqs, ignorable = v4_write_shape(
+                type, data, surface_op, source_event_seqs, ignorable)
         events = self._items
         rel = self._rel
         T = builtins_type
@@ -427,7 +456,7 @@ class Session:
         if ignorable:
             ev["ignorable"] = True
         plan = self._fold.plan(ev)
-        check_payload(ev)
+        self._check_payload(ev)
         rel.check(ev)
         ev["time"] = self._now()
         # commit
@@ -513,7 +542,7 @@ class Session:
             for s in nodes[self._derived_nodes:]:
                 m = cache.get(s, _NONE)
                 if m is _NONE:
-                    raw = event_message(events[s])
+                    raw = v4_runtime_message(events[s]) if self.format == 4 else event_message(events[s])
                     m = None if raw is None else freeze(raw)
                     cache[s] = m
                 if m is not None:
@@ -522,9 +551,56 @@ class Session:
         return self._derived
 
     def request_header(self) -> dict | None:
-        """The latest ``request/header`` canonicalized (docs/format.md, "Request header"), or None."""
+        """The latest ``request/header`` canonicalized (docs/format.md, "Request header"), or None. Format v4
+        keeps the system prompt in the log (the ``system/message`` surface head), not in the header: it is put
+        back here, so a v4 session reads like a v0 one to the runtime."""
         ev = self._header_ev
-        return None if ev is None else canonical_header(ev["data"]["header"])
+        if ev is None:
+            return None
+        if self.format == 4:
+            system = self.system_head_text()
+            header = dict(ev["data"]["header"])
+            if system:
+                header["system"] = system
+            return canonical_header(header)
+        return canonical_header(ev["data"]["header"])
+
+    def system_head(self) -> dict | None:
+        """Format v4: the ``system/message`` event that is the protected first surface node, or None."""
+        nodes = self._fold.nodes
+        if not nodes:
+            return None
+        ev = self._items[nodes[0]]
+        return ev if ev.__class__ is dict and ev["type"] == "system/message" else None
+
+    def system_head_text(self) -> str | None:
+        head = self.system_head()
+        if head is None:
+            return None
+        return "".join(b.get("text", "") for b in head["data"]["message"]["content"]
+                       if isinstance(b, dict) and b.get("type") == "text")
+
+    def set_system_prompt(self, system: str, turn: int, step: int) -> dict | None:
+        """Format v4: make ``system`` the session's system prompt, as dsh 0.2 does: the first ``system/message``
+        (appended while the surface is still empty), or a replacement of the protected head when the text
+        differs. Returns the appended event, or None (unchanged, empty, v0, or too late for a first head)."""
+        if self.format != 4 or not system:
+            return None
+        head = self.system_head()
+        if head is not None and self.system_head_text() == system:
+            return None
+        if head is None and self._fold.nodes:
+            return None  # dsh refuses a first system head after other surface nodes
+        import uuid as _uuid
+
+        data = {"turn": turn, "step": step, "message": {
+            "role": "system", "content": [{"type": "text", "text": system}], "source": {"kind": "system-prompt"},
+            "id": str(_uuid.uuid4())}}
+        if head is None:
+            return self.append("system/message", data, surface_op="append")
+        return self.append("system/message", data, surface_op={"op": "replace", "startSeq": head["seq"],
+                                                                "endSeq": head["seq"]},
+                           source_event_seqs=[head["seq"]])
 
     def request_context(self) -> dict | None:
         ev = self._context_ev
@@ -552,3 +628,86 @@ class Session:
 
 
 builtins_type = type
+
+
+def v4_write_shape(type: str, data: Any, surface_op: Any, source_event_seqs: Any, ignorable: bool  # noqa: A002
+                   ) -> tuple[Any, Any, Any, bool]:
+    """What the runtime appends (v0 shapes), as format v4 stores it (docs/format.md, "Format v4: writing"):
+    ``assistant/chunk`` (not in v4's vocabulary) is kept as an ``ignorable`` event; an assistant message
+    cites no chunk seqs; a tool result becomes a native ``role: "tool"`` message; a replace is
+    ``{op, startSeq, endSeq}``; ``request/header`` drops ``system`` (the ``system/message`` head holds it)."""
+    if type == ASSISTANT_CHUNK:
+        return data, surface_op, source_event_seqs, True
+    if type == USER_MESSAGE and isinstance(data, dict):
+        data = v4_message(data)
+    elif type in ("agent/inbox/spliced", SESSION_TITLE_LLM_REQUEST) and isinstance(data, dict):
+        key = "inserted" if type == "agent/inbox/spliced" else "messages"
+        if isinstance(data.get(key), list):
+            data = {**data, key: [v4_message(m) if isinstance(m, dict) else m for m in data[key]]}
+    if type == ASSISTANT_MESSAGE:
+        return data, surface_op, None, ignorable
+    if type == REQUEST_HEADER and isinstance(data, dict) and isinstance(data.get("header"), dict) \
+            and "system" in data["header"]:
+        return ({**data, "header": {k: v for k, v in data["header"].items() if k != "system"}}, surface_op,
+                source_event_seqs, ignorable)
+    if type == TOOL_RESULT and isinstance(data, dict) and isinstance(data.get("message"), dict):
+        msg = data["message"]
+        content = msg.get("content")
+        if msg.get("role") == "user" and isinstance(content, list) and len(content) == 1 \
+                and isinstance(content[0], dict) and content[0].get("type") == "tool-result":
+            block = content[0]
+            data = {**data, "message": {"role": "tool", "source": v4_source(msg.get("source")),
+                                        "toolCallId": block.get("toolCallId"), "content": block.get("content", []),
+                                        "isError": bool(block.get("isError")), "id": msg.get("id")}}
+        if isinstance(surface_op, dict) and "start" in surface_op:
+            surface_op = {"op": "replace", "startSeq": surface_op["start"], "endSeq": surface_op["end"]}
+    return data, surface_op, source_event_seqs, ignorable
+
+
+#: dsh 0.2's producer kinds for released plugin sources (``rewriteV3MessageSource``): a renamed producer, one that
+#: keeps its name, else ``plugin:<name>``
+_RENAMED_PRODUCERS = {"compact": "compact-checkpoint", "tools-code-mode": "ptc-mode", "tools-ptc": "ptc-mode",
+                      "dsh-compaction-basic": "compact-basic", "@deepseek-ai/dsh-system-prompt": "runtime-context"}
+_SAME_NAME_PRODUCERS = frozenset((
+    "agent-instructions", "session-reference", "team-message", "goal", "skill-invocation", "skill-catalog",
+    "coordinator", "subagent-report", "subagent-settled", "webhook", "agent-message", "model-selection", "plan-mode",
+    "time-context", "tmux-context", "user-approval", "repeat-tool-reminder", "tool-cordis", "cordis-host-runner",
+    "tool-goal", "tool-jobs", "hooks-codex", "hooks-claude-code", "schedule", "dsh-session-title-llm"))
+
+
+def v4_source(source: Any, role: Any = None) -> Any:
+    """A message source in format v4: ``{kind: "plugin", plugin: P, ...}`` becomes P's producer kind (the other
+    fields kept, ``plugin`` dropped), as dsh 0.2 migrates a released one."""
+    if not isinstance(source, dict) or source.get("kind") != "plugin" or not isinstance(source.get("plugin"), str):
+        return source
+    plugin = source["plugin"]
+    if plugin == "@deepseek-ai/dsh-system-prompt" and role == "system":
+        kind = "system-prompt"
+    else:
+        kind = _RENAMED_PRODUCERS.get(plugin) or (plugin if plugin in _SAME_NAME_PRODUCERS else f"plugin:{plugin}")
+    return {k: (kind if k == "kind" else v) for k, v in source.items() if k != "plugin"}
+
+
+def v4_message(message: dict) -> dict:
+    src = message.get("source")
+    new = v4_source(src, message.get("role"))
+    return message if new is src else {**message, "source": new}
+
+
+def v4_runtime_message(event: dict) -> Any:
+    """A v4 surface event as the runtime's providers read messages (v0 shapes): system and developer
+    messages are not messages there (the system prompt travels as the request's ``system``), and a native
+    tool message is the v0 user message with one ``tool-result`` block."""
+    t = event["type"]
+    if t in ("system/message", "developer/message"):
+        return None
+    if t == TOOL_RESULT:
+        msg = event["data"]["message"]
+        if msg.get("role") == "tool":
+            block: dict[str, Any] = {"type": "tool-result", "toolCallId": msg.get("toolCallId"),
+                                     "content": msg.get("content", [])}
+            if msg.get("isError"):
+                block["isError"] = True
+            return {"id": msg.get("id"), "role": "user", "content": [block], "source": msg.get("source")}
+        return msg
+    return event_message(event)

@@ -105,3 +105,87 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
     closers.append({"type": "turn/end", "seq": seq, "time": time,
                     "data": {"turn": open_turn, "reason": {"kind": "interrupted"}}})
     return closers
+
+
+FORKED_STARTED_TEXT = (
+    "The history inherited by this branch records this tool call starting but does not include its result. The "
+    "parent session may have completed it after the fork point. Decide whether to retry from the tool semantics: "
+    "retry only if the operation is read-only or idempotent; if it may have side effects, first verify external "
+    "state or ask the user. Do not retry blindly."
+)
+FORKED_NOT_STARTED_TEXT = (
+    "The history inherited by this branch has no record of this tool call starting. The parent session may have "
+    "executed it after the fork point. Decide whether to retry from the tool semantics: retry only if the "
+    "operation is read-only or idempotent; if it may have side effects, first verify external state or ask the "
+    "user. Do not retry blindly."
+)
+
+
+def interrupted_turn_closers_v4(events: list[dict], session_id: str = "", cause: str = "interrupted") -> list[dict]:
+    """Format v4's closers (dsh 0.2 ``openTurnClosers``; docs/format.md "Format v4"): the same walk as v0, but
+    a result is a native ``role: "tool"`` message (id ``<cause>-tool-result-<callId>-<seq>``, no wrapper
+    block), only an append-origin result of the call's own turn and step answers it, and ``cause`` is
+    ``interrupted`` (crash recovery) or ``forked`` (a fork's open tail)."""
+    pending: dict[Any, dict[str, Any]] = {}
+    open_turn: Any = None
+    open_step: Any = None
+    plain = plain_events(events)
+    for ev in plain:
+        t = ev["type"]
+        if t == "turn/start":
+            pending.clear()
+            open_turn, open_step = ev["data"]["turn"], None
+        elif t == "turn/end":
+            pending.clear()
+            open_turn = open_step = None
+        elif t == "step/start":
+            open_step = ev["data"]["step"]
+        elif t == "step/end":
+            pending.clear()
+            open_step = None
+        elif t == "assistant/message":
+            d = ev["data"]
+            for block in d["message"]["content"]:
+                if type(block) is dict and block.get("type") == "tool-call":
+                    pending[block["id"]] = {"turn": d.get("turn"), "step": d.get("step")}
+        elif t == "tool/call":
+            entry = pending.get(ev["data"]["callId"])
+            if entry is not None:
+                entry["callSeq"] = ev["seq"]
+        elif t == "tool/result":
+            d = ev["data"]
+            call_id = d["message"]["source"]["callId"]
+            entry = pending.get(call_id)
+            if (ev.get("surfaceOp") == "append" and entry is not None and entry["turn"] == d.get("turn")
+                    and entry["step"] == d.get("step")):
+                del pending[call_id]
+    if open_turn is None or not plain:
+        return []
+    last = plain[-1]
+    seq = last["seq"] + 1
+    time = last["time"]
+    forked = cause == "forked"
+    closers: list[dict] = []
+    for call_id, entry in pending.items():
+        started = "callSeq" in entry
+        text = ((FORKED_STARTED_TEXT if started else FORKED_NOT_STARTED_TEXT) if forked
+                else (OUTCOME_UNKNOWN_TEXT if started else NOT_STARTED_TEXT))
+        message = {"id": f"{cause}-tool-result-{call_id}-{seq}", "role": "tool", "toolCallId": call_id,
+                   "isError": True, "source": {"kind": "tool", "callId": call_id},
+                   "content": [{"type": "text", "text": text}]}
+        error = ({"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN} if started
+                 else {"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED})
+        ev: dict[str, Any] = {"type": "tool/result", "seq": seq, "time": time,
+                              "data": {"turn": entry["turn"], "step": entry["step"], "message": message,
+                                       "error": error}}
+        if started:
+            ev["sourceEventSeqs"] = [entry["callSeq"]]
+        ev["surfaceOp"] = "append"
+        closers.append(ev)
+        seq += 1
+    if open_step is not None:
+        closers.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}})
+        seq += 1
+    closers.append({"type": "turn/end", "seq": seq, "time": time,
+                    "data": {"turn": open_turn, "reason": {"kind": cause}}})
+    return closers

@@ -5,7 +5,9 @@ a tool call's id, name and arguments) are in the ``block-end`` chunk that closes
 step's ``assistant/message``; a tool call's id and arguments also in ``tool/call``, its id twice more in the
 ``tool/result``. A JSON parser gives each occurrence its own object. A decoder calls
 ``SHARERS[event_type](event, pool)`` on each event it has just parsed, with one ``pool`` dict per load, and
-the sharer replaces those strings with the pool's one equal string (the first occurrence).
+the sharer replaces those strings with the pool's one equal string (the first occurrence). Format v4 stores a
+step's blocks in the message and again in its embedded ``stream``, and a prompt in ``agent/inbox/spliced`` and
+again in its ``user/message``.
 
 The event is unchanged as JSON: only a ``str`` is ever replaced, by an equal ``str``. A sharer stops at the
 first place the event does not have the shape it expects (``KeyError``, ``TypeError``, ``AttributeError``;
@@ -57,6 +59,31 @@ def _message_in_data(ev: dict[str, Any], pool: Pool) -> None:
         ev["surfaceOp"] = sd(v, v)
 
 
+def _assistant_message(ev: dict[str, Any], pool: Pool) -> None:
+    """assistant/message: as ``_message_in_data``, and (format v4) its embedded ``stream``, whose ``block-end``
+    chunks repeat the message's blocks."""
+    _message_in_data(ev, pool)
+    stream = ev["data"].get("stream")
+    if stream.__class__ is list:
+        sd = pool.setdefault
+        for entry in stream:
+            if entry["type"] == "chunk":
+                c = entry["chunk"]
+                if c["type"] == "block-end":
+                    _block(c["block"], sd)
+
+
+def _user_message(ev: dict[str, Any], pool: Pool) -> None:
+    """user/message: the message is the data (the same texts as its ``agent/inbox/spliced`` delivery)."""
+    _message(ev["data"], pool.setdefault)
+
+
+def _inbox_spliced(ev: dict[str, Any], pool: Pool) -> None:
+    sd = pool.setdefault
+    for m in ev["data"].get("inserted") or ():
+        _message(m, sd)
+
+
 def _tool_call(ev: dict[str, Any], pool: Pool) -> None:
     d = ev["data"]
     sd = pool.setdefault
@@ -68,7 +95,9 @@ def _tool_call(ev: dict[str, Any], pool: Pool) -> None:
 
 SHARERS: dict[str, Callable[[dict[str, Any], Pool], None]] = {
     "assistant/chunk": _chunk,
-    "assistant/message": _message_in_data,
+    "assistant/message": _assistant_message,
+    "user/message": _user_message,
+    "agent/inbox/spliced": _inbox_spliced,
     "tool/call": _tool_call,
     "tool/result": _message_in_data,
 }

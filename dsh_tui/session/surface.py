@@ -15,7 +15,14 @@ from itertools import islice
 from typing import Any
 
 from .errors import SessionValidationError
-from .events import ASSISTANT_MESSAGE, SURFACE_TYPES, TOOL_RESULT, USER_MESSAGE
+from .events import (
+    ASSISTANT_MESSAGE,
+    DEVELOPER_MESSAGE,
+    SURFACE_TYPES,
+    SYSTEM_MESSAGE,
+    TOOL_RESULT,
+    USER_MESSAGE,
+)
 from .jsonutil import MAX_SAFE_INTEGER
 
 _REPLACE_KEYS = frozenset(("op", "start", "end"))
@@ -197,6 +204,9 @@ def thaw(value: Any) -> Any:
     return value
 
 
+_V4_REPLACE_KEYS = frozenset(("op", "startSeq", "endSeq"))
+
+
 def _is_seq(v: Any) -> bool:
     return type(v) is int and 0 <= v <= MAX_SAFE_INTEGER
 
@@ -211,6 +221,9 @@ def event_message(event: dict) -> Any:
         return msg if msg["content"] else None
     if t == TOOL_RESULT:
         return event["data"]["message"]
+    if t in (SYSTEM_MESSAGE, DEVELOPER_MESSAGE):  # format v4 only (a v0 log never has them on its surface)
+        msg = event["data"]["message"]
+        return msg if msg["content"] else None
     return None
 
 
@@ -218,12 +231,12 @@ def _invalid(msg: str) -> SessionValidationError:
     return SessionValidationError(msg, "INVALID_SURFACE")
 
 
-def check_markers(event: dict) -> Any:
+def check_markers(event: dict, surface_types: frozenset[str] = SURFACE_TYPES) -> Any:
     """Event-local surface-marker checks: returns the surfaceOp ("append", the replace dict, or None for a
-    non-surface event). Raises SessionValidationError."""
+    non-surface event). Raises SessionValidationError. ``surface_types``: format v4 has five."""
     t = event["type"]
     seq = event["seq"]
-    if t not in SURFACE_TYPES:
+    if t not in surface_types:
         if "surfaceOp" in event:
             raise _invalid(f"seq {seq}: {t} is not a surface event and cannot carry surfaceOp")
         if "sourceEventSeqs" in event:
@@ -233,12 +246,19 @@ def check_markers(event: dict) -> Any:
         raise _invalid(f"seq {seq}: {t} requires a surfaceOp")
     op = event["surfaceOp"]
     if op != "append":
-        if type(op) is not dict or op.keys() != _REPLACE_KEYS or op["op"] != "replace":
+        if surface_types is not SURFACE_TYPES:  # format v4: {op: "replace", startSeq, endSeq}
+            if type(op) is not dict or op.keys() != _V4_REPLACE_KEYS or op["op"] != "replace":
+                raise _invalid(f"seq {seq}: surfaceOp must be \"append\" or exactly {{op:'replace', startSeq, endSeq}}")
+            if not _is_seq(op["startSeq"]) or not _is_seq(op["endSeq"]):
+                raise _invalid(f"seq {seq}: surfaceOp.startSeq/endSeq must be non-negative safe integers")
+        elif type(op) is not dict or op.keys() != _REPLACE_KEYS or op["op"] != "replace":
             raise _invalid(f"seq {seq}: surfaceOp must be \"append\" or exactly {{op:'replace', start, end}}")
-        if not _is_seq(op["start"]) or not _is_seq(op["end"]):
+        elif not _is_seq(op["start"]) or not _is_seq(op["end"]):
             raise _invalid(f"seq {seq}: surfaceOp.start/end must be non-negative safe integers")
     if "sourceEventSeqs" in event:
         src = event["sourceEventSeqs"]
+        if surface_types is not SURFACE_TYPES and type(src) is list and any(type(s) is list for s in src):
+            src = decode_seq_ranges(src, seq)
         # the common valid cases at C speed (all ints, in 0..seq-1, no duplicates): a run of consecutive seqs
         # (a step's chunks), or any such list; anything else is walked below, which names the first problem
         if type(src) is list and src:
@@ -265,6 +285,20 @@ def check_markers(event: dict) -> Any:
     return op
 
 
+def decode_seq_ranges(src: list, seq: int) -> list[int]:
+    """Format v4 stores a run of 3+ consecutive ``sourceEventSeqs`` as an inclusive ``[start, end]`` pair
+    (dsh 0.2 ``encodeSeqRanges``); the expanded list."""
+    out: list[int] = []
+    for entry in src:
+        if type(entry) is list:
+            if len(entry) != 2 or not _is_seq(entry[0]) or not _is_seq(entry[1]) or entry[1] < entry[0]:
+                raise _invalid(f"seq {seq}: sourceEventSeqs range entries must be [start, end] pairs")
+            out.extend(range(entry[0], entry[1] + 1))
+        else:
+            out.append(entry)
+    return out
+
+
 def _strip_result_content(data: Any) -> Any:
     """tool/result data with the inner tool-result block's ``content`` removed (for the content-only rule), or
     None for data of another shape (a malformed replacement: it then differs from every stored result)."""
@@ -284,9 +318,11 @@ class SurfaceFold:
     """Ordered surface nodes (event seqs) and the replace generation. ``get_event(seq)`` resolves a seq
     to its event (needed for the tool/result replacement rule)."""
 
-    __slots__ = ("nodes", "replace_generation", "base_seq", "_pos", "_get_event")
+    __slots__ = ("nodes", "replace_generation", "base_seq", "_pos", "_get_event", "surface_types")
 
-    def __init__(self, get_event: Callable[[int], dict], base_seq: int = 0) -> None:
+    def __init__(self, get_event: Callable[[int], dict], base_seq: int = 0,
+                 surface_types: frozenset[str] = SURFACE_TYPES) -> None:
+        self.surface_types = surface_types
         self.nodes: list[int] = []
         self.replace_generation = 0
         self.base_seq = base_seq
@@ -296,13 +332,14 @@ class SurfaceFold:
     def plan(self, event: dict) -> Any:
         """Validate a candidate; returns None (no surface change), ``("append", seq)`` or
         ``("replace", seq, i, j)``. Nothing is mutated."""
-        op = check_markers(event)
+        op = check_markers(event, self.surface_types)
         if op is None:
             return None
         seq = event["seq"]
         if op == "append":
             return ("append", seq)
-        start, end = op["start"], op["end"]
+        v4 = self.surface_types is not SURFACE_TYPES
+        start, end = (op["startSeq"], op["endSeq"]) if v4 else (op["start"], op["end"])
         if start < self.base_seq or end < self.base_seq:
             raise _invalid(f"seq {seq}: surface replace range {start}..{end} lies before the loaded window")
         i = self._pos.get(start)
@@ -315,11 +352,13 @@ class SurfaceFold:
             raise _invalid(f"seq {seq}: surface replace start {start} comes after end {end}")
         shadowed = self.nodes[i : j + 1]
         src = event.get("sourceEventSeqs")
+        if self.surface_types is not SURFACE_TYPES and type(src) is list:
+            src = decode_seq_ranges(src, seq)
         cited = set(src) if src is not None else set()
         missing = [s for s in shadowed if s not in cited]
         if missing:
             raise _invalid(f"seq {seq}: surface replace must cite every shadowed seq in sourceEventSeqs (missing {missing})")
-        if event["type"] == TOOL_RESULT:
+        if event["type"] == TOOL_RESULT and not v4:
             if len(shadowed) != 1:
                 raise _invalid(f"seq {seq}: a tool/result replacement must shadow exactly one node")
             old = self._get_event(shadowed[0])

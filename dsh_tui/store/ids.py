@@ -12,8 +12,10 @@ from pathlib import Path
 
 from dsh_tui.session.errors import DshError
 from dsh_tui.store.catalog import RAW_NAME, UNREADABLE, ZSTD_NAME, Catalog, SessionRow, resolve_roots
+from dsh_tui.store.catalog.discover import V4_RAW_NAME, V4_ZSTD_NAME
 
-LOG_NAMES = (ZSTD_NAME, RAW_NAME)
+# the newest generation first: a directory holding a v4 log beside a v0 one is the v4 session
+LOG_NAMES = (V4_ZSTD_NAME, V4_RAW_NAME, ZSTD_NAME, RAW_NAME)
 
 
 def _log_in(path: Path) -> Path | None:
@@ -62,11 +64,11 @@ def _row_of_file(path: Path) -> SessionRow:
     if log is None:
         if not os.path.lexists(path):
             raise DshError(f"no such session log: {path}")
-        raise DshError(f"{path}: not a session log (expected ROOT/PROJECT/SESSION/session.jsonl[.zstd] "
+        raise DshError(f"{path}: not a session log (expected ROOT/PROJECT/SESSION/session[.v4].jsonl[.zstd] "
                        "or its SESSION directory)")
     if log.name not in LOG_NAMES:
-        raise DshError(f"{path}: not a session log in a session root (its name must be session.jsonl or "
-                       "session.jsonl.zstd, in ROOT/PROJECT/SESSION/); use dsh-tui log ... for a loose file")
+        raise DshError(f"{path}: not a session log in a session root (its name must be session.jsonl[.zstd] "
+                       "or session.v4.jsonl[.zstd], in ROOT/PROJECT/SESSION/); use dsh-tui log ... for a loose file")
     real = log.resolve()
     if len(real.parents) < 3:
         raise DshError(f"{path}: not inside a session root (ROOT/PROJECT/SESSION/{log.name})")

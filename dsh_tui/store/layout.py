@@ -113,8 +113,24 @@ def opposite(compression: str) -> str:
     return "none" if compression == "zstd" else "zstd"
 
 
-def transcript_name(compression: str) -> str:
-    return TRANSCRIPT_STEM + suffix(compression)
+def transcript_name(compression: str, version: int = 0) -> str:
+    """``session.jsonl[.zstd]`` (format v0) or ``session.v<N>.jsonl[.zstd]`` (a later generation: dsh 0.2
+    writes ``session.v4.jsonl.zstd``; docs/format.md, "Format v4")."""
+    return TRANSCRIPT_STEM + (f".v{version}" if version else "") + suffix(compression)
+
+
+#: the generations a session directory may hold, newest first (the newest present is the session's log)
+GENERATIONS = (4, 0)
+LOCK_NAME = "session.lock"
+
+
+def generation_of(name: str) -> int | None:
+    """The format generation a log file name stands for, or None."""
+    for comp in COMPRESSIONS:
+        for v in GENERATIONS:
+            if name == transcript_name(comp, v):
+                return v
+    return None
 
 
 def project_dir(root: Path, cwd: str | None) -> Path:
@@ -125,8 +141,8 @@ def session_dir(root: Path, cwd: str | None, session_id: str) -> Path:
     return project_dir(root, cwd) / encode_segment(session_id)
 
 
-def log_path(root: Path, cwd: str | None, session_id: str, compression: str) -> Path:
-    return session_dir(root, cwd, session_id) / transcript_name(compression)
+def log_path(root: Path, cwd: str | None, session_id: str, compression: str, version: int = 0) -> Path:
+    return session_dir(root, cwd, session_id) / transcript_name(compression, version)
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -144,7 +160,8 @@ def check_identity(path: Path, root: Path, header: dict, compression: str, expec
             f'"{header.get("id")}"'
         )
     try:
-        expected = log_path(root, header.get("cwd"), header["id"], compression)
+        version = header.get("version") if header.get("version") in GENERATIONS else 0
+        expected = log_path(root, header.get("cwd"), header["id"], compression, version)
     except (LayoutError, KeyError, TypeError) as err:
         raise LayoutError(f'corrupt session log "{path}": header id cannot name a storage path ({err})') from None
     if Path(path) != expected and not same_file(Path(path), expected):

@@ -199,12 +199,22 @@ def fork(
     if store.exists(cid):
         raise ForkError(f"session {cid} already exists", "SESSION_ALREADY_EXISTS")
     clock = clock or _now_ms
+    v4 = parent.get("version") == 4
+    if v4:
+        # dsh 0.2's buildForkSeed: the prefix, then the inherited cut {inherited: true} at the boundary's time
+        # (a boundary is never inside an open turn here, so there are no forked closers)
+        from dsh_tui.session.repair import interrupted_turn_closers_v4
+
+        seed.append({"type": "session/end-seed", "seq": boundary + 1, "time": events[boundary]["time"],
+                     "data": {"inherited": True}})
+        seed.extend(interrupted_turn_closers_v4(seed, cid, cause="forked"))
     header = make_header(
         cid,
         cwd=parent.get("cwd"),
         created_at=clock(),
         parent_session=source_id,
-        seed_length=len(seed),
+        seed_length=boundary + 1,
+        version=4 if v4 else 0,
     )
     child = Session(header, seed, clock=clock)
     store.create(header)

@@ -84,7 +84,7 @@ def cleanup(*pids: int) -> None:
 
 
 def turn_end(tmp_path: Path) -> dict:
-    logs = [p for p in (tmp_path / "root").rglob("session.jsonl*")]
+    logs = [p for p in (tmp_path / "root").rglob("session*.jsonl*")]
     assert len(logs) == 1, logs
     ends = [e for e in open_log_file(logs[0]).events if e["type"] == "turn/end"]
     return ends[-1]["data"]["reason"]
@@ -226,7 +226,7 @@ def test_ctrl_c_during_a_foreground_subagents_command_cancels_the_whole_tree(tmp
         finally:
             cleanup(pid)
     reasons = {}
-    for log in (tmp_path / "root").rglob("session.jsonl*"):
+    for log in (tmp_path / "root").rglob("session*.jsonl*"):
         opened = open_log_file(log)
         ends = [e["data"]["reason"] for e in opened.events if e["type"] == "turn/end"]
         reasons["child" if opened.header.get("parentSession") else "root"] = ends
@@ -272,9 +272,9 @@ def test_a_signal_while_stream_json_input_waits_for_the_next_prompt(tmp_path):
         try:
             os.write(write_end, b'"first"\n')
             end = time.monotonic() + 60
-            while not list((tmp_path / "root").rglob("session.jsonl*")) or not any(
+            while not list((tmp_path / "root").rglob("session*.jsonl*")) or not any(
                     e["type"] == "turn/end" for e in open_log_file(
-                        next((tmp_path / "root").rglob("session.jsonl*"))).events):
+                        next((tmp_path / "root").rglob("session*.jsonl*"))).events):
                 assert p.poll() is None and time.monotonic() < end, p.communicate()
                 time.sleep(0.1)
             os.kill(p.pid, signal.SIGTERM)

@@ -93,7 +93,7 @@ def test_fork_refuses_a_parent_a_live_process_holds(tmp_path, capsys):
         assert rc == 1 and one_line_error(err) and "session par is in use by pid" in err
     finally:
         holder.release()
-    assert sum(1 for _ in root.rglob("session.jsonl*")) == 1  # no child was written
+    assert sum(1 for _ in root.rglob("session*.jsonl*")) == 1  # no child was written
     rc, out, _ = cli(capsys, "fork", "par", "--root", root)
     assert rc == 0 and out.strip().startswith("session-")
 
@@ -325,7 +325,7 @@ def test_bash_env_under_every_preset_shows_no_key(tmp_path, preset):
                             "--preset", preset], cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
         assert p.returncode == 0, p.stderr
         assert srv.requests[0]["headers"].get("authorization") == "Bearer gw-secret-123"
-    logs = list(root.rglob("session.jsonl*"))
+    logs = list(root.rglob("session*.jsonl*"))
     assert len(logs) == 1
     from dsh_tui.store.fixture import open_log_file
     from dsh_tui.store.jsonl import decode_raw_text
@@ -356,7 +356,9 @@ async def test_reads_outside_the_workspace_get_the_approval_text_under_a_preset(
                         scripted.text("done")],
                        builtin_tools(), tmp_path=ws, preset=preset)
     await run_followup(agent, "go")
-    results = [r["data"]["message"]["content"][0]["content"][0]["text"] for r in of_type(agent, "tool/result")]
+    from dsh_tui.session.content import tool_result_block
+
+    results = [tool_result_block(r["data"]["message"])["content"][0]["text"] for r in of_type(agent, "tool/result")]
     assert len(results) == 3
     for text in results:
         assert "[sandbox:" not in text

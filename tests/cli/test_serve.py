@@ -336,7 +336,7 @@ async def test_closing_the_websocket_mid_turn_closes_the_turn_in_the_log(tmp_pat
                 await session.close()
             assert s.wait_log(lambda s: pid in s.ended()), s.log()
             assert s.ended()[pid] == "0" and gone(pid)
-    logs = [p for p in root.rglob("session.jsonl*") if p.is_file()]
+    logs = [p for p in root.rglob("session*.jsonl*") if p.is_file()]
     check = subprocess.run([str(DSH_TUI), "log", "check", str(logs[0])], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0 and json.loads(check.stdout)["open_turn"] is False, check
     cat = subprocess.run([str(DSH_TUI), "log", "cat", str(logs[0])], capture_output=True, text=True, timeout=60)
@@ -431,7 +431,7 @@ async def test_a_tab_ends_with_a_server_killed_by_sigkill_and_closes_its_turn(tm
                     import signal
 
                     os.kill(s.started()[0], signal.SIGKILL)
-    logs = [p for p in root.rglob("session.jsonl*") if p.is_file()]
+    logs = [p for p in root.rglob("session*.jsonl*") if p.is_file()]
     cat = subprocess.run([str(DSH_TUI), "log", "cat", str(logs[0])], capture_output=True, text=True, timeout=60)
     events = [json.loads(line) for line in cat.stdout.splitlines()]
     ends = [e for e in events if e["type"] == "turn/end"]

@@ -86,6 +86,10 @@ SCENARIOS: dict[str, tuple[list[tuple[str, list]], dict[str, str]]] = {
     "goal": ([("set a goal to write docs", [tool_reply("toolu_go", "create_goal", '{"objective": "write docs"}'),
                                             text_reply("Goal set.")])], {}),
     "crash": ([("answer slowly", [stall()])], {}),
+    # killed while its bash call runs: the log ends after a recorded tool/call with no result
+    "crash-tool": ([("run the slow script", [tool_reply("toolu_c", "bash",
+                                                       '{"description": "run slow", "command": "sleep 30"}'),
+                                            text_reply("unreached")])], {}),
     "subagent": ([("delegate a summary", [
         tool_reply("toolu_s", "subagent", '{"description": "summarize notes", "prompt": "Summarize notes.txt"}'),
         text_reply("The notes say alpha.", thinking=None),  # the child's answer
@@ -124,13 +128,13 @@ def record(name: str, dsh: str) -> dict:
             for prompt, replies in turns:
                 server.push(*replies)
                 cmd = [dsh, "--profile", "headless", *(["--session-id", session_id] if session_id else []), prompt]
-                if name == "crash":
+                if name.startswith("crash"):
                     proc = subprocess.Popen(cmd, cwd=ws, env=_env(home, server.base_url),
                                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
                     deadline = time.monotonic() + 60
                     while not server.requests and time.monotonic() < deadline:
                         time.sleep(0.1)
-                    time.sleep(1.0)
+                    time.sleep(1.0 if name == "crash" else 4.0)
                     proc.send_signal(signal.SIGKILL)
                     proc.wait()
                     outputs.append({"prompt": prompt, "killed": "SIGKILL"})

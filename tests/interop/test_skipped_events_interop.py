@@ -28,7 +28,7 @@ def test_dsh_loads_a_log_with_skipped_file_notes(dsh_peer, tmp_path):
                             "--root", str(root)], cwd=repo, capture_output=True, text=True, timeout=120,
                            env=dict(os.environ, HOME=str(tmp_path / "home")))
     assert p.returncode == 0, p.stderr
-    events = open_log_file(next(root.rglob("session.jsonl*"))).events
+    events = open_log_file(next(root.rglob("session*.jsonl*"))).events
     types = {e["type"] for e in events}
     assert {"agent-instructions/skipped", "skills/skipped"} <= types
     report = dsh_peer.load(root, inspect=True, dump=True)

@@ -35,7 +35,7 @@ def dsh(*argv: str, cwd: Path, env: dict | None = None, timeout: float = 120) ->
 
 
 def the_log(root: Path) -> Path:
-    (log,) = list(root.rglob("session.jsonl*"))
+    (log,) = list(root.rglob("session*.jsonl*"))
     return log
 
 
@@ -193,7 +193,9 @@ def tool_results(events: list[dict]) -> list[tuple[str, str, dict | None]]:
     out = []
     for e in events:
         if e["type"] == "tool/result":
-            block = e["data"]["message"]["content"][0]
+            from dsh_tui.session.content import tool_result_block
+
+            block = tool_result_block(e["data"]["message"])  # a v0 or a v4 tool result
             out.append((block["toolCallId"], block["content"][0]["text"], e["data"].get("error")))
     return out
 

@@ -91,10 +91,12 @@ def test_installed_plugins_shape_a_headless_run(tmp_path, site):
     assert entry["tool"] == "bash" and entry["callId"] == "call_1" and entry["ok"] is False
     # the log (zstd or plain, read as dsh-tui reads it) holds the injected context message and the refusal:
     # what the model saw was recorded
-    (log,) = (tmp_path / "root").rglob("session.jsonl*")
+    (log,) = (tmp_path / "root").rglob("session*.jsonl*")
     events = fixture.imported_events(fixture.open_log_file(str(log)))
     notes = [e for e in events if e["type"] == "user/message"
-             and e["data"].get("source") == {"kind": "plugin", "plugin": "context-inject"}]
+             # a plugin's source: {kind: "plugin", plugin} in a v0 log, {kind: "plugin:<name>"} in a v4 one
+             and e["data"].get("source") in ({"kind": "plugin", "plugin": "context-inject"},
+                                             {"kind": "plugin:context-inject"})]
     assert len(notes) == 1 and "House rule: answer in one line." in json.dumps(notes[0]["data"]["content"])
     (refused,) = [e for e in events if e["type"] == "tool/result"]
     assert "blocked by house rules" in json.dumps(refused["data"])
@@ -144,4 +146,4 @@ def test_a_broken_plugin_is_reported_and_the_run_goes_on_unless_strict(tmp_path,
     assert proc.stderr == "dsh-tui: plugin broken (cli) failed to load: RuntimeError: kaput\n"
     assert strict.returncode == 1 and "Traceback" not in strict.stderr
     assert strict.stderr == "dsh-tui: plugin broken: RuntimeError: kaput\n"
-    assert not list((tmp_path / "root2").rglob("session.jsonl*"))  # stopped before anything was written
+    assert not list((tmp_path / "root2").rglob("session*.jsonl*"))  # stopped before anything was written

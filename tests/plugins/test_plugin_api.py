@@ -268,7 +268,9 @@ async def test_plugin_tools_and_events():
     reason = await _turn(agent)
     assert reason["kind"] == "completed"
     result = [e for e in agent.session.events if e["type"] == "tool/result"][0]
-    assert result["data"]["message"]["content"][0]["content"] == [{"type": "text", "text": "ping"}]
+    from dsh_tui.session.content import tool_result_block
+
+    assert tool_result_block(result["data"]["message"])["content"] == [{"type": "text", "text": "ping"}]
     own = [e for e in agent.session.events if e["type"] == "greeter/said"][0]
     assert own["ignorable"] is True  # a type dsh does not know: readers may skip it
     waved = [e for e in agent.session.events if e["type"] == "greeter/waved"][0]

@@ -70,7 +70,7 @@ def test_plugin_flags_load_in_run_and_resume(tmp_path):
         env = _setup(tmp_path, srv.base_url)
         srv.push(_text("first"), _text("second"))
         first = _cli(env, ws, "run", "--headless", "hello", "--root", root, "--plugin", "cli_note_plugin")
-        (log,) = (tmp_path / "root").rglob("session.jsonl*")
+        (log,) = (tmp_path / "root").rglob("session*.jsonl*")
         again = _cli(env, ws, "resume", str(log.parent), "--headless", "go on", "--root", root,
                      "--plugin", "cli_note_plugin")
         bodies = [json.dumps(r["body"]["messages"]) for r in srv.requests]

@@ -41,7 +41,7 @@ def test_run_takes_base_url_and_api_key_and_continues_a_session(tmp_path):
                for r in requests)
     continued = json.dumps(requests[1]["body"]["messages"])
     assert "hello there" in continued and "first answer" in continued and "and again" in continued
-    assert len(list(root.rglob("session.jsonl*"))) == 1  # one ordinary dsh session under session_root
+    assert len(list(root.rglob("session*.jsonl*"))) == 1  # one ordinary dsh session under session_root
 
 
 async def test_arun_takes_content_blocks_and_plugin_objects(tmp_path):

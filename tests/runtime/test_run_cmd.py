@@ -18,14 +18,16 @@ def run(*argv: str, cwd) -> subprocess.CompletedProcess:
 
 
 def stored_events(root) -> list[dict]:
-    logs = [p for p in root.rglob("session.jsonl*")]
+    logs = [p for p in root.rglob("session*.jsonl*")]
     assert len(logs) == 1
     return open_log_file(logs[0]).events
 
 
 def tool_result_text(events):
+    from dsh_tui.session.content import tool_result_block
+
     r = [e for e in events if e["type"] == "tool/result"][0]
-    return r["data"]["message"]["content"][0]["content"][0]["text"]
+    return tool_result_block(r["data"]["message"])["content"][0]["text"]  # a v0 or a v4 tool result
 
 
 def test_headless_turn_persists_and_prints_the_answer(tmp_path):
@@ -107,7 +109,7 @@ def test_headless_replay_of_a_scenario_directory_runs_each_child_from_its_own_re
     assert p.returncode == 0, p.stderr
     assert p.stdout == "PARENT_DONE\n"
     logs = {}
-    for path in root.rglob("session.jsonl*"):
+    for path in root.rglob("session*.jsonl*"):
         log = open_log_file(path)
         logs[log.header["id"]] = log
     assert len(logs) == 2

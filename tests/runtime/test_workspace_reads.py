@@ -90,7 +90,7 @@ def test_headless_read_only_run_in_a_hostile_repo_leaks_no_secret(tmp_path):
     assert "Inside rule: use tabs." in requests  # the sibling inside the workspace is followed
     for leak in (SECRET, "WSFILES_FAKE_KEY", "root:x:0:0", "OUTSIDE-TEXT"):
         assert leak not in requests
-    logs = list(root.rglob("session.jsonl*"))
+    logs = list(root.rglob("session*.jsonl*"))
     assert len(logs) == 1
     for f in root.rglob("*"):
         if f.is_file():
@@ -180,7 +180,7 @@ def test_headless_turn_in_a_repo_with_hostile_skills_completes(tmp_path):
     assert "- `good`: the good skill" in requests
     for leak in ("`deep`", "`huge`", "`outside`", SECRET):
         assert leak not in requests
-    events = open_log_file(next(root.rglob("session.jsonl*"))).events
+    events = open_log_file(next(root.rglob("session*.jsonl*"))).events
     skipped = {e["data"]["path"]: e["data"]["reason"] for e in events if e["type"] == "skills/skipped"}
     assert set(skipped) == {".dsh/skills/deep/SKILL.md", ".dsh/skills/huge/SKILL.md",
                             ".dsh/skills/outside/SKILL.md", ".dsh/skills/env.md"}

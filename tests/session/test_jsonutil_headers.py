@@ -173,7 +173,7 @@ def test_validate_header_lenient_accepts_fixture_placeholders():
     assert headers.validate_header(h, lenient=True) is h
 
 
-@pytest.mark.parametrize(("version", "needle"), [(1, "newer"), (-1, "no upgrade path")])
+@pytest.mark.parametrize(("version", "needle"), [(5, "newer"), (1, "reads 0 and 4"), (-1, "no upgrade path")])
 def test_version_refusal_precedes_shape_checks(version, needle):
     with pytest.raises(SessionFormatUnsupportedError, match=needle):
         headers.validate_header({"type": "session", "version": version, "createdAt": "garbage"})

@@ -47,6 +47,28 @@ def test_sharing_leaves_every_recorded_event_as_it_was():
     assert objects_after < 0.9 * objects_before  # and the recordings do repeat themselves
 
 
+def test_sharing_leaves_every_dsh02_v4_event_as_it_was_and_shares_its_stream_and_inbox_texts():
+    import zstandard
+
+    from tests.conftest import REPO
+
+    logs = sorted((REPO / "tests" / "fixtures" / "dsh02").rglob("session.v4.jsonl.zstd"))
+    assert logs
+    for path in logs:
+        with zstandard.ZstdDecompressor().stream_reader(path.open("rb")) as r:
+            events = [orjson.loads(line) for line in r.read().splitlines()[1:]]
+        before = _json(events)
+        _share_all(events)
+        assert _json(events) == before, path
+        for ev in events:
+            if ev["type"] == "assistant/message" and ev["data"].get("stream"):
+                text = next((b["text"] for b in ev["data"]["message"]["content"] if b["type"] == "text"), None)
+                ends = [c["chunk"]["block"] for c in ev["data"]["stream"]
+                        if c["type"] == "chunk" and c["chunk"]["type"] == "block-end"]
+                if text is not None:
+                    assert any(b.get("text") is text for b in ends), path  # one object, not two
+
+
 def test_sharing_leaves_every_edited_event_as_it_was():
     """Edits of a recorded tool round (every data path removed or set to -0.0, True, None, containers ...)."""
     for name, seed in _mutated_seeds():

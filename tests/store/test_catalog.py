@@ -181,7 +181,7 @@ def test_torn_tail_is_interrupted_not_unreadable(root, tmp_path):
     "content,reason",
     [
         (b"", "no complete header line"),
-        (b'{"type":"session","version":3,"id":"x","createdAt":1,"delegationDepth":0}\n', "newer harness"),
+        (b'{"type":"session","version":5,"id":"x","createdAt":1,"delegationDepth":0}\n', "newer harness"),
         (b'{"type":"turn/start"}\n', "not a session header"),
         (b"not json\n", "not JSON"),
     ],

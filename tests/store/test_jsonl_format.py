@@ -260,7 +260,7 @@ def test_header_rules(tmp_path):
         jsonl.parse_header_record(no_depth)
     assert jsonl.parse_header_record(no_depth, lenient=True)["id"] == "x"
     with pytest.raises(SessionFormatUnsupportedError, match="newer"):
-        jsonl.parse_header_record(b'{"type":"session","version":3,"nonsense":true}\n')
+        jsonl.parse_header_record(b'{"type":"session","version":5,"nonsense":true}\n')
     with pytest.raises(SessionCorruptionError, match="retired"):
         jsonl.parse_header_record(
             b'{"type":"session","version":0,"id":"x","createdAt":1,"delegationDepth":0,"sandboxMode":"x"}\n'

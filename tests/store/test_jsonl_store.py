@@ -136,7 +136,7 @@ def test_refusals_are_not_corruption_and_write_nothing(tmp_path):
     assert path.read_bytes() == data
     newer = tmp_path / "--v--" / "v1" / "session.jsonl"
     newer.parent.mkdir(parents=True)
-    newer.write_bytes(b'{"type":"session","version":1,"id":"v1","createdAt":1,"cwd":"/v","delegationDepth":0}\n')
+    newer.write_bytes(b'{"type":"session","version":5,"id":"v1","createdAt":1,"cwd":"/v","delegationDepth":0}\n')
     fresh = jsonl.JsonlStore(tmp_path, "none")
     assert "v1" in [h["id"] for h in fresh.list()]  # listed like dsh does; only loading refuses
     with pytest.raises(SessionFormatUnsupportedError, match="newer"):

@@ -40,7 +40,7 @@ def test_log_cat_prints_what_dsh_load_returns_for_legacy_logs(dsh_peer, tmp_path
     dsh_peer.write(root, source, compression=compression, batch="9,2", realize=True, session_id="legacy",
                    cwd="/tmp/dsh-interop-cwd")
     theirs = _dsh_dump(dsh_peer, root)
-    [log] = [p for p in root.rglob("session.jsonl*") if p.parent.name == "legacy"]
+    [log] = [p for p in root.rglob("session*.jsonl*") if p.parent.name == "legacy"]
     proc = subprocess.run([sys.executable, "-m", "dsh_tui", "log", "cat", str(log)], capture_output=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -33,7 +33,7 @@ async def test_run_chat_honours_cwd_preset_replay_and_root(tmp_path):
         assert app.chat is not None  # the chat is up before the route is known
         await wait_for(pilot, lambda: len(items(app, "footer")) == 1, 30)
         assert app.bridge.harness.agent.config.preset == "full-access"
-    logs = list((tmp_path / "root").rglob("session.jsonl*"))
+    logs = list((tmp_path / "root").rglob("session*.jsonl*"))
     assert len(logs) == 1
     log = open_log_file(logs[0])
     assert log.header["cwd"] == str(ws.resolve())

@@ -38,7 +38,7 @@ def test_demo_runs_in_a_real_terminal_and_quits_cleanly(tmp_path):
     workspace = tmp_path / "demo" / "workspace"
     assert "if not values:" in (workspace / "stats.py").read_text()
     assert "test_mean_of_nothing_is_zero_not_an_error" in (workspace / "test_stats.py").read_text()
-    assert list((tmp_path / "demo" / "sessions").rglob("session.jsonl*"))
+    assert list((tmp_path / "demo" / "sessions").rglob("session*.jsonl*"))
     check = subprocess.run([sys.executable, "-m", "unittest", "-q"], cwd=workspace, capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
 

@@ -51,7 +51,7 @@ def test_the_served_app_in_chromium_runs_a_turn_and_closing_the_tab_ends_it(tmp_
         finally:
             browser.close()
     # the session log, flushed and closed when the tab closed: valid, no open turn, every event there
-    logs = [p for p in root.rglob("session.jsonl*") if p.is_file()]
+    logs = [p for p in root.rglob("session*.jsonl*") if p.is_file()]
     assert len(logs) == 1, logs
     check = subprocess.run([str(DSH_TUI), "log", "check", str(logs[0])], capture_output=True, text=True, timeout=60)
     assert check.returncode == 0, check

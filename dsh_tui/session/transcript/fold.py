@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_tui.session.content import content_text
+from dsh_tui.session.content import content_text, tool_result_block
 from dsh_tui.session.folds import title_update
 from dsh_tui.session.stats import UsageFold
 
@@ -77,6 +77,7 @@ class TranscriptFold:
         self._request_counted = False
         self._files = SeenFiles(self.workspace)  # line numbers for later diff hunks
         self._turn_files: dict[Any, tuple[list, int]] = {}  # turn -> (files changed, total)
+        self.changed_files: dict[Any, list[str]] = {}  # turn -> files dsh's workspace/changes reported
 
     # -- helpers -------------------------------------------------------------------------------
     def _add(self, item: Item, out: list[Change]) -> Item:
@@ -297,8 +298,7 @@ class TranscriptFold:
             return  # pruned content rewrites keep the original card
         message = data.get("message") or {}
         call_id = str((message.get("source") or {}).get("callId") or "")
-        blocks = message.get("content") or []
-        block = blocks[0] if blocks and isinstance(blocks[0], dict) else {}
+        block = tool_result_block(message)  # v0's wrapper block or a format-v4 tool message
         if not call_id:
             call_id = str(block.get("toolCallId") or "")
         item = self._tools.get(call_id)
@@ -461,6 +461,19 @@ class TranscriptFold:
             text = "resumed here"
         self._add(DividerItem(f"d{seq}", "divider", seq, self.turn, text=text), out)
 
+    def _on_dsh_workspace_changes(self, event, data, seq, out) -> None:
+        """dsh 0.2's ``workspace/changes`` (a turn's changed files, ``WorkspaceChangesSummary``): kept as the
+        turn's changed files and shown as one row."""
+        files = [f for f in data.get("files") or [] if isinstance(f, dict)]
+        turn = data.get("turn", self.turn)
+        self.changed_files[turn] = [str(f.get("display") or f.get("path") or "") for f in files]
+        shown = ", ".join(f"{f.get('display') or f.get('path')} (+{f.get('added', 0)} −{f.get('deleted', 0)})"
+                          for f in files[:8]) + (" …" if len(files) > 8 else "")
+        n = data.get("total", len(files))
+        if not files:
+            return
+        self._add(DividerItem(f"w{seq}", "divider", seq, self.turn,
+                              text=f"turn {turn} changed {n} file{'s' if n != 1 else ''}: {shown}"), out)
 
     def _on_skipped(self, event, data, seq, out) -> None:
         """A workspace file the harness found but did not read (``agent-instructions/skipped``,
@@ -537,6 +550,7 @@ _HANDLERS = {
     "todo/write": TranscriptFold._on_todo,
     "session/end-seed": TranscriptFold._on_end_seed,
     "session/title": TranscriptFold._on_title,
+    "workspace/changes": TranscriptFold._on_dsh_workspace_changes,
     "agent-instructions/skipped": TranscriptFold._on_skipped,
     "skills/skipped": TranscriptFold._on_skipped,
     "workspace-changes/turn": TranscriptFold._on_workspace_changes,

@@ -16,7 +16,8 @@ from .rows import SessionRow
 # 5: + first prompt, fork turn, end-reason states (older indexes are rebuilt). The tables as sqlite-utils
 # declares them (a named unique index on path) behave as version 5's hand-written ones: no rebuild.
 # 6: a fork's turn from its own end-seed (version 5 took the first end-seed, a resumed parent's).
-SCHEMA_VERSION = 6
+# 7: format v4 logs (dsh 0.2) are read, not listed as unreadable.
+SCHEMA_VERSION = 7
 _SID_SHIFT = 32  # FTS rowid = sid << 32 | n, so one session's text is a rowid range.
 
 

@@ -12,6 +12,9 @@ from typing import Any
 RAW_NAME = "session.jsonl"
 SQLITE_DB = "sessions.sqlite"  # dsh's SQLite backend (store/sqlite/) when present in a root
 ZSTD_NAME = "session.jsonl.zstd"
+# format v4 (dsh 0.2): the newest generation in a session directory is its log
+V4_ZSTD_NAME = "session.v4.jsonl.zstd"
+V4_RAW_NAME = "session.v4.jsonl"
 
 
 LOCK_PROBE_WINDOW = 24 * 3600  # seconds
@@ -116,7 +119,7 @@ def discover(root: Path, unreadable: list[tuple[str, OSError]] | None = None
     names = (ZSTD_NAME, RAW_NAME)
     for _, sess in _session_dirs(projects, unreadable):
         denied = None
-        for name in names:
+        for name in (V4_ZSTD_NAME, V4_RAW_NAME, *names):
             p = sess.path + os.sep + name
             try:
                 st = os.stat(p)
@@ -125,7 +128,7 @@ def discover(root: Path, unreadable: list[tuple[str, OSError]] | None = None
             except OSError as err:
                 denied = err
                 continue
-            if name != names[0]:
+            if name != names[0] and name in names:
                 names = (name, names[0])  # one root, one encoding: try the one just seen first
             yield p, st
             break

@@ -46,6 +46,11 @@ class _Fold:
         else:
             ca = header.get("createdAt")
             self.s["updated_at"] = ca if isinstance(ca, int) else 0
+        self.v4 = header.get("version") == 4
+        if self.v4 and known is not None:  # format v4's own vocabulary (docs/format.md, "Format v4")
+            from dsh_tui.session.events import V4_KNOWN_EVENT_TYPES
+
+            known = V4_KNOWN_EVENT_TYPES
         self.known = known
         self.texts: list[tuple[int, str, str]] = []
         seed = header.get("seedLength")
@@ -152,6 +157,10 @@ class _Fold:
             if isinstance(d.get("title"), str):
                 s["title"] = d["title"]
                 s["title_source"] = (d.get("source") or {}).get("kind")
+        elif t == "session/end-seed" and self.v4:
+            # a v4 fork marks the end of its inherited prefix with ``{inherited: true}``
+            if s["fork_turn"] is None and d.get("inherited") is True and isinstance(s["last_turn"], int):
+                s["fork_turn"] = s["last_turn"]
         elif t == "session/end-seed":
             if s["fork_turn"] is None and isinstance(s["last_turn"], int) \
                     and self.seed_length is not None and seq >= self.seed_length:

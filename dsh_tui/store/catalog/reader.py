@@ -177,8 +177,10 @@ def _parse_header(line: bytes) -> dict:
     if not isinstance(h, dict) or h.get("type") != "session":
         raise _Unreadable("first line is not a session header")
     v = h.get("version", 0)
-    if isinstance(v, int) and v > 0:
+    if isinstance(v, int) and v > 4:
         raise _Unreadable(f"written by a newer harness (format version {v}); upgrade dsh-tui")
+    if v in (1, 2, 3):
+        raise _Unreadable(f"format version {v} (an intermediate dsh generation; dsh-tui reads 0 and 4)")
     if isinstance(v, int) and v < 0:
         raise _Unreadable(f"format version {v} has no upgrade path")
     if not isinstance(h.get("id"), str) or not h["id"]:

@@ -15,7 +15,7 @@ from dsh_tui.store import zstdframes
 
 ROW_TAGS = frozenset({"text-chunks", "reasoning-chunks", "tool-call-chunks"})
 HEADER_ORDER = (
-    "type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "origin",
+    "type", "version", "id", "createdAt", "cwd", "parentSession", "seedLength", "isSeeded", "origin",
     "delegationDepth", "agentPreset",
 )
 
@@ -70,6 +70,7 @@ def parse_header_record(record: bytes, *, lenient: bool = False, refuse_version:
         and _safe_nonneg_int(parsed.get("delegationDepth"))
         and parsed.get("origin", "subagent") == "subagent"
         and isinstance(parsed.get("agentPreset", ""), str)
+        and (parsed.get("version") != 4 or (type(parsed.get("isSeeded")) is bool and "seedLength" not in parsed))
     ):
         raise SessionCorruptionError("corrupt session log: first line is not a session header")
     if "sandboxMode" in parsed or "approvalPolicy" in parsed:
@@ -83,7 +84,7 @@ def header_line(header: dict[str, Any]) -> bytes:
 
     h = {"type": "session", "version": header.get("version", 0), "id": header["id"],
          "createdAt": header["createdAt"]}
-    for k in ("cwd", "parentSession", "seedLength", "origin"):
+    for k in ("cwd", "parentSession", "seedLength", "isSeeded", "origin"):
         if header.get(k) is not None:
             h[k] = header[k]
     h["delegationDepth"] = header.get("delegationDepth") or 0

@@ -58,11 +58,17 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, cloc
     from dsh_tui.session import legacy, repair
 
     try:
-        to_import, to_refuse = _looks(prefix)
-        events = legacy.import_legacy(prefix.events, sid, to_import)
-        legacy.check_refusals(events, str(prefix.path) if prefix.path is not None else "session log", to_refuse)
+        v4 = prefix.header.get("version") == 4
+        if v4:  # format v4 has no legacy shapes; its vocabulary is checked by the Session (docs/format.md)
+            events = prefix.events
+        else:
+            to_import, to_refuse = _looks(prefix)
+            events = legacy.import_legacy(prefix.events, sid, to_import)
+            legacy.check_refusals(events, str(prefix.path) if prefix.path is not None else "session log",
+                                  to_refuse)
         try:
-            closers = repair.interrupted_turn_closers(events)
+            closers = (repair.interrupted_turn_closers_v4(events, sid) if v4
+                       else repair.interrupted_turn_closers(events))
         except (KeyError, TypeError, AttributeError):
             if validate:  # a malformed event in the open turn: validation names it when it can
                 _construct(prefix.header, events, lenient=lenient, packed_runs=prefix.runs, keep=False)

@@ -111,15 +111,26 @@ class JsonlStore:
     def _check_encoding(self) -> None:
         if self._encoding_checked:
             return
-        other = layout.transcript_name(layout.opposite(self.compression))
+        others = [layout.transcript_name(layout.opposite(self.compression), v) for v in layout.GENERATIONS]
         for project in self._project_dirs():
             for d in self._session_dirs(project):
-                if _is_file(d / other):
-                    raise self._mismatch(d / other)
+                for other in others:
+                    if _is_file(d / other):
+                        raise self._mismatch(d / other)
         self._encoding_checked = True
 
+    def _current(self, d: Path) -> Path | None:
+        """The session directory's log: its newest generation present (dsh 0.2 writes ``session.v4.*`` beside
+        a migrated v0 log, and reads the newest)."""
+        for v in layout.GENERATIONS:
+            path = d / layout.transcript_name(self.compression, v)
+            if _is_file(path):
+                return path
+        return None
+
     def locate(self, header: dict[str, Any]) -> Path:
-        return layout.log_path(self.root, header.get("cwd"), header["id"], self.compression)
+        v = header.get("version") if header.get("version") in layout.GENERATIONS else 0
+        return layout.log_path(self.root, header.get("cwd"), header["id"], self.compression, v)
 
     def find(self, session_id: str) -> Path | None:
         """The stored log file of ``session_id`` in this root, or None when there is none (a session only
@@ -130,8 +141,7 @@ class JsonlStore:
     def _find(self, session_id: str) -> Path | None:
         self._check_encoding()
         seg = layout.encode_segment(session_id)
-        name = layout.transcript_name(self.compression)
-        other = layout.transcript_name(layout.opposite(self.compression))
+        others = [layout.transcript_name(layout.opposite(self.compression), v) for v in layout.GENERATIONS]
         matches = []
         for project in self._project_dirs():
             for comp in layout.COMPRESSIONS:
@@ -139,10 +149,12 @@ class JsonlStore:
                 if _is_file(flat):
                     raise StoreError(f'session artifact "{flat}" uses the unsupported flat-file layout')
             d = project / seg
-            if _is_file(d / other):
-                raise self._mismatch(d / other)
-            if _is_file(d / name):
-                matches.append(d / name)
+            for other in others:
+                if _is_file(d / other):
+                    raise self._mismatch(d / other)
+            current = self._current(d)
+            if current is not None:
+                matches.append(current)
         if len(matches) > 1:
             raise StoreError(f'duplicate JSONL session id "{session_id}" appears in multiple project directories')
         return matches[0] if matches else None
@@ -197,13 +209,14 @@ class JsonlStore:
             _check_seqs(session_id, events, cursor)  # one pass that raises the precise error
         self._check_encoding()
         path = self.locate(header)
+        pack = self.pack_chunks and header.get("version") != 4  # format v4 has no packed chunk rows
         if materialized:
-            append_bytes(path, encode_batch(events, self.compression, self.pack_chunks))
+            append_bytes(path, encode_batch(events, self.compression, pack))
         else:
             other = layout.log_path(self.root, header.get("cwd"), session_id, layout.opposite(self.compression))
             if _is_file(other):
                 raise self._mismatch(other)
-            write_new_file(path, encode_materialization(header, events, self.compression, self.pack_chunks))
+            write_new_file(path, encode_materialization(header, events, self.compression, pack))
             del self._pending[session_id]
         self._cursor[session_id] = (header, cursor + len(events))
 
@@ -294,19 +307,19 @@ class JsonlStore:
         header = parse_header_record(text[: end + 1]) if end != -1 else None
         if header is None or header.get("id") != session_id:
             raise SessionCorruptionError(f'corrupt session log: invalid header line in "{path}"')
-        return RawLog(header, "session.jsonl", text.decode("utf-8", errors="surrogateescape"))
+        name = "session.v4.jsonl" if header.get("version") == 4 else "session.jsonl"
+        return RawLog(header, name, text.decode("utf-8", errors="surrogateescape"))
 
     # -- listing -------------------------------------------------------------------------------
 
     def _artifacts(self) -> list[tuple[dict[str, Any], Path]]:
         self._check_encoding()
-        name = layout.transcript_name(self.compression)
         seen: set[str] = set()
         out = []
         for project in self._project_dirs():
             for d in self._session_dirs(project):
-                path = d / name
-                if not _is_file(path):
+                path = self._current(d)
+                if path is None:
                     continue
                 header = read_header(path, self.compression)
                 if header is None:
