@@ -62,6 +62,15 @@ _LEGAL_KEY = re.compile(r"^[\x21-\x7e]+$")
 DRAIN_S = 0.1
 
 
+def _has_images(request: dict[str, Any]) -> bool:
+    def walk(blocks: Any) -> bool:
+        return any(isinstance(b, dict) and (b.get("type") == "image" or
+                                            (b.get("type") == "tool-result" and walk(b.get("content"))))
+                   for b in blocks or ())
+
+    return any(walk(m.get("content")) for m in request.get("messages") or ())
+
+
 async def _drain(body: AsyncIterator[bytes]) -> None:
     """Consume what is left of a finished stream, giving up after ``DRAIN_S`` (the connection is
     then closed instead of reused)."""
@@ -251,10 +260,38 @@ class OpenAICompatProvider:
             # The configured default effort goes on the wire when the request names none (as dsh's
             # adapter does); resolve_model's "high" fallback is only what the UI shows as default.
             default_effort=self.default_effort,
+            images=self.image_resolver(request),
         )
 
+    def image_resolver(self, request: dict[str, Any]) -> Callable[[dict[str, Any]], Any] | None:
+        """How this request's images reach the wire: None when the model is text-only (dsh's stand-in text
+        instead), else each stored image's request version for the model's budget (an image missing from
+        the local store becomes the stand-in text too, so an old session still runs)."""
+        info = self.resolve_model((request.get("config") or {}).get("model") or "")
+        if not info.takes_images:
+            return None
+        from dsh_tui.store import attachments
+
+        pixels = info.image_pixel_budget or attachments.REQUEST_MAX_PIXELS
+        cap = info.image_max_bytes or attachments.REQUEST_MAX_BYTES
+        cache: dict[str, Any] = {}
+
+        def resolve(ref: dict[str, Any]) -> Any:
+            key = str(ref.get("attachmentId"))
+            if key not in cache:
+                try:
+                    cache[key] = attachments.request_image(ref, pixels, cap)
+                except attachments.AttachmentError:
+                    cache[key] = None
+            return cache[key]
+
+        return resolve
+
     async def _stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        body = encode_body(self.build_body(request))
+        if _has_images(request):  # decoding and re-encoding images stays off the event loop
+            body = encode_body(await asyncio.to_thread(self.build_body, request))
+        else:
+            body = encode_body(self.build_body(request))
         key = self._api_key()
         # Extra header values (a gateway's own key header, say) are redacted like the key itself.
         secrets = tuple(v for v in (key, *self.extra_headers.values()) if v and len(v) >= 8)

@@ -1,0 +1,6 @@
+"""placeholder"""
+name = "web"
+
+
+def apply(ctx, config=None):
+    return None
