@@ -325,12 +325,3 @@ def has_image(content: Any) -> bool:
         if block.get("type") == "tool-result" and has_image(block.get("content")):
             return True
     return False
-
-
-def human_size(n: int) -> str:
-    """``12 KB``-style size for the transcript."""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 * 1024:
-        return f"{n / 1024:.0f} KB"
-    return f"{n / 1024 / 1024:.1f} MB"

@@ -153,10 +153,24 @@ class AgentHarness:
         return outcome  # the runtime logs a session scope (dsh_tui/runtime/approval.py)
 
     async def send(self, text: str, mode: str) -> None:
+        from dsh_tui.runtime.images.prompt import find_images, prompt_content
+
+        content: Any = text
+        if find_images(text, self.agent.config.cwd):  # image files named in the prompt go with it
+            content = await asyncio.to_thread(prompt_content, text, self.agent.config.cwd)
         if mode == "steer":
-            self.agent.steer(text)
+            self.agent.steer(content)
         else:
-            self.agent.followup(text)
+            self.agent.followup(content)
+
+    def image_route(self) -> tuple[str, bool]:
+        """(model, whether it takes images): the composer asks before sending a prompt naming images."""
+        model = self.agent.config.model
+        try:
+            info = self.agent.provider.resolve_model(model) if self.agent.provider is not None else None
+        except Exception:  # noqa: BLE001 - unknown: treated as text-only
+            info = None
+        return model, bool(info is not None and getattr(info, "takes_images", False))
 
     async def set_model(self, model: str, effort: str | None = None) -> None:
         """Use ``model`` (and ``effort``, if given) from the next request on (logged as a ``request/header``

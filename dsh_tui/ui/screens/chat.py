@@ -790,6 +790,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             if problem:
                 self.say(problem)
             return False  # the text goes to the resumed chat; this view keeps it too
+        problem = self._image_problem(harness, text)
+        if problem:
+            self.say(problem)
+            return False  # told before sending: the text stays in the composer
         self.say("")
         if self.command_output.is_attached:
             self.command_output.display = False
@@ -803,6 +807,25 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self._set_running(True)
             self.status.set_phase("waiting")
         return True
+
+    @staticmethod
+    def _image_problem(harness: Any, text: str) -> str:
+        """Why the image files ``text`` names cannot be sent to the current model, or ""."""
+        route = getattr(harness, "image_route", None)
+        agent = getattr(harness, "agent", None)
+        if route is None or agent is None or ("." not in text):
+            return ""
+        from dsh_tui.runtime.images.prompt import find_images
+
+        images = find_images(text, agent.config.cwd)
+        if not images:
+            return ""
+        model, ok = route()
+        if ok:
+            return ""
+        names = ", ".join(p.name for p in images)
+        return (f'Not sent: model "{model}" does not declare image input ({names}). Switch to an image-capable '
+                f"model (/model) or remove the image.")
 
     def _submit_composer(self, alternate: bool = False, submitted: str | None = None) -> None:
         """Enter (``alternate``: the steer key): send, queue or steer the composer's text.
