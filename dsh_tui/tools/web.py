@@ -206,7 +206,7 @@ async def fetch(raw_url: str, limits: FetchLimits, cancelled: asyncio.Event | No
 
 
 async def _follow(raw_url: str, limits: FetchLimits) -> dict[str, Any]:
-    from dsh_tui.llm._httpx import httpx
+    from dsh_tui._httpx import httpx
 
     url = validate_url(raw_url)
     redirects = 0
@@ -239,7 +239,7 @@ async def _follow(raw_url: str, limits: FetchLimits) -> dict[str, Any]:
 
 async def _request_pinned(client: Any, url: Any, address: str, limits: FetchLimits) -> Any:
     """GET ``url`` on ``address`` (the checked one): the host name goes in ``Host`` and TLS SNI."""
-    from dsh_tui.llm._httpx import httpx
+    from dsh_tui._httpx import httpx
 
     host = f"[{address}]" if ":" in address else address
     netloc = host if url.port is None else f"{host}:{url.port}"
@@ -444,6 +444,8 @@ class SearchOptions:
     max_tokens: int = 4096
     max_uses: int = 5
     record: Callable[[dict[str, Any]], Any] | None = None
+    # every text that reaches the model or the log passes it (the runtime gives dsh_tui.llm.redact.redact)
+    redact: Callable[[str], str] = field(default=lambda text: text)
 
 
 def parse_search_args(args: Any, max_queries: int) -> list[str]:
@@ -503,7 +505,7 @@ def map_anthropic_response(response: Any) -> dict[str, Any]:
 
 
 async def search_deepseek(query: str, options: SearchOptions) -> dict[str, Any]:
-    from dsh_tui.llm._httpx import httpx
+    from dsh_tui._httpx import httpx
 
     endpoint = f"{options.base_url.rstrip('/')}/messages"
     key = options.api_key()
@@ -525,10 +527,8 @@ async def search_deepseek(query: str, options: SearchOptions) -> dict[str, Any]:
         async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=60.0) as client:
             response = await client.post(endpoint, content=json.dumps(body).encode(), headers=headers)
     except httpx.HTTPError as err:
-        from dsh_tui.llm.redact import redact
-
-        raise _endpoint_error(endpoint, redact(f"DeepSeek search request failed: {err or type(err).__name__}")) \
-            from None
+        raise _endpoint_error(endpoint, options.redact(f"DeepSeek search request failed: "
+                                                       f"{err or type(err).__name__}")) from None
     if not 200 <= response.status_code < 300:
         message = f"DeepSeek API error (HTTP {response.status_code})"
         try:
@@ -539,9 +539,7 @@ async def search_deepseek(query: str, options: SearchOptions) -> dict[str, Any]:
                 message += f": {detail}"
         except (ValueError, AttributeError):
             pass
-        from dsh_tui.llm.redact import redact
-
-        raise _endpoint_error(endpoint, redact(message))
+        raise _endpoint_error(endpoint, options.redact(message))
     try:
         return map_anthropic_response(response.json())
     except WebError as err:

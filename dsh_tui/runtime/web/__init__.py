@@ -73,6 +73,7 @@ def _api_key(env: str) -> str | None:
 
 
 def apply(ctx: Any, config: Any = None) -> None:
+    from dsh_tui.llm.redact import redact
     from dsh_tui.tools import web
 
     cfg = _config(config)
@@ -82,7 +83,7 @@ def apply(ctx: Any, config: Any = None) -> None:
         options = web.SearchOptions(
             base_url=str(base), api_key=lambda: _api_key(env), api_key_env=env, model=str(cfg["search_model"]),
             max_uses=cfg["search_max_uses"],
-            record=lambda data: ctx.append("web/deepseek-search-llm-request", data))
+            record=lambda data: ctx.append("web/deepseek-search-llm-request", data), redact=redact)
         ctx.tools.register(web.search_tool(options, max_results=cfg["search_max_results"],
                                            max_queries=cfg["search_max_queries"],
                                            timeout_ms=cfg["search_timeout_ms"]))
