@@ -107,14 +107,15 @@ def test_read_image_refusals_by_extension_and_content(tmp_path):
     assert got["c3"].startswith(f'Error: cannot read "{tmp_path / "missing.png"}": not found')
 
 
-def test_the_images_plugin_can_be_turned_off(tmp_path):
-    with ScriptServer() as srv:
-        srv.push(sse_reply(chunk("hi"), chunk(finish="stop", usage=USAGE)))
-        write_settings(srv, VISION + "[plugins.images]\nenabled = false\n")
-        p = run_headless(tmp_path, "hi")
-        assert p.returncode == 0, p.stderr
-        names = [t["function"]["name"] for t in srv.requests[0]["body"]["tools"]]
-    assert "read_image" not in names and "read" in names
+def test_the_images_plugin_is_on_by_default_and_can_be_turned_off(tmp_path):
+    for extra, offered in (("", True), ("[plugins.images]\nenabled = false\n", False)):
+        with ScriptServer() as srv:
+            srv.push(sse_reply(chunk("hi"), chunk(finish="stop", usage=USAGE)))
+            write_settings(srv, VISION + extra)
+            p = run_headless(tmp_path, "hi")
+            assert p.returncode == 0, p.stderr
+            names = [t["function"]["name"] for t in srv.requests[0]["body"]["tools"]]
+        assert ("read_image" in names) is offered and "read" in names
 
 
 async def test_read_image_on_the_messages_wire_sends_an_image_block(tmp_path, monkeypatch):
