@@ -12,7 +12,8 @@ elements pass through raw, as dsh does), the whole output at most 200,000 charac
 
 ``web_search`` asks DeepSeek's Anthropic-compatible Messages API to run its native ``web_search`` server tool
 (``$DEEPSEEK_SEARCH_BASE_URL``, default ``https://api.deepseek.com/anthropic/v1``; the DeepSeek API key) and
-lists the result blocks as sources, 1–4 queries merged round-robin, at most 8 sources.
+lists the result blocks as sources, 1–4 queries merged round-robin, at most 8 sources; or, configured, dsh
+0.1's Exa or Perplexity search (each needs only its key).
 """
 
 from __future__ import annotations
@@ -439,6 +440,7 @@ class SearchOptions:
     base_url: str
     api_key: Callable[[], str | None]
     api_key_env: str = "DEEPSEEK_API_KEY"
+    provider: str = "deepseek-official"  # or "exa", "perplexity" (dsh 0.1's providers that need only a key)
     model: str = "deepseek-v4-flash"
     api_version: str = "2023-06-01"
     max_tokens: int = 4096
@@ -548,6 +550,94 @@ async def search_deepseek(query: str, options: SearchOptions) -> dict[str, Any]:
         raise _endpoint_error(endpoint, f"DeepSeek returned an unprocessable response body: {err}") from None
 
 
+async def _post_json(url: str, key: str, body: dict[str, Any], label: str, redact: Callable[[str], str]) -> Any:
+    from dsh_tui._httpx import httpx
+
+    headers = {"authorization": f"Bearer {key}", "content-type": "application/json", "accept": "application/json",
+               "user-agent": SEARCH_USER_AGENT}
+    try:
+        async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=60.0) as client:
+            response = await client.post(url, content=json.dumps(body).encode(), headers=headers)
+    except httpx.HTTPError as err:
+        raise WebError(redact(f"{label} search request failed: {err or type(err).__name__}"),
+                       "WEB_PROVIDER_ERROR") from None
+    if not 200 <= response.status_code < 300:
+        message = f"{label} API error (HTTP {response.status_code})"
+        try:
+            parsed = response.json()
+            error = parsed.get("error")
+            detail = error if isinstance(error, str) else (error or {}).get("message") if isinstance(error, dict) \
+                else None
+            detail = detail or parsed.get("message")
+            if detail:
+                message = str(detail)
+        except (ValueError, AttributeError):
+            pass
+        raise WebError(redact(message), "WEB_PROVIDER_ERROR")
+    try:
+        return response.json()
+    except ValueError as err:
+        raise WebError(f"{label} returned an unprocessable response body: {err}", "WEB_PROVIDER_ERROR") from None
+
+
+async def search_exa(query: str, options: SearchOptions, max_results: int) -> dict[str, Any]:
+    """dsh 0.1's ``web-search-exa``: ``POST {base}/search`` (``https://api.exa.ai``, ``EXA_API_KEY``); a result
+    without a highlight is dropped."""
+    body = {"query": query, "type": "auto", "contents": {"highlights": {"highlightsPerUrl": 1}},
+            "numResults": max_results}
+    payload = await _post_json(f"{options.base_url.rstrip('/')}/search", options.api_key() or "", body, "Exa",
+                               options.redact)
+    sources = []
+    for item in (payload.get("results") if isinstance(payload, dict) else None) or []:
+        snippet = next((h for h in item.get("highlights") or [] if isinstance(h, str) and h.strip()), None)
+        if snippet is None or not item.get("url"):
+            continue
+        source: dict[str, Any] = {"url": item["url"]}
+        if item.get("title"):
+            source["title"] = item["title"]
+        source["snippet"] = snippet
+        if item.get("publishedDate"):
+            source["publishedAt"] = item["publishedDate"]
+        sources.append(source)
+    return {"sources": sources, "truncated": False}
+
+
+async def search_perplexity(query: str, options: SearchOptions) -> dict[str, Any]:
+    """dsh 0.1's ``web-search-perplexity``: a ``sonar`` chat completion (``https://api.perplexity.ai``,
+    ``PERPLEXITY_API_KEY``); its answer is the summary, its search results (or citations) the sources."""
+    body = {"model": options.model, "max_tokens": 1024, "messages": [{"role": "user", "content": query}]}
+    payload = await _post_json(f"{options.base_url.rstrip('/')}/chat/completions", options.api_key() or "", body,
+                               "Perplexity", options.redact)
+    payload = payload if isinstance(payload, dict) else {}
+    choices = payload.get("choices") or [{}]
+    content = ((choices[0] or {}).get("message") or {}).get("content")
+    if payload.get("search_results") is not None:
+        sources = []
+        for item in payload["search_results"]:
+            source: dict[str, Any] = {"url": item.get("url", "")}
+            for key, name in (("title", "title"), ("snippet", "snippet"), ("date", "publishedAt")):
+                if item.get(key):
+                    source[name] = item[key]
+            sources.append(source)
+    else:
+        sources = [{"url": url} for url in payload.get("citations") or []]
+    out: dict[str, Any] = {"content": content} if content else {}
+    out.update(sources=sources, truncated=False)
+    return out
+
+
+async def search_one(query: str, options: SearchOptions, max_results: int) -> dict[str, Any]:
+    """One query through the configured provider (a provider without its key is dsh's "unavailable")."""
+    if options.provider == "deepseek-official":
+        return await search_deepseek(query, options)
+    if not options.api_key():
+        raise WebError(f'configured web provider "{options.provider}" is registered but unavailable',
+                       "WEB_PROVIDER_CONFIGURED_UNAVAILABLE")
+    if options.provider == "exa":
+        return await search_exa(query, options, max_results)
+    return await search_perplexity(query, options)
+
+
 def merge_results(queries: list[str], results: list[dict[str, Any]], max_results: int) -> dict[str, Any]:
     seen: set[str] = set()
     sources: list[dict[str, Any]] = []
@@ -611,8 +701,8 @@ def search_tool(options: SearchOptions, *, max_results: int = 8, max_queries: in
     async def execute(args: Any, ctx: ToolContext) -> Any:
         queries = parse_search_args(args, max_queries)
         if len(queries) == 1:
-            return _cap(await search_deepseek(queries[0], options), max_results)
-        results = await asyncio.gather(*(search_deepseek(q, options) for q in queries))
+            return _cap(await search_one(queries[0], options, max_results), max_results)
+        results = await asyncio.gather(*(search_one(q, options, max_results) for q in queries))
         return merge_results(queries, [_cap(r, max_results) for r in results], max_results)
 
     def meta(_args: Any, value: Any) -> Any:

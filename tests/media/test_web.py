@@ -273,3 +273,39 @@ def test_the_web_tools_can_be_turned_off_one_by_one_or_together(tmp_path):
         assert ("web_fetch returns external" in system) is ("web_fetch" in expected)
         if expected == {"web_search"}:
             assert "Use the returned source snippets when available" in system
+
+
+@pytest.mark.parametrize("provider", ["exa", "perplexity"])
+def test_dsh_01s_key_only_search_providers(tmp_path, monkeypatch, provider):
+    reply = ({"results": [{"url": "https://a.org", "title": "A", "highlights": ["an excerpt"],
+                           "publishedDate": "2026-02-03"}, {"url": "https://nohighlight.org", "highlights": []}]}
+             if provider == "exa" else
+             {"choices": [{"message": {"content": "The answer."}}],
+              "search_results": [{"url": "https://a.org", "title": "A", "snippet": "an excerpt", "date": "2026-02-03"}]})
+    env = "EXA_API_KEY" if provider == "exa" else "PERPLEXITY_API_KEY"
+    with ScriptServer() as srv:
+        srv.push(sse_reply(*call_chunks(("c0", "web_search", {"queries": ["q"]})),
+                           chunk(finish="tool_calls", usage=USAGE)),
+                 json_reply(200, reply),
+                 sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)),
+                 # without its key: dsh's "unavailable", nothing sent to the search endpoint
+                 sse_reply(*call_chunks(("c1", "web_search", {"queries": ["q"]})),
+                           chunk(finish="tool_calls", usage=USAGE)),
+                 sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)))
+        write_settings(srv, f'[plugins.web]\nsearch_provider = "{provider}"\nsearch_base_url = "{srv.base_url}/s"\n')
+        monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-deepseek-never-sent-0123456789")
+        monkeypatch.setenv(env, "key-search-0123456789")
+        p = run_headless(tmp_path, "search")
+        assert p.returncode == 0, p.stderr
+        monkeypatch.delenv(env)
+        p2 = run_headless(tmp_path, "search again")
+        assert p2.returncode == 0, p2.stderr
+        search = srv.requests[1]
+        got = tool_messages(srv.requests[2])["c0"]
+        unavailable = tool_messages(srv.requests[-1])["c1"]
+        assert len(srv.requests) == 5
+    assert search["path"] == ("/s/search" if provider == "exa" else "/s/chat/completions")
+    assert search["headers"]["authorization"] == "Bearer key-search-0123456789"
+    assert "- [A](https://a.org) — an excerpt (2026-02-03)" in got and "nohighlight" not in got
+    assert ("The answer." in got) is (provider == "perplexity")
+    assert unavailable == f'Error: configured web provider "{provider}" is registered but unavailable'

@@ -10,6 +10,9 @@ Config (``[plugins.web]``; ``enabled = false`` turns both off):
   ``search_model`` (``deepseek-v4-flash``), ``search_api_key_env`` (``DEEPSEEK_API_KEY``; else the
   credentials file's key for ``deepseek-official``), ``search_max_uses`` (5);
 - ``fetch_max_response_bytes`` (5000000), ``fetch_max_body_chars`` (100000), ``fetch_max_redirects`` (5);
+- ``search_provider`` (``deepseek-official``; or dsh 0.1's ``exa`` with ``EXA_API_KEY``, ``perplexity`` with
+  ``PERPLEXITY_API_KEY`` and model ``sonar``; ``search_base_url`` / ``search_api_key_env`` / ``search_model``
+  override them);
 - ``fetch_allow_networks`` ([]): addresses or networks (``"127.0.0.1"``, ``"10.0.0.0/8"``) ``web_fetch`` may
   reach although they are not public; everything else that is not public is refused.
 """
@@ -29,8 +32,12 @@ DEFAULTS: dict[str, Any] = {
     "fetch_timeout_ms": 30_000, "fetch_max_output_chars": 200_000, "search_base_url": None,
     "search_model": "deepseek-v4-flash", "search_api_key_env": "DEEPSEEK_API_KEY", "search_max_uses": 5,
     "fetch_max_response_bytes": 5_000_000, "fetch_max_body_chars": 100_000, "fetch_max_redirects": 5,
-    "fetch_allow_networks": [],
+    "fetch_allow_networks": [], "search_provider": "deepseek-official",
 }
+# dsh 0.1's search providers that need only a key: (base URL, key variable, model)
+PROVIDERS = {"deepseek-official": (None, "DEEPSEEK_API_KEY", "deepseek-v4-flash"),
+             "exa": ("https://api.exa.ai", "EXA_API_KEY", ""),
+             "perplexity": ("https://api.perplexity.ai", "PERPLEXITY_API_KEY", "sonar")}
 SEARCH_ORDER = 114.2  # after tool:jobs (114), as dsh 0.2 orders TOOL_WEB_SEARCH after TOOL_JOBS
 FETCH_ORDER = 114.3
 
@@ -53,12 +60,16 @@ def _config(raw: Any) -> dict[str, Any]:
     v = cfg["fetch_max_redirects"]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise DshError(f"fetch_max_redirects must be a non-negative integer, got {v!r}")
+    if cfg["search_provider"] not in PROVIDERS:
+        raise DshError(f"search_provider must be one of {', '.join(PROVIDERS)}, got {cfg['search_provider']!r}")
     if not isinstance(cfg["fetch_allow_networks"], list):
         raise DshError("fetch_allow_networks must be a list of addresses or networks")
     return cfg
 
 
-def _api_key(env: str) -> str | None:
+def _api_key(env: str, provider: str = "deepseek-official") -> str | None:
+    """The key in ``$env``, else the credentials file's (by variable name, or ``[providers.<provider>]``: a
+    DeepSeek key is never sent to another search provider)."""
     value = os.environ.get(env)
     if value and value.strip():
         return value
@@ -67,7 +78,8 @@ def _api_key(env: str) -> str | None:
     from dsh_tui.config import DEEPSEEK_PROVIDER, SettingsError, find_api_key
 
     try:
-        return find_api_key(SimpleNamespace(name=DEEPSEEK_PROVIDER, api_key_env=env))  # type: ignore[arg-type]
+        name = DEEPSEEK_PROVIDER if provider == "deepseek-official" else provider
+        return find_api_key(SimpleNamespace(name=name, api_key_env=env))  # type: ignore[arg-type]
     except SettingsError:
         return None
 
@@ -78,10 +90,18 @@ def apply(ctx: Any, config: Any = None) -> None:
 
     cfg = _config(config)
     if cfg["search"]:
-        base = cfg["search_base_url"] or os.environ.get(web.SEARCH_BASE_URL_ENV) or web.SEARCH_DEFAULT_BASE_URL
-        env = str(cfg["search_api_key_env"])
+        provider = cfg["search_provider"]
+        default_base, default_env, default_model = PROVIDERS[provider]
+        if provider == "deepseek-official":
+            base = cfg["search_base_url"] or os.environ.get(web.SEARCH_BASE_URL_ENV) or web.SEARCH_DEFAULT_BASE_URL
+            env, model = str(cfg["search_api_key_env"]), str(cfg["search_model"])
+        else:
+            base = cfg["search_base_url"] or default_base
+            env = default_env if cfg["search_api_key_env"] == DEFAULTS["search_api_key_env"] \
+                else str(cfg["search_api_key_env"])
+            model = default_model if cfg["search_model"] == DEFAULTS["search_model"] else str(cfg["search_model"])
         options = web.SearchOptions(
-            base_url=str(base), api_key=lambda: _api_key(env), api_key_env=env, model=str(cfg["search_model"]),
+            base_url=str(base), api_key=lambda: _api_key(env, provider), api_key_env=env, provider=provider, model=model,
             max_uses=cfg["search_max_uses"],
             record=lambda data: ctx.append("web/deepseek-search-llm-request", data), redact=redact)
         ctx.tools.register(web.search_tool(options, max_results=cfg["search_max_results"],
