@@ -72,6 +72,14 @@ async def test_an_image_named_in_the_composer_goes_with_the_prompt(tmp_path, mon
                 note = str(app.chat.note.render())
                 assert 'Not sent: model "plain" does not declare image input (blue.png).' in note
                 assert len(srv.requests) == n and ends() == 2
+                # an image over dsh's 20 MiB limit: told before sending too
+                with open(ws / "huge.png", "wb") as fh:
+                    fh.truncate(21 * 1024 * 1024)
+                app.bridge.harness.agent.config.model = "vision"
+                await submit(pilot, "and huge.png")
+                await pilot.pause(0.2)
+                assert "Not sent: huge.png is larger than 20 MiB" in str(app.chat.note.render())
+                assert app.chat.composer.text == "and huge.png" and len(srv.requests) == n
         finally:
             await provider.aclose()
     first = [m for m in srv.requests[0]["body"]["messages"] if m["role"] == "user"][0]["content"]

@@ -820,6 +820,15 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         images = find_images(text, agent.config.cwd)
         if not images:
             return ""
+        from dsh_tui.store.attachments import MAX_IMAGE_BYTES
+
+        for path in images:
+            try:
+                big = path.stat().st_size > MAX_IMAGE_BYTES
+            except OSError:
+                big = False
+            if big:
+                return f"Not sent: {path.name} is larger than 20 MiB, the limit for one image."
         model, ok = route()
         if ok:
             return ""
