@@ -299,15 +299,28 @@ def request_image(ref: dict, max_pixels: int = REQUEST_MAX_PIXELS, max_bytes: in
     return RequestImage(out, media, w, h)
 
 
-def handle_text(ref: dict, version: RequestImage) -> str:
-    """dsh's model-facing handle shown before each image (``requestImageHandleText``, no readable path)."""
+def handle_text(ref: dict, version: RequestImage, base: Path | None = None) -> str:
+    """dsh's model-facing handle shown before each image (``requestImageHandleText``): with the read-only path
+    of the stored copy when it is on this machine (it always is, unless the store lost it)."""
     import json
 
     ident = str(ref.get("attachmentId"))
     if ref.get("name") is not None:
         ident = f"{json.dumps(ref['name'], ensure_ascii=False)} ({ident})"
-    return (f"Image {ident}; request preview {version.width}x{version.height}px. It may be resized or "
-            f"re-encoded; source dimensions, format, and byte size may differ.")
+    preview = f"Image {ident}; request preview {version.width}x{version.height}px."
+    try:
+        path = object_path(ref, base)
+        readable = path.is_file()
+    except (AttachmentError, OSError):
+        readable = False
+    if not readable:
+        return f"{preview} It may be resized or re-encoded; source dimensions, format, and byte size may differ."
+    ext = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}.get(
+        str(ref.get("mediaType")), "")
+    return (f"{preview} Normalized copy (read-only; may be resized or re-encoded): "
+            f"{json.dumps(str(path), ensure_ascii=False)} ({ref.get('width')}x{ref.get('height')}px, "
+            f"{ref.get('mediaType')}). Source dimensions, format, and byte size may differ. Copy to a writable path "
+            f"ending in {ext} before editing.")
 
 
 def text_only_text(ref: dict) -> str:

@@ -1,0 +1,67 @@
+"""``read_image`` through dsh 0.2 (the real ``dsh`` command from PyPI) and through dsh-tui on the Messages wire,
+each against a scripted server on 127.0.0.1, with DeepSeek's image-capable ``deepseek-flash``: the request
+after the call carries the same tool result — dsh's envelope text, its handle text and the image itself
+(the same bytes; the handle names the stored copy under ``$DSH_HOME/attachments/v1``) — and both offer ``read_image`` with the same description and schema."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.interop.test_dsh02_messages import KEY, dsh02  # noqa: F401 - the fixture
+from tests.llm.sse_server import ScriptServer
+from tests.llm.test_messages import text_reply, title, tool_reply
+from tests.llm.test_provider_harness import _env
+
+pytestmark = pytest.mark.interop
+PIL = pytest.importorskip("PIL.Image")
+
+
+def _run(cmd: list[str], tmp_path, name: str, settings: str | None) -> list[dict]:
+    work = tmp_path / name / "ws"
+    work.mkdir(parents=True)
+    PIL.new("RGB", (48, 32), (200, 30, 30)).save(work / "red.png")
+    env = _env(tmp_path / name, DEEPSEEK_API_KEY=KEY)
+    if settings is not None:
+        conf = tmp_path / name / "config" / "dsh-tui"
+        conf.mkdir(parents=True)
+        (conf / "settings.toml").write_text(settings)
+    os.makedirs(env["DSH_HOME"], exist_ok=True)
+    with ScriptServer() as server:
+        server._server.title_reply = title
+        server.push(tool_reply("toolu_i", "read_image", '{"file_path": "red.png"}'), text_reply("A red box."))
+        env["DEEPSEEK_BASE_URL"] = server.base_url
+        out = subprocess.run(cmd, env=env, cwd=work, capture_output=True, text=True, timeout=240)
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert out.stdout.strip().endswith("A red box."), out.stdout
+        requests = list(server.requests)
+    for r in requests:
+        r["work"] = str(tmp_path / name)
+    return requests
+
+
+def test_read_image_sends_the_same_tool_result_as_dsh02(dsh02, tmp_path):  # noqa: F811
+    prompt = "what is in red.png?"
+    peer = _run([dsh02, "--profile", "headless", prompt], tmp_path, "dsh02", None)
+    ours = _run([sys.executable, "-m", "dsh_tui", "run", "--headless", prompt], tmp_path, "dsh-tui",
+                '[default]\nmodel = "deepseek-flash"\n[providers.deepseek-official]\napi = "messages"\n')
+    tool = {t["name"]: t for t in ours[0]["body"]["tools"]}["read_image"]
+    assert tool == {t["name"]: t for t in peer[0]["body"]["tools"]}["read_image"]
+
+    def result(requests: list[dict]) -> list[dict]:
+        last = requests[1]["body"]["messages"][-1]
+        (block,) = [b for b in last["content"] if b["type"] == "tool_result"]
+        work = requests[1]["work"]
+        out = []
+        for part in block["content"]:
+            if part["type"] == "text":
+                out.append({"type": "text", "text": part["text"].replace(work, "RUN")})
+            else:
+                out.append({**part, "source": {**part["source"], "data": base64.b64decode(part["source"]["data"])}})
+        return out
+
+    assert result(ours) == result(peer)
