@@ -37,6 +37,8 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
 DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill"}
 # The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
 JOB_TOOLS = {"job_output", "job_list", "job_kill"}
+# Tools of other built-in plugins (dsh_tui/runtime/images/): built in too.
+PLUGIN_TOOLS = {"read_image"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
            "reject_always": "rejected"}
 
