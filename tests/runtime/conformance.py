@@ -34,7 +34,7 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
                  "waitForTitleAfterTurnEnd",  # titles are the host's job; the loop part is compared
                  "promptContent"}
 # Tools whose output depends only on the workspace and arguments.
-DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill"}
+DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill", "read_image"}
 # The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
 JOB_TOOLS = {"job_output", "job_list", "job_kill"}
 # Tools of other built-in plugins (dsh_tui/runtime/images/): built in too.
