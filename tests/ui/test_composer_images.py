@@ -80,6 +80,11 @@ async def test_an_image_named_in_the_composer_goes_with_the_prompt(tmp_path, mon
                 await pilot.pause(0.2)
                 assert "Not sent: huge.png is larger than 20 MiB" in str(app.chat.note.render())
                 assert app.chat.composer.text == "and huge.png" and len(srv.requests) == n
+                (ws / "fake.png").write_text("not an image")
+                await submit(pilot, "and fake.png")
+                await pilot.pause(0.2)
+                assert "Not sent: fake.png is not a PNG, JPEG, WebP or GIF image." in str(app.chat.note.render())
+                assert app.chat.composer.text == "and fake.png" and len(srv.requests) == n
         finally:
             await provider.aclose()
     first = [m for m in srv.requests[0]["body"]["messages"] if m["role"] == "user"][0]["content"]

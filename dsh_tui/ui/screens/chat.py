@@ -820,15 +820,19 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         images = find_images(text, agent.config.cwd)
         if not images:
             return ""
-        from dsh_tui.store.attachments import MAX_IMAGE_BYTES
+        from dsh_tui.store.attachments import MAX_IMAGE_BYTES, sniff
 
-        for path in images:
+        for path in images:  # what a stat and 12 bytes tell; decoding happens off the UI thread
             try:
                 big = path.stat().st_size > MAX_IMAGE_BYTES
+                with open(path, "rb") as fh:
+                    kind = sniff(fh.read(12))
             except OSError:
-                big = False
+                big, kind = False, None
             if big:
                 return f"Not sent: {path.name} is larger than 20 MiB, the limit for one image."
+            if kind is None:
+                return f"Not sent: {path.name} is not a PNG, JPEG, WebP or GIF image."
         model, ok = route()
         if ok:
             return ""
