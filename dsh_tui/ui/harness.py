@@ -156,12 +156,17 @@ class AgentHarness:
         from dsh_tui.runtime.images.prompt import find_images, prompt_content
 
         content: Any = text
-        if find_images(text, self.agent.config.cwd):  # image files named in the prompt go with it
+        # image files named in the prompt go with it (unless the images built-in is off)
+        if not self.agent.plugins.disabled("images") and find_images(text, self.agent.config.cwd):
             content = await asyncio.to_thread(prompt_content, text, self.agent.config.cwd)
         if mode == "steer":
             self.agent.steer(content)
         else:
             self.agent.followup(content)
+
+    def images_enabled(self) -> bool:
+        """Whether prompts take image attachments: the ``images`` built-in plugin is on."""
+        return not self.agent.plugins.disabled("images")
 
     def image_route(self) -> tuple[str, bool]:
         """(model, whether it takes images): the composer asks before sending a prompt naming images."""

@@ -95,3 +95,32 @@ async def test_an_image_named_in_the_composer_goes_with_the_prompt(tmp_path, mon
     assert base64.b64decode(url.split(",", 1)[1]) == (ws / "blue.png").read_bytes()
     second = [m for m in srv.requests[1]["body"]["messages"] if m["role"] == "user"][-1]["content"]
     assert [p["type"] for p in second] == ["text", "text", "image_url"]
+
+
+async def test_with_the_images_plugin_off_a_prompt_naming_an_image_goes_as_text(tmp_path, monkeypatch):
+    from dsh_tui.config import settings_path
+
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-composer-images-0123456789")
+    settings_path().parent.mkdir(parents=True, exist_ok=True)
+    settings_path().write_text("[plugins.images]\nenabled = false\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    PIL.new("RGB", (4, 4)).save(ws / "blue.png")
+    with ScriptServer() as srv:
+        provider = build_provider(Settings({"providers": {"deepseek-official": {
+            "base_url": srv.base_url, "models": {"plain": {}}}}}))
+        spec = HarnessSpec(root=tmp_path / "sessions", cwd=ws, provider=provider, model="plain", preset="full-access")
+        app = DshApp(lambda bridge: open_harness(bridge, spec),
+                     settings=UiSettings(values={"ui.theme": "dsh-dark", "ui.show_time": False}))
+        srv.push(sse_reply(chunk("ok"), chunk(finish="stop", usage={"prompt_tokens": 3, "completion_tokens": 1})))
+        try:
+            async with app.run_test(size=(100, 30)) as pilot:
+                await wait_for(pilot, lambda: app.bridge.harness is not None)
+                session = app.bridge.harness.session
+                await submit(pilot, "what is in @blue.png ?")
+                await wait_for(pilot, lambda: any(e["type"] == "turn/end" for e in session.events), timeout=30)
+        finally:
+            await provider.aclose()
+        body = srv.requests[0]["body"]
+    assert {"role": "user", "content": "what is in @blue.png ?"} in body["messages"]
+    assert "read_image" not in {t["function"]["name"] for t in body["tools"]}

@@ -2,8 +2,8 @@
 
 The tool is offered to every model (as dsh offers it); a model that does not take images (its
 ``input_modalities`` lack ``"image"``, see docs/providers.md) gets dsh's refusal when it calls it. Turn the
-tool off with ``[plugins.images] enabled = false``. Images in the user's own prompts (the composer) are
-independent of this plugin: they are attachments of the prompt (docs/tools.md, "Images").
+tool off with ``[plugins.images] enabled = false``, which also turns off image attachments in the user's
+prompts (``prompt.py``; the app's harness checks it) (docs/tools.md, "Images").
 """
 
 from __future__ import annotations

@@ -813,7 +813,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         """Why the image files ``text`` names cannot be sent to the current model, or ""."""
         route = getattr(harness, "image_route", None)
         agent = getattr(harness, "agent", None)
-        if route is None or agent is None or ("." not in text):
+        if route is None or agent is None or ("." not in text) or not harness.images_enabled():
             return ""
         from dsh_tui.runtime.images.prompt import find_images
 
