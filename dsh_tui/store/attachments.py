@@ -40,6 +40,11 @@ MAX_IMAGE_DIMENSION = 8192
 NORMALIZED_MAX_PIXELS = 2048 * 2048
 NORMALIZED_MAX_DIMENSION = 8192
 NORMALIZED_MAX_BYTES = 4 * 1024 * 1024
+# dsh's inline request budget: base64 bytes and images, removed in steps of these quanta when exceeded
+MAX_INLINE_REQUEST_BYTES = 20 * 1024 * 1024
+INLINE_OFFLOAD_QUANTUM = 10 * 1024 * 1024
+MAX_IMAGES_PER_REQUEST = 600
+IMAGE_OFFLOAD_COUNT_QUANTUM = 20
 # a route's request-image budget when its model names none (dsh's pi-ai route defaults)
 REQUEST_MAX_PIXELS = 2048 * 2048
 REQUEST_MAX_BYTES = 1024 * 1024
@@ -299,28 +304,66 @@ def request_image(ref: dict, max_pixels: int = REQUEST_MAX_PIXELS, max_bytes: in
     return RequestImage(out, media, w, h)
 
 
-def handle_text(ref: dict, version: RequestImage, base: Path | None = None) -> str:
-    """dsh's model-facing handle shown before each image (``requestImageHandleText``): with the read-only path
-    of the stored copy when it is on this machine (it always is, unless the store lost it)."""
+def _access_text(ref: dict, base: Path | None = None) -> str | None:
+    """dsh's ``normalizedAccessText``: where the stored copy can be read, or None when it is not here."""
+    import json
+
+    try:
+        path = object_path(ref, base)
+        if not path.is_file():
+            return None
+    except (AttachmentError, OSError):
+        return None
+    ext = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}.get(
+        str(ref.get("mediaType")), "")
+    return (f" Normalized copy (read-only; may be resized or re-encoded): {json.dumps(str(path), ensure_ascii=False)}"
+            f" ({ref.get('width')}x{ref.get('height')}px, {ref.get('mediaType')}). Source dimensions, format, and byte "
+            f"size may differ. Copy to a writable path ending in {ext} before editing.")
+
+
+def _identity(ref: dict) -> str:
     import json
 
     ident = str(ref.get("attachmentId"))
-    if ref.get("name") is not None:
-        ident = f"{json.dumps(ref['name'], ensure_ascii=False)} ({ident})"
-    preview = f"Image {ident}; request preview {version.width}x{version.height}px."
-    try:
-        path = object_path(ref, base)
-        readable = path.is_file()
-    except (AttachmentError, OSError):
-        readable = False
-    if not readable:
+    return ident if ref.get("name") is None else f"{json.dumps(ref['name'], ensure_ascii=False)} ({ident})"
+
+
+def handle_text(ref: dict, version: RequestImage, base: Path | None = None) -> str:
+    """dsh's model-facing handle shown before each image (``requestImageHandleText``): with the read-only path
+    of the stored copy when it is on this machine (it always is, unless the store lost it)."""
+    preview = f"Image {_identity(ref)}; request preview {version.width}x{version.height}px."
+    access = _access_text(ref, base)
+    if access is None:
         return f"{preview} It may be resized or re-encoded; source dimensions, format, and byte size may differ."
-    ext = {"image/png": ".png", "image/jpeg": ".jpg", "image/webp": ".webp", "image/gif": ".gif"}.get(
-        str(ref.get("mediaType")), "")
-    return (f"{preview} Normalized copy (read-only; may be resized or re-encoded): "
-            f"{json.dumps(str(path), ensure_ascii=False)} ({ref.get('width')}x{ref.get('height')}px, "
-            f"{ref.get('mediaType')}). Source dimensions, format, and byte size may differ. Copy to a writable path "
-            f"ending in {ext} before editing.")
+    return preview + access
+
+
+def offloaded_text(ref: dict, base: Path | None = None) -> str:
+    """What the model sees for an image left out to fit the request's image budget (``offloadedImageText``)."""
+    identity = f"image omitted to fit request image limits; {_identity(ref)}."
+    access = _access_text(ref, base)
+    if access is None:
+        return f"[{identity} No local normalized image path is available; ask the user to attach it again if needed.]"
+    return f"[{identity}{access}]"
+
+
+def offload_count(sizes: list[int], max_bytes: int | None = None, max_images: int | None = None) -> int:
+    """How many of the oldest occurrences (``sizes``: each one's represented bytes, oldest first) to omit so the
+    rest fit: whole quanta of excess bytes and of excess images, as dsh removes them."""
+    max_bytes = MAX_INLINE_REQUEST_BYTES if max_bytes is None else max_bytes
+    max_images = MAX_IMAGES_PER_REQUEST if max_images is None else max_images
+    drop = 0
+    if len(sizes) > max_images:
+        excess = len(sizes) - max_images
+        drop = min(len(sizes), -(-excess // IMAGE_OFFLOAD_COUNT_QUANTUM) * IMAGE_OFFLOAD_COUNT_QUANTUM)
+    total = sum(sizes[drop:])
+    if total > max_bytes:
+        target = -(-(total - max_bytes) // INLINE_OFFLOAD_QUANTUM) * INLINE_OFFLOAD_QUANTUM
+        removed = 0
+        while drop < len(sizes) and removed < target:
+            removed += sizes[drop]
+            drop += 1
+    return drop
 
 
 def text_only_text(ref: dict) -> str:

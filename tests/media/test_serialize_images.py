@@ -74,3 +74,44 @@ def test_admission_refuses_what_dsh_refuses(tmp_path):
     ref = attachments.save_image(gif.read_bytes(), "image/gif", "a.gif")
     assert ref["mediaType"] in ("image/png", "image/webp")  # a GIF is always re-encoded (dsh)
     assert attachments.object_path(ref).stat().st_mode & 0o777 == 0o600
+
+
+def test_offload_counts_whole_quanta_of_the_oldest():
+    mib = 1024 * 1024
+    assert attachments.offload_count([mib] * 20) == 0
+    assert attachments.offload_count([mib] * 21) == 10  # 1 MiB over: a 10 MiB step of the oldest
+    assert attachments.offload_count([15 * mib, 10 * mib]) == 1
+    assert attachments.offload_count([1] * 601) == 20  # one image over 600: a step of 20
+
+
+async def test_the_oldest_images_are_left_out_when_a_request_passes_the_inline_budget(tmp_path, monkeypatch):
+    """Three read images, a budget for about two: the oldest becomes dsh's offloaded text, the newer two go."""
+    from dsh_tui.config import Settings
+    from dsh_tui.llm.registry import build_provider
+    from tests.llm.sse_server import ScriptServer, chunk, sse_reply
+
+    monkeypatch.setenv("DEEPSEEK_API_KEY", "sk-offload-0123456789abcdef")
+    refs = []
+    for i in range(3):
+        path = tmp_path / f"i{i}.png"
+        PIL.new("RGB", (10, 10), (i, i, i)).save(path)
+        refs.append(attachments.save_image(path.read_bytes(), "image/png", path.name))
+    newest_two = sum((r["bytes"] + 2) // 3 * 4 for r in refs[1:])  # base64
+    monkeypatch.setattr(attachments, "MAX_INLINE_REQUEST_BYTES", newest_two)
+    monkeypatch.setattr(attachments, "INLINE_OFFLOAD_QUANTUM", 1)
+    messages = [{"role": "user", "content": [{"type": "text", "text": "see"},
+                                             *({"type": "image", "attachment": r} for r in refs)]}]
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk("ok"), chunk(finish="stop", usage={"prompt_tokens": 1, "completion_tokens": 1})))
+        provider = build_provider(Settings({"providers": {"deepseek-official": {
+            "base_url": srv.base_url, "models": {"v": {"input_modalities": ["text", "image"]}}}}}))
+        try:
+            async for _ in provider.stream({"config": {"provider": "deepseek-official", "model": "v"},
+                                            "messages": messages}):
+                pass
+        finally:
+            await provider.aclose()
+        parts = srv.requests[0]["body"]["messages"][0]["content"]
+    assert [p["type"] for p in parts] == ["text", "text", "text", "image_url", "text", "image_url"]
+    assert parts[1]["text"].startswith('[image omitted to fit request image limits; "i0.png" (sha256:')
+    assert parts[1]["text"].endswith("Copy to a writable path ending in .png before editing.]")

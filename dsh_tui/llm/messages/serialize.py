@@ -86,6 +86,9 @@ def _input_blocks(blocks: list[dict[str, Any]], images: ImageResolver = None) ->
             if version is None:  # a text-only route (or an image not in the local store): dsh's stand-in
                 out.append({"type": "text", "text": attachments.text_only_text(ref)})
                 continue
+            if isinstance(version, str):  # left out to fit the request's image budget
+                out.append({"type": "text", "text": version})
+                continue
             out.append({"type": "text", "text": attachments.handle_text(ref, version)})
             out.append({"type": "image", "source": {"type": "base64", "media_type": version.media_type,
                                                     "data": base64.b64encode(version.data).decode("ascii")}})

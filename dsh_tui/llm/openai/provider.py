@@ -62,6 +62,19 @@ _LEGAL_KEY = re.compile(r"^[\x21-\x7e]+$")
 DRAIN_S = 0.1
 
 
+def _image_refs(messages: Any) -> Any:
+    """Every image occurrence's attachment, in request order (tool results' after their message's own)."""
+    for message in messages:
+        content = [b for b in message.get("content") or () if isinstance(b, dict)]
+        for block in content:
+            if block.get("type") == "image":
+                yield block.get("attachment") or {}
+        for block in content:
+            if block.get("type") == "tool-result":
+                yield from (b.get("attachment") or {} for b in block.get("content") or ()
+                            if isinstance(b, dict) and b.get("type") == "image")
+
+
 def _has_images(request: dict[str, Any]) -> bool:
     def walk(blocks: Any) -> bool:
         return any(isinstance(b, dict) and (b.get("type") == "image" or
@@ -276,7 +289,7 @@ class OpenAICompatProvider:
         cap = info.image_max_bytes or attachments.REQUEST_MAX_BYTES
         cache: dict[str, Any] = {}
 
-        def resolve(ref: dict[str, Any]) -> Any:
+        def version(ref: dict[str, Any]) -> Any:
             key = str(ref.get("attachmentId"))
             if key not in cache:
                 try:
@@ -284,6 +297,19 @@ class OpenAICompatProvider:
                 except attachments.AttachmentError:
                     cache[key] = None
             return cache[key]
+
+        # dsh's inline budget: the oldest occurrences beyond 20 MiB of base64 (or 600 images) are omitted
+        refs = list(_image_refs(request.get("messages") or ()))
+        sizes = [(len(v.data) + 2) // 3 * 4 if (v := version(r)) is not None else 0 for r in refs]  # base64
+        drop = attachments.offload_count(sizes)
+        seen = [0]
+
+        def resolve(ref: dict[str, Any]) -> Any:
+            index = seen[0]
+            seen[0] += 1
+            if index < drop:
+                return attachments.offloaded_text(ref)
+            return version(ref)
 
         return resolve
 

@@ -57,8 +57,8 @@ def _parts(blocks: list[dict[str, Any]], images: Callable[[dict[str, Any]], Any]
         elif t == "image":
             ref = block.get("attachment") or {}
             version = images(ref)
-            if version is None:  # not in the local store: dsh's text-only stand-in
-                parts.append({"type": "text", "text": _text_only(ref)})
+            if version is None or isinstance(version, str):  # lost from the store / left out to fit the budget
+                parts.append({"type": "text", "text": _text_only(ref) if version is None else version})
                 continue
             lead = "\n" if parts else ""
             parts.append({"type": "text", "text": lead + handle_text(ref, version)})
