@@ -119,6 +119,57 @@ def request_dimensions(width: int, height: int, max_pixels: int) -> tuple[int, i
     return w, h
 
 
+# DeepSeek's vision-token grid (dsh 0.2's ``dsh-llm-deepseek`` image-tokens): a request image is sized so the
+# provider keeps it whole within 1,024 tokens; 4096 px a side at most; 2 MiB encoded.
+_PATCH = 14
+_CELL = _PATCH * 3
+_MAX_TOKENS = 1024
+DEEPSEEK_REQUEST_MAX_BYTES = 2 * 1024 * 1024
+DEEPSEEK_REQUEST_MAX_DIMENSION = 4096
+
+
+def _ceil_div(value: int, divisor: int) -> int:
+    return (value + divisor - 1) // divisor
+
+
+def _grid_cells(padded: int) -> int:
+    return _ceil_div(padded // _PATCH, 3)
+
+
+def _long_edge(width: int, height: int, edge: int) -> tuple[int, int]:
+    if edge >= max(width, height):
+        return width, height
+    if width >= height:
+        return edge, max(1, round(edge * height / width))
+    return max(1, round(edge * width / height)), edge
+
+
+def deepseek_request_dimensions(width: int, height: int) -> tuple[int, int]:
+    """dsh's ``deepSeekRequestImageDimensions`` (then its 4096 px per-side limit): the source when its
+    patch-padded grid fits 1,024 tokens, else the source aspect at the solved grid's long edge."""
+    padded_w = _ceil_div(width, _PATCH) * _PATCH
+    padded_h = _ceil_div(height, _PATCH) * _PATCH
+    gh, gw = _grid_cells(padded_h), _grid_cells(padded_w)
+    if gh * (gw + 1) + 2 <= _MAX_TOKENS:
+        w, h = width, height
+    else:
+        aspect = height / width
+        ideal_w = math.sqrt((_MAX_TOKENS - 2) / aspect + 0.25) - 0.5
+        ideal_h = ideal_w * aspect
+        if ideal_w < 1:
+            best_w, best_h = _CELL, ((_MAX_TOKENS - 2) // 2) * _CELL
+        elif ideal_h < 1:
+            best_w, best_h = ((_MAX_TOKENS - 2) - 1) * _CELL, _CELL
+        else:
+            scale = min(math.trunc(ideal_w) * _CELL / width, math.trunc(ideal_h) * _CELL / height)
+            best_w = math.trunc(width * scale / _PATCH) * _PATCH
+            best_h = math.trunc(height * scale / _PATCH) * _PATCH
+        w, h = _long_edge(width, height, best_w if width >= height else best_h)
+    if max(w, h) > DEEPSEEK_REQUEST_MAX_DIMENSION:
+        w, h = _long_edge(width, height, DEEPSEEK_REQUEST_MAX_DIMENSION)
+    return w, h
+
+
 @dataclass
 class _Decoded:
     image: Any  # PIL.Image.Image, orientation applied
@@ -289,18 +340,21 @@ class RequestImage:
     height: int
 
 
-def request_image(ref: dict, max_pixels: int = REQUEST_MAX_PIXELS, max_bytes: int = REQUEST_MAX_BYTES,
+def request_image(ref: dict, max_pixels: int | None = REQUEST_MAX_PIXELS, max_bytes: int = REQUEST_MAX_BYTES,
                   base: Path | None = None) -> RequestImage:
     """The request version of a stored image for a route's pixel and byte budget (the stored bytes when they
-    already fit)."""
+    already fit). ``max_pixels`` None: DeepSeek's token grid (``deepseek_request_dimensions``)."""
+
+    def target(w: int, h: int) -> tuple[int, int]:
+        return deepseek_request_dimensions(w, h) if max_pixels is None else request_dimensions(w, h, max_pixels)
+
     data = load(ref, base)
     width, height = int(ref.get("width") or 0), int(ref.get("height") or 0)
-    size = request_dimensions(width, height, max_pixels) if width and height else (width, height)
+    size = target(width, height) if width and height else (width, height)
     if size == (width, height) and len(data) <= max_bytes:
         return RequestImage(data, str(ref.get("mediaType")), width, height)
     decoded = _open(data, None)
-    out, media, w, h = _encode(decoded.image, request_dimensions(decoded.width, decoded.height, max_pixels),
-                               _REQUEST_QUALITIES, max_bytes)
+    out, media, w, h = _encode(decoded.image, target(decoded.width, decoded.height), _REQUEST_QUALITIES, max_bytes)
     return RequestImage(out, media, w, h)
 
 

@@ -21,10 +21,10 @@ pytestmark = pytest.mark.interop
 PIL = pytest.importorskip("PIL.Image")
 
 
-def _run(cmd: list[str], tmp_path, name: str, settings: str | None) -> list[dict]:
+def _run(cmd: list[str], tmp_path, name: str, settings: str | None, size: tuple[int, int] = (48, 32)) -> list[dict]:
     work = tmp_path / name / "ws"
     work.mkdir(parents=True)
-    PIL.new("RGB", (48, 32), (200, 30, 30)).save(work / "red.png")
+    PIL.new("RGB", size, (200, 30, 30)).save(work / "red.png")
     env = _env(tmp_path / name, DEEPSEEK_API_KEY=KEY)
     if settings is not None:
         conf = tmp_path / name / "config" / "dsh-tui"
@@ -65,3 +65,25 @@ def test_read_image_sends_the_same_tool_result_as_dsh02(dsh02, tmp_path):  # noq
         return out
 
     assert result(ours) == result(peer)
+
+
+def test_a_large_image_gets_deepseeks_request_size_as_in_dsh02(dsh02, tmp_path):  # noqa: F811
+    """1920x1080 fits the stored 2048x2048 budget but not DeepSeek's 1,024-token grid: both send a smaller request
+    image of the same dimensions, named the same way (the encoders differ: sharp there, Pillow here)."""
+    prompt = "what is in red.png?"
+    peer = _run([dsh02, "--profile", "headless", prompt], tmp_path, "dsh02", None, (1920, 1080))
+    ours = _run([sys.executable, "-m", "dsh_tui", "run", "--headless", prompt], tmp_path, "dsh-tui",
+                '[default]\nmodel = "deepseek-flash"\n[providers.deepseek-official]\napi = "messages"\n', (1920, 1080))
+
+    def parts(requests: list[dict]) -> tuple[list[str], tuple[int, int]]:
+        last = requests[1]["body"]["messages"][-1]
+        (block,) = [b for b in last["content"] if b["type"] == "tool_result"]
+        texts = [p["text"].replace(requests[1]["work"], "RUN") for p in block["content"] if p["type"] == "text"]
+        (image,) = [p for p in block["content"] if p["type"] == "image"]
+        import io
+
+        return texts, PIL.open(io.BytesIO(base64.b64decode(image["source"]["data"]))).size
+
+    mine, theirs = parts(ours), parts(peer)
+    assert mine == theirs
+    assert "request preview 1708x961px" in mine[0][1]

@@ -285,8 +285,10 @@ class OpenAICompatProvider:
             return None
         from dsh_tui.store import attachments
 
-        pixels = info.image_pixel_budget or attachments.REQUEST_MAX_PIXELS
+        pixels: int | None = info.image_pixel_budget or attachments.REQUEST_MAX_PIXELS
         cap = info.image_max_bytes or attachments.REQUEST_MAX_BYTES
+        if self.name == "deepseek-official" and info.image_pixel_budget is None:  # dsh's DeepSeek route
+            pixels, cap = None, info.image_max_bytes or attachments.DEEPSEEK_REQUEST_MAX_BYTES
         cache: dict[str, Any] = {}
 
         def version(ref: dict[str, Any]) -> Any:
