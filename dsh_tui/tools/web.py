@@ -95,6 +95,8 @@ class FetchLimits:
     user_agent: str = DEFAULT_USER_AGENT
     # networks a fetch may reach although they are not public (``[plugins.web] fetch_allow_networks``)
     allow: tuple[Any, ...] = field(default_factory=tuple)
+    # TLS verification: True (the system's trusted certificates via certifi) or an ``ssl.SSLContext``
+    verify: Any = True
 
 
 def parse_networks(values: Iterable[str]) -> tuple[Any, ...]:
@@ -211,7 +213,8 @@ async def _follow(raw_url: str, limits: FetchLimits) -> dict[str, Any]:
 
     url = validate_url(raw_url)
     redirects = 0
-    async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=limits.timeout_s) as client:
+    async with httpx.AsyncClient(follow_redirects=False, trust_env=False, timeout=limits.timeout_s,
+                                 verify=limits.verify) as client:
         while True:
             port = url.port or (443 if url.scheme == "https" else 80)
             addresses = await asyncio.to_thread(resolve_addresses, url.hostname, port, limits.allow)

@@ -309,3 +309,33 @@ def test_dsh_01s_key_only_search_providers(tmp_path, monkeypatch, provider):
     assert "- [A](https://a.org) — an excerpt (2026-02-03)" in got and "nohighlight" not in got
     assert ("The answer." in got) is (provider == "perplexity")
     assert unavailable == f'Error: configured web provider "{provider}" is registered but unavailable'
+
+
+async def test_https_goes_to_the_checked_address_with_the_name_in_sni_and_the_certificate_checked(tmp_path,
+                                                                                                monkeypatch):
+    """HTTPS to a pinned address: TLS still verifies the certificate against the host name (SNI), not the IP."""
+    import ssl
+    import subprocess
+
+    from dsh_tui.tools import web as webmod
+
+    key, cert = tmp_path / "key.pem", tmp_path / "cert.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=site.invalid", "-addext", "subjectAltName=DNS:site.invalid", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True, timeout=60)
+    with _Web() as web:
+        server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        server_ctx.load_cert_chain(cert, key)
+        web.server.socket = server_ctx.wrap_socket(web.server.socket, server_side=True)
+        real = socket.getaddrinfo
+        monkeypatch.setattr(socket, "getaddrinfo", lambda host, *a, **kw: (
+            [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 0))]
+            if host in ("site.invalid", "other.invalid") else real(host, *a, **kw)))
+        trust = ssl.create_default_context(cafile=str(cert))
+        limits = webmod.FetchLimits(allow=webmod.parse_networks(["127.0.0.1"]), verify=trust)
+        out = await webmod.fetch(f"https://site.invalid:{web.port}/text", limits)
+        assert out["statusCode"] == 200 and out["body"]["content"] == "café"
+        assert web.hits == [("/text", f"site.invalid:{web.port}")]
+        # a name the certificate does not cover fails verification (the IP is never what is checked)
+        with pytest.raises(webmod.WebError, match="web fetch failed"):
+            await webmod.fetch(f"https://other.invalid:{web.port}/text", limits)
