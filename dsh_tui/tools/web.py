@@ -200,7 +200,7 @@ def _origin(url: Any) -> tuple[str, str, int | None]:
     return url.scheme, (url.hostname or "").lower(), url.port
 
 
-async def fetch(raw_url: str, limits: FetchLimits, cancelled: asyncio.Event | None = None) -> dict[str, Any]:
+async def fetch(raw_url: str, limits: FetchLimits) -> dict[str, Any]:
     """One fetch as ``{url, statusCode, body: {kind, content}, truncated}`` (dsh's ``WebFetchResult``)."""
     try:
         return await asyncio.wait_for(_follow(raw_url, limits), limits.timeout_s)
