@@ -2,7 +2,8 @@
 
 An image a user attaches or the model reads with ``read_image`` is admitted (its bytes decoded and checked
 against dsh's limits), normalized (a clean, single-frame 8-bit sRGB image inside 2048×2048 pixels and
-4 MiB; anything else is re-encoded) and written once under ``$DSH_HOME/attachments/v1/objects/<aa>/<sha256>``
+4 MiB passes as is; anything else is re-encoded as dsh 0.2 does: WebP when it has transparency, else JPEG,
+quality 85, 75 or 60) and written once under ``$DSH_HOME/attachments/v1/objects/<aa>/<sha256>``
 — the same place and the same ids (``sha256:<hex of the normalized bytes>``) as dsh, so a session that
 carries an image block stays readable by both. A message holds only the reference::
 
@@ -48,8 +49,7 @@ IMAGE_OFFLOAD_COUNT_QUANTUM = 20
 # a route's request-image budget when its model names none (dsh's pi-ai route defaults)
 REQUEST_MAX_PIXELS = 2048 * 2048
 REQUEST_MAX_BYTES = 1024 * 1024
-_QUALITIES = (85, 80, 75)
-_REQUEST_QUALITIES = (85, 80)
+_QUALITIES = (85, 75, 60)  # dsh 0.2's IMAGE_ENCODING_QUALITIES, for stored and request versions alike
 _ID = re.compile(r"^sha256:([a-f0-9]{64})$")
 _FORMATS = {"PNG": "image/png", "JPEG": "image/jpeg", "WEBP": "image/webp", "GIF": "image/gif"}
 _CONTROLS = re.compile(r"[\x00-\x1f\x7f]")
@@ -217,49 +217,31 @@ def _open(data: bytes, declared: str | None) -> _Decoded:
     return _Decoded(img, media, width, height, animated, metadata, clean_mode)
 
 
-def _low_colour(img: Any) -> bool:
-    from PIL import Image
-
-    sample = img.copy()
-    sample.thumbnail((128, 128), Image.Resampling.NEAREST)
-    return sample.convert("RGBA").getcolors(256) is not None
-
-
 def _has_alpha(img: Any) -> bool:
     return img.mode in ("RGBA", "LA", "PA") or (img.mode == "P" and "transparency" in img.info)
 
 
-def _encode(img: Any, size: tuple[int, int], qualities: tuple[int, ...], max_bytes: int) -> tuple[bytes, str, int, int]:
-    """Resize ``img`` to fit ``size`` and encode it within ``max_bytes``: a low-colour image as PNG (then
-    WebP), one with transparency as WebP, any other as JPEG; shrinking further while nothing fits."""
+def _encode(img: Any, size: tuple[int, int], max_bytes: int) -> tuple[bytes, str, int, int]:
+    """dsh 0.2's ladder (``encodingLadder``): resize ``img`` to ``size``, then WebP when it has transparency, else
+    JPEG, at quality 85, 75, 60: the first that fits ``max_bytes``, else the smallest."""
     from PIL import Image
 
     alpha = _has_alpha(img)
-    base = img.convert("RGBA" if alpha else "RGB")
-    low = _low_colour(base)
-    w, h = size
-    while True:
-        frame = base.resize((w, h), Image.Resampling.LANCZOS) if (w, h) != base.size else base
-        attempts: list[tuple[str, dict]] = []
-        if low:
-            attempts.append(("PNG", {"optimize": True}))
-            attempts += [("WEBP", {"quality": q}) for q in qualities]
-        elif alpha:
-            attempts += [("WEBP", {"quality": q}) for q in qualities]
-        else:
-            attempts += [("JPEG", {"quality": q}) for q in qualities]
-        smallest = None
-        for fmt, options in attempts:
-            out = io.BytesIO()
-            frame.save(out, fmt, **options)
-            data = out.getvalue()
-            if len(data) <= max_bytes:
-                return data, _FORMATS[fmt], w, h
-            smallest = len(data) if smallest is None else min(smallest, len(data))
-        if w == 1 and h == 1:
-            raise AttachmentError("Image cannot be encoded within the configured byte cap.", "IMAGE_TOO_LARGE")
-        scale = min(0.9, math.sqrt(max_bytes / (smallest or 1)) * 0.95)
-        w, h = max(1, math.floor(w * scale)), max(1, math.floor(h * scale))
+    frame = img.convert("RGBA" if alpha else "RGB")
+    if frame.size != size:
+        frame = frame.resize(size, Image.Resampling.LANCZOS)
+    fmt = "WEBP" if alpha else "JPEG"
+    smallest: bytes | None = None
+    for quality in _QUALITIES:
+        out = io.BytesIO()
+        frame.save(out, fmt, quality=quality)
+        data = out.getvalue()
+        if len(data) <= max_bytes:
+            return data, _FORMATS[fmt], size[0], size[1]
+        if smallest is None or len(data) < len(smallest):
+            smallest = data
+    assert smallest is not None
+    return smallest, _FORMATS[fmt], size[0], size[1]
 
 
 def normalize(data: bytes, declared: str | None = None) -> tuple[bytes, str, int, int, tuple[int, int]]:
@@ -274,7 +256,7 @@ def normalize(data: bytes, declared: str | None = None) -> tuple[bytes, str, int
             and size == (decoded.width, decoded.height)):
         return data, decoded.media_type, decoded.width, decoded.height, (decoded.width, decoded.height)
     try:
-        out, media, w, h = _encode(decoded.image, size, _QUALITIES, NORMALIZED_MAX_BYTES)
+        out, media, w, h = _encode(decoded.image, size, NORMALIZED_MAX_BYTES)
     except AttachmentError:
         raise
     except Exception as err:  # noqa: BLE001 - e.g. a 16-bit PNG Pillow cannot convert
@@ -354,7 +336,7 @@ def request_image(ref: dict, max_pixels: int | None = REQUEST_MAX_PIXELS, max_by
     if size == (width, height) and len(data) <= max_bytes:
         return RequestImage(data, str(ref.get("mediaType")), width, height)
     decoded = _open(data, None)
-    out, media, w, h = _encode(decoded.image, target(decoded.width, decoded.height), _REQUEST_QUALITIES, max_bytes)
+    out, media, w, h = _encode(decoded.image, target(decoded.width, decoded.height), max_bytes)
     return RequestImage(out, media, w, h)
 
 

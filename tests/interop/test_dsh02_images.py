@@ -87,3 +87,24 @@ def test_a_large_image_gets_deepseeks_request_size_as_in_dsh02(dsh02, tmp_path):
     mine, theirs = parts(ours), parts(peer)
     assert mine == theirs
     assert "request preview 1708x961px" in mine[0][1]
+
+
+def test_a_downscaled_read_is_described_as_dsh02_describes_it(dsh02, tmp_path):  # noqa: F811
+    """4096x2048 is over the stored 2048x2048-pixel budget: both store 2896x1448 and tell the model how to map
+    coordinates back (the encoded byte counts differ: sharp there, Pillow here)."""
+    import re
+
+    prompt = "what is in red.png?"
+    peer = _run([dsh02, "--profile", "headless", prompt], tmp_path, "dsh02", None, (4096, 2048))
+    ours = _run([sys.executable, "-m", "dsh_tui", "run", "--headless", prompt], tmp_path, "dsh-tui",
+                '[default]\nmodel = "deepseek-flash"\n[providers.deepseek-official]\napi = "messages"\n', (4096, 2048))
+
+    def envelope(requests: list[dict]) -> str:
+        last = requests[1]["body"]["messages"][-1]
+        (block,) = [b for b in last["content"] if b["type"] == "tool_result"]
+        text = block["content"][0]["text"].replace(requests[1]["work"], "RUN")
+        return re.sub(r"px, \d+ bytes", "px, N bytes", text)
+
+    assert envelope(ours) == envelope(peer)
+    assert "image/jpeg image, 2896x1448 px, N bytes (downscaled from 4096x2048 px; multiply coordinates by 1.41" \
+        in envelope(ours)

@@ -69,7 +69,7 @@ def test_a_large_image_is_downscaled_and_the_envelope_says_how_to_map_coordinate
     p, requests = _read_image_turn(tmp_path, VISION)
     assert p.returncode == 0, p.stderr
     tool = tool_messages(requests[1])["c1"]
-    assert "image/png image, 2896x1448 px, " in tool
+    assert "image/jpeg image, 2896x1448 px, " in tool  # re-encoded as dsh 0.2 does: opaque, so JPEG
     assert "(downscaled from 4096x2048 px; multiply coordinates by 1.41 to locate features in the original file)" \
         in tool
     got = _decoded(requests[1]["body"]["messages"][-1]["content"][1]["image_url"]["url"])
