@@ -152,12 +152,13 @@ class AgentHarness:
             self.allowances.add(tool, arguments)
         return outcome  # the runtime logs a session scope (dsh_tui/runtime/approval.py)
 
-    async def send(self, text: str, mode: str) -> None:
+    async def send(self, text: str, mode: str, images: bool = True) -> None:
+        """``images``: image files the prompt names go with it (unless the ``images`` built-in is off); False
+        when the user chose to send the text alone."""
         from dsh_tui.runtime.images.prompt import find_images, prompt_content
 
         content: Any = text
-        # image files named in the prompt go with it (unless the images built-in is off)
-        if not self.agent.plugins.disabled("images") and find_images(text, self.agent.config.cwd):
+        if images and not self.agent.plugins.disabled("images") and find_images(text, self.agent.config.cwd):
             content = await asyncio.to_thread(prompt_content, text, self.agent.config.cwd)
         if mode == "steer":
             self.agent.steer(content)

@@ -48,7 +48,8 @@ async def test_an_image_named_in_the_composer_goes_with_the_prompt(tmp_path, mon
                      settings=UiSettings(values={"ui.theme": "dsh-dark", "ui.show_time": False}))
         usage = {"prompt_tokens": 3, "completion_tokens": 1}
         srv.push(sse_reply(chunk("blue"), chunk(finish="stop", usage=usage)),
-                 sse_reply(chunk("yellow"), chunk(finish="stop", usage=usage)))
+                 sse_reply(chunk("yellow"), chunk(finish="stop", usage=usage)),
+                 sse_reply(chunk("as text"), chunk(finish="stop", usage=usage)))
         try:
             async with app.run_test(size=(100, 30)) as pilot:
                 await wait_for(pilot, lambda: app.bridge.harness is not None)
@@ -72,6 +73,13 @@ async def test_an_image_named_in_the_composer_goes_with_the_prompt(tmp_path, mon
                 note = str(app.chat.note.render())
                 assert 'Not sent: model "plain" does not declare image input (blue.png).' in note
                 assert len(srv.requests) == n and ends() == 2
+                assert "Enter again sends the text without it." in note
+                # Enter again: the text goes alone
+                await submit(pilot, "and @blue.png again")
+                await wait_for(pilot, lambda: ends() == 3, timeout=30)
+                last = [m for m in srv.requests[-1]["body"]["messages"] if m["role"] == "user"]
+                assert {"role": "user", "content": "and @blue.png again"} in last
+                n = len(srv.requests)
                 # an image over dsh's 20 MiB limit: told before sending too
                 with open(ws / "huge.png", "wb") as fh:
                     fh.truncate(21 * 1024 * 1024)

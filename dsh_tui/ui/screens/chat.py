@@ -177,6 +177,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.read_only = False
         self._redirecting = False  # keys typed elsewhere are going to the composer (on_key)
         self._steers: list[str] = []  # steered into the running turn, not yet seen as a user message
+        self._image_refused: str | None = None  # a prompt held back for its images: sent as text if sent again
         self.title_bar: Static | None = None
         self.title_text = ""  # what the title header shows
         self._path_index: Any = None  # dsh_tui.runtime.filerefs.PathIndex of the cwd, built on the first @
@@ -790,15 +791,23 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             if problem:
                 self.say(problem)
             return False  # the text goes to the resumed chat; this view keeps it too
+        attach = True
         problem = self._image_problem(harness, text)
         if problem:
-            self.say(problem)
-            return False  # told before sending: the text stays in the composer
+            if self._image_refused != text:
+                self._image_refused = text
+                self.say(f"{problem} Enter again sends the text without it.")
+                return False  # told before sending: the text stays in the composer
+            attach = False  # the same text again: sent as text only
+        self._image_refused = None
         self.say("")
         if self.command_output.is_attached:
             self.command_output.display = False
         self.status.info.notice = ""
-        self.bridge.send(text, mode)
+        if attach:
+            self.bridge.send(text, mode)
+        else:
+            self.bridge.call(lambda h: h.send(text, mode, images=False))
         if mode == "steer" and self.running:
             self._steers.append(text)
             self._show_steers()
@@ -838,7 +847,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             return ""
         names = ", ".join(p.name for p in images)
         return (f'Not sent: model "{model}" does not declare image input ({names}). Switch to an image-capable '
-                f"model (/model) or remove the image.")
+                f"model (/model), or")
 
     def _submit_composer(self, alternate: bool = False, submitted: str | None = None) -> None:
         """Enter (``alternate``: the steer key): send, queue or steer the composer's text.
