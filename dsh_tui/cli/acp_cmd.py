@@ -316,7 +316,7 @@ class AcpAgent:
 
     def _route_takes_images(self) -> bool:
         try:
-            provider, model, _hint = self._route()
+            provider, model, _hint = self._route(Path.cwd())
             return provider is not None and bool(provider.resolve_model(model).takes_images)
         except Exception:  # noqa: BLE001 - unknown capability is negative (dsh)
             return False

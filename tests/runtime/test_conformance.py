@@ -69,6 +69,7 @@ async def test_scenario_matches_dsh(scenario, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["tool-call-turn", "fs-read", "parallel-tool-calls", "fs-write-overwrite", "read-image",
+                                  "read-image-dimension",
                                   "read-image-text-route"])
 async def test_deterministic_tool_results_are_compared(name, tmp_path):
     scenario = next(d for d in APPLICABLE if d.name == name)
