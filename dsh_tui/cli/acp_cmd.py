@@ -69,6 +69,7 @@ class AcpAgent:
         self._store: Any = None
         self._tools: dict[str, dict[str, Any]] = {}  # call id -> {name, args}
         self._streamed: dict[tuple, bool] = {}  # (session, turn, step, block index) -> deltas were sent
+        self._images = False  # inline image prompts advertised at initialize
 
     def on_connect(self, conn: Any) -> None:
         self.conn = conn
@@ -82,10 +83,11 @@ class AcpAgent:
 
         from dsh_tui import __version__
 
+        self._images = self._route_takes_images()  # advertised only when the configured model takes images (dsh)
         return InitializeResponse(
             protocol_version=min(protocol_version, PROTOCOL_VERSION),
             agent_capabilities=AgentCapabilities(
-                load_session=True, prompt_capabilities=PromptCapabilities(image=False, embedded_context=True)),
+                load_session=True, prompt_capabilities=PromptCapabilities(image=self._images, embedded_context=True)),
             agent_info=Implementation(name="dsh-tui", title="dsh-tui", version=__version__),
         )
 
@@ -142,10 +144,14 @@ class AcpAgent:
 
         host = self._host(session_id)
         text = self._prompt_text(prompt)
-        if not text.strip():
+        has_images = any(getattr(block, "type", None) == "image" for block in prompt)
+        if not text.strip() and not has_images:
             raise RequestError.invalid_params({"message": "the prompt holds no text"})
+        content: Any = text
+        if has_images:
+            content = await self._prompt_with_images(host, prompt)
         start = len(host.session.events)
-        host.agent.followup(text)
+        host.agent.followup(content)
         await asyncio.sleep(0)
         await host.agent.wait_idle()
         await self._drain(session_id)
@@ -308,6 +314,65 @@ class AcpAgent:
 
     # -- events → session updates ------------------------------------------------------------------
 
+    def _route_takes_images(self) -> bool:
+        try:
+            provider, model, _hint = self._route(Path.cwd())
+            return provider is not None and bool(provider.resolve_model(model).takes_images)
+        except Exception:  # noqa: BLE001 - unknown capability is negative (dsh)
+            return False
+
+    async def _prompt_with_images(self, host: Any, prompt: list[Any]) -> list[dict[str, Any]]:
+        """The prompt as ordered content: text runs and images admitted into the attachment store (dsh's
+        ``admitAcpPrompt`` checks and texts)."""
+        import base64
+        import binascii
+
+        from acp import RequestError
+
+        from dsh_tui.store import attachments
+
+        def invalid(message: str) -> Exception:
+            return RequestError.invalid_params({"message": message})
+
+        if not self._images:
+            raise invalid("inline image prompts were not advertised by this connection")
+        decoded: list[tuple[bytes, str]] = []
+        for block in prompt:
+            if getattr(block, "type", None) != "image":
+                continue
+            media = str(getattr(block, "mime_type", "") or "").lower()
+            if media not in attachments.MEDIA_TYPES:
+                raise invalid("image mimeType must be image/png, image/jpeg, image/webp, or image/gif")
+            raw = str(getattr(block, "data", "") or "")
+            try:
+                data = base64.b64decode(raw, validate=True)
+            except (binascii.Error, ValueError):
+                data = None
+            if data is None or base64.b64encode(data).decode() != raw:
+                raise invalid("image data must be canonical base64")
+            decoded.append((data, media))
+        model = host.agent.config.model
+        info = host.agent.provider.resolve_model(model) if host.agent.provider is not None else None
+        if info is None or not info.takes_images:
+            raise invalid(f'model "{model}" does not declare image input')
+        try:
+            refs = [await asyncio.to_thread(attachments.save_image, data, media) for data, media in decoded]
+        except attachments.AttachmentError as err:
+            raise invalid(str(err)) from None
+        content: list[dict[str, Any]] = []
+        for block in prompt:
+            if getattr(block, "type", None) == "image":
+                content.append({"type": "image", "attachment": refs.pop(0)})
+                continue
+            part = self._prompt_text([block])
+            if not part:
+                continue
+            if content and content[-1]["type"] == "text":
+                content[-1]["text"] += part
+            else:
+                content.append({"type": "text", "text": part})
+        return content
+
     @staticmethod
     def _prompt_text(prompt: list[Any]) -> str:
         parts: list[str] = []
@@ -322,7 +387,7 @@ class AcpAgent:
                     parts.append(f'\n<file uri="{res.uri}">\n{text}\n</file>\n')
             elif kind == "resource_link":
                 parts.append(f" @{block.uri} ")
-            elif kind in ("image", "audio"):
+            elif kind == "audio":
                 parts.append(f"[{kind} omitted: this agent does not accept {kind} input]")
         return "".join(parts)
 

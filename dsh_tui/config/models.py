@@ -80,6 +80,13 @@ def _one_of(choices: tuple[str, ...]):
     return check
 
 
+def _modalities(value: Any) -> Any:
+    if value is not None and (not value or any(m not in ("text", "image") for m in value)
+                              or len(set(value)) != len(value)):
+        raise _fail(f'must list "text" and/or "image" once each, not {list(value)!r}')
+    return value
+
+
 PositiveCount = Annotated[int | None, AfterValidator(_count), AfterValidator(_positive)]
 Price = Annotated[float | None, AfterValidator(_count)]  # USD per million tokens
 Effort = Annotated[str | None, AfterValidator(_one_of(EFFORTS))]
@@ -99,6 +106,8 @@ class ModelSettings(_Table):
     price_input: Price = None  # USD per million uncached input tokens
     price_cache_hit: Price = None  # USD per million cache-hit input tokens
     price_output: Price = None  # USD per million output tokens
+    # ["text"] or ["text", "image"]: whether the model takes images (read_image, images in prompts)
+    input_modalities: Annotated[list[str] | None, AfterValidator(_modalities)] = None
 
 
 def _models_table(value: Any) -> Any:

@@ -89,6 +89,15 @@ class ModelInfo:
     price_input: float | None = None
     price_cache_hit: float | None = None
     price_output: float | None = None
+    # What the model takes as input: ("text",) or ("text", "image") (dsh's ``inputModalities``; unknown
+    # models are text-only, as dsh's adapters assume), and its request-image budget (pixels, encoded bytes).
+    input_modalities: tuple[str, ...] = ("text",)
+    image_pixel_budget: int | None = None
+    image_max_bytes: int | None = None
+
+    @property
+    def takes_images(self) -> bool:
+        return "image" in self.input_modalities
 
 
 @dataclass(frozen=True)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from dsh_tui.config import (
     DEEPSEEK_CONTEXT_WINDOW,
     DEEPSEEK_MAX_TOKENS,
+    DEEPSEEK_PROVIDER,
     ProviderSettings,
     Settings,
     SettingsError,
@@ -27,6 +29,11 @@ from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.protocol import INVALID_CREDENTIAL, MISSING_CREDENTIAL, LlmError, ModelInfo, RetryPolicy
 from dsh_tui.llm.redact import register_secret
 
+#: DeepSeek models that take images (dsh 0.2's catalog: ``deepseek-flash``; dsh 0.1's
+#: ``deepseek-v4-flash-vision-exp``); any other DeepSeek model is text-only unless its settings say
+#: ``input_modalities = ["text", "image"]``.
+DEEPSEEK_IMAGE_MODELS = ("deepseek-flash", "deepseek-v4-flash-vision-exp")
+
 
 def build_provider(
     settings: Settings | None = None, provider_name: str | None = None
@@ -35,6 +42,13 @@ def build_provider(
     settings = settings if settings is not None else load_settings()
     ps = settings.provider(provider_name)
     models = {mid: _model_info(m) for mid, m in ps.models.items()}
+    if ps.name == DEEPSEEK_PROVIDER:  # dsh's catalog: these DeepSeek models take images
+        for mid in DEEPSEEK_IMAGE_MODELS:
+            info = models.get(mid)
+            if info is None:
+                models[mid] = ModelInfo(context_window=DEEPSEEK_CONTEXT_WINDOW, input_modalities=("text", "image"))
+            elif ps.models[mid].input_modalities is None:
+                models[mid] = replace(info, input_modalities=("text", "image"))
     default = ModelInfo(
         context_window=ps.default_context_window,
         default_max_tokens=ps.default_max_tokens,
@@ -76,6 +90,7 @@ def _model_info(m: Any) -> ModelInfo:
         price_input=m.price_input,
         price_cache_hit=m.price_cache_hit,
         price_output=m.price_output,
+        input_modalities=tuple(m.input_modalities or ("text",)),
     )
 
 

@@ -172,7 +172,11 @@ class ReplayProvider:
         return None, None
 
     def resolve_model(self, model: str) -> ModelInfo:
-        return ModelInfo(context_window=self.context_window)
+        from dsh_tui.llm.registry import DEEPSEEK_IMAGE_MODELS
+
+        # a recording's DeepSeek vision model takes images, as in dsh's catalog (read_image replays)
+        modalities = ("text", "image") if model in DEEPSEEK_IMAGE_MODELS else ("text",)
+        return ModelInfo(context_window=self.context_window, input_modalities=modalities)
 
     def retry_policy(self) -> RetryPolicy:
         return self._retry_policy

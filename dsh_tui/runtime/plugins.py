@@ -49,11 +49,11 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
-               "hooks-claude-code", "hooks-codex", "workspace-changes")
-#: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
-#: leaves them out.
+               "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web")
+#: Built-in features (project instructions, titles, background jobs, hooks, workspace changes, read_image, the web
+#: tools) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
-               "workspace-changes")
+               "workspace-changes", "images", "web")
 
 
 class PluginError(DshError):
@@ -319,6 +319,14 @@ class AgentView:
     @property
     def tool_names(self) -> list[str]:
         return list(self._a.tools.tools)
+
+    def model_info(self) -> Any:
+        """What the provider knows about the agent's current model (``dsh_tui.llm.protocol.ModelInfo``:
+        context window, efforts, ``input_modalities``…), or None without a provider."""
+        provider = getattr(self._a, "provider", None)
+        if provider is None or not self._a.config.model:
+            return None
+        return provider.resolve_model(self._a.config.model)
 
     @property
     def jobs(self) -> Any:
@@ -768,6 +776,8 @@ BUILTINS: dict[str, Any] = {
     "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
     # background jobs (run_in_background) and job_output / job_list / job_kill: dsh_tui/runtime/jobs/
     "jobs": _LazyBuiltin("jobs", "dsh_tui.runtime.jobs", lambda config: True),
+    "images": _LazyBuiltin("images", "dsh_tui.runtime.images", lambda config: True),
+    "web": _LazyBuiltin("web", "dsh_tui.runtime.web", lambda config: True),
     "subagents": _Builtin("subagents", lambda ctx, config=None: _apply_subagents(ctx, config)),
     # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
     "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp",

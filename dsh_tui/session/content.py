@@ -12,8 +12,8 @@ def content_text(blocks: Any, *, sep: str = "\n", reasoning: bool = True, calls:
     read the same way. Empty parts and non-dict blocks are skipped; anything but a list is "".
 
     ``reasoning``: include reasoning blocks. ``calls``: a format with ``{name}`` and ``{arguments}`` for
-    tool calls (None leaves them out). ``marks``: an image as ``[its attachment name]`` and any other
-    block as ``[its type]`` (otherwise left out).
+    tool calls (None leaves them out). ``marks``: an image as ``[its attachment name, size]`` (``image_mark``)
+    and any other block as ``[its type]`` (otherwise left out).
     """
     if not isinstance(blocks, list):
         return ""
@@ -30,7 +30,7 @@ def content_text(blocks: Any, *, sep: str = "\n", reasoning: bool = True, calls:
         elif btype == "tool-call":
             part = calls.format(name=block.get("name", ""), arguments=block.get("arguments", "")) if calls else ""
         elif marks and btype == "image":
-            part = f"[{(block.get('attachment') or {}).get('name') or 'image'}]"
+            part = image_mark(block.get("attachment"))
         elif marks and btype != "reasoning":
             part = f"[{btype}]"
         else:
@@ -53,3 +53,24 @@ def tool_result_block(message: Any) -> dict:
         if isinstance(b, dict) and b.get("type") == "tool-result":
             return b
     return {}
+
+
+def byte_size(n: int) -> str:
+    """``139 B``, ``12 KB``, ``1.4 MB``."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 * 1024:
+        return f"{n / 1024:.0f} KB"
+    return f"{n / 1024 / 1024:.1f} MB"
+
+
+def image_mark(attachment: Any) -> str:
+    """An image as the transcript shows it: ``[shot.png, 640x480, 12 KB]`` (what is known of it)."""
+    att = attachment if isinstance(attachment, dict) else {}
+    parts = [str(att.get("name") or "image")]
+    width, height, size = att.get("width"), att.get("height"), att.get("bytes")
+    if isinstance(width, int) and isinstance(height, int):
+        parts.append(f"{width}x{height}")
+    if isinstance(size, int) and not isinstance(size, bool):
+        parts.append(byte_size(size))
+    return f"[{', '.join(parts)}]"

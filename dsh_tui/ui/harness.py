@@ -152,11 +152,31 @@ class AgentHarness:
             self.allowances.add(tool, arguments)
         return outcome  # the runtime logs a session scope (dsh_tui/runtime/approval.py)
 
-    async def send(self, text: str, mode: str) -> None:
+    async def send(self, text: str, mode: str, images: bool = True) -> None:
+        """``images``: image files the prompt names go with it (unless the ``images`` built-in is off); False
+        when the user chose to send the text alone."""
+        from dsh_tui.runtime.images.prompt import find_images, prompt_content
+
+        content: Any = text
+        if images and not self.agent.plugins.disabled("images") and find_images(text, self.agent.config.cwd):
+            content = await asyncio.to_thread(prompt_content, text, self.agent.config.cwd)
         if mode == "steer":
-            self.agent.steer(text)
+            self.agent.steer(content)
         else:
-            self.agent.followup(text)
+            self.agent.followup(content)
+
+    def images_enabled(self) -> bool:
+        """Whether prompts take image attachments: the ``images`` built-in plugin is on."""
+        return not self.agent.plugins.disabled("images")
+
+    def image_route(self) -> tuple[str, bool]:
+        """(model, whether it takes images): the composer asks before sending a prompt naming images."""
+        model = self.agent.config.model
+        try:
+            info = self.agent.provider.resolve_model(model) if self.agent.provider is not None else None
+        except Exception:  # noqa: BLE001 - unknown: treated as text-only
+            info = None
+        return model, bool(info is not None and getattr(info, "takes_images", False))
 
     async def set_model(self, model: str, effort: str | None = None) -> None:
         """Use ``model`` (and ``effort``, if given) from the next request on (logged as a ``request/header``

@@ -142,3 +142,52 @@ async def test_the_model_is_a_config_option_the_client_can_change(tmp_path):
             done = await conn.prompt(session_id=new.session_id, prompt=[text_block("who are you")])
             assert done.stop_reason == "end_turn"
         assert server.requests[0]["body"]["model"] == "deepseek-v4-pro"
+
+
+async def test_an_inline_image_prompt_reaches_an_image_model_and_is_refused_for_a_text_model(tmp_path):
+    """dsh's ACP image admission: advertised only when the configured model takes images; the image goes to the
+    model as an ``image_url`` part; a non-canonical image is refused (``invalid_params``)."""
+    import base64
+    import io
+
+    from acp import RequestError, image_block
+    from PIL import Image
+
+    work = tmp_path / "ws"
+    work.mkdir()
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 6), (0, 128, 0)).save(buf, "PNG")
+    data = base64.b64encode(buf.getvalue()).decode()
+    for model, takes in (("deepseek-flash", True), ("deepseek-v4-flash", False)):
+        conf = tmp_path / "config" / "dsh-tui"
+        conf.mkdir(parents=True, exist_ok=True)
+        (conf / "settings.toml").write_text(f'[default]\nmodel = "{model}"\n')
+        with ScriptServer() as server:
+            server.push(sse_reply(chunk("A green box."), chunk("", finish="stop", usage=USAGE)))
+            client = Client()
+            async with await _agent(tmp_path, server, client) as (conn, _proc):
+                init = await conn.initialize(protocol_version=PROTOCOL_VERSION,
+                                             client_capabilities=ClientCapabilities())
+                assert init.agent_capabilities.prompt_capabilities.image is takes
+                new = await conn.new_session(cwd=str(work), mcp_servers=[])
+                prompt = [text_block("what is this?"), image_block(data, "image/png")]
+                if not takes:
+                    try:
+                        await conn.prompt(session_id=new.session_id, prompt=prompt)
+                    except RequestError as err:
+                        assert "inline image prompts were not advertised by this connection" in str(err.data)
+                    else:
+                        raise AssertionError("an image prompt to a text-only model was accepted")
+                    assert server.requests == []
+                    continue
+                done = await conn.prompt(session_id=new.session_id, prompt=prompt)
+                assert done.stop_reason == "end_turn"
+                try:
+                    await conn.prompt(session_id=new.session_id, prompt=[image_block(data + "\n", "image/png")])
+                except RequestError as err:
+                    assert "image data must be canonical base64" in str(err.data)
+                else:
+                    raise AssertionError("a non-canonical image was accepted")
+            user = [m for m in server.requests[0]["body"]["messages"] if m["role"] == "user"][0]["content"]
+            assert user[0] == {"type": "text", "text": "what is this?"}
+            assert user[2]["image_url"]["url"] == f"data:image/png;base64,{data}"

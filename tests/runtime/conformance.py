@@ -34,15 +34,15 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
                  "waitForTitleAfterTurnEnd",  # titles are the host's job; the loop part is compared
                  "promptContent"}
 # Tools whose output depends only on the workspace and arguments.
-DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill"}
+DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill", "read_image"}
 # The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
 JOB_TOOLS = {"job_output", "job_list", "job_kill"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
            "reject_always": "rejected"}
 
 
-# Tools of built-in plugins other than dsh_tui.tools and the jobs plugin.
-PLUGIN_TOOLS = {"skill"}
+# Tools of built-in plugins other than dsh_tui.tools and the jobs plugin (skills, images).
+PLUGIN_TOOLS = {"skill", "read_image"}
 # Scenarios whose recorder prepared the workspace beyond the committed ``workspace/`` (dsh's
 # examples/acp-agent/tests/acp.snapshot.ts ``prepareWorkspace``): a ``prepare/`` tree copied over it, or a
 # function of the workspace.
@@ -101,6 +101,9 @@ NOT_APPLICABLE = {
                           "hook that makes dsh re-inject it before request 2); no such hook here",
     "fs-glob-sampling": "its overlay config samples over-cap glob results (globMaxResults 4, "
                         "sampleOverCapGlobResults) with dsh's packaged ripgrep; our glob has no sampling mode",
+    "web-fetch": "dsh 0.1's web_fetch (fetches its recorder's page on 127.0.0.1, turndown's Markdown, no notice); "
+                 "dsh-tui's is dsh 0.2's (the untrusted-content notice, loopback refused unless allowed), "
+                 "compared with the real dsh 0.2 in tests/interop/test_dsh02_web.py",
 }
 
 

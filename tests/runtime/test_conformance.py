@@ -68,7 +68,9 @@ async def test_scenario_matches_dsh(scenario, tmp_path):
     assert any(e["type"] == "turn/start" for e in outcome.ours)
 
 
-@pytest.mark.parametrize("name", ["tool-call-turn", "fs-read", "parallel-tool-calls", "fs-write-overwrite"])
+@pytest.mark.parametrize("name", ["tool-call-turn", "fs-read", "parallel-tool-calls", "fs-write-overwrite", "read-image",
+                                  "read-image-dimension",
+                                  "read-image-text-route"])
 async def test_deterministic_tool_results_are_compared(name, tmp_path):
     scenario = next(d for d in APPLICABLE if d.name == name)
     outcome = await run_scenario(scenario, tmp_path)

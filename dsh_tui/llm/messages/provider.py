@@ -66,6 +66,7 @@ class MessagesProvider(OpenAICompatProvider):
             thinking="disabled" if self.thinking_format == "none" else self.thinking,
             default_effort=None if self.thinking_format == "none" else self.default_effort,
             max_tokens=self.resolve_model(model).default_max_tokens or DEFAULT_MAX_TOKENS,
+            images=self.image_resolver(request),
         )
         if self.thinking_format == "none":
             del body["thinking"]

@@ -10,6 +10,8 @@ sends the reasoning text alone.
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -20,7 +22,8 @@ MESSAGES_EFFORTS = ("off", "low", "high", "max")
 REPLAY_KIND = "deepseek-messages"
 REPLAY_VERSION = 1
 UNSUPPORTED_CONTENT = "UNSUPPORTED_CONTENT"
-IMAGE_PLACEHOLDER = "[image omitted: this model route does not accept image input]"
+# ref -> dsh_tui.store.attachments.RequestImage for a route that takes images; None: a text-only route
+ImageResolver = Callable[[dict[str, Any]], Any] | None
 
 
 def replay_state(model: str, blocks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -67,7 +70,9 @@ def _tool_input(raw: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _input_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _input_blocks(blocks: list[dict[str, Any]], images: ImageResolver = None) -> list[dict[str, Any]]:
+    from dsh_tui.store import attachments
+
     out: list[dict[str, Any]] = []
     for block in blocks:
         t = block.get("type")
@@ -75,8 +80,18 @@ def _input_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if block.get("text"):
                 out.append({"type": "text", "text": block["text"]})
         elif t == "image":
-            # dsh-tui has no attachment store yet: the route is text-only, as for chat completions
-            out.append({"type": "text", "text": IMAGE_PLACEHOLDER})
+            ref = block.get("attachment") or {}
+            # dsh 0.2: the handle text, then the image inline (base64)
+            version = images(ref) if images is not None else None
+            if version is None:  # a text-only route (or an image not in the local store): dsh's stand-in
+                out.append({"type": "text", "text": attachments.text_only_text(ref)})
+                continue
+            if isinstance(version, str):  # left out to fit the request's image budget
+                out.append({"type": "text", "text": version})
+                continue
+            out.append({"type": "text", "text": attachments.handle_text(ref, version)})
+            out.append({"type": "image", "source": {"type": "base64", "media_type": version.media_type,
+                                                    "data": base64.b64encode(version.data).decode("ascii")}})
     return out
 
 
@@ -102,8 +117,10 @@ def _assistant(message: dict[str, Any], model: str | None) -> list[dict[str, Any
     return out
 
 
-def serialize_messages(messages: list[dict[str, Any]], model: str | None) -> tuple[list[dict[str, Any]], str]:
-    """(wire messages, system text found in the history)."""
+def serialize_messages(messages: list[dict[str, Any]], model: str | None,
+                       images: ImageResolver = None) -> tuple[list[dict[str, Any]], str]:
+    """(wire messages, system text found in the history). ``images``: how a route that takes images gets
+    each image's request version; None: images become dsh's text-only stand-in."""
     wire: list[dict[str, Any]] = []
     history_system: list[str] = []
     for message in messages:
@@ -119,12 +136,12 @@ def serialize_messages(messages: list[dict[str, Any]], model: str | None) -> tup
             for block in content:
                 if block.get("type") == "tool-result":
                     result: dict[str, Any] = {"type": "tool_result", "tool_use_id": block.get("toolCallId", ""),
-                                              "content": _input_blocks(block.get("content") or [])}
+                                              "content": _input_blocks(block.get("content") or [], images)}
                     if block.get("isError") is not None:
                         result["is_error"] = bool(block["isError"])
                     blocks.append(result)
                 else:
-                    blocks.extend(_input_blocks([block]))
+                    blocks.extend(_input_blocks([block], images))
             role = "user"
         if not blocks:
             continue
@@ -164,11 +181,12 @@ def serialize_request(
     thinking: str | None = None,
     default_effort: str | None = None,
     max_tokens: int | None = None,
+    images: ImageResolver = None,
 ) -> dict[str, Any]:
     """The ``/v1/messages`` body for one harness request (key order as dsh 0.2 sends it)."""
     config = request.get("config") or {}
     model = config.get("model")
-    messages, history_system = serialize_messages(request.get("messages") or [], model)
+    messages, history_system = serialize_messages(request.get("messages") or [], model, images)
     if request.get("purpose") == "session-title":
         effort = "off"
     else:

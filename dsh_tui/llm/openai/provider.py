@@ -62,6 +62,28 @@ _LEGAL_KEY = re.compile(r"^[\x21-\x7e]+$")
 DRAIN_S = 0.1
 
 
+def _image_refs(messages: Any) -> Any:
+    """Every image occurrence's attachment, in request order (tool results' after their message's own)."""
+    for message in messages:
+        content = [b for b in message.get("content") or () if isinstance(b, dict)]
+        for block in content:
+            if block.get("type") == "image":
+                yield block.get("attachment") or {}
+        for block in content:
+            if block.get("type") == "tool-result":
+                yield from (b.get("attachment") or {} for b in block.get("content") or ()
+                            if isinstance(b, dict) and b.get("type") == "image")
+
+
+def _has_images(request: dict[str, Any]) -> bool:
+    def walk(blocks: Any) -> bool:
+        return any(isinstance(b, dict) and (b.get("type") == "image" or
+                                            (b.get("type") == "tool-result" and walk(b.get("content"))))
+                   for b in blocks or ())
+
+    return any(walk(m.get("content")) for m in request.get("messages") or ())
+
+
 async def _drain(body: AsyncIterator[bytes]) -> None:
     """Consume what is left of a finished stream, giving up after ``DRAIN_S`` (the connection is
     then closed instead of reused)."""
@@ -251,10 +273,53 @@ class OpenAICompatProvider:
             # The configured default effort goes on the wire when the request names none (as dsh's
             # adapter does); resolve_model's "high" fallback is only what the UI shows as default.
             default_effort=self.default_effort,
+            images=self.image_resolver(request),
         )
 
+    def image_resolver(self, request: dict[str, Any]) -> Callable[[dict[str, Any]], Any] | None:
+        """How this request's images reach the wire: None when the model is text-only (dsh's stand-in text
+        instead), else each stored image's request version for the model's budget (an image missing from
+        the local store becomes the stand-in text too, so an old session still runs)."""
+        info = self.resolve_model((request.get("config") or {}).get("model") or "")
+        if not info.takes_images:
+            return None
+        from dsh_tui.store import attachments
+
+        pixels: int | None = info.image_pixel_budget or attachments.REQUEST_MAX_PIXELS
+        cap = info.image_max_bytes or attachments.REQUEST_MAX_BYTES
+        if self.name == "deepseek-official" and info.image_pixel_budget is None:  # dsh's DeepSeek route
+            pixels, cap = None, info.image_max_bytes or attachments.DEEPSEEK_REQUEST_MAX_BYTES
+        cache: dict[str, Any] = {}
+
+        def version(ref: dict[str, Any]) -> Any:
+            key = str(ref.get("attachmentId"))
+            if key not in cache:
+                try:
+                    cache[key] = attachments.request_image(ref, pixels, cap)
+                except attachments.AttachmentError:
+                    cache[key] = None
+            return cache[key]
+
+        # dsh's inline budget: the oldest occurrences beyond 20 MiB of base64 (or 600 images) are omitted
+        refs = list(_image_refs(request.get("messages") or ()))
+        sizes = [(len(v.data) + 2) // 3 * 4 if (v := version(r)) is not None else 0 for r in refs]  # base64
+        drop = attachments.offload_count(sizes)
+        seen = [0]
+
+        def resolve(ref: dict[str, Any]) -> Any:
+            index = seen[0]
+            seen[0] += 1
+            if index < drop:
+                return attachments.offloaded_text(ref)
+            return version(ref)
+
+        return resolve
+
     async def _stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        body = encode_body(self.build_body(request))
+        if _has_images(request):  # decoding and re-encoding images stays off the event loop
+            body = encode_body(await asyncio.to_thread(self.build_body, request))
+        else:
+            body = encode_body(self.build_body(request))
         key = self._api_key()
         # Extra header values (a gateway's own key header, say) are redacted like the key itself.
         secrets = tuple(v for v in (key, *self.extra_headers.values()) if v and len(v) >= 8)

@@ -177,6 +177,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.read_only = False
         self._redirecting = False  # keys typed elsewhere are going to the composer (on_key)
         self._steers: list[str] = []  # steered into the running turn, not yet seen as a user message
+        self._image_refused: str | None = None  # a prompt held back for its images: sent as text if sent again
         self.title_bar: Static | None = None
         self.title_text = ""  # what the title header shows
         self._path_index: Any = None  # dsh_tui.runtime.filerefs.PathIndex of the cwd, built on the first @
@@ -790,11 +791,23 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             if problem:
                 self.say(problem)
             return False  # the text goes to the resumed chat; this view keeps it too
+        attach = True
+        problem = self._image_problem(harness, text)
+        if problem:
+            if self._image_refused != text:
+                self._image_refused = text
+                self.say(f"{problem} Enter again sends the text without it.")
+                return False  # told before sending: the text stays in the composer
+            attach = False  # the same text again: sent as text only
+        self._image_refused = None
         self.say("")
         if self.command_output.is_attached:
             self.command_output.display = False
         self.status.info.notice = ""
-        self.bridge.send(text, mode)
+        if attach:
+            self.bridge.send(text, mode)
+        else:
+            self.bridge.call(lambda h: h.send(text, mode, images=False))
         if mode == "steer" and self.running:
             self._steers.append(text)
             self._show_steers()
@@ -803,6 +816,38 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self._set_running(True)
             self.status.set_phase("waiting")
         return True
+
+    @staticmethod
+    def _image_problem(harness: Any, text: str) -> str:
+        """Why the image files ``text`` names cannot be sent to the current model, or ""."""
+        route = getattr(harness, "image_route", None)
+        agent = getattr(harness, "agent", None)
+        if route is None or agent is None or ("." not in text) or not harness.images_enabled():
+            return ""
+        from dsh_tui.runtime.images.prompt import find_images
+
+        images = find_images(text, agent.config.cwd)
+        if not images:
+            return ""
+        from dsh_tui.store.attachments import MAX_IMAGE_BYTES, sniff
+
+        for path in images:  # what a stat and 12 bytes tell; decoding happens off the UI thread
+            try:
+                big = path.stat().st_size > MAX_IMAGE_BYTES
+                with open(path, "rb") as fh:
+                    kind = sniff(fh.read(12))
+            except OSError:
+                big, kind = False, None
+            if big:
+                return f"Not sent: {path.name} is larger than 20 MiB, the limit for one image."
+            if kind is None:
+                return f"Not sent: {path.name} is not a PNG, JPEG, WebP or GIF image."
+        model, ok = route()
+        if ok:
+            return ""
+        names = ", ".join(p.name for p in images)
+        return (f'Not sent: model "{model}" does not declare image input ({names}). Switch to an image-capable '
+                f"model (/model), or")
 
     def _submit_composer(self, alternate: bool = False, submitted: str | None = None) -> None:
         """Enter (``alternate``: the steer key): send, queue or steer the composer's text.
