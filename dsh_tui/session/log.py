@@ -632,7 +632,7 @@ builtins_type = type
 
 def v4_write_shape(type: str, data: Any, surface_op: Any, source_event_seqs: Any, ignorable: bool  # noqa: A002
                    ) -> tuple[Any, Any, Any, bool]:
-    """What the runtime appends (v0 shapes), as format v4 stores it (docs/format.md, "Format v4: writing"):
+    """What the runtime appends (v0 shapes), as format v4 stores it (docs/format.md, "Writing v4"):
     ``assistant/chunk`` (not in v4's vocabulary) is kept as an ``ignorable`` event; an assistant message
     cites no chunk seqs; a tool result becomes a native ``role: "tool"`` message; a replace is
     ``{op, startSeq, endSeq}``; ``request/header`` drops ``system`` (the ``system/message`` head holds it)."""
