@@ -11,7 +11,8 @@ SNAP = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots"
 
 
 def test_recorded_schemas_reproduced_byte_for_byte_with_sandbox_and_jobs():
-    files = sorted(SNAP.glob("*/tool-schemas*.json"))
+    # fs-glob-sampling's own composition has no background jobs (its recorder's fs-search overlay)
+    files = sorted(p for p in SNAP.glob("*/tool-schemas*.json") if p.parent.name != "fs-glob-sampling")
     checked = 0
     ours = {t.name: t.schema() for t in builtin_tools(escalation=True, background=True)}
     for path in files:
