@@ -62,7 +62,7 @@ def test_the_app_says_when_there_is_no_sandbox(tmp_path):
         env.update(DEEPSEEK_API_KEY="sk-pty-0123456789abcdef", DEEPSEEK_BASE_URL=server.base_url)
         with PtyApp(["run", "--root", str(tmp_path / "s"), "--sandbox", "auto"], env=env, cwd=ws, rows=30,
                     cols=120) as app:
-            app.after(0, "no sandbox")
-            app.after(0, "bubblewrap cannot create its namespaces here")
+            app.after(0, "no sandbox", timeout=90)
+            app.after(0, "bubblewrap cannot create its namespaces here", timeout=90)
             app.write(b"\x11")
             assert app.wait_exit() == 0
