@@ -26,16 +26,16 @@ from textual.widgets import Static, TextArea
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.history import ChatHistory
+from dsh_tui.ui.screens import chat_modes
 from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin
 from dsh_tui.ui.screens.chat_completion import CompletionMixin
 from dsh_tui.ui.textual_compat import key_is_bound, paint_now
-from dsh_tui.ui.screens import chat_modes
 from dsh_tui.ui.widgets.approval import ApprovalPanel
-from dsh_tui.ui.widgets.question import QuestionPanel
 from dsh_tui.ui.widgets.completion import CompletionList
 from dsh_tui.ui.widgets.composer import Composer
 from dsh_tui.ui.widgets.item import ViewState
 from dsh_tui.ui.widgets.plan import PlanStrip
+from dsh_tui.ui.widgets.question import QuestionPanel
 from dsh_tui.ui.widgets.queue import QueueList
 from dsh_tui.ui.widgets.searchbar import SearchBar
 from dsh_tui.ui.widgets.status import StatusBar
