@@ -311,3 +311,19 @@ async def test_the_model_cannot_create_a_goal_without_a_human_turn(tmp_path):
             await host.close()
     (result,) = _results(host)
     assert _result_text(result) == "Error: this goal operation requires a direct human turn on a top-level agent"
+
+
+def test_the_timeline_and_the_transcript_name_plan_mode_goal_changes_and_rounds():
+    from dsh_tui.runtime.goals import describe_goal, fold_goal
+    from dsh_tui.session.timeline import summarize
+    from dsh_tui.session.transcript.items import context_producer
+
+    goal = {"id": "goal-1", "revision": 2, "objective": "ship it", "phase": "blocked", "maxGoalRounds": 3,
+            "blockedReason": {"code": "round-limit", "message": "Goal reached its configured limit of 3 rounds."}}
+    change = {"type": "goal/change", "data": {"kind": "goal/change", "version": 1, "operation": "block", "goal": goal,
+                                              "roundsStarted": 3, "createdAt": 1, "updatedAt": 2}}
+    assert summarize(change) == ("block blocked 3/3: ship it [round-limit: Goal reached its configured limit of 3 "
+                                 "rounds.]")
+    assert summarize({"type": "plan/mode", "data": {"active": True}}) == "plan mode on"
+    assert describe_goal(fold_goal([change])) == "goal blocked 3/3"
+    assert context_producer({"kind": "goal", "goalId": "goal-1", "revision": 1, "round": 2}) == "goal · round 2"

@@ -89,3 +89,17 @@ async def test_plan_mode_key_and_plan_review(tmp_path):
         await wait_for(pilot, lambda: "plan mode" not in str(app.chat.status.build(200)))
     modes = [e["data"] for e in app.bridge.harness.session.events if e["type"] == "plan/mode"]
     assert modes == [{"active": True}, {"active": False}]
+
+
+async def test_the_goal_is_in_the_status_bar(tmp_path):
+    app = scripted_app(tmp_path, [scripted.text("round one done")])
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "/goal write the docs")
+        await wait_for(pilot, lambda: "goal active" in str(app.chat.status.build(200)))
+        await wait_for(pilot, lambda: any(e["type"] == "turn/end" and e["data"]["turn"] == 2
+                                          for e in app.bridge.harness.session.events))  # round 1 (then 2)
+        await wait_for(pilot, lambda: app.bridge.harness.agent.status == "idle")
+        assert any(f"goal active {n}/256" in str(app.chat.status.build(200)) for n in (1, 2))
+        await submit(pilot, "/goal clear")
+        await wait_for(pilot, lambda: "goal" not in str(app.chat.status.build(200)))
