@@ -327,3 +327,44 @@ def test_the_timeline_and_the_transcript_name_plan_mode_goal_changes_and_rounds(
     assert summarize({"type": "plan/mode", "data": {"active": True}}) == "plan mode on"
     assert describe_goal(fold_goal([change])) == "goal blocked 3/3"
     assert context_producer({"kind": "goal", "goalId": "goal-1", "revision": 1, "round": 2}) == "goal · round 2"
+
+
+# -- ralph ----------------------------------------------------------------------------------------
+
+
+async def test_ralph_is_off_by_default_and_runs_fresh_rounds_when_turned_on(tmp_path):
+    cont = {"status": "continue", "summary": "half done", "evidence": [], "nextSteps": ["finish it"], "blocker": ""}
+    done = {"status": "complete", "summary": "done", "evidence": ["tests pass"], "nextSteps": [], "blocker": ""}
+    with ScriptServer() as srv:
+        srv.push(_call("ralph", {"objective": "finish the port", "maxRounds": 3}, "r1"),
+                 _call("structured_output", cont, "s1"),  # round 1's fresh child
+                 _call("structured_output", done, "s2"),  # round 2's fresh child
+                 _text("Ralph finished."))
+        host = await _open(tmp_path, srv, ralph={"enabled": True})
+        try:
+            await _turn(host, "use a ralph loop to finish the port")
+        finally:
+            await host.close()
+    bodies = [r["body"] for r in srv.requests]
+    assert "ralph" in _tool_names(bodies[0])
+    round1 = bodies[1]["messages"]
+    assert {m["role"] for m in round1} == {"system", "user"}  # a fresh child: no parent conversation
+    assert "use a ralph loop" not in json.dumps(round1)
+    assert round1[1]["content"].startswith("You are one fresh worker in a foreground Ralph loop.")
+    assert "Ralph round: 1 of 3." in round1[1]["content"]
+    assert "(none — this is the first round)" in round1[1]["content"]
+    assert '"summary":"half done"' in bodies[2]["messages"][1]["content"]  # the handoff, and only it
+    (result,) = _results(host)
+    assert _result_text(result) == ("Ralph worker reported completion after 2 rounds.\nFinal report:\n"
+                                    + json.dumps(done, indent=2))
+
+
+async def test_ralph_is_not_offered_unless_turned_on(tmp_path):
+    with ScriptServer() as srv:
+        srv.push(_text("hi"))
+        host = await _open(tmp_path, srv)
+        try:
+            await _turn(host, "hello")
+        finally:
+            await host.close()
+    assert "ralph" not in _tool_names(srv.requests[0]["body"])
