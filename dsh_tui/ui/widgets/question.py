@@ -42,10 +42,10 @@ class QuestionPanel(Vertical, can_focus=True):
     """Takes over the composer while a question waits."""
 
     DEFAULT_CSS = """
-    QuestionPanel { height: auto; max-height: 24; display: none; border: heavy $accent; padding: 0 1; }
+    QuestionPanel { height: auto; max-height: 80%; display: none; border: heavy $accent; padding: 0 1; }
     QuestionPanel:focus-within { border: heavy $accent-lighten-1; }
     QuestionPanel #question-detail { height: auto; max-height: 12; border-left: thick $panel; padding-left: 1; }
-    QuestionPanel #question-other { margin-top: 1; }
+    QuestionPanel #question-other { margin-top: 1; background: $boost; }
     """
 
     BINDINGS = [("escape", "dismiss", "Dismiss the question")]
@@ -79,7 +79,8 @@ class QuestionPanel(Vertical, can_focus=True):
         self._detail = Static(id="question-detail-text")
         self._detail_box = VerticalScroll(self._detail, id="question-detail")
         self._options = Static(id="question-options")
-        self._other = Input(placeholder="Other answer (Enter sends)", id="question-other", select_on_focus=False)
+        self._other = Input(placeholder="Other answer (Enter sends)", id="question-other", select_on_focus=False,
+                             compact=True)
         self._help = Static(id="question-help")
         self.mount(self._title, self._question, self._detail_box, self._options, self._other, self._help)
 
