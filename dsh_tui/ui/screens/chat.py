@@ -739,18 +739,23 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     def _approval_yielded(self, message: ApprovalPanel.Yielded) -> None:
         """A key within the panel's grace period: it was typed for the composer. The composer comes back
         with the focus and the key; the panel waits for Tab."""
+        self.yield_to_composer(message.key, message.character)
+
+    def yield_to_composer(self, key: str, character: str | None) -> None:
+        """A key a panel (approval, question) got within its grace period: the composer comes back with the
+        focus and the key."""
         composer = self.composer
         composer.display = True
         self.set_focus(composer)
-        if message.character:
-            result = composer.replace(message.character, *composer.selection, maintain_selection_offset=False)
+        if character:
+            result = composer.replace(character, *composer.selection, maintain_selection_offset=False)
             composer.move_cursor(result.end_location)
-        elif message.key in ("enter", "backspace", "ctrl+j"):
-            composer.post_message(events.Key(message.key, None))
+        elif key in ("enter", "backspace", "ctrl+j"):
+            composer.post_message(events.Key(key, None))
 
     @on(QuestionPanel.Yielded)
     def _question_yielded(self, message: QuestionPanel.Yielded) -> None:
-        chat_modes.yielded(self, message)
+        self.yield_to_composer(message.key, message.character)
 
     @on(QuestionPanel.Answered)
     def _question_answered(self, message: QuestionPanel.Answered) -> None:

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual import events
-
 from dsh_tui.ui.widgets.question import QuestionPanel, QuestionRequest
 
 MODE_EVENTS = ("plan/mode", "goal/change", "user/message")
@@ -55,18 +53,6 @@ def answered(chat: Any, message: QuestionPanel.Answered) -> None:
     show_next(chat)
     if chat.status.info.phase == "question" and chat.running:
         chat.status.set_phase("tools")
-
-
-def yielded(chat: Any, message: QuestionPanel.Yielded) -> None:
-    """A key within the panel's grace period was typed for the composer: it goes back there, with the key."""
-    composer = chat.composer
-    composer.display = True
-    chat.set_focus(composer)
-    if message.character:
-        result = composer.replace(message.character, *composer.selection, maintain_selection_offset=False)
-        composer.move_cursor(result.end_location)
-    elif message.key in ("enter", "backspace", "ctrl+j"):
-        composer.post_message(events.Key(message.key, None))
 
 
 # -- plan mode and the goal in the status bar ------------------------------------------------------
