@@ -368,3 +368,62 @@ async def test_ralph_is_not_offered_unless_turned_on(tmp_path):
         finally:
             await host.close()
     assert "ralph" not in _tool_names(srv.requests[0]["body"])
+
+
+async def test_cancelling_a_goal_round_pauses_the_goal(tmp_path):
+    with ScriptServer() as srv:
+        srv.push(_call("create_goal", {"objective": "long work"}), _text("set"),
+                 sse_reply(chunk("working"), done=False, end="stall"))  # round 1 never finishes on its own
+        host = await _open(tmp_path, srv)
+        try:
+            host.agent.followup("do the long work as a goal")  # then round 1 starts at once: no wait for idle
+            for _ in range(500):
+                await asyncio.sleep(0.02)
+                if len(srv.requests) >= 3:
+                    break
+            await asyncio.sleep(0.2)
+            host.agent.cancel({"kind": "user"})  # Esc in the app
+            await asyncio.wait_for(host.agent.wait_idle(), 30)
+            await asyncio.sleep(0.1)
+        finally:
+            await host.close()
+    ops = [(e["data"]["operation"], e["data"]["goal"]["phase"]) for e in host.session.events
+           if e["type"] == "goal/change"]
+    assert ops == [("create", "active"), ("pause", "paused")]
+    assert len(srv.requests) == 3  # no round after the cancelled one
+
+
+async def test_a_resumed_session_keeps_plan_mode_and_its_goal_disarmed(tmp_path):
+    with ScriptServer() as srv:
+        srv.push(_call("create_goal", {"objective": "later"}), _text("set"),
+                 sse_reply(chunk("working"), done=False, end="stall"))
+        host = await _open(tmp_path, srv)
+        try:
+            await host.agent.commands.run(host.agent, "/plan")
+            host.agent.followup("plan a goal")
+            for _ in range(500):
+                await asyncio.sleep(0.02)
+                if len(srv.requests) >= 3:
+                    break
+        finally:
+            await host.close()  # closing mid-round: the goal stays active in the log
+        sid = host.session.id
+        srv.push(_text("resumed"))
+        spec = HostSpec(root=tmp_path / "root", cwd=None, provider=_provider(srv), model="m", resume_id=sid,
+                        plugin_config={"session-title-llm": {"enabled": False}})
+        host2 = await AgentHost.open(spec)
+        try:
+            from dsh_tui.runtime.goals import GOALS
+
+            view = GOALS[host2.agent.id].view()
+            assert view["phase"] in ("active", "paused") and view["activation"] == "disarmed"
+            shown = await host2.agent.commands.run(host2.agent, "/goal")
+            assert "Activation: disarmed" in shown.text
+            await _turn(host2, "what now?")
+            await asyncio.sleep(0.2)
+        finally:
+            await host2.close()
+    last = srv.requests[-1]["body"]
+    assert "You are in plan mode." in last["messages"][0]["content"]  # plan mode came back from the log
+    assert not [m for m in last["messages"] if "<goal_round>" in str(m.get("content"))][1:]  # no new round
+    assert len(srv.requests) == 4

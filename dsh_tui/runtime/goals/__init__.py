@@ -566,8 +566,19 @@ def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal
             asyncio.get_running_loop().call_soon(drive)
 
     def on_status(payload: dict) -> None:
-        if payload.get("status") == "idle":
-            schedule()
+        if payload.get("status") != "idle":
+            return
+        if attempt.get("cancelled"):  # a cancelled goal round pauses its goal (dsh's driver, at idle)
+            view = goals.view()
+            goal_id = attempt.get("goal")
+            attempt.clear()
+            if view is not None and view["id"] == goal_id and view["phase"] == "active" \
+                    and goals.activation == "armed":
+                try:
+                    goals.pause((view["id"], view["revision"]))
+                except DshError:
+                    disarm()
+        schedule()
 
     ctx.on("agent/status", on_status)
     ctx.on("agent/error", lambda _p: disarm())
@@ -583,15 +594,9 @@ def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal
             kind = (((event.get("data") or {}).get("reason")) or {}).get("kind")
             if kind == "max-tokens":
                 disarm()
-            elif kind == "aborted":
-                view = goals.view()
-                if attempt.get("phase") == "admitted" and view is not None and view["phase"] == "active" \
-                        and view["id"] == attempt.get("goal"):
-                    attempt.clear()
-                    try:  # a cancelled goal round pauses the goal (dsh)
-                        goals.pause((view["id"], view["revision"]))
-                    except (GoalError, DshError):
-                        disarm()
+            elif kind == "aborted":  # an observer may not append: the pause happens at idle (on_status)
+                if attempt.get("phase") in ("queued", "admitted"):
+                    attempt["cancelled"] = True
                 else:
                     disarm()
 
