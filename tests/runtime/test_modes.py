@@ -427,3 +427,68 @@ async def test_a_resumed_session_keeps_plan_mode_and_its_goal_disarmed(tmp_path)
     assert "You are in plan mode." in last["messages"][0]["content"]  # plan mode came back from the log
     assert not [m for m in last["messages"] if "<goal_round>" in str(m.get("content"))][1:]  # no new round
     assert len(srv.requests) == 4
+
+
+def test_the_goal_round_and_wrapup_texts_are_the_ones_dsh_recorded():
+    """dsh 0.1.1-rc.2's recorded ``goal-wrapup`` scenario: its round prompt, its closing-message context (with its
+    source) and its tool results are what this plugin writes."""
+    from dsh_tui.runtime.goals import _goal_value, round_prompt, wrapup_text
+
+    path = Path(__file__).parents[1] / "fixtures/dsh/examples/acp-agent/tests/goal-snapshots/goal-wrapup"
+    events = [json.loads(line) for line in (path / "session.expected.jsonl").read_text().splitlines()]
+    events = [e for e in events if "type" in e]
+    (create,) = [e["data"] for e in events if e["type"] == "goal/change" and e["data"]["operation"] == "create"]
+    goal = create["goal"]
+    users = [e["data"] for e in events if e["type"] == "user/message"]
+    (rnd,) = [u for u in users if u["source"]["kind"] == "goal"]
+    assert rnd["content"] == [{"type": "text", "text": round_prompt(goal, 1)}]
+    assert rnd["source"] == {"kind": "goal", "goalId": goal["id"], "revision": 1, "round": 1}
+    (wrap,) = [u for u in users if u["source"].get("plugin") == "tool-goal"]
+    assert wrap["content"] == [{"type": "text", "text": wrapup_text(goal["objective"])}]
+    assert wrap["source"] == {"kind": "plugin", "plugin": "tool-goal", "form": "notice",
+                              "summary": f"complete: {goal['objective']}"}
+    results = [e["data"]["message"]["content"][0]["content"][0]["text"] for e in events if e["type"] == "tool/result"]
+    view = {**goal, "roundsStarted": 0, "activation": "armed"}
+    assert results[0] == json.dumps(_goal_value(view), separators=(",", ":"))
+
+
+async def test_a_plan_review_logs_what_dsh_recorded(tmp_path):
+    """dsh's recorded ``plan-review`` session (apps/web): ``/plan <message>`` logs ``plan/mode`` inside the
+    command's run/done pair with dsh's text and steers the message; the approved review's result and the
+    closing ``plan/mode`` are dsh's."""
+    path = Path(__file__).parents[1] / "fixtures/dsh/apps/web/tests/snapshots/plan-review/session.jsonl"
+    recorded = [json.loads(line) for line in path.read_text().splitlines()]
+    keep = ("plan/mode", "command/run", "command/done", "tool/call", "tool/result")
+
+    def shape(events: list[dict]) -> list[tuple]:
+        out = []
+        for e in events:
+            d = e.get("data") or {}
+            if e.get("type") == "command/done":
+                out.append(("command/done", d["kind"], d.get("text")))
+            elif e.get("type") == "tool/result":
+                out.append(("tool/result", d["message"]["content"][0]["content"][0]["text"]))
+            elif e.get("type") == "tool/call":
+                out.append(("tool/call", d["name"]))
+            elif e.get("type") in keep:
+                out.append((e["type"], d.get("active", d.get("name"))))
+            elif e.get("type") == "user/message" and d["source"]["kind"] == "user":
+                out.append(("user/message", d["content"][0]["text"]))
+        return out
+
+    (run,) = [e["data"] for e in recorded if e.get("type") == "command/run"]
+    (call,) = [e["data"] for e in recorded if e.get("type") == "tool/call"]
+
+    async def approve(payload: dict, _next: Any) -> dict:
+        return {"answers": [{"id": "plan-review", "selected": ["Approve"]}]}
+
+    with ScriptServer() as srv:
+        srv.push(_call("exit_plan_mode", json.loads(call["arguments"]), call["callId"]), _text("DONE"))
+        host = await _open(tmp_path, srv, **{"ask-user": {"interactive": True}})
+        host.agent.on("user-questions/request", approve)
+        try:
+            await host.agent.commands.run(host.agent, "/plan" + run["args"])
+            await asyncio.wait_for(host.agent.wait_idle(), 30)
+        finally:
+            await host.close()
+    assert shape(host.session.events) == shape(recorded)

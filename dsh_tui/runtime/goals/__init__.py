@@ -430,7 +430,7 @@ def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal
         if authority == "goal-round":
             text = wrapup_text(view["objective"], None if action == "complete" else reason)
             tctx.defer_context({"id": str(uuid.uuid4()), "role": "user", "content": [{"type": "text", "text": text}],
-                                "source": {"kind": "tool-goal", "form": "notice",
+                                "source": {"kind": "plugin", "plugin": "tool-goal", "form": "notice",
                                            "summary": _bound_summary(f"{action}: {view['objective']}")}})
         return _goal_value(view)
 

@@ -131,7 +131,7 @@ class PlanMode:
             return None
         text = ON_TEXT if target else OFF_TEXT
         return {"id": str(uuid.uuid4()), "role": "user", "content": [{"type": "text", "text": text}],
-                "source": {"kind": "plan-mode", "form": "notice", "summary": text}}
+                "source": {"kind": "plugin", "plugin": "plan-mode", "form": "notice", "summary": text}}
 
     def set(self, active: bool) -> str:
         """dsh's ``set``: ``committed`` (logged now), ``queued`` (at the next step), ``cancelled`` or ``noop``."""
