@@ -103,3 +103,24 @@ async def test_the_goal_is_in_the_status_bar(tmp_path):
         assert any(f"goal active {n}/256" in str(app.chat.status.build(200)) for n in (1, 2))
         await submit(pilot, "/goal clear")
         await wait_for(pilot, lambda: "goal" not in str(app.chat.status.build(200)))
+
+
+async def test_a_multi_select_answer_with_a_note_is_what_dsh_recorded(tmp_path):
+    """dsh's recorded ``question-composer`` session (apps/web): a multi-select question answered with one option
+    and a typed note gives exactly that tool result."""
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "fixtures/dsh/apps/web/tests/snapshots/question-composer/session.jsonl"
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    (call,) = [e["data"] for e in events if e.get("type") == "tool/call"]
+    (result,) = [e["data"] for e in events if e.get("type") == "tool/result"]
+    app = scripted_app(tmp_path, [scripted.call(call["callId"], "ask_user_question", json.loads(call["arguments"])),
+                                  scripted.text("DONE")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "ask me")
+        await wait_for(pilot, lambda: app.chat.question.request is not None and app.chat.question.has_focus)
+        assert "[ ] 1. Blue" in str(app.chat.question._options.render())
+        await pilot.press("1", *"Include accessibility notes", "enter")
+        await wait_for(pilot, lambda: _results(app) != [])
+    assert _results(app)[0] == result["content"][0]["text"]
