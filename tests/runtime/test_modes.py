@@ -492,3 +492,21 @@ async def test_a_plan_review_logs_what_dsh_recorded(tmp_path):
         finally:
             await host.close()
     assert shape(host.session.events) == shape(recorded)
+
+
+async def test_a_subagent_started_in_plan_mode_is_in_plan_mode_too(tmp_path):
+    with ScriptServer() as srv:
+        srv.push(_call("subagent", {"description": "try", "prompt": "write x.txt", "run_in_background": False}, "s1"),
+                 _call("write", {"file_path": "x.txt", "content": "x"}, "w1"),  # the child tries to write
+                 _text("I could not write."),  # the child's answer
+                 _text("The child could not write either."))
+        host = await _open(tmp_path, srv)
+        try:
+            await host.agent.commands.run(host.agent, "/plan")
+            await _turn(host, "delegate the write")
+        finally:
+            await host.close()
+    assert not (tmp_path / "ws" / "x.txt").exists()
+    tool_messages = [m for r in srv.requests for m in r["body"]["messages"] if m["role"] == "tool"]
+    assert any('plan mode is active: "write"' in m["content"] for m in tool_messages)
+    assert "You are in plan mode." in srv.requests[1]["body"]["messages"][0]["content"]  # the child's request

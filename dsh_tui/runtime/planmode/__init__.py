@@ -4,7 +4,8 @@ Plan mode is per-session state logged as ``plan/mode`` (``{"active": bool}``; th
 inactive), so resume and fork restore it. While it is active the system prompt carries dsh's plan policy
 section (``SECTION``) and, beyond dsh (whose plan mode is guidance only), tools that can change the workspace
 (``write``/``exec``/``mcp`` access: ``write``, ``edit``, ``bash``, MCP tools) are refused with ``READ_ONLY``:
-only read-only tools run until the plan is approved.
+only read-only tools run until the plan is approved. A subagent child started while its parent is in plan mode
+starts in plan mode too.
 
 - ``/plan [message]`` enters plan mode (a message is then steered as the next user message), ``/plan off``
   leaves it; between turns the change is logged at once, during a turn at the next step (dsh's pending
@@ -190,6 +191,12 @@ def apply(ctx: Any, config: Any = None) -> None:
     controller = PlanMode(agent, section)
     CONTROLLERS[agent.id] = controller
     ctx.effect(lambda: CONTROLLERS.pop(agent.id, None) if CONTROLLERS.get(agent.id) is controller else None)
+    header = agent.session.header
+    parent = CONTROLLERS.get(str(header.get("parentSession") or ""))
+    if header.get("origin") == "subagent" and parent is not None and parent.effective \
+            and not any(e.get("type") == "plan/mode" for e in agent.session.events):
+        # a child started in plan mode plans too (read-only tools): delegation is no way around it
+        agent.session.append("plan/mode", {"active": True})
 
     async def assemble(payload: dict, nxt: Any) -> Any:
         from dsh_tui.runtime import prompt as prompt_mod
