@@ -124,3 +124,19 @@ async def test_a_multi_select_answer_with_a_note_is_what_dsh_recorded(tmp_path):
         await pilot.press("1", *"Include accessibility notes", "enter")
         await wait_for(pilot, lambda: _results(app) != [])
     assert _results(app)[0] == result["content"][0]["text"]
+
+
+async def test_a_paste_into_the_panel_is_the_typed_answer(tmp_path):
+    from textual import events
+
+    app = scripted_app(tmp_path, [scripted.call("c1", "ask_user_question", ASK), scripted.text("ok")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await submit(pilot, "set it up")
+        await wait_for(pilot, lambda: app.chat.question.request is not None and app.chat.question.has_focus)
+        app.chat.question.post_message(events.Paste("duck\ndb"))
+        await pilot.pause(0.1)
+        assert app.chat.question._other.value == "duck db" and app.chat.composer.text == ""
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: _results(app) != [])
+    assert json.loads(_results(app)[0]) == {"answers": [{"id": "db", "selected": [], "custom": "duck db"}]}

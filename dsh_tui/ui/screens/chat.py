@@ -777,6 +777,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if self.composer.display or not event.text or getattr(event, "via_composer", False):
             return  # the composer took it itself (the reason line, an Input, stops the paste it takes)
         event.stop()
+        if chat_modes.waiting(self) and self.question.has_focus_within:
+            self.question.paste(event.text)  # a question's typed answer
+            return
         self.composer.insert(event.text)
         self.notify("The pasted text is in the composer: it shows again after the approval.",
                     title="Pasted", timeout=4, markup=False)

@@ -185,6 +185,11 @@ class QuestionPanel(Vertical, can_focus=True):
             self._other.focus()
             self._other.insert_text_at_cursor(event.character)
 
+    def paste(self, text: str) -> None:
+        """Pasted text (the chat hands it over while the panel has the focus) is the typed answer."""
+        self._other.focus()
+        self._other.insert_text_at_cursor(" ".join(text.split()))
+
     def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
         self._yielding = False
 
