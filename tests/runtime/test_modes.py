@@ -510,3 +510,20 @@ async def test_a_subagent_started_in_plan_mode_is_in_plan_mode_too(tmp_path):
     tool_messages = [m for r in srv.requests for m in r["body"]["messages"] if m["role"] == "tool"]
     assert any('plan mode is active: "write"' in m["content"] for m in tool_messages)
     assert "You are in plan mode." in srv.requests[1]["body"]["messages"][0]["content"]  # the child's request
+
+
+def test_ralph_is_turned_on_in_the_settings():
+    from dsh_tui.runtime.plugins import discover
+
+    class Settings:
+        def __init__(self, table: dict) -> None:
+            self.table = table
+
+        def get(self, key: str) -> Any:
+            return self.table if key == "plugins" else None
+
+    enabled = {s.id: s.enabled for s in discover(Settings({}))}
+    assert enabled["ralph"] is False and enabled["goal"] and enabled["plan-mode"] and enabled["ask-user"]
+    on = {s.id: (s.enabled, s.config) for s in discover(Settings({"ralph": {"enabled": True, "max_rounds": 5},
+                                                                  "goal": {"enabled": False}}))}
+    assert on["ralph"] == (True, {"max_rounds": 5}) and on["goal"][0] is False
