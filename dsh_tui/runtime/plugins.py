@@ -56,7 +56,7 @@ BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "a
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
                "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal", "ralph")
 #: Built-ins that are off unless ``[plugins.<id>] enabled = true`` (as in dsh 0.2's default profile).
-DEFAULT_OFF = ("ralph",)
+OFF_BY_DEFAULT = ("ralph",)
 
 
 class PluginError(DshError):
@@ -152,7 +152,7 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
 
     def options(pid: str) -> tuple[bool, dict[str, Any], str]:
         raw = dict(configured.get(pid, {}))
-        enabled = raw.pop("enabled", pid not in DEFAULT_OFF)
+        enabled = raw.pop("enabled", pid not in OFF_BY_DEFAULT)
         if not isinstance(enabled, bool):
             raise PluginError(f"settings: plugins.{pid}.enabled must be true or false")
         module = raw.pop("module", "")
@@ -826,5 +826,5 @@ def builtin_specs(features: bool = False) -> list[PluginSpec]:
     plugins (``FEATURE_IDS``: project instructions, titles, background jobs) read the workspace, run work or call the model
     beside the turn; the agent host loads them with every other plugin (``discover``), and
     ``features=True`` adds them here."""
-    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid], enabled=pid not in DEFAULT_OFF) for pid in BUILTIN_IDS
+    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid], enabled=pid not in OFF_BY_DEFAULT) for pid in BUILTIN_IDS
             if features or pid not in FEATURE_IDS]
