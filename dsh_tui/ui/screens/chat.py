@@ -85,6 +85,12 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
   of the session, **r** reject, **e** reject with a reason the model reads — only while the panel has the
   focus. While you type in the composer the panel does not take it: **Tab** moves to the panel. Keys in
   the panel's first 0.6 s go back to the composer; Enter alone decides nothing.
+- Questions from the model (and plan reviews): **1**–**9** choose an option, typing gives another answer
+  (or, for a plan, feedback that keeps planning), **Enter** sends, **Esc** dismisses it to reply in the
+  composer; the approval panel's guard applies (Tab moves to it while you type).
+- **F8** (or `/plan`, `/plan off`) turns plan mode on or off: read-only tools until you approve the plan.
+  `/goal <objective>` sets a goal the agent keeps working on, round after round (`/goal` shows it; `pause`,
+  `resume`, `edit`, `clear`); the status bar shows plan mode and the goal.
 - **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning
   (the status bar shows what is not at its default).
 - **PageUp / PageDown** scroll the transcript; **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads
