@@ -335,8 +335,12 @@ def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal
     cfg = _config(config)
     agent = ctx._agent
     goals = Goals(agent, cfg["default_max_goal_rounds"])
-    GOALS[agent.id] = goals
-    ctx.effect(lambda: GOALS.pop(agent.id, None) if GOALS.get(agent.id) is goals else None)
+
+    def register() -> Any:
+        GOALS[agent.id] = goals
+        return lambda: GOALS.pop(agent.id, None) if GOALS.get(agent.id) is goals else None
+
+    ctx.effect(register, "goal service")
     blocked_after = cfg["blocked_after_consecutive_rounds"]
 
     # -- authority (dsh's tool-goal) --------------------------------------------------------------
@@ -600,8 +604,8 @@ def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal
                 else:
                     disarm()
 
-    unsubscribe = agent.session.subscribe(lambda _session, event: on_event({"event": event}))
-    ctx.effect(lambda: unsubscribe())
+    ctx.effect(lambda: agent.session.subscribe(lambda _session, event: on_event({"event": event})),
+               "goal driver: the session's events")
 
     async def pre_step(payload: dict, nxt: Any) -> Any:
         messages = payload.get("messages") or []

@@ -189,8 +189,12 @@ def apply(ctx: Any, config: Any = None) -> None:
     section = _config(config)
     agent = ctx._agent
     controller = PlanMode(agent, section)
-    CONTROLLERS[agent.id] = controller
-    ctx.effect(lambda: CONTROLLERS.pop(agent.id, None) if CONTROLLERS.get(agent.id) is controller else None)
+
+    def register() -> Any:
+        CONTROLLERS[agent.id] = controller
+        return lambda: CONTROLLERS.pop(agent.id, None) if CONTROLLERS.get(agent.id) is controller else None
+
+    ctx.effect(register, "plan-mode controller")
     header = agent.session.header
     parent = CONTROLLERS.get(str(header.get("parentSession") or ""))
     if header.get("origin") == "subagent" and parent is not None and parent.effective \
