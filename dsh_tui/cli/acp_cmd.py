@@ -32,7 +32,8 @@ STOP = {"completed": "end_turn", "max-tokens": "end_turn", "aborted": "cancelled
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from dsh_tui.cli.run_cmd import PRESETS  # not the runtime's: the parser is built before anything is imported
+    # not the runtime's: the parser is built before anything is imported
+    from dsh_tui.cli.run_cmd import PRESETS
 
     parser.add_argument("--root", help="session root (default $DSH_HOME/sessions)")
     parser.add_argument("--preset", choices=PRESETS, default="workspace-write",

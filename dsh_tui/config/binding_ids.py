@@ -8,7 +8,7 @@ BINDING_IDS: frozenset[str] = frozenset({
     "browser.back", "browser.children", "browser.delete", "browser.escape", "browser.export", "browser.filter",
     "browser.fork", "browser.list", "browser.new", "browser.refresh", "browser.rename", "browser.resume",
     "browser.scope", "browser.search", "browser.timeline", "browser.trash", "chat.bottom", "chat.cancel",
-    "chat.cards", "chat.earlier", "chat.find", "chat.pagedown", "chat.pageup", "chat.permission", "chat.queue",
+    "chat.cards", "chat.earlier", "chat.find", "chat.pagedown", "chat.pageup", "chat.permission", "chat.plan", "chat.queue",
     "chat.reasoning", "chat.retry", "composer.editor", "composer.history_search", "composer.newline",
     "composer.steer", "item.block", "item.copy", "item.down", "item.leave", "item.toggle", "item.up", "item.view",
     "list.down", "list.end", "list.home", "list.pagedown", "list.pageup", "list.select", "list.up", "mcp.close",

@@ -162,6 +162,16 @@ class ApprovalRequest(AgentPayload):
     signal: Any
 
 
+class UserQuestionsRequest(AgentPayload):
+    """``user-questions/request`` -> ``{"answers": [{"id", "selected", "custom"?}]}``; raise
+    ``dsh_tui.runtime.questions.QuestionCancelled`` for a question the user dismissed. ``questions``: dsh's
+    question items (``id``, ``question``, ``header``?, ``detail``?, ``options``?, ``multiSelect``?, ``intent``?)."""
+
+    questions: list[dict[str, Any]]
+    callId: str | None
+    signal: Any
+
+
 StreamResult = AsyncIterator[dict[str, Any]]
 
 #: event name -> its payload type
@@ -187,6 +197,7 @@ PAYLOADS: dict[str, type] = {
     "tools/post-execute": ToolsCall,
     "tools/result": ToolsResult,
     "approval/request": ApprovalRequest,
+    "user-questions/request": UserQuestionsRequest,
     "session/flush": AgentPayload,
     "session/event": SessionEvent,
 }

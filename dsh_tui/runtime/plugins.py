@@ -49,11 +49,14 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
-               "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web")
+               "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
+               "ralph")
 #: Built-in features (project instructions, titles, background jobs, hooks, workspace changes, read_image, the web
-#: tools) the agent host loads; a bare ``Agent`` leaves them out.
+#: tools, questions, plan mode, goals, Ralph) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
-               "workspace-changes", "images", "web")
+               "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal", "ralph")
+#: Built-ins that are off unless ``[plugins.<id>] enabled = true`` (as in dsh 0.2's default profile).
+OFF_BY_DEFAULT = ("ralph",)
 
 
 class PluginError(DshError):
@@ -149,7 +152,7 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
 
     def options(pid: str) -> tuple[bool, dict[str, Any], str]:
         raw = dict(configured.get(pid, {}))
-        enabled = raw.pop("enabled", True)
+        enabled = raw.pop("enabled", pid not in OFF_BY_DEFAULT)
         if not isinstance(enabled, bool):
             raise PluginError(f"settings: plugins.{pid}.enabled must be true or false")
         module = raw.pop("module", "")
@@ -791,6 +794,14 @@ BUILTINS: dict[str, Any] = {
     "hooks-codex": _Builtin("hooks-codex", lambda ctx, config=None: _apply_hooks(ctx, config, "codex")),
     # every turn's file changes snapshotted and recorded, for /undo, /diff, rewind with files: dsh_tui/runtime/undo/
     "workspace-changes": _LazyBuiltin("workspace-changes", "dsh_tui.runtime.undo", lambda config: True),
+    # dsh's ask_user_question and the user-questions seam (the app answers): dsh_tui/runtime/questions/
+    "ask-user": _LazyBuiltin("ask-user", "dsh_tui.runtime.questions", lambda config: True),
+    # /plan, exit_plan_mode and the logged plan/mode: dsh_tui/runtime/planmode/
+    "plan-mode": _LazyBuiltin("plan-mode", "dsh_tui.runtime.planmode", lambda config: True),
+    # create_goal / get_goal / update_goal, /goal and the goal rounds: dsh_tui/runtime/goals/
+    "goal": _LazyBuiltin("goal", "dsh_tui.runtime.goals", lambda config: True),
+    # ralph (fresh-agent rounds; off by default): dsh_tui/runtime/ralph/
+    "ralph": _LazyBuiltin("ralph", "dsh_tui.runtime.ralph", lambda config: True),
 }
 
 
@@ -815,5 +826,5 @@ def builtin_specs(features: bool = False) -> list[PluginSpec]:
     plugins (``FEATURE_IDS``: project instructions, titles, background jobs) read the workspace, run work or call the model
     beside the turn; the agent host loads them with every other plugin (``discover``), and
     ``features=True`` adds them here."""
-    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid]) for pid in BUILTIN_IDS
+    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid], enabled=pid not in OFF_BY_DEFAULT) for pid in BUILTIN_IDS
             if features or pid not in FEATURE_IDS]

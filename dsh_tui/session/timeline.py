@@ -56,6 +56,18 @@ def summarize(event: dict[str, Any], width: int = 120) -> str:
         text = f"{d.get('reason')} {config.get('provider')}/{config.get('model')}"
     elif etype == "session/title":
         text = str(d.get("title"))
+    elif etype == "plan/mode":
+        text = "plan mode on" if d.get("active") else "plan mode off"
+    elif etype == "goal/change":
+        goal = d.get("goal") if isinstance(d.get("goal"), dict) else {}
+        if d.get("operation") == "clear":
+            text = f"clear {(d.get('cleared') or {}).get('id', '')}"
+        else:
+            text = (f"{d.get('operation')} {goal.get('phase')} {d.get('roundsStarted')}/{goal.get('maxGoalRounds')}: "
+                    f"{goal.get('objective', '')}")
+            reason = goal.get("blockedReason")
+            if isinstance(reason, dict):
+                text += f" [{reason.get('code')}: {reason.get('message')}]"
     elif etype == "llm/retry":
         text = f"retry {d.get('retry')} in {d.get('delayMs')} ms {(d.get('failure') or {}).get('code', '')}"
     else:

@@ -49,7 +49,8 @@ class ApprovalRequest:
 
 
 # Live notices from the harness (never history): ("status", "running"|"idle"), ("phase", name),
-# ("approval", ApprovalRequest), ("error", text), ("turn-error", text: a turn failed, its footer says so too),
+# ("approval", ApprovalRequest), ("question", QuestionRequest), ("question-closed", QuestionRequest),
+# ("error", text), ("turn-error", text: a turn failed, its footer says so too),
 # ("plugin-error", text: a plugin failed to load, the session still opens), ("notice", text),
 # ("model", (provider, model, effort)).
 LiveNotice = tuple[str, Any]
@@ -147,6 +148,15 @@ class Bridge:
         """Post an approval to the UI; the harness awaits ``asyncio.wrap_future(request.future)``."""
         request = ApprovalRequest(tool, arguments, reason, call_id)
         self.notice("approval", request)
+        return request
+
+    def ask_question(self, questions: list[dict], call_id: str | None = None) -> Any:
+        """Post a question (``ask_user_question``, a plan review) to the UI; the harness awaits
+        ``asyncio.wrap_future(request.future)`` (the answer dict, or None when the user dismissed it)."""
+        from dsh_tui.ui.widgets.question import QuestionRequest
+
+        request = QuestionRequest(questions, call_id, concurrent.futures.Future())
+        self.notice("question", request)
         return request
 
     def _wake(self) -> None:

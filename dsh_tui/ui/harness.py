@@ -39,6 +39,8 @@ class AgentHarness:
         self._offs.append(on("agent/error", self._on_error))
         # the host's answerer is built-in behaviour: a user plugin's approval/request listener runs first
         self._offs.append(on("approval/request", self._on_approval, tier=BUILTIN))
+        # ask_user_question and the plan review: the question panel answers (dsh_tui/runtime/questions)
+        self._offs.append(on("user-questions/request", self._on_question, tier=BUILTIN))
         # "allow for this session" answers (dsh logs no scope: they live here, for this open session)
         self.allowances = SessionAllowances()
         from dsh_tui.runtime.permissions import logged_allowances
@@ -151,6 +153,28 @@ class AgentHarness:
         if isinstance(outcome, dict) and outcome.get("scope") == "session":
             self.allowances.add(tool, arguments)
         return outcome  # the runtime logs a session scope (dsh_tui/runtime/approval.py)
+
+    async def _on_question(self, payload: dict[str, Any], _next: Any = None) -> dict:
+        from dsh_tui.runtime.questions import QuestionCancelled
+
+        request = self.bridge.ask_question(list(payload.get("questions") or []), payload.get("callId"))
+        signal = payload.get("signal")
+        waiter = asyncio.wrap_future(request.future)
+        try:
+            answer = await (signal.race(waiter) if signal is not None and hasattr(signal, "race") else waiter)
+        finally:
+            if not request.future.done():
+                request.future.cancel()
+                self.bridge.notice("question-closed", request)
+        if answer is None:
+            raise QuestionCancelled("the user cancelled ask_user_question")
+        return answer
+
+    async def set_plan_mode(self, active: bool) -> str:
+        """Enter or leave plan mode (the key binding; ``/plan`` is the command): dsh's outcome word."""
+        from dsh_tui.runtime.planmode import set_plan_mode
+
+        return set_plan_mode(self.agent, active)
 
     async def send(self, text: str, mode: str, images: bool = True) -> None:
         """``images``: image files the prompt names go with it (unless the ``images`` built-in is off); False
@@ -339,6 +363,9 @@ async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
     from dsh_tui.runtime.pluginlog import add_notices  # ctx.log: the file, and warnings as notices
 
     off_logs = add_notices(lambda level, text: bridge.notice("plugin-error" if level >= 40 else "notice", text))
+    # a human answers here: dsh's ask_user_question is offered (headless has no such tool)
+    spec.plugin_config = {**spec.plugin_config, "ask-user": {**spec.plugin_config.get("ask-user", {}),
+                                                            "interactive": True}}
     try:
         harness = AgentHarness(bridge, await AgentHost.open(spec))
     except BaseException:

@@ -80,7 +80,9 @@ async def test_builtins_can_be_disabled_by_id():
     assert [s.id for s in specs] == ["retry", "compaction", "runtime-context", "request-invariant",
                                     "agent-instructions", "session-title", "session-title-llm", "jobs", "subagents",
                                     "mcp", "skills", "skill-tool", "file-reference", "commands", "hooks-claude-code",
-                                    "hooks-codex", "workspace-changes", "images", "web"]
+                                    "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
+                                    "ralph"]
+    assert [s.id for s in specs if not s.enabled] == ["ralph"]  # off unless [plugins.ralph] enabled = true
 
     class S:
         def get(self, key):

@@ -58,6 +58,12 @@ async def test_app_and_headless_send_the_same_request(tmp_path, monkeypatch):
             await wait_for(pilot, lambda: app.bridge.harness.agent.status == "idle", 20)
         headless, tui = (r["body"] for r in srv.requests)
     assert headless["messages"][0]["role"] == "system"
+    # the one intended difference: a human answers in the app, so it offers ask_user_question (issue #32; dsh's
+    # headless profile has no such tool either)
+    names = [t["function"]["name"] for t in tui["tools"]]
+    assert "ask_user_question" in names and "ask_user_question" not in [t["function"]["name"]
+                                                                        for t in headless["tools"]]
+    tui = {**tui, "tools": [t for t in tui["tools"] if t["function"]["name"] != "ask_user_question"]}
     assert _normal(headless) == _normal(tui)
 
 

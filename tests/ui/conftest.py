@@ -24,6 +24,9 @@ def _deterministic_ui(monkeypatch):
     from dsh_tui.ui.widgets import approval
 
     monkeypatch.setattr(approval, "GRACE_S", 0.0, raising=False)
+    from dsh_tui.ui.widgets import question
+
+    monkeypatch.setattr(question, "GRACE_S", 0.0, raising=False)
 
 
 def scripted_app(tmp_path: Path, responses: list, *, preset: str = "full-access", show_time: bool = True,

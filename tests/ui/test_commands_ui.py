@@ -50,8 +50,9 @@ async def test_slash_at_column_0_lists_every_command_with_its_help_and_tab_compl
     async with app.run_test(size=(100, 36)) as pilot:
         await wait_for(pilot, lambda: app.bridge.harness is not None)
         await _type(pilot, "/")
-        assert _labels(app) == ["/compact", "/diff", "/export", "/fork", "/help", "/hooks", "/mcp", "/model", "/new",
-                                "/permission", "/plugins", "/retry", "/skills", "/title", "/undo", "/deploy"]
+        assert _labels(app) == ["/compact", "/diff", "/export", "/fork", "/goal", "/help", "/hooks", "/mcp", "/model",
+                                "/new", "/permission", "/plan", "/plugins", "/retry", "/skills", "/title", "/undo",
+                                "/deploy"]
         text = screen_text(app)
         assert "/compact" in text and "Summarize the history so far to free context" in text
         await _type(pilot, "ti")

@@ -308,6 +308,8 @@ def context_producer(source: dict[str, Any]) -> str:
         paths = [c["path"] for c in source.get("changes") or []
                  if isinstance(c, dict) and isinstance(c.get("path"), str)]
         return "instructions · " + ", ".join(dict.fromkeys(paths)) if paths else "instructions"
+    if kind == "goal":  # dsh's goal rounds (dsh_tui/runtime/goals)
+        return f"goal · round {source.get('round')}"
     if kind == "plugin":
         plugin = str(source.get("plugin", "plugin"))
         form = source.get("form")

@@ -26,6 +26,7 @@ from textual.widgets import Static, TextArea
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.history import ChatHistory
+from dsh_tui.ui.screens import chat_modes
 from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin
 from dsh_tui.ui.screens.chat_completion import CompletionMixin
 from dsh_tui.ui.textual_compat import key_is_bound, paint_now
@@ -34,6 +35,7 @@ from dsh_tui.ui.widgets.completion import CompletionList
 from dsh_tui.ui.widgets.composer import Composer
 from dsh_tui.ui.widgets.item import ViewState
 from dsh_tui.ui.widgets.plan import PlanStrip
+from dsh_tui.ui.widgets.question import QuestionPanel
 from dsh_tui.ui.widgets.queue import QueueList
 from dsh_tui.ui.widgets.searchbar import SearchBar
 from dsh_tui.ui.widgets.status import StatusBar
@@ -83,6 +85,12 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
   of the session, **r** reject, **e** reject with a reason the model reads — only while the panel has the
   focus. While you type in the composer the panel does not take it: **Tab** moves to the panel. Keys in
   the panel's first 0.6 s go back to the composer; Enter alone decides nothing.
+- Questions from the model (and plan reviews): **1**–**9** choose an option, typing gives another answer
+  (or, for a plan, feedback that keeps planning), **Enter** sends, **Esc** dismisses it to reply in the
+  composer; the approval panel's guard applies (Tab moves to it while you type).
+- **F8** (or `/plan`, `/plan off`) turns plan mode on or off: read-only tools until you approve the plan.
+  `/goal <objective>` sets a goal the agent keeps working on, round after round (`/goal` shows it; `pause`,
+  `resume`, `edit`, `clear`); the status bar shows plan mode and the goal.
 - **Ctrl+O** cycles tool cards collapsed → expanded → hidden; **Ctrl+R** shows or hides reasoning
   (the status bar shows what is not at its default).
 - **PageUp / PageDown** scroll the transcript; **Ctrl+End** goes back to the bottom; **Ctrl+Home** loads
@@ -130,6 +138,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         Binding("ctrl+down", "focus_queue", "Queue", id="chat.queue", show=False),
         Binding("f4", "cycle_permission", "Permission mode", id="chat.permission", show=False),
         Binding("f5", "retry", "Retry failed turn", id="chat.retry", show=False),
+        Binding("f8", "toggle_plan", "Plan mode", id="chat.plan", show=False),
         # priority: the composer's own PageUp/PageDown would move its cursor
         Binding("pageup", "page_transcript(-1)", "Scroll transcript up", id="chat.pageup", show=False,
                 priority=True),
@@ -151,6 +160,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.queue: list[str] = []
         self.running = False
         self.pending_approvals: list[ApprovalRequest] = []
+        self.pending_questions: list[Any] = []  # ask_user_question / plan reviews waiting (chat_modes.py)
+        self.mode_fold: Any = None  # plan mode and the goal, for the status bar (chat_modes.ModeFold)
         self._last_flush = 0.0
         self._flush_timer = None
         self._model_hint = model_hint
@@ -198,6 +209,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.queue_list = QueueList(id="queue")
         self.steer_row = Static("", id="steering", markup=False)  # steers the running turn has not taken yet
         self.approval = ApprovalPanel(id="approval")
+        self.question = QuestionPanel(id="question")
         self.note = Static("", id="composer-note", markup=False)  # error texts may hold [brackets]
         self.command_output = CommandOutput(id="command-output")  # plain text too
         self.completion = CompletionList(id="completion")
@@ -206,7 +218,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.composer.on_top_edge = self.action_focus_queue
         self.composer.on_completion_key = self._completion_key
         self.composer.prompt_history = ChatHistory(self)  # Up/Down and Ctrl+L: dsh_tui/ui/history.py
-        self._lazy_order = (self.search_bar, self.plan_strip, self.steer_row, self.queue_list, self.approval, self.note, self.command_output,
+        self._lazy_order = (self.search_bar, self.plan_strip, self.steer_row, self.queue_list, self.approval, self.question, self.note, self.command_output,
                             self.completion, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
@@ -346,6 +358,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
                 changes = []
                 continue
             changes.extend(self.fold.apply(event))
+            if event.get("type") in chat_modes.MODE_EVENTS and self.mode_fold is not None:
+                chat_modes.fold_events(self, [event])
             self._phase_from_event(event)
             if event.get("type") == "session/title":
                 self._show_title()
@@ -389,6 +403,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.call_after_refresh(self._fill_window)
         self._show_plan(fold.plan)
         self._show_title()
+        chat_modes.fold_events(self, events, reset=True)
         self.attached = True
         if partial:
             self.loading_head = True
@@ -574,6 +589,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.pending_approvals.append(value)
             if self.approval.request is None:
                 self._show_next_approval()
+        elif kind in ("question", "question-closed"):
+            chat_modes.on_notice(self, kind, value)
         elif kind == "approval-closed":
             if value in self.pending_approvals:
                 self.pending_approvals.remove(value)
@@ -728,14 +745,30 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     def _approval_yielded(self, message: ApprovalPanel.Yielded) -> None:
         """A key within the panel's grace period: it was typed for the composer. The composer comes back
         with the focus and the key; the panel waits for Tab."""
+        self.yield_to_composer(message.key, message.character)
+
+    def yield_to_composer(self, key: str, character: str | None) -> None:
+        """A key a panel (approval, question) got within its grace period: the composer comes back with the
+        focus and the key."""
         composer = self.composer
         composer.display = True
         self.set_focus(composer)
-        if message.character:
-            result = composer.replace(message.character, *composer.selection, maintain_selection_offset=False)
+        if character:
+            result = composer.replace(character, *composer.selection, maintain_selection_offset=False)
             composer.move_cursor(result.end_location)
-        elif message.key in ("enter", "backspace", "ctrl+j"):
-            composer.post_message(events.Key(message.key, None))
+        elif key in ("enter", "backspace", "ctrl+j"):
+            composer.post_message(events.Key(key, None))
+
+    @on(QuestionPanel.Yielded)
+    def _question_yielded(self, message: QuestionPanel.Yielded) -> None:
+        self.yield_to_composer(message.key, message.character)
+
+    @on(QuestionPanel.Answered)
+    def _question_answered(self, message: QuestionPanel.Answered) -> None:
+        chat_modes.answered(self, message)
+
+    def action_toggle_plan(self) -> None:
+        chat_modes.toggle_plan(self)
 
     def on_resize(self, event: events.Resize) -> None:
         if self.approval.is_attached:
@@ -750,6 +783,9 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if self.composer.display or not event.text or getattr(event, "via_composer", False):
             return  # the composer took it itself (the reason line, an Input, stops the paste it takes)
         event.stop()
+        if chat_modes.waiting(self) and self.question.has_focus_within:
+            self.question.paste(event.text)  # a question's typed answer
+            return
         self.composer.insert(event.text)
         self.notify("The pasted text is in the composer: it shows again after the approval.",
                     title="Pasted", timeout=4, markup=False)
@@ -959,6 +995,11 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             event.stop()
             event.prevent_default()
             self.approval.focus_buttons()  # deliberate: the panel's keys act at once
+            return
+        if event.key == "tab" and self.focused is composer and chat_modes.waiting(self):
+            event.stop()
+            event.prevent_default()
+            self.question.focus_panel()
             return
         if getattr(event, "via_composer", False) or not composer.display:
             return

@@ -19,6 +19,7 @@ PHASE_TEXT = {
     "retrying": "retrying",
     "compacting": "compacting",
     "approval": "waiting for approval",
+    "question": "waiting for your answer",
 }
 
 
