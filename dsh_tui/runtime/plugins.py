@@ -49,7 +49,7 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
-               "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web")
+               "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web", "lsp")
 #: Built-in features (project instructions, titles, background jobs, hooks, workspace changes, read_image, the web
 #: tools) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
@@ -163,6 +163,8 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
         enabled, config, _module = options(pid)
         if pid == "mcp":  # its servers are the [mcp] table (and --mcp: dsh_tui.runtime.host.load_plugins)
             config = {"settings": settings.get("mcp") if settings is not None else None, "cli": ()}
+        if pid == "lsp":  # its servers and options are the [lsp] table ([plugins.lsp] may set options too)
+            config = {**config, **((settings.get("lsp") if settings is not None else None) or {})}
         specs.append(PluginSpec(pid, "builtin", obj=BUILTINS[pid], config=config, enabled=enabled))
     eps = {ep.name: ep for ep in _entry_points()}
     for pid in configured:  # settings order
@@ -791,6 +793,9 @@ BUILTINS: dict[str, Any] = {
     "hooks-codex": _Builtin("hooks-codex", lambda ctx, config=None: _apply_hooks(ctx, config, "codex")),
     # every turn's file changes snapshotted and recorded, for /undo, /diff, rewind with files: dsh_tui/runtime/undo/
     "workspace-changes": _LazyBuiltin("workspace-changes", "dsh_tui.runtime.undo", lambda config: True),
+    # dsh's lsp tool and diagnostics after write/edit over [lsp.servers.<name>] (dsh_tui/runtime/lsp/)
+    "lsp": _LazyBuiltin("lsp", "dsh_tui.runtime.lsp",
+                        lambda config: bool(isinstance(config, Mapping) and config.get("servers"))),
 }
 
 
