@@ -102,7 +102,10 @@ def test_definition_and_references_answer_from_a_real_python_language_server(tmp
                                            "of goToDefinition, findReferences, goToImplementation, hover. line and "
                                            "character are one-based UTF-16 cursor coordinates. findReferences "
                                            "includes the declaration.")
-    assert "Use lsp when textual matches are ambiguous" in json.dumps(first["messages"][0])
+    system = first["messages"][0]["content"]
+    system = system if isinstance(system, str) else json.dumps(system)
+    assert system.index("Check the [exit code: N] marker") < system.index("Track every background job id") \
+        < system.index("Use search/read for ordinary navigation. Use lsp when")  # dsh's order
     assert results[0] == "shapes.py:6:5"
     assert sorted(results[1].splitlines()) == ["main.py:1:20", "main.py:3:7", "main.py:4:9", "shapes.py:6:5"]
 
@@ -187,3 +190,16 @@ def test_a_server_that_crashes_is_one_clear_line_with_its_last_stderr_line(tmp_p
         assert out.returncode == 0, out.stderr
         assert _tool_results(server)[0] == ('Error: language server "pylsp" exited (exit code 3): '
                                             'ImportError: no module named jedi')
+
+
+def test_the_tool_schema_and_prompt_section_are_dshs_byte_for_byte():
+    from dsh_tui.runtime.lsp import LSP_PROMPT_TEXT, LSP_TOOL_SCHEMA
+    from tests.conftest import FIXTURES
+
+    d = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots" / "lsp-definition"
+    recorded = next(t for t in json.loads((d / "tool-schemas.expected.json").read_text())["initial"]
+                    if t["name"] == "lsp")
+    assert json.dumps(LSP_TOOL_SCHEMA) == json.dumps(recorded)
+    prompt = (d / "system-prompt.expected.md").read_text()
+    assert f"\n\n{LSP_PROMPT_TEXT}\n\n" in prompt
+    assert prompt.index(LSP_PROMPT_TEXT) > prompt.index("Track every background job id you start.")

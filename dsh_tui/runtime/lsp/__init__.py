@@ -302,7 +302,9 @@ def apply(ctx: Any, config: Any = None) -> None:
 
         assembly = await nxt()
         if "lsp" in ctx.agent.tool_names:
-            assembly.sections.append(prompt_mod.Section("tool:lsp", 112, LSP_PROMPT_TEXT))
+            # dsh's order 112 sits after its job guidance (106) and before the goal tools (114): here the job
+            # guidance is 114 and the subagent tools 116.5
+            assembly.sections.append(prompt_mod.Section("tool:lsp", 114.5, LSP_PROMPT_TEXT))
         return assembly
 
     ctx.on("system-prompt/assemble", assemble)
