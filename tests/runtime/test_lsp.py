@@ -203,3 +203,14 @@ def test_the_tool_schema_and_prompt_section_are_dshs_byte_for_byte():
     prompt = (d / "system-prompt.expected.md").read_text()
     assert f"\n\n{LSP_PROMPT_TEXT}\n\n" in prompt
     assert prompt.index(LSP_PROMPT_TEXT) > prompt.index("Track every background job id you start.")
+
+
+def test_the_settings_lsp_table_configures_the_builtin_and_plugins_lsp_turns_it_off():
+    from dsh_tui.config.settings import Settings
+    from dsh_tui.runtime.plugins import discover
+
+    servers = {"pylsp": {"command": "pylsp", "extensions": [".py"]}}
+    spec = next(s for s in discover(Settings({"lsp": {"servers": servers, "max_locations": 3}})) if s.id == "lsp")
+    assert spec.enabled and spec.config == {"servers": servers, "max_locations": 3}
+    off = Settings({"lsp": {"servers": servers}, "plugins": {"lsp": {"enabled": False}}})
+    assert not next(s for s in discover(off) if s.id == "lsp").enabled
