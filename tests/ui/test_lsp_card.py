@@ -30,3 +30,18 @@ def test_a_write_card_shows_its_lsp_errors_collapsed_and_expanded():
     assert "ERROR [2:1] undefined name 'y'" in expanded and "… 3 more" in expanded
     clean = _text("Wrote broken.py", False)
     assert "LSP" not in clean
+
+
+def test_an_lsp_card_is_titled_as_dsh_presents_the_call():
+    from rich.console import Console
+
+    from dsh_tui.session.transcript import ToolItem
+    from dsh_tui.ui.widgets.render import render_tool
+
+    item = ToolItem("k", "tool", 1, name="lsp", tool="generic", state="ok", result="shapes.py:6:5",
+                    arguments=json.dumps({"operation": "goToDefinition", "file_path": "main.py", "line": 3,
+                                          "character": 7}))
+    console = Console(width=100, record=True, color_system=None)
+    console.print(render_tool(item, False))
+    text = console.export_text()
+    assert text.splitlines()[0].startswith("✓ LSP goToDefinition main.py:3:7") and "shapes.py:6:5" in text

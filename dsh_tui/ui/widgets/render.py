@@ -279,6 +279,9 @@ def tool_title(item: ToolItem) -> str:
         todos = args.get("todos")
         n = len(todos) if isinstance(todos, list) else 0
         return f"{item.name} · {n} item{'' if n == 1 else 's'}"
+    if item.name == "lsp" and isinstance(args.get("operation"), str):  # dsh's presentLspCall title
+        where = shown_path(item, args.get("file_path"))
+        return f"LSP {args['operation']} {where}:{args.get('line')}:{args.get('character')}"
     if item.name == "skill" and isinstance(args.get("name"), str):  # the skill tool: its skill's name
         return f"skill {_one_line(args['name'], 70)}"
     if item.name.startswith("mcp__"):  # an MCP server's tool: server › tool key: value, …
