@@ -136,12 +136,15 @@ def test_a_missing_server_is_one_clear_line_and_no_server_means_no_tool(tmp_path
     _settings(tmp_path, command=["/nonexistent/pylsp-missing"])
     with ScriptServer() as server:
         _calls(server, ("lsp", {"operation": "hover", "file_path": "main.py", "line": 1, "character": 1}),
-               ("lsp", {"operation": "hover", "file_path": "notes.txt", "line": 1, "character": 1}))
+               ("lsp", {"operation": "hover", "file_path": "notes.txt", "line": 1, "character": 1}),
+               ("lsp", {"operation": "hover", "file_path": "../outside.py", "line": 1, "character": 1}))
+        (tmp_path / "outside.py").write_text("x = 1\n")
         out, _work = _run(tmp_path, server, "hover")
         assert out.returncode == 0, out.stderr
         results = _tool_results(server)
     assert results[0] == 'Error: language server "pylsp" is not installed: /nonexistent/pylsp-missing not found'
     assert results[1] == 'Error: no LSP provider handles "notes.txt"'
+    assert results[2] == 'Error: source "../outside.py" resolves outside the workspace'  # as dsh's host.ts
     (tmp_path / "config" / "dsh-tui" / "settings.toml").write_text("")
     with ScriptServer() as server:
         server.push(sse_reply(chunk("Hi."), chunk("", finish="stop", usage=USAGE)))

@@ -57,6 +57,7 @@ DEFAULTS: dict[str, Any] = {"diagnostics": True, "diagnostics_wait_ms": 3000, "m
 SERVER_KEYS = ("command", "args", "extensions", "root_markers", "env", "initialization_options", "configuration")
 DIAGNOSTIC_TOOLS = ("write", "edit")
 START_TIMEOUT_S = 30.0
+DIAGNOSTICS_START_S = 10.0
 
 LSP_PROMPT_TEXT = (
     "Use search/read for ordinary navigation. Use lsp when textual matches are ambiguous or before a change requires "
@@ -223,13 +224,15 @@ class LspHost:
         await asyncio.gather(*(c.close() for c in clients), return_exceptions=True)
 
 
-def _read_source(file_path: str, cwd: Path) -> tuple[Path, str]:
+def _read_source(file_path: str, cwd: Path, contain: bool = True) -> tuple[Path, str]:
     path = Path(file_path)
     path = path if path.is_absolute() else cwd / path
     try:
         path = path.resolve(strict=True)
     except OSError as err:
         raise ToolError(f'source "{file_path}" cannot be resolved: {err.strerror or err}') from None
+    if contain and not path.is_relative_to(cwd.resolve()):
+        raise ToolError(f'source "{file_path}" resolves outside the workspace')
     try:
         return path, path.read_bytes().decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
@@ -322,7 +325,11 @@ def apply(ctx: Any, config: Any = None) -> None:
                 return downstream
             ex = payload.get("exec")
             cwd = Path(getattr(getattr(ex, "ctx", None), "cwd", None) or ctx.session.header.get("cwd") or ".")
-            block = await diagnostics_for(file_path, cwd)
+            try:  # bounded: the server's start (first use) plus the wait for its publishDiagnostics
+                block = await asyncio.wait_for(diagnostics_for(file_path, cwd),
+                                               cfg["diagnostics_wait_ms"] / 1000 + DIAGNOSTICS_START_S)
+            except TimeoutError:
+                block = None
             if block is None:
                 return downstream
             content = list(downstream.get("content", result.get("content")) or [])
@@ -338,7 +345,7 @@ def apply(ctx: Any, config: Any = None) -> None:
                 return None
             sid, language_id = route
             try:
-                path, text = await asyncio.to_thread(_read_source, file_path, cwd)
+                path, text = await asyncio.to_thread(_read_source, file_path, cwd, False)
                 root = host.root_for(sid, path, cwd.resolve())
                 async with host.lock(sid, root):
                     client = await host.client(sid, root)
