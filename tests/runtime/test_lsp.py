@@ -116,13 +116,18 @@ def test_a_write_that_breaks_a_file_returns_its_diagnostic_and_a_setting_turns_i
     broken = "from shapes import make_square\n\nx = make_squar(2) + 1\n"
     with ScriptServer() as server:
         _calls(server, ("write", {"file_path": "broken.py", "content": broken}),
-               ("write", {"file_path": "fine.py", "content": "y = 1\n"}))
+               ("write", {"file_path": "fine.py", "content": "y = 1\n"}),
+               ("edit", {"file_path": "broken.py", "old_string": "make_squar(", "new_string": "make_square("}),
+               ("lsp", {"operation": "goToDefinition", "file_path": "broken.py", "line": 3, "character": 5}))
         out, _work = _run(tmp_path, server, "write it")
         assert out.returncode == 0, out.stderr
         results = _tool_results(server)
     assert "LSP errors detected in this file, please fix:" in results[0]
+    assert f'<diagnostics file="{(tmp_path / "work" / "broken.py").resolve()}">' in results[0]
     assert "ERROR [3:5] undefined name 'make_squar'" in results[0]
     assert "LSP errors" not in results[1]  # a clean file: the plain write result
+    assert "LSP errors" not in results[2]  # the edit fixed it (the open document changed: didChange)
+    assert results[3] == "shapes.py:6:5"
     _settings(tmp_path, "diagnostics = false")
     with ScriptServer() as server:
         _calls(server, ("write", {"file_path": "broken2.py", "content": broken}))
@@ -217,3 +222,17 @@ def test_the_settings_lsp_table_configures_the_builtin_and_plugins_lsp_turns_it_
     assert spec.enabled and spec.config == {"servers": servers, "max_locations": 3}
     off = Settings({"lsp": {"servers": servers}, "plugins": {"lsp": {"enabled": False}}})
     assert not next(s for s in discover(off) if s.id == "lsp").enabled
+
+
+def test_a_server_that_never_answers_is_bounded_by_the_calls_timeout_and_killed_with_the_session(tmp_path):
+    _project(tmp_path)
+    _settings(tmp_path, "timeout_ms = 1500", command=["sh", "-c", f"echo $$ > {tmp_path}/hang.pid; exec sleep 600"])
+    with ScriptServer() as server:
+        _calls(server, ("lsp", {"operation": "goToDefinition", "file_path": "main.py", "line": 3, "character": 7}))
+        out, _work = _run(tmp_path, server, "go")
+        assert out.returncode == 0, out.stderr
+        result = _tool_results(server)[0]
+    assert result == "Error: tool call timed out after 1500ms"
+    pid = int((tmp_path / "hang.pid").read_text())
+    ps = subprocess.run(["ps", "-o", "pid=,stat=", "-p", str(pid)], capture_output=True, text=True)
+    assert ps.stdout.strip() == "" or ps.stdout.split()[1].startswith("Z"), ps.stdout

@@ -138,6 +138,16 @@ class LspClient:
             raise LspUnavailable(self._dead) from None
         self._reader = asyncio.ensure_future(self._read_loop())
         self._stderr_task = asyncio.ensure_future(self._drain_stderr())
+        try:
+            await self._handshake()
+        except BaseException as err:  # a server that fails its handshake is not kept: the next use starts anew
+            if self._dead is None:
+                self._dead = str(err) if isinstance(err, LspError) else f'language server "{self.name}" did not start'
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, 9)
+            raise
+
+    async def _handshake(self) -> None:
         result = await self.request("initialize", {
             "processId": None, "rootUri": self.root_uri, "rootPath": self.root,
             "workspaceFolders": [{"uri": self.root_uri, "name": "workspace"}],
