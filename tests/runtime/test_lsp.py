@@ -236,3 +236,58 @@ def test_a_server_that_never_answers_is_bounded_by_the_calls_timeout_and_killed_
     pid = int((tmp_path / "hang.pid").read_text())
     ps = subprocess.run(["ps", "-o", "pid=,stat=", "-p", str(pid)], capture_output=True, text=True)
     assert ps.stdout.strip() == "" or ps.stdout.split()[1].startswith("Z"), ps.stdout
+
+
+FRAMING_SERVER = r'''
+import json, sys
+out = sys.stdout.buffer
+def send(msg):
+    body = json.dumps({"jsonrpc": "2.0", **msg}).encode()
+    data = b"Content-Length: %d\r\n\r\n" % len(body) + body
+    for i in range(0, len(data), 7):  # split frames across writes
+        out.write(data[i:i + 7]); out.flush()
+def read():
+    length = None
+    while True:
+        line = sys.stdin.buffer.readline()
+        if not line: sys.exit(0)
+        if line in (b"\r\n", b"\n"): break
+        k, _, v = line.decode().partition(":")
+        if k.lower() == "content-length": length = int(v)
+    return json.loads(sys.stdin.buffer.read(length))
+while True:
+    m = read()
+    if m.get("method") == "initialize":
+        send({"id": 99, "method": "workspace/configuration", "params": {"items": [{"section": "x"}, {}]}})
+        answer = read()
+        if answer != {"jsonrpc": "2.0", "id": 99, "result": [{"answer": 42}, {"answer": 42}]}:
+            sys.exit(5)
+        send({"id": m["id"], "result": {"capabilities": {"textDocumentSync": 1, "hoverProvider": True},
+                                        "echo": answer}})
+    elif m.get("method") == "textDocument/hover":
+        send({"method": "textDocument/publishDiagnostics", "params": {"uri": "file:///x", "diagnostics": []}})
+        send({"id": m["id"], "result": {"contents": [{"language": "python", "value": "def f()"}, "doc"]}})
+    elif m.get("method") == "shutdown":
+        send({"id": m["id"], "result": None})
+    elif m.get("method") == "exit":
+        sys.exit(0)
+'''
+
+
+async def test_the_client_frames_answers_server_requests_and_shuts_down(tmp_path):
+    from dsh_tui.runtime.lsp.client import LspClient
+
+    (tmp_path / "server.py").write_text(FRAMING_SERVER)
+    client = LspClient("fake", sys.executable, [str(tmp_path / "server.py")], str(tmp_path),
+                       configuration={"answer": 42}, request_timeout=20)
+    try:
+        await client.ensure_started()
+        assert client.capabilities["hoverProvider"] is True
+        mark, opened = await client.sync("file:///x", "python", "x = 1\n")
+        hover = await client.request("textDocument/hover", {"textDocument": {"uri": "file:///x"},
+                                                            "position": {"line": 0, "character": 0}})
+        assert render.normalize_hover(hover) == {"contents": "```python\ndef f()\n```\n\ndoc"}
+        assert opened and await client.wait_diagnostics("file:///x", mark, 5) == []
+    finally:
+        await client.close()
+    assert client.proc is not None and client.proc.returncode == 0  # it exited on shutdown/exit, not a kill
