@@ -50,7 +50,7 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
                "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
-               "ralph")
+               "ralph", "lsp")
 #: Built-in features (project instructions, titles, background jobs, hooks, workspace changes, read_image, the web
 #: tools, questions, plan mode, goals, Ralph) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
@@ -166,6 +166,8 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
         enabled, config, _module = options(pid)
         if pid == "mcp":  # its servers are the [mcp] table (and --mcp: dsh_tui.runtime.host.load_plugins)
             config = {"settings": settings.get("mcp") if settings is not None else None, "cli": ()}
+        if pid == "lsp":  # its servers and options are the [lsp] table ([plugins.lsp] may set options too)
+            config = {**config, **((settings.get("lsp") if settings is not None else None) or {})}
         specs.append(PluginSpec(pid, "builtin", obj=BUILTINS[pid], config=config, enabled=enabled))
     eps = {ep.name: ep for ep in _entry_points()}
     for pid in configured:  # settings order
@@ -802,6 +804,9 @@ BUILTINS: dict[str, Any] = {
     "goal": _LazyBuiltin("goal", "dsh_tui.runtime.goals", lambda config: True),
     # ralph (fresh-agent rounds; off by default): dsh_tui/runtime/ralph/
     "ralph": _LazyBuiltin("ralph", "dsh_tui.runtime.ralph", lambda config: True),
+    # dsh's lsp tool and diagnostics after write/edit over [lsp.servers.<name>] (dsh_tui/runtime/lsp/)
+    "lsp": _LazyBuiltin("lsp", "dsh_tui.runtime.lsp",
+                        lambda config: bool(isinstance(config, Mapping) and config.get("servers"))),
 }
 
 

@@ -153,6 +153,11 @@ async def run_acp(d: Path, tmp: Path) -> list[dict]:
         config = scenario_plugin_config(d.name, pid, work)
         if config:
             settings += [f"[plugins.{pid}]", *(f"{key} = {json.dumps(value)}" for key, value in config.items())]
+    lsp = scenario_plugin_config(d.name, "lsp", work)  # the [lsp] table (lsp.cordis.yml's fixture server)
+    if lsp:
+        from dsh_tui.config.files import dumps_toml
+
+        settings.append(dumps_toml({"lsp": lsp}))
     (tmp / "config" / "dsh-tui").mkdir(parents=True)
     (tmp / "config" / "dsh-tui" / "settings.toml").write_text("\n".join(settings) + "\n")
     proc = await asyncio.create_subprocess_exec(

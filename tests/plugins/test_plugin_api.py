@@ -81,7 +81,7 @@ async def test_builtins_can_be_disabled_by_id():
                                     "agent-instructions", "session-title", "session-title-llm", "jobs", "subagents",
                                     "mcp", "skills", "skill-tool", "file-reference", "commands", "hooks-claude-code",
                                     "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
-                                    "ralph"]
+                                    "ralph", "lsp"]
     assert [s.id for s in specs if not s.enabled] == ["ralph"]  # off unless [plugins.ralph] enabled = true
 
     class S:

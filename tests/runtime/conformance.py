@@ -34,15 +34,15 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
                  "waitForTitleAfterTurnEnd",  # titles are the host's job; the loop part is compared
                  "promptContent"}
 # Tools whose output depends only on the workspace and arguments.
-DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill", "read_image"}
+DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill", "read_image", "lsp"}
 # The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
 JOB_TOOLS = {"job_output", "job_list", "job_kill"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
            "reject_always": "rejected"}
 
 
-# Tools of built-in plugins other than dsh_tui.tools and the jobs plugin (skills, images).
-PLUGIN_TOOLS = {"skill", "read_image"}
+# Tools of built-in plugins other than dsh_tui.tools and the jobs plugin (skills, images, lsp).
+PLUGIN_TOOLS = {"skill", "read_image", "lsp"}
 # Scenarios whose recorder prepared the workspace beyond the committed ``workspace/`` (dsh's
 # examples/acp-agent/tests/acp.snapshot.ts ``prepareWorkspace``): a ``prepare/`` tree copied over it, or a
 # function of the workspace.
@@ -61,6 +61,10 @@ PREPARE = {"agent-instructions": _delimiter_path}
 HERMETIC_HOOKS = {"user": False, "project": False}
 SCENARIO_PLUGIN_CONFIG: dict[str, dict] = {
     "agent-instructions": {"agent-instructions": {"projectRootMarkers": [".dsh-project"]}},
+    # lsp.cordis.yml: the workspace's fixture stdio server under node, and tool-lsp's maxLocations 1
+    "lsp-definition": {"lsp": {"servers": {"fixture": {"command": "node", "args": ["./lsp-server.mjs"],
+                                                       "extensions": {".ts": "typescript"}}},
+                               "max_locations": 1}},
 }
 
 

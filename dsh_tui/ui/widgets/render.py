@@ -10,6 +10,7 @@ stay consistent with each other by living together.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
@@ -278,6 +279,9 @@ def tool_title(item: ToolItem) -> str:
         todos = args.get("todos")
         n = len(todos) if isinstance(todos, list) else 0
         return f"{item.name} · {n} item{'' if n == 1 else 's'}"
+    if item.name == "lsp" and isinstance(args.get("operation"), str):  # dsh's presentLspCall title
+        where = shown_path(item, args.get("file_path"))
+        return f"LSP {args['operation']} {where}:{args.get('line')}:{args.get('character')}"
     if item.name == "skill" and isinstance(args.get("name"), str):  # the skill tool: its skill's name
         return f"skill {_one_line(args['name'], 70)}"
     if item.name.startswith("mcp__"):  # an MCP server's tool: server › tool key: value, …
@@ -408,6 +412,37 @@ def _todo_lines(item: ToolItem) -> Text | None:
     return text
 
 
+LSP_DIAGNOSTICS_HEAD = "LSP errors detected in this file, please fix:\n<diagnostics file="
+
+
+def lsp_diagnostics(item: ToolItem) -> tuple[list[str], int]:
+    """A write/edit card's language-server errors (the ``lsp`` built-in appends opencode's block to the
+    result): the ``ERROR [line:col] message`` lines, and how many errors there are in all."""
+    if item.tool != "edit" or item.state != "ok":
+        return [], 0
+    start = item.result.find(LSP_DIAGNOSTICS_HEAD)
+    if start < 0:
+        return [], 0
+    body = item.result[start:].split("\n", 2)[2] if item.result[start:].count("\n") >= 2 else ""
+    lines = [line for line in body.split("</diagnostics>", 1)[0].splitlines() if line.strip()]
+    more = 0
+    if lines and lines[-1].startswith("... and ") and lines[-1].endswith(" more"):
+        with contextlib.suppress(ValueError):
+            more = int(lines[-1][len("... and "):-len(" more")])
+        lines = lines[:-1]
+    return lines, len(lines) + more
+
+
+def _lsp_text(lines: list[str], total: int, limit: int) -> Text:
+    text = Text()
+    for line in lines[:limit]:
+        text.append("     " + (line if len(line) <= 160 else line[:159] + "…") + "\n", style="red")
+    if total > min(limit, len(lines)):
+        text.append(f"     … {total - min(limit, len(lines))} more\n", style="dim")
+    text.rstrip()
+    return text
+
+
 def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
     icon = STATE_ICON.get(item.state, "·")
     head = Text()
@@ -429,6 +464,9 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
         pills.append((f" {'created ' if created else ''}+{added} −{removed} ", "bold"))
     elif item.tool == "edit" and item.state == "error":
         pills.append((" not written ", "white on red"))
+    lsp_lines, lsp_total = lsp_diagnostics(item)
+    if lsp_total:
+        pills.append((f" {lsp_total} LSP error{'s' if lsp_total != 1 else ''} ", "white on red"))
     if item.tool == "search" and item.state == "ok":
         counts = search_counts(item)
         if counts:
@@ -477,6 +515,8 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
             parts.append(diff)
         if item.state in ("error", "aborted", "unknown") and item.result:
             parts.append(Text(_clip(item.result), style="red" if item.state == "error" else ""))
+        if lsp_total:
+            parts.append(_lsp_text(lsp_lines, lsp_total, 20))
         return Group(*parts)
     if item.tool not in ("bash", "read", "search", "todo"):
         try:
@@ -507,13 +547,17 @@ def _preview(item: ToolItem) -> RenderableType | None:
     call's output, with "+N lines" (None: nothing worth showing, e.g. a read or a search's counts)."""
     if item.tool == "edit" and item.state == "ok":
         rows = _diff_lines(item)
+        lsp_lines, lsp_total = lsp_diagnostics(item)
+        errors = [_lsp_text(lsp_lines, lsp_total, 3)] if lsp_total else []
         if not rows:
-            return None
+            return Group(*errors) if errors else None
         text = Text()
         for style, line in rows[:PREVIEW_DIFF_LINES]:
             text.append(line + "\n", style=style)
         text.rstrip()
-        return Group(text, _more(len(rows) - PREVIEW_DIFF_LINES)) if len(rows) > PREVIEW_DIFF_LINES else text
+        if len(rows) > PREVIEW_DIFF_LINES:
+            return Group(text, _more(len(rows) - PREVIEW_DIFF_LINES), *errors)
+        return Group(text, *errors) if errors else text
     if item.tool in ("read", "search", "todo", "edit") or item.state not in ("ok", "error"):
         return None
     result = item.result
