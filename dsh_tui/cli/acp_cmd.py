@@ -95,9 +95,13 @@ class AcpAgent:
     async def authenticate(self, method_id: str, **_kw: Any) -> Any:
         return None
 
-    async def new_session(self, cwd: str, mcp_servers: Any = None, **_kw: Any) -> Any:
+    async def new_session(self, cwd: str, mcp_servers: Any = None, additional_directories: Any = None,
+                          **_kw: Any) -> Any:
+        from acp import RequestError
         from acp.schema import NewSessionResponse
 
+        if additional_directories:  # dsh's answer: a session has one workspace
+            raise RequestError.invalid_params({"message": "additionalDirectories is not supported"})
         host = await self._open(cwd=cwd, mcp_servers=mcp_servers)
         sid = host.session.header["id"]
         return NewSessionResponse(session_id=sid, modes=self._modes(host), config_options=self._options(host))

@@ -54,6 +54,8 @@ def acp_applicability(d: Path) -> str | None:
     ops = {s["op"] for s in spec["steps"]}
     if ops - OPS:
         return f"needs ACP client ops {sorted(ops - OPS)}"
+    if not ops & {"prompt", "promptExpectError", "promptContent", "promptAndCancel"}:
+        return None  # the protocol alone (a handshake, a refused session): nothing for the model to replay
     return applicability(d)
 
 
@@ -148,6 +150,8 @@ async def run_acp(d: Path, tmp: Path) -> list[dict]:
     work = tmp / "workspace"
     prepare_workspace(d, work)
     replay = d if any(d.glob("session.[0-9]*.jsonl")) else d / "session.jsonl"
+    if not replay.exists():  # a protocol-only recording: any log will do, the model is never asked
+        replay = next(EXAMPLES.glob("acp-agent/tests/snapshots/text-turn/session.jsonl"))
     settings = []  # the recorder's per-scenario plugin configuration (hook files, instruction markers)
     for pid in ("hooks-claude-code", "hooks-codex", "agent-instructions"):
         config = scenario_plugin_config(d.name, pid, work)
