@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_tui.ui.widgets.completion import Candidate
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the completion list's module is imported when it is first shown
+    from dsh_tui.ui.widgets.completion import Candidate
 
 
 class CompletionMixin:
@@ -23,7 +26,7 @@ class CompletionMixin:
     def _refresh_completion(self) -> None:
         composer = self.composer
         if self.read_only or composer.recalled or composer.selection.start != composer.selection.end:
-            self.completion.hide()
+            self._hide_completion()
             return
         row, col = composer.cursor_location
         line = composer.document.get_line(row)
@@ -40,12 +43,14 @@ class CompletionMixin:
                 kind = "path"
                 candidates = self._path_candidates(row, line, mention)
         if not candidates:
-            self.completion.hide()
+            self._hide_completion()
             return
         self._ensure_mounted(self.completion)
         self.completion.show(kind, candidates)
 
     def _command_candidates(self, line: str, col: int) -> list[Candidate]:
+        from dsh_tui.ui.widgets.completion import Candidate
+
         commands = self._commands()
         if commands is None:
             return []
@@ -72,6 +77,8 @@ class CompletionMixin:
             return []
 
     def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
+        from dsh_tui.ui.widgets.completion import Candidate
+
         from dsh_tui.runtime.filerefs import PathIndex, insertion
 
         index = self._path_index
@@ -135,4 +142,4 @@ class CompletionMixin:
                                   maintain_selection_offset=False)
         composer.move_cursor(result.end_location)
         if not chosen.reopen:
-            self.completion.hide()
+            self._hide_completion()
