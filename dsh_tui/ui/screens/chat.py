@@ -313,9 +313,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if widget.is_attached:
             return
         order = self._LAZY_ORDER
-        names = [name for name in order if self._built(name) is widget or (name == "composer" and
-                                                                          widget is self.composer)]
-        for name in order[order.index(names[0]) + 1:]:
+        own = "composer" if widget is self.composer else next(n for n in order if self._built(n) is widget)
+        for name in order[order.index(own) + 1:]:
             after = self.composer if name == "composer" else self._built(name)
             if after is not None and after.is_attached:
                 self.mount(widget, before=after)

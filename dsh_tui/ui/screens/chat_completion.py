@@ -6,9 +6,7 @@ registers ``@on`` handlers on the screen class itself).
 
 from __future__ import annotations
 
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the completion list's module is imported when it is first shown
     from dsh_tui.ui.widgets.completion import Candidate
@@ -77,9 +75,8 @@ class CompletionMixin:
             return []
 
     def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
-        from dsh_tui.ui.widgets.completion import Candidate
-
         from dsh_tui.runtime.filerefs import PathIndex, insertion
+        from dsh_tui.ui.widgets.completion import Candidate
 
         index = self._path_index
         if index is None:
