@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import stat
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,6 @@ from typing import Any
 import platformdirs
 
 from dsh_tui.config.base import CREDENTIALS_FILE, SettingsError
-from dsh_tui.store.fsio import write_atomic
 
 APP_NAME = "dsh-tui"
 SETTINGS_FILE = "settings.toml"
@@ -50,6 +48,8 @@ def read_settings_file(p: Path) -> dict[str, Any]:
         return {}
     except (OSError, UnicodeDecodeError) as err:
         raise SettingsError(f"cannot read {p}: {_reason(err)}") from err
+    import tomllib  # here, not at module level: without a settings file start-up never needs it
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -79,6 +79,10 @@ def write_toml(p: Path, data: dict[str, Any], *, mode: int | None = None) -> Non
         doc = tomlkit.document()  # unreadable or not TOML: written afresh, as before
     _sync(doc, data)
     text = tomlkit.dumps(doc)
+    import tomllib
+
+    from dsh_tui.store.fsio import write_atomic  # writes only: not on the way to the first frame
+
     if not _same(tomllib.loads(text), data):  # a layout tomlkit cannot edit in place: write it plainly
         text = dumps_toml(data)
     write_atomic(p, text.encode("utf-8"), mode=0o644 if mode is None else mode)
@@ -168,6 +172,8 @@ def load_credentials(path: str | os.PathLike[str] | None = None) -> dict[str, An
         raise SettingsError(
             f"refusing to read {p}: it holds API keys but its mode is {mode:04o}; run: chmod 600 {p}"
         )
+    import tomllib
+
     try:
         data = tomllib.loads(p.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as err:

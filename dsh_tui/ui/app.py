@@ -213,6 +213,12 @@ class DshApp(SessionOpening, PaletteCommands, App):
 
     def _first_frame(self) -> None:
         self.call_later(self._save_css)
+        # Markdown + Pygments cost ~0.2 s on first use (imports, lexer regexes): pay it in the background
+        # a second after the first paint, not in the middle of the first streamed code block. Counted
+        # from the first frame, not from the mount: a start-up slower than a second (a loaded machine,
+        # callgrind) must not import them before its first frame.
+        self.set_timer(1.0, lambda: self.run_worker(_prewarm_markdown, thread=True, group="prewarm",
+                                                    description="prewarm markdown"))
         if self.gc_paused:
             self.gc_paused = False
             gc.freeze()  # modules, classes, styles: they live as long as the process (~1-2.5k
@@ -248,10 +254,6 @@ class DshApp(SessionOpening, PaletteCommands, App):
     def on_mount(self) -> None:
         self.call_after_refresh(self._first_frame)
         self._handle_exit_signals()
-        # Markdown + Pygments cost ~0.2 s on first use (imports, lexer regexes): pay it in the
-        # background after the first paint, not in the middle of the first streamed code block.
-        self.set_timer(1.0, lambda: self.run_worker(_prewarm_markdown, thread=True, group="prewarm",
-                                                    description="prewarm markdown"))
         keymap = served.keymap(self.settings.keymap())  # + the browser-safe keys under ``dsh-tui serve``
         if keymap:
             self.set_keymap(keymap)

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import gc
 import time
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from textual import events, on, work
 from textual.app import ComposeResult
@@ -30,16 +31,18 @@ from dsh_tui.ui.screens import chat_modes
 from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin
 from dsh_tui.ui.screens.chat_completion import CompletionMixin
 from dsh_tui.ui.textual_compat import key_is_bound, paint_now
-from dsh_tui.ui.widgets.approval import ApprovalPanel
-from dsh_tui.ui.widgets.completion import CompletionList
 from dsh_tui.ui.widgets.composer import Composer
 from dsh_tui.ui.widgets.item import ViewState
-from dsh_tui.ui.widgets.plan import PlanStrip
-from dsh_tui.ui.widgets.question import QuestionPanel
-from dsh_tui.ui.widgets.queue import QueueList
-from dsh_tui.ui.widgets.searchbar import SearchBar
+from dsh_tui.ui.widgets.question import QuestionPanel  # its @on handlers below need the class
 from dsh_tui.ui.widgets.status import StatusBar
 from dsh_tui.ui.widgets.transcript import FIRST_PAINT_ITEMS, MAX_MOUNTED, TranscriptView
+
+if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the way to the first frame
+    from dsh_tui.ui.widgets.approval import ApprovalPanel
+    from dsh_tui.ui.widgets.completion import CompletionList
+    from dsh_tui.ui.widgets.plan import PlanStrip
+    from dsh_tui.ui.widgets.queue import QueueList
+    from dsh_tui.ui.widgets.searchbar import SearchBar
 
 FLUSH_INTERVAL = 0.05
 WATCHDOG_S = 1.0  # how often the chat checks that it drains and that a turn the log ended has ended here
@@ -202,24 +205,16 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     def compose(self) -> ComposeResult:
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
         yield self.transcript
-        # mounted on first use, between the transcript and the composer in this order (_ensure_mounted):
-        # most sessions never show them, and they are not on the way to the first paint
-        self.search_bar = SearchBar(self.transcript, id="search")
-        self.plan_strip = PlanStrip(id="plan")
-        self.queue_list = QueueList(id="queue")
-        self.steer_row = Static("", id="steering", markup=False)  # steers the running turn has not taken yet
-        self.approval = ApprovalPanel(id="approval")
-        self.question = QuestionPanel(id="question")
-        self.note = Static("", id="composer-note", markup=False)  # error texts may hold [brackets]
-        self.command_output = CommandOutput(id="command-output")  # plain text too
-        self.completion = CompletionList(id="completion")
+        # the search bar, plan strip, steer row, queue, approval panel, note, command output and completion
+        # list are built and mounted on first use, between the transcript and the composer in the order of
+        # _LAZY_ORDER (_ensure_mounted): most sessions never show them, and neither they nor their modules
+        # are on the way to the first paint (the properties below)
+        self.question = QuestionPanel(id="question")  # mounted on first use too (chat_modes)
         self.composer = Composer(placeholder=PLACEHOLDER, id="composer")
         self.composer.border_subtitle = HINT_IDLE
         self.composer.on_top_edge = self.action_focus_queue
         self.composer.on_completion_key = self._completion_key
         self.composer.prompt_history = ChatHistory(self)  # Up/Down and Ctrl+L: dsh_tui/ui/history.py
-        self._lazy_order = (self.search_bar, self.plan_strip, self.steer_row, self.queue_list, self.approval, self.question, self.note, self.command_output,
-                            self.completion, self.composer)
         yield self.composer
         self.status = StatusBar(clock=self.clock, id="status")
         self.status.model_hint = self._model_hint
@@ -255,14 +250,73 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._ready = True
         self.events_ready()  # whatever the bridge delivered before the screen was composed
 
+    _LAZY_ORDER = ("search_bar", "plan_strip", "steer_row", "queue_list", "approval", "question", "note", "command_output",
+                   "completion", "composer")
+
+    @cached_property
+    def search_bar(self) -> SearchBar:
+        from dsh_tui.ui.widgets.searchbar import SearchBar
+
+        return SearchBar(self.transcript, id="search")
+
+    @cached_property
+    def plan_strip(self) -> PlanStrip:
+        from dsh_tui.ui.widgets.plan import PlanStrip
+
+        return PlanStrip(id="plan")
+
+    @cached_property
+    def queue_list(self) -> QueueList:
+        from dsh_tui.ui.widgets.queue import QueueList
+
+        return QueueList(id="queue")
+
+    @cached_property
+    def steer_row(self) -> Static:  # steers the running turn has not taken yet
+        return Static("", id="steering", markup=False)
+
+    @cached_property
+    def approval(self) -> ApprovalPanel:
+        from dsh_tui.ui.widgets.approval import ApprovalPanel
+
+        return ApprovalPanel(id="approval")
+
+    @cached_property
+    def note(self) -> Static:
+        return Static("", id="composer-note", markup=False)  # error texts may hold [brackets]
+
+    @cached_property
+    def command_output(self) -> CommandOutput:
+        return CommandOutput(id="command-output")  # plain text too
+
+    @cached_property
+    def completion(self) -> CompletionList:
+        from dsh_tui.ui.widgets.completion import CompletionList
+
+        return CompletionList(id="completion")
+
+    def _built(self, name: str) -> Any:
+        """The lazily built widget ``name`` if it was built, else None (without building it)."""
+        return self.__dict__.get(name)
+
+    def _approval_shown(self) -> bool:
+        approval = self._built("approval")
+        return approval is not None and approval.is_attached and approval.display
+
+    def _hide_completion(self) -> None:
+        if self._built("completion") is not None:
+            self.completion.hide()
+
     def _ensure_mounted(self, widget: Any) -> None:
         """Mount a lazily built widget (bottom hint, plan strip, queue, approval panel) in its place:
-        before the first of the widgets that follow it in ``_lazy_order`` that is mounted."""
+        before the first of the widgets that follow it in ``_LAZY_ORDER`` that is mounted."""
         if widget.is_attached:
             return
-        order = self._lazy_order
-        for after in order[order.index(widget) + 1:]:
-            if after.is_attached:
+        order = self._LAZY_ORDER
+        own = "composer" if widget is self.composer else next(n for n in order if self._built(n) is widget)
+        for name in order[order.index(own) + 1:]:
+            after = self.composer if name == "composer" else self._built(name)
+            if after is not None and after.is_attached:
                 self.mount(widget, before=after)
                 return
         self.mount(widget)
@@ -301,7 +355,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             reason = getattr(self.bridge.harness, "read_only_reason", None)  # e.g. a parent's subagent
             composer.border_subtitle = HINT_READ_ONLY if reason is None else "Esc back"
             composer.placeholder = reason or READ_ONLY_PLACEHOLDER
-        elif self.queue_list.has_focus:
+        elif self._built("queue_list") is not None and self.queue_list.has_focus:
             composer.border_subtitle = HINT_QUEUE
             composer.placeholder = PLACEHOLDER
         elif self.running:
@@ -587,14 +641,14 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         elif kind == "approval":
             self._desktop_notify(f"{getattr(value, 'tool', 'a tool')} is waiting for your approval")
             self.pending_approvals.append(value)
-            if self.approval.request is None:
+            if self._built("approval") is None or self.approval.request is None:
                 self._show_next_approval()
         elif kind in ("question", "question-closed"):
             chat_modes.on_notice(self, kind, value)
         elif kind == "approval-closed":
             if value in self.pending_approvals:
                 self.pending_approvals.remove(value)
-            if self.approval.request is value:
+            if self._built("approval") is not None and self.approval.request is value:
                 self.approval.request = None
                 self._show_next_approval()
         elif kind == "turn-error":  # the footer and the status bar show it: no toast repeating them
@@ -741,8 +795,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.approval.show_request(request, take_focus=not typing)
         self.transcript.back_to_bottom()  # the call it asks about is the latest item
 
-    @on(ApprovalPanel.Yielded)
-    def _approval_yielded(self, message: ApprovalPanel.Yielded) -> None:
+    def on_approval_panel_yielded(self, message: ApprovalPanel.Yielded) -> None:
         """A key within the panel's grace period: it was typed for the composer. The composer comes back
         with the focus and the key; the panel waits for Tab."""
         self.yield_to_composer(message.key, message.character)
@@ -771,11 +824,12 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         chat_modes.toggle_plan(self)
 
     def on_resize(self, event: events.Resize) -> None:
-        if self.approval.is_attached:
+        if self._built("approval") is not None and self.approval.is_attached:
             self.approval.fit(event.size.width, event.size.height)
 
     def _approval_waiting(self) -> bool:
-        return self.approval.is_attached and self.approval.display and self.approval.request is not None
+        approval = self._built("approval")
+        return approval is not None and approval.is_attached and approval.display and approval.request is not None
 
     def on_paste(self, event: events.Paste) -> None:
         """A paste while the approval panel holds the focus (the composer is hidden then) goes into the
@@ -790,8 +844,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self.notify("The pasted text is in the composer: it shows again after the approval.",
                     title="Pasted", timeout=4, markup=False)
 
-    @on(ApprovalPanel.Decided)
-    def _approval_decided(self, message: ApprovalPanel.Decided) -> None:
+    def on_approval_panel_decided(self, message: ApprovalPanel.Decided) -> None:
         if not message.request.future.done():
             message.request.future.set_result(message.outcome)
         self._show_next_approval()
@@ -800,7 +853,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     def _leave_approval_phase(self) -> None:
         """An approval was answered: the status goes back to the running tools unless another one waits."""
         status = self.status
-        if status.info.phase != "approval" or self.approval.request is not None or not self.running:
+        if status.info.phase != "approval" or not self.running or (
+                self._built("approval") is not None and self.approval.request is not None):
             return
         status.set_phase("tools" if status.info.tools_running else "waiting")
 
@@ -898,7 +952,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         text = self.composer.expand(submitted).strip()  # collapsed pastes go whole
         if not text and not self.read_only:
             return
-        self.completion.hide()
+        self._hide_completion()
         if submitted.startswith("/") and self._run_command(submitted):
             return
         steer = self.enter_steers != alternate
@@ -942,8 +996,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if not self.queue:
             self._restore_focus()
 
-    @on(QueueList.Action)
-    def _queue_action(self, message: QueueList.Action) -> None:
+    def on_queue_list_action(self, message: QueueList.Action) -> None:
         if message.action == "leave":
             self.set_focus(self.composer)
             return
@@ -1053,10 +1106,11 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
 
     # -- actions ---------------------------------------------------------------------------------
     def action_cancel(self) -> None:
-        if self.command_output.is_attached and self.command_output.display and not self.running:
+        if self._built("command_output") is not None and self.command_output.is_attached \
+                and self.command_output.display and not self.running:
             self.command_output.display = False
             return
-        if self.approval.request is not None and not self.composer.has_focus:
+        if self._built("approval") is not None and self.approval.request is not None and not self.composer.has_focus:
             self.approval.action_reject()
             return
         if self.running:
@@ -1157,7 +1211,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     def on_search_bar_closed(self, _message: SearchBar.Closed) -> None:
         if self.composer.display:
             self.set_focus(self.composer)
-        elif self.approval.is_attached and self.approval.display:  # back to the pending approval's buttons
+        elif self._approval_shown():  # back to the pending approval's buttons
             self.set_focus(next(iter(self.approval.query("Button")), None))
 
     def action_back_to_bottom(self) -> None:

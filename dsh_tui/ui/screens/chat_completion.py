@@ -6,9 +6,10 @@ registers ``@on`` handlers on the screen class itself).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dsh_tui.ui.widgets.completion import Candidate
+if TYPE_CHECKING:  # the completion list's module is imported when it is first shown
+    from dsh_tui.ui.widgets.completion import Candidate
 
 
 class CompletionMixin:
@@ -23,7 +24,7 @@ class CompletionMixin:
     def _refresh_completion(self) -> None:
         composer = self.composer
         if self.read_only or composer.recalled or composer.selection.start != composer.selection.end:
-            self.completion.hide()
+            self._hide_completion()
             return
         row, col = composer.cursor_location
         line = composer.document.get_line(row)
@@ -40,12 +41,14 @@ class CompletionMixin:
                 kind = "path"
                 candidates = self._path_candidates(row, line, mention)
         if not candidates:
-            self.completion.hide()
+            self._hide_completion()
             return
         self._ensure_mounted(self.completion)
         self.completion.show(kind, candidates)
 
     def _command_candidates(self, line: str, col: int) -> list[Candidate]:
+        from dsh_tui.ui.widgets.completion import Candidate
+
         commands = self._commands()
         if commands is None:
             return []
@@ -73,6 +76,7 @@ class CompletionMixin:
 
     def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
         from dsh_tui.runtime.filerefs import PathIndex, insertion
+        from dsh_tui.ui.widgets.completion import Candidate
 
         index = self._path_index
         if index is None:
@@ -135,4 +139,4 @@ class CompletionMixin:
                                   maintain_selection_offset=False)
         composer.move_cursor(result.end_location)
         if not chosen.reopen:
-            self.completion.hide()
+            self._hide_completion()
