@@ -15,7 +15,12 @@ DEEPSEEK_PROVIDER = "deepseek-official"
 DEEPSEEK_BASE_URL = "https://api.deepseek.com"
 DEEPSEEK_KEY_ENV = "DEEPSEEK_API_KEY"
 DEEPSEEK_BASE_URL_ENV = "DEEPSEEK_BASE_URL"
-DEEPSEEK_MODELS = ("deepseek-v4-flash", "deepseek-v4-pro")
+# the wire of the built-in route when no settings file says (``api = "chat"`` does): as dsh 0.2, Messages
+DEEPSEEK_API_ENV = "DSH_TUI_DEEPSEEK_API"
+# dsh 0.2's DeepSeek catalog (its llm-deepseek DEFAULT_MODELS: the Messages route, the first is the default)
+DEEPSEEK_MODELS = ("deepseek-flash", "deepseek-v4-pro")
+# the chat-completions route keeps dsh-tui's earlier catalog and default
+DEEPSEEK_CHAT_MODELS = ("deepseek-v4-flash", "deepseek-v4-pro")
 DEEPSEEK_CONTEXT_WINDOW = 1_000_000
 DEEPSEEK_MAX_TOKENS = 256_000
 THINKING_FORMATS = ("deepseek", "openai", "none")
@@ -31,11 +36,26 @@ class SettingsError(DshError):
     """The settings or credentials file is unreadable or holds a value of the wrong shape."""
 
 
-def builtin_deepseek() -> dict[str, Any]:
-    """The built-in ``deepseek-official`` table; a user's ``[providers.deepseek-official]`` is merged over it."""
-    models: dict[str, Any] = {m: {"context_window": DEEPSEEK_CONTEXT_WINDOW} for m in DEEPSEEK_MODELS}
+def deepseek_api(user_api: Any = None) -> str:
+    """The wire of the built-in route: the user's ``api``, else ``$DSH_TUI_DEEPSEEK_API``, else ``messages``
+    (dsh 0.2's route: ``POST {base}/v1/messages``)."""
+    if isinstance(user_api, str) and user_api:
+        return user_api
+    return os.environ.get(DEEPSEEK_API_ENV) or "messages"
+
+
+def deepseek_models(api: str) -> tuple[str, ...]:
+    return DEEPSEEK_CHAT_MODELS if api == "chat" else DEEPSEEK_MODELS
+
+
+def builtin_deepseek(user_api: Any = None) -> dict[str, Any]:
+    """The built-in ``deepseek-official`` table; a user's ``[providers.deepseek-official]`` is merged over it
+    (``user_api``: its ``api`` key, which picks the wire and so the model catalog)."""
+    api = deepseek_api(user_api)
+    models: dict[str, Any] = {m: {"context_window": DEEPSEEK_CONTEXT_WINDOW} for m in deepseek_models(api)}
     return {
         "base_url": os.environ.get(DEEPSEEK_BASE_URL_ENV) or DEEPSEEK_BASE_URL,
+        "api": api,
         "api_key_env": DEEPSEEK_KEY_ENV,
         "thinking_format": "deepseek",
         "default_context_window": DEEPSEEK_CONTEXT_WINDOW,

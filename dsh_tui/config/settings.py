@@ -39,7 +39,14 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsh_tui.config.base import DEEPSEEK_MODELS, DEEPSEEK_PROVIDER, EFFORTS, SettingsError, builtin_deepseek
+from dsh_tui.config.base import (
+    DEEPSEEK_PROVIDER,
+    EFFORTS,
+    SettingsError,
+    builtin_deepseek,
+    deepseek_api,
+    deepseek_models,
+)
 from dsh_tui.config.files import (
     check_toml_value,
     credentials_path,
@@ -128,7 +135,7 @@ class Settings:
         deepseek_user = providers.get(DEEPSEEK_PROVIDER) or {}
         if not isinstance(deepseek_user, dict):
             raise SettingsError(f"providers.{DEEPSEEK_PROVIDER} must be a table")
-        providers[DEEPSEEK_PROVIDER] = _merge(builtin_deepseek(), deepseek_user)
+        providers[DEEPSEEK_PROVIDER] = _merge(builtin_deepseek(deepseek_user.get("api")), deepseek_user)
         default = self.data.get("default") or {}
         if not isinstance(default, dict):
             raise SettingsError("default must be a table")
@@ -176,7 +183,8 @@ class Settings:
         if value:
             return value
         if self.default_provider == DEEPSEEK_PROVIDER:
-            return DEEPSEEK_MODELS[0]
+            user = (self.data.get("providers") or {}).get(DEEPSEEK_PROVIDER)
+            return deepseek_models(deepseek_api(user.get("api") if isinstance(user, dict) else None))[0]
         models = list(self.provider(self.default_provider).models)
         return models[0] if models else None
 
