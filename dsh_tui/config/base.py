@@ -23,6 +23,17 @@ DEEPSEEK_MODELS = ("deepseek-flash", "deepseek-v4-pro")
 DEEPSEEK_CHAT_MODELS = ("deepseek-v4-flash", "deepseek-v4-pro")
 DEEPSEEK_CONTEXT_WINDOW = 1_000_000
 DEEPSEEK_MAX_TOKENS = 256_000
+# Anthropic's own API (Claude models) over the Messages wire, with ANTHROPIC_API_KEY
+ANTHROPIC_PROVIDER = "anthropic"
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+ANTHROPIC_BASE_URL_ENV = "ANTHROPIC_BASE_URL"
+# model id: (context window, output cap) as Anthropic publishes them; the first is the provider's default
+ANTHROPIC_MODELS = {
+    "claude-sonnet-4-5": (200_000, 64_000),
+    "claude-opus-4-1": (200_000, 32_000),
+    "claude-haiku-4-5": (200_000, 64_000),
+}
 THINKING_FORMATS = ("deepseek", "openai", "none")
 # the wire a provider route speaks: OpenAI chat completions, or the Anthropic Messages API (dsh 0.2's route to
 # DeepSeek: POST {base}/v1/messages)
@@ -63,3 +74,26 @@ def builtin_deepseek(user_api: Any = None) -> dict[str, Any]:
         "models": models,
         "label": "DeepSeek",
     }
+
+
+def builtin_anthropic() -> dict[str, Any]:
+    """The built-in ``anthropic`` table (Claude over the Messages wire); a user's ``[providers.anthropic]`` is
+    merged over it. No thinking fields are sent (``thinking_format = "none"``): Anthropic's extended thinking
+    takes a token budget dsh's ``thinking: {type: enabled}`` does not carry."""
+    return {
+        "base_url": os.environ.get(ANTHROPIC_BASE_URL_ENV) or ANTHROPIC_BASE_URL,
+        "api": "messages",
+        "api_key_env": ANTHROPIC_KEY_ENV,
+        "thinking_format": "none",
+        "default_context_window": 200_000,
+        "default_max_tokens": 32_000,
+        "models": {m: {"context_window": cw, "max_tokens": out} for m, (cw, out) in ANTHROPIC_MODELS.items()},
+        "label": "Anthropic",
+    }
+
+
+def lists_anthropic(user_table: Any, default_provider: Any) -> bool:
+    """Whether the built-in ``anthropic`` route is listed: the settings name it, or ``ANTHROPIC_API_KEY`` is set
+    (so the model picker offers Claude only to someone who can call it)."""
+    return (user_table is not None or default_provider == ANTHROPIC_PROVIDER
+            or bool((os.environ.get(ANTHROPIC_KEY_ENV) or "").strip()))

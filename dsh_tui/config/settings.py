@@ -40,11 +40,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dsh_tui.config.base import (
+    ANTHROPIC_PROVIDER,
     DEEPSEEK_PROVIDER,
     EFFORTS,
     SettingsError,
+    builtin_anthropic,
     builtin_deepseek,
     deepseek_api,
+    lists_anthropic,
     deepseek_models,
 )
 from dsh_tui.config.files import (
@@ -139,6 +142,11 @@ class Settings:
         default = self.data.get("default") or {}
         if not isinstance(default, dict):
             raise SettingsError("default must be a table")
+        anthropic_user = providers.get(ANTHROPIC_PROVIDER)
+        if lists_anthropic(anthropic_user, default.get("provider")):
+            if anthropic_user is not None and not isinstance(anthropic_user, dict):
+                raise SettingsError(f"providers.{ANTHROPIC_PROVIDER} must be a table")
+            providers[ANTHROPIC_PROVIDER] = _merge(builtin_anthropic(), anthropic_user or {})
         view = dict(self.data)
         view["providers"] = providers
         view["default"] = _merge({"provider": DEEPSEEK_PROVIDER}, default)

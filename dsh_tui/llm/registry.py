@@ -13,6 +13,7 @@ import uuid
 from typing import Any
 
 from dsh_tui.config import (
+    ANTHROPIC_PROVIDER,
     DEEPSEEK_CONTEXT_WINDOW,
     DEEPSEEK_MAX_TOKENS,
     ProviderSettings,
@@ -51,7 +52,7 @@ def build_provider(
         from dsh_tui.llm.messages import MessagesProvider
 
         cls = MessagesProvider
-    return cls(
+    provider = cls(
         ps.name,
         ps.base_url,
         _key_resolver(ps),
@@ -67,6 +68,9 @@ def build_provider(
         user_id_resolver=anonymous_user_id if sends_user_id(settings, ps) else None,
         extra_headers=ps.headers,
     )
+    if ps.name == ANTHROPIC_PROVIDER:
+        provider.send_harness_headers = False
+    return provider
 
 
 def _model_info(m: Any) -> ModelInfo:

@@ -39,6 +39,10 @@ def messages_root(base_url: str) -> str:
 class MessagesProvider(OpenAICompatProvider):
     """A ``Provider`` for one route served over the Anthropic Messages API."""
 
+    #: dsh's ``x-deepseek-harness-*`` headers (session id, compaction flag) go to DeepSeek routes, not to
+    #: Anthropic's own API (``build_provider`` turns them off for the ``anthropic`` route)
+    send_harness_headers = True
+
     def resolve_model(self, model: str) -> ModelInfo:
         info = super().resolve_model(model)
         if self.thinking_format == "none":  # a gateway or Anthropic itself: no thinking fields are sent
@@ -57,6 +61,9 @@ class MessagesProvider(OpenAICompatProvider):
             del headers["authorization"]
             headers["x-api-key"] = key
         headers["anthropic-version"] = ANTHROPIC_VERSION
+        if not self.send_harness_headers:
+            for name in [h for h in headers if h.startswith("x-deepseek-harness-")]:
+                del headers[name]
         return headers
 
     def build_body(self, request: dict[str, Any]) -> dict[str, Any]:
