@@ -47,8 +47,8 @@ from dsh_tui.config.base import (
     builtin_anthropic,
     builtin_deepseek,
     deepseek_api,
-    lists_anthropic,
     deepseek_models,
+    lists_anthropic,
 )
 from dsh_tui.config.files import (
     check_toml_value,

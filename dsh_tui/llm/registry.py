@@ -16,6 +16,7 @@ from dsh_tui.config import (
     ANTHROPIC_PROVIDER,
     DEEPSEEK_CONTEXT_WINDOW,
     DEEPSEEK_MAX_TOKENS,
+    DEEPSEEK_PROVIDER,
     ProviderSettings,
     Settings,
     SettingsError,
@@ -70,6 +71,8 @@ def build_provider(
     )
     if ps.name == ANTHROPIC_PROVIDER:
         provider.send_harness_headers = False
+    elif ps.api == "messages" and ps.name == DEEPSEEK_PROVIDER:
+        provider.request_extensions = {}  # dsh's deepseekLlmApiExtensions: [privacy] may turn some on
     return provider
 
 

@@ -49,7 +49,8 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 #: The built-in plugins, each disable-able by id.
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
-               "hooks-claude-code", "hooks-codex")
+               "hooks-claude-code", "hooks-codex",
+               "deepseek-extensions")
 #: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
 #: leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex")
@@ -162,6 +163,8 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
         enabled, config, _module = options(pid)
         if pid == "mcp":  # its servers are the [mcp] table (and --mcp: dsh_tui.runtime.host.load_plugins)
             config = {"settings": settings.get("mcp") if settings is not None else None, "cli": ()}
+        elif pid == "deepseek-extensions":  # what to send is the [privacy] table's to say
+            config = {**config, "privacy": settings.get("privacy") if settings is not None else None}
         specs.append(PluginSpec(pid, "builtin", obj=BUILTINS[pid], config=config, enabled=enabled))
     eps = {ep.name: ep for ep in _entry_points()}
     for pid in configured:  # settings order
@@ -323,6 +326,19 @@ class AgentView:
     def jobs(self) -> Any:
         """The agent's background-job registry (the built-in ``jobs`` plugin), or None when it is off."""
         return getattr(self._a, "jobs", None)
+
+    @property
+    def plugins(self) -> list[dict]:
+        """The agent's plugins as ``PluginRecord.as_dict()`` (id, source, target, state, ...), in load order."""
+        return [r.as_dict() for r in self._a.plugins.records]
+
+    def request_extension(self, name: str, prepare: Callable[[dict], dict | None]) -> Callable[[], None] | None:
+        """Contribute the top-level field ``name`` to this agent's model requests, as dsh's
+        ``deepseekLlmApiExtensions`` (``dsh_session_log``, ``dsh_plugin_packages``): only DeepSeek's own route
+        over the Messages wire takes them (``None`` otherwise). ``prepare(request)`` returns ``{"value": ...,
+        "accept"?: callable run once the request succeeded}`` or ``None``. Returns the remover."""
+        register = getattr(self._a.provider, "register_extension", None)
+        return None if register is None else register(name, prepare)
 
     def followup(self, message: Any) -> dict:
         return self._a.followup(message)
@@ -778,6 +794,11 @@ BUILTINS: dict[str, Any] = {
     # Claude Code's and Codex's shell hooks from the files those tools use (dsh_tui/runtime/hooks/)
     "hooks-claude-code": _Builtin("hooks-claude-code", lambda ctx, config=None: _apply_hooks(ctx, config, "claude_code")),
     "hooks-codex": _Builtin("hooks-codex", lambda ctx, config=None: _apply_hooks(ctx, config, "codex")),
+    # dsh 0.2's dsh_session_log / dsh_plugin_packages request fields, sent only when [privacy] turns them on
+    "deepseek-extensions": _LazyBuiltin("deepseek-extensions", "dsh_tui.runtime.privacy", lambda config: bool(
+        isinstance(config, Mapping) and isinstance(config.get("privacy"), Mapping)
+        and (config["privacy"].get("send_session_log") is True
+             or config["privacy"].get("send_plugin_packages") is True))),
 }
 
 
