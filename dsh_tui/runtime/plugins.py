@@ -50,7 +50,7 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
                "hooks-claude-code", "hooks-codex",
-               "deepseek-extensions")
+               "deepseek-extensions", "working-directory")
 #: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
 #: leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex")
@@ -794,6 +794,8 @@ BUILTINS: dict[str, Any] = {
     # Claude Code's and Codex's shell hooks from the files those tools use (dsh_tui/runtime/hooks/)
     "hooks-claude-code": _Builtin("hooks-claude-code", lambda ctx, config=None: _apply_hooks(ctx, config, "claude_code")),
     "hooks-codex": _Builtin("hooks-codex", lambda ctx, config=None: _apply_hooks(ctx, config, "codex")),
+    # dsh 0.2's working_directory tool (working-directory/change): dsh_tui/runtime/workdir/
+    "working-directory": _LazyBuiltin("working-directory", "dsh_tui.runtime.workdir", lambda config: True),
     # dsh 0.2's dsh_session_log / dsh_plugin_packages request fields, sent only when [privacy] turns them on
     "deepseek-extensions": _LazyBuiltin("deepseek-extensions", "dsh_tui.runtime.privacy", lambda config: bool(
         isinstance(config, Mapping) and isinstance(config.get("privacy"), Mapping)

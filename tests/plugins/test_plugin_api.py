@@ -80,7 +80,8 @@ async def test_builtins_can_be_disabled_by_id():
     assert [s.id for s in specs] == ["retry", "compaction", "runtime-context", "request-invariant",
                                     "agent-instructions", "session-title", "session-title-llm", "jobs", "subagents",
                                     "mcp", "skills", "skill-tool", "file-reference", "commands", "hooks-claude-code",
-                                    "hooks-codex", "deepseek-extensions"]
+                                    "hooks-codex",
+                                    "deepseek-extensions", "working-directory"]
 
     class S:
         def get(self, key):
