@@ -50,7 +50,7 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
                "hooks-claude-code", "hooks-codex",
-               "deepseek-extensions", "working-directory")
+               "deepseek-extensions", "working-directory", "repeat-tool-reminder")
 #: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
 #: leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex")
@@ -796,6 +796,8 @@ BUILTINS: dict[str, Any] = {
     "hooks-codex": _Builtin("hooks-codex", lambda ctx, config=None: _apply_hooks(ctx, config, "codex")),
     # dsh 0.2's working_directory tool (working-directory/change): dsh_tui/runtime/workdir/
     "working-directory": _LazyBuiltin("working-directory", "dsh_tui.runtime.workdir", lambda config: True),
+    # dsh's loop guard (reminders at 3, 5, 8 identical calls): dsh_tui/runtime/repeat/
+    "repeat-tool-reminder": _LazyBuiltin("repeat-tool-reminder", "dsh_tui.runtime.repeat", lambda config: True),
     # dsh 0.2's dsh_session_log / dsh_plugin_packages request fields, sent only when [privacy] turns them on
     "deepseek-extensions": _LazyBuiltin("deepseek-extensions", "dsh_tui.runtime.privacy", lambda config: bool(
         isinstance(config, Mapping) and isinstance(config.get("privacy"), Mapping)
