@@ -361,8 +361,9 @@ def load_plugins(spec: HostSpec, workspace: Path | str | None = None) -> Any:
     for ps in specs:
         if ps.source == "builtin" and ps.id in spec.plugin_config:
             config = dict(spec.plugin_config[ps.id])
-            if config.pop("enabled", True) is False:
-                ps.enabled = False
+            enabled = config.pop("enabled", None)
+            if isinstance(enabled, bool):  # false turns a built-in off, true turns an off-by-default one on
+                ps.enabled = enabled
             ps.config = {**ps.config, **config}
         if mcp and ps.id == "mcp" and ps.source == "builtin":
             ps.config = {**ps.config, "cli": tuple(mcp)}

@@ -50,7 +50,9 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
                "hooks-claude-code", "hooks-codex",
-               "deepseek-extensions", "working-directory", "repeat-tool-reminder")
+               "deepseek-extensions", "working-directory", "repeat-tool-reminder", "str-replace-editor")
+#: Built-ins that load only when the settings turn them on (``[plugins.<id>] enabled = true``), as in dsh 0.2.
+OFF_BY_DEFAULT = ("str-replace-editor",)
 #: Built-in features (project instructions, titles, background jobs) the agent host loads; a bare ``Agent``
 #: leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex")
@@ -149,7 +151,7 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
 
     def options(pid: str) -> tuple[bool, dict[str, Any], str]:
         raw = dict(configured.get(pid, {}))
-        enabled = raw.pop("enabled", True)
+        enabled = raw.pop("enabled", pid not in OFF_BY_DEFAULT)
         if not isinstance(enabled, bool):
             raise PluginError(f"settings: plugins.{pid}.enabled must be true or false")
         module = raw.pop("module", "")
@@ -798,6 +800,9 @@ BUILTINS: dict[str, Any] = {
     "working-directory": _LazyBuiltin("working-directory", "dsh_tui.runtime.workdir", lambda config: True),
     # dsh's loop guard (reminders at 3, 5, 8 identical calls): dsh_tui/runtime/repeat/
     "repeat-tool-reminder": _LazyBuiltin("repeat-tool-reminder", "dsh_tui.runtime.repeat", lambda config: True),
+    # dsh 0.1's str_replace_editor tool, off by default (as in dsh 0.2): dsh_tui/runtime/str_replace_editor/
+    "str-replace-editor": _LazyBuiltin("str-replace-editor", "dsh_tui.runtime.str_replace_editor",
+                                       lambda config: True),
     # dsh 0.2's dsh_session_log / dsh_plugin_packages request fields, sent only when [privacy] turns them on
     "deepseek-extensions": _LazyBuiltin("deepseek-extensions", "dsh_tui.runtime.privacy", lambda config: bool(
         isinstance(config, Mapping) and isinstance(config.get("privacy"), Mapping)
@@ -827,5 +832,5 @@ def builtin_specs(features: bool = False) -> list[PluginSpec]:
     plugins (``FEATURE_IDS``: project instructions, titles, background jobs) read the workspace, run work or call the model
     beside the turn; the agent host loads them with every other plugin (``discover``), and
     ``features=True`` adds them here."""
-    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid]) for pid in BUILTIN_IDS
+    return [PluginSpec(pid, "builtin", obj=BUILTINS[pid], enabled=pid not in OFF_BY_DEFAULT) for pid in BUILTIN_IDS
             if features or pid not in FEATURE_IDS]

@@ -81,7 +81,8 @@ async def test_builtins_can_be_disabled_by_id():
                                     "agent-instructions", "session-title", "session-title-llm", "jobs", "subagents",
                                     "mcp", "skills", "skill-tool", "file-reference", "commands", "hooks-claude-code",
                                     "hooks-codex",
-                                    "deepseek-extensions", "working-directory", "repeat-tool-reminder"]
+                                    "deepseek-extensions", "working-directory", "repeat-tool-reminder",
+                                    "str-replace-editor"]
 
     class S:
         def get(self, key):
