@@ -85,3 +85,42 @@ def test_cd_moves_later_tools_and_the_session_resumes_there(tmp_path):
         out = _headless(server, tmp_path, "resume", session_id, "--headless", "where are you?")
         assert out.returncode == 0, out.stderr
         assert _results(server.requests[1])[-1] == sub  # the resumed session continues in sub
+
+
+async def test_a_child_starts_in_the_parents_directory_but_keeps_its_workspace(tmp_path):
+    """A cd never widens what writes are confined to: not for the agent, not for a subagent it starts there."""
+    from dsh_tui.llm import scripted
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.runtime.subagents import children as ch
+    from dsh_tui.store.open import open_store
+    from tests.runtime.test_subagents import _TreeProvider
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    calls = [scripted.call("c1", "working_directory", {"cd": str(outside)}),
+             scripted.call("c2", "subagent", {"description": "d", "prompt": "p", "run_in_background": False}),
+             scripted.text("done")]
+    child_script = [scripted.call("k1", "write", {"file_path": "x.txt", "content": "x"}), scripted.text("CHILD")]
+    host = await AgentHost.open(HostSpec(root=None, store=open_store(tmp_path / "root"), cwd=ws,
+                                         provider=_TreeProvider(calls, [child_script]), model="m",
+                                         preset="workspace-write", persona=None, plugins=()))
+    seen = {}
+
+    def watch(child):
+        if child.agent is not None:
+            seen.setdefault(child.id, (child.agent.config.cwd, child.agent.config.workspace))
+
+    ch.WATCHERS.append(watch)
+    try:
+        host.agent.followup("go")
+        await host.agent.wait_idle()
+        assert str(host.agent.config.cwd) == str(outside.resolve())
+        assert str(host.agent.config.workspace) == str(ws)
+    finally:
+        ch.WATCHERS.remove(watch)
+        await host.close()
+    [(cwd, workspace)] = seen.values()
+    assert str(cwd) == str(outside.resolve()) and workspace == str(ws)
+    assert not (outside / "x.txt").exists()  # the child's write outside the workspace was refused
