@@ -104,8 +104,9 @@ SCENARIOS = {
 }
 
 
-# dsh 0.2 runs bash in its file sandbox under workspace-write without asking; dsh-tui without a sandbox asks,
-# and headless nobody answers: the bash scenario runs dsh-tui with the preset that needs no approval
+# dsh 0.2 runs bash in its file sandbox under workspace-write without asking; dsh-tui does too where bubblewrap
+# can run, and asks (headless: refused) where it cannot: the bash scenario runs dsh-tui with the preset that
+# needs no approval on every machine
 OUR_ARGS = {"tools-parallel-then-bash": ("--preset", "full-access")}
 
 
