@@ -8,7 +8,7 @@ comments and layout survive (``config/files.py``). Other parts of the app keep t
 
     [default]
     provider = "deepseek-official"
-    model = "deepseek-v4-flash"
+    model = "deepseek-flash"
     reasoning_effort = "high"
 
     [providers.vllm]
@@ -23,8 +23,10 @@ comments and layout survive (``config/files.py``). Other parts of the app keep t
     price_output = 0.0
 
 The built-in provider ``deepseek-official`` always exists (``DEEPSEEK_API_KEY`` and optional
-``DEEPSEEK_BASE_URL`` are enough, with no settings file at all); a ``[providers.deepseek-official]``
-table overrides its fields. API keys are never stored in ``settings.toml``: they come from the
+``DEEPSEEK_BASE_URL`` are enough, with no settings file at all; it speaks the Messages wire as dsh 0.2 does,
+chat completions with ``api = "chat"`` or ``DSH_TUI_DEEPSEEK_API=chat``); a ``[providers.deepseek-official]``
+table overrides its fields. The built-in ``anthropic`` route (Claude, ``ANTHROPIC_API_KEY``) is listed once its
+key is set or the settings name it. API keys are never stored in ``settings.toml``: they come from the
 environment variable a provider names, or from ``credentials.toml``, which must be private (mode 0600)::
 
     DEEPSEEK_API_KEY = "sk-..."           # by environment-variable name
