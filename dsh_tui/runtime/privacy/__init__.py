@@ -41,11 +41,11 @@ def apply(ctx: Any, config: Any) -> None:
     if on["session_log"]:
         remove = ctx.agent.request_extension("dsh_session_log", SessionLog(ctx.session).prepare)
         if remove is not None:
-            ctx.effect(remove)
+            ctx.effect(lambda: remove)
     if on["plugin_packages"]:
         remove = ctx.agent.request_extension("dsh_plugin_packages", PluginPackages(ctx).prepare)
         if remove is not None:
-            ctx.effect(remove)
+            ctx.effect(lambda: remove)
 
 
 def _json_bytes(value: Any) -> int:
