@@ -41,7 +41,17 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("DSH_TUI_SANDBOX", "off")
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
+    # The built-in DeepSeek route speaks the Messages wire by default (as dsh 0.2); the suite's scripted
+    # servers mostly speak chat completions, so tests select that wire unless they ask otherwise
+    # (``use_messages_default`` below; subprocesses inherit it with the rest of the environment).
+    monkeypatch.setenv("DSH_TUI_DEEPSEEK_API", "chat")
     yield
     from dsh_tui.llm.redact import forget_secrets
 
     forget_secrets()  # the redaction registry is per process: a test's keys stay in that test
+
+
+@pytest.fixture
+def use_messages_default(monkeypatch):
+    """The built-in route as a user gets it with no settings: the Messages wire (dsh 0.2's default)."""
+    monkeypatch.delenv("DSH_TUI_DEEPSEEK_API", raising=False)

@@ -7,6 +7,7 @@ comment-preserving ``tomlkit`` writes, credentials) · ``settings`` (``Settings`
 """
 
 from dsh_tui.config.base import (
+    ANTHROPIC_PROVIDER,
     CREDENTIALS_FILE,
     DEEPSEEK_BASE_URL,
     DEEPSEEK_BASE_URL_ENV,
@@ -38,7 +39,7 @@ from dsh_tui.config.settings import (
 )
 
 __all__ = [
-    "APP_NAME", "CREDENTIALS_FILE", "DEEPSEEK_BASE_URL", "DEEPSEEK_BASE_URL_ENV", "DEEPSEEK_CONTEXT_WINDOW",
+    "ANTHROPIC_PROVIDER", "APP_NAME", "CREDENTIALS_FILE", "DEEPSEEK_BASE_URL", "DEEPSEEK_BASE_URL_ENV", "DEEPSEEK_CONTEXT_WINDOW",
     "DEEPSEEK_KEY_ENV", "DEEPSEEK_MAX_TOKENS", "DEEPSEEK_MODELS", "DEEPSEEK_PROVIDER", "EFFORTS", "SETTINGS_FILE",
     "THINKING_FORMATS", "ModelSettings", "ProviderSettings", "Settings", "SettingsError", "StorageSettings", "config_dir",
     "credentials_path", "dumps_toml", "find_api_key", "load_credentials", "load_settings", "missing_key_message",

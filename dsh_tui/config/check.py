@@ -126,9 +126,10 @@ def check_settings(data: dict[str, Any]) -> None:
     if privacy is not None:
         if not isinstance(privacy, dict):
             raise SettingsError("privacy must be a table")
-        value = privacy.get("send_anonymous_user_id")
-        if value is not None and not isinstance(value, bool):
-            raise SettingsError(f"privacy.send_anonymous_user_id must be true or false, not {value!r}")
+        for key in ("send_anonymous_user_id", "send_session_log", "send_plugin_packages"):
+            value = privacy.get(key)
+            if value is not None and not isinstance(value, bool):
+                raise SettingsError(f"privacy.{key} must be true or false, not {value!r}")
     models = data.get("models")
     if models is not None and not (isinstance(models, list) and all(isinstance(m, str) and m for m in models)):
         raise SettingsError(f"models must be a list of model names, e.g. [\"deepseek-v4-pro\"], not {models!r}")

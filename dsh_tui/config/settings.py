@@ -8,7 +8,7 @@ comments and layout survive (``config/files.py``). Other parts of the app keep t
 
     [default]
     provider = "deepseek-official"
-    model = "deepseek-v4-flash"
+    model = "deepseek-flash"
     reasoning_effort = "high"
 
     [providers.vllm]
@@ -23,8 +23,10 @@ comments and layout survive (``config/files.py``). Other parts of the app keep t
     price_output = 0.0
 
 The built-in provider ``deepseek-official`` always exists (``DEEPSEEK_API_KEY`` and optional
-``DEEPSEEK_BASE_URL`` are enough, with no settings file at all); a ``[providers.deepseek-official]``
-table overrides its fields. API keys are never stored in ``settings.toml``: they come from the
+``DEEPSEEK_BASE_URL`` are enough, with no settings file at all; it speaks the Messages wire as dsh 0.2 does,
+chat completions with ``api = "chat"`` or ``DSH_TUI_DEEPSEEK_API=chat``); a ``[providers.deepseek-official]``
+table overrides its fields. The built-in ``anthropic`` route (Claude, ``ANTHROPIC_API_KEY``) is listed once its
+key is set or the settings name it. API keys are never stored in ``settings.toml``: they come from the
 environment variable a provider names, or from ``credentials.toml``, which must be private (mode 0600)::
 
     DEEPSEEK_API_KEY = "sk-..."           # by environment-variable name
@@ -39,7 +41,17 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dsh_tui.config.base import DEEPSEEK_MODELS, DEEPSEEK_PROVIDER, EFFORTS, SettingsError, builtin_deepseek
+from dsh_tui.config.base import (
+    ANTHROPIC_PROVIDER,
+    DEEPSEEK_PROVIDER,
+    EFFORTS,
+    SettingsError,
+    builtin_anthropic,
+    builtin_deepseek,
+    deepseek_api,
+    deepseek_models,
+    lists_anthropic,
+)
 from dsh_tui.config.files import (
     check_toml_value,
     credentials_path,
@@ -128,10 +140,15 @@ class Settings:
         deepseek_user = providers.get(DEEPSEEK_PROVIDER) or {}
         if not isinstance(deepseek_user, dict):
             raise SettingsError(f"providers.{DEEPSEEK_PROVIDER} must be a table")
-        providers[DEEPSEEK_PROVIDER] = _merge(builtin_deepseek(), deepseek_user)
+        providers[DEEPSEEK_PROVIDER] = _merge(builtin_deepseek(deepseek_user.get("api")), deepseek_user)
         default = self.data.get("default") or {}
         if not isinstance(default, dict):
             raise SettingsError("default must be a table")
+        anthropic_user = providers.get(ANTHROPIC_PROVIDER)
+        if lists_anthropic(anthropic_user, default.get("provider")):
+            if anthropic_user is not None and not isinstance(anthropic_user, dict):
+                raise SettingsError(f"providers.{ANTHROPIC_PROVIDER} must be a table")
+            providers[ANTHROPIC_PROVIDER] = _merge(builtin_anthropic(), anthropic_user or {})
         view = dict(self.data)
         view["providers"] = providers
         view["default"] = _merge({"provider": DEEPSEEK_PROVIDER}, default)
@@ -176,7 +193,8 @@ class Settings:
         if value:
             return value
         if self.default_provider == DEEPSEEK_PROVIDER:
-            return DEEPSEEK_MODELS[0]
+            user = (self.data.get("providers") or {}).get(DEEPSEEK_PROVIDER)
+            return deepseek_models(deepseek_api(user.get("api") if isinstance(user, dict) else None))[0]
         models = list(self.provider(self.default_provider).models)
         return models[0] if models else None
 

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import Any
 
 from dsh_tui.config import (
+    ANTHROPIC_PROVIDER,
     DEEPSEEK_CONTEXT_WINDOW,
     DEEPSEEK_MAX_TOKENS,
     DEEPSEEK_PROVIDER,
@@ -65,7 +66,7 @@ def build_provider(
         from dsh_tui.llm.messages import MessagesProvider
 
         cls = MessagesProvider
-    return cls(
+    provider = cls(
         ps.name,
         ps.base_url,
         _key_resolver(ps),
@@ -81,6 +82,11 @@ def build_provider(
         user_id_resolver=anonymous_user_id if sends_user_id(settings, ps) else None,
         extra_headers=ps.headers,
     )
+    if ps.name == ANTHROPIC_PROVIDER:
+        provider.send_harness_headers = False
+    elif ps.api == "messages" and ps.name == DEEPSEEK_PROVIDER:
+        provider.request_extensions = {}  # dsh's deepseekLlmApiExtensions: [privacy] may turn some on
+    return provider
 
 
 def _model_info(m: Any) -> ModelInfo:

@@ -386,7 +386,7 @@ def load_plugins(spec: HostSpec, workspace: Path | str | None = None) -> Any:
         if ps.source == "builtin" and ps.id in spec.plugin_config:
             config = dict(spec.plugin_config[ps.id])
             enabled = config.pop("enabled", None)
-            if isinstance(enabled, bool):  # a built-in off by default (ralph) can be turned on here too
+            if isinstance(enabled, bool):  # false turns a built-in off, true turns an off-by-default one on
                 ps.enabled = enabled
             ps.config = {**ps.config, **config}
         if mcp and ps.id == "mcp" and ps.source == "builtin":

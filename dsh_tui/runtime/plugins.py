@@ -50,13 +50,13 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
                "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
-               "ralph", "lsp")
+               "ralph", "lsp", "deepseek-extensions", "working-directory", "repeat-tool-reminder", "str-replace-editor")
 #: Built-in features (project instructions, titles, background jobs, hooks, workspace changes, read_image, the web
 #: tools, questions, plan mode, goals, Ralph) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
                "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal", "ralph")
-#: Built-ins that are off unless ``[plugins.<id>] enabled = true`` (as in dsh 0.2's default profile).
-OFF_BY_DEFAULT = ("ralph",)
+#: Built-ins that load only when the settings turn them on (``[plugins.<id>] enabled = true``), as in dsh 0.2.
+OFF_BY_DEFAULT = ("ralph", "str-replace-editor")
 
 
 class PluginError(DshError):
@@ -166,8 +166,10 @@ def discover(settings: Any = None, cli: Sequence[str] = (), objects: Sequence[An
         enabled, config, _module = options(pid)
         if pid == "mcp":  # its servers are the [mcp] table (and --mcp: dsh_tui.runtime.host.load_plugins)
             config = {"settings": settings.get("mcp") if settings is not None else None, "cli": ()}
-        if pid == "lsp":  # its servers and options are the [lsp] table ([plugins.lsp] may set options too)
+        elif pid == "lsp":  # its servers and options are the [lsp] table ([plugins.lsp] may set options too)
             config = {**config, **((settings.get("lsp") if settings is not None else None) or {})}
+        elif pid == "deepseek-extensions":  # what to send is the [privacy] table's to say
+            config = {**config, "privacy": settings.get("privacy") if settings is not None else None}
         specs.append(PluginSpec(pid, "builtin", obj=BUILTINS[pid], config=config, enabled=enabled))
     eps = {ep.name: ep for ep in _entry_points()}
     for pid in configured:  # settings order
@@ -337,6 +339,19 @@ class AgentView:
     def jobs(self) -> Any:
         """The agent's background-job registry (the built-in ``jobs`` plugin), or None when it is off."""
         return getattr(self._a, "jobs", None)
+
+    @property
+    def plugins(self) -> list[dict]:
+        """The agent's plugins as ``PluginRecord.as_dict()`` (id, source, target, state, ...), in load order."""
+        return [r.as_dict() for r in self._a.plugins.records]
+
+    def request_extension(self, name: str, prepare: Callable[[dict], dict | None]) -> Callable[[], None] | None:
+        """Contribute the top-level field ``name`` to this agent's model requests, as dsh's
+        ``deepseekLlmApiExtensions`` (``dsh_session_log``, ``dsh_plugin_packages``): only DeepSeek's own route
+        over the Messages wire takes them (``None`` otherwise). ``prepare(request)`` returns ``{"value": ...,
+        "accept"?: callable run once the request succeeded}`` or ``None``. Returns the remover."""
+        register = getattr(self._a.provider, "register_extension", None)
+        return None if register is None else register(name, prepare)
 
     def followup(self, message: Any) -> dict:
         return self._a.followup(message)
@@ -807,6 +822,18 @@ BUILTINS: dict[str, Any] = {
     # dsh's lsp tool and diagnostics after write/edit over [lsp.servers.<name>] (dsh_tui/runtime/lsp/)
     "lsp": _LazyBuiltin("lsp", "dsh_tui.runtime.lsp",
                         lambda config: bool(isinstance(config, Mapping) and config.get("servers"))),
+    # dsh 0.2's working_directory tool (working-directory/change): dsh_tui/runtime/workdir/
+    "working-directory": _LazyBuiltin("working-directory", "dsh_tui.runtime.workdir", lambda config: True),
+    # dsh's loop guard (reminders at 3, 5, 8 identical calls): dsh_tui/runtime/repeat/
+    "repeat-tool-reminder": _LazyBuiltin("repeat-tool-reminder", "dsh_tui.runtime.repeat", lambda config: True),
+    # dsh 0.1's str_replace_editor tool, off by default (as in dsh 0.2): dsh_tui/runtime/str_replace_editor/
+    "str-replace-editor": _LazyBuiltin("str-replace-editor", "dsh_tui.runtime.str_replace_editor",
+                                       lambda config: True),
+    # dsh 0.2's dsh_session_log / dsh_plugin_packages request fields, sent only when [privacy] turns them on
+    "deepseek-extensions": _LazyBuiltin("deepseek-extensions", "dsh_tui.runtime.privacy", lambda config: bool(
+        isinstance(config, Mapping) and isinstance(config.get("privacy"), Mapping)
+        and (config["privacy"].get("send_session_log") is True
+             or config["privacy"].get("send_plugin_packages") is True))),
 }
 
 

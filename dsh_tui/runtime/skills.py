@@ -26,8 +26,8 @@ NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 CATALOG_DESCRIPTION_MAX = 500
 
-TOOL_DESCRIPTION = ("Load the full instructions for an available skill. Call this with the exact skill name from "
-                    "the session skill catalog before acting on a task that names or clearly matches that skill.")
+TOOL_DESCRIPTION = ("Load the full instructions for a skill. Call it before acting on a task that names or clearly "
+                    "matches a skill in the session skill catalog.")  # dsh 0.2's text
 TOOL_PARAMETERS = {"type": "object", "properties": {"name": {
     "type": "string", "description": "The exact skill name from the available skills list."}}, "required": ["name"]}
 

@@ -1,11 +1,10 @@
-"""Model-facing schemas of the built-in tools, exactly as dsh sends them.
+"""Model-facing schemas of the built-in tools, exactly as dsh 0.2 sends them.
 
-``read``/``write``/``edit``/``todo_write``/``bash`` match the ``tool-schemas.expected.json`` files of
-the recorded scenarios (``escalation=True, background=True`` reproduces them byte for byte);
-``glob``/``grep`` follow dsh's ``tool-fs-search`` definitions with the shipped caps (100 paths, no
-over-cap sampling, 250 matches). Without a sandbox dsh advertises neither ``sandbox_permissions``
-nor ``justification`` and drops the escalation paragraph; without background jobs the bash
-description says so and ``run_in_background`` is not advertised.
+The texts are dsh 0.2.1rc2's (``tests/fixtures/dsh02-request.headless.json``, its first headless request,
+is the reference; ``tests/tools/test_dsh02_tool_schemas.py`` compares): ``glob``/``grep`` follow dsh's
+``tool-fs-search`` definitions with the shipped caps (100 paths, no over-cap sampling, 250 matches).
+Without a sandbox dsh advertises neither ``sandbox_permissions`` nor ``justification``; without background
+jobs ``run_in_background`` is not advertised.
 """
 
 from __future__ import annotations
@@ -28,7 +27,8 @@ WRITE_DESCRIPTION = "Create or fully replace a UTF-8 text file."
 WRITE_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "file_path": {"type": "string", "description": "Path to write, resolved by the filesystem backend."},
+        "file_path": {"type": "string", "description": "Path to write, resolved by the filesystem backend. Provide "
+                      "`file_path` before `content` in the arguments."},
         "content": {"type": "string", "description": "Full UTF-8 text content to write."},
     },
     "required": ["file_path", "content"],
@@ -38,8 +38,9 @@ EDIT_DESCRIPTION = "Edit an existing UTF-8 text file by replacing literal text."
 EDIT_PARAMETERS: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "file_path": {"type": "string", "description": "Path to edit, resolved by the filesystem backend."},
-        "old_string": {"type": "string", "description": "Literal text to replace. Must match exactly."},
+        "file_path": {"type": "string", "description": "Path to edit, resolved by the filesystem backend. Provide "
+                      "`file_path` before `old_string` and `new_string` in the arguments."},
+        "old_string": {"type": "string", "description": "Literal text to replace."},
         "new_string": {
             "type": "string",
             "description": "Literal replacement text. Use an empty string to delete the match.",
@@ -52,29 +53,30 @@ EDIT_PARAMETERS: dict[str, Any] = {
     "required": ["file_path", "old_string", "new_string"],
 }
 
+def sandbox_permissions_description(subject: str) -> str:
+    """dsh 0.2's ``sandboxPermissionsDescription`` (``subject``: "command" or "operation")."""
+    return (f"The narrowest wider sandbox mode for a one-shot retry of the exact {subject} the sandbox just denied; "
+            "the retry asks the user for approval.")
+
+
+_LANGUAGE = " Use the language of the user\u2019s current request."
 FS_ESCALATION_FIELDS: dict[str, Any] = {
     "sandbox_permissions": {
         "type": "string",
-        "description": "The wider sandbox mode this file operation needs. Only valid as a one-shot retry of an "
-        "operation the sandbox just denied; requires justification and user approval.",
+        "description": sandbox_permissions_description("operation"),
         "enum": ["workspace-write", "danger-full-access"],
     },
     "justification": {
         "type": "string",
         "description": "Required with sandbox_permissions: one sentence for the user explaining why this exact "
-        "file operation needs the wider access.",
+        "file operation needs the wider access." + _LANGUAGE,
     },
 }
 
 TODO_WRITE_DESCRIPTION = (
-    "Record and update a structured task list for the current work. Send the ENTIRE list every call — it "
-    "REPLACES the previous list (there are no partial updates, no per-item edits). Use it to plan multi-step "
-    "work and show progress: add one todo per concrete step before you start. Mark every todo being actively "
-    "worked on `in_progress` — several at once when work genuinely runs in parallel (e.g. concurrent subagents "
-    "or background commands), one for sequential work; while work remains, at least one task should be "
-    "`in_progress`. Mark a todo `completed` the moment it is done (do not batch completions), and allow no "
-    "`in_progress` item only once all work is complete. Skip the list for trivial single-step tasks. Statuses: "
-    "`pending` (not started), `in_progress` (being worked on now), `completed` (finished)."
+    "Record and update a task list to plan multi-step work and show progress; skip it for trivial single-step "
+    "tasks. Add one todo per concrete step before you start. While work remains, keep the todos being worked on "
+    "`in_progress`, several only when work runs in parallel. Mark each todo `completed` as soon as it is done."
 )
 TODO_WRITE_PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -103,52 +105,33 @@ TODO_WRITE_PARAMETERS: dict[str, Any] = {
     "required": ["todos"],
 }
 
-_BASH_BASE = (
-    "Execute a bash command (`bash -c`) and return its stdout/stderr. "
-    "Each call runs in a fresh shell: no state (cwd, variables, functions) persists between calls — "
-    "pass `workdir` instead of using `cd`. Non-zero exits are reported as `[exit code: N]`. "
-    "Current harness environment facts are exposed through managed `$DSH_*` variables; inspect them when needed. "
-    "Commands may run under a file sandbox; a blocked file operation is reported as "
-    "`[sandbox: file access denied under <mode> mode]` — a policy denial, not a bug in the command; do not retry "
-    "another way. "
-    "Long output is truncated to its tail; the full output is saved to a file whose path is reported when available. "
-)
-_BASH_BACKGROUND_ON = (
-    "Set `run_in_background: true` for long-running commands: the call returns a job id immediately; read its "
-    "output with `job_output` and stop it with `job_kill`."
-)
-_BASH_BACKGROUND_OFF = (
-    "Background execution is not available; long-running commands must finish within the timeout."
-)
-_BASH_ESCALATION = (
-    " Attempting a command the sandbox may deny is safe and expected: run it and read the "
-    "marker rather than assuming the denial. When a command is denied and a wider mode would let it "
-    "succeed, escalate immediately in the same turn — the one sanctioned exception to a denial: retry "
-    "the exact same command once with `sandbox_permissions` (the narrowest wider mode that suffices) "
-    "plus a one-sentence `justification`. Do not detour through chat to ask permission first — the "
-    "approval prompt raised by that retry is how the user consents. If the session states approval "
-    "prompts are disabled, there is no exception: a denial is final — do not set `sandbox_permissions`. "
-    "Never escalate speculatively: ground the request in a real denial — normally the one this command "
-    "just hit; escalating up front is fine only when this session already denied the same access. "
-    "A rejected escalation is final for that command — stop and explain, never work around "
-    "it — but it does not forbid attempting or escalating other commands later."
+BASH_DESCRIPTION = (
+    "Execute a bash command (`bash -c`) and return its stdout/stderr. Each call runs in a fresh shell; pass "
+    "`workdir` instead of using `cd`. Managed `$DSH_*` variables expose current harness environment facts. Long "
+    "output is truncated to its tail; the full output is saved to a file whose path is reported when available. "
+    "Provide `description` before `command` in the arguments. Before any delete or move, verify that the resolved "
+    "absolute target path is the intended one; never run it against a computed path you have not checked. An "
+    "unset variable expands to an empty string, so guard variables in such paths with `${VAR:?}`. Commands may "
+    "run under a file sandbox; a blocked file operation is reported as `[sandbox: file access denied under <mode> "
+    "mode]`, a policy denial: do not retry another way."
 )
 
 
-def bash_description(*, background: bool, escalation: bool) -> str:
-    text = _BASH_BASE + (_BASH_BACKGROUND_ON if background else _BASH_BACKGROUND_OFF)
-    return text + _BASH_ESCALATION if escalation else text
+def bash_description(*, background: bool = True, escalation: bool = False) -> str:
+    """dsh 0.2's ``bashDescription()``: one text whatever the sandbox and jobs (the arguments are kept for
+    callers)."""
+    return BASH_DESCRIPTION
 
 
 def bash_parameters(*, background: bool, escalation: bool) -> dict[str, Any]:
     props: dict[str, Any] = {
-        "command": {"type": "string", "description": "The bash command to execute."},
         "description": {
             "type": "string",
             "description": "Clear, concise description of what this command does in active voice, 5-10 words "
             '(shown in the UI). Examples: "ls" → "List files in current directory"; "git status" → '
             '"Show working tree status"; "npm install" → "Install package dependencies".',
         },
+        "command": {"type": "string", "description": "The bash command to execute."},
         "timeoutMs": {
             "type": "number",
             "description": "Timeout in milliseconds. The executor applies its configured default and cap, and "
@@ -169,16 +152,15 @@ def bash_parameters(*, background: bool, escalation: bool) -> dict[str, Any]:
     if escalation:
         props["sandbox_permissions"] = {
             "type": "string",
-            "description": "The wider sandbox mode this command needs. Only valid as a one-shot retry of a "
-            "command the sandbox just denied; requires justification and user approval.",
+            "description": sandbox_permissions_description("command"),
             "enum": ["workspace-write", "danger-full-access"],
         }
         props["justification"] = {
             "type": "string",
             "description": "Required with sandbox_permissions: one sentence for the user explaining why this "
-            "exact command needs the wider access.",
+            "exact command needs the wider access." + _LANGUAGE,
         }
-    return {"type": "object", "properties": props, "required": ["command", "description"]}
+    return {"type": "object", "properties": props, "required": ["description", "command"]}
 
 
 GLOB_MAX_RESULTS = 100
@@ -187,11 +169,9 @@ GREP_MAX_MATCHES = 250
 
 def glob_description(max_results: int = GLOB_MAX_RESULTS) -> str:
     return (
-        "Find files whose paths match a glob pattern. Returns matching file paths — never directories — "
-        "including hidden and ignored files (VCS metadata directories are excluded). "
-        f"Up to {max_results} paths come back in modification-time order; a larger result returns the first "
-        f"{max_results} paths in modification-time order, "
-        "says so, and reports where the complete sorted list was saved. This tool does not enumerate directory entries."
+        "Find files, not directories, whose paths match a glob pattern, including hidden and ignored files. "
+        f"Returns up to {max_results} paths in modification-time order; a larger result keeps the first paths "
+        "and reports where the complete list was saved."
     )
 
 
@@ -217,9 +197,8 @@ GLOB_PARAMETERS: dict[str, Any] = {
 def grep_description(max_matches: int = GREP_MAX_MATCHES) -> str:
     return (
         "Search file contents with a ripgrep regular expression. Returns matching lines with line numbers, "
-        "grouped by file. "
-        f"Returns the first {max_matches} matches inline; a capped result reports where the complete match list "
-        "was saved. Use read on a matched file for surrounding context."
+        f"grouped by file. Returns up to {max_matches} matches; a larger result reports where the complete match "
+        "list was saved."
     )
 
 

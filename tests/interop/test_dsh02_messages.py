@@ -1,7 +1,8 @@
-"""The same task through dsh 0.2 (the real ``dsh`` command from PyPI) and through dsh-tui with
-``api = "messages"``, each against a scripted Messages server on 127.0.0.1: the requests they send
-must have the same skeleton (path, headers, body fields, message roles and block shapes, tool_use
-input, tool_result flags, thinking signatures passed back, the title request)."""
+"""The same task through dsh 0.2 (the real ``dsh`` command from PyPI) and through dsh-tui on its default
+DeepSeek route (the Messages wire, no settings file), each against a scripted Messages server on 127.0.0.1:
+the requests they send must have the same skeleton (path, headers, body fields, model, thinking, effort,
+output cap, message roles and block shapes, tool_use input, tool_result flags, thinking signatures passed
+back, the title request)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 
 from tests.interop.dsh02 import Dsh02Unavailable, install
 from tests.llm.sse_server import ScriptServer
-from tests.llm.test_messages import text_reply, title, tool_reply
+from tests.llm.test_messages import block, delta, end, reply, start, stop, text_reply, title, tool_reply
 from tests.llm.test_provider_harness import _env
 
 pytestmark = pytest.mark.interop
@@ -21,7 +22,7 @@ KEY = "sk-dsh02-0123456789abcdefghij"
 # headers that name the client or the transport, not the protocol
 _TRANSPORT = {"host", "connection", "content-length", "user-agent", "accept-language", "sec-fetch-mode",
               "accept-encoding", "x-deepseek-harness-user-id"}
-_DSH_ONLY = {"dsh_session_log", "dsh_plugin_packages"}  # dsh 0.2's own request extensions (never sent by dsh-tui)
+_DSH_ONLY = {"dsh_session_log", "dsh_plugin_packages"}  # dsh 0.2's request extensions (dsh-tui: [privacy], off)
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +76,17 @@ def _run(cmd: list[str], server: ScriptServer, tmp_path, name: str, settings: st
     return list(server.requests)
 
 
+def tools_reply(*calls: tuple[str, str, str]) -> object:
+    """One response with several tool_use blocks (parallel calls), after a signed thinking block."""
+    events = [start(), block(0, {"type": "thinking", "thinking": "", "signature": ""}),
+              delta(0, {"type": "thinking_delta", "thinking": "Two tools."}),
+              delta(0, {"type": "signature_delta", "signature": "sig-P"}), stop(0)]
+    for i, (call_id, name, args) in enumerate(calls, start=1):
+        events += [block(i, {"type": "tool_use", "id": call_id, "name": name, "input": {}}),
+                   delta(i, {"type": "input_json_delta", "partial_json": args}), stop(i)]
+    return reply(*events, *end("tool_use"))
+
+
 SCENARIOS = {
     # a tool call whose result passes
     "tool-ok": [tool_reply("toolu_1", "read", '{"file_path": "notes.txt"}'), text_reply("It says alpha.")],
@@ -82,17 +94,31 @@ SCENARIOS = {
     "tool-error": [tool_reply("toolu_2", "read", '{"nope": 1}'), text_reply("It says alpha.")],
     # a plain answer (the title request goes beside it)
     "plain": [text_reply("It says alpha.")],
+    # two tools in one response (read and grep), then a bash call with dsh 0.2's `workdir`, then the answer
+    "tools-parallel-then-bash": [
+        tools_reply(("toolu_3", "read", '{"file_path": "notes.txt"}'),
+                    ("toolu_4", "grep", '{"pattern": "alpha", "include": "*.txt"}')),
+        tool_reply("toolu_5", "bash", '{"description": "Print notes", "command": "cat notes.txt", "workdir": "."}'),
+        text_reply("It says alpha."),
+    ],
 }
 
 
+# dsh 0.2 runs bash in its file sandbox under workspace-write without asking; dsh-tui does too where bubblewrap
+# can run, and asks (headless: refused) where it cannot: the bash scenario runs dsh-tui with the preset that
+# needs no approval on every machine
+OUR_ARGS = {"tools-parallel-then-bash": ("--preset", "full-access")}
+
+
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_dsh_tui_and_dsh02_send_the_same_messages_requests(dsh02, tmp_path, scenario):
+def test_dsh_tui_and_dsh02_send_the_same_messages_requests(dsh02, tmp_path, scenario, use_messages_default):
     prompt = "what is in notes.txt?"
     runs = {}
     for name, cmd, settings in (
         ("dsh02", [dsh02, "--profile", "headless", prompt], None),
-        ("dsh-tui", [sys.executable, "-m", "dsh_tui", "run", "--headless", prompt],
-         '[providers.deepseek-official]\napi = "messages"\n'),
+        # no settings file: DeepSeek's default route is the Messages wire, as dsh 0.2's
+        ("dsh-tui", [sys.executable, "-m", "dsh_tui", "run", "--headless", *OUR_ARGS.get(scenario, ()), prompt],
+         None),
     ):
         with ScriptServer() as server:
             server._server.title_reply = title
@@ -103,8 +129,5 @@ def test_dsh_tui_and_dsh02_send_the_same_messages_requests(dsh02, tmp_path, scen
     ours, theirs = runs["dsh-tui"], runs["dsh02"]
     assert len(ours[0]) == len(theirs[0])
     for mine, peer in zip(ours[0], theirs[0], strict=True):
-        # dsh 0.2 names its model "deepseek-flash" in the headless profile; the models differ by name only
-        mine = {**mine, "model": None}
-        peer = {**peer, "model": None}
-        assert mine == peer
+        assert mine == peer  # the model id too: "deepseek-flash", dsh 0.2's default
     assert [t["thinking"] for t in ours[1]] == [t["thinking"] for t in theirs[1]]

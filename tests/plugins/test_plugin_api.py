@@ -81,8 +81,9 @@ async def test_builtins_can_be_disabled_by_id():
                                     "agent-instructions", "session-title", "session-title-llm", "jobs", "subagents",
                                     "mcp", "skills", "skill-tool", "file-reference", "commands", "hooks-claude-code",
                                     "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
-                                    "ralph", "lsp"]
-    assert [s.id for s in specs if not s.enabled] == ["ralph"]  # off unless [plugins.ralph] enabled = true
+                                    "ralph", "lsp", "deepseek-extensions", "working-directory", "repeat-tool-reminder",
+                                    "str-replace-editor"]
+    assert [s.id for s in specs if not s.enabled] == ["ralph", "str-replace-editor"]  # off unless enabled = true
 
     class S:
         def get(self, key):

@@ -16,7 +16,7 @@ from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.runtime.jobs import JOB_KILL_SCHEMA, JOB_LIST_SCHEMA, JOB_OUTPUT_SCHEMA, SECTION
 from dsh_tui.runtime.jobs.registry import JobRegistry, render_delta
 from dsh_tui.store.open import open_store
-from tests.conftest import FIXTURES
+from tests.conftest import FIXTURES, REPO
 
 SNAPSHOTS = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots"
 
@@ -72,8 +72,12 @@ async def test_job_tool_schemas_and_prompt_section_are_dshs(tmp_path):
     host = await _host(tmp_path, ScriptedProvider([scripted.text("ok")]))
     try:
         ours = {t["name"]: t for t in host.agent.tools.schemas()}
+        # the texts are dsh 0.2's (its first headless request); bash's run_in_background is dsh 0.1's
+        dsh02 = {t["name"]: {"name": t["name"], "description": t["description"], "parameters": t["input_schema"]}
+                 for t in json.loads((REPO / "tests" / "fixtures" / "dsh02-request.headless.json").read_text())
+                 ["body"]["tools"]}
         for schema in (JOB_OUTPUT_SCHEMA, JOB_LIST_SCHEMA, JOB_KILL_SCHEMA):
-            assert ours[schema["name"]] == recorded[schema["name"]]
+            assert ours[schema["name"]] == dsh02[schema["name"]]
         # the host left `background` unset: bash advertises run_in_background as dsh's does
         assert ours["bash"]["parameters"]["properties"]["run_in_background"] == \
             recorded["bash"]["parameters"]["properties"]["run_in_background"]

@@ -8,6 +8,7 @@ The httpx client, timeouts, redaction and the streaming loop are the chat-comple
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -39,6 +40,30 @@ def messages_root(base_url: str) -> str:
 class MessagesProvider(OpenAICompatProvider):
     """A ``Provider`` for one route served over the Anthropic Messages API."""
 
+    #: dsh's ``x-deepseek-harness-*`` headers (session id, compaction flag) go to DeepSeek routes, not to
+    #: Anthropic's own API (``build_provider`` turns them off for the ``anthropic`` route)
+    send_harness_headers = True
+    #: dsh's ``deepseekLlmApiExtensions``: top-level request fields other parts contribute (name → prepare),
+    #: in registration order; ``None`` for a route that takes none (only DeepSeek's own route does)
+    #: (several agents sharing the provider each register theirs: the first that answers a request fills it)
+    request_extensions: dict[str, list[Callable[[dict[str, Any]], dict[str, Any] | None]]] | None = None
+
+    def register_extension(self, name: str, prepare: Callable[[dict[str, Any]], dict[str, Any] | None]
+                           ) -> Callable[[], None] | None:
+        """Contribute the request field ``name``: ``prepare(request)`` returns ``{"value": ..., "accept"?:
+        callable}`` (``accept`` runs once the response completed) or ``None`` (no field this time).
+        Returns the function that removes it, or ``None`` when this route takes no extensions."""
+        if self.request_extensions is None:
+            return None
+        self.request_extensions.setdefault(name, []).append(prepare)
+
+        def remove() -> None:
+            listed = (self.request_extensions or {}).get(name) or []
+            if prepare in listed:
+                listed.remove(prepare)
+
+        return remove
+
     def resolve_model(self, model: str) -> ModelInfo:
         info = super().resolve_model(model)
         if self.thinking_format == "none":  # a gateway or Anthropic itself: no thinking fields are sent
@@ -57,6 +82,9 @@ class MessagesProvider(OpenAICompatProvider):
             del headers["authorization"]
             headers["x-api-key"] = key
         headers["anthropic-version"] = ANTHROPIC_VERSION
+        if not self.send_harness_headers:
+            for name in [h for h in headers if h.startswith("x-deepseek-harness-")]:
+                del headers[name]
         return headers
 
     def build_body(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -70,7 +98,39 @@ class MessagesProvider(OpenAICompatProvider):
         )
         if self.thinking_format == "none":
             del body["thinking"]
+        accepts = []
+        for name, prepares in list((self.request_extensions or {}).items()):
+            for prepare in list(prepares):
+                prepared = prepare(request)
+                if prepared is None:
+                    continue
+                body[name] = prepared["value"]
+                if prepared.get("accept") is not None:
+                    accepts.append(prepared["accept"])
+                break
+        if accepts:
+            self._accepts[id(request)] = accepts
         return body
+
+    @property
+    def _accepts(self) -> dict[int, list[Callable[[], Any]]]:
+        pending = self.__dict__.get("_pending_accepts")
+        if pending is None:
+            pending = self.__dict__["_pending_accepts"] = {}
+        return pending
+
+    async def _stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        finished = False
+        try:
+            async for chunk in super()._stream(request):
+                if chunk.get("type") == "finish":
+                    finished = True
+                yield chunk
+        finally:
+            accepts = self._accepts.pop(id(request), [])
+        if finished:  # the provider took the request: its extensions' contributions were delivered
+            for accept in accepts:
+                accept()
 
     def _translator(self, request: dict[str, Any], secrets: tuple[str, ...]) -> Any:
         return MessagesTranslator((request.get("config") or {}).get("model") or "", secrets=secrets)

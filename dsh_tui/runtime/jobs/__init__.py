@@ -38,19 +38,16 @@ SECTION = ("Track every background job id you start. You are notified in-session
            "work. Before giving a final answer, collect every still-relevant job with job_output (set wait: true "
            "only when you are genuinely blocked on it), and job_kill jobs that stopped mattering.")
 _JOB_ID = {"type": "string", "description": "Job id returned by the tool that started the background work."}
-JOB_OUTPUT_SCHEMA = {
+JOB_OUTPUT_SCHEMA = {  # dsh 0.2's texts
     "name": "job_output",
-    "description": "Read a background job. Stream jobs return only output since the previous read; final-output "
-                   "jobs return their result after settlement. Every response ends with `[status: ...]`. Reads are "
-                   "non-blocking unless `wait: true`, which waits up to the configured cap.",
+    "description": "Read a background job: output since the previous read for stream jobs, or the result of a "
+                   "finished final-output job.",
     "parameters": {"type": "object", "properties": {
         "job_id": _JOB_ID,
-        "wait": {"type": "boolean", "description": "Block until the job reaches a terminal status or the timeout "
-                                                   "expires. A timed-out wait returns [status: running] and leaves "
-                                                   "the job alive."},
-        "timeout_ms": {"type": "number", "description": "Max wait in milliseconds (only meaningful with wait: "
-                                                        "true). Defaults to the configured wait timeout; capped by "
-                                                        "the configured maximum."}},
+        "wait": {"type": "boolean", "description": "Block until the job finishes or the timeout expires; a "
+                                                   "timed-out wait leaves the job running. Defaults to false."},
+        "timeout_ms": {"type": "number", "description": "Max wait in milliseconds with wait: true. Defaults to and "
+                                                        "is capped by configuration."}},
         "required": ["job_id"]},
 }
 JOB_LIST_SCHEMA = {
@@ -60,8 +57,7 @@ JOB_LIST_SCHEMA = {
 }
 JOB_KILL_SCHEMA = {
     "name": "job_kill",
-    "description": "Request cancellation of a running background job by job id. Returns immediately; the job "
-                   "settles as killed once its work actually stops.",
+    "description": "Request cancellation of a running background job.",
     "parameters": {"type": "object", "properties": {
         "job_id": _JOB_ID,
         "reason": {"type": "string", "description": "Optional short reason, recorded in the log and forwarded to "

@@ -283,6 +283,9 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
         child_provider = make(child_id)
     options = dict(spec.agent_options)
     options["approval_policy"] = "never"
+    # the child starts in the parent's working directory (working_directory may have moved it) but keeps the
+    # parent's workspace: the directory writes are confined to never widens by a cd
+    options["workspace"] = str(parent.config.workspace or parent.config.cwd)
     child_spec = HostSpec(
         root=None, store=host.store, cwd=Path(parent.config.cwd) if resume_id is None else None,
         provider=child_provider, model=parent.config.model, reasoning_effort=parent.config.reasoning_effort,

@@ -100,13 +100,13 @@ SEND_MESSAGE_SCHEMA = {
 }
 INTERRUPT_AGENT_SCHEMA = {
     "name": "interrupt_agent",
-    "description": "Request cancellation of a background agent's current turn by its agent id. The target may be your direct child or a deeper agent created under you. Only the current turn stops: messages already queued for the agent stay parked until a later send_message, agents it started keep running, and the agent itself stays available for follow-ups. This call returns as soon as the stop request is accepted, so the target may keep running briefly; interrupting an agent that already finished is an accepted no-op.",
+    "description": "Ask a subagent to stop its current work. This call returns without waiting for it to stop. You can continue a local direct child's conversation later with send_message. External executions stop permanently and cannot receive follow-ups. Subagents it started will keep running.",
     "parameters": {
         "type": "object",
         "properties": {
             "agent_id": {
                 "type": "string",
-                "description": "The agent id of the running agent to interrupt."
+                "description": "The id of an agent created under you: your direct child or a deeper descendant."
             }
         },
         "required": [
