@@ -28,7 +28,7 @@ from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.history import ChatHistory
 from dsh_tui.ui.screens import chat_modes
-from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin
+from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin, ShellFinished
 from dsh_tui.ui.screens.chat_completion import CompletionMixin
 from dsh_tui.ui.textual_compat import key_is_bound, paint_now
 from dsh_tui.ui.widgets.composer import Composer
@@ -955,6 +955,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._hide_completion()
         if submitted.startswith("/") and self._run_command(submitted):
             return
+        if submitted.startswith("!") and self._run_shell(text):
+            return
         steer = self.enter_steers != alternate
         if self.running and not steer:
             self.composer.value = rest
@@ -969,6 +971,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     @on(CommandFinished)
     def _command_finished(self, message: CommandFinished) -> None:
         self._command_done(message.text, message.result)
+
+    @on(ShellFinished)
+    def _shell_finished(self, message: ShellFinished) -> None:
+        self._shell_done(message.command, message.result)
 
     # -- completion ------------------------------------------------------------------------------
     @on(TextArea.Changed, "#composer")
