@@ -236,3 +236,23 @@ def test_the_plugin_is_off_by_default_and_its_options_are_checked():
         terminals._config({"nope": 1})
     with pytest.raises(Exception, match="at least 64"):
         terminals._config({"max_result_bytes": 10})
+
+
+def test_a_prompt_for_input_returns_stdin_read_and_the_answer_goes_through(tmp_path):
+    _settings(tmp_path)
+    with ScriptServer() as server:
+        _calls(server, ("terminal_open", {"type": "shell"}),
+               ("terminal_send", {"sessionId": "pty-1", "text": "read -p 'Name? ' n; echo hello $n"}),
+               ("terminal_send", {"sessionId": "pty-1", "text": "Bob"}),
+               ("terminal_send", {"sessionId": "pty-1", "text": "sleep 30"}),
+               ("terminal_signal", {"sessionId": "pty-1", "signal": "SIGKILL"}),
+               ("terminal_close", {"sessionId": "pty-1"}))
+        _settings(tmp_path, "idle_silence_ms = 1000\n")
+        out, _work = _run(tmp_path, server, "ask for a name")
+        assert out.returncode == 0, out.stderr
+        results = _results(server)
+    assert results[1] == "read -p 'Name? ' n; echo hello $n\nName? \n[wait: stdin_read]\n[session: running]"
+    assert results[2] == "Bob\nhello Bob\ndsh> \n[wait: stdin_read]\n[session: running]"
+    assert results[3] == "sleep 30\n\n[wait: inferred_idle]\n[session: running]"
+    assert results[4].startswith("delivered SIGKILL to foreground process group ")
+    assert results[5] == "closed terminal session pty-1"

@@ -574,7 +574,7 @@ class LocalPtySession:
                     return
                 elapsed = now - op.started
                 has_output = not self.initializing or bool(self.scrollback.value)
-                if has_output and fg is not None and fg != self.shell_pgid:
+                if has_output and fg is not None:
                     waiting = await asyncio.to_thread(stdin_waiting, fg)
                     if op.accepts_stdin_wait(fg, waiting) and elapsed >= cfg["exact_probe_after_ms"] / 1000:
                         self._settle("stdin_read")
