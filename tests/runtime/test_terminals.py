@@ -256,3 +256,17 @@ def test_a_prompt_for_input_returns_stdin_read_and_the_answer_goes_through(tmp_p
     assert results[3] == "sleep 30\n\n[wait: inferred_idle]\n[session: running]"
     assert results[4].startswith("delivered SIGKILL to foreground process group ")
     assert results[5] == "closed terminal session pty-1"
+
+
+def test_a_background_send_is_a_pty_send_job(tmp_path):
+    _settings(tmp_path)
+    with ScriptServer() as server:
+        _calls(server, ("terminal_open", {"type": "shell"}),
+               ("terminal_send", {"sessionId": "pty-1", "text": "sleep 0.5; echo BG_DONE", "run_in_background": True}),
+               ("job_output", {"job_id": "pty-send-1", "wait": True, "timeout_ms": 20000}),
+               ("terminal_close", {"sessionId": "pty-1"}))
+        out, _work = _run(tmp_path, server, "in the background")
+        assert out.returncode == 0, out.stderr
+        results = _results(server)
+    assert results[1] == "started background job pty-send-1"
+    assert "BG_DONE\ndsh> " in results[2] and results[2].endswith("[status: completed, wait: stdin_read]")
