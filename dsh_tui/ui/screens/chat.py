@@ -257,8 +257,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._ready = True
         self.events_ready()  # whatever the bridge delivered before the screen was composed
 
-    _LAZY_ORDER = ("search_bar", "plan_strip", "steer_row", "queue_list", "approval", "question", "note", "command_output",
-                   "completion", "composer")
+    _LAZY_ORDER = ("search_bar", "plan_strip", "steer_row", "queue_list", "approval", "question", "note", "terminal_card",
+                   "command_output", "completion", "composer")
 
     @cached_property
     def search_bar(self) -> SearchBar:
@@ -1037,8 +1037,6 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             from dsh_tui.ui.widgets.terminal import TerminalCard
 
             self.terminal_card = card = TerminalCard(service, id="terminal-card")
-            self._lazy_order = (*self._lazy_order[:self._lazy_order.index(self.command_output)], card,
-                                *self._lazy_order[self._lazy_order.index(self.command_output):])
         card.service = service
         shown = card.poll()
         if shown:
