@@ -50,13 +50,14 @@ ENTRY_POINT_GROUP = "dsh_tui.plugins"
 BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
                "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
                "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
-               "ralph", "lsp", "deepseek-extensions", "working-directory", "repeat-tool-reminder", "str-replace-editor")
+               "ralph", "lsp", "deepseek-extensions", "working-directory", "repeat-tool-reminder", "str-replace-editor",
+               "terminals")
 #: Built-in features (project instructions, titles, background jobs, hooks, workspace changes, read_image, the web
 #: tools, questions, plan mode, goals, Ralph) the agent host loads; a bare ``Agent`` leaves them out.
 FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
-               "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal", "ralph")
+               "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal", "ralph", "terminals")
 #: Built-ins that load only when the settings turn them on (``[plugins.<id>] enabled = true``), as in dsh 0.2.
-OFF_BY_DEFAULT = ("ralph", "str-replace-editor")
+OFF_BY_DEFAULT = ("ralph", "str-replace-editor", "terminals")
 
 
 class PluginError(DshError):
@@ -352,6 +353,16 @@ class AgentView:
         "accept"?: callable run once the request succeeded}`` or ``None``. Returns the remover."""
         register = getattr(self._a.provider, "register_extension", None)
         return None if register is None else register(name, prepare)
+
+    @property
+    def terminals(self) -> Any:
+        """The agent's persistent terminals (the built-in ``terminals`` plugin), or None when it is off."""
+        return getattr(self._a, "terminals", None)
+
+    @property
+    def sandbox(self) -> Any:
+        """The OS sandbox (``dsh_tui.tools.sandbox.Sandbox``) the host runs commands in, or None."""
+        return getattr(getattr(self._a, "host", None), "sandbox", None)
 
     def followup(self, message: Any) -> dict:
         return self._a.followup(message)
@@ -834,6 +845,8 @@ BUILTINS: dict[str, Any] = {
         isinstance(config, Mapping) and isinstance(config.get("privacy"), Mapping)
         and (config["privacy"].get("send_session_log") is True
              or config["privacy"].get("send_plugin_packages") is True))),
+    # dsh's terminal_* tools over persistent PTYs (dsh_tui/runtime/terminals/); off unless enabled
+    "terminals": _LazyBuiltin("terminals", "dsh_tui.runtime.terminals", lambda config: True),
 }
 
 

@@ -31,6 +31,8 @@ class AgentHarness:
         self.writer = host.writer
         self.agent = agent = host.agent
         self._offs: list[Any] = []
+        # ``!command`` results the model gets just before the next message (``shell``)
+        self.shell_context: list[dict[str, Any]] = []
         self._closed = False
         self._script: asyncio.Task | None = None
         self.root: Path | None = None  # the session root (a resume hint names it when it is not the default)
@@ -184,10 +186,13 @@ class AgentHarness:
         content: Any = text
         if images and not self.agent.plugins.disabled("images") and find_images(text, self.agent.config.cwd):
             content = await asyncio.to_thread(prompt_content, text, self.agent.config.cwd)
-        if mode == "steer":
-            self.agent.steer(content)
-        else:
-            self.agent.followup(content)
+        put = self.agent.steer if mode == "steer" else self.agent.followup
+        context, self.shell_context = self.shell_context, []
+        if context:  # the user's ``!command``s and their output, then the message: one user message
+            blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+            put({"role": "user", "content": [*(b for m in context for b in m["content"]), *blocks]})
+            return
+        put(content)
 
     def images_enabled(self) -> bool:
         """Whether prompts take image attachments: the ``images`` built-in plugin is on."""
@@ -287,6 +292,15 @@ class AgentHarness:
             self.announce_model()
         elif action.get("kind") == "preset":
             self.announce_preset()
+        return result
+
+    async def shell(self, command: str) -> Any:
+        """``!command``: run it as the user; its output goes to the model with the next prompt
+        (``dsh_tui.runtime.shellmode``). A ``ShellResult``."""
+        from dsh_tui.runtime import shellmode
+
+        result = await shellmode.run(command, str(self.agent.config.cwd or "."))
+        self.shell_context.append(result.message())
         return result
 
     async def play(self, prompts: tuple[str, ...]) -> None:

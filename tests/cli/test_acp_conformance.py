@@ -153,10 +153,12 @@ async def run_acp(d: Path, tmp: Path) -> list[dict]:
     if not replay.exists():  # a protocol-only recording: any log will do, the model is never asked
         replay = next(EXAMPLES.glob("acp-agent/tests/snapshots/text-turn/session.jsonl"))
     settings = []  # the recorder's per-scenario plugin configuration (hook files, instruction markers)
-    for pid in ("hooks-claude-code", "hooks-codex", "agent-instructions"):
+    for pid in ("hooks-claude-code", "hooks-codex", "agent-instructions", "terminals"):
         config = scenario_plugin_config(d.name, pid, work)
         if config:
             settings += [f"[plugins.{pid}]", *(f"{key} = {json.dumps(value)}" for key, value in config.items())]
+            if pid == "terminals":  # off unless enabled, as in dsh's composition
+                settings.append("enabled = true")
     lsp = scenario_plugin_config(d.name, "lsp", work)  # the [lsp] table (lsp.cordis.yml's fixture server)
     if lsp:
         from dsh_tui.config.files import dumps_toml

@@ -82,8 +82,8 @@ async def test_builtins_can_be_disabled_by_id():
                                     "mcp", "skills", "skill-tool", "file-reference", "commands", "hooks-claude-code",
                                     "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
                                     "ralph", "lsp", "deepseek-extensions", "working-directory", "repeat-tool-reminder",
-                                    "str-replace-editor"]
-    assert [s.id for s in specs if not s.enabled] == ["ralph", "str-replace-editor"]  # off unless enabled = true
+                                    "str-replace-editor", "terminals"]
+    assert [s.id for s in specs if not s.enabled] == ["ralph", "str-replace-editor", "terminals"]  # off unless enabled = true
 
     class S:
         def get(self, key):

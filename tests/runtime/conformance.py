@@ -23,6 +23,7 @@ from pathlib import Path
 from dsh_tui.llm.replay import ReplayProvider, attempts_from_events, read_log_events
 from dsh_tui.runtime import Agent, AgentConfig
 from dsh_tui.runtime.plugins import Plugins, builtin_specs
+from dsh_tui.runtime.terminals import TOOL_NAMES as TERMINAL_TOOLS
 from dsh_tui.session.headers import make_header
 from dsh_tui.session.log import Session
 from dsh_tui.tools import BUILTIN_TOOL_NAMES, builtin_tools
@@ -41,8 +42,63 @@ ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_alway
            "reject_always": "rejected"}
 
 
-# Tools of built-in plugins other than dsh_tui.tools and the jobs plugin (skills, images, lsp).
-PLUGIN_TOOLS = {"skill", "read_image", "lsp"}
+# Tools of built-in plugins other than dsh_tui.tools and the jobs plugin (skills, images, lsp, terminals).
+PLUGIN_TOOLS = {"skill", "read_image", "lsp", *TERMINAL_TOOLS}
+# The terminal tools' results are deterministic with dsh's snapshot backend (``SnapshotPtyBackend``).
+DETERMINISTIC_TOOLS |= set(TERMINAL_TOOLS)
+
+
+class _SnapshotPtySession:
+    """dsh's examples/acp-agent/pty-snapshot-backend.mjs: the deterministic in-memory PTY its recordings used."""
+
+    def __init__(self) -> None:
+        self.motd = "dsh> "
+        self.status_value = {"kind": "running"}
+        self.scrollback = "dsh> "
+
+    async def start_send(self, text: str, submit: bool, cancelled=None):
+        viewport = f"{text}\nPTY_OK\ndsh> "
+        self.scrollback += viewport
+        future = asyncio.get_running_loop().create_future()
+        future.set_result({"viewport": viewport, "waitReason": "stdin_read", "sessionStatus": self.status_value,
+                           "truncated": False})
+
+        class _Op:
+            settled = True
+            sinks: list = []
+
+            def __init__(self) -> None:
+                self.future = future
+
+            def cancel(self) -> bool:
+                return False
+
+        return _Op()
+
+    def read(self, offset=None, count=None) -> dict:
+        lines = self.scrollback.split("\n")
+        offset = offset or 0
+        count = 500 if count is None else count
+        end = len(lines) - offset
+        text = "\n".join(lines[max(0, end - count):end])
+        return {"text": text, "totalLines": len(lines), "lineBegin": offset,
+                "lineEnd": offset + len(text.split("\n")), "truncated": False}
+
+    async def signal(self, name: str) -> dict:
+        return {"delivered": True, "targetPgid": 1}
+
+    def status(self) -> dict:
+        return self.status_value
+
+    async def close(self, reason: str = "") -> None:
+        self.status_value = {"kind": "exited", "exitCode": 0, "signal": None}
+
+
+class SnapshotPtyBackend:
+    type = "shell"
+
+    async def spawn(self, spec: dict) -> _SnapshotPtySession:
+        return _SnapshotPtySession()
 # Scenarios whose recorder prepared the workspace beyond the committed ``workspace/`` (dsh's
 # examples/acp-agent/tests/acp.snapshot.ts ``prepareWorkspace``): a ``prepare/`` tree copied over it, or a
 # function of the workspace.
@@ -70,6 +126,8 @@ SCENARIO_PLUGIN_CONFIG: dict[str, dict] = {
 
 def scenario_plugin_config(scenario: str, pid: str, work: Path | None) -> dict:
     config = dict(SCENARIO_PLUGIN_CONFIG.get(scenario, {}).get(pid, {}))
+    if pid == "terminals" and scenario == "pty-tools":  # dsh's pty.cordis.snapshot.yml: its snapshot backend
+        config.update(max_result_bytes=64, backends=["tests.runtime.conformance:SnapshotPtyBackend"])
     if pid in ("hooks-claude-code", "hooks-codex"):
         config.update(HERMETIC_HOOKS)
         if work is not None and scenario.startswith(("hook-cc-", "packed-chunks")) and pid == "hooks-claude-code":
@@ -388,6 +446,8 @@ def feature_plugins(recorded: list[dict], home: Path, scenario: str = "", work: 
             spec.config = {"maxOutputTokens": title["maxTokens"], **title["route"]} if title else {}
         elif spec.id == "agent-instructions":
             spec.config = {"dshHome": str(home)}
+        elif spec.id == "terminals":  # opt-in in dsh's composition too: on where the recording used it
+            spec.enabled = any(e["type"] == "tool/call" and e["data"]["name"] in TERMINAL_TOOLS for e in recorded)
         extra = scenario_plugin_config(scenario, spec.id, work)
         if extra:
             spec.config = {**(spec.config or {}), **extra}

@@ -77,6 +77,14 @@ async def test_deterministic_tool_results_are_compared(name, tmp_path):
     assert outcome.mismatches == [] and outcome.compared_results >= 1
 
 
+@pytest.mark.parametrize("where", ["acp-agent", "headless-agent"])
+async def test_dshs_pty_tools_scenarios_replay_with_every_terminal_result_compared(where, tmp_path):
+    """The terminals plugin's six tools (dsh_tui/runtime/terminals/) over dsh's snapshot PTY backend."""
+    scenario = next(d for d in APPLICABLE if d.name == "pty-tools" and scenario_id(d).startswith(where))
+    outcome = await run_scenario(scenario, tmp_path)
+    assert outcome.mismatches == [] and outcome.compared_results == 6
+
+
 @pytest.mark.parametrize("scenario", TREES, ids=scenario_id)
 async def test_subagent_scenario_matches_dsh(scenario, tmp_path):
     """The root and every child replay their own recordings through the real driver, the subagents plugin

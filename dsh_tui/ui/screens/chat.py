@@ -28,7 +28,7 @@ from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
 from dsh_tui.ui.history import ChatHistory
 from dsh_tui.ui.screens import chat_modes
-from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin
+from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin, ShellFinished
 from dsh_tui.ui.screens.chat_completion import CompletionMixin
 from dsh_tui.ui.textual_compat import key_is_bound, paint_now
 from dsh_tui.ui.widgets.composer import Composer
@@ -124,6 +124,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     ChatScreen #command-output { height: auto; max-height: 50%; display: none; padding: 0 1;
                                  border-left: thick $accent; overflow-y: auto; }
     ChatScreen #command-output.-error { border-left: thick $error; }
+    ChatScreen #terminal-card { height: auto; max-height: 12; padding: 0 1; border-left: thick $panel-lighten-2;
+                                text-wrap: nowrap; text-overflow: ellipsis; }
+    ChatScreen #terminal-card:focus { border-left: thick $accent; }
+    ChatScreen #terminal-card.-attached { border-left: thick $success; }
     """
 
     BINDINGS = [
@@ -139,6 +143,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         # protocol: Ctrl+S is the key every terminal sends (flow control is off in the app's raw mode)
         Binding("ctrl+s,ctrl+enter", "steer", "Steer", id="composer.steer", show=False),
         Binding("ctrl+down", "focus_queue", "Queue", id="chat.queue", show=False),
+        Binding("f6", "focus_terminal", "Terminal", id="chat.terminal", show=False),
         Binding("f4", "cycle_permission", "Permission mode", id="chat.permission", show=False),
         Binding("f5", "retry", "Retry failed turn", id="chat.retry", show=False),
         Binding("f8", "toggle_plan", "Plan mode", id="chat.plan", show=False),
@@ -203,6 +208,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._stuck_ticks = 0
 
     def compose(self) -> ComposeResult:
+        self.terminal_card: Any = None  # built when the agent first has a terminal (_poll_terminals)
         self.transcript = TranscriptView(self.fold, self.state, id="transcript")
         yield self.transcript
         # the search bar, plan strip, steer row, queue, approval panel, note, command output and completion
@@ -246,12 +252,13 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self.say(self._model_hint)  # no harness is coming: say what to set, inline
             self._update_composer_hint()
         self.set_interval(0.25, self._update_bottom_hint)
+        self.set_interval(0.25, self._poll_terminals)
         self.set_interval(WATCHDOG_S, self._watchdog)
         self._ready = True
         self.events_ready()  # whatever the bridge delivered before the screen was composed
 
-    _LAZY_ORDER = ("search_bar", "plan_strip", "steer_row", "queue_list", "approval", "question", "note", "command_output",
-                   "completion", "composer")
+    _LAZY_ORDER = ("search_bar", "plan_strip", "steer_row", "queue_list", "approval", "question", "note", "terminal_card",
+                   "command_output", "completion", "composer")
 
     @cached_property
     def search_bar(self) -> SearchBar:
@@ -955,6 +962,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._hide_completion()
         if submitted.startswith("/") and self._run_command(submitted):
             return
+        if submitted.startswith("!") and self._run_shell(text):
+            return
         steer = self.enter_steers != alternate
         if self.running and not steer:
             self.composer.value = rest
@@ -969,6 +978,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     @on(CommandFinished)
     def _command_finished(self, message: CommandFinished) -> None:
         self._command_done(message.text, message.result)
+
+    @on(ShellFinished)
+    def _shell_finished(self, message: ShellFinished) -> None:
+        self._shell_done(message.command, message.result)
 
     # -- completion ------------------------------------------------------------------------------
     @on(TextArea.Changed, "#composer")
@@ -1012,6 +1025,33 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             self._send(text, "steer" if self.running else "followup")
             self.set_focus(self.composer)  # sent: what comes next is typed
         self._show_queue()
+
+    # -- the agent's terminals (the terminals plugin; dsh_tui/ui/widgets/terminal.py) --------------------------
+    def _poll_terminals(self) -> None:
+        """Show the terminal card while the agent has a live terminal (its screen redrawn 4 times a second)."""
+        service = getattr(getattr(self.bridge.harness, "agent", None), "terminals", None)
+        card = self.terminal_card
+        if card is None:
+            if service is None or not service.sessions:
+                return
+            from dsh_tui.ui.widgets.terminal import TerminalCard
+
+            self.terminal_card = card = TerminalCard(service, id="terminal-card")
+        card.service = service
+        shown = card.poll()
+        if shown:
+            self._ensure_mounted(card)
+        if card.is_attached and card.display != shown:
+            card.display = shown
+            if not shown:
+                self._restore_focus()
+
+    def action_focus_terminal(self) -> None:
+        """F6: the terminal card (Enter attaches to the terminal)."""
+        self._poll_terminals()
+        card = self.terminal_card
+        if card is not None and card.is_attached and card.display:
+            card.focus()
 
     def action_focus_queue(self) -> bool:
         """Focus the queue with its first (next to go) message highlighted; False when it is empty."""
@@ -1129,6 +1169,10 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         composer = self.composer
         if composer.has_focus and composer.selected_text:
             composer.action_copy()
+            return
+        card = self.terminal_card
+        if card is not None and card.has_focus and card.user_attached:  # the terminal's own Ctrl+C
+            card.write(b"\x03")
             return
         if self.running:
             if self._missed_turn_end():

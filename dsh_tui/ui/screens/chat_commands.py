@@ -48,6 +48,15 @@ class CommandFinished(Message):
         self.result = result
 
 
+class ShellFinished(Message):
+    """A ``!command``'s result (posted from the harness thread)."""
+
+    def __init__(self, command: str, result: Any) -> None:
+        super().__init__()
+        self.command = command
+        self.result = result
+
+
 class CommandsMixin:
     """Methods of ``ChatScreen`` (see the module docstring)."""
 
@@ -87,6 +96,41 @@ class CommandsMixin:
 
         future.add_done_callback(done)
         return True
+
+    def _run_shell(self, text: str) -> bool:
+        """``!command``: run it as the user and show its output above the composer; the model gets both with
+        the next prompt (``dsh_tui.runtime.shellmode``). True: handled (run, or refused with the reason)."""
+        command = text[1:].strip()
+        if not command:
+            return False
+        if self.read_only or self.bridge.harness is None or not hasattr(self.bridge.harness, "shell"):
+            self.say("! runs a command in a live session: resume this one first.")
+            return True
+        future = self.bridge.call(lambda h: h.shell(command))  # type: ignore[attr-defined]
+        if future is None:
+            self.say("No session is open.")
+            return True
+        self.composer.value = ""
+        self.say("")
+        self._show_output(f"$ {command} …", error=False)
+        screen = self
+
+        def done(fut: Any) -> None:  # on the harness thread: post, never call
+            try:
+                result = fut.result()
+            except Exception as err:  # noqa: BLE001 - the bridge reports it as a notice too
+                result = err
+            screen.post_message(ShellFinished(command, result))
+
+        future.add_done_callback(done)
+        return True
+
+    def _shell_done(self, command: str, result: Any) -> None:
+        if result is None or isinstance(result, BaseException):
+            self._show_output(f"$ {command} failed: {result or 'see the notice'}", error=True)
+            return
+        self._show_output(result.display() + "\n(the model gets this with your next message)",
+                          error=bool(result.exit_code) or result.timed_out)
 
     def _refuse_unknown(self, text: str, commands: Any) -> bool:
         """``/name`` that is neither a command nor a skill: say so and suggest the nearest names, never send it
