@@ -195,3 +195,33 @@ def test_project_hook_files_are_something_the_trust_question_names(tmp_path):
     _write(tmp_path / ".claude" / "settings.local.json", {"hooks": {"Stop": [{"hooks": [{"command": "true"}]}]}})
     _write(tmp_path / ".claude" / "settings.json", {"permissions": {}})  # no hooks in it: nothing to ask
     assert needs_trust(tmp_path) == ["project hooks (run as commands): .claude/settings.local.json"]
+
+
+def test_session_end_notification_and_precompact_hooks_run(tmp_path):
+    record = "cat >> \"$CLAUDE_PROJECT_DIR/events.jsonl\"; echo >> \"$CLAUDE_PROJECT_DIR/events.jsonl\""
+    _write(tmp_path / "home" / ".claude" / "settings.json", {"hooks": {
+        "SessionEnd": [{"hooks": [{"command": record}]}],
+        "Notification": [{"hooks": [{"command": record}]}],
+        "PreCompact": [{"matcher": "manual", "hooks": [{"command": record}]}]}})
+    with ScriptServer() as server:
+        # read-only: the write asks; headless nobody answers, but the Notification hook is told
+        server.push(
+            sse_reply(chunk(None, tool_calls=[tool_call(0, id="w1", name="write",
+                                                        args=json.dumps({"file_path": "x.txt", "content": "x"}))]),
+                      chunk(None, finish="tool_calls", usage=USAGE)),
+            sse_reply(chunk("Could not write."), chunk("", finish="stop", usage=USAGE)),
+            sse_reply(chunk("Summary of the work so far."), chunk("", finish="stop", usage=USAGE)),
+        )
+        out, work = _run(tmp_path, server, "write x", preset="read-only")
+        assert out.returncode in (0, 1), out.stderr
+        rows = [json.loads(line) for line in (work / "events.jsonl").read_text().splitlines() if line.strip()]
+        assert [r["hook_event_name"] for r in rows] == ["Notification", "SessionEnd"]
+        assert rows[0]["message"] == "Claude needs your permission to use Write" and rows[1]["reason"] == "other"
+        env = _env(tmp_path, DEEPSEEK_API_KEY=KEY, DEEPSEEK_BASE_URL=server.base_url, HOME=str(tmp_path / "home"))
+        again = subprocess.run([sys.executable, "-m", "dsh_tui", "resume", "--last", "--root", str(tmp_path / "s"),
+                                "--headless", "/compact"], env=env, cwd=work, capture_output=True, text=True,
+                               timeout=120)
+        assert again.returncode == 0, again.stderr
+    rows = [json.loads(line) for line in (work / "events.jsonl").read_text().splitlines() if line.strip()]
+    assert [r["hook_event_name"] for r in rows][2:] == ["PreCompact", "SessionEnd"]
+    assert rows[2]["trigger"] == "manual"

@@ -16,7 +16,8 @@ Points (dsh's): ``SessionStart`` (its additional context injected), ``UserPrompt
 prompt; additional context joins the step), ``PreToolUse`` (deny refuses the call with the reason, ask sends
 it to the approval panel; Codex hooks cannot ask), ``PostToolUse`` (deny replaces the result with the reason;
 additional context follows it), ``Stop`` (a deny continues the turn with the reason); Claude Code also
-``SubagentStart``/``SubagentStop`` (dsh's subagent runs are announced to the hooks of the child). Each run
+``SubagentStart``/``SubagentStop`` (dsh's subagent runs are announced to the hooks of the child), and
+Claude Code's own ``SessionEnd``, ``PreCompact`` and ``Notification`` (an approval waits). Each run in a turn
 is logged as ``hook/invoked`` and ``hook/result``.
 
 Tool names: a hook's ``matcher`` is tested against dsh's tool name (``bash``) and Claude Code's (``Bash``), so
@@ -37,7 +38,7 @@ from dsh_tui.config.trust import project_hook_files
 from dsh_tui.runtime.hooks import protocol as hp
 
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SubagentStart",
-                 "SubagentStop")
+                 "SubagentStop", "SessionEnd", "PreCompact", "Notification")
 CODEX_EVENTS = ("PreToolUse", "PostToolUse", "SessionStart", "UserPromptSubmit", "Stop")
 #: dsh's tool names as Claude Code names its own (a matcher may use either)
 CLAUDE_TOOL_NAMES = {"bash": "Bash", "read": "Read", "write": "Write", "edit": "Edit", "glob": "Glob",
@@ -427,7 +428,34 @@ def _bridge(dialect: str):
         ctx.on("tools/post-execute", on_post_execute)
         ctx.on("agent/turn-stopping", on_turn_stopping)
 
+        if dialect == "claude-code" and "PreCompact" in parsed:
+            def on_event(payload: dict[str, Any]) -> None:
+                event = payload.get("event") or {}
+                if event.get("type") != "compaction/start":
+                    return
+                trigger = "manual" if (event.get("data") or {}).get("turn") is None else "auto"
+                track(run_point("PreCompact", trigger, {**base("PreCompact"), "trigger": trigger,
+                                                        "custom_instructions": ""}, None))
+
+            ctx.on("session/event", on_event)
+
+        if dialect == "claude-code" and "Notification" in parsed:
+            async def on_approval(payload: dict[str, Any], nxt: Any) -> Any:
+                tool = str(payload.get("toolName") or "a tool")
+                message = f"Claude needs your permission to use {CLAUDE_TOOL_NAMES.get(tool, tool)}"
+                track(run_point("Notification", "", {**base("Notification"), "message": message}, None))
+                return await nxt()
+
+            ctx.on("approval/request", on_approval, prepend=True)
+
         async def drain() -> None:
+            if dialect == "claude-code" and "SessionEnd" in parsed:
+                try:  # the session is closing: its hooks still run (bounded by their timeouts)
+                    await run_point("SessionEnd", "other", {**base("SessionEnd"), "reason": "other"}, None)
+                except Exception as err:  # noqa: BLE001 - a failing hook never blocks closing
+                    ctx.log.warning("hooks-claude-code: SessionEnd hook failed: %s", err)
+            if pending:  # detached runs (SessionStart, Notification, …) get a moment to finish, then stop
+                await asyncio.wait(list(pending), timeout=5)
             for task in list(pending):
                 task.cancel()
             if pending:
