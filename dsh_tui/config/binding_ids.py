@@ -9,7 +9,7 @@ BINDING_IDS: frozenset[str] = frozenset({
     "browser.fork", "browser.list", "browser.new", "browser.refresh", "browser.rename", "browser.resume",
     "browser.scope", "browser.search", "browser.timeline", "browser.trash", "chat.bottom", "chat.cancel",
     "chat.cards", "chat.earlier", "chat.find", "chat.pagedown", "chat.pageup", "chat.permission", "chat.plan", "chat.queue",
-    "chat.reasoning", "chat.retry", "composer.editor", "composer.history_search", "composer.newline",
+    "chat.reasoning", "chat.retry", "chat.terminal", "composer.editor", "composer.history_search", "composer.newline",
     "composer.steer", "item.block", "item.copy", "item.down", "item.leave", "item.toggle", "item.up", "item.view",
     "list.down", "list.end", "list.home", "list.pagedown", "list.pageup", "list.select", "list.up", "mcp.close",
     "mcp.reconnect", "modal.cancel", "output.back", "output.copy", "output.find", "search.close", "search.next",

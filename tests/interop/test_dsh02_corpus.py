@@ -40,9 +40,13 @@ def _home(tmp_path: Path, *scenarios: str) -> Path:
     return root.parent
 
 
+CHAT = '[providers.deepseek-official]\napi = "chat"\n'
+
+
 def _env(tmp_path: Path, home: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DSH_", "DEEPSEEK_"))}
-    env.update(DSH_HOME=str(home), XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "cfg"))
+    env.update(DSH_HOME=str(home), XDG_CACHE_HOME=str(tmp_path / "cache"), XDG_CONFIG_HOME=str(tmp_path / "cfg"),
+               DSH_TUI_DEEPSEEK_API="chat")  # these tests script chat completions (DeepSeek's default is Messages)
     return env
 
 
@@ -374,7 +378,7 @@ def test_new_sessions_with_storage_format_v4_are_v4_and_real_dsh_02s_sdk_resumes
     ws.mkdir()
     cfg = tmp_path / "cfg" / "dsh-tui"
     cfg.mkdir(parents=True)
-    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n')
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n' + CHAT)
     log = _run_new(tmp_path, home, ws, "say hi")
     assert log.name == "session.v4.jsonl.zstd"
     header = json.loads(_plain(log).split(b"\n", 1)[0])
@@ -400,7 +404,7 @@ def test_new_sessions_are_v0_by_default_and_a_v0_session_stays_v0_under_storage_
     log = _run_new(tmp_path, home, ws, "say hi")
     assert log.name == "session.jsonl.zstd"
     assert json.loads(_plain(log).split(b"\n", 1)[0])["version"] == 0
-    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n')  # v4 for new ones: a v0 one stays v0
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n' + CHAT)  # v4 for new ones: a v0 one stays v0
     from tests.llm.sse_server import ScriptServer, chunk, sse_reply
 
     sid = json.loads(_plain(log).split(b"\n", 1)[0])["id"]
@@ -413,7 +417,7 @@ def test_new_sessions_are_v0_by_default_and_a_v0_session_stays_v0_under_storage_
     assert b"assistant/chunk" in _plain(log) and b'"ignorable":true' not in _plain(log)
     check = json.loads(_dsh_tui("log", "check", str(log)).stdout)
     assert check["ok"] and check["turns"] == 2, check
-    (cfg / "settings.toml").write_text('[storage]\nformat = "v5"\n')
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v5"\n' + CHAT)
     bad = _dsh_tui("run", "--headless", "x", env={**env, "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}, cwd=ws)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
 
@@ -479,7 +483,7 @@ def test_a_v4_session_that_delegated_to_a_subagent_is_resumed_by_real_dsh_02(tmp
     ws.mkdir()
     cfg = tmp_path / "cfg" / "dsh-tui"
     cfg.mkdir(parents=True)
-    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n')
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n' + CHAT)
     usage = {"prompt_tokens": 5, "completion_tokens": 2}
     with ScriptServer() as server:
         server.push(
