@@ -39,6 +39,10 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     # command asks: the suite runs without it, the same on every machine; the sandbox's own tests turn it on
     # (tests/tools/test_sandbox.py, tests/cli/test_sandbox_cli.py).
     monkeypatch.setenv("DSH_TUI_SANDBOX", "off")
+    # pytest-xdist's workers carry COLUMNS=80 and LINES=24; an app started in a pseudo-terminal of another size
+    # would take those over the terminal's own and draw off-screen
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
     monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
     monkeypatch.delenv("DEEPSEEK_BASE_URL", raising=False)
     # The built-in DeepSeek route speaks the Messages wire by default (as dsh 0.2); the suite's scripted

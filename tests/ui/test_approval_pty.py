@@ -5,16 +5,11 @@ press its key. ``dsh-tui run`` in a pseudo-terminal against a model server on 12
 from __future__ import annotations
 
 import json
-
-import pytest
+import time
 
 from tests.llm.sse_server import chunk, tool_call
 from tests.ui.browser_support import ModelServer
 from tests.ui.pty_support import PtyApp, app_env, session_events, typed
-
-# these journeys fail inside a pytest-xdist worker (the app never draws its notices there) and pass in one
-# process: the README runs them in a second, serial pass (pyproject: marker "serial")
-pytestmark = pytest.mark.serial
 
 TYPED = "yes and please also run the tests"
 
@@ -59,7 +54,10 @@ def test_typing_when_the_approval_appears_decides_nothing(tmp_path):
         app.write(b"a")
         mark = app.after(mark, "The file says")  # the tool ran, the model answered
         assert (ws / "approved.txt").read_text() == "hi\n"
-        mark = app.after(mark, "echo")  # then the queued follow-up was sent and answered
+        app.asked(server, TYPED)  # then the queued follow-up was sent
+        end = time.monotonic() + 30  # and is in the log ("echo" on screen could be the tool card's command)
+        while len(typed(session_events(root))) < 2 and time.monotonic() < end:
+            app.read(0.2)
         app.write(b"\x11")  # Ctrl+Q
         assert app.wait_exit() == 0, app.plain()[-2000:]
     events = session_events(root)

@@ -411,7 +411,14 @@ async def test_read_only_view_says_so_and_enter_resumes_it_and_sends(tmp_path, m
                        and getattr(app.bridge.harness, "read_only", False) is False)
         session = app.bridge.harness.session
         assert session.id == "done-1"
-        await wait_for(pilot, lambda: any(e["type"] == "turn/end" for e in session.events[len(rows):]))
+
+        def answered() -> bool:  # the typed text in the log, and its turn ended
+            events = session.events
+            asked = [i for i, e in enumerate(events) if e["type"] == "user/message"
+                     and e["data"]["content"][0]["text"] == "please continue"]
+            return bool(asked) and any(e["type"] == "turn/end" for e in events[asked[-1]:])
+
+        await wait_for(pilot, answered)
         assert _user_texts(app)[-1] == "please continue"
         assert app.chat.composer.value == ""
 

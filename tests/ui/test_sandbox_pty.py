@@ -10,10 +10,6 @@ import pytest
 from tests.cli.sandbox_support import BashServer, cmd_prompt
 from tests.ui.pty_support import PtyApp, app_env, session_events
 
-# these journeys fail inside a pytest-xdist worker (the app never draws its notices there) and pass in one
-# process: the README runs them in a second, serial pass (pyproject: marker "serial")
-pytestmark = pytest.mark.serial
-
 
 @pytest.fixture(autouse=True)
 def _needs_bwrap():

@@ -286,8 +286,14 @@ async def test_follows_a_running_turn_live(tmp_path):
         assert [n.kind for n in turn.walk()][:3] == ["turn", "step", "request"]
         assert not any(n.kind == "tool" for n in turn.walk())
         gate.set()
-        await wait_for(pilot, lambda: screen.fold.turns[-1].state == "completed")
-        kinds = [r.kind for r in screen.spans.rows if isinstance(r, Node)]
+
+        def node_kinds() -> list[str]:
+            return [r.kind for r in screen.spans.rows if isinstance(r, Node)]
+
+        # the end of the turn, then the rows and the ledger catch up (each on its own wake-up)
+        await wait_for(pilot, lambda: screen.fold.turns[-1].state == "completed" and node_kinds().count("step") == 2
+                       and screen.ledger.count == len(session.events))
+        kinds = node_kinds()
         assert kinds.count("tool") == 1 and kinds.count("step") == 2
         assert "▾ Turn 1 completed" in tree_lines(screen)[0]
         assert screen.spans.cursor == screen.spans.count - 1  # still following the end
