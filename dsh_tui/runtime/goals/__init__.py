@@ -30,6 +30,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from dsh_tui.runtime.options import plugin_options
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError
 
@@ -319,16 +320,7 @@ def _open_turn_events(events: Any) -> list[dict]:
 
 
 def _config(raw: Any) -> dict[str, int]:
-    cfg = dict(DEFAULTS)
-    raw = dict(raw or {})
-    unknown = set(raw) - set(DEFAULTS)
-    if unknown:
-        raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected {', '.join(DEFAULTS)})")
-    cfg.update(raw)
-    for key, value in cfg.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise DshError(f"{key} must be a positive integer")
-    return cfg
+    return plugin_options(raw, DEFAULTS, positive=DEFAULTS)
 
 
 def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal packages, one closure each

@@ -24,6 +24,7 @@ from typing import Any
 
 from dsh_tui.runtime.jobs.producers import BashJobs
 from dsh_tui.runtime.jobs.registry import Job, JobRegistry
+from dsh_tui.runtime.options import plugin_options
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError
 
@@ -67,16 +68,9 @@ JOB_KILL_SCHEMA = {
 
 
 def _config(raw: Any) -> dict[str, Any]:
-    cfg = dict(DEFAULTS)
-    raw = dict(raw or {})
-    unknown = set(raw) - set(DEFAULTS)
-    if unknown:
-        raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected {', '.join(DEFAULTS)})")
-    cfg.update(raw)
-    for key in ("wait_timeout_ms", "max_wait_timeout_ms", "max_consecutive_wakes", "max_concurrent_jobs"):
-        v = cfg[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise DshError(f"{key} must be a positive integer, got {v!r}")
+    cfg = plugin_options(raw, DEFAULTS, positive=("wait_timeout_ms", "max_wait_timeout_ms",
+                                                  "max_consecutive_wakes", "max_concurrent_jobs"),
+                         shows_value=True)
     if cfg["wait_timeout_ms"] > cfg["max_wait_timeout_ms"]:
         raise DshError(f"wait_timeout_ms ({cfg['wait_timeout_ms']}) exceeds max_wait_timeout_ms "
                        f"({cfg['max_wait_timeout_ms']})")

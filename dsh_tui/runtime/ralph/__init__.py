@@ -19,7 +19,7 @@ import json
 import uuid
 from typing import Any
 
-from dsh_tui.session.errors import DshError
+from dsh_tui.runtime.options import plugin_options
 from dsh_tui.tools.base import ToolDefinition, ToolError
 
 name = "ralph"
@@ -150,16 +150,7 @@ def render_round_failure(rounds: int, last: dict | None, max_chars: int) -> str:
 
 
 def _config(raw: Any) -> dict[str, int]:
-    cfg = dict(DEFAULTS)
-    raw = dict(raw or {})
-    unknown = set(raw) - set(DEFAULTS)
-    if unknown:
-        raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected {', '.join(DEFAULTS)})")
-    cfg.update(raw)
-    for key, value in cfg.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise DshError(f"{key} must be a positive safe integer")
-    return cfg
+    return plugin_options(raw, DEFAULTS, positive=DEFAULTS, says="a positive safe integer")
 
 
 async def _run_round(parent: Any, tctx: Any, prompt: str, round_no: int, depth: int) -> dict | None:
