@@ -10,15 +10,20 @@ from dsh_tui.session.errors import DshError
 
 
 def plugin_options(raw: Any, defaults: Mapping[str, Any], *, positive: Iterable[str] = (),
-                   says: str = "a positive integer", shows_value: bool = False) -> dict[str, Any]:
-    """``defaults`` updated by ``raw``; a key ``defaults`` lacks raises, as does an option of ``positive``
-    that is not an integer ≥ 1 ("KEY must be SAYS", with ", got VALUE" when ``shows_value``)."""
+                   says: str = "a positive integer", shows_value: bool = False,
+                   booleans: Iterable[str] = ()) -> dict[str, Any]:
+    """``defaults`` updated by ``raw``; a key ``defaults`` lacks raises, as does an option of ``booleans``
+    that is not true or false, or one of ``positive`` that is not an integer ≥ 1 ("KEY must be SAYS", with
+    ", got VALUE" when ``shows_value``)."""
     cfg = dict(defaults)
     raw = dict(raw or {})
     unknown = set(raw) - set(defaults)
     if unknown:
         raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected {', '.join(defaults)})")
     cfg.update(raw)
+    for key in booleans:
+        if not isinstance(cfg[key], bool):
+            raise DshError(f"{key} must be true or false")
     for key in positive:
         value = cfg[key]
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:

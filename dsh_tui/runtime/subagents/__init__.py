@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.runtime.options import plugin_options
 from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
 from dsh_tui.runtime.subagents.background import start_job_child
@@ -41,24 +42,14 @@ CAPS = ("max_children", "max_tree_live", "max_tree_total")
 
 
 def _config(raw: Any) -> dict[str, Any]:
-    cfg = dict(DEFAULTS)
-    raw = dict(raw or {})
-    unknown = set(raw) - set(DEFAULTS)
-    if unknown:
-        raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected {', '.join(DEFAULTS)})")
-    cfg.update(raw)
+    cfg = plugin_options(raw, DEFAULTS, booleans=("fork_background", "subagent_background"), positive=CAPS,
+                         shows_value=True)
     md = cfg["max_depth"]
     if md != "provider-managed" and (isinstance(md, bool) or not isinstance(md, int) or md < 0):
         raise DshError(f'max_depth must be a non-negative integer or "provider-managed", got {md!r}')
     for key in ("subagent_mode", "fork_mode"):
         if cfg[key] not in ("one-shot", "continuable"):
             raise DshError(f'{key} must be "one-shot" or "continuable", got {cfg[key]!r}')
-    for key in ("fork_background", "subagent_background"):
-        if not isinstance(cfg[key], bool):
-            raise DshError(f"{key} must be true or false")
-    for key in CAPS:
-        if isinstance(cfg[key], bool) or not isinstance(cfg[key], int) or cfg[key] < 1:
-            raise DshError(f"{key} must be a positive integer, got {cfg[key]!r}")
     return cfg
 
 

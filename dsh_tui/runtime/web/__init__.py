@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from dsh_tui.runtime.options import plugin_options
 from dsh_tui.session.errors import DshError
 
 name = "web"
@@ -43,20 +44,9 @@ FETCH_ORDER = 114.3
 
 
 def _config(raw: Any) -> dict[str, Any]:
-    cfg = dict(DEFAULTS)
-    raw = dict(raw or {})
-    unknown = set(raw) - set(DEFAULTS)
-    if unknown:
-        raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected {', '.join(DEFAULTS)})")
-    cfg.update(raw)
-    for key in ("search", "fetch"):
-        if not isinstance(cfg[key], bool):
-            raise DshError(f"{key} must be true or false")
-    for key in ("search_max_results", "search_max_queries", "search_timeout_ms", "fetch_timeout_ms",
-                "fetch_max_output_chars", "search_max_uses", "fetch_max_response_bytes", "fetch_max_body_chars"):
-        v = cfg[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise DshError(f"{key} must be a positive integer, got {v!r}")
+    cfg = plugin_options(raw, DEFAULTS, booleans=("search", "fetch"), shows_value=True, positive=(
+        "search_max_results", "search_max_queries", "search_timeout_ms", "fetch_timeout_ms", "fetch_max_output_chars",
+        "search_max_uses", "fetch_max_response_bytes", "fetch_max_body_chars"))
     v = cfg["fetch_max_redirects"]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise DshError(f"fetch_max_redirects must be a non-negative integer, got {v!r}")
