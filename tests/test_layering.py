@@ -65,3 +65,14 @@ def test_import_linter_contracts_hold():
     out = subprocess.run([str(exe), "--no-cache"], cwd=PKG.parent, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-2000:]
     assert "2 kept, 0 broken" in out.stdout
+
+
+def test_every_top_level_module_and_package_is_in_the_layers_contract():
+    import tomllib
+
+    config = tomllib.loads((PKG.parent / "pyproject.toml").read_text())
+    (layers,) = [c["layers"] for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    named = {m.strip() for layer in layers for m in layer.split("|")}
+    top = {f"dsh_tui.{p.stem}" for p in PKG.glob("*.py") if p.stem != "__init__"}
+    top |= {f"dsh_tui.{p.parent.name}" for p in PKG.glob("*/__init__.py")}
+    assert top - named == set(), "top-level modules outside the import-linter layers (pyproject.toml)"
