@@ -83,7 +83,9 @@ def run(args: argparse.Namespace) -> int:
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
 
-    from dsh_tui.ui.serve import ServeOptions, is_loopback, serve, url_host
+    from dsh_tui.ui.serve import ServeOptions, check_serve_version, is_loopback, serve, url_host
+
+    check_serve_version()
 
     if not is_loopback(host):
         import getpass

@@ -46,6 +46,35 @@ from dsh_tui.tools.procs import descendants, killpg
 from dsh_tui.tools.procs import kill_tree as _kill_left
 from dsh_tui.ui.served import SERVED_ENV, SERVER_PID_ENV
 
+#: The textual-serve release the overrides below were written and tested against (pinned exactly in
+#: ``pyproject.toml``); ``check_serve_version`` refuses another one with one line.
+TESTED_TEXTUAL_SERVE = "1.1.3"
+#: Every private textual-serve name this module touches or overrides: ``(class path, attribute)``;
+#: ``tests/cli/test_serve.py`` checks each one exists on the installed textual-serve.
+SERVE_PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
+    ("textual_serve.app_service.AppService", "_open_app_process"),  # overridden: no shell, own group
+    ("textual_serve.app_service.AppService", "_build_environment"),
+    ("textual_serve.app_service.AppService", "_process"),
+    ("textual_serve.app_service.AppService", "_stdin"),
+    ("textual_serve.app_service.AppService", "_task"),
+    ("textual_serve.server.Server", "_make_app"),  # overridden: the Host/Origin/ticket guard
+    ("textual_serve.server.Server", "_process_messages"),  # overridden: the quit packet, then the end
+)
+
+
+def check_serve_version(found: str | None = None) -> None:
+    """Fail with one line (naming both versions) on a textual-serve other than ``TESTED_TEXTUAL_SERVE``."""
+    if found is None:
+        from importlib.metadata import version
+
+        found = version("textual-serve")
+    if found != TESTED_TEXTUAL_SERVE:
+        from dsh_tui.session.errors import DshError
+
+        raise DshError(f"serve needs textual-serve {TESTED_TEXTUAL_SERVE} (found {found}): reinstall it with "
+                       f"pip install 'textual-serve=={TESTED_TEXTUAL_SERVE}'")
+
+
 TEMPLATES = Path(__file__).parent / "serve_templates"
 QUIT_GRACE_S = 10.0  # after the quit packet: the app flushes and closes its sessions
 TERM_GRACE_S = 5.0  # after SIGTERM, before SIGKILL

@@ -13,6 +13,7 @@ import aiohttp
 import httpx
 import pytest
 
+from dsh_tui.ui.serve import SERVE_PRIVATE_NAMES, TESTED_TEXTUAL_SERVE
 from tests.cli.serve_support import DSH_TUI, Served, gone, listening
 
 PATHS = ["/", "/ws", "/static/js/textual.js", "/static/css/xterm.css", "/download/abc"]
@@ -436,3 +437,42 @@ async def test_a_tab_ends_with_a_server_killed_by_sigkill_and_closes_its_turn(tm
     events = [json.loads(line) for line in cat.stdout.splitlines()]
     ends = [e for e in events if e["type"] == "turn/end"]
     assert len(ends) == 1 and ends[0]["data"]["reason"]["kind"] == "aborted", ends
+
+
+@pytest.mark.parametrize(("path", "name"), SERVE_PRIVATE_NAMES)
+def test_every_private_textual_serve_name_exists_on_the_installed_release(path, name):
+    """serve.py overrides and reads private textual-serve names: each must still be there (attributes set in
+    ``__init__`` are checked on an instance)."""
+    import importlib
+
+    from textual_serve.download_manager import DownloadManager
+
+    module, _, cls_name = path.rpartition(".")
+    cls = getattr(importlib.import_module(module), cls_name)
+    if hasattr(cls, name):
+        return
+
+    async def nothing(*_args) -> None:
+        return None
+
+    instance = cls("true", write_bytes=nothing, write_str=nothing, close=nothing,
+                   download_manager=DownloadManager())
+    assert hasattr(instance, name), f"{path}.{name} is gone from this textual-serve"
+
+
+def test_another_textual_serve_release_is_refused_in_one_line():
+    from dsh_tui.session.errors import DshError
+    from dsh_tui.ui.serve import check_serve_version
+
+    check_serve_version()  # the installed one is the tested one (pinned)
+    with pytest.raises(DshError, match=rf"needs textual-serve {TESTED_TEXTUAL_SERVE} \(found 1\.2\.0\)"):
+        check_serve_version("1.2.0")
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent("""
+        import sys, importlib.metadata as md
+        real = md.version
+        md.version = lambda name: "1.2.0" if name == "textual-serve" else real(name)
+        from dsh_tui.cli import main
+        sys.exit(main(["serve", "--port", "0"]))
+        """)], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].endswith(f"pip install 'textual-serve=={TESTED_TEXTUAL_SERVE}'"), out.stderr
