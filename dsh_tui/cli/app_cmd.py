@@ -139,7 +139,8 @@ def chat_app(args: argparse.Namespace) -> Any:
     cwd = _cwd(args)
     require_root(getattr(args, "root", None))
     replay = getattr(args, "replay", None)
-    if replay and not Path(replay).is_file() and not (Path(replay) / "session.jsonl").is_file():
+    if replay and not Path(replay).is_file() and not (Path(replay) / "session.jsonl").is_file() \
+            and not (Path(replay) / "replay.override.json").is_file():
         from dsh_tui.session.errors import DshError
 
         raise DshError(f"replay log not found: {replay}")

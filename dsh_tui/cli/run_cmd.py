@@ -49,12 +49,25 @@ def replay_provider(replay: str, cwd: Any, model: str | None) -> tuple[Any, str]
         from dsh_tui.llm.replay import ScenarioReplay
 
         provider = ScenarioReplay.from_dir(path, cwd=cwd)
-        _, recorded = ReplayProvider.recorded_route(read_log_events(path / "session.jsonl")[1])
-        return provider, model or recorded or "replay"
-    if not path.is_file():
+        root = path / "session.jsonl"
+        events = read_log_events(root)[1] if root.is_file() else []
+    elif not path.is_file():
         raise DshError(f"replay log not found: {path}")
-    provider = ReplayProvider.from_file(path, cwd=cwd)
-    _, recorded = ReplayProvider.recorded_route(read_log_events(path)[1])
+    else:
+        provider = ReplayProvider.from_file(path, cwd=cwd)
+        events = read_log_events(path)[1]
+    name, recorded = ReplayProvider.recorded_route(events)
+    if name is None and recorded is None:
+        # no request/header recorded (an authored scenario): replay in place of the configured default route, as
+        # dsh's llm-replay plugin does, so the log names the route a live run would have used
+        from dsh_tui.config import load_settings
+        from dsh_tui.llm import registry
+
+        try:
+            name, recorded = registry.default_route(load_settings())
+        except DshError:
+            name, recorded = None, None
+        provider.name = name or provider.name
     return provider, model or recorded or "replay"
 
 

@@ -232,10 +232,12 @@ class ReplayProvider:
 
 def scenario_logs(directory: Path | str) -> tuple[Path, list[Path]]:
     """A recorded scenario directory: the root ``session.jsonl`` and the children's ``session.1.jsonl``,
-    ``session.2.jsonl``, ... in creation order."""
+    ``session.2.jsonl``, ... in creation order. A directory with only ``replay.override.json`` (dsh's authored
+    scenarios, e.g. headless goal-tools) is one too: its root ``session.jsonl`` is then absent and the override
+    is the whole model side."""
     d = Path(directory)
     root = d / "session.jsonl"
-    if not root.is_file():
+    if not root.is_file() and not (d / "replay.override.json").is_file():
         raise LlmError(f"replay directory {d} has no session.jsonl", UNKNOWN)
     children = []
     n = 1
@@ -292,10 +294,22 @@ class ScenarioReplay(ReplayProvider):
     @classmethod
     def from_dir(cls, directory: Path | str, *, cwd: Path | str | None = None, **kwargs: Any) -> ScenarioReplay:
         root, child_logs = scenario_logs(directory)
-        provider = cls.from_file(root, cwd=cwd, **kwargs)
+        if root.is_file():
+            provider = cls.from_file(root, cwd=cwd, **kwargs)
+            provider._notices_start_turns = _settlement_starts_a_turn(read_log_events(root)[1])
+        else:  # authored: the override alone scripts every model call
+            text = (Path(directory) / "replay.override.json").read_text(encoding="utf-8")
+            if cwd is not None:
+                text = text.replace("{{cwd}}", json.dumps(str(cwd))[1:-1])
+            try:
+                override = json.loads(text)
+            except ValueError:
+                raise LlmError(f"replay override {Path(directory) / 'replay.override.json'} is not JSON",
+                               UNKNOWN) from None
+            provider = cls([], override=override, cwd=cwd, **kwargs)
+            provider._notices_start_turns = False
         provider._child_logs = child_logs
         provider._tree = {"next": 0, "ids": []}
-        provider._notices_start_turns = _settlement_starts_a_turn(read_log_events(root)[1])
         provider.root_idle = None  # set by the runner: ``async () -> None`` that returns once the root is idle
         return provider
 

@@ -366,6 +366,9 @@ class Compactor:
                                        "maxTokens": config["maxTokens"]}
             if usage is not None:
                 summary["usage"] = usage
+            # the summary came from one model call through the agent's stream: dsh's call provenance
+            summary["rawOutput"] = raw
+            summary["llmStreamCall"] = True
             start_seq = next(e["seq"] for e in reversed(session.events) if e["type"] == "compaction/start"
                              and e["data"].get("compactionId") == cid)
             sev = session.append("compaction/summary", summary)

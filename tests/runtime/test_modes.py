@@ -9,6 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.registry import ModelInfo
 from dsh_tui.runtime.host import AgentHost, HostSpec
@@ -296,6 +298,28 @@ async def test_goal_command_creates_shows_edits_and_clears(tmp_path):
     ops = [e["data"]["operation"] for e in host.session.events if e["type"] == "goal/change"]
     assert ops == ["create", "block", "clear"]
     assert len(srv.requests) == 1
+
+
+async def test_goal_rounds_false_keeps_the_goal_tools_but_starts_no_round(tmp_path):
+    """``[plugins.goal] rounds = false``: dsh's goal + tool-goal without goal-round-driver (its headless
+    goal-tools composition): the goal is created, armed and active, and the agent stays idle."""
+    with ScriptServer() as srv:
+        host = await _open(tmp_path, srv, goal={"rounds": False})
+        agent = host.agent
+        try:
+            created = await agent.commands.run(agent, "/goal ship the release")
+            assert "Status: active" in created.text and "Activation: armed" in created.text
+            await asyncio.sleep(0.3)
+            assert agent.status == "idle"
+        finally:
+            await host.close()
+        assert srv.requests == []
+    assert [e["data"]["operation"] for e in host.session.events if e["type"] == "goal/change"] == ["create"]
+    from dsh_tui.runtime.goals import _config
+    from dsh_tui.session.errors import DshError
+
+    with pytest.raises(DshError, match="rounds must be true or false"):
+        _config({"rounds": "no"})
 
 
 async def test_the_model_cannot_create_a_goal_without_a_human_turn(tmp_path):

@@ -18,7 +18,9 @@ it; pausing, completing, blocking, an error or a cancelled round disarm it; a re
   round (or, at the round limit, blocks the goal with dsh's ``round-limit`` reason). A round that ends in
   ``complete``/``blocked`` gets dsh's closing-message context.
 
-Config (``[plugins.goal]``): ``default_max_goal_rounds`` (256), ``blocked_after_consecutive_rounds`` (3).
+Config (``[plugins.goal]``): ``default_max_goal_rounds`` (256), ``blocked_after_consecutive_rounds`` (3),
+``rounds`` (true; false leaves the driver out, as dsh's compositions without ``goal-round-driver`` do: the
+goal tools and ``/goal`` work, no round starts by itself).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from dsh_tui.tools.base import ToolDefinition, ToolError
 name = "goal"
 __all__ = ["apply", "name", "fold_goal", "GoalFold", "round_prompt", "describe_goal", "GOALS"]
 
-DEFAULTS = {"default_max_goal_rounds": 256, "blocked_after_consecutive_rounds": 3}
+DEFAULTS: dict[str, Any] = {"default_max_goal_rounds": 256, "blocked_after_consecutive_rounds": 3, "rounds": True}
 SECTION_ORDER = 115  # dsh's TOOL_GOAL: after the jobs guidance, before the subagent report's
 CREATE_DESCRIPTION = ("Create a persisted goal that keeps this session working across automatic continuation "
                       "rounds. Use it when the direct human request is a long-running objective, even if the user "
@@ -319,8 +321,11 @@ def _open_turn_events(events: Any) -> list[dict]:
     return []
 
 
-def _config(raw: Any) -> dict[str, int]:
-    return plugin_options(raw, DEFAULTS, positive=DEFAULTS)
+def _config(raw: Any) -> dict[str, Any]:
+    cfg = plugin_options(raw, DEFAULTS, positive=("default_max_goal_rounds", "blocked_after_consecutive_rounds"))
+    if not isinstance(cfg["rounds"], bool):
+        raise DshError("rounds must be true or false")
+    return cfg
 
 
 def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal packages, one closure each
@@ -538,7 +543,7 @@ def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal
 
     def drive() -> None:
         scheduled[0] = False
-        if agent.status != "idle" or getattr(agent, "_disposed", False) or agent.inbox.pending():
+        if not cfg["rounds"] or agent.status != "idle" or getattr(agent, "_disposed", False) or agent.inbox.pending():
             return
         view = goals.view()
         if view is None or view["phase"] != "active" or goals.activation != "armed":

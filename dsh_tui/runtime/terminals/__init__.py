@@ -549,8 +549,15 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
         (TERMINAL_CLOSE, t_close, render_close, "exec"),
         (TERMINAL_LIST, t_list, lambda a, v: render_list(v, max_bytes), "read"),
     )
+    def send_meta(_args: Any, value: dict) -> dict | None:  # dsh's presentationMeta: a foreground send's result
+        if value.get("kind") != "foreground":
+            return None
+        return {"viewport": value.get("viewport"), "waitReason": value.get("waitReason"),
+                "sessionStatus": value.get("sessionStatus"), "truncated": value.get("truncated")}
+
     for schema, execute, render, access in tools:
         ctx.tools.register(ToolDefinition(schema["name"], schema["description"], copy.deepcopy(schema["parameters"]),
                                           execute, bounded(render), access=access,
-                                          sandboxed=sandboxed and access == "exec"))
+                                          sandboxed=sandboxed and access == "exec",
+                                          presentation_meta=send_meta if schema is send_schema else None))
     return service
