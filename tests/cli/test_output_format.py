@@ -111,6 +111,36 @@ def test_input_stream_json_runs_each_line_in_one_session_and_resume_reads_it_too
     assert result["output"] == "four" and result["sessionId"] == results[0]["sessionId"]
 
 
+def test_input_stream_json_answers_each_line_while_stdin_stays_open(server, tmp_path):
+    """Long-lived scripted use: a line's turn runs, and its result is printed, before the next line is written."""
+    server.push(sse_reply(chunk("one"), chunk("", finish="stop", usage=USAGE)),
+                sse_reply(chunk("two"), chunk("", finish="stop", usage=USAGE)))
+    work = tmp_path / "work"
+    work.mkdir()
+    env = _env(tmp_path, DEEPSEEK_API_KEY=KEY, DEEPSEEK_BASE_URL=server.base_url)
+    proc = subprocess.Popen([sys.executable, "-m", "dsh_tui", "run", "--headless", "--input-format", "stream-json",
+                             "--output-format", "stream-json", "--root", str(tmp_path / "s")], env=env, cwd=work,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        proc.stdin.write('{"type": "user", "message": {"role": "user", "content": "first"}}\n')
+        proc.stdin.flush()
+        first = [json.loads(proc.stdout.readline())]
+        while first[-1]["type"] != "result":
+            first.append(json.loads(proc.stdout.readline()))
+        assert first[-1]["output"] == "one" and len(server.requests) == 1  # stdin is still open
+        proc.stdin.write('"second"\n')
+        proc.stdin.close()
+        rest = _lines(proc.stdout.read())
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.stdout.close()
+        proc.stderr.close()
+    assert rest[-1]["output"] == "two" and rest[-1]["sessionId"] == first[-1]["sessionId"]
+    assert "turn/end" in [e["event"]["type"] for e in first if e["type"] == "session_event"]
+
+
 def test_a_bad_input_line_is_one_clear_error(server, tmp_path):
     out = _cli(tmp_path, server, "run", "--headless", "--input-format", "stream-json", stdin="not json\n")
     assert out.returncode == 2 and "Traceback" not in out.stderr
