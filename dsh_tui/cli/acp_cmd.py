@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shlex
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,20 @@ def _args(raw: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+_DIFF_MAX_BYTES = 1 << 20  # an older file than this is not put in a diff
+
+
+def _file_text(path: str) -> str | None:
+    """A regular UTF-8 file's text (the old side of a write's diff), or None (absent, too big, not text)."""
+    try:
+        if not os.path.isfile(path) or os.path.getsize(path) > _DIFF_MAX_BYTES:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def _text(blocks: Any) -> str:
     return "".join(b.get("text", "") for b in blocks or [] if isinstance(b, dict) and b.get("type") == "text")
 
@@ -70,6 +85,7 @@ class AcpAgent:
         self._store: Any = None
         self._tools: dict[str, dict[str, Any]] = {}  # call id -> {name, args}
         self._streamed: dict[tuple, bool] = {}  # (session, turn, step, block index) -> deltas were sent
+        self._cwds: dict[str, str] = {}  # session -> its working directory as its events went (absolute paths)
         self._images = False  # inline image prompts advertised at initialize
 
     def on_connect(self, conn: Any) -> None:
@@ -110,8 +126,9 @@ class AcpAgent:
         from acp.schema import LoadSessionResponse
 
         host = self.hosts.get(session_id) or await self._open(cwd=cwd, mcp_servers=mcp_servers, resume=session_id)
+        self._cwds.pop(session_id, None)  # folded again from the start of its history
         for event in list(host.session.events):
-            for update in self._updates(event, replay=True):
+            for update in self._updates(event, replay=True, sid=session_id):
                 await self.conn.session_update(session_id=session_id, update=update)
         return LoadSessionResponse(modes=self._modes(host), config_options=self._options(host))
 
@@ -401,6 +418,16 @@ class AcpAgent:
         target = args.get("command") or args.get("file_path") or args.get("path") or args.get("pattern")
         return f"{name} {target}" if isinstance(target, str) and target else name
 
+    def _absolute(self, sid: str, path: str) -> str:
+        if os.path.isabs(path):
+            return path
+        cwd = self._cwds.get(sid)
+        if cwd is None:
+            host = self.hosts.get(sid)
+            cwd = (host.session.header.get("cwd") if host is not None else None) or os.getcwd()
+            self._cwds[sid] = cwd
+        return os.path.normpath(os.path.join(cwd, path))
+
     def _updates(self, event: dict[str, Any], *, replay: bool = False, sid: str = "") -> list[Any]:
         from acp import (
             plan_entry,
@@ -447,16 +474,23 @@ class AcpAgent:
         if t == "user/message" and replay and (data.get("source") or {}).get("kind") == "user":
             text = _text(data.get("content"))
             return [update_user_message_text(text)] if text else []
+        if t == "working-directory/change" and isinstance(data.get("cwd"), str):
+            self._cwds[sid] = data["cwd"]
+            return []
         if t == "tool/call":
             name, raw = str(data.get("name", "")), data.get("arguments") or ""
             args = _args(raw)
             call_id = str(data.get("callId", ""))
             self._tools[call_id] = {"name": name, "args": args, "raw": raw}
             path = args.get("file_path") or args.get("path")
-            locations = [ToolCallLocation(path=path)] if isinstance(path, str) and path else None
+            # ACP's paths are absolute: a tool's relative path is the session's working directory's
+            path = self._absolute(sid, path) if isinstance(path, str) and path else None
+            locations = [ToolCallLocation(path=path)] if path else None
             content = None
-            if name == "write" and isinstance(args.get("content"), str) and isinstance(path, str):
-                content = [tool_diff_content(path, args["content"])]
+            if name == "write" and isinstance(args.get("content"), str) and path:
+                # the call is logged before it runs: a live write's old text is the file as it is now
+                old = None if replay else _file_text(path)
+                content = [tool_diff_content(path, args["content"], old)]
             elif name == "edit" and isinstance(path, str) and isinstance(args.get("new_string"), str):
                 content = [tool_diff_content(path, args["new_string"], args.get("old_string"))]
             return [start_tool_call(call_id, self._title(name, args), kind=KINDS.get(name, "other"),

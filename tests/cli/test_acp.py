@@ -114,6 +114,51 @@ async def test_a_rejected_permission_reaches_the_model_and_cancel_stops_a_turn(t
             assert (await asyncio.wait_for(turn, 20)).stop_reason == "cancelled"
 
 
+async def test_a_write_over_a_file_shows_its_old_text_and_paths_are_absolute(tmp_path):
+    """Found driving Toad: a write's permission request showed no diff. ACP's diff of a write carries the file's
+    old text (absent only for a new file), and its paths, like every ACP path, are absolute; a session/load
+    replay still resolves them against the session's directory."""
+    work = tmp_path / "ws"
+    work.mkdir()
+    (work / "notes.txt").write_text("old line\n")
+    args = '{"file_path": "notes.txt", "content": "new line\\n"}'
+    with ScriptServer() as server:
+        server.push(
+            sse_reply(chunk(None, tool_calls=[tool_call(0, id="r1", name="read", args='{"file_path": "notes.txt"}')]),
+                      chunk(None, finish="tool_calls", usage=USAGE)),
+            sse_reply(chunk(None, tool_calls=[tool_call(0, id="w1", name="write", args=args)]),
+                      chunk(None, finish="tool_calls", usage=USAGE)),
+            sse_reply(chunk(None, tool_calls=[tool_call(0, id="w2", name="write",
+                                                        args='{"file_path": "sub/fresh.txt", "content": "x"}')]),
+                      chunk(None, finish="tool_calls", usage=USAGE)),
+            sse_reply(chunk("Written."), chunk("", finish="stop", usage=USAGE)),
+        )
+        client = Client("allow-once")
+        async with await _agent(tmp_path, server, client) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            new = await conn.new_session(cwd=str(work), mcp_servers=[])
+            await conn.set_session_mode(session_id=new.session_id, mode_id="read-only")  # writes ask
+            done = await conn.prompt(session_id=new.session_id, prompt=[text_block("rewrite notes")])
+            assert done.stop_reason == "end_turn"
+            await asyncio.sleep(0.2)
+        assert (work / "notes.txt").read_text() == "new line\n"
+        starts = {u.tool_call_id: u for u in client.updates if u.session_update == "tool_call"}
+        (diff,) = starts["w1"].content
+        assert (diff.type, diff.path, diff.old_text, diff.new_text) == ("diff", str(work / "notes.txt"),
+                                                                        "old line\n", "new line\n")
+        assert [loc.path for loc in starts["w1"].locations] == [str(work / "notes.txt")]
+        (fresh,) = starts["w2"].content
+        assert fresh.path == str(work / "sub" / "fresh.txt") and fresh.old_text is None
+        assert [t.tool_call_id for t, _ in client.asked] == ["w1", "w2"]
+        replay = Client()
+        async with await _agent(tmp_path, server, replay) as (conn, _proc):
+            await conn.initialize(protocol_version=PROTOCOL_VERSION, client_capabilities=ClientCapabilities())
+            await conn.load_session(cwd=str(tmp_path), session_id=new.session_id, mcp_servers=[])
+            await asyncio.sleep(0.2)
+        replayed = {u.tool_call_id: u for u in replay.updates if u.session_update == "tool_call"}
+        assert replayed["w1"].content[0].path == str(work / "notes.txt")
+
+
 async def test_the_model_is_a_config_option_the_client_can_change(tmp_path):
     work = tmp_path / "ws"
     work.mkdir()
