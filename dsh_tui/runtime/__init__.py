@@ -40,9 +40,29 @@ pre-step (``"pre-step"``), before a model request (``"request"``) and before a t
 (``"tool"``); a failing checkpoint fails closed.
 """
 
-from dsh_tui.runtime.agent import Agent, AgentConfig, user_message
-from dsh_tui.runtime.bus import EventBus
-from dsh_tui.runtime.signal import AbortError, AbortSignal
-from dsh_tui.runtime.tools import RunToolContext
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.agent import Agent, AgentConfig, user_message
+    from dsh_tui.runtime.bus import EventBus
+    from dsh_tui.runtime.signal import AbortError, AbortSignal
+    from dsh_tui.runtime.tools import RunToolContext
 
 __all__ = ["Agent", "AgentConfig", "AbortError", "AbortSignal", "EventBus", "RunToolContext", "user_message"]
+
+# The names above are imported on first use (issue #29): importing a light submodule (``dsh_tui.runtime.goals``,
+# which the chat's status bar folds with) must not load the agent, the tools and every plugin with it.
+_WHERE = {"Agent": "agent", "AgentConfig": "agent", "user_message": "agent", "EventBus": "bus",
+          "AbortError": "signal", "AbortSignal": "signal", "RunToolContext": "tools"}
+
+
+def __getattr__(name: str) -> Any:
+    where = _WHERE.get(name)
+    if where is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{where}"), name)
+    globals()[name] = value
+    return value
