@@ -310,8 +310,10 @@ class DshApp(SessionOpening, PaletteCommands, App):
 
     def open_chat(self, factory: HarnessFactory | None, **kwargs: Any) -> ChatScreen:
         """Show the chat screen and start ``factory`` on the harness thread (None: no harness)."""
-        if self.bridge.harness is not None or self.bridge.loop is not None:
+        if self.chat is not None or self.bridge.harness is not None or self.bridge.loop is not None:
             self.bridge.stop()  # one live harness at a time: flush and close the previous session
+            # a bridge per chat: a chat pushed before this one and mounted after it (a stored session's tail
+            # read is that fast) drained this one's session from a shared bridge, and this chat never showed it
             self.bridge = Bridge(self._wake_from_harness)
         from dsh_tui.ui.screens.chat import ChatScreen
 

@@ -2,6 +2,7 @@
 every module imported by then with what imported it (``tests/ui/test_startup_budget.py``).
 
     python tests/ui/startup_probe.py OUT.json {DshApp|run|browser}
+    python tests/ui/startup_probe.py OUT.json open SESSION_LOG   (the first frame showing a stored session)
 
 The importer of a module is the module whose code ran the import statement (the nearest frame outside
 importlib), so a report can say where to defer it. Only the main thread's imports are recorded as
@@ -47,6 +48,8 @@ shown = DshApp._display
 
 def _display(self, screen, renderable):  # noqa: ANN001, ANN202
     shown(self, screen, renderable)
+    if CASE == "open" and not (self.chat is not None and self.chat.attached and self.chat.transcript.views):
+        return  # a stored session: the first frame that shows its latest turn
     if renderable is not None:
         modules = {name: imported.get(name, ["?", "main"]) for name in sys.modules if name not in already}
         with open(OUT, "w") as out:
@@ -57,6 +60,19 @@ def _display(self, screen, renderable):  # noqa: ANN001, ANN202
 DshApp._display = _display
 if CASE == "DshApp":
     DshApp(None).run(headless=True, size=(100, 30))
+elif CASE == "open":  # python startup_probe.py OUT.json open LOG: the browser's open of a stored session
+    from pathlib import Path
+
+    from dsh_tui.store.catalog import SessionRow
+
+    log = Path(sys.argv[3])
+    row = SessionRow(path=str(log), root=str(log.parents[2]), revision="", id=log.parent.name)
+
+    class Opening(DshApp):
+        def on_mount(self) -> None:  # DshApp.on_mount runs too (Textual calls it for each class)
+            self.open_session(row)
+
+    Opening(None, start="none").run(headless=True, size=(100, 30))
 else:
     sys.argv = ["dsh-tui", *(["run"] if CASE == "run" else [])]
     from dsh_tui.cli import main

@@ -26,7 +26,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
 BUDGET = HERE / "startup_budget.json"
 PROBE = HERE / "startup_probe.py"
-CASES = {"DshApp": "DshApp(None).run()", "run": "dsh-tui run", "browser": "dsh-tui (the session browser)"}
+CASES = {"DshApp": "DshApp(None).run()", "run": "dsh-tui run", "browser": "dsh-tui (the session browser)",
+         "open": "a stored session of 8,000 events opened from the browser (the frame showing its latest turn)"}
 
 
 def _environmental(name: str) -> bool:
@@ -36,17 +37,35 @@ def _environmental(name: str) -> bool:
         or top.startswith(("__editable__", "_sysconfigdata"))
 
 
+def stored_session(home: Path) -> Path:
+    """A log long enough to be opened tail first (more than the chat's TAIL_EVENTS), in a store under ``home``."""
+    sys.path.insert(0, str(REPO))
+    from dsh_tui.store.open import open_store
+    from tests.ui.synthetic import long_session
+
+    header, events = long_session(80, chunks_per_step=91)
+    store = open_store(home / "sessions")
+    store.create({**header, "id": "budget-open", "cwd": str(home)})
+    store.append("budget-open", events)
+    return next(p for p in (home / "sessions").rglob("*") if p.name.startswith("session.jsonl"))
+
+
 def probe(case: str, home: Path) -> dict[str, list[str]]:
-    """module -> [importer, thread] for every module imported before the first frame of ``case``."""
+    """module -> [importer, thread] for every module imported before the first frame of ``case``.
+
+    ``open``: only the UI thread's imports (the markdown prewarm's thread, a second after the empty app's
+    first frame, may import before a slow open's frame or not: never a failure, as the set only shrinks)."""
     out = home / f"{case}.json"
+    extra = [str(stored_session(home))] if case == "open" else []
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}  # no key: no route thread
     env.update({"PYTHONPATH": str(REPO), "DSH_HOME": str(home / "h"), "XDG_CONFIG_HOME": str(home / "c"),
                 "XDG_CACHE_HOME": str(home / "k"), "XDG_DATA_HOME": str(home / "d"),
                 "TEXTUAL_ANIMATIONS": "none"})
-    proc = subprocess.run([sys.executable, str(PROBE), str(out), case], capture_output=True, text=True, env=env,
-                          timeout=120, stdin=subprocess.DEVNULL)
+    proc = subprocess.run([sys.executable, str(PROBE), str(out), case, *extra], capture_output=True, text=True,
+                          env=env, timeout=120, stdin=subprocess.DEVNULL)
     assert out.exists(), f"the {case} probe stopped before its first frame:\n{proc.stderr[-3000:]}"
-    return {k: v for k, v in json.loads(out.read_text()).items() if not _environmental(k)}
+    return {k: v for k, v in json.loads(out.read_text()).items()
+            if not _environmental(k) and (case != "open" or v[1] == "main")}
 
 
 def over_budget(modules: dict[str, list[str]], allowed: set[str]) -> str:

@@ -205,3 +205,22 @@ async def test_a_second_open_is_not_overwritten_by_the_first_ones_full_load(tmp_
         assert app.bridge.harness.session.id == "second"
         assert app.bridge.harness.session.events == full_b.events
         assert _signature(app.chat.fold.items) == _signature(cold.items)
+
+
+async def test_a_chat_pushed_before_the_stored_one_and_mounted_after_it_does_not_take_its_session(tmp_path):
+    """The app's first chat (no harness) and a stored session's chat pushed before that first chat mounted
+    (a short tail read is that fast): the first chat's mount drained the shared bridge and took the session,
+    and the chat on screen never showed it (1 open in 6 hung). Each chat has its own bridge now."""
+    from dsh_tui.ui.replay import ReplayHarness
+
+    header, events = long_session(4, chunks_per_step=3)
+    app = DshApp(None, start="none", settings=UiSettings(values={"ui.theme": "dsh-dark"}))
+    async with app.run_test(size=(100, 30)) as pilot:
+        async def factory(_bridge):
+            return ReplayHarness(header, events, preload_turns=1 << 30)
+
+        first = app.open_chat(None)
+        stored = app.open_chat(factory)  # pushed before ``first`` has mounted
+        assert first.bridge is not stored.bridge
+        await wait_for(pilot, lambda: stored.attached)
+        assert not first.attached and len(stored.fold.items) > 1
