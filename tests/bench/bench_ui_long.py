@@ -1,7 +1,7 @@
 """UI benchmark: startup, and opening a long session (200,000 events, 2,000 steps, 1,500 tool cards).
 
 Run:  .venv/bin/python tests/bench/bench_ui_long.py [--runs 3] [--only startup|long] [--instructions]
-      [--python VENV/bin/python] [--no-bytecode-cache]
+      [--python VENV/bin/python] [--no-bytecode-cache] [--against TREE]
 
 Each figure is measured in a fresh process (headless app, like design/textual-perf.md §5/§6):
 - startup: process start -> first frame, and -> the first frame that shows the screen's final text ("complete":
@@ -316,10 +316,15 @@ def child_env() -> dict[str, str]:
     return env
 
 
-def spawn(kind: str, *extra: str) -> dict:
+def spawn(kind: str, *extra: str, tree: Path | None = None) -> dict:
+    """One child of ``kind``; ``tree``: run that checkout's bench child and package instead (``--against``)."""
     env = child_env()
+    script = __file__
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+        script = str(tree / "tests" / "bench" / "bench_ui_long.py")
     t0 = time.perf_counter()
-    proc = subprocess.run([CHILD["python"], __file__, "--child", kind, repr(t0), *extra], capture_output=True,
+    proc = subprocess.run([CHILD["python"], script, "--child", kind, repr(t0), *extra], capture_output=True,
                           text=True, env=env, timeout=300)
     for line in reversed(proc.stdout.splitlines()):
         if line.startswith("{"):
@@ -402,6 +407,9 @@ def main() -> None:
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="children inherit the environment as is (PYTHONDONTWRITEBYTECODE=1 here: dsh_tui "
                              "compiled from source in every process)")
+    parser.add_argument("--against", type=Path, metavar="TREE",
+                        help="with --only long: also open the session with another checkout's app (e.g. "
+                             "`git archive main | tar -x -C TREE`), alternating with this one: a same-run baseline")
     parser.add_argument("--python", help="interpreter for the children (e.g. a venv with a regular install); "
                                          "dsh_tui is then imported from its site-packages, not from this checkout")
     args = parser.parse_args()
@@ -432,9 +440,12 @@ def main() -> None:
     try:
         make_session(tmp, args.steps, args.chunks)
         both: dict[str, list[dict]] = {"tail": [], "full": []}
+        against: list[dict] = []
         for _ in range(args.runs):  # interleaved: the machine's load drifts
             for mode in both:
                 both[mode].append(spawn("long", str(tmp), mode))
+            if args.against is not None:
+                against.append(spawn("long", str(tmp), "tail", tree=args.against))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     runs = both["tail"]
@@ -451,6 +462,11 @@ def main() -> None:
     print(f"  first paint of the latest turn (tail read first): {med('first_paint'):.2f} s p50, "
           f"{p95('first_paint'):.2f} s p95 [target <= 0.8 / <= 1.2 s] (imports {med('imports'):.2f} s); "
           f"ratio to the trivial app's first paint {med('first_paint') / base:.1f}")
+    if against:
+        fp = statistics.median(r["first_paint"] for r in against)
+        print(f"  same run, {args.against}'s app: {fp:.2f} s p50 (max {max(r['first_paint'] for r in against):.2f}),"
+              f" ratio {fp / base:.1f}; echo p50 {statistics.median(r['echo_p50'] for r in against):.1f} ms, "
+              f"p95 {statistics.median(r['echo_p95'] for r in against):.1f} ms")
     print(f"  same run, full load first (the previous path): {med('first_paint', full):.2f} s p50 "
           f"-> tail first is {med('first_paint', full) / med('first_paint'):.1f}x faster")
     print(f"  full load confirmed and whole history folded (background) at {med('head_folded'):.2f} s "
