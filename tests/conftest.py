@@ -49,10 +49,22 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     # servers mostly speak chat completions, so tests select that wire unless they ask otherwise
     # (``use_messages_default`` below; subprocesses inherit it with the rest of the environment).
     monkeypatch.setenv("DSH_TUI_DEEPSEEK_API", "chat")
+    # New sessions in the default format (v4, dsh 0.2's), whatever the caller's environment says; a test about
+    # format v0 asks for it (``session_format_v0`` below)
+    monkeypatch.delenv("DSH_TUI_SESSION_FORMAT", raising=False)
     yield
     from dsh_tui.llm.redact import forget_secrets
 
     forget_secrets()  # the redaction registry is per process: a test's keys stay in that test
+
+
+@pytest.fixture
+def session_format_v0(monkeypatch):
+    """New sessions in format v0 (dsh 0.1's, ``[storage] format = "v0"``), subprocesses too: for tests about v0
+    itself, tests comparing a new session with a dsh 0.1 recording event by event, and the dsh 0.1 peer (it
+    reads only v0). Use it by name (``pytestmark = pytest.mark.usefixtures("session_format_v0")`` for a module);
+    the suite's default is the product's (v4)."""
+    monkeypatch.setenv("DSH_TUI_SESSION_FORMAT", "v0")
 
 
 @pytest.fixture

@@ -254,7 +254,7 @@ class StorageSettings(_Table):
 
     backend: str | None = None
     compression: str | None = None
-    # the session format of new JSONL sessions: "v0" (dsh 0.1's, the default) or "v4" (dsh 0.2's)
+    # the session format of new JSONL sessions: "v4" (dsh 0.2's, the default) or "v0" (dsh 0.1's)
     format: str | None = None
 
     @field_validator("backend", "compression", mode="after")

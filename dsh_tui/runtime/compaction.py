@@ -78,7 +78,9 @@ def header_price(system: str | None, tools: list[dict] | None) -> int:
 
 
 def surface_nodes(events: list[dict]) -> list[int]:
-    """The current surface as event seqs (docs/format.md, "Surface and projection")."""
+    """The current surface as event seqs (docs/format.md, "Surface and projection"), without format v4's
+    system and developer messages: the system prompt is the protected head, never compacted or pruned, and
+    the runtime does not send either as a message."""
     nodes: list[int] = []
     for ev in events:
         op = ev.get("surfaceOp")
@@ -90,16 +92,19 @@ def surface_nodes(events: list[dict]) -> list[int]:
             i = nodes.index(op["start"] if "start" in op else op["startSeq"])  # format v4: startSeq/endSeq
             j = nodes.index(op["end"] if "end" in op else op["endSeq"])
             nodes[i : j + 1] = [ev["seq"]]
-    return nodes
+    return [s for s in nodes if events[s]["type"] not in _NOT_MESSAGES]
+
+
+_NOT_MESSAGES = frozenset(("system/message", "developer/message"))
 
 
 def node_message(ev: dict) -> dict | None:
-    if ev["type"] == "user/message":
-        return ev["data"]
-    if ev["type"] in ("assistant/message", "tool/result"):
-        m = ev["data"]["message"]
-        if ev["type"] == "assistant/message" and not m.get("content"):
-            return None
+    """The message a surface event projects to, as the runtime's providers read it (a format-v4 tool result is
+    v0's user message with one ``tool-result`` block)."""
+    from dsh_tui.session.log import v4_runtime_message
+
+    if ev["type"] in ("user/message", "assistant/message", "tool/result"):
+        m: dict | None = v4_runtime_message(ev)
         return m
     return None
 

@@ -118,7 +118,7 @@ class AgentHost:
         else:
             fields = dict(spec.header_fields)
             parent = fields.pop("parentSession", None)
-            # format v4 (dsh 0.2's) for a new top-level JSONL session with [storage] format = "v4"; subagent
+            # format v4 (dsh 0.2's) for a new top-level JSONL session unless [storage] format = "v0"; subagent
             # children and SQLite stores stay v0 (docs/format.md, "Format v4")
             version = 4 if parent is None and new_session_format(store, spec.session_format) == "v4" else 0
             header = make_header(str(fields.pop("id", None) or uuid.uuid4()), cwd=_text_cwd(spec.cwd),
@@ -303,8 +303,8 @@ def _text_cwd(cwd: Path | str) -> str:
 
 def new_session_format(store: Any, explicit: str | None = None) -> str:
     """``v4`` or ``v0``: an explicit choice, else ``$DSH_TUI_SESSION_FORMAT``, else the ``[storage] format``
-    setting, else ``v0`` (v4 is not the default yet: docs/storage.md); a SQLite store always ``v0`` (dsh's SQLite
-    schema holds format 0)."""
+    setting, else ``v4`` (dsh 0.2's format, the default: the newest dsh opens it as it is; docs/storage.md); a
+    SQLite store always ``v0`` (dsh's SQLite schema holds format 0)."""
     from dsh_tui.store.jsonl import JsonlStore
 
     if not isinstance(store, JsonlStore):
@@ -317,7 +317,7 @@ def new_session_format(store: Any, explicit: str | None = None) -> str:
             choice = load_settings().storage().format
         except Exception:  # noqa: BLE001 - a broken settings file is reported where it is read for the model
             choice = None
-    return "v4" if choice == "v4" else "v0"
+    return "v0" if choice == "v0" else "v4"
 
 
 def open_session_store(root: Path | str | None) -> Any:

@@ -113,7 +113,9 @@ def _empty_fork(store: Any, source_id: str, parent: dict, clock: Any) -> dict:
 
     clock = clock or (lambda: time.time_ns() // 1_000_000)
     cid = f"session-{uuid.uuid4()}"
-    header = make_header(cid, cwd=parent.get("cwd"), created_at=clock(), parent_session=source_id, seed_length=0)
+    # the child keeps the parent's format (a v4 parent's empty child is a seeded v4 log with nothing inherited)
+    header = make_header(cid, cwd=parent.get("cwd"), created_at=clock(), parent_session=source_id, seed_length=0,
+                         version=4 if parent.get("version") == 4 else 0)
     child = Session(header, [], clock=clock)
     store.create(header)
     with locks.acquire(store, cid, header):

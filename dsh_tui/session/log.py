@@ -659,8 +659,8 @@ def v4_write_shape(type: str, data: Any, surface_op: Any, source_event_seqs: Any
             data = {**data, "message": {"role": "tool", "source": v4_source(msg.get("source")),
                                         "toolCallId": block.get("toolCallId"), "content": block.get("content", []),
                                         "isError": bool(block.get("isError")), "id": msg.get("id")}}
-        if isinstance(surface_op, dict) and "start" in surface_op:
-            surface_op = {"op": "replace", "startSeq": surface_op["start"], "endSeq": surface_op["end"]}
+    if isinstance(surface_op, dict) and "start" in surface_op:  # a pruned result, a compaction checkpoint
+        surface_op = {"op": "replace", "startSeq": surface_op["start"], "endSeq": surface_op["end"]}
     return data, surface_op, source_event_seqs, ignorable
 
 
@@ -706,8 +706,8 @@ def v4_runtime_message(event: dict) -> Any:
         if msg.get("role") == "tool":
             block: dict[str, Any] = {"type": "tool-result", "toolCallId": msg.get("toolCallId"),
                                      "content": msg.get("content", [])}
-            if msg.get("isError"):
-                block["isError"] = True
+            if "isError" in msg:  # a v4 result always says (false too), as the runtime's own v0 block does
+                block["isError"] = bool(msg["isError"])
             return {"id": msg.get("id"), "role": "user", "content": [block], "source": msg.get("source")}
         return msg
     return event_message(event)

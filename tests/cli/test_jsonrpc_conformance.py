@@ -171,7 +171,8 @@ def test_every_recording_is_a_scenario():
 
 
 @pytest.mark.parametrize("name", sorted(SCENARIOS))
-async def test_sdk_profile_matches_dsh_recording(name, tmp_path):
+async def test_sdk_profile_matches_dsh_recording(name, tmp_path, session_format_v0):
+    # the recordings are dsh 0.1's session events, one by one: a v0 session
     if name in NOT_APPLICABLE:
         pytest.skip(NOT_APPLICABLE[name])
     d = SNAPSHOTS / name

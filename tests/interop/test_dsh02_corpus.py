@@ -364,7 +364,9 @@ def _run_new(tmp_path: Path, home: Path, ws: Path, prompt: str, *extra_env: tupl
     return log
 
 
-def test_new_sessions_with_storage_format_v4_are_v4_and_real_dsh_02s_sdk_resumes_one(tmp_path):
+def test_new_sessions_are_v4_by_default_and_real_dsh_02s_sdk_resumes_one(tmp_path):
+    """No setting: a session dsh-tui starts is format v4, and dsh 0.2's own SDK (``resume_session``) resumes it
+    for another turn."""
     from tests.interop.dsh02 import Dsh02Unavailable, install, python
     from tests.interop.dsh02_corpus import _env as dsh_env
     from tests.llm.sse_server import ScriptServer
@@ -378,7 +380,7 @@ def test_new_sessions_with_storage_format_v4_are_v4_and_real_dsh_02s_sdk_resumes
     ws.mkdir()
     cfg = tmp_path / "cfg" / "dsh-tui"
     cfg.mkdir(parents=True)
-    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n' + CHAT)
+    (cfg / "settings.toml").write_text(CHAT)  # only the wire these tests script; no [storage] format
     log = _run_new(tmp_path, home, ws, "say hi")
     assert log.name == "session.v4.jsonl.zstd"
     header = json.loads(_plain(log).split(b"\n", 1)[0])
@@ -396,15 +398,18 @@ def test_new_sessions_with_storage_format_v4_are_v4_and_real_dsh_02s_sdk_resumes
     assert check["ok"] and check["turns"] == 2, check
 
 
-def test_new_sessions_are_v0_by_default_and_a_v0_session_stays_v0_under_storage_format_v4(tmp_path):
+def test_storage_format_v0_writes_v0_and_a_session_keeps_its_format_when_continued_or_forked(tmp_path):
+    """``[storage] format = "v0"`` starts a v0 session; under the default (v4) that session is resumed and forked
+    in v0, and a v4 session (the default's) is forked in v4."""
     home, ws = tmp_path / "home", tmp_path / "ws"
     ws.mkdir()
     cfg = tmp_path / "cfg" / "dsh-tui"
     cfg.mkdir(parents=True)
+    (cfg / "settings.toml").write_text('[storage]\nformat = "v0"\n' + CHAT)
     log = _run_new(tmp_path, home, ws, "say hi")
     assert log.name == "session.jsonl.zstd"
     assert json.loads(_plain(log).split(b"\n", 1)[0])["version"] == 0
-    (cfg / "settings.toml").write_text('[storage]\nformat = "v4"\n' + CHAT)  # v4 for new ones: a v0 one stays v0
+    (cfg / "settings.toml").write_text(CHAT)  # the default (v4) for new sessions: a v0 one stays v0
     from tests.llm.sse_server import ScriptServer, chunk, sse_reply
 
     sid = json.loads(_plain(log).split(b"\n", 1)[0])["id"]
@@ -417,6 +422,15 @@ def test_new_sessions_are_v0_by_default_and_a_v0_session_stays_v0_under_storage_
     assert b"assistant/chunk" in _plain(log) and b'"ignorable":true' not in _plain(log)
     check = json.loads(_dsh_tui("log", "check", str(log)).stdout)
     assert check["ok"] and check["turns"] == 2, check
+    formats = {}
+    for parent in (sid, _run_new(tmp_path, home / "v4", ws, "a v4 one").parent.name):
+        root = str(log.parents[2] if parent == sid else home / "v4" / "sessions")
+        fork = _dsh_tui("fork", parent, "--root", root, env=env, cwd=ws)
+        assert fork.returncode == 0, fork.stderr
+        child = fork.stdout.strip().splitlines()[-1]
+        (child_log,) = [p for p in Path(root).rglob("session*.jsonl*") if p.parent.name == child]
+        formats[child_log.name] = json.loads(_plain(child_log).split(b"\n", 1)[0])["version"]
+    assert formats == {"session.jsonl.zstd": 0, "session.v4.jsonl.zstd": 4}
     (cfg / "settings.toml").write_text('[storage]\nformat = "v5"\n' + CHAT)
     bad = _dsh_tui("run", "--headless", "x", env={**env, "DEEPSEEK_BASE_URL": "http://127.0.0.1:9"}, cwd=ws)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr

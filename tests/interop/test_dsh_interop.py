@@ -11,7 +11,9 @@ from dsh_tui.store import jsonl, zstdframes
 from tests.conftest import FIXTURES
 from tests.store.jsonl_helpers import fixture_events, header, write_log
 
-pytestmark = pytest.mark.interop
+# the peer is dsh 0.1 (npm 0.1.0-rc.8): it reads only format v0, so the sessions dsh-tui starts here are v0
+# ([storage] format = "v0"); dsh 0.2 and format v4, the default, are tests/interop/test_dsh02_*.py
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("session_format_v0")]
 
 SNAP = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots"
 WEB = FIXTURES / "apps" / "web" / "tests" / "snapshots"

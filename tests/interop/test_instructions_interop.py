@@ -11,7 +11,9 @@ import pytest
 from dsh_tui.llm.scripted import ScriptedProvider, call, text
 from dsh_tui.runtime.host import AgentHost, HostSpec
 
-pytestmark = pytest.mark.interop
+# the peer is dsh 0.1 (npm 0.1.0-rc.8): it reads only format v0, so the sessions dsh-tui starts here are v0
+# ([storage] format = "v0"); dsh 0.2 and format v4, the default, are tests/interop/test_dsh02_*.py
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("session_format_v0")]
 
 
 @pytest.mark.parametrize("compression", ["zstd", "none"])

@@ -12,7 +12,9 @@ import pytest
 from dsh_tui.store.fixture import open_log_file
 from tests.runtime.test_workspace_reads import _hostile_repo, _settings, _skill
 
-pytestmark = pytest.mark.interop
+# the peer is dsh 0.1 (npm 0.1.0-rc.8): it reads only format v0, so the sessions dsh-tui starts here are v0
+# ([storage] format = "v0"); dsh 0.2 and format v4, the default, are tests/interop/test_dsh02_*.py
+pytestmark = [pytest.mark.interop, pytest.mark.usefixtures("session_format_v0")]
 
 
 def test_dsh_loads_a_log_with_skipped_file_notes(dsh_peer, tmp_path):

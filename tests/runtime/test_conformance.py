@@ -86,10 +86,10 @@ async def test_dshs_pty_tools_scenarios_replay_with_every_terminal_result_compar
 
 
 @pytest.mark.parametrize("scenario", TREES, ids=scenario_id)
-async def test_subagent_scenario_matches_dsh(scenario, tmp_path):
+async def test_subagent_scenario_matches_dsh(scenario, tmp_path, session_format_v0):
     """The root and every child replay their own recordings through the real driver, the subagents plugin
     and the agent host on a real store; each log matches dsh's (children: header fields, descriptor,
-    delegated policy rows, turns, calls, results)."""
+    delegated policy rows, turns, calls, results). The recordings are dsh 0.1's: the root is a v0 session."""
     outcome = await run_tree_scenario(scenario, tmp_path)
     assert outcome.mismatches == []
     assert outcome.children and all(h.get("origin") == "subagent" for h in outcome.headers)

@@ -15,6 +15,8 @@ from dsh_tui.llm.scripted import ScriptedProvider
 from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.runtime.jobs import JOB_KILL_SCHEMA, JOB_LIST_SCHEMA, JOB_OUTPUT_SCHEMA, SECTION
 from dsh_tui.runtime.jobs.registry import JobRegistry, render_delta
+from dsh_tui.session.content import tool_result_block
+from dsh_tui.session.log import v4_source
 from dsh_tui.store.open import open_store
 from tests.conftest import FIXTURES, REPO
 
@@ -31,13 +33,13 @@ async def _host(tmp_path, provider, **kw) -> AgentHost:
 
 
 def _results(host) -> list[str]:
-    return [e["data"]["message"]["content"][0]["content"][0]["text"] for e in host.session.events
+    return [tool_result_block(e["data"]["message"])["content"][0]["text"] for e in host.session.events
             if e["type"] == "tool/result"]
 
 
 def _notices(host) -> list[dict]:
     return [e["data"] for e in host.session.events if e["type"] == "user/message"
-            and (e["data"].get("source") or {}).get("plugin") == "tool-jobs"]
+            and v4_source(e["data"].get("source") or {}).get("kind") == "tool-jobs"]  # v0: {plugin: "tool-jobs"}
 
 
 def _bg(command: str, description: str = "Run it in the background") -> dict:
@@ -83,7 +85,7 @@ async def test_job_tool_schemas_and_prompt_section_are_dshs(tmp_path):
             recorded["bash"]["parameters"]["properties"]["run_in_background"]
         host.agent.followup("hi")
         await host.agent.wait_idle()
-        system = [e for e in host.session.events if e["type"] == "request/header"][0]["data"]["header"]["system"]
+        system = host.session.request_header()["system"]  # v4 keeps it in the log's system/message
         assert SECTION in prompt and SECTION in system
     finally:
         await host.close()
@@ -144,8 +146,8 @@ async def test_a_job_that_finishes_on_its_own_wakes_the_idle_agent_with_dshs_not
         text = ("background job bash-1 (bash: Say hello later) finished [status: completed, exit code: 0]. "
                 "Read its output with job_output.")
         assert notice["content"] == [{"type": "text", "text": text}]
-        assert notice["source"] == {"kind": "plugin", "plugin": "tool-jobs", "form": "notice",
-                                    "summary": "bash Say hello later [status: completed, exit code: 0]"}
+        assert v4_source(notice["source"]) == {"kind": "tool-jobs", "form": "notice",  # v0: {kind: plugin, plugin}
+                                               "summary": "bash Say hello later [status: completed, exit code: 0]"}
         assert _results(host)[-1] == "hello\n[status: completed, exit code: 0]"
     finally:
         await host.close()

@@ -14,6 +14,7 @@ import pytest
 from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.registry import ModelInfo
 from dsh_tui.runtime.host import AgentHost, HostSpec
+from dsh_tui.session.content import tool_result_block
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
 
 USAGE = {"prompt_tokens": 3, "completion_tokens": 1}
@@ -49,7 +50,7 @@ def _results(host: AgentHost) -> list[dict]:
 
 
 def _result_text(result: dict) -> str:
-    return "".join(b.get("text", "") for block in result["message"]["content"] for b in block["content"])
+    return "".join(b.get("text", "") for b in tool_result_block(result["message"])["content"])
 
 
 async def _turn(host: AgentHost, prompt: str) -> None:
@@ -491,7 +492,7 @@ async def test_a_plan_review_logs_what_dsh_recorded(tmp_path):
             if e.get("type") == "command/done":
                 out.append(("command/done", d["kind"], d.get("text")))
             elif e.get("type") == "tool/result":
-                out.append(("tool/result", d["message"]["content"][0]["content"][0]["text"]))
+                out.append(("tool/result", tool_result_block(d["message"])["content"][0]["text"]))
             elif e.get("type") == "tool/call":
                 out.append(("tool/call", d["name"]))
             elif e.get("type") in keep:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 
+from dsh_tui.session.log import v4_source
 from dsh_tui.store.fixture import open_log_file
 from tests.conftest import FIXTURES
 
@@ -150,8 +151,8 @@ def test_headless_gets_skills_and_a_prompt_that_is_exactly_compact_compacts(tmp_
                        cwd=tmp_path, capture_output=True, text=True, timeout=120, env=env)
     assert p.returncode == 0, p.stderr
     events = stored_events(root)
-    kinds = [e["data"]["source"]["kind"] for e in events if e["type"] == "user/message"]
-    assert kinds == ["user", "plugin", "skill-catalog", "skill-invocation"]
+    kinds = [v4_source(e["data"]["source"])["kind"] for e in events if e["type"] == "user/message"]
+    assert kinds == ["user", "runtime-context", "skill-catalog", "skill-invocation"]  # v0: a plugin source
     catalog = [e for e in events if e["type"] == "user/message"][2]["data"]["content"][0]["text"]
     assert "- `deploy`: Ship &lt;it&gt;\n" in catalog
     root2 = tmp_path / "root2"

@@ -11,6 +11,7 @@ from dsh_tui.llm.scripted import ScriptedProvider
 from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
+from dsh_tui.session.content import tool_result_block
 from dsh_tui.store.open import open_store
 from tests.conftest import FIXTURES, REPO
 
@@ -105,7 +106,7 @@ async def test_depth_limit_from_config(tmp_path, max_depth):
         host.agent.followup("go")
         await host.agent.wait_idle()
         (result,) = [e for e in host.session.events if e["type"] == "tool/result"]
-        block = result["data"]["message"]["content"][0]
+        block = tool_result_block(result["data"]["message"])
         assert block["isError"] and block["content"][0]["text"] == "Error: subagent depth 1 exceeds maxDepth 0"
     finally:
         await host.close()
@@ -349,7 +350,7 @@ def _errors(events) -> list[str]:
     out = []
     for e in events:
         if e["type"] == "tool/result":
-            block = e["data"]["message"]["content"][0]
+            block = tool_result_block(e["data"]["message"])
             if block.get("isError"):
                 out.append(block["content"][0]["text"])
     return out

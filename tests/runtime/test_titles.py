@@ -15,6 +15,7 @@ from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.protocol import ModelInfo
 from dsh_tui.runtime.builtins.titles import set_user_title
 from dsh_tui.runtime.host import AgentHost, HostSpec
+from dsh_tui.session.log import v4_source
 from dsh_tui.session.titles import EMPTY_TITLE, clean, fallback_title, normalize, truncate_utf8, user_title
 from tests.llm.sse_server import SCRIPTED_TITLE, ScriptServer, chunk, sse_reply, title_reply
 
@@ -96,7 +97,8 @@ async def test_fallback_then_llm_title_with_dshs_request_body(tmp_path):
             (logged,) = [e["data"] for e in events if e["type"] == "session/title-llm-request"]
             assert logged["system"] == SYSTEM and logged["maxTokens"] == 64 and logged["messageSeqs"] == [prompt_seq]
             assert logged["messages"][0]["content"] == [{"type": "text", "text": user}]
-            assert logged["messages"][0]["source"] == {"kind": "plugin", "plugin": "dsh-session-title-llm"}
+            # v0 {kind: plugin, plugin: P}; format v4 the producer's own kind
+            assert v4_source(logged["messages"][0]["source"]) == {"kind": "dsh-session-title-llm"}
             assert list(logged) == ["titleProvider", "messageSeqs", "route", "system", "messages", "maxTokens"]
             # the turn's own request is the first one out (the title request goes beside it)
             assert len(srv.requests) == 1 and not SYSTEM.startswith(srv.requests[0]["body"]["messages"][0]["content"])
@@ -173,8 +175,9 @@ async def test_a_user_title_pins_and_later_automatic_titles_do_not_override(tmp_
                 set_user_title(host.session, "\u200b ")
         finally:
             await host.close()
+    prompt_seq = next(e["seq"] for e in host.session.events if e["type"] == "user/message")
     assert [(t["data"]["title"], t["data"]["source"]["kind"], t["data"]["messageSeqs"]) for t in _titles(host)] \
-        == [("Fix the login bug in", "fallback", [4]), ("My rename", "user", [])]
+        == [("Fix the login bug in", "fallback", [prompt_seq]), ("My rename", "user", [])]
     assert host.session.title() == "My rename"
 
 

@@ -151,9 +151,13 @@ async def test_fork_before_a_turn_carries_the_turns_before_it_and_never_its_prom
     events = store.inspect(child["id"]).events
     assert child["parentSession"] == sid
     assert [p.text for p in prompts(events)] == ["first", "second"]
-    assert events[child["seedLength"] - 1]["type"] == "turn/end"
+    # the seed ends at turn 2's end (v0: the header's seedLength; v4: the inherited session/end-seed there)
+    cut = child["seedLength"] if "seedLength" in child else \
+        next(i for i, e in enumerate(events) if e["type"] == "session/end-seed")
+    assert events[cut - 1]["type"] == "turn/end"
     assert not any("third" in json.dumps(e) for e in events)
     first = fork_before_turn(store, sid, 1)  # nothing came before the first prompt: an empty seed
-    assert first["seedLength"] == 0 and first["parentSession"] == sid
+    assert first.get("seedLength", 0) == 0 and first.get("isSeeded", True) and first["parentSession"] == sid
+    assert first["version"] == child["version"] == store.inspect(sid).header["version"]  # the parent's format
     assert prompts(store.inspect(first["id"]).events) == []
     assert store.inspect(sid).events == before  # the parent is untouched
