@@ -7,6 +7,7 @@ import argparse
 
 from dsh_tui.cli.app_cmd import _chat_resolver, _cwd
 from dsh_tui.llm import scripted
+from dsh_tui.session.content import tool_result_block
 from dsh_tui.store.fixture import open_log_file
 from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.settings import UiSettings
@@ -39,7 +40,7 @@ async def test_run_chat_honours_cwd_preset_replay_and_root(tmp_path):
     assert log.header["cwd"] == str(ws.resolve())
     result = [e for e in log.events if e["type"] == "tool/result"][0]
     # full-access ran the call (workspace-write would have asked for an approval first)
-    assert result["data"]["message"]["content"][0]["content"][0]["text"] == "SNAPSHOT_OK\n"
+    assert tool_result_block(result["data"]["message"])["content"][0]["text"] == "SNAPSHOT_OK\n"
 
 
 async def test_run_chat_without_a_model_says_how_to_configure_one(tmp_path, monkeypatch):

@@ -123,8 +123,7 @@ async def test_at_completion_quotes_a_path_with_spaces_and_the_mention_stays_tex
         await wait_for(pilot, lambda: _footers(app) == 1)
         user = [e["data"] for e in _events(app, "user/message") if e["data"]["source"]["kind"] == "user"]
         assert user[0]["content"] == [{"type": "text", "text": 'see @"my docs/read me.txt" please'}]
-        header = _events(app, "request/header")[0]["data"]["header"]
-        assert SECTION_TEXT in header["system"]
+        assert SECTION_TEXT in app.bridge.harness.session.request_header()["system"]  # v4: the system/message
 
 
 async def test_a_skill_named_in_the_prompt_is_put_in_the_conversation(tmp_path):

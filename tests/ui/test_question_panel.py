@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 from dsh_tui.llm import scripted
+from dsh_tui.session.content import tool_result_block
 from dsh_tui.ui.widgets import question
 from tests.ui.conftest import scripted_app, submit, wait_for
 
@@ -16,7 +17,7 @@ PLAN = "# Add a cache\n\n1. Read the code.\n2. Add it."
 
 
 def _results(app) -> list[str]:
-    return ["".join(b.get("text", "") for blk in e["data"]["message"]["content"] for b in blk["content"])
+    return ["".join(b.get("text", "") for b in tool_result_block(e["data"]["message"])["content"])
             for e in app.bridge.harness.session.events if e["type"] == "tool/result"]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from dsh_tui.session.content import tool_result_block
 from tests.llm.sse_server import chunk, tool_call
 from tests.ui.browser_support import ModelServer
 from tests.ui.pty_support import PtyApp, app_env, session_events
@@ -39,7 +40,7 @@ class AsksServer(ModelServer):
 
 
 def _results(root) -> list[str]:
-    return ["".join(b.get("text", "") for blk in e["data"]["message"]["content"] for b in blk["content"])
+    return ["".join(b.get("text", "") for b in tool_result_block(e["data"]["message"])["content"])
             for e in session_events(root) if e["type"] == "tool/result"]
 
 

@@ -8,6 +8,7 @@ import json
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import Hang
 from dsh_tui.runtime.turns import prompts
+from dsh_tui.session.content import tool_result_block
 from dsh_tui.store.open import open_store
 from dsh_tui.ui.screens.rewind import RewindModal
 from tests.ui.conftest import items, scripted_app, submit, wait_for
@@ -129,7 +130,7 @@ async def test_reject_with_a_reason_the_next_request_carries(tmp_path):
         await pilot.press("enter")
         await wait_for(pilot, lambda: _footers(app) == 1)
         assert [e["data"] for e in _events(app, "approval/decided")][0]["outcome"] == "rejected"
-        result = _events(app, "tool/result")[0]["data"]["message"]["content"][0]["content"][0]["text"]
+        result = tool_result_block(_events(app, "tool/result")[0]["data"]["message"])["content"][0]["text"]
         assert result == 'Error: the user rejected tool "bash". The user\'s reason: use make clean'
         assert "use make clean" in json.dumps(app.provider.requests[-1]["messages"])
 

@@ -62,6 +62,7 @@ class TranscriptFold:
         self._stream_index: dict[tuple[str, int], StreamItem | ToolItem] = {}
         self._tools: dict[str, ToolItem] = {}
         self._approvals: dict[str, ToolItem] = {}
+        self._v4_cut_seen = False  # a v4 fork's end-seed {inherited: true} was folded
         self._retries: dict[str, RetryItem] = {}
         self._compactions: dict[str, CompactionItem] = {}
         self.workspace = str(self.header.get("cwd") or "")
@@ -449,6 +450,14 @@ class TranscriptFold:
             return  # an empty seed: nothing above to divide from
         parent = self.header.get("parentSession")
         seed_length = self.header.get("seedLength")
+        if parent and self.header.get("version") == 4 and self.header.get("isSeeded"):
+            # format v4 has no seedLength: the cut is the end-seed {inherited: true}; one before it is the
+            # parent's own (its resume), one after it this session's resume
+            seed_length = seq + 1 if isinstance(data, dict) and data.get("inherited") is True else None
+            if seed_length is None:
+                seed_length = -1 if self._v4_cut_seen else seq + 2
+            else:
+                self._v4_cut_seen = True
         if parent and isinstance(seed_length, int) and seq < seed_length - 1:
             # an end-seed inside the copied prefix is the parent's own (a fork of a fork, a resumed parent):
             # it is not where this session left its parent
