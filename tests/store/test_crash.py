@@ -273,3 +273,88 @@ def test_the_cli_resumes_a_killed_session_on_every_backend(tmp_path, backend, mo
     res = open_store(trial).load(trial.session_id)
     types = [e["type"] for e in res.events]
     assert types.count("turn/end") == 2 and "session/end-seed" in types
+
+
+# -- the default format (v4) through the real program ----------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["request", "tool"])
+def test_a_default_v4_session_killed_mid_turn_is_closed_and_resumed(tmp_path, use_messages_default, where):
+    """``dsh-tui run --headless`` with no settings writes format v4; SIGKILLed inside the model request (a stalled
+    stream) or inside a tool body (``sleep``), the log checks out with the turn still open, and ``dsh-tui
+    resume`` closes it as dsh 0.2 does (v4 closers: a native ``role: "tool"`` result
+    ``interrupted-tool-result-<callId>-<seq>``, TOOL_OUTCOME_UNKNOWN citing the call; ``turn/end`` interrupted) and
+    runs the next turn in v4."""
+    import json
+
+    import zstandard
+
+    from tests.interop.dsh02_corpus import stall
+    from tests.llm.sse_server import ScriptServer
+    from tests.llm.test_messages import text_reply, title, tool_reply
+
+    root, ws = tmp_path / "root", tmp_path / "ws"
+    ws.mkdir()
+    env = {**os.environ, "DEEPSEEK_API_KEY": "sk-crash-0123456789abcdef"}
+    cli = [sys.executable, "-m", "dsh_tui"]
+
+    def plain(log: Path) -> list[dict]:
+        with zstandard.ZstdDecompressor().stream_reader(log.open("rb")) as r:
+            return [json.loads(line) for line in r.read().splitlines()]
+
+    with ScriptServer() as server:
+        server._server.title_reply = title
+        if where == "request":
+            server.push(stall())
+        else:
+            server.push(tool_reply("toolu_s", "bash", json.dumps({"command": "sleep 60", "description": "Wait"})))
+        env["DEEPSEEK_BASE_URL"] = server.base_url
+        proc = subprocess.Popen([*cli, "run", "--headless", "--preset", "full-access", "--root", str(root), "work"],
+                                cwd=ws, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline:
+                logs = list(root.rglob("session*.jsonl*"))
+                types = [e["type"] for e in plain(logs[0])[1:]] if logs else []
+                if where == "request" and server.requests and "request/context" in types:
+                    break
+                if where == "tool" and "tool/call" in types:
+                    break
+                time.sleep(0.05)
+            else:
+                raise AssertionError(f"the child never reached the {where}")
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGKILL)
+            proc.wait(30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        (log,) = root.rglob("session*.jsonl*")
+        assert log.name == "session.v4.jsonl.zstd"
+        header, *events = plain(log)
+        assert header["version"] == 4 and events[-1]["type"] != "turn/end"
+        check = json.loads(subprocess.run([*cli, "log", "check", str(log)], capture_output=True, text=True,
+                                          timeout=60, env=env).stdout)
+        assert check["ok"] and check["open_turn"] == 1, check
+        server.push(text_reply("Recovered."))
+        out = subprocess.run([*cli, "resume", header["id"], "--root", str(root), "--preset", "full-access",
+                              "--headless", "go on"], cwd=ws, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "Recovered." in out.stdout, out.stderr
+    after = plain(log)
+    assert after[0] == header and after[1:len(events) + 1] == events  # the prefix untouched
+    closers = after[len(events) + 1:]
+    if where == "tool":
+        result = closers[0]
+        call_seq = next(e["seq"] for e in events if e["type"] == "tool/call")
+        assert result["type"] == "tool/result" and result["sourceEventSeqs"] == [call_seq]
+        message = result["data"]["message"]
+        assert message["role"] == "tool" and message["toolCallId"] == "toolu_s" and message["isError"] is True
+        assert message["id"] == f"interrupted-tool-result-toolu_s-{result['seq']}"
+        assert result["data"]["error"]["code"] == "TOOL_OUTCOME_UNKNOWN"
+    ends = [e for e in closers if e["type"] == "turn/end"]
+    assert ends[0]["data"] == {"turn": 1, "reason": {"kind": "interrupted"}}
+    assert ends[-1]["data"]["turn"] == 2 and ends[-1]["data"]["reason"]["kind"] == "completed"
+    check = json.loads(subprocess.run([*cli, "log", "check", str(log)], capture_output=True, text=True,
+                                      timeout=60, env=env).stdout)
+    assert check["ok"] and check["turns"] == 2 and not check["open_turn"], check
