@@ -35,7 +35,7 @@ def make_session(cwd: str = "/work") -> Session:
 
 def make_agent(responses: list | None = None, tools: list[ToolDefinition] | None = None, *, session=None,
                provider: ScriptedProvider | None = None, tmp_path=None, fallback=None, **cfg: Any) -> Agent:
-    session = session or make_session(str(tmp_path) if tmp_path else "/work")
+    session = session if session is not None else make_session(str(tmp_path) if tmp_path else "/work")
     provider = provider or ScriptedProvider(responses or [], name="mock", fallback=fallback)
     cfg.setdefault("model", "mock-model")
     cfg.setdefault("runtime_context", False)

@@ -123,3 +123,28 @@ async def test_meter_is_incremental_and_anchored_to_provider_usage():
         message_price(m) for m in agent.session.derive_messages())
     assert meter.measure() == heuristic
     assert Compactor(agent).measure() == heuristic  # incremental == from scratch
+
+
+async def test_manual_compaction_of_a_v4_session_keeps_the_system_head_and_writes_v4_shapes():
+    """Format v4 (the default for new sessions): the checkpoint's replacement is ``{op, startSeq, endSeq}``, it
+    never shadows the ``system/message`` head (the system prompt stays the log's first surface node), and the next
+    request carries the summary first."""
+    from dsh_tui.session.headers import make_header
+    from dsh_tui.session.log import Session
+
+    counter = iter(range(1, 10**9))
+    session = Session(make_header("sess-v4", cwd="/work", created_at=1, version=4), clock=lambda: next(counter))
+    agent = make_agent([s.text("answer one " * 100), s.text("answer two " * 100), s.text("summary of it"),
+                        s.text("three")], session=session, context_window=100_000, persona="You are a test.")
+    await run_followup(agent, LONG_PROMPT)
+    await run_followup(agent, "second question " * 50)
+    assert await agent.compact_now() is True
+    (head,) = of_type(agent, "system/message")
+    checkpoint = [e for e in of_type(agent, "user/message") if isinstance(e.get("surfaceOp"), dict)][0]
+    op = checkpoint["surfaceOp"]
+    assert set(op) == {"op", "startSeq", "endSeq"} and op["startSeq"] > head["seq"]
+    assert checkpoint["data"]["source"]["kind"] == "compact-checkpoint"
+    assert session.surface_nodes[0] == head["seq"]
+    assert head["seq"] not in of_type(agent, "compaction/summary")[0]["data"]["shadowedSeqs"]
+    await run_followup(agent, "after")
+    assert "<compacted-summary>" in texts(agent.provider.requests[-1]["messages"][0])
