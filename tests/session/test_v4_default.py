@@ -47,3 +47,20 @@ def test_a_v4_fork_is_divided_at_its_inherited_end_seed_not_at_the_parents_resum
     assert child["version"] == 4 and child["isSeeded"] is True
     assert _dividers(store, child["id"]) == [f"forked or resumed here in the history of {parent}",
                                              f"forked from {parent} here"]
+
+
+def test_new_sessions_are_v4_on_jsonl_v0_by_setting_and_always_v0_on_sqlite(tmp_path, monkeypatch):
+    from dsh_tui.runtime.host import new_session_format
+    from dsh_tui.store.open import open_store
+
+    jsonl = JsonlStore(tmp_path / "j")
+    sqlite = open_store(tmp_path / "s", default_backend="sqlite")
+    assert new_session_format(jsonl) == "v4"  # no setting: dsh 0.2's format
+    assert new_session_format(sqlite) == "v0"  # dsh's SQLite schema holds format 0
+    (tmp_path / "cfg" / "dsh-tui").mkdir(parents=True)
+    (tmp_path / "cfg" / "dsh-tui" / "settings.toml").write_text('[storage]\nformat = "v0"\n')
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert new_session_format(jsonl) == "v0"
+    assert new_session_format(jsonl, "v4") == "v4"  # an explicit choice wins
+    monkeypatch.setenv("DSH_TUI_SESSION_FORMAT", "v4")
+    assert new_session_format(jsonl) == "v4"
