@@ -50,7 +50,7 @@ SUMMARIES: dict[str, str] = {
     "plugins": "list the plugins found, where from, loaded or failed (--json)",
     "serve": "serve the app to a browser (loopback and a token; -- run / resume ID / demo)",
     "acp": "serve an Agent Client Protocol agent on stdin/stdout (editors, ACP front ends)",
-    "mcp": "manage MCP servers in settings.toml: add, remove, get, list (with each server's tools)",
+    "mcp": "manage MCP servers in settings.toml: add, remove, get, list (with each server's tools), login, logout",
 }
 
 

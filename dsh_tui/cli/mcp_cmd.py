@@ -5,6 +5,8 @@
     dsh-tui mcp list            # each server's state and tool names (connects to each, bounded)
     dsh-tui mcp get files       # its settings (env and header values hidden)
     dsh-tui mcp remove files
+    dsh-tui mcp login remote    # OAuth: authorize in a browser; tokens kept privately per server
+    dsh-tui mcp logout remote   # forget them
 
 ``add`` and ``remove`` edit ``[mcp.servers.<name>]`` in place (comments and layout kept); a file that then
 holds an ``env`` or ``headers`` value (often a secret) is made private (0600).
@@ -20,12 +22,13 @@ import stat
 import sys
 from typing import Any
 
-HELP = "manage MCP servers in settings.toml: add, remove, get, list (with each server's tools)"
+HELP = "manage MCP servers in settings.toml: add, remove, get, list (with each server's tools), login, logout"
 LIST_TIMEOUT_S = 15.0
+LOGIN_TIMEOUT_S = 300.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    sub = parser.add_subparsers(dest="action", metavar="add|remove|get|list")
+    sub = parser.add_subparsers(dest="action", metavar="add|remove|get|list|login|logout")
     sub.required = True
     add = sub.add_parser("add", help="add a server: NAME -- COMMAND [ARGS...], or NAME URL")
     add.add_argument("name", help="server name (1-32 of A-Z a-z 0-9 _ -)")
@@ -45,6 +48,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ls.add_argument("--json", action="store_true")
     ls.add_argument("--no-connect", action="store_true", help="list the settings only, connect to nothing")
     ls.add_argument("--timeout", type=float, default=LIST_TIMEOUT_S, help="seconds to wait for each server")
+    login = sub.add_parser("login", help="authorize an HTTP server that asks for OAuth (opens the URL to visit)")
+    login.add_argument("name")
+    login.add_argument("--no-browser", action="store_true", help="only print the authorization URL")
+    login.add_argument("--timeout", type=float, default=LOGIN_TIMEOUT_S,
+                       help="seconds to wait for the browser to come back (default %(default)g)")
+    logout = sub.add_parser("logout", help="forget a server's OAuth tokens")
+    logout.add_argument("name")
 
 
 def _load() -> tuple[Any, dict[str, Any]]:
@@ -231,11 +241,96 @@ def _list(args: argparse.Namespace) -> int:
         return 0
     for row in rows:
         state = row["state"] + (f": {row['error']}" if row["error"] else "")
+        if row["state"] == "needs-login":
+            from dsh_tui.runtime.mcp.oauth import login_hint
+
+            state = login_hint(str(row["name"]))
         print(f"{row['name']}  {row['target']}  {state}")
         for tool in row["tools"]:
             print(f"    {tool}")
     return 0
 
 
+def _http_server(args: argparse.Namespace, what: str) -> Any:
+    """The configured server ``args.name`` (a URL server), or a usage error."""
+    from dsh_tui.runtime.mcp.config import parse_servers
+    from dsh_tui.session.errors import UsageError
+
+    path, data = _load()
+    for config in parse_servers(data.get("mcp")):
+        if config.name == args.name:
+            if config.transport != "streamable-http":
+                raise UsageError(f"mcp {what}: {args.name} is a stdio server; OAuth is for HTTP (url) servers")
+            return config
+    raise UsageError(f"mcp {what}: no MCP server named {args.name!r} in {path}" + _known(_servers(data)))
+
+
+def _login(args: argparse.Namespace) -> int:
+    from dsh_tui.runtime.mcp import oauth
+
+    config = _http_server(args, "login")
+    if oauth.has_authorization_header(config.headers):
+        print(f"dsh-tui: mcp login: {args.name} has an Authorization header in its settings; OAuth is not used "
+              "for it", file=sys.stderr)
+        return 1
+
+    def show(url: str) -> None:
+        print(f"To authorize dsh-tui for MCP server {args.name}, open this URL in a browser:", file=sys.stderr)
+        print(url, flush=True)  # stdout, alone on its line: easy to copy (or to follow from a script)
+        print(f"waiting for the browser (up to {args.timeout:g} s; Ctrl-C to stop)…", file=sys.stderr, flush=True)
+
+    async def go() -> tuple[bool, list[str]]:
+        return await oauth.login(config, show_url=show, open_browser=not args.no_browser,
+                                 timeout=max(1.0, args.timeout))
+
+    print(f"connecting to {config.url}…", file=sys.stderr, flush=True)
+    try:
+        asked, tools = asyncio.run(go())
+    except KeyboardInterrupt:
+        oauth.forget(args.name)
+        print(f"dsh-tui: mcp login: {args.name}: stopped", file=sys.stderr)
+        return 130
+    except BaseException as err:  # noqa: BLE001 - one line, whatever the flow raised
+        if isinstance(err, (SystemExit, KeyboardInterrupt)):
+            raise
+        oauth.forget(args.name)  # nothing half-done is kept
+        print(f"dsh-tui: mcp login: {args.name}: {_login_failure(err)}", file=sys.stderr)
+        return 1
+    count = f"{len(tools)} tool{'' if len(tools) == 1 else 's'}"
+    if not asked:
+        oauth.forget(args.name)
+        print(f"MCP server {args.name} did not ask for authorization (connected without it: {count})")
+        return 0
+    print(f"logged in to MCP server {args.name} ({count}); tokens kept in {oauth.token_path(args.name)}")
+    return 0
+
+
+def _login_failure(err: BaseException) -> str:
+    """One line for a failed login: the innermost meaningful error of the flow."""
+    from dsh_tui.runtime.mcp.client import _describe
+    from dsh_tui.runtime.mcp.oauth import LoginError
+
+    todo: list[BaseException] = [err]
+    while todo:
+        e = todo.pop()
+        if isinstance(e, LoginError):
+            return str(e)
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+    return _describe(err, None)
+
+
+def _logout(args: argparse.Namespace) -> int:
+    from dsh_tui.runtime.mcp import oauth
+
+    config = _http_server(args, "logout")
+    if oauth.forget(config.name):
+        print(f"logged out of MCP server {config.name} (its tokens were deleted)")
+    else:
+        print(f"MCP server {config.name} had no stored tokens")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    return {"add": _add, "remove": _remove, "get": _get, "list": _list}[args.action](args)
+    return {"add": _add, "remove": _remove, "get": _get, "list": _list, "login": _login,
+            "logout": _logout}[args.action](args)

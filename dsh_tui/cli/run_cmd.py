@@ -107,6 +107,8 @@ def mcp_problems(agent: Any) -> list[str]:
 
     out = []
     for row in servers(agent):
+        if row.state == "needs-login":  # an OAuth server without (valid) tokens: its tools were absent
+            out.append(f"dsh-tui: MCP server {row.name}: {row.text[len(row.name) + 2:]}")
         if row.state in ("failed", "reconnecting") and row.error:
             out.append(f"dsh-tui: MCP server {row.name}: {row.text[len(row.name) + 2:]}")
         if row.notes:

@@ -63,6 +63,7 @@ class AgentHarness:
         if getattr(agent, "mcp", None) is not None:  # the first request waits for the servers: say which
             agent.mcp.on_wait = lambda names: bridge.notice(
                 "phase", f"connecting MCP {', '.join(names)}" if names else "waiting")
+            agent.mcp.on_report = lambda text: bridge.notice("notice", text)  # e.g. a server needs a login
 
     def _on_child(self, child: Any) -> None:
         """A subagent below this agent changed: post its snapshot (at most one per child per loop turn)."""

@@ -91,12 +91,38 @@ class McpManager:
         for cfg in configs:
             self.servers.append(Server(cfg, registry, duplicate=cfg.name in seen, commands=commands,
                                        route=route))
+            self.servers[-1].on_needs_login = self._needs_login
             seen.add(cfg.name)
         self.started = False
         self.closed = False
         self.waited = False  # the first request waited for the servers' first attempts
         # the app's status bar: called with the servers the first request waits for, then with []
         self.on_wait: Any = None
+        self._on_report: Any = None  # the app: one notice per server that needs an OAuth login
+        self._reports: list[str] = []  # made before anyone listened
+
+    @property
+    def on_report(self) -> Any:
+        return self._on_report
+
+    @on_report.setter
+    def on_report(self, fn: Any) -> None:
+        self._on_report = fn
+        pending, self._reports = self._reports, []
+        for text in pending if fn is not None else ():
+            with contextlib.suppress(Exception):
+                fn(text)
+
+    def _needs_login(self, server: Any) -> None:
+        from dsh_tui.runtime.mcp.oauth import login_hint
+
+        text = f"MCP server {server.name} {login_hint(server.name)}"
+        log.warning("%s", text)
+        if self._on_report is None:
+            self._reports.append(text)
+            return
+        with contextlib.suppress(Exception):
+            self._on_report(text)
 
     def start(self) -> None:
         if self.started or self.closed:

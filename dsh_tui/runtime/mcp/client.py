@@ -67,7 +67,7 @@ class ServerStatus:
     name: str
     transport: str
     target: str
-    state: str  # connecting | ready | reconnecting | failed | disabled | closed
+    state: str  # connecting | ready | reconnecting | needs-login | failed | disabled | closed
     tools: list[str]
     error: str = ""
     attempt: int = 0
@@ -88,6 +88,8 @@ class ServerStatus:
                 detail += f" · {self.error}"
         elif self.state == "failed":
             detail = f"failed: {self.error}" if self.error else "failed"
+        elif self.state == "needs-login":
+            detail = f"needs login: run dsh-tui mcp login {self.name}"
         else:
             detail = self.state
         return f"{self.name}  {detail}"
@@ -127,6 +129,7 @@ class Server:
         self.connections = 0  # successful connections so far (a reconnect makes a new one)
         self.attempts = 0  # connection attempts started
         self._attempt: asyncio.Task | None = None
+        self.on_needs_login: Callable[[Server], None] | None = None  # the manager reports it (one line)
 
     # ---- lifecycle -------------------------------------------------------------------------------
     @property
@@ -210,6 +213,16 @@ class Server:
                     raise
                 failure = "reconnecting by hand"
             except BaseException as err:  # noqa: BLE001 - any failure of an attempt is the attempt's
+                if _needs_login(err):  # no retry helps until the user logs in (dsh-tui mcp login NAME)
+                    self.session = None
+                    self._unregister()
+                    self.state, self.error = "needs-login", ""
+                    assert self._first is not None
+                    self._first.set()
+                    if self.on_needs_login is not None:
+                        with contextlib.suppress(Exception):
+                            self.on_needs_login(self)
+                    return
                 failure = _describe(err, errfile)
                 if self._first is not None and not self._first.is_set():
                     log.warning("mcp server %s: connection attempt failed: %s", self.name, failure)
@@ -296,9 +309,15 @@ class Server:
         from mcp.client.streamable_http import streamable_http_client
         from mcp.shared._httpx_utils import create_mcp_http_client
 
+        from dsh_tui.runtime.mcp import oauth
+
+        auth = None
+        if not oauth.has_authorization_header(cfg.headers):  # stored tokens, refreshed; never a browser here
+            auth = oauth.provider(self.name, cfg.url or "")
+
         @contextlib.asynccontextmanager
         async def http() -> Any:
-            async with create_mcp_http_client(headers=dict(cfg.headers)) as client, \
+            async with create_mcp_http_client(headers=dict(cfg.headers), auth=auth) as client, \
                     streamable_http_client(cfg.url or "", http_client=client) as streams:
                 yield streams[0], streams[1]
 
@@ -545,6 +564,24 @@ def _checked_schema(tool: Any) -> tuple[dict, str]:
 
 def _seconds(s: float) -> str:
     return f"{s:g} s"
+
+
+def _needs_login(err: BaseException) -> bool:
+    """The attempt ended because the server asks for an OAuth login (``oauth.NeedsLogin``, perhaps in a group)."""
+    from dsh_tui.runtime.mcp.oauth import NeedsLogin
+
+    seen = 0
+    todo: list[BaseException | None] = [err]
+    while todo and seen < 50:
+        e = todo.pop()
+        seen += 1
+        if isinstance(e, NeedsLogin):
+            return True
+        if isinstance(e, BaseExceptionGroup):
+            todo.extend(e.exceptions)
+        elif e is not None:
+            todo.extend([e.__cause__, e.__context__])
+    return False
 
 
 def _describe(err: BaseException, errfile: Any) -> str:

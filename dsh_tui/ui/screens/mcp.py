@@ -24,7 +24,7 @@ from dsh_tui.runtime.commands import mcp_notes
 NONE_CONFIGURED = ("No MCP servers configured. Add [mcp.servers.<name>] to settings.toml "
                    "or start with --mcp NAME=COMMAND.")
 NO_SESSION = "No live session: MCP servers connect with a running session."
-STATE_STYLE = {"ready": "green", "failed": "red", "reconnecting": "yellow", "connecting": "yellow",
+STATE_STYLE = {"ready": "green", "failed": "red", "reconnecting": "yellow", "connecting": "yellow", "needs-login": "yellow",
                "disabled": "dim", "closed": "dim"}
 
 
