@@ -136,6 +136,18 @@ def test_login_then_a_headless_run_offers_and_calls_the_tools_then_refresh_logou
         assert stat.S_IMODE(token_file().stat().st_mode) == 0o600
         assert not secrets_in(p.stdout, p.stderr, logs_and_sessions(tmp_path))
 
+        # a token the server refuses before its time (revoked): refreshed too, not a new login
+        httpx.post(f"{base}/test/expire")
+        srv.requests.clear()
+        srv.push(sse_reply(*call_chunks(("c3", "mcp__remote__echo", {"text": "revoked"})),
+                           chunk(finish="tool_calls", usage=USAGE)),
+                 sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)))
+        p = run_headless(tmp_path, "once more")
+        assert p.returncode == 0, p.stderr
+        assert tool_messages(srv.requests[1]) == {"c3": "echo: revoked"}
+        assert stats(base)["refreshes"] == 2 and stats(base)["authorizations"] == 1
+        assert not secrets_in(p.stdout, p.stderr, logs_and_sessions(tmp_path))
+
         # logout forgets the tokens: the next run reports the server as needing a login, without its tools
         out = dsh("mcp", "logout", "remote")
         assert out.returncode == 0 and "logged out of MCP server remote" in out.stdout, out.stderr

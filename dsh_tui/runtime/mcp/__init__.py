@@ -219,6 +219,10 @@ class McpManager:
                 if server.state == "ready":
                     return ""
                 detail = f"{server.state}: {server.error}" if server.error else server.state
+                if server.state == "needs-login":
+                    from dsh_tui.runtime.mcp.oauth import login_hint
+
+                    detail = login_hint(server.name)
                 return f"MCP server {server.name} is not available ({detail})"
         return ""
 

@@ -172,11 +172,21 @@ def provider(server: str, url: str, *, redirect_uri: str | None = None,
                             and not _is_refresh(outgoing):
                         raise NeedsLogin(server)  # a client registration: only a login may start one
                     response = yield outgoing
+                    if not interactive and outgoing is request and response.status_code == 401 \
+                            and self.context.can_refresh_token():
+                        break  # a token refused before its time (revoked, a clock apart): refresh, not login
                     outgoing = await flow.asend(response)
             except StopAsyncIteration:
                 return
             finally:
                 await flow.aclose()
+            async with self.context.lock:
+                refreshed = await self._handle_refresh_response((yield await self._refresh_token()))
+            if refreshed:
+                self._add_auth_header(request)
+                if (yield request).status_code != 401:
+                    return
+            raise NeedsLogin(server)
 
     async def refuse(_url: str) -> None:
         raise NeedsLogin(server)
