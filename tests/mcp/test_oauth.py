@@ -88,8 +88,13 @@ def test_login_then_a_headless_run_offers_and_calls_the_tools_then_refresh_logou
         tmp_path, oauth_server):
     base = oauth_server
     with ScriptServer() as srv:
-        write_settings(srv, f'[mcp.servers.remote]\nurl = "{base}/mcp"\nallowed_tools = ["echo"]\n'
-                            f'startup_timeout_ms = 20000\n')
+        write_settings(srv)
+        added = dsh("mcp", "add", "remote", f"{base}/mcp")  # as a user adds it (the outside-author journey)
+        assert added.returncode == 0, added.stderr
+        from dsh_tui.config import settings_path
+
+        with settings_path().open("a") as f:  # [mcp.servers.remote] is the file's last table
+            f.write("startup_timeout_ms = 60000\n")
         # before any login: listed as needing one, quickly, with a defined exit code
         listed = dsh("mcp", "list", "--json")
         assert listed.returncode == 0, listed.stderr
@@ -109,7 +114,7 @@ def test_login_then_a_headless_run_offers_and_calls_the_tools_then_refresh_logou
         srv.push(sse_reply(*call_chunks(("c1", "mcp__remote__echo", {"text": "behind oauth"})),
                            chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)))
-        p = run_headless(tmp_path, "use the echo tool")
+        p = run_headless(tmp_path, "use the echo tool", "--preset", "full-access")
         assert p.returncode == 0, p.stderr
         first = srv.requests[0]["body"]
         assert "mcp__remote__echo" in [t["function"]["name"] for t in first.get("tools", [])]
@@ -126,7 +131,7 @@ def test_login_then_a_headless_run_offers_and_calls_the_tools_then_refresh_logou
         srv.push(sse_reply(*call_chunks(("c2", "mcp__remote__echo", {"text": "refreshed"})),
                            chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)))
-        p = run_headless(tmp_path, "again")
+        p = run_headless(tmp_path, "again", "--preset", "full-access")
         assert p.returncode == 0, p.stderr
         assert tool_messages(srv.requests[1]) == {"c2": "echo: refreshed"}
         assert stats(base)["refreshes"] == 1 and stats(base)["authorizations"] == 1  # no new login
@@ -142,7 +147,7 @@ def test_login_then_a_headless_run_offers_and_calls_the_tools_then_refresh_logou
         srv.push(sse_reply(*call_chunks(("c3", "mcp__remote__echo", {"text": "revoked"})),
                            chunk(finish="tool_calls", usage=USAGE)),
                  sse_reply(chunk("done"), chunk(finish="stop", usage=USAGE)))
-        p = run_headless(tmp_path, "once more")
+        p = run_headless(tmp_path, "once more", "--preset", "full-access")
         assert p.returncode == 0, p.stderr
         assert tool_messages(srv.requests[1]) == {"c3": "echo: revoked"}
         assert stats(base)["refreshes"] == 2 and stats(base)["authorizations"] == 1
@@ -161,8 +166,8 @@ def test_login_then_a_headless_run_offers_and_calls_the_tools_then_refresh_logou
                        .get("tools", []))
         assert p.stderr.count("needs login") == 1, p.stderr
         assert "dsh-tui: MCP server remote: needs login: run dsh-tui mcp login remote" in p.stderr
-        # it did not wait for its 20 s startup timeout (a bound, not a measurement: the run ends far sooner)
-        assert time.monotonic() - started < 20
+        # it did not wait for its 60 s startup timeout (a bound, not a measurement: the run ends far sooner)
+        assert time.monotonic() - started < 60
         assert stats(base)["registrations"] == 1
 
 
@@ -226,3 +231,49 @@ def test_the_app_s_mcp_listing_and_a_notice_say_needs_login(tmp_path, oauth_serv
             await agent.mcp.close()
 
     asyncio.run(go())
+
+
+async def test_the_app_shows_one_notice_and_the_panel_says_needs_login(tmp_path, oauth_server):
+    """The real app (Textual pilot) with the OAuth server and no tokens: one notice naming the command, the
+    ``/mcp`` panel's row says so, and the chat still works (the server never blocks it)."""
+    from dsh_tui.llm import scripted
+    from tests.ui.conftest import submit, wait_for
+    from tests.ui.screen_text import screen_text
+    from tests.ui.test_mcp_panel import McpScreen, _app, _flat
+
+    app = _app(tmp_path, [scripted.text("still here")], mcp=(f"remote={oauth_server}/mcp",))
+    hint = "MCP server remote needs login: run dsh-tui mcp login remote"
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await wait_for(pilot, lambda: hint in [n.message for n in app._notifications], timeout=60)
+        await submit(pilot, "hello")
+        await wait_for(pilot, lambda: "still here" in screen_text(app), timeout=30)
+        app.action_mcp()
+        await wait_for(pilot, lambda: isinstance(app.screen, McpScreen))
+        await wait_for(pilot, lambda: "remote needs login: run dsh-tui mcp login remote" in _flat(app), timeout=30)
+        assert [n.message for n in app._notifications].count(hint) == 1
+
+
+async def test_the_app_says_which_server_the_first_request_waits_for(tmp_path):
+    """Issue #30 item 1: while the first request waits for a server's first connection attempt, the app says
+    which one ("connecting MCP hang"); once its startup timeout passes the turn goes on."""
+    from dsh_tui.llm import scripted
+    from tests.ui.conftest import submit, wait_for
+    from tests.ui.screen_text import screen_text
+    from tests.ui.test_mcp_panel import _app
+
+    hang = f"hang={sys.executable} -c 'import time; time.sleep(600)'"
+    app = _app(tmp_path, [scripted.text("answered")], mcp=(hang,))
+    seen: list[str] = []
+    async with app.run_test(size=(120, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        app.bridge.harness.agent.mcp.get("hang").config.startup_timeout_ms = 3000
+        await submit(pilot, "hello")
+
+        def look() -> bool:
+            if "connecting MCP hang" in screen_text(app):
+                seen.append("connecting")
+            return "answered" in screen_text(app)
+
+        await wait_for(pilot, look, timeout=60)
+        assert seen, "the status never named the server being waited for"
