@@ -283,6 +283,9 @@ def _login(args: argparse.Namespace) -> int:
         return await oauth.login(config, show_url=show, open_browser=not args.no_browser,
                                  timeout=max(1.0, args.timeout))
 
+    from dsh_tui.runtime.mcp import route_logging
+
+    route_logging()  # the mcp library's logging (its tracebacks too) to the MCP log, never the terminal
     print(f"connecting to {config.url}…", file=sys.stderr, flush=True)
     try:
         asked, tools = asyncio.run(go())

@@ -8,7 +8,8 @@ registration, ``/authorize`` (approves at once: redirects to the client's ``redi
 ``/token`` (authorization code with PKCE, refresh token; both rotate) and revocation. For the tests:
 ``POST /test/expire`` makes every access token issued so far invalid (as an expired one), ``GET /test/stats``
 says what happened (JSON: registrations, authorizations, code exchanges, refreshes, tool calls).
-``MCP_TEST_TOKEN_TTL`` sets the access tokens' lifetime in seconds (default 3600).
+``MCP_TEST_TOKEN_TTL`` sets the access tokens' lifetime in seconds (default 3600); ``MCP_TEST_DENY=1`` makes
+``/authorize`` refuse (``access_denied``, as a user who says no).
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ class Provider:
 
     async def authorize(self, client: OAuthClientInformationFull, params: AuthorizationParams) -> str:
         STATS["authorizations"] += 1
+        if os.environ.get("MCP_TEST_DENY") == "1":
+            from mcp.server.auth.provider import AuthorizeError
+
+            raise AuthorizeError(error="access_denied", error_description="the user said no")
         code = secrets.token_urlsafe(24)
         self.codes[code] = AuthorizationCode(
             code=code, scopes=params.scopes or [], expires_at=time.time() + 300, client_id=client.client_id or "",

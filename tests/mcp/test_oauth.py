@@ -23,10 +23,9 @@ from tests.mcp.helpers import call_chunks, run_headless, tool_messages, write_se
 USAGE = {"prompt_tokens": 3, "completion_tokens": 1}
 
 
-@pytest.fixture
-def oauth_server():
+def _start(env: dict | None = None):
     proc = subprocess.Popen([sys.executable, "-m", "tests.mcp.oauth_server"], cwd=REPO, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+                            stderr=subprocess.DEVNULL, text=True, env={**os.environ, **(env or {})})
     try:
         line = proc.stdout.readline() if proc.stdout else ""
         assert line.startswith("PORT "), f"the OAuth test server did not start: {line!r}"
@@ -34,6 +33,16 @@ def oauth_server():
     finally:
         proc.kill()
         proc.wait(10)
+
+
+@pytest.fixture
+def oauth_server():
+    yield from _start()
+
+
+@pytest.fixture
+def denying_server():
+    yield from _start({"MCP_TEST_DENY": "1"})
 
 
 def dsh(*argv: str, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -277,3 +286,31 @@ async def test_the_app_says_which_server_the_first_request_waits_for(tmp_path):
 
         await wait_for(pilot, look, timeout=60)
         assert seen, "the status never named the server being waited for"
+
+
+def test_a_refused_authorization_and_a_stray_request_to_the_listener(tmp_path, denying_server):
+    """The listener answers only its callback (a stray request gets 404 and it keeps listening); a refusal
+    from the authorization server ends the login in one line, exit 1, with nothing kept."""
+    with ScriptServer() as srv:
+        write_settings(srv, f'[mcp.servers.remote]\nurl = "{denying_server}/mcp"\n')
+        proc = subprocess.Popen([sys.executable, "-m", "dsh_tui", "mcp", "login", "remote", "--no-browser",
+                                 "--timeout", "60"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ))
+        try:
+            assert proc.stdout is not None
+            url = proc.stdout.readline().strip()
+            from urllib.parse import parse_qs, urlsplit
+
+            callback = parse_qs(urlsplit(url).query)["redirect_uri"][0]
+            stray = httpx.get(callback.replace("/callback", "/favicon.ico"))
+            assert stray.status_code == 404
+            page = httpx.get(url, follow_redirects=True, timeout=30)
+            assert page.status_code == 200 and "Authorization refused: access_denied" in page.text
+            _out, err = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 1
+    assert err.splitlines()[-1] == "dsh-tui: mcp login: remote: the authorization server refused: the user said no"
+    assert "Traceback" not in err
+    assert not token_file().exists()
