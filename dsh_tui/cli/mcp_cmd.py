@@ -168,6 +168,9 @@ def _remove(args: argparse.Namespace) -> int:
     if args.name not in servers:
         raise UsageError(f"mcp remove: no MCP server named {args.name!r} in {path}" + _known(servers))
     del servers[args.name]
+    from dsh_tui.runtime.mcp.oauth import forget
+
+    forget(args.name)  # its OAuth tokens too (dsh-tui mcp login)
     if not servers:  # no empty [mcp.servers] left behind (and tomlkit keeps the file's comments)
         del data["mcp"]["servers"]
         if not data["mcp"]:
@@ -325,7 +328,14 @@ def _login_failure(err: BaseException) -> str:
 
 def _logout(args: argparse.Namespace) -> int:
     from dsh_tui.runtime.mcp import oauth
+    from dsh_tui.runtime.mcp.naming import SERVER_NAME
+    from dsh_tui.session.errors import UsageError
 
+    if not SERVER_NAME.match(args.name):
+        raise UsageError(f"mcp logout: {args.name!r}: a server name is 1-32 characters of A-Z a-z 0-9 _ -")
+    if oauth.token_path(args.name).exists() and oauth.forget(args.name):  # configured or not (removed since)
+        print(f"logged out of MCP server {args.name} (its tokens were deleted)")
+        return 0
     config = _http_server(args, "logout")
     if oauth.forget(config.name):
         print(f"logged out of MCP server {config.name} (its tokens were deleted)")

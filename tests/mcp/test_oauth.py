@@ -179,11 +179,18 @@ def test_login_then_a_headless_run_offers_and_calls_the_tools_then_refresh_logou
         assert time.monotonic() - started < 60
         assert stats(base)["registrations"] == 1
 
+        # removing the server forgets its tokens too
+        login(base)
+        assert token_file().exists()
+        assert dsh("mcp", "remove", "remote").returncode == 0
+        assert not token_file().exists()
+
 
 def test_login_and_logout_refuse_unknown_and_stdio_servers_in_one_line(tmp_path):
     with ScriptServer() as srv:
         write_settings(srv, f'[mcp.servers.local]\ncommand = {json.dumps(sys.executable)}\n')
-        for argv in (("mcp", "login", "nope"), ("mcp", "logout", "nope"), ("mcp", "login", "local")):
+        for argv in (("mcp", "login", "nope"), ("mcp", "logout", "nope"), ("mcp", "login", "local"),
+                     ("mcp", "logout", "../../settings")):
             p = dsh(*argv)
             assert p.returncode == 2, (argv, p.stderr)
             assert p.stderr.count("\n") == 1 and "Traceback" not in p.stderr

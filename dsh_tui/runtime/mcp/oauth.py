@@ -51,7 +51,11 @@ def token_dir() -> Path:
 
 
 def token_path(server: str) -> Path:
-    """Where ``server``'s tokens and registered client are kept."""
+    """Where ``server``'s tokens and registered client are kept (a server name: never a path of its own)."""
+    from dsh_tui.runtime.mcp.naming import SERVER_NAME
+
+    if not SERVER_NAME.match(server):
+        raise ValueError(f"not an MCP server name: {server!r}")
     return token_dir() / f"{server}.json"
 
 
