@@ -179,6 +179,13 @@ def test_login_then_a_headless_run_offers_and_calls_the_tools_then_refresh_logou
         assert time.monotonic() - started < 60
         assert stats(base)["registrations"] == 1
 
+        # a server the run requires (fail_on_startup_error) stops it in one line saying what to do
+        with settings_path().open("a") as f:
+            f.write("fail_on_startup_error = true\n")
+        p = run_headless(tmp_path, "required")
+        assert p.returncode != 0
+        assert p.stderr == "dsh-tui: MCP server remote needs login: run dsh-tui mcp login remote\n"
+
         # removing the server forgets its tokens too
         login(base)
         assert token_file().exists()

@@ -154,6 +154,10 @@ class McpManager:
         for server in self.servers:
             if server.config.fail_on_startup_error and server.startable:
                 await server.first_attempt()
+                if server.state == "needs-login":
+                    from dsh_tui.runtime.mcp.oauth import login_hint
+
+                    raise McpStartupError(f"MCP server {server.name} {login_hint(server.name)}")
                 if server.state != "ready":
                     raise McpStartupError(f"MCP server {server.name} failed to start: {server.error}")
 
