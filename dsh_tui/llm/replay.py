@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -203,6 +204,10 @@ class ReplayProvider:
             self.served = i + 1
         recorded = self.attempts[i]["chunks"] if i < len(self.attempts) else None
         patch = self.override[i] if i < len(self.override) else None
+        if recorded is not None and FROM_REQUEST in json.dumps(recorded):
+            recorded = resolve_from_request(recorded, request)
+        if patch is not None and FROM_REQUEST in json.dumps(patch):
+            patch = resolve_from_request(patch, request)
         if patch is None:
             if recorded is None:
                 raise LlmError(f"replay script exhausted after {len(self.attempts)} model calls", UNKNOWN)
@@ -228,6 +233,60 @@ class ReplayProvider:
             await asyncio.Event().wait()
         else:
             raise LlmError(f"unknown replay override kind {kind!r}", UNKNOWN)
+
+
+FROM_REQUEST = "{{fromRequest:"
+
+
+def _string_leaves(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _string_leaves(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _string_leaves(v)]
+    return []
+
+
+def _resolve_text(text: str, corpus: str) -> str:
+    out, pos = [], 0
+    while (start := text.find(FROM_REQUEST, pos)) >= 0:
+        begin = start + len(FROM_REQUEST)
+        close = text.find("}}", begin)
+        if close < 0:
+            raise LlmError(f"replay: unterminated fromRequest placeholder in {text!r}", UNKNOWN)
+        end = close
+        while end < len(text) and text[end] == "}":
+            end += 1  # the last two braces of a run of them close the placeholder
+        pattern = text[begin:end - 2]
+        try:
+            matches = list(re.finditer(pattern, corpus))
+        except re.error as exc:
+            raise LlmError(f"replay: fromRequest has an invalid pattern {pattern!r}: {exc}", UNKNOWN) from exc
+        if not matches:
+            raise LlmError(f"replay: fromRequest pattern {pattern!r} matches nothing in the request", UNKNOWN)
+        last = matches[-1]
+        out += [text[pos:start], last.group(1) if last.re.groups else last.group(0)]
+        pos = end
+    return "".join(out) + text[pos:]
+
+
+def resolve_from_request(entry: Any, request: dict[str, Any]) -> Any:
+    """dsh-llm-replay's ``{{fromRequest:<regex>}}``: a scripted string's placeholder becomes the pattern's last
+    match (its first group, if it has one) in the live request's messages (every string leaf, joined by
+    newlines), for values no script can know beforehand, such as a goal id the model echoes back."""
+    corpus = "\n".join(_string_leaves(request.get("messages") or []))
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, str):
+            return _resolve_text(value, corpus) if FROM_REQUEST in value else value
+        if isinstance(value, dict):
+            return {k: walk(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        return value
+
+    return walk(entry)
 
 
 def scenario_logs(directory: Path | str) -> tuple[Path, list[Path]]:

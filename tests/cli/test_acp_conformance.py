@@ -47,6 +47,11 @@ ACP_DIFFERENT = {
 }
 
 
+# dsh's acp.snapshot.ts ``hasModelTurn: false``: a UserPromptSubmit hook refuses the prompt at admission, before a
+# turn opens, so the stdout (the prompt's stop reason) is all dsh's replay compares.
+NO_MODEL_TURN = {"hook-cc-promptsubmit-block", "hook-codex-promptsubmit-block"}
+
+
 def acp_applicability(d: Path) -> str | None:
     if d.name in ACP_DIFFERENT:
         return ACP_DIFFERENT[d.name]
@@ -56,6 +61,8 @@ def acp_applicability(d: Path) -> str | None:
         return f"needs ACP client ops {sorted(ops - OPS)}"
     if not ops & {"prompt", "promptExpectError", "promptContent", "promptAndCancel"}:
         return None  # the protocol alone (a handshake, a refused session): nothing for the model to replay
+    if d.name in NO_MODEL_TURN:
+        return None  # dsh's replay compares only the stop reason (its recorder harvests no log)
     return applicability(d)
 
 

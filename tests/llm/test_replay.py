@@ -115,3 +115,17 @@ def test_a_file_that_is_not_a_jsonl_log_is_a_one_line_llm_error(tmp_path):
     compressed.write_bytes(b"\x28\xb5\x2f\xfd\x00\xff\xfe")
     with pytest.raises(LlmError, match=r"is not UTF-8 JSONL"):
         ReplayProvider.from_file(compressed)
+
+
+async def test_a_scripted_from_request_placeholder_takes_the_last_match_in_the_live_request():
+    """dsh-llm-replay's ``{{fromRequest:<regex>}}`` (dsh's goal scenarios echo a minted goal id): the last match
+    among the request messages' strings, its first group if it has one; no match is a loud error."""
+    call = {"type": "tool-call-delta", "index": 0, "id": "c1", "name": "update_goal",
+            "argumentsDelta": '{"goal_id":"{{fromRequest:goal-[0-9a-f]{4}}}","r":"{{fromRequest:rev=(\\d+)}}"}'}
+    p = ReplayProvider([], override=[{"kind": "chunks", "chunks": [call]}] * 2)
+    messages = [{"role": "tool", "content": [{"type": "text", "text": "goal-aaaa rev=1"}]},
+                {"role": "tool", "content": [{"type": "text", "text": "goal-beef rev=2"}]}]
+    (chunk,) = [c async for c in p.stream({"purpose": "turn", "messages": messages})]
+    assert chunk["argumentsDelta"] == '{"goal_id":"goal-beef","r":"2"}'
+    with pytest.raises(LlmError, match="matches nothing"):
+        [c async for c in p.stream({"purpose": "turn", "messages": []})]

@@ -33,7 +33,11 @@ from tests.runtime.helpers import FakeSleep
 EXAMPLES = FIXTURES / "examples"
 SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "promptAndCancel", "waitForTurnEnd",
                  "waitForTitleAfterTurnEnd",  # titles are the host's job; the loop part is compared
-                 "promptContent"}
+                 "promptContent",
+                 # dsh's goal scenarios (goal.snapshot.ts): a prompt that returns once the agent's message with
+                 # ``waitForText`` arrived, a wait for turn N to start, a cancel once a file exists, a wait for
+                 # an event of a type after the last turn ended
+                 "promptAndWaitForAgentMessage", "waitForTurnStart", "cancel", "waitForEventAfterTurnEnd"}
 # Tools whose output depends only on the workspace and arguments.
 DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill", "read_image", "lsp"}
 # The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
@@ -42,8 +46,12 @@ ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_alway
            "reject_always": "rejected"}
 
 
+# The goal plugin's tools (dsh_tui/runtime/goals/): their results are the goal's JSON (ids scrubbed as dsh's
+# normalizer scrubs them), deterministic.
+GOAL_TOOLS = {"create_goal", "get_goal", "update_goal"}
+DETERMINISTIC_TOOLS |= GOAL_TOOLS
 # Tools of built-in plugins other than dsh_tui.tools and the jobs plugin (skills, images, lsp, terminals).
-PLUGIN_TOOLS = {"skill", "read_image", "lsp", *TERMINAL_TOOLS}
+PLUGIN_TOOLS = {"skill", "read_image", "lsp", *TERMINAL_TOOLS, *GOAL_TOOLS}
 # The terminal tools' results are deterministic with dsh's snapshot backend (``SnapshotPtyBackend``).
 DETERMINISTIC_TOOLS |= set(TERMINAL_TOOLS)
 
@@ -169,6 +177,14 @@ NOT_APPLICABLE = {
 }
 
 
+def recording(d: Path) -> Path:
+    """The log a scenario's replay is compared with: ``session.jsonl``, or for an authored scenario (its
+    ``session.jsonl`` a bare header, the model side all in ``replay.override.json``) ``session.expected.jsonl``."""
+    if (d / "session.expected.jsonl").is_file() and not read_log_events(d / "session.jsonl")[1]:
+        return d / "session.expected.jsonl"
+    return d / "session.jsonl"
+
+
 def applicability(d: Path) -> str | None:
     """None when the scenario can run here, else the reason it is not applicable."""
     if d.name in NOT_APPLICABLE:
@@ -181,9 +197,9 @@ def applicability(d: Path) -> str | None:
     ops = {s.get("op") for s in spec.get("steps", [])}
     if ops - SUPPORTED_OPS:
         return f"needs ACP host ops {sorted(ops - SUPPORTED_OPS)}"
-    if not ops & {"prompt", "promptExpectError", "promptAndCancel", "promptContent"}:
+    if not ops & {"prompt", "promptExpectError", "promptAndCancel", "promptContent", "promptAndWaitForAgentMessage"}:
         return "no prompt (protocol handshake only)"
-    _, events = read_log_events(d / "session.jsonl")
+    _, events = read_log_events(recording(d))
     names = sorted({e["data"]["name"] for e in events if e["type"] == "tool/call"})
     foreign = [n for n in names if n not in BUILTIN_TOOL_NAMES and n not in JOB_TOOLS and n not in PLUGIN_TOOLS]
     if foreign:
@@ -202,6 +218,9 @@ def applicability(d: Path) -> str | None:
 SUBAGENT_NOT_APPLICABLE = {
     "subagent-published-run-failure": "dsh's test hook makes the child's published run and its disposal throw "
                                       "(no model call records it); there is no such hook here",
+    "subagent-report": "dsh's recording opens one parent turn with the child's report and its settlement (the "
+                       "child's last reply came before the woken parent started); here the report starts a turn "
+                       "of its own, and the report tool's result names the relayed message's id",
     "subagent-continuable": "the child's third turn fails on dsh's injected 'snapshot disk full' before its "
                             "first step; the replay cannot inject that failure",
 }
@@ -213,7 +232,7 @@ def subagent_applicability(d: Path, spec: dict) -> str | None:
     if d.name in SUBAGENT_NOT_APPLICABLE:
         return SUBAGENT_NOT_APPLICABLE[d.name]
     ops = {s.get("op") for s in spec.get("steps", [])}
-    if ops - SUPPORTED_OPS - {"waitForSubagentTurnEnd", "waitForTurnStart", "waitForFile"}:
+    if ops - SUPPORTED_OPS - TREE_OPS:
         return f"needs ACP host ops {sorted(ops - SUPPORTED_OPS)}"
     names = set()
     for log in [d / "session.jsonl", *sorted(d.glob("session.[0-9]*.jsonl"))]:
@@ -228,6 +247,10 @@ def subagent_applicability(d: Path, spec: dict) -> str | None:
     return None
 
 
+# The ACP host ops a tree replay drives: a prompt that returns once the agent's message arrived (the turn runs to
+# its end before the next op here), and the waits for a child's turn, the root's next turn or a file (the
+# tree settles: every child idle, every settlement spliced and its turn run).
+TREE_OPS = {"waitForSubagentTurnEnd", "waitForTurnStart", "waitForFile", "promptAndWaitForAgentMessage"}
 SUBAGENT_TOOLS = {"subagent", "subagent_fork", "send_message", "interrupt_agent", "list_agents", "report",
                   "ask_user_question"}  # ask_user_question: only in children, where dsh refuses it
 
@@ -288,7 +311,7 @@ async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
     try:
         for step in spec.get("steps", []):
             op = step.get("op")
-            if op in ("prompt", "promptExpectError"):
+            if op in ("prompt", "promptExpectError", "promptAndWaitForAgentMessage"):
                 agent.followup(step["text"])
                 await asyncio.wait_for(agent.wait_idle(), 60)
             elif op in ("waitForTurnEnd", "waitForTurnStart", "waitForSubagentTurnEnd", "waitForFile"):
@@ -420,7 +443,7 @@ def _normalize(obj, cwd: Path):
 
 async def run_scenario(d: Path, tmp: Path) -> Outcome:
     spec = json.loads((d / "input.json").read_text())
-    header, recorded = read_log_events(d / "session.jsonl")
+    header, recorded = read_log_events(recording(d))
     work = tmp / "workspace"
     prepare_workspace(d, work)
     override = None
@@ -494,9 +517,44 @@ async def _drive(agent: Agent, spec: dict, work: Path, session: Session, recorde
             await asyncio.wait_for(agent.wait_idle(), 60)
         elif op in ("waitForTurnEnd", "waitForTitleAfterTurnEnd"):
             await asyncio.wait_for(agent.wait_idle(), 60)
+        elif op in ("promptAndWaitForAgentMessage", "waitForTurnStart", "cancel", "waitForEventAfterTurnEnd"):
+            await _host_op(agent, session, work, step)
     await agent.bus.parallel("session/flush", {"agent": agent}, scope=agent.id)  # the title request
     await agent.dispose()
     return compare(Outcome(list(session.events), recorded, work))
+
+
+async def _host_op(agent: Agent, session: Session, work: Path, step: dict) -> None:
+    """dsh's goal-scenario host ops (goal.snapshot.ts)."""
+    op = step["op"]
+    if op == "promptAndWaitForAgentMessage":  # returns once the agent's message with ``waitForText`` arrived
+        agent.followup(step["text"])
+        await _until(lambda: any(e["type"] == "assistant/message" and step["waitForText"]
+                                 in json.dumps(e["data"]["message"]["content"]) for e in session.events))
+    elif op == "waitForTurnStart":
+        await _until(lambda: any(e["type"] == "turn/start" and e["data"]["turn"] >= step["minimumTurn"]
+                                 for e in session.events))
+    elif op == "cancel":  # once the model's stream said it is ready (the override's ``readyFile``)
+        ready = (step.get("waitForFile") or {}).get("path")
+        if ready is not None:
+            await _until(lambda: (work / ready).exists())
+        agent.cancel({"kind": "user"})
+    elif op == "waitForEventAfterTurnEnd":
+        await asyncio.wait_for(agent.wait_idle(), 60)
+
+        def after_end() -> bool:
+            ends = [i for i, e in enumerate(session.events) if e["type"] == "turn/end"]
+            return bool(ends) and any(e["type"] == step["type"] for e in session.events[ends[-1]:])
+
+        await _until(after_end)
+
+
+async def _until(ready, seconds: float = 60) -> None:
+    for _ in range(int(seconds * 1000)):
+        if ready():
+            return
+        await asyncio.sleep(0.001)
+    raise AssertionError("the scenario's wait was never satisfied")
 
 
 def _boundaries(events: list[dict]) -> list[tuple]:
@@ -565,7 +623,32 @@ def _instructions(events: list[dict]) -> list[tuple]:
 
 SKELETON = {"turn/start", "turn/end", "step/start", "step/end", "assistant/message", "tool/call", "tool/result",
             "llm/retry", "llm/retry-started", "compaction/start", "compaction/summary", "compaction/end",
-            "compaction/prune", "approval/asked", "approval/decided", "todo/write"}
+            "compaction/prune", "approval/asked", "approval/decided", "todo/write", "goal/change"}
+# Messages the host runs' composition injects that the replay here leaves out: dsh's runtime-context snapshot
+# (the replay runs with runtime_context off) and the title plugin's own request messages (compared as title
+# requests).
+NOT_INJECTED_HERE = {"@deepseek-ai/dsh-system-prompt", "dsh-session-title-llm"}
+
+
+def _injected(events: list[dict]) -> list[tuple]:
+    """Every message a plugin or the runtime put in front of the model (reminders, goal rounds, hook
+    context, job and goal notices, relayed subagent messages): its place (turn, step), text and source."""
+    out, where = [], (0, 0)
+    for e in events:
+        if e["type"] == "step/start":
+            where = (e["data"]["turn"], e["data"]["step"])
+        if e["type"] != "user/message" or e.get("surfaceOp") != "append":
+            continue
+        src = e["data"].get("source") or {}
+        if src.get("kind") in ("user", "agent-instructions") or src.get("plugin") in NOT_INJECTED_HERE:
+            continue
+        out.append((where, json.dumps(e["data"]["content"], sort_keys=True), json.dumps(src, sort_keys=True)))
+    return out
+
+
+def _goal_changes(events: list[dict]) -> list[str]:
+    return [json.dumps({k: v for k, v in e["data"].items() if k not in ("createdAt", "updatedAt")}, sort_keys=True)
+            for e in events if e["type"] == "goal/change"]
 
 
 def _skeleton(events: list[dict]) -> list[str]:
@@ -585,12 +668,21 @@ def _skeleton(events: list[dict]) -> list[str]:
     return out
 
 
+# dsh's normalizeSessionLog (acp-snapshot's normalize.ts) writes any UUID as ``{{sessionId}}`` on both sides.
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+
+
+def _scrub_ids(obj):
+    return json.loads(UUID.sub("{{sessionId}}", json.dumps(obj)))
+
+
 def compare(o: Outcome) -> Outcome:
-    ours = _normalize(o.ours, o.cwd)
-    rec = o.recorded
+    ours = _scrub_ids(_normalize(o.ours, o.cwd))
+    rec = _scrub_ids(o.recorded)
     for name, fn in (("event order", _skeleton), ("boundaries", _boundaries), ("assistant messages", _assistant),
                      ("tool calls", _calls), ("titles", _titles), ("title requests", _title_requests),
-                     ("instructions", _instructions)):
+                     ("instructions", _instructions), ("injected messages", _injected),
+                     ("goal changes", _goal_changes)):
         a, b = fn(ours), fn(rec)
         if a != b:
             first = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
@@ -611,7 +703,7 @@ def compare(o: Outcome) -> Outcome:
         # shell's sandbox-escalation refusal (tool-owned text that needs dsh's OS sandbox).
         deterministic = names.get(by["toolCallId"]) in DETERMINISTIC_TOOLS \
             and not re.search(r"/tmp/|/Users/|/home/|/private/|escalat", text_y) \
-            and "{{" not in text_y.replace("{{cwd}}", "")
+            and "{{" not in text_y.replace("{{cwd}}", "").replace("{{sessionId}}", "")
         if deterministic:
             o.compared_results += 1
             if bx.get("content") != by.get("content"):
@@ -626,7 +718,10 @@ def compare(o: Outcome) -> Outcome:
 
 # What dsh's test wrote into the workspace before the run (examples/headless-agent/tests: the
 # workspace-context resume test edits AGENTS.md while the session is closed).
-WORKSPACE_SETUP = {"offline-edit": {"AGENTS.md": "New workspace instruction after offline edit.\n"}}
+WORKSPACE_SETUP = {"offline-edit": {"AGENTS.md": "New workspace instruction after offline edit.\n"},
+                   # the precedence test: both files changed, and the seed's baseline was built with
+                   # instructionFileCandidates [CLAUDE.md, AGENTS.md] (the resumed composition has the default)
+                   "precedence-change": {"AGENTS.md": "Current AGENTS rule.\n", "CLAUDE.md": "Current CLAUDE rule.\n"}}
 
 
 def headless_dirs() -> list[Path]:

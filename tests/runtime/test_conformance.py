@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import FIXTURES, INVENTORY
+from tests.runtime import ledger
 from tests.runtime.conformance import (
     _instructions,
     _title_requests,
@@ -42,16 +43,17 @@ def _absent_from_corpus() -> list[str]:
 
 
 def test_inventory(capsys):
+    """Prints how many of dsh's 126 recorded scenarios replay (in any harness) and, for each other one, the
+    feature it needs (``tests/runtime/ledger.py``; docs/conformance.md records it)."""
     rows = [(scenario_id(d), applicability(d)) for d in ALL]
-    headless = [(scenario_id(d), headless_applicability(d)) for d in HEADLESS]
+    states = ledger.states()
     with capsys.disabled():
-        print(f"\nconformance: {len(APPLICABLE) + len(TREES)} applicable of {len(ALL)} scenarios "
-              f"({len(TREES)} with subagent children), "
-              f"{len(HEADLESS_APPLICABLE)} of {len(HEADLESS)} headless snapshots")
-        for sid, why in rows + headless:
-            print(f"  {'run ' if why is None else 'n/a '} {sid}{'' if why is None else ' - ' + why}")
-        for sid in _absent_from_corpus():
-            print(f"  n/a  {sid} - in the inventory, its recording is not in this corpus")
+        print(f"\n{ledger.report(states)}")
+        print(f"loop harness: {len(APPLICABLE) + len(TREES)} of {len(ALL)} scenarios with a prompt script "
+              f"({len(TREES)} with subagent children), {len(HEADLESS_APPLICABLE)} of {len(HEADLESS)} headless snapshots")
+    assert len(states) == ledger.TOTAL
+    assert sum(s.replays for s in states) >= 75
+    assert all(s.needs for s in states if not s.replays)
     assert len(HEADLESS_APPLICABLE) >= 3
     assert len(ALL) >= 60
     assert len(APPLICABLE) >= 20
