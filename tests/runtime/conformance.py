@@ -39,7 +39,8 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
                  # an event of a type after the last turn ended
                  "promptAndWaitForAgentMessage", "waitForTurnStart", "cancel", "waitForEventAfterTurnEnd"}
 # Tools whose output depends only on the workspace and arguments.
-DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill", "read_image", "lsp"}
+DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill", "read_image", "lsp",
+                       "list_agents"}  # the subagent rows (ids scrubbed as dsh's normalizer scrubs them)
 # The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
 JOB_TOOLS = {"job_output", "job_list", "job_kill"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
@@ -761,3 +762,81 @@ async def run_headless(d: Path, tmp: Path) -> Outcome:
                for m in e["data"].get("inserted", [])]
     steps = [{"op": "promptContent", "content": m["content"]} for m in prompts]
     return await _drive(agent, {"steps": steps}, work, session, recorded)
+
+
+# -------------------------------------------------------------------------------------------------
+# Headless snapshots whose dsh test seeds a session store before the run and resumes the parent there
+# (``parent.expected.jsonl`` + ``replay.override.json``): the seed is written to a real store as dsh's test
+# wrote it, the parent resumes through the agent host with the scripted model, and its log is compared.
+
+# dsh's seeds beyond the parent's own recorded prefix (examples/headless-agent/tests/*.snapshot.ts), by scenario:
+# extra sessions (header, events) the test created in the store.
+SEEDED_STORES: dict[str, dict] = {
+    # subagent-diagnostic.snapshot.ts: a cold child that classifies as a subagent but never logged its
+    # descriptor (dsh's list_agents shows it as `[diagnostic: corrupt]`)
+    "descriptorless-child": {
+        "parent": "subagent-diagnostic-parent",
+        "others": [({"type": "session", "version": 0, "id": "subagent-diagnostic-child", "createdAt": 2,
+                     "parentSession": "subagent-diagnostic-parent", "origin": "subagent", "delegationDepth": 1},
+                    [{"type": "turn/start", "seq": 0, "time": 20, "data": {"turn": 1}},
+                     {"type": "turn/end", "seq": 1, "time": 21, "data": {"turn": 1, "reason": {"kind": "interrupted"}}}])],
+    },
+}
+
+
+def seeded_dirs() -> list[Path]:
+    return sorted(p.parent for p in EXAMPLES.rglob("parent.expected.jsonl"))
+
+
+def seeded_applicability(d: Path) -> str | None:
+    if d.name not in SEEDED_STORES:
+        return SEEDED_NOT_APPLICABLE.get(d.name, "its dsh test's store seed is not reproduced here")
+    return None
+
+
+SEEDED_NOT_APPLICABLE = {
+    "parent-override": "its child's write is refused by dsh's OS sandbox under the inherited read-only mode, and "
+                       "dsh's test compares the runtime-context policy snapshots (the replay here runs without "
+                       "the runtime-context plugin and without the OS sandbox)",
+}
+
+
+async def run_seeded(d: Path, tmp: Path) -> Outcome:
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.store.open import open_store
+
+    seed = SEEDED_STORES[d.name]
+    _, recorded = read_log_events(d / "parent.expected.jsonl")
+    work = tmp / "workspace"
+    work.mkdir()
+    store = open_store(tmp / "root")
+    end = next(e["seq"] for e in recorded if e["type"] == "session/end-seed")
+    parent = {"type": "session", "version": 0, "id": seed["parent"], "createdAt": 1, "cwd": str(work),
+              "delegationDepth": 0}
+    store.create(parent)
+    store.append(parent["id"], [e for e in recorded if e["seq"] < end])
+    for header, events in seed["others"]:
+        store.create({**header, "cwd": str(work)})
+        store.append(header["id"], events)
+    override = json.loads((d / "replay.override.json").read_text())
+    provider_name, model = ReplayProvider.recorded_route(recorded)
+    provider = ReplayProvider([], override=_realize(override, work), cwd=work, name=provider_name or "replay")
+    host = await AgentHost.open(HostSpec(
+        root=None, store=store, cwd=work, provider=provider, model=model or "replay-model", preset="full-access",
+        resume_id=parent["id"], persona=None, plugins=(),
+        agent_options={"runtime_context": False, "check_requests": True, "spill_dir": str(tmp / "spill")},
+        plugin_config={"session-title-llm": {"enabled": False}, "agent-instructions": {"dshHome": str(tmp / "home")}}))
+    try:
+        prompts = [m for e in recorded if e["seq"] > end and e["type"] == "agent/inbox/spliced"
+                   and e["data"]["target"] == "next-turn" for m in e["data"].get("inserted", [])]
+        for m in prompts:
+            host.agent.followup(m["content"])
+            await asyncio.wait_for(host.agent.wait_idle(), 60)
+    finally:
+        await host.close()
+    ours = store.inspect(parent["id"]).events
+    ids = [parent["id"]] + [h["id"] for h, _ in seed["others"]]  # dsh's normalizer writes them {{sessionId}}
+    text = json.dumps(list(ours))
+    for sid in ids:
+        text = text.replace(sid, "{{sessionId}}")
+    return compare(Outcome(json.loads(text), recorded, work))

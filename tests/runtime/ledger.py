@@ -61,6 +61,8 @@ def _reasons() -> dict[str, dict[str, str | None]]:
         out["loop"][key(d)] = loop.applicability(d)
     for d in loop.headless_dirs():
         out["loop"][key(d)] = loop.headless_applicability(d)
+    for d in loop.seeded_dirs():
+        out["loop"][key(d)] = loop.seeded_applicability(d)
     for d in acp.SCENARIOS:
         out["ACP"][key(d)] = acp.acp_applicability(d)
     for name in jsonrpc.SCENARIOS:

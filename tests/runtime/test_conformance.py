@@ -20,9 +20,12 @@ from tests.runtime.conformance import (
     headless_dirs,
     run_headless,
     run_scenario,
+    run_seeded,
     run_tree_scenario,
     scenario_dirs,
     scenario_id,
+    seeded_applicability,
+    seeded_dirs,
 )
 
 ALL = scenario_dirs()
@@ -31,6 +34,7 @@ TREES = [d for d in APPLICABLE if any(d.glob("session.[0-9]*.jsonl"))]
 APPLICABLE = [d for d in APPLICABLE if d not in TREES]
 HEADLESS = headless_dirs()
 HEADLESS_APPLICABLE = [d for d in HEADLESS if headless_applicability(d) is None]
+SEEDED = [d for d in seeded_dirs() if seeded_applicability(d) is None]
 # The feature scenarios of issue #18 (titles, instructions, skills) the inventory names but whose recordings
 # this copy of the corpus does not hold: nothing to replay (docs/extensions.md, "Recorded scenarios").
 ABSENT_FEATURE_SCENARIOS = {"examples/headless-agent/tests/workspace-context-resume-snapshots/precedence-change"}
@@ -103,6 +107,14 @@ async def test_headless_snapshot_matches_dsh(scenario, tmp_path):
     outcome = await run_headless(scenario, tmp_path)
     assert outcome.mismatches == []
     assert _titles(outcome.recorded), "every headless snapshot has a fallback title"
+
+
+@pytest.mark.parametrize("scenario", SEEDED, ids=scenario_id)
+async def test_seeded_store_snapshot_matches_dsh(scenario, tmp_path):
+    """dsh's headless snapshots that seed a store first (a parent's turn, a cold child) and resume the parent:
+    the same seed in a real store, the parent resumed through the agent host, its log compared."""
+    outcome = await run_seeded(scenario, tmp_path)
+    assert outcome.mismatches == [] and outcome.compared_results >= 1
 
 
 def _by_name(dirs, name):
