@@ -13,6 +13,8 @@ sorted by name like dsh's registry. Options:
 - ``bash_timeout_ms`` (120000), ``bash_max_timeout_ms`` (600000), ``bash_max_output_bytes`` (64000),
   ``bash_grace_ms`` (3000), ``glob_max_results`` (100), ``grep_max_matches`` (250),
   ``search_timeout_ms`` (30000).
+- ``glob_sample_over_cap`` (False): dsh's ``sampleOverCapGlobResults``: an over-cap glob page is sampled
+  round-robin across the result's top-level entries instead of keeping the modification-time head.
 - ``sandbox``: a ``dsh_tui.tools.sandbox.Sandbox``: ``bash`` runs its commands in it (pass
   ``escalation=True`` with it, as dsh advertises the escalation fields under a sandboxing executor).
 - ``names``: only these tools.
@@ -44,12 +46,13 @@ def builtin_tools(**options: Any) -> list[ToolDefinition]:
     unknown = set(options) - {
         "escalation", "background", "jobs", "bash_env", "bash_timeout_ms", "bash_max_timeout_ms",
         "bash_max_output_bytes", "bash_grace_ms", "glob_max_results", "grep_max_matches", "search_timeout_ms",
-        "names", "sandbox",
+        "names", "sandbox", "glob_sample_over_cap",
     }  # fmt: skip
     if unknown:
         raise TypeError(f"builtin_tools: unknown options {sorted(unknown)}")
 
     glob_max = int(options.get("glob_max_results", schemas.GLOB_MAX_RESULTS))
+    glob_sample = bool(options.get("glob_sample_over_cap", False))
     grep_max = int(options.get("grep_max_matches", schemas.GREP_MAX_MATCHES))
     search_timeout = int(options.get("search_timeout_ms", search.SEARCH_TIMEOUT_MS))
 
@@ -72,11 +75,12 @@ def builtin_tools(**options: Any) -> list[ToolDefinition]:
         "edit": lambda: edit_tool(schemas.fs_schema("edit", escalation=escalation)),
         "glob": lambda: glob_tool(
             {
-                "description": schemas.glob_description(glob_max),
+                "description": schemas.glob_description(glob_max, glob_sample),
                 "parameters": copy.deepcopy(schemas.GLOB_PARAMETERS),
             },
             max_results=glob_max,
             timeout_ms=search_timeout,
+            sample_over_cap=glob_sample,
         ),
         "grep": lambda: grep_tool(
             {

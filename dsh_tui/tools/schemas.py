@@ -167,10 +167,11 @@ GLOB_MAX_RESULTS = 100
 GREP_MAX_MATCHES = 250
 
 
-def glob_description(max_results: int = GLOB_MAX_RESULTS) -> str:
+def glob_description(max_results: int = GLOB_MAX_RESULTS, sample_over_cap: bool = False) -> str:
+    over_cap = "is sampled across top-level entries" if sample_over_cap else "keeps the first paths"
     return (
         "Find files, not directories, whose paths match a glob pattern, including hidden and ignored files. "
-        f"Returns up to {max_results} paths in modification-time order; a larger result keeps the first paths "
+        f"Returns up to {max_results} paths in modification-time order; a larger result {over_cap} "
         "and reports where the complete list was saved."
     )
 

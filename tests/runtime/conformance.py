@@ -39,7 +39,7 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
                  # an event of a type after the last turn ended
                  "promptAndWaitForAgentMessage", "waitForTurnStart", "cancel", "waitForEventAfterTurnEnd"}
 # Tools whose output depends only on the workspace and arguments.
-DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "todo_write", "bash", "job_kill", "read_image", "lsp",
+DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "glob", "todo_write", "bash", "job_kill", "read_image", "lsp",
                        "list_agents"}  # the subagent rows (ids scrubbed as dsh's normalizer scrubs them)
 # The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
 JOB_TOOLS = {"job_output", "job_list", "job_kill"}
@@ -120,7 +120,28 @@ def _delimiter_path(work: Path) -> None:
     (scope / "task.txt").write_text("delimiter path snapshot task\n")
 
 
-PREPARE = {"agent-instructions": _delimiter_path}
+def _fs_search_tree(work: Path) -> None:
+    """acp.snapshot.ts ``prepareFsSearchWorkspace``: eight files under ``tree/`` with fixed, ascending mtimes
+    (local time 2000-01-01 00:00:00 plus 1..8 ms), so the modification-time order is deterministic."""
+    import datetime
+    import os
+
+    base = datetime.datetime(2000, 1, 1).timestamp()
+    for i, rel in enumerate(["archive/a.ts", "archive/b.ts", "archive/c.ts", "docs/guide.md", "src/index.ts",
+                             "test/spec.ts", "top.txt", "notes.md"], 1):
+        target = work / "tree" / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text("fixture\n")
+        ns = int(base * 1e9) + i * 1_000_000
+        os.utime(target, ns=(ns, ns))
+
+
+PREPARE = {"agent-instructions": _delimiter_path, "fs-glob-sampling": _fs_search_tree}
+# Per-scenario built-in tool options from the recorder's composition: fs-search.cordis.snapshot.yml's
+# tool-fs-search (globMaxResults 4, sampleOverCapGlobResults); that composition has no spill store, so the
+# complete result cannot be saved (the spill directory here is unusable for it).
+SCENARIO_TOOL_OPTIONS: dict[str, dict] = {"fs-glob-sampling": {"glob_max_results": 4, "glob_sample_over_cap": True}}
+NO_SPILL_STORE = {"fs-glob-sampling"}
 # Per-scenario plugin configuration from the recorder's overlay config (``*.cordis.yml``); ``{{cwd}}`` is
 # the scenario's workspace. The hook bridges read only the scenario's own file (never the machine's).
 HERMETIC_HOOKS = {"user": False, "project": False}
@@ -170,8 +191,6 @@ def scenario_id(d: Path) -> str:
 NOT_APPLICABLE = {
     "agent-instructions": "the recorder shadows the instruction baseline between steps (an authored fixture "
                           "hook that makes dsh re-inject it before request 2); no such hook here",
-    "fs-glob-sampling": "its overlay config samples over-cap glob results (globMaxResults 4, "
-                        "sampleOverCapGlobResults) with dsh's packaged ripgrep; our glob has no sampling mode",
     "web-fetch": "dsh 0.1's web_fetch (fetches its recorder's page on 127.0.0.1, turndown's Markdown, no notice); "
                  "dsh-tui's is dsh 0.2's (the untrusted-content notice, loopback refused unless allowed), "
                  "compared with the real dsh 0.2 in tests/interop/test_dsh02_web.py",
@@ -481,9 +500,13 @@ def feature_plugins(recorded: list[dict], home: Path, scenario: str = "", work: 
 def _agent(session: Session, provider, model, work: Path, tmp: Path, recorded: list[dict], scenario: str = "") -> Agent:
     home = tmp / "dsh-home"
     home.mkdir(exist_ok=True)
+    spill = tmp / "spill"
+    if scenario in NO_SPILL_STORE:
+        spill.write_text("")  # a file: no spill can be written under it
     config = AgentConfig(model=model or "replay-model", cwd=str(work), preset="full-access", runtime_context=False,
-                         check_requests=True, spill_dir=str(tmp / "spill"), max_inline_bytes=50_000)
-    return Agent(session, provider, builtin_tools(escalation=True, background=True), config=config,
+                         check_requests=True, spill_dir=str(spill), max_inline_bytes=50_000)
+    tools = builtin_tools(escalation=True, background=True, **SCENARIO_TOOL_OPTIONS.get(scenario, {}))
+    return Agent(session, provider, tools, config=config,
                  sleep=FakeSleep(), plugins=feature_plugins(recorded, home, scenario, work))
 
 

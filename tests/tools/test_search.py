@@ -107,6 +107,32 @@ async def test_glob_over_cap_keeps_the_oldest_hundred_and_spills_all(bench):
     )
 
 
+async def test_glob_over_cap_sampled_across_top_level_entries_as_dsh_samples_it(tmp_path):
+    """dsh's ``sampleOverCapGlobResults`` (glob_sample_over_cap): the page takes the entries below the search root
+    round-robin (each one slot before any gets a second) in modification-time order, grouped, with dsh's footer
+    and tool description; a flat over-cap result keeps the plain head and footer."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    bench = Bench(ws, options={"glob_max_results": 4, "glob_sample_over_cap": True})
+    for i, rel in enumerate(["archive/a.ts", "archive/b.ts", "archive/c.ts", "docs/guide.md", "src/index.ts",
+                             "test/spec.ts", "top.txt", "notes.md"], 1):
+        put(ws, f"tree/{rel}", mtime=10_000 + i)
+    out = await bench.run("glob", {"pattern": "*", "path": "tree"})
+    assert out.text == ("tree/archive/a.ts\ntree/docs/guide.md\ntree/src/index.ts\ntree/test/spec.ts\n\n(Showing 4 of "
+                        "8 paths, sampled across 4 of the 6 top-level entries this pattern matched instead of taken in "
+                        "modification-time order. Narrow path to inspect a specific subtree. The complete result could "
+                        "not be saved; narrow pattern or path to see more.)")
+    assert out.meta["paths"] == out.text.split("\n\n")[0].split("\n") and out.meta["total"] == 8
+    out = await bench.run("glob", {"pattern": "*", "path": "tree/archive"})
+    assert out.text == "tree/archive/a.ts\ntree/archive/b.ts\ntree/archive/c.ts"
+    for i in range(3):
+        put(ws, f"flat/f{i}.txt", mtime=20_000 + i)
+    bench = Bench(ws, options={"glob_max_results": 2, "glob_sample_over_cap": True})
+    out = await bench.run("glob", {"pattern": "*", "path": "flat"})
+    assert out.text.startswith("flat/f0.txt\nflat/f1.txt\n\n(Showing 2 of 3 paths. The complete result")
+    assert "a larger result is sampled across top-level entries and reports" in bench.tools["glob"].description
+
+
 async def test_grep_format_grouping_and_counts(bench):
     ws = bench.workspace
     put(ws, "b.py", "def f():\n    return 1\n\ndef g():\n    pass\n")

@@ -50,20 +50,65 @@ def render_grep(value: dict[str, Any], max_matches: int) -> str:
     return f"Found {len(kept)} of {seen} matches\n\n{body}\n\n({recovery})"
 
 
-def render_glob(value: dict[str, Any], max_results: int) -> str:
+def _top_level(path: str, root: str) -> str:
+    """The first segment of ``path`` below the search ``root`` (both display paths)."""
+    rel = path
+    if root not in (".", "") and (path == root or path.startswith(root.rstrip("/") + "/")):
+        rel = path[len(root.rstrip("/")):]
+    rel = rel.lstrip("/")
+    return rel.split("/", 1)[0]
+
+
+def sample_across_top_level(paths: list[str], max_items: int, root: str = ".") -> tuple[list[str], int, int]:
+    """dsh's ``sampleAcrossTopLevel``: an over-cap page taken round-robin across the result's top-level entries
+    (each gets a slot before any gets a second; order within and across groups follows ``paths``), grouped
+    by entry. Returns the page, how many top-level entries it shows and how many there are."""
+    groups: dict[str, list[str]] = {}
+    for path in paths:
+        groups.setdefault(_top_level(path, root), []).append(path)
+    taken: dict[str, list[str]] = {}
+    count, depth = 0, 0
+    active = list(groups)
+    while active and count < max_items:
+        following = []
+        for key in active:
+            if count >= max_items:
+                break
+            count += 1
+            taken.setdefault(key, []).append(groups[key][depth])
+            if depth + 1 < len(groups[key]):
+                following.append(key)
+        active, depth = following, depth + 1
+    return [p for items in taken.values() for p in items], len(taken), len(groups)
+
+
+def glob_page(value: dict[str, Any], max_results: int, sample: bool = False) -> tuple[list[str], str]:
+    """The paths an over-cap result shows and the basis its footer states (dsh's ``renderGlobPaths``)."""
+    paths = value["paths"]
+    if not sample:
+        return paths[:max_results], "."
+    page, shown, total = sample_across_top_level(paths, max_results, value.get("root") or ".")
+    if total == len(paths):  # a flat result: its sample is the modification-time head
+        return page, "."
+    basis = (f", sampled across {shown} of the {total} top-level entries this pattern matched instead of taken "
+             "in modification-time order.")
+    return page, basis + (" Narrow path to inspect a specific subtree." if shown < total else "")
+
+
+def render_glob(value: dict[str, Any], max_results: int, sample: bool = False) -> str:
     paths = value["paths"]
     if not paths:
         return "No files found"
     if len(paths) <= max_results:
         return "\n".join(paths)
-    page = paths[:max_results]
+    page, basis = glob_page(value, max_results, sample)
     locator = value.get("spill")
     recovery = (
         f"Full sorted result stored at: {locator}. {SPILL_RETRIEVAL_HINT}"
         if locator
         else "The complete result could not be saved; narrow pattern or path to see more."
     )
-    return "\n".join(page) + f"\n\n(Showing {len(page)} of {len(paths)} paths. {recovery})"
+    return "\n".join(page) + f"\n\n(Showing {len(page)} of {len(paths)} paths{basis} {recovery})"
 
 
 def _meta_bytes(meta: dict[str, Any]) -> int:
@@ -79,11 +124,11 @@ def _cap_meta(meta: dict[str, Any], key: str) -> dict[str, Any]:
     return {**meta, key: items, "truncated": True}
 
 
-def glob_meta(value: dict[str, Any], max_results: int) -> dict[str, Any]:
+def glob_meta(value: dict[str, Any], max_results: int, sample: bool = False) -> dict[str, Any]:
     paths = value["paths"]
     meta = {
         "shape": "paths",
-        "paths": paths[:max_results],
+        "paths": glob_page(value, max_results, sample)[0] if len(paths) > max_results else paths,
         "truncated": len(paths) > max_results,
         "total": len(paths),
     }

@@ -53,8 +53,10 @@ async def _watch_cancel(ctx: ToolContext, fn, *args, tool: str):
 
 
 def glob_tool(
-    schema: dict[str, Any], *, max_results: int = GLOB_MAX_RESULTS, timeout_ms: int = SEARCH_TIMEOUT_MS
+    schema: dict[str, Any], *, max_results: int = GLOB_MAX_RESULTS, timeout_ms: int = SEARCH_TIMEOUT_MS,
+    sample_over_cap: bool = False,
 ) -> ToolDefinition:
+    """``sample_over_cap``: dsh's ``sampleOverCapGlobResults`` (an over-cap page spans the top-level entries)."""
     async def execute(args: Any, ctx: ToolContext) -> Any:
         if (
             not isinstance(args, dict)
@@ -77,8 +79,8 @@ def glob_tool(
         description=schema["description"],
         parameters=schema["parameters"],
         execute=execute,
-        render=lambda args, value: [{"type": "text", "text": render_glob(value, max_results)}],
-        presentation_meta=lambda args, value: glob_meta(value, max_results),
+        render=lambda args, value: [{"type": "text", "text": render_glob(value, max_results, sample_over_cap)}],
+        presentation_meta=lambda args, value: glob_meta(value, max_results, sample_over_cap),
         timeout_ms=timeout_ms,
         is_concurrency_safe=None,
         access="read",
