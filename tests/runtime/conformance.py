@@ -299,14 +299,25 @@ async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
     """A subagent scenario through the agent host and a real store: the root replays ``session.jsonl``,
     each child its own ``session.N.jsonl`` (``ScenarioReplay``); root and children are compared."""
     from dsh_tui.llm.replay import ScenarioReplay
-    from dsh_tui.runtime.host import AgentHost, HostSpec
-    from dsh_tui.store.open import open_store
 
     spec = json.loads((d / "input.json").read_text())
     work = tmp / "workspace"
     prepare_workspace(d, work)
     provider = ScenarioReplay.from_dir(d, cwd=work)
     _, recorded = read_log_events(d / "session.jsonl")
+    child_logs = sorted(d.glob("session.[0-9]*.jsonl"), key=lambda p: int(p.name.split(".")[1]))
+    return await _run_tree(d, tmp, work, spec, provider, recorded, child_logs,
+                           read_log_events(d / "session.jsonl")[0]["id"])
+
+
+async def _run_tree(d: Path, tmp: Path, work: Path, spec: dict, provider, recorded: list[dict],
+                    child_logs: list[Path], recorded_root_id: str, fence=None, approvals: bool = True) -> TreeOutcome:
+    """Drive ``spec``'s steps on a root agent in a real store with ``provider`` (a ``ScenarioReplay``) and
+    compare the root with ``recorded`` and each child with its log in ``child_logs``. ``fence(agent)``: the
+    recorder's ordering fixture, installed on the root agent before the first prompt."""
+    from dsh_tui.runtime.host import AgentHost, HostSpec
+    from dsh_tui.store.open import open_store
+
     _, model = ReplayProvider.recorded_route(recorded)
     store = open_store(tmp / "root")
     title = next((e["data"] for e in recorded if e["type"] == "session/title-llm-request"), None)
@@ -323,6 +334,11 @@ async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
                        "agent-instructions": {"dshHome": str(tmp / "dsh-home")}}))
     provider.root_idle = host.agent.wait_idle  # background children settle as dsh recorded them
     agent = host.agent
+    if fence is not None:
+        fence(agent)
+    if approvals:  # dsh's ACP host answers approvals (the client's answers); a headless one has no approval service
+        answers = [ANSWERS.get(a.get("kind"), "rejected") for a in spec.get("permissionAnswers", [])]
+        agent.on("approval/request", lambda p, nxt: answers.pop(0) if answers else "rejected")
     for ev in recorded:  # the ACP host's session configuration before the first prompt (e.g. sandbox/mode)
         if ev["type"] in ("sandbox/mode", "approval/policy"):
             host.session.append(ev["type"], ev["data"])
@@ -343,7 +359,6 @@ async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
     ours_root = store.inspect(root_id).events
     root = compare(Outcome(list(ours_root), recorded, work))
     children, headers, rec_headers = [], [], []
-    child_logs = sorted(d.glob("session.[0-9]*.jsonl"), key=lambda p: int(p.name.split(".")[1]))
     ids = provider.children
     if len(ids) != len(child_logs):
         root.mismatches.append(f"children differ: ours={len(ids)} dsh={len(child_logs)}")
@@ -373,7 +388,7 @@ async def run_tree_scenario(d: Path, tmp: Path) -> TreeOutcome:
     # The relayed messages each log received (settlement notices, reports, send_message turns), with our
     # session ids mapped to dsh's.
     ids_map = {h["id"]: r["id"] for h, r in zip(headers, rec_headers)}
-    ids_map[root_id] = read_log_events(d / "session.jsonl")[0]["id"]
+    ids_map[root_id] = recorded_root_id
     for o, ours_events in [(root, ours_root)] + [(c, store.inspect(i).events) for c, i in zip(children, ids)]:
         a, b = _relayed(ours_events, ids_map), _relayed(o.recorded, {})
         if a != b:
@@ -863,3 +878,53 @@ async def run_seeded(d: Path, tmp: Path) -> Outcome:
     for sid in ids:
         text = text.replace(sid, "{{sessionId}}")
     return compare(Outcome(json.loads(text), recorded, work))
+
+
+# -------------------------------------------------------------------------------------------------
+# dsh's headless subagent-settlement snapshot (headless.snapshot.ts, "delivers a continuable child result
+# without parent polling"): authored parent and child scripts (``parent.replay.jsonl`` + ``parent.override.json``,
+# ``child.replay.jsonl``), the parent's log as its stream-json printed it (every ``session_event``), the
+# child's log (``child.expected.jsonl``) and the final result.
+
+SETTLEMENT_DIR = EXAMPLES / "headless-agent" / "tests" / "snapshots" / "subagent-settlement"
+SETTLEMENT_TASK = ("Start one continuable background subagent and answer from its completion notice. Do not call "
+                   "list_agents, send_message, job_output, or job_list.")
+
+
+def _settlement_fence(agent) -> None:
+    """subagent-settlement-fence.ts: the root's turn 1 step 2 waits (after its inbox claim) until the child's
+    settlement notice entered the root's inbox."""
+    delivered = asyncio.Event()
+
+    def inserted(payload) -> None:
+        if (payload["message"].get("source") or {}).get("kind") == "subagent-settled":
+            delivered.set()
+
+    async def pre_step(payload, nxt):
+        if payload["turn"] == 1 and payload["step"] == 2 and not delivered.is_set():
+            await delivered.wait()
+        return await nxt()
+
+    agent.on("agent/inbox/inserted", inserted)
+    agent.on("agent/pre-step", pre_step)
+
+
+async def run_settlement(d: Path, tmp: Path) -> tuple[TreeOutcome, dict]:
+    from dsh_tui.llm.replay import ScenarioReplay
+
+    work = tmp / "workspace"
+    work.mkdir()
+    stream = [json.loads(line) for line in (d / "stream-json.expected.jsonl").read_text().splitlines() if line]
+    recorded = [m["event"] for m in stream if m["type"] == "session_event"]
+    provider = ScenarioReplay.from_file(d / "parent.replay.jsonl", override=d / "parent.override.json", cwd=work,
+                                        name=ReplayProvider.recorded_route(recorded)[0])
+    provider._child_logs = [d / "child.replay.jsonl"]
+    provider._tree = {"next": 0, "ids": []}
+    provider._notices_start_turns = False
+    provider.root_idle = None
+    spec = {"steps": [{"op": "prompt", "text": SETTLEMENT_TASK}]}
+    outcome = await _run_tree(d, tmp, work, spec, provider, recorded, [d / "child.expected.jsonl"], "{{sessionId}}",
+                              fence=_settlement_fence, approvals=False)
+    texts = [b.get("text", "") for e in outcome.root.ours if e["type"] == "assistant/message"
+             for b in e["data"]["message"]["content"] if b.get("type") == "text"]
+    return outcome, {"ours": texts[-1] if texts else None, "dsh": stream[-1]["output"]}

@@ -63,6 +63,7 @@ def _reasons() -> dict[str, dict[str, str | None]]:
         out["loop"][key(d)] = loop.headless_applicability(d)
     for d in loop.seeded_dirs():
         out["loop"][key(d)] = loop.seeded_applicability(d)
+    out["loop"][key(loop.SETTLEMENT_DIR)] = None  # run_settlement
     for d in acp.SCENARIOS:
         out["ACP"][key(d)] = acp.acp_applicability(d)
     for name in jsonrpc.SCENARIOS:

@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import FIXTURES, INVENTORY
 from tests.runtime import ledger
 from tests.runtime.conformance import (
+    SETTLEMENT_DIR,
     _instructions,
     _title_requests,
     _titles,
@@ -21,6 +22,7 @@ from tests.runtime.conformance import (
     run_headless,
     run_scenario,
     run_seeded,
+    run_settlement,
     run_tree_scenario,
     scenario_dirs,
     scenario_id,
@@ -115,6 +117,17 @@ async def test_seeded_store_snapshot_matches_dsh(scenario, tmp_path):
     the same seed in a real store, the parent resumed through the agent host, its log compared."""
     outcome = await run_seeded(scenario, tmp_path)
     assert outcome.mismatches == [] and outcome.compared_results >= 1
+
+
+async def test_headless_settlement_snapshot_matches_dsh(tmp_path):
+    """dsh's headless subagent-settlement: the parent's scripted turn through the agent host with dsh's
+    settlement fence; the parent's log (every event its stream-json printed), the child's log
+    (child.expected.jsonl: rows, descriptor, no delegated approval policy under a headless host) and the final
+    answer match dsh's."""
+    outcome, result = await run_settlement(SETTLEMENT_DIR, tmp_path)
+    assert outcome.mismatches == []
+    assert result["ours"] == result["dsh"] == "PARENT_RECEIVED_CHILD_RESULT"
+    assert len(outcome.children) == 1 and outcome.root.compared_results >= 1
 
 
 def _by_name(dirs, name):

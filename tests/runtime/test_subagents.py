@@ -251,8 +251,8 @@ async def test_recorded_headless_settlement_scenario(tmp_path):
     """dsh's headless ``subagent-settlement`` recording: the parent (its scripted override) starts a
     background child, ends its turn with STARTED; the child (its own recording) answers CHILD_RESULT; the
     settlement notice wakes the idle parent, which answers PARENT_RECEIVED_CHILD_RESULT. The child's log
-    matches dsh's ``child.expected.jsonl`` row for row (approval/policy aside: dsh's headless host has no
-    approvals, ours always does)."""
+    matches dsh's ``child.expected.jsonl`` row for row (the whole replay, parent included, is
+    ``tests/runtime/test_conformance.py::test_headless_settlement_snapshot_matches_dsh``)."""
     from dsh_tui.llm.replay import ReplayProvider, attempts_from_events, read_log_events
 
     d = FIXTURES / "examples" / "headless-agent" / "tests" / "snapshots" / "subagent-settlement"

@@ -293,7 +293,10 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
         sandbox = _sandbox_override(parent.session)
         if sandbox is not None:
             child_host.session.append("sandbox/mode", {"mode": sandbox, "source": "delegation"})
-        child_host.session.append("approval/policy", {"policy": "never", "source": "delegation"})
+        if _approval_service(parent):
+            # dsh seeds the delegated approval policy only under a host with an approval service (the app,
+            # ACP); a headless or SDK parent has none, and its child logs none (the child never asks either way)
+            child_host.session.append("approval/policy", {"policy": "never", "source": "delegation"})
     child = ch.CHILDREN.get(child_id)
     if child is None:
         child = ch.Child(child_id, parent.id, depth, mode, provider, label, tool_name, call_id)
@@ -461,6 +464,15 @@ def _register_child_question(ctx: Any) -> None:
 
     ctx.tools.register(ToolDefinition(schema["name"], schema["description"], copy.deepcopy(schema["parameters"]),
                                       ask, lambda _a, v: _text(str(v)), access="read"))
+
+
+def _approval_service(parent: Any) -> bool:
+    """Whether the tree's host answers approvals: someone answers the parent's ``approval/request``, or the
+    parent is itself a child that was seeded the delegated policy."""
+    if parent.bus.has("approval/request", parent.id):
+        return True
+    return any(e["type"] == "approval/policy" and (e.get("data") or {}).get("source") == "delegation"
+               for e in parent.session.events)
 
 
 def _register_report(ctx: Any, agent: Any) -> None:
