@@ -273,8 +273,10 @@ class Agent:
     # ---- input ---------------------------------------------------------------------------------
     def send(self, message: str | list | dict, target: str = NEXT_TURN, wakeup: bool = True) -> dict:
         msg = user_message(message)
-        if wakeup and self._phase != IDLE and (self._phase == MAINTENANCE or self._abort.aborted):
-            target = NEXT_TURN  # a waking send after an abort is retargeted to the next turn
+        if wakeup and self._phase != IDLE and self._abort.aborted:
+            # a waking send after an abort is retargeted to the next turn (as dsh: not one during maintenance,
+            # whose latched wake opens a turn that claims the next-step messages first anyway)
+            target = NEXT_TURN
         self.inbox.append(target, msg)
         if wakeup:
             self._wake()

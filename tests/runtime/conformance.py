@@ -234,13 +234,58 @@ def applicability(d: Path) -> str | None:
     return None
 
 
+class _ReportFence:
+    """dsh's examples/acp-agent/tests/fixtures/subagent-report-fence.ts, loaded into the root and every child:
+    the root's turn 1 step 2 waits until the child reached its first step; the child waits until the root,
+    its spawn turn ended, is held in maintenance; the maintenance ends when the child's settlement notice
+    entered the root's inbox, so the report (a waking next-step send, latched) and the settlement open one
+    root turn in causal order."""
+
+    name = "subagent-report-fence"
+
+    def __init__(self) -> None:
+        self.child_ready = asyncio.Event()
+        self.root_held = asyncio.Event()
+        self.settled = asyncio.Event()
+        self.maintenance: asyncio.Future | None = None
+
+    def apply(self, ctx, config) -> None:
+        child = ctx.session.header.get("parentSession") is not None
+
+        async def pre_step(payload, nxt):
+            if child:
+                self.child_ready.set()
+                await self.root_held.wait()
+            elif payload["turn"] == 1 and payload["step"] == 2:
+                await self.child_ready.wait()
+            return await nxt()
+
+        async def hold(_signal) -> None:
+            self.root_held.set()
+            await self.settled.wait()
+
+        def status(payload) -> None:
+            agent = payload["agent"]
+            if payload["status"] == "idle" and self.maintenance is None and any(
+                    e["type"] == "turn/end" and e["data"]["turn"] == 1 for e in agent.session.events):
+                self.maintenance = asyncio.ensure_future(agent.run_maintenance(hold))
+
+        def inserted(payload) -> None:
+            if (payload["message"].get("source") or {}).get("kind") == "subagent-settled":
+                self.settled.set()
+
+        ctx.on("agent/pre-step", pre_step)
+        if not child:
+            ctx.on("agent/status", status)
+            ctx.on("agent/inbox/inserted", inserted)
+
+
+# The recorder's ordering fixtures of tree scenarios (plugin objects loaded into the root and every child).
+TREE_FIXTURES = {"subagent-report": _ReportFence}
 # Subagent scenarios (root session.jsonl + children session.N.jsonl) that cannot run here, and why.
 SUBAGENT_NOT_APPLICABLE = {
     "subagent-published-run-failure": "dsh's test hook makes the child's published run and its disposal throw "
                                       "(no model call records it); there is no such hook here",
-    "subagent-report": "dsh's recording opens one parent turn with the child's report and its settlement (the "
-                       "child's last reply came before the woken parent started); here the report starts a turn "
-                       "of its own, and the report tool's result names the relayed message's id",
     "subagent-continuable": "the child's third turn fails on dsh's injected 'snapshot disk full' before its "
                             "first step; the replay cannot inject that failure",
 }
@@ -322,9 +367,11 @@ async def _run_tree(d: Path, tmp: Path, work: Path, spec: dict, provider, record
     store = open_store(tmp / "root")
     title = next((e["data"] for e in recorded if e["type"] == "session/title-llm-request"), None)
     (tmp / "dsh-home").mkdir(exist_ok=True)
+    fixture = TREE_FIXTURES.get(d.name)
     host = await AgentHost.open(HostSpec(
         root=None, store=store, cwd=work, provider=provider, model=model or "replay-model", preset="full-access",
-        persona=None, plugins=(), agent_options={"runtime_context": False, "check_requests": True,
+        persona=None, plugins=(), plugin_objects=(fixture(),) if fixture else (),
+        agent_options={"runtime_context": False, "check_requests": True,
                                                  "spill_dir": str(tmp / "spill"), "max_inline_bytes": 50_000},
         tool_options={"escalation": True, "background": True},
         plugin_config={"subagents": SUBAGENT_CONFIG.get(d.name, {}),
@@ -401,7 +448,9 @@ async def _run_tree(d: Path, tmp: Path, work: Path, spec: dict, provider, record
             tx = json.dumps(x["message"]["content"][0].get("content"))
             for ours, theirs in ids_map.items():
                 tx = tx.replace(ours, theirs)
-            if tx != json.dumps(y["message"]["content"][0].get("content")):
+            # other ids (a relayed message's) as dsh's normalizer writes them, both sides
+            tx, ty = UUID.sub("{{sessionId}}", tx), UUID.sub("{{sessionId}}", json.dumps(y["message"]["content"][0].get("content")))
+            if tx != ty:
                 o.mismatches.append(f"subagent tool result differs: ours={tx} dsh="
                                     f"{json.dumps(y['message']['content'][0].get('content'))}")
     return TreeOutcome(root, children, headers, rec_headers)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from dsh_tui.llm import scripted as s
 from dsh_tui.runtime.compaction import PREAMBLE, PRUNE_MARKER
 from tests.runtime.helpers import boundaries, make_agent, make_tool, of_type, run_followup, texts, types
@@ -148,3 +150,28 @@ async def test_manual_compaction_of_a_v4_session_keeps_the_system_head_and_write
     assert head["seq"] not in of_type(agent, "compaction/summary")[0]["data"]["shadowedSeqs"]
     await run_followup(agent, "after")
     assert "<compacted-summary>" in texts(agent.provider.requests[-1]["messages"][0])
+
+
+async def test_a_steer_during_maintenance_stays_next_step_and_its_latched_wake_claims_it_first():
+    """dsh's wake rules: a waking send during maintenance is latched, not retargeted (only one after an abort
+    goes to the next turn); the turn the latch opens claims the next-step message before one next-turn
+    message (dsh's subagent-report recording: a child's report, then its settlement, one parent turn)."""
+    agent = make_agent([s.text("one"), s.text("both seen")])
+    await run_followup(agent, "first")
+    release = asyncio.Event()
+
+    async def hold(_signal):
+        agent.steer("the report")
+        agent.followup("the settlement")
+        await release.wait()
+
+    job = asyncio.ensure_future(agent.run_maintenance(hold))
+    await asyncio.sleep(0)
+    assert not of_type(agent, "turn/start")[1:]  # latched while maintenance runs
+    release.set()
+    await job
+    await agent.wait_idle()
+    splices = [(e["data"]["target"], e["data"].get("removedCount")) for e in of_type(agent, "agent/inbox/spliced")][2:]
+    assert splices == [("next-step", None), ("next-turn", None), ("next-step", 1), ("next-turn", 1)]
+    assert [b["text"] for m in agent.provider.requests[-1]["messages"][-2:] for b in m["content"]] == [
+        "the report", "the settlement"]
