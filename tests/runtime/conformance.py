@@ -17,12 +17,13 @@ import json
 import re
 import shutil
 import struct
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dsh_tui.llm.replay import ReplayProvider, attempts_from_events, read_log_events
 from dsh_tui.runtime import Agent, AgentConfig
-from dsh_tui.runtime.plugins import Plugins, builtin_specs
+from dsh_tui.runtime.plugins import Plugins, PluginSpec, builtin_specs
 from dsh_tui.runtime.terminals import TOOL_NAMES as TERMINAL_TOOLS
 from dsh_tui.session.headers import make_header
 from dsh_tui.session.log import Session
@@ -189,8 +190,6 @@ def scenario_id(d: Path) -> str:
 
 # Single-loop scenarios whose recorder did something the replay here cannot do, and why.
 NOT_APPLICABLE = {
-    "agent-instructions": "the recorder shadows the instruction baseline between steps (an authored fixture "
-                          "hook that makes dsh re-inject it before request 2); no such hook here",
     "web-fetch": "dsh 0.1's web_fetch (fetches its recorder's page on 127.0.0.1, turndown's Markdown, no notice); "
                  "dsh-tui's is dsh 0.2's (the untrusted-content notice, loopback refused unless allowed), "
                  "compared with the real dsh 0.2 in tests/interop/test_dsh02_web.py",
@@ -541,6 +540,39 @@ async def run_scenario(d: Path, tmp: Path) -> Outcome:
     return await _drive(agent, spec, work, session, recorded)
 
 
+class _WorkspaceContextCompaction:
+    """dsh's examples/acp-agent/tests/fixtures/workspace-context-compaction.ts (agent-instructions): once the
+    read of nested/task.txt is projected, the visible workspace baseline is replaced by a compaction
+    checkpoint message, so the next entering step must restore the baseline."""
+
+    name = "workspace-context-compaction"
+
+    def apply(self, ctx, config) -> None:
+        async def post_execute(payload, nxt):
+            downstream = await nxt()
+            args = payload["arguments"]
+            if payload["result"].get("isError") or payload["name"] != "read" or not isinstance(args, dict) \
+                    or args.get("file_path") != "nested/task.txt":
+                return downstream
+            session = payload["agent"].session
+            baseline = next(e for e in reversed(session.events) if e["type"] == "user/message"
+                            and (e["data"].get("source") or {}).get("kind") == "agent-instructions"
+                            and e["data"]["source"].get("baseline") is True)
+            session.append("user/message", {
+                "id": str(uuid.uuid4()), "role": "user",
+                "content": [{"type": "text", "text": "Earlier context was compacted for this snapshot."}],
+                "source": {"kind": "plugin", "plugin": "compact", "compactionId": "workspace-context-fixture"}},
+                surface_op={"op": "replace", "start": baseline["seq"], "end": baseline["seq"]},
+                source_event_seqs=[baseline["seq"]])
+            return downstream
+
+        ctx.on("tools/post-execute", post_execute)
+
+
+# The recorder's fixture plugins of single-loop scenarios (its snapshot overlay's ``./tests/fixtures/*.ts``).
+LOOP_FIXTURES = {"agent-instructions": _WorkspaceContextCompaction}
+
+
 def feature_plugins(recorded: list[dict], home: Path, scenario: str = "", work: Path | None = None) -> Plugins:
     """Every built-in plugin, titles and project instructions included, configured as the recording was:
     the LLM title is on where dsh's test composition had it (a recorded ``session/title-llm-request``, whose
@@ -558,6 +590,8 @@ def feature_plugins(recorded: list[dict], home: Path, scenario: str = "", work: 
         extra = scenario_plugin_config(scenario, spec.id, work)
         if extra:
             spec.config = {**(spec.config or {}), **extra}
+    if scenario in LOOP_FIXTURES:
+        specs.append(PluginSpec(LOOP_FIXTURES[scenario].name, "sdk", obj=LOOP_FIXTURES[scenario]()))
     return Plugins(specs, strict=True)
 
 
@@ -704,8 +738,8 @@ def _title_requests(events: list[dict]) -> list[str]:
 
 def _instructions(events: list[dict]) -> list[tuple]:
     """The project-instruction messages the model saw: exact text and source."""
-    return [(e["data"]["content"][0]["text"], json.dumps(e["data"]["source"], sort_keys=True)) for e in events
-            if e["type"] == "user/message" and e.get("surfaceOp") == "append"
+    return [("\n".join(b.get("text", "") for b in e["data"]["content"]), json.dumps(e["data"]["source"], sort_keys=True))
+            for e in events if e["type"] == "user/message" and e.get("surfaceOp") == "append"
             and (e["data"].get("source") or {}).get("kind") == "agent-instructions"]
 
 

@@ -273,11 +273,12 @@ async def test_a_compaction_that_shadows_the_baseline_re_adds_it_with_the_deeper
     last = _instruction_messages(session)[-1]
     assert last["source"]["baseline"] is True
     assert [c["path"] for c in last["source"]["changes"]] == ["AGENTS.md", "pkg/AGENTS.md"]
-    assert last["content"][0]["text"] == (
-        "<system-reminder>\n" + INTRO + "\n\nInstructions from: AGENTS.md\n\nRoot rule.\n\n\n"
-        "Additional instructions from: pkg/AGENTS.md\n\nThese instructions apply to work under `pkg`. Use them as "
-        "guidance when relevant; more specific instructions take precedence. They do not override system, "
-        "developer, or direct user instructions.\n\nPkg rule.\n\n</system-reminder>")
+    # two blocks, the baseline and then the deeper scopes, as dsh's agent-instructions recording shows
+    assert [b["text"] for b in last["content"]] == [
+        "<system-reminder>\n" + INTRO + "\n\nInstructions from: AGENTS.md\n\nRoot rule.\n\n</system-reminder>",
+        "<system-reminder>\nAdditional instructions from: pkg/AGENTS.md\n\nThese instructions apply to work under "
+        "`pkg`. Use them as guidance when relevant; more specific instructions take precedence. They do not override "
+        "system, developer, or direct user instructions.\n\nPkg rule.\n\n</system-reminder>"]
     request = agent.provider.requests[-1]["messages"]
     assert any(m["source"].get("kind") == "agent-instructions" for m in request)
     await agent.dispose()

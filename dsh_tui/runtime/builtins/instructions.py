@@ -315,17 +315,29 @@ def baseline_message(ws: Workspace, sources: list[Source], *, superseding: bool 
 
 
 def readd_message(ws: Workspace, baseline: list[Source], dynamic: list[Source]) -> tuple[dict | None, list[Source]]:
-    """After compaction shadowed the baseline: one baseline message with the baseline files and the loaded
-    deeper scopes (as "Additional instructions" blocks), ``baseline: true``."""
+    """After a compaction shadowed the baseline: one ``baseline: true`` message whose first block is the
+    baseline (the baseline files) and whose second is the loaded deeper scopes ("Additional instructions"),
+    as dsh composes it (its agent-instructions recording)."""
     if ws.config.maxBytes <= 0 or not (baseline or dynamic):
         return None, []
-    sections = baseline_sections(baseline) + change_sections([("set", s) for s in dynamic])
-    text, kept = render(sections, INTRO, ws.config.maxBytes)
-    if not text:
+    blocks, kept = [], []
+    if baseline:
+        text, kept_baseline = render(baseline_sections(baseline), INTRO, ws.config.maxBytes)
+        if text:
+            blocks.append(text)
+            kept += kept_baseline
+    if dynamic:
+        text, kept_dynamic = render(change_sections([("set", s) for s in dynamic]), "", ws.config.maxBytes)
+        if text:
+            blocks.append(text)
+            kept += kept_dynamic
+    if not blocks:
         return None, []
     source = {"kind": KIND, "form": "instructions", "baseline": True, "baselineIdentity": ws.identity(),
               "changes": [_change("set", s) for s in kept]}
-    return _message(text, source), kept
+    message = _message(blocks[0], source)
+    message["content"] += [{"type": "text", "text": b} for b in blocks[1:]]
+    return message, kept
 
 
 def changes_message(ws: Workspace, changes: list[tuple[str, Source]]) -> tuple[dict | None, list[tuple[str, Source]]]:
@@ -456,8 +468,9 @@ class AgentInstructions:
                 else:
                     state["loaded"][s.scope] = (s.path, s.digest)
 
-        def after_compaction() -> dict | None:
-            """A compaction that shadowed the baseline: the loaded files again, as one baseline."""
+        def after_compaction(extra: list[Source] = ()) -> dict | None:
+            """A compaction that shadowed the baseline: the loaded files again (and ``extra`` deeper scopes
+            just found), as one baseline."""
             identity, _ = fold_loaded(_visible_sources(agent.session))
             if identity is not None:
                 return None
@@ -465,9 +478,14 @@ class AgentInstructions:
             in_baseline = {s.scope for s in baseline}
             dynamic = [s for scope in state["loaded"] if scope not in in_baseline
                        for s in [ws.probe_scope(scope)] if s is not None]
+            dynamic += [s for s in extra if s.scope not in in_baseline and s.scope not in state["loaded"]]
             message, kept = readd_message(ws, baseline, dynamic)
             state["loaded"] = {s.scope: (s.path, s.digest) for s in kept}
             return message
+
+        def _is_baseline(message: Any) -> bool:
+            src = message.get("source") if isinstance(message, dict) else None
+            return isinstance(src, dict) and src.get("kind") == KIND and src.get("baseline") is True
 
         async def pre_step(payload: dict, nxt: Any) -> Any:
             decision = await nxt()
@@ -477,6 +495,9 @@ class AgentInstructions:
                 state["started"] = True
                 message = first_entry()
             elif generation != state["generation"]:
+                if any(_is_baseline(m) for m in payload.get("messages") or []):
+                    state["generation"] = generation  # the step enters the restored baseline already
+                    return decision
                 message = after_compaction()
             else:
                 return decision
@@ -519,6 +540,17 @@ class AgentInstructions:
             if not changes:
                 return
             pending = state["pending"]
+            if agent.session.replace_generation != state["generation"] and \
+                    fold_loaded(_visible_sources(agent.session))[0] is None and _ever_logged(agent.session):
+                # the baseline was shadowed since it entered: the restored baseline carries these scopes too
+                message = after_compaction([s for a, s in changes if a == "set"])
+                if message is not None:
+                    if pending is not None and agent.inbox.find(pending["id"]) is not None:
+                        agent.inbox.replace(pending["id"], message)
+                    else:
+                        agent.inbox.append(NEXT_STEP, message)
+                    state["pending"] = message
+                    return
             if pending is not None and agent.inbox.find(pending["id"]) is not None:
                 # a still-pending message is replaced by one carrying its changes and the new ones
                 merged = {c["scope"]: c for c in pending["source"]["changes"]}
