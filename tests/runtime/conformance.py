@@ -204,6 +204,24 @@ def recording(d: Path) -> Path:
     return d / "session.jsonl"
 
 
+# The dsh features behind the tools dsh-tui does not have.
+TOOL_FEATURES = {
+    "run_code": "dsh's Code Mode (run_code: JavaScript calling the tools)",
+    "workflow": "dsh's workflow tool (JavaScript orchestration of children)",
+    "cordis_define": "dsh's Cordis package tools (cordis_define, cordis_undefine, cordis_inspect_query)",
+    "cordis_undefine": "dsh's Cordis package tools (cordis_define, cordis_undefine, cordis_inspect_query)",
+    "cordis_inspect_query": "dsh's Cordis package tools (cordis_define, cordis_undefine, cordis_inspect_query)",
+    "pwsh": "dsh's PowerShell tools (pwsh)",
+    "subagent_codex": "dsh's product subagents (subagent_codex: a Codex CLI child)",
+    "session_event_read": "dsh's session-query tools (session_event_read and its formatted, spilled event)",
+}
+
+
+def needs_tools(names: list[str]) -> str:
+    features = list(dict.fromkeys(TOOL_FEATURES.get(n, f"the tool {n}") for n in names))
+    return "needs " + "; ".join(features)
+
+
 def applicability(d: Path) -> str | None:
     """None when the scenario can run here, else the reason it is not applicable."""
     if d.name in NOT_APPLICABLE:
@@ -222,7 +240,7 @@ def applicability(d: Path) -> str | None:
     names = sorted({e["data"]["name"] for e in events if e["type"] == "tool/call"})
     foreign = [n for n in names if n not in BUILTIN_TOOL_NAMES and n not in JOB_TOOLS and n not in PLUGIN_TOOLS]
     if foreign:
-        return f"uses non-built-in tools {foreign}"
+        return needs_tools(foreign)
     kinds = {e["type"] for e in events}
     if "turn/start" not in kinds:
         return "the host refused the prompt before the loop (hook bridge); no turn recorded"
@@ -304,7 +322,7 @@ def subagent_applicability(d: Path, spec: dict) -> str | None:
         names |= {e["data"]["name"] for e in events if e["type"] == "tool/call"}
     foreign = sorted(n for n in names if n not in BUILTIN_TOOL_NAMES and n not in SUBAGENT_TOOLS and n not in JOB_TOOLS)
     if foreign:
-        return f"uses non-built-in tools {foreign}"
+        return needs_tools(foreign)
     header, _ = read_log_events(d / "session.jsonl")
     if not any("origin" in read_log_events(c)[0] for c in d.glob("session.[0-9]*.jsonl")):
         return "its child sessions are not subagents (no origin: subagent; a host-created child)"
@@ -857,7 +875,7 @@ def headless_applicability(d: Path) -> str | None:
     if [n for n in names if n not in BUILTIN_TOOL_NAMES]:
         end = next((e["seq"] for e in events if e["type"] == "session/end-seed"), None)
         if end is None or any(e["type"] == "tool/call" and e["seq"] > end for e in events):
-            return f"uses non-built-in tools {names}"
+            return needs_tools([n for n in names if n not in BUILTIN_TOOL_NAMES])
     return None
 
 

@@ -85,7 +85,11 @@ def states() -> list[State]:
         elif sid.startswith(WEB):
             out.append(State(sid, (), WEB_NEEDS))
         else:
-            why = [f"{h}: {table[sid]}" for h, table in reasons.items() if table.get(sid)]
+            whys: dict[str, list[str]] = {}
+            for h, table in reasons.items():
+                if table.get(sid):
+                    whys.setdefault(str(table[sid]), []).append(h)
+            why = [w if len(whys) == 1 else f"{'/'.join(hs)}: {w}" for w, hs in whys.items()]
             out.append(State(sid, (), "; ".join(why) or "no harness runs it"))
     return out
 
@@ -97,3 +101,29 @@ def report(rows: list[State]) -> str:
         lines.append(f"  {'replays' if r.replays else 'needs  '} {r.scenario} - "
                      + (", ".join(r.harnesses) if r.replays else r.needs))
     return "\n".join(lines)
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "conformance.md"
+BEGIN, END = "<!-- ledger: begin -->", "<!-- ledger: end -->"
+
+
+def markdown(rows: list[State]) -> str:
+    """The docs' record of the states (between the ledger markers of docs/conformance.md)."""
+    n = sum(r.replays for r in rows)
+    lines = [BEGIN, f"**{n} of {len(rows)}** scenarios replay.", "", "| scenario | state |", "|---|---|"]
+    for r in rows:
+        state = "replays (" + ", ".join(r.harnesses) + ")" if r.replays else "needs: " + r.needs
+        lines.append(f"| `{r.scenario}` | {state.replace('|', '/')} |")
+    lines.append(END)
+    return "\n".join(lines)
+
+
+def documented() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    return text[text.index(BEGIN):text.index(END) + len(END)]
+
+
+if __name__ == "__main__":  # python -m tests.runtime.ledger: rewrite the record in docs/conformance.md
+    text = DOC.read_text(encoding="utf-8")
+    DOC.write_text(text.replace(documented(), markdown(states())), encoding="utf-8")
+    print(report(states()).splitlines()[0])

@@ -60,6 +60,7 @@ def test_inventory(capsys):
     assert len(states) == ledger.TOTAL
     assert sum(s.replays for s in states) >= 75
     assert all(s.needs for s in states if not s.replays)
+    assert ledger.documented() == ledger.markdown(states), "docs/conformance.md: run python -m tests.runtime.ledger"
     assert len(HEADLESS_APPLICABLE) >= 3
     assert len(ALL) >= 60
     assert len(APPLICABLE) >= 20
