@@ -297,14 +297,79 @@ class _ReportFence:
             ctx.on("agent/inbox/inserted", inserted)
 
 
+class _DurabilityFailure:
+    """dsh's examples/acp-agent/tests/fixtures/subagent-durability-failure.ts (subagent-continuable), loaded into
+    the root and every child: the model's placeholder child id in send_message reaches the live child; the
+    unknown-id send_message runs once both follow-ups reached the child's inbox; the child's steps wait for
+    those follow-ups and for the root's spawn turn to end; the child's durability checkpoint fails in its turn
+    3 with dsh's message."""
+
+    name = "subagent-durability-failure"
+    PLACEHOLDER = "33333333-3333-4333-8333-333333333333"
+    UNKNOWN = "22222222-2222-4222-8222-222222222222"
+    FAILED_TURN = 3
+
+    def __init__(self) -> None:
+        self.child_id: str | None = None
+        self.accepted = 0
+        self.followups = asyncio.Event()
+        self.root_closed = asyncio.Event()
+
+    def apply(self, ctx, config) -> None:
+        if ctx.session.header.get("parentSession") is None:
+            async def pre_execute(payload, nxt):
+                args = payload["exec"].args
+                if payload["name"] == "send_message" and isinstance(args, dict):
+                    if args.get("subagent_id") == self.PLACEHOLDER and self.child_id is not None:
+                        args["subagent_id"] = self.child_id
+                    elif args.get("subagent_id") == self.UNKNOWN:
+                        await self.followups.wait()
+                return await nxt()
+
+            def step_end(payload) -> None:
+                if any(e["type"] == "turn/end" and e["data"]["turn"] == 1 for e in payload["agent"].session.events):
+                    self.root_closed.set()
+
+            def status(payload) -> None:
+                step_end(payload)
+
+            ctx.on("tools/pre-execute", pre_execute)
+            ctx.on("agent/status", status)
+            return
+
+        def inserted(payload) -> None:
+            if self.child_id is None:
+                self.child_id = payload["agent"].id
+            self.accepted += 1
+            if self.accepted >= 3:
+                self.followups.set()
+
+        async def pre_step(payload, nxt):
+            await self.followups.wait()
+            await self.root_closed.wait()
+            return await nxt()
+
+        def claimed(payload) -> None:
+            agent = payload["agent"]
+            if payload.get("turn") == self.FAILED_TURN and not getattr(agent, "_fixture_failed", False):
+                agent._fixture_failed = True
+
+                async def disk_full(_reason: str) -> int:
+                    raise RuntimeError("snapshot disk full")
+
+                agent.checkpoint = disk_full
+
+        ctx.on("agent/inbox/inserted", inserted)
+        ctx.on("agent/pre-step", pre_step)
+        ctx.on("agent/inbox/claimed", claimed)
+
+
 # The recorder's ordering fixtures of tree scenarios (plugin objects loaded into the root and every child).
-TREE_FIXTURES = {"subagent-report": _ReportFence}
+TREE_FIXTURES = {"subagent-report": _ReportFence, "subagent-continuable": _DurabilityFailure}
 # Subagent scenarios (root session.jsonl + children session.N.jsonl) that cannot run here, and why.
 SUBAGENT_NOT_APPLICABLE = {
     "subagent-published-run-failure": "dsh's test hook makes the child's published run and its disposal throw "
                                       "(no model call records it); there is no such hook here",
-    "subagent-continuable": "the child's third turn fails on dsh's injected 'snapshot disk full' before its "
-                            "first step; the replay cannot inject that failure",
 }
 # dsh's configuration of a scenario where it differs from the shipped defaults.
 SUBAGENT_CONFIG = {"subagent-depth-two-rejection": {"max_depth": 2}}
