@@ -364,12 +364,39 @@ class _DurabilityFailure:
         ctx.on("agent/inbox/claimed", claimed)
 
 
+class _PublishedFailure:
+    """The same fixture under DSH_SUBAGENT_PUBLISHED_FAILURE (subagent-published-run-failure): a child's first
+    follow-up fails after the child was published, and releasing its handle fails too."""
+
+    name = "subagent-durability-failure"
+
+    def apply(self, ctx, config) -> None:
+        if ctx.session.header.get("parentSession") is None:
+            return
+
+        def created(payload) -> None:
+            agent, host = payload["agent"], payload["agent"].host
+
+            def followup(_message):
+                raise RuntimeError("snapshot published run failed")
+
+            close = host.close
+
+            async def failing_close() -> None:
+                await close()
+                raise RuntimeError("snapshot published handle disposal failed")
+
+            agent.followup = followup
+            host.close = failing_close
+
+        ctx.on("agent/created", created)
+
+
 # The recorder's ordering fixtures of tree scenarios (plugin objects loaded into the root and every child).
-TREE_FIXTURES = {"subagent-report": _ReportFence, "subagent-continuable": _DurabilityFailure}
+TREE_FIXTURES = {"subagent-report": _ReportFence, "subagent-continuable": _DurabilityFailure,
+                 "subagent-published-run-failure": _PublishedFailure}
 # Subagent scenarios (root session.jsonl + children session.N.jsonl) that cannot run here, and why.
 SUBAGENT_NOT_APPLICABLE = {
-    "subagent-published-run-failure": "dsh's test hook makes the child's published run and its disposal throw "
-                                      "(no model call records it); there is no such hook here",
 }
 # dsh's configuration of a scenario where it differs from the shipped defaults.
 SUBAGENT_CONFIG = {"subagent-depth-two-rejection": {"max_depth": 2}}

@@ -138,7 +138,11 @@ def apply(ctx: Any, config: Any = None) -> None:
             prompt = {"role": "user", "content": _text(args["prompt"]), "source": {"kind": "user"}}
             cagent = child.agent
             child.epoch_start = len(cagent.session.events)
-            cagent.followup(prompt)
+            try:
+                cagent.followup(prompt)
+            except Exception as err:  # the published child could not start its run: it is released either way
+                await _settle_foreground(child, f"Error: {err}")
+                raise
             if child_mode == "one-shot":  # inside the first turn, after turn/start and the claim, before step/start
                 cagent.session.append("subagent/descriptor", _one_shot_descriptor(provider, args["description"]))
             ch.notify_watchers(child)
@@ -324,13 +328,21 @@ async def _foreground(child: ch.Child, tctx: Any) -> dict:
         cancelled.cancel()
     outcome = ch.epoch_outcome(agent.session.events, child.epoch_start)
     child.outcome = outcome
-    try:
-        await ch.close_child(child)
-    except Exception as err:  # noqa: BLE001
-        raise ToolError(f"subagent run failed: {err}") from err
-    if outcome["kind"] != "completed":
-        raise ToolError(ch.foreground_error(outcome))
+    await _settle_foreground(child, None if outcome["kind"] == "completed" else "Error: " + ch.foreground_error(outcome))
     return {"kind": "completed", "text": outcome["text"]}
+
+
+async def _settle_foreground(child: ch.Child, run_error: str | None) -> None:
+    """Release a foreground child and report as dsh's subagent tool does: a failed run and a failed release
+    together, else whichever failed (``run_error`` and the release's error as JavaScript's ``String(error)``)."""
+    try:
+        await ch.close_child(child, strict=True)
+    except Exception as err:  # noqa: BLE001 - reported in the tool result
+        if run_error is not None:
+            raise ToolError(f"subagent run failed: {run_error}; dispose failed: Error: {err}") from err
+        raise ToolError(str(err)) from err
+    if run_error is not None:
+        raise ToolError(run_error.removeprefix("Error: "))
 
 
 class SubagentError(ToolError):

@@ -240,18 +240,24 @@ def _settle(child: Child) -> None:
     child.closing = asyncio.get_running_loop().create_task(close_child(child))
 
 
-async def close_child(child: Child) -> None:
+async def close_child(child: Child, *, strict: bool = False) -> None:
+    """Close a child's host; ``strict``: a failure to close is raised (after the child is released) instead
+    of logged (a foreground run reports it, as dsh's subagent tool does)."""
     host, child.host = child.host, None
     child.ended_at = time.monotonic()
     for off in child._offs:
         off()
     child._offs.clear()
+    failure: Exception | None = None
     if host is not None:
         try:
             await host.close()
-        except Exception:  # noqa: BLE001 - closing a child must not break the parent
+        except Exception as err:  # noqa: BLE001 - closing a child must not break the parent
             log.exception("closing subagent %s failed", child.id)
+            failure = err
     notify_watchers(child)
+    if strict and failure is not None:
+        raise failure
 
 
 def descendants(parent_id: str) -> list[tuple[Child, int]]:
