@@ -33,6 +33,7 @@ from dsh_tui.tools.sandbox import (
     denied,
     escalation_args_problem,
     runner_failure,
+    spawn_failure_text,
     unavailable_text,
 )
 
@@ -174,6 +175,15 @@ async def drain_pumps(pumps: list[asyncio.Future[Any]], pgid: int, grace: float)
             task.cancel()
 
 
+class RunnerSpawnError(OSError):
+    """The confined argv's program (the sandbox runner) could not be spawned."""
+
+    def __init__(self, program: str, err: OSError) -> None:
+        super().__init__(err.errno, err.strerror)
+        self.program = program
+        self.text = spawn_failure_text(program, err)
+
+
 async def run_bash(
     command: str,
     *,
@@ -205,7 +215,9 @@ async def run_bash(
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
             start_new_session=True,
         )  # fmt: skip
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, PermissionError) as exc:
+        if argv:  # the sandbox's runner could not be started: the caller reports it as the sandbox's failure
+            raise RunnerSpawnError(argv[0], exc) from None
         raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
     pgid = track(proc.pid)  # ended with the process if something of it outlives the call (tools.procs)
     assert proc.stdout is not None and proc.stderr is not None
@@ -394,10 +406,11 @@ def bash_tool(
                 raise aborted_error()
             confined = await asyncio.to_thread(confine, args["command"], ctx, cwd)
             if confined is None:
-                job_id = await port.start(args["command"], cwd=cwd, env=bash_env(env, ctx), label=args["description"])
+                job_id = await port.start(args["command"], cwd=cwd, env=bash_env(env, ctx), label=args["command"])
             else:  # the job runs the confined argv and removes its temp dir when it ends
                 job_id = await port.start(args["command"], cwd=cwd, env={**bash_env(env, ctx), **confined.env},
-                                          label=args["description"], argv=confined.argv, cleanup=confined.cleanup,
+                                          label=args["command"], argv=confined.argv, cleanup=confined.cleanup,
+                                          confined=confined,
                                           denial="\n".join(denial_markers(confined.mode, escalation)))
             return {"kind": "background", "jobId": str(job_id)}
         if not os.path.isdir(cwd):
@@ -417,6 +430,10 @@ def bash_tool(
                 max_output_bytes=max_output_bytes, max_spill_bytes=max_spill_bytes, spill_stem=stem,
                 grace_ms=grace_ms, argv=None if confined is None else confined.argv,
             )  # fmt: skip
+        except RunnerSpawnError as err:  # the runner never started: the command did not run
+            assert confined is not None
+            raise ToolError(unavailable_text(confined.mode, err.text), code="SANDBOX_UNAVAILABLE",
+                            name="SandboxUnavailableError") from None
         finally:
             if confined is not None:
                 await asyncio.to_thread(confined.cleanup)
@@ -424,11 +441,12 @@ def bash_tool(
             raise aborted_error()
         if confined is not None:
             stderr = result["stderr"]["text"]
-            failure = runner_failure(result["exitCode"], stderr)
+            failure = runner_failure(result["exitCode"], stderr, confined.runner_rules)
             if failure is not None:  # the runner refused: the command did not run
                 raise ToolError(unavailable_text(confined.mode, failure), code="SANDBOX_UNAVAILABLE",
                                 name="SandboxUnavailableError")
-            result["sandbox"] = {"mode": confined.mode, "denied": denied(result["exitCode"], stderr),
+            result["sandbox"] = {"mode": confined.mode,
+                                 "denied": denied(result["exitCode"], stderr, confined.denial_signatures),
                                  "enforcement": "full"}
         return {"kind": "foreground", **result}
 

@@ -18,7 +18,9 @@ unconfined run. The texts the model sees are dsh's (``escalation_*``, ``DENIAL``
 
 from __future__ import annotations
 
+import errno
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -35,6 +37,12 @@ WIDER_MODES = {"read-only": ("workspace-write", "danger-full-access"), "workspac
 ESCALATION_TARGETS = ("workspace-write", "danger-full-access")
 DENIAL_SIGNATURES = ("read-only file system",)  # bwrap's read-only binds: EROFS
 RUNNER_FAILURE_PREFIX = "bwrap: "
+# dsh's runner-failure rules of a backend (sandbox-local's RUNNER_FAILURE_RULES): a nonzero exit (within
+# ``allowed_exit_codes`` when given) with one stderr line, not an ``informational_lines`` one, that contains a
+# ``fatal_signatures`` substring (case-insensitive) means the runner itself failed and the command did not run.
+BWRAP_RUNNER_RULES: tuple[dict[str, Any], ...] = ({"fatal_signatures": (RUNNER_FAILURE_PREFIX,)},)
+RUNNER_FAILED = ("[sandbox: the sandbox runner itself failed under {mode} mode — the command did not run; this is a "
+                 "sandbox problem, not a command failure]")
 
 # Hidden in every sandbox (relative to $HOME) when they exist: keys and tokens of common tools.
 HOME_SECRETS = (
@@ -89,22 +97,36 @@ def unavailable_text(mode: str, detail: str | None = None) -> str:
                                                                       f" Runner failure: {detail}"))
 
 
-def denied(exit_code: int | None, stderr: str) -> bool:
+def denied(exit_code: int | None, stderr: str, signatures: tuple[str, ...] = DENIAL_SIGNATURES) -> bool:
     """A failed run whose stderr speaks the backend's denial dialect (dsh's ``classifyDenial``)."""
     if exit_code is None or exit_code == 0:
         return False
     low = stderr.lower()
-    return any(sig in low for sig in DENIAL_SIGNATURES)
+    return any(sig.lower() in low for sig in signatures)
 
 
-def runner_failure(exit_code: int | None, stderr: str) -> str | None:
+def runner_failure(exit_code: int | None, stderr: str,
+                   rules: tuple[dict[str, Any], ...] = BWRAP_RUNNER_RULES) -> str | None:
     """The runner's own fatal line (the command never ran), or None (dsh's ``classifyRunnerFailure``)."""
     if exit_code is None or exit_code == 0:
         return None
-    for line in stderr.splitlines():
-        if line.lower().startswith(RUNNER_FAILURE_PREFIX):
-            return line
+    lines = re.split(r"\r?\n", stderr)
+    for rule in rules:
+        allowed = rule.get("allowed_exit_codes")
+        if allowed is not None and exit_code not in allowed:
+            continue
+        informational = {line.lower() for line in rule.get("informational_lines", ())}
+        fatal = [sig.lower() for sig in rule.get("fatal_signatures", ()) if sig.strip()]
+        for line in lines:
+            low = line.lower()
+            if low not in informational and any(sig in low for sig in fatal):
+                return line
     return None
+
+
+def spawn_failure_text(argv0: str, err: OSError) -> str:
+    """A spawn failure as dsh reports it (Node's ``String(error)``: ``Error: spawn <program> ENOENT``)."""
+    return f"Error: spawn {argv0} {errno.errorcode.get(err.errno or 0, 'EUNKNOWN')}"
 
 
 @dataclass(frozen=True)
@@ -126,6 +148,9 @@ class Confined:
     env: dict[str, str] = field(default_factory=dict)
     tmpdir: str | None = None
     mode: str = "workspace-write"
+    # the backend's dialects: denial signatures and runner-failure rules (dsh's ConfinedArgv)
+    denial_signatures: tuple[str, ...] = DENIAL_SIGNATURES
+    runner_rules: tuple[dict[str, Any], ...] = BWRAP_RUNNER_RULES
 
     def cleanup(self) -> None:
         if self.tmpdir:
@@ -300,7 +325,9 @@ class Sandbox:
         home = os.path.expanduser("~")
         prefix = self.backend.profile(mode=mode, workspace=workspace, cwd=_real(cwd), tmpdir=tmpdir,
                                       settings=self.settings, home=home)
-        return Confined(prefix + ["--", *argv], env=env, tmpdir=tmpdir, mode=mode)
+        return Confined(prefix + ["--", *argv], env=env, tmpdir=tmpdir, mode=mode,
+                        denial_signatures=tuple(getattr(self.backend, "denial_signatures", DENIAL_SIGNATURES)),
+                        runner_rules=tuple(getattr(self.backend, "runner_failure_rules", BWRAP_RUNNER_RULES)))
 
 
 _PROBES: dict[tuple, str | None] = {}

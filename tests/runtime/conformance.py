@@ -138,6 +138,48 @@ def _fs_search_tree(work: Path) -> None:
 
 
 PREPARE = {"agent-instructions": _delimiter_path, "fs-glob-sampling": _fs_search_tree}
+class PartialLandlockBackend:
+    """dsh's examples/acp-agent/tests/fixtures/partial-landlock-sandbox.ts: a test-only sandbox provider whose
+    launch prints older-ABI Landlock's partial-enforcement notice on stderr, then runs the command."""
+
+    name = "partial-landlock"
+    NOTICE = "landlock-run: partial enforcement (older Landlock ABI)"
+    denial_signatures = ("permission denied",)
+    runner_failure_rules = ({"allowed_exit_codes": (125,), "fatal_signatures": ("landlock-run: ",),
+                             "informational_lines": (NOTICE,)},)
+
+    def profile(self, *, mode, workspace, cwd, tmpdir, settings, home) -> list[str]:
+        return ["bash", "-c", f"printf '%s\\n' '{self.NOTICE}' >&2; exec \"$@\"", "partial-landlock-run"]
+
+
+class MissingRunnerBackend:
+    """The same provider under DSH_SNAPSHOT_MISSING_SANDBOX_RUNNER: its runner is a program that does not exist
+    in the (valid) workspace."""
+
+    name = "missing-runner"
+    denial_signatures = ("permission denied",)
+    runner_failure_rules = ({"fatal_signatures": ("snapshot-runner: ",)},)
+
+    def profile(self, *, mode, workspace, cwd, tmpdir, settings, home) -> list[str]:
+        return [str(Path(workspace) / ".dsh-missing-sandbox-runner")]
+
+
+SANDBOX_BACKENDS = {"partial-landlock-child-failure": PartialLandlockBackend,
+                    "missing-sandbox-runner": MissingRunnerBackend}
+
+
+def _sandbox_options(scenario: str) -> dict:
+    """The recorder's sandbox provider (partial-landlock.cordis.yml's test provider)."""
+    if scenario not in SANDBOX_BACKENDS:
+        return {}
+    from dsh_tui.tools.sandbox import Sandbox, SandboxSettings
+
+    return {"sandbox": Sandbox(SANDBOX_BACKENDS[scenario](), SandboxSettings())}
+
+
+# The recorder's DSH_PERMISSION_MODE, where it was not the default.
+SCENARIO_PRESET = {"partial-landlock-child-failure": "read-only", "missing-sandbox-runner": "read-only"}
+SANDBOX_FIXTURES = set(SCENARIO_PRESET)
 # Per-scenario built-in tool options from the recorder's composition: fs-search.cordis.snapshot.yml's
 # tool-fs-search (globMaxResults 4, sampleOverCapGlobResults); that composition has no spill store, so the
 # complete result cannot be saved (the spill directory here is unusable for it).
@@ -190,6 +232,9 @@ def scenario_id(d: Path) -> str:
 
 # Single-loop scenarios whose recorder did something the replay here cannot do, and why.
 NOT_APPLICABLE = {
+    "missing-sandbox-runner": "the background job's spawn failure reaching the model one step later, as Node "
+                              "reports a spawn error on a later tick (after the next step's inbox claim); here the "
+                              "job settles while the call runs (the foreground and background texts match dsh's)",
     "web-fetch": "dsh 0.1's web_fetch (fetches its recorder's page on 127.0.0.1, turndown's Markdown, no notice); "
                  "dsh-tui's is dsh 0.2's (the untrusted-content notice, loopback refused unless allowed), "
                  "compared with the real dsh 0.2 in tests/interop/test_dsh02_web.py",
@@ -246,7 +291,7 @@ def applicability(d: Path) -> str | None:
         return "the host refused the prompt before the loop (hook bridge); no turn recorded"
     for e in events:
         text = json.dumps(e["data"]["message"]) if e["type"] == "tool/result" else ""
-        if "sandbox:" in text or "landlock" in text:
+        if ("sandbox:" in text or "landlock" in text) and d.name not in SANDBOX_FIXTURES:
             return "depends on dsh's OS sandbox (landlock) behaviour"
     return None
 
@@ -711,9 +756,10 @@ def _agent(session: Session, provider, model, work: Path, tmp: Path, recorded: l
     spill = tmp / "spill"
     if scenario in NO_SPILL_STORE:
         spill.write_text("")  # a file: no spill can be written under it
-    config = AgentConfig(model=model or "replay-model", cwd=str(work), preset="full-access", runtime_context=False,
-                         check_requests=True, spill_dir=str(spill), max_inline_bytes=50_000)
-    tools = builtin_tools(escalation=True, background=True, **SCENARIO_TOOL_OPTIONS.get(scenario, {}))
+    config = AgentConfig(model=model or "replay-model", cwd=str(work), preset=SCENARIO_PRESET.get(scenario, "full-access"),
+                         runtime_context=False, check_requests=True, spill_dir=str(spill), max_inline_bytes=50_000)
+    tools = builtin_tools(escalation=True, background=True, **SCENARIO_TOOL_OPTIONS.get(scenario, {}),
+                          **_sandbox_options(scenario))
     return Agent(session, provider, tools, config=config,
                  sleep=FakeSleep(), plugins=feature_plugins(recorded, home, scenario, work))
 

@@ -122,7 +122,7 @@ async def test_background_bash_runs_wait_collects_it_and_no_notice_repeats_it(tm
         assert _results(host) == [
             "started background job bash-1",
             "out\n[stderr]\nerr\n[status: failed, exit code: 3]",
-            "bash-1 [bash] failed — Print two lines",
+            f"bash-1 [bash] failed — while [ ! -e {gate} ]; do sleep 0.01; done; echo out; echo err >&2; exit 3",
             "(no new output)\n[status: failed, exit code: 3]",
         ]
         assert _notices(host) == []  # the wait delivered the end
@@ -143,11 +143,12 @@ async def test_a_job_that_finishes_on_its_own_wakes_the_idle_agent_with_dshs_not
         await _until(lambda: _notices(host))
         await _until(lambda: any(e["type"] == "turn/end" and e["data"]["turn"] == 2 for e in host.session.events))
         (notice,) = _notices(host)
-        text = ("background job bash-1 (bash: Say hello later) finished [status: completed, exit code: 0]. "
+        # the job's label is its command, as dsh's bash tool labels it (dsh's missing-sandbox-runner recording)
+        text = ("background job bash-1 (bash: sleep 0.2; printf hello) finished [status: completed, exit code: 0]. "
                 "Read its output with job_output.")
         assert notice["content"] == [{"type": "text", "text": text}]
         assert v4_source(notice["source"]) == {"kind": "tool-jobs", "form": "notice",  # v0: {kind: plugin, plugin}
-                                               "summary": "bash Say hello later [status: completed, exit code: 0]"}
+                                               "summary": "bash sleep 0.2; printf hello [status: completed, exit code: 0]"}
         assert _results(host)[-1] == "hello\n[status: completed, exit code: 0]"
     finally:
         await host.close()
@@ -358,3 +359,20 @@ async def test_a_plugin_registers_its_own_job_and_its_end_is_announced(tmp_path)
         assert _results(host) == ["indexed 3 files\n[status: completed]"]
     finally:
         await host.close()
+
+
+async def test_a_background_command_whose_sandbox_runner_cannot_start_settles_killed_before_exit(tmp_path):
+    """dsh's missing-sandbox-runner recording: the job starts, then settles killed before exit; its output is
+    the spawn failure and dsh's runner marker (the command never ran)."""
+    from dsh_tui.runtime.jobs import BashJobs, JobRegistry
+    from dsh_tui.tools.sandbox import Confined
+
+    missing = str(tmp_path / ".dsh-missing-sandbox-runner")
+    registry = JobRegistry()
+    job_id = await BashJobs(registry).start("true", cwd=str(tmp_path), env={}, label="true",
+                                            argv=[missing, "--", "bash", "-c", "true"],
+                                            confined=Confined([missing], mode="read-only"))
+    text, job = registry.read(job_id)
+    assert (job.status, job.detail) == ("killed", "killed before exit")
+    assert text == (f"[stderr]\nspawn failed: Error: spawn {missing} ENOENT\n[sandbox: the sandbox runner itself failed "
+                    "under read-only mode — the command did not run; this is a sandbox problem, not a command failure]\n")

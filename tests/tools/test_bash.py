@@ -216,7 +216,7 @@ async def test_background_start_through_jobs(tmp_path):
     bench = Bench(tmp_path, options={"background": True, "jobs": Jobs()})
     out = await bench.run("bash", sh("sleep 1", run_in_background=True))
     assert out.text == "started background job bash-1"
-    assert started == [("sleep 1", str(tmp_path), "dumb", "Run a test command")]
+    assert started == [("sleep 1", str(tmp_path), "dumb", "sleep 1")]  # labelled by its command, as in dsh
 
 
 async def test_event_loop_keeps_running_during_a_command(bench):
@@ -254,3 +254,53 @@ async def test_session_id_from_the_calling_agent(tmp_path):
     )
     value = await bash.execute(sh("echo $DSH_SESSION_ID"), ctx)
     assert bash.render({}, value)[0]["text"] == "sess-42\n"
+
+
+class _Backend:
+    """A sandbox provider as dsh's test-only ones: a wrapper in front of the command, its own dialects."""
+
+    name = "test"
+    denial_signatures = ("permission denied",)
+
+    def __init__(self, prefix, rules):
+        self.prefix, self.runner_failure_rules = prefix, rules
+
+    def profile(self, *, mode, workspace, cwd, tmpdir, settings, home):
+        return list(self.prefix)
+
+
+def _sandboxed(tmp_path, prefix, rules, **options):
+    from dsh_tui.tools.sandbox import Sandbox, SandboxSettings
+
+    bench = Bench(tmp_path, options={"sandbox": Sandbox(_Backend(prefix, rules), SandboxSettings()), **options})
+    make = bench.ctx
+
+    def ctx(name, cancelled=None):
+        c = make(name, cancelled)
+        c.sandbox_mode = "read-only"  # the session's mode: commands run confined
+        return c
+
+    bench.ctx = ctx
+    return bench
+
+
+async def test_a_runner_that_cannot_be_spawned_is_dshs_sandbox_unavailable_error(tmp_path):
+    missing = str(tmp_path / ".missing-runner")
+    bench = _sandboxed(tmp_path, [missing], ({"fatal_signatures": ("snapshot-runner: ",)},))
+    out = await bench.run("bash", sh("true"))
+    assert out.is_error and out.text.endswith(
+        f"otherwise switch the consumer to danger-full-access. Runner failure: Error: spawn {missing} ENOENT")
+    assert out.text.startswith('Error: sandbox mode "read-only" is requested but no sandbox backend is usable')
+
+
+async def test_runner_failure_rules_are_the_backends_with_dshs_informational_lines_and_exit_gate():
+    from dsh_tui.tools.sandbox import runner_failure
+
+    rules = ({"allowed_exit_codes": (125,), "fatal_signatures": ("landlock-run: ",),
+              "informational_lines": ("landlock-run: partial enforcement (older Landlock ABI)",)},)
+    notice = "landlock-run: partial enforcement (older Landlock ABI)"
+    assert runner_failure(1, f"{notice}\nlandlock-run: boom", rules) is None  # exit 1 is the command's own
+    assert runner_failure(125, notice, rules) is None  # the notice alone is information
+    assert runner_failure(125, f"{notice}\nLandlock-Run: no ruleset", rules) == "Landlock-Run: no ruleset"
+    assert runner_failure(1, "x\nbwrap: setting up uid map: Permission denied") == \
+        "bwrap: setting up uid map: Permission denied"  # bwrap's rule by default, anywhere in a line

@@ -20,6 +20,7 @@ from dsh_tui.tools.bash import drain_pumps
 from dsh_tui.tools.bash import killpg as _killpg
 from dsh_tui.tools.common import plain_error
 from dsh_tui.tools.procs import forget, track
+from dsh_tui.tools.sandbox import RUNNER_FAILED, runner_failure, spawn_failure_text
 from dsh_tui.tools.sandbox import denied as sandbox_denied
 
 GRACE_S = 3.0
@@ -33,12 +34,16 @@ class BashJobs:
         self.grace_s = grace_s
 
     async def start(self, command: str, *, cwd: str, env: dict[str, str], label: str | None = None,
-                    argv: list[str] | None = None, cleanup: Any = None, denial: str | None = None) -> str:
+                    argv: list[str] | None = None, cleanup: Any = None, denial: str | None = None,
+                    confined: Any = None) -> str:
         """``argv``: the command as the sandbox confines it; ``cleanup()`` runs once the job has ended;
-        ``denial``: the sandbox's marker lines, added to the output when the job failed on a denial."""
+        ``denial``: the sandbox's marker lines, added to the output when the job failed on a denial;
+        ``confined``: the sandbox's ``Confined`` (its mode and dialects: a runner that failed is reported as
+        dsh reports it)."""
         async def starter(handle: JobHandle) -> Any:
             try:
-                return await _start_process(handle, command, cwd, env, self.grace_s, argv, cleanup, denial)
+                return await _start_process(handle, command, cwd, env, self.grace_s, argv, cleanup, denial,
+                                            confined)
             except BaseException:
                 if cleanup is not None:
                     cleanup()
@@ -49,15 +54,25 @@ class BashJobs:
 
 
 async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[str, str], grace_s: float,
-                         argv: list[str] | None = None, cleanup: Any = None, denial: str | None = None) -> Any:
+                         argv: list[str] | None = None, cleanup: Any = None, denial: str | None = None,
+                         confined: Any = None) -> Any:
     if not os.path.isdir(cwd):
         raise plain_error(f'workdir "{cwd}" is not a directory')
     try:
         proc = await asyncio.create_subprocess_exec(
             *(argv or ["bash", "-c", command]), cwd=cwd, env=env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True)
-    except FileNotFoundError as exc:
-        raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
+    except (FileNotFoundError, PermissionError) as exc:
+        if not argv or confined is None:
+            raise plain_error(f"spawn bash ENOENT: {exc.filename or cwd}") from None
+        # dsh: a background spawn failure settles the job as killed before exit, its output the failure and
+        # the runner marker (the sandbox's runner never started, so the command did not run)
+        if cleanup is not None:
+            await asyncio.to_thread(cleanup)
+        handle.append(f"spawn failed: {spawn_failure_text(argv[0], exc)}\n{RUNNER_FAILED.format(mode=confined.mode)}\n",
+                      "stderr")
+        handle.settle("killed", "killed before exit")
+        return lambda _reason=None: None
     pgid = proc.pid
     track(pgid)
     state: dict[str, Any] = {"killed": False, "killer": None, "stderr": ""}
@@ -72,7 +87,7 @@ async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[st
                     handle.append(tail, channel)
                 return
             text = decoder.decode(data)
-            if denial is not None and channel == "stderr":
+            if (denial is not None or confined is not None) and channel == "stderr":
                 state["stderr"] = (state["stderr"] + text)[-65_536:]
             handle.append(text, channel)
 
@@ -93,7 +108,12 @@ async def _start_process(handle: JobHandle, command: str, cwd: str, env: dict[st
             killer = state["killer"]
             if killer is not None:
                 killer.cancel()
-        if denial is not None and not state["killed"] and sandbox_denied(rc, state["stderr"]):
+        failed_runner = confined is not None and not state["killed"] and runner_failure(
+            rc, state["stderr"], confined.runner_rules) is not None
+        if failed_runner:
+            handle.append(RUNNER_FAILED.format(mode=confined.mode) + "\n", "stderr")
+        elif denial is not None and not state["killed"] and sandbox_denied(
+                rc, state["stderr"], *(() if confined is None else (confined.denial_signatures,))):
             handle.append(denial + "\n", "stderr")  # dsh's marker, as a foreground call's result has it
         if state["killed"]:
             sig = -rc if rc is not None and rc < 0 else None
