@@ -322,7 +322,8 @@ def readd_message(ws: Workspace, baseline: list[Source], dynamic: list[Source]) 
         return None, []
     blocks, kept = [], []
     if baseline:
-        text, kept_baseline = render(baseline_sections(baseline), INTRO, ws.config.maxBytes)
+        sections: list[tuple[Source, str, str | None]] = list(baseline_sections(baseline))
+        text, kept_baseline = render(sections, INTRO, ws.config.maxBytes)
         if text:
             blocks.append(text)
             kept += kept_baseline
@@ -468,7 +469,7 @@ class AgentInstructions:
                 else:
                     state["loaded"][s.scope] = (s.path, s.digest)
 
-        def after_compaction(extra: list[Source] = ()) -> dict | None:
+        def after_compaction(extra: list[Source] | None = None) -> dict | None:
             """A compaction that shadowed the baseline: the loaded files again (and ``extra`` deeper scopes
             just found), as one baseline."""
             identity, _ = fold_loaded(_visible_sources(agent.session))
@@ -478,7 +479,7 @@ class AgentInstructions:
             in_baseline = {s.scope for s in baseline}
             dynamic = [s for scope in state["loaded"] if scope not in in_baseline
                        for s in [ws.probe_scope(scope)] if s is not None]
-            dynamic += [s for s in extra if s.scope not in in_baseline and s.scope not in state["loaded"]]
+            dynamic += [s for s in extra or [] if s.scope not in in_baseline and s.scope not in state["loaded"]]
             message, kept = readd_message(ws, baseline, dynamic)
             state["loaded"] = {s.scope: (s.path, s.digest) for s in kept}
             return message
