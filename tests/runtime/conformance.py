@@ -556,11 +556,23 @@ async def _run_tree(d: Path, tmp: Path, work: Path, spec: dict, provider, record
         await _settle_tree(agent)
     finally:
         await host.close()
-    root_id = host.session.header["id"]
-    ours_root = store.inspect(root_id).events
+    return _compare_tree(store, host.session.header["id"], recorded, work, provider.children, child_logs,
+                         recorded_root_id)
+
+
+def _compare_tree(store, root_id: str, recorded: list[dict], work: Path, ids: list[str], child_logs: list[Path],
+                  recorded_root_id: str, scrub: tuple[str, ...] = ()) -> TreeOutcome:
+    """The root's log against ``recorded`` and each child's (``ids``, in creation order) against its log in
+    ``child_logs``; ``scrub``: fixed session ids written ``{{sessionId}}`` as dsh's normalizer writes them."""
+    def scrubbed(events) -> list[dict]:
+        text = json.dumps(list(events))
+        for sid in scrub:
+            text = text.replace(sid, "{{sessionId}}")
+        return json.loads(text)
+
+    ours_root = scrubbed(store.inspect(root_id).events)
     root = compare(Outcome(list(ours_root), recorded, work))
     children, headers, rec_headers = [], [], []
-    ids = provider.children
     if len(ids) != len(child_logs):
         root.mismatches.append(f"children differ: ours={len(ids)} dsh={len(child_logs)}")
     for cid, log in zip(ids, child_logs):
@@ -568,7 +580,7 @@ async def _run_tree(d: Path, tmp: Path, work: Path, spec: dict, provider, record
         rh, rev = read_log_events(log)
         headers.append(res.header)
         rec_headers.append(rh)
-        o = compare(Outcome(list(res.events), rev, work))
+        o = compare(Outcome(scrubbed(res.events), rev, work))
         n = res.header.get("seedLength")
         if n is not None:  # a fork: the seed is our parent's log through its last completed turn (dsh's
             # count differs by the rows other features add, e.g. titles), so it is checked against ours
@@ -590,7 +602,7 @@ async def _run_tree(d: Path, tmp: Path, work: Path, spec: dict, provider, record
     # session ids mapped to dsh's.
     ids_map = {h["id"]: r["id"] for h, r in zip(headers, rec_headers)}
     ids_map[root_id] = recorded_root_id
-    for o, ours_events in [(root, ours_root)] + [(c, store.inspect(i).events) for c, i in zip(children, ids)]:
+    for o, ours_events in [(root, ours_root)] + [(c, scrubbed(store.inspect(i).events)) for c, i in zip(children, ids)]:
         a, b = _relayed(ours_events, ids_map), _relayed(o.recorded, {})
         if a != b:
             o.mismatches.append(f"relayed messages differ: ours={a} dsh={b}")
@@ -1071,14 +1083,17 @@ def seeded_applicability(d: Path) -> str | None:
     return None
 
 
-SEEDED_NOT_APPLICABLE = {
-    "parent-override": "its child's write is refused by dsh's OS sandbox under the inherited read-only mode, and "
-                       "dsh's test compares the runtime-context policy snapshots (the replay here runs without "
-                       "the runtime-context plugin and without the OS sandbox)",
+SEEDED_NOT_APPLICABLE: dict[str, str] = {
+    "parent-override": "dsh's in-process file sandbox under read-only mode (a write denied as FS_SANDBOX_DENIED with "
+                       "the escalation hint, and dsh's test compares the runtime-context policy snapshots); "
+                       "dsh-tui's read-only preset asks for approval instead, which a delegated child is refused",
 }
 
 
-async def run_seeded(d: Path, tmp: Path) -> Outcome:
+async def run_seeded(d: Path, tmp: Path) -> TreeOutcome:
+    """The parent resumed in the seeded store, its children (``child.replay.jsonl``) compared with
+    ``child.expected.jsonl``."""
+    from dsh_tui.llm.replay import ScenarioReplay
     from dsh_tui.runtime.host import AgentHost, HostSpec
     from dsh_tui.store.open import open_store
 
@@ -1092,16 +1107,22 @@ async def run_seeded(d: Path, tmp: Path) -> Outcome:
               "delegationDepth": 0}
     store.create(parent)
     store.append(parent["id"], [e for e in recorded if e["seq"] < end])
-    for header, events in seed["others"]:
+    for header, events in seed.get("others", []):
         store.create({**header, "cwd": str(work)})
         store.append(header["id"], events)
-    override = json.loads((d / "replay.override.json").read_text())
     provider_name, model = ReplayProvider.recorded_route(recorded)
-    provider = ReplayProvider([], override=_realize(override, work), cwd=work, name=provider_name or "replay")
+    provider = ScenarioReplay([], override=_realize(json.loads((d / "replay.override.json").read_text()), work),
+                              cwd=work, name=provider_name or "replay")
+    child_replays = [d / "child.replay.jsonl"] if (d / "child.replay.jsonl").is_file() else []
+    provider._child_logs = child_replays
+    provider._tree = {"next": 0, "ids": []}
+    provider._notices_start_turns = False
+    provider.root_idle = None
     host = await AgentHost.open(HostSpec(
-        root=None, store=store, cwd=work, provider=provider, model=model or "replay-model", preset="full-access",
-        resume_id=parent["id"], persona=None, plugins=(),
+        root=None, store=store, cwd=work, provider=provider, model=model or "replay-model",
+        preset=seed.get("preset", "full-access"), resume_id=parent["id"], persona=None, plugins=(),
         agent_options={"runtime_context": False, "check_requests": True, "spill_dir": str(tmp / "spill")},
+        tool_options={"escalation": True, "background": True},
         plugin_config={"session-title-llm": {"enabled": False}, "agent-instructions": {"dshHome": str(tmp / "home")}}))
     try:
         prompts = [m for e in recorded if e["seq"] > end and e["type"] == "agent/inbox/spliced"
@@ -1109,14 +1130,13 @@ async def run_seeded(d: Path, tmp: Path) -> Outcome:
         for m in prompts:
             host.agent.followup(m["content"])
             await asyncio.wait_for(host.agent.wait_idle(), 60)
+        await _settle_tree(host.agent)
     finally:
         await host.close()
-    ours = store.inspect(parent["id"]).events
-    ids = [parent["id"]] + [h["id"] for h, _ in seed["others"]]  # dsh's normalizer writes them {{sessionId}}
-    text = json.dumps(list(ours))
-    for sid in ids:
-        text = text.replace(sid, "{{sessionId}}")
-    return compare(Outcome(json.loads(text), recorded, work))
+    expected_children = [d / "child.expected.jsonl"] if child_replays else []
+    fixed = (parent["id"],) + tuple(h["id"] for h, _ in seed.get("others", []))  # written {{sessionId}} by dsh
+    return _compare_tree(store, parent["id"], recorded, work, provider.children, expected_children, "{{sessionId}}",
+                         scrub=fixed)
 
 
 # -------------------------------------------------------------------------------------------------

@@ -117,7 +117,7 @@ async def test_seeded_store_snapshot_matches_dsh(scenario, tmp_path):
     """dsh's headless snapshots that seed a store first (a parent's turn, a cold child) and resume the parent:
     the same seed in a real store, the parent resumed through the agent host, its log compared."""
     outcome = await run_seeded(scenario, tmp_path)
-    assert outcome.mismatches == [] and outcome.compared_results >= 1
+    assert outcome.mismatches == [] and outcome.root.compared_results >= 1
 
 
 async def test_headless_settlement_snapshot_matches_dsh(tmp_path):
