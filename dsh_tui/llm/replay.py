@@ -203,7 +203,9 @@ class ReplayProvider:
                 i += 1
             self.served = i + 1
         recorded = self.attempts[i]["chunks"] if i < len(self.attempts) else None
-        patch = self.override[i] if i < len(self.override) else None
+        # the override patches the recorded slots; a request of another purpose than the turn's that the
+        # recording has no slot for (a title the recorder's composition never asked) is not given a turn's patch
+        patch = self.override[i] if i < len(self.override) and (recorded is not None or purpose == "turn") else None
         if recorded is not None and FROM_REQUEST in json.dumps(recorded):
             recorded = resolve_from_request(recorded, request)
         if patch is not None and FROM_REQUEST in json.dumps(patch):
@@ -239,11 +241,14 @@ FROM_REQUEST = "{{fromRequest:"
 
 
 def _string_leaves(value: Any) -> list[str]:
+    """Every string in ``value`` (mappings and sequences of any kind: a request's messages may be frozen)."""
+    from collections.abc import Mapping, Sequence
+
     if isinstance(value, str):
         return [value]
-    if isinstance(value, dict):
+    if isinstance(value, Mapping):
         return [s for v in value.values() for s in _string_leaves(v)]
-    if isinstance(value, list):
+    if isinstance(value, Sequence):
         return [s for v in value for s in _string_leaves(v)]
     return []
 
