@@ -203,9 +203,7 @@ class ReplayProvider:
                 i += 1
             self.served = i + 1
         recorded = self.attempts[i]["chunks"] if i < len(self.attempts) else None
-        # the override patches the recorded slots; a request of another purpose than the turn's that the
-        # recording has no slot for (a title the recorder's composition never asked) is not given a turn's patch
-        patch = self.override[i] if i < len(self.override) and (recorded is not None or purpose == "turn") else None
+        patch = self.override[i] if i < len(self.override) else None
         if recorded is not None and FROM_REQUEST in json.dumps(recorded):
             recorded = resolve_from_request(recorded, request)
         if patch is not None and FROM_REQUEST in json.dumps(patch):

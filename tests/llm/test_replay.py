@@ -131,16 +131,13 @@ async def test_a_scripted_from_request_placeholder_takes_the_last_match_in_the_l
         [c async for c in p.stream({"purpose": "turn", "messages": []})]
 
 
-async def test_from_request_reads_frozen_messages_and_a_title_request_takes_no_turn_patch():
-    """The agent hands providers frozen messages (read-only mappings, tuples): the placeholder still finds the
-    id; a title request the recording has no slot for is not served a turn's patch (dsh-tui's title plugin
-    asks where dsh's recorder composed none)."""
+async def test_from_request_reads_the_frozen_messages_the_agent_hands_providers():
+    """Read-only mappings and tuples: the placeholder still finds the id (dsh-tui run --replay of dsh's
+    goal-wrapup)."""
     from types import MappingProxyType
 
     call = {"type": "text-delta", "index": 0, "text": "{{fromRequest:goal-[0-9a-f]+}}"}
     p = ReplayProvider([], override=[{"kind": "chunks", "chunks": [call]}])
-    with pytest.raises(LlmError, match="exhausted"):
-        [c async for c in p.stream({"purpose": "session-title", "messages": []})]
     message = MappingProxyType({"role": "tool", "content": (MappingProxyType({"type": "text", "text": "goal-abc1"}),)})
     (chunk,) = [c async for c in p.stream({"purpose": "turn", "messages": (message,)})]
     assert chunk["text"] == "goal-abc1"
