@@ -113,14 +113,14 @@ async def test_headless_snapshot_matches_dsh(scenario, tmp_path):
 
 
 @pytest.mark.parametrize("scenario", SEEDED, ids=scenario_id)
-async def test_seeded_store_snapshot_matches_dsh(scenario, tmp_path):
+async def test_seeded_store_snapshot_matches_dsh(scenario, tmp_path, session_format_v0):
     """dsh's headless snapshots that seed a store first (a parent's turn, a cold child) and resume the parent:
     the same seed in a real store, the parent resumed through the agent host, its log compared."""
     outcome = await run_seeded(scenario, tmp_path)
     assert outcome.mismatches == [] and outcome.root.compared_results >= 1
 
 
-async def test_headless_settlement_snapshot_matches_dsh(tmp_path):
+async def test_headless_settlement_snapshot_matches_dsh(tmp_path, session_format_v0):
     """dsh's headless subagent-settlement: the parent's scripted turn through the agent host with dsh's
     settlement fence; the parent's log (every event its stream-json printed), the child's log
     (child.expected.jsonl: rows, descriptor, no delegated approval policy under a headless host) and the final
