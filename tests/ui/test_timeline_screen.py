@@ -291,8 +291,16 @@ async def test_follows_a_running_turn_live(tmp_path):
             return [r.kind for r in screen.spans.rows if isinstance(r, Node)]
 
         # the end of the turn, then the rows and the ledger catch up (each on its own wake-up)
-        await wait_for(pilot, lambda: screen.fold.turns[-1].state == "completed" and node_kinds().count("step") == 2
-                       and screen.ledger.count == len(session.events))
+        def caught_up() -> bool:
+            return (screen.fold.turns[-1].state == "completed" and node_kinds().count("step") == 2
+                    and screen.ledger.count == len(session.events))
+
+        try:
+            await wait_for(pilot, caught_up)
+        except AssertionError:
+            raise AssertionError(f"state {screen.fold.turns[-1].state}, kinds {node_kinds()}, ledger "
+                                 f"{screen.ledger.count} of {len(session.events)}: "
+                                 f"{[e['type'] for e in session.events][-6:]}") from None
         kinds = node_kinds()
         assert kinds.count("tool") == 1 and kinds.count("step") == 2
         assert "▾ Turn 1 completed" in tree_lines(screen)[0]
