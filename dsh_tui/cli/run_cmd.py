@@ -45,6 +45,7 @@ def replay_provider(replay: str, cwd: Any, model: str | None) -> tuple[Any, str]
     from dsh_tui.session.errors import DshError
 
     path = Path(replay)
+    provider: ReplayProvider
     if path.is_dir():
         from dsh_tui.llm.replay import ScenarioReplay
 
