@@ -37,7 +37,7 @@ from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.runtime.tools import ToolService, rename_duplicate_call_ids
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.surface import FrozenDict, FrozenList, MessagesView, freeze
-from dsh_tui.tools.base import ToolDefinition
+from dsh_tui.tools.base import ToolDefinition, ToolSchema
 from dsh_tui.tools.common import private_dir
 
 log = logging.getLogger("dsh_tui.runtime.agent")
@@ -552,7 +552,7 @@ class Agent:
         except Exception:  # noqa: BLE001
             return None
 
-    def _log_request(self, config: dict, system: str, tools: list[dict]) -> dict:
+    def _log_request(self, config: dict, system: str, tools: list[ToolSchema]) -> dict:
         header: dict[str, Any] = {"config": config}
         if system:
             header["system"] = system

@@ -23,7 +23,7 @@ from dsh_tui.runtime.permissions import rejection_text
 from dsh_tui.runtime.schema import check_schema, violations
 from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.session.jsonutil import MAX_ARGUMENT_DEPTH, NestedTooDeeply, check_lossless, loads_bounded
-from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
+from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError, ToolSchema
 from dsh_tui.tools.common import SPILL_RETRIEVAL_HINT as SPILL_HINT
 from dsh_tui.tools.common import save_spill
 
@@ -169,7 +169,7 @@ class ToolService:
         check_schema(tool.parameters, f"{tool.name}.parameters")
         self.tools[tool.name] = tool
 
-    def schemas(self) -> list[dict]:
+    def schemas(self) -> list[ToolSchema]:
         order = self.agent.config.tool_order
         names = sorted(self.tools)
         if order:

@@ -38,7 +38,7 @@ SECTION = ("Use the ralph tool ONLY when the direct human explicitly asks for a 
            "as durable memory. Completion and blockers are worker reports, not independent evaluation. Use "
            "same-session goal tools for ordinary long-running objectives, and plain subagents or workflows for "
            "bounded delegation and fan-out.")
-REPORT_SCHEMA = {
+REPORT_SCHEMA: dict[str, Any] = {  # the report tool's parameters
     "type": "object",
     "properties": {
         "status": {"type": "string", "enum": ["continue", "complete", "blocked"]},

@@ -28,7 +28,7 @@ from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
 from dsh_tui.runtime.subagents.background import start_job_child
 from dsh_tui.session.errors import DshError
-from dsh_tui.tools.base import ToolDefinition, ToolError
+from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 name = "subagents"
 __all__ = ["apply", "name", "DEFAULTS"]
@@ -351,7 +351,7 @@ class SubagentError(ToolError):
 
 
 def _register_control_tools(ctx: Any, agent: Any) -> None:
-    def schema_tool(schema: dict, execute: Any) -> ToolDefinition:
+    def schema_tool(schema: ToolSchema, execute: Any) -> ToolDefinition:
         return ToolDefinition(schema["name"], schema["description"], copy.deepcopy(schema["parameters"]), execute,
                               lambda _a, v: _text(str(v)), access="read")
 
