@@ -87,6 +87,10 @@ class AgentConfig:
     allow_escalation: bool = False
     tool_grace_s: float = 5.0  # a timed-out or cancelled body gets this long to stop before its task is cancelled
 
+    def resolved_cwd(self) -> str | os.PathLike:
+        """``cwd``, or the process's working directory where none is set (an ``Agent`` sets it when built)."""
+        return self.cwd if self.cwd is not None else os.getcwd()
+
 
 class RequestInvariantError(DshError):
     """The request about to go to the model is not what the log records
@@ -481,7 +485,7 @@ class Agent:
         if cfg.runtime_context:
             if cfg.context_sections is None:
                 bash = self.tools.tools.get("bash")
-                contexts = prompt_mod.default_context_sections(Path(cfg.cwd), self.clock(), cfg.preset,
+                contexts = prompt_mod.default_context_sections(Path(cfg.resolved_cwd()), self.clock(), cfg.preset,
                                                                sandboxed=bool(getattr(bash, "sandboxed", False)))
             else:
                 contexts = [prompt_mod.Section(c["name"], i, c["text"]) for i, c in enumerate(cfg.context_sections)]
@@ -602,8 +606,12 @@ class Agent:
             # so a step's cost does not grow with the length of the history.
             messages = self.session.messages_view()
             seed = self._seed_config()
+
+            def seeded(s: dict = seed) -> dict:  # this step's seed, bound now
+                return s
+
             config = await self.bus.waterfall("agent/request", {"agent": self, "turn": turn, "step": step,
-                                                                "signal": signal}, lambda s=seed: s, scope=self.id)
+                                                                "signal": signal}, seeded, scope=self.id)
             if not config or not config.get("provider") or not config.get("model"):
                 raise DshError(f"agent {self.id} has no provider/model")
             signal.throw_if_aborted()
@@ -696,7 +704,10 @@ class Agent:
             messages = FrozenList(messages.to_list() if isinstance(messages, MessagesView) else freeze(messages))
             request = payload["request"] = FrozenDict({**freeze({k: v for k, v in request.items()
                                                                  if k != "messages"}), "messages": messages})
-        return self.provider.stream(request)
+        provider = self.provider
+        if provider is None:  # (_boundary checked it; an ``llm/stream`` listener may have run since)
+            raise LlmError("no provider is configured", "NO_ADAPTER")
+        return provider.stream(request)
 
     async def _stream_attempt(self, request: dict, turn: int, step: int, signal: AbortSignal):
         asm = BlockAssembler()

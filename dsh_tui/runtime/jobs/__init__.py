@@ -151,8 +151,7 @@ def apply(ctx: Any, config: Any = None) -> None:
     ctx.on("system-prompt/assemble", assemble)
 
     async def job_output(args: dict, tctx: Any) -> dict:
-        job_id = args.get("job_id")
-        registry.get(job_id)
+        job_id = registry.get(args.get("job_id")).id
         if args.get("wait") is True:
             requested = args.get("timeout_ms")
             if requested is not None and (isinstance(requested, bool) or not isinstance(requested, int | float)
@@ -183,7 +182,7 @@ def apply(ctx: Any, config: Any = None) -> None:
         return _text("\n".join(f"{j['id']} [{j['kind']}] {j['status']} — {j['label']}" for j in jobs))
 
     async def job_kill(args: dict, tctx: Any) -> dict:
-        job_id = args.get("job_id")
+        job_id = registry.get(args.get("job_id")).id
         reason = args.get("reason")
         outcome = registry.kill(job_id, reason if isinstance(reason, str) else None)
         if outcome == "requested":

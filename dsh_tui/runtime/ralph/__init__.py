@@ -213,7 +213,8 @@ def apply(ctx: Any, config: Any = None) -> None:
 
     async def ralph(args: dict, tctx: Any) -> dict:
         parent = tctx.agent or agent
-        objective = args.get("objective") if isinstance(args.get("objective"), str) else ""
+        raw_objective = args.get("objective")
+        objective = raw_objective if isinstance(raw_objective, str) else ""
         objective = objective.strip()
         if not objective:
             raise ToolError("Ralph objective must be a non-empty string")

@@ -92,10 +92,11 @@ def apply(ctx: Any, config: Any = None) -> None:
     _check_jobs(cfg, agent)
     if getattr(agent, "host", None) is None:
         return  # children are opened through the agent host: an agent built without one has no subagents
-    ch.AGENTS[agent.id] = agent
-    ch.CAPS[agent.id] = {key: cfg[key] for key in CAPS}
-    ctx.effect(lambda: lambda: ch.AGENTS.pop(agent.id, None) if ch.AGENTS.get(agent.id) is agent else None)
-    ctx.effect(lambda: lambda: ch.CAPS.pop(agent.id, None) if ch.AGENTS.get(agent.id) in (None, agent) else None)
+    agent_id: str = agent.id
+    ch.AGENTS[agent_id] = agent
+    ch.CAPS[agent_id] = {key: cfg[key] for key in CAPS}
+    ctx.effect(lambda: lambda: ch.AGENTS.pop(agent_id, None) if ch.AGENTS.get(agent_id) is agent else None)
+    ctx.effect(lambda: lambda: ch.CAPS.pop(agent_id, None) if ch.AGENTS.get(agent_id) in (None, agent) else None)
 
     def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
         base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (
@@ -127,7 +128,8 @@ def apply(ctx: Any, config: Any = None) -> None:
                 raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg['max_depth']}")
             ch.check_fanout(agent)  # a refusal is the tool's error: the model sees why
             host = agent.host
-            if background and mode == "one-shot":  # a job: collected with job_output, stopped with job_kill
+            if background and mode == "one-shot" and jobs is not None:  # (None: refused above)
+                # a job: collected with job_output, stopped with job_kill
                 job = await jobs.start("subagent", args["description"], lambda handle: start_job_child(
                     agent, host, handle, open_child=open_child, provider=provider, args=args, tool_name=tool_name,
                     call_id=tctx.call_id, depth=depth))

@@ -447,7 +447,7 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
             raise ToolError(str(err)) from None
 
     async def t_send(args: dict, tctx: Any) -> dict:
-        sid = args.get("sessionId")
+        sid: str = args["sessionId"]  # required by the schema: the tool service checked it is a string
         text = args.get("text", "")
         submit = args.get("submit", True) is not False
         if args.get("run_in_background") is True:
@@ -498,7 +498,7 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
         return render_send(value, max_bytes)
 
     async def t_read(args: dict, tctx: Any) -> dict:
-        record = service.expect(args.get("sessionId"))
+        record = service.expect(args["sessionId"])  # required by the schema (checked by the tool service)
         offset, count = args.get("offset"), args.get("count")
         offset = int(offset) if isinstance(offset, float) and offset.is_integer() else offset
         count = int(count) if isinstance(count, float) and count.is_integer() else count
@@ -508,7 +508,7 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
             raise ToolError(str(err)) from None
 
     async def t_signal(args: dict, tctx: Any) -> dict:
-        record = service.expect(args.get("sessionId"))
+        record = service.expect(args["sessionId"])  # required by the schema (checked by the tool service)
         sig = args.get("signal")
         from dsh_tui.runtime.terminals.local import SIGNALS
 
@@ -520,7 +520,7 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
             raise ToolError(str(err)) from None
 
     async def t_close(args: dict, tctx: Any) -> dict:
-        sid = args.get("sessionId")
+        sid: str = args["sessionId"]  # required by the schema (checked by the tool service)
         try:
             closed = await service.kill(sid)
         except RuntimeError as err:
