@@ -130,9 +130,10 @@ class Settings:
         parts = _split_key(key)
         node = self.data
         for part in parts[:-1]:
-            node = node.get(part)
-            if not isinstance(node, dict):
+            child = node.get(part)
+            if not isinstance(child, dict):
                 return
+            node = child
         node.pop(parts[-1], None)
 
     def as_dict(self) -> dict[str, Any]:
