@@ -28,8 +28,8 @@ HELP = "serve an Agent Client Protocol agent on stdin/stdout (for editors and AC
 MODES = (("read-only", "Read only", "Writes and shell commands ask first"),
          ("workspace-write", "Workspace write", "File changes inside the workspace run; commands ask"),
          ("full-access", "Full access", "Nothing asks"))
-KINDS: dict[str, ToolKind] = {"read": "read", "write": "edit", "edit": "edit", "bash": "execute", "grep": "search", "glob": "search",
-         "todo_write": "think", "web_fetch": "fetch"}
+KINDS: dict[str, ToolKind] = {"read": "read", "write": "edit", "edit": "edit", "bash": "execute", "grep": "search",
+                              "glob": "search", "todo_write": "think", "web_fetch": "fetch"}
 # A turn's end reason as a prompt's stopReason. dsh's agent answers ``end_turn`` for a turn that ended at the
 # output limit (its recorded max-tokens-continue scenario); dsh-tui does the same.
 STOP: dict[str, StopReason] = {"completed": "end_turn", "max-tokens": "end_turn", "aborted": "cancelled"}
@@ -277,6 +277,7 @@ class AcpAgent:
         queue: asyncio.Queue = asyncio.Queue()
         self.pumps[sid] = queue
         asyncio.ensure_future(self._pump(sid, queue))
+
         def forward(_session: Any, event: dict[str, Any]) -> None:
             for update in self._updates(event, sid=sid):
                 queue.put_nowait(update)
