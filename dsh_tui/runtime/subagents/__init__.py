@@ -23,6 +23,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.llm.protocol import ChildProviders
 from dsh_tui.runtime.options import plugin_options
 from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
@@ -275,9 +276,8 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
             seed = (seed or []) + [{"seq": len(seed or []), "time": now, "type": "subagent/descriptor",
                                     "data": desc}]
     child_provider = parent.provider
-    make = getattr(parent.provider, "child_provider", None)
-    if callable(make):
-        child_provider = make(child_id)
+    if isinstance(parent.provider, ChildProviders):
+        child_provider = parent.provider.child_provider(child_id)
     options = dict(spec.agent_options)
     options["approval_policy"] = "never"
     # the child starts in the parent's working directory (working_directory may have moved it) but keeps the
