@@ -44,6 +44,8 @@ def locate(session_id: str, roots: Iterable[str | os.PathLike] | None = None) ->
     from dsh_tui.store.ids import find_row, store_for
 
     row = find_row(session_id, roots)
+    if row.id is None:  # (find_row refuses such a row already)
+        raise DshError(f"session {row.path} is unreadable: {row.reason}")
     return Located(store_for(row), row.id, Path(row.path), Path(row.root))
 
 

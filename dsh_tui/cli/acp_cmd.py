@@ -19,17 +19,27 @@ import json
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from acp.schema import PlanEntryStatus, StopReason, ToolKind
 
 HELP = "serve an Agent Client Protocol agent on stdin/stdout (for editors and ACP front ends)"
 MODES = (("read-only", "Read only", "Writes and shell commands ask first"),
          ("workspace-write", "Workspace write", "File changes inside the workspace run; commands ask"),
          ("full-access", "Full access", "Nothing asks"))
-KINDS = {"read": "read", "write": "edit", "edit": "edit", "bash": "execute", "grep": "search", "glob": "search",
-         "todo_write": "think", "web_fetch": "fetch"}
+KINDS: dict[str, ToolKind] = {"read": "read", "write": "edit", "edit": "edit", "bash": "execute", "grep": "search",
+                              "glob": "search", "todo_write": "think", "web_fetch": "fetch"}
 # A turn's end reason as a prompt's stopReason. dsh's agent answers ``end_turn`` for a turn that ended at the
 # output limit (its recorded max-tokens-continue scenario); dsh-tui does the same.
-STOP = {"completed": "end_turn", "max-tokens": "end_turn", "aborted": "cancelled"}
+STOP: dict[str, StopReason] = {"completed": "end_turn", "max-tokens": "end_turn", "aborted": "cancelled"}
+PLAN_STATUSES: dict[str, PlanEntryStatus] = {"pending": "pending", "in_progress": "in_progress",
+                                             "completed": "completed"}
+
+
+def _plan_status(value: Any) -> PlanEntryStatus:
+    """A todo's status as an ACP plan entry's (anything else: pending)."""
+    return PLAN_STATUSES.get(value, "pending") if isinstance(value, str) else "pending"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -185,7 +195,8 @@ class AcpAgent:
             err = reason.get("error") or {}
             raise RequestError.internal_error({"message": err.get("message", "the turn failed"),
                                                "code": err.get("code")})
-        return PromptResponse(stop_reason=STOP.get(reason.get("kind"), "end_turn"))
+        kind = reason.get("kind")
+        return PromptResponse(stop_reason=STOP.get(kind, "end_turn") if isinstance(kind, str) else "end_turn")
 
     async def cancel(self, session_id: str, **_kw: Any) -> None:
         host = self.hosts.get(session_id)
@@ -266,7 +277,12 @@ class AcpAgent:
         queue: asyncio.Queue = asyncio.Queue()
         self.pumps[sid] = queue
         asyncio.ensure_future(self._pump(sid, queue))
-        host.session.subscribe(lambda _s, event: [queue.put_nowait(u) for u in self._updates(event, sid=sid)])
+
+        def forward(_session: Any, event: dict[str, Any]) -> None:
+            for update in self._updates(event, sid=sid):
+                queue.put_nowait(update)
+
+        host.session.subscribe(forward)
         host.agent.on("approval/request", lambda payload, _next=None: self._approve(sid, payload))
         return host
 
@@ -464,7 +480,7 @@ class AcpAgent:
                         return [update_agent_thought_text(block["text"])]
             return []
         if t == "assistant/message" and replay:
-            out = []
+            out: list[Any] = []  # the message's text and thought chunks, in order
             for block in (data.get("message") or {}).get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
                     out.append(update_agent_message_text(block["text"]))
@@ -507,9 +523,7 @@ class AcpAgent:
                                      content=[tool_content(text_block(text))] if text else None)]
         if t == "todo/write":
             todos = data.get("todos") or []
-            entries = [plan_entry(str(td.get("content", "")), priority="medium",
-                                  status=td.get("status") if td.get("status") in
-                                  ("pending", "in_progress", "completed") else "pending")
+            entries = [plan_entry(str(td.get("content", "")), priority="medium", status=_plan_status(td.get("status")))
                        for td in todos if isinstance(td, dict)]
             return [update_plan(entries)]
         return []
@@ -538,7 +552,9 @@ def run(args: argparse.Namespace) -> int:
 
     async def main() -> None:
         try:
-            await acp.run_agent(agent)
+            # acp's Agent protocol lists every method; its router looks each up with getattr and answers
+            # method-not-found for those an agent leaves out (fork/resume/close_session, ext_*)
+            await acp.run_agent(agent)  # type: ignore[arg-type]
         finally:
             await agent.close()
 

@@ -88,7 +88,7 @@ def _cwd(args: argparse.Namespace) -> Path:
 def _chat_resolver(args: argparse.Namespace, cwd: Path) -> Any:
     """The route resolver of ``dsh-tui run`` (runs after the first paint, off the UI thread)."""
 
-    def resolve() -> tuple[Any, str]:
+    def resolve() -> tuple[Any, str] | tuple[Any, str, str]:  # (factory, hint[, first-run notice])
         from dsh_tui.ui.harness import HarnessSpec, open_harness
 
         if getattr(args, "replay", None):
@@ -153,7 +153,7 @@ def chat_app(args: argparse.Namespace) -> Any:
 
 
 def _browser_resolver(args: argparse.Namespace) -> Any:
-    def resolve() -> tuple[Any, str]:
+    def resolve() -> tuple[Any, str] | tuple[Any, str, str]:  # (factory, hint[, first-run notice])
         provider, model, hint = model_route()
         if provider is None:
             return None, hint

@@ -161,7 +161,8 @@ def _repair(name: str) -> int:
         header = jsonl.read_header(path) or {}
     except (OSError, ValueError, RecursionError, DshError):
         header = {}
-    sid = header.get("id") if isinstance(header.get("id"), str) else path.name
+    found = header.get("id")
+    sid = found if isinstance(found, str) else path.name
     with SessionLock(path.parent / LOCK_NAME, sid):
         return _repair_locked(name)
 

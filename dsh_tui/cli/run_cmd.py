@@ -13,7 +13,11 @@ calling a model (offline); ``--replay DIR`` a recorded scenario directory, each 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_tui.llm.protocol import Provider
+    from dsh_tui.llm.replay import ReplayProvider
 
 HELP = "start a new session in the current directory (--headless prints the answer)"
 PRESETS = ("read-only", "workspace-write", "full-access")
@@ -36,7 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_plugin_arguments(parser)
 
 
-def replay_provider(replay: str, cwd: Any, model: str | None) -> tuple[Any, str]:
+def replay_provider(replay: str, cwd: Any, model: str | None) -> tuple[ReplayProvider, str]:
     """The provider replaying a recorded dsh log (a file) or scenario (a directory: each subagent child replays
     its own ``session.N.jsonl``), its ``{{cwd}}`` placeholders made ``cwd``; and the model it recorded."""
     from pathlib import Path
@@ -45,6 +49,7 @@ def replay_provider(replay: str, cwd: Any, model: str | None) -> tuple[Any, str]
     from dsh_tui.session.errors import DshError
 
     path = Path(replay)
+    provider: ReplayProvider
     if path.is_dir():
         from dsh_tui.llm.replay import ScenarioReplay
 
@@ -71,7 +76,7 @@ def replay_provider(replay: str, cwd: Any, model: str | None) -> tuple[Any, str]
     return provider, model or recorded or "replay"
 
 
-def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Any, str]:
+def _provider(args: argparse.Namespace, cwd: Any) -> tuple[Provider, str]:
     from dsh_tui.session.errors import DshError
 
     if args.replay:

@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
     what = "dsh-tui " + " ".join(command) if command else "dsh-tui (the session browser)"
     options = ServeOptions(argv=argv, host=host, port=args.port, token=token, title="dsh-tui")
 
-    shown_first = []
+    shown_first: list[bool] = []
 
     def ready(port: int, ticket: str) -> None:
         from urllib.parse import quote

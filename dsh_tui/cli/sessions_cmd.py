@@ -12,6 +12,11 @@ anywhere (orphans), so no session is hidden.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dsh_tui.store.catalog import SearchHit
+
 HELP = "list sessions (--all, --search TEXT, --json, --archived, --unarchive ID)"
 
 
@@ -133,7 +138,7 @@ def run(args) -> int:
             here = {id(r) for r in workspace_rows(rows, cwd)}
             rows = [r for r in rows if id(r) in here or r.state == "unreadable" and r.cwd is None]
         rows = sort_rows(rows)
-        hits_by_path = None
+        hits_by_path: dict[str, list[SearchHit]] | None = None  # None: no search
         if args.search:
             hits = cat.search(args.search, paths=[r.path for r in rows], limit=1000) if not args.archived else []
             hits_by_path = {}

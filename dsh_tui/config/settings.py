@@ -39,7 +39,7 @@ from __future__ import annotations
 import copy
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dsh_tui.config.base import (
     ANTHROPIC_PROVIDER,
@@ -64,6 +64,17 @@ from dsh_tui.config.files import (
 
 if TYPE_CHECKING:
     from dsh_tui.config.models import ProviderSettings, StorageSettings
+
+
+class KeyedProvider(Protocol):
+    """What finding a provider's key needs: its name and key variable (a ``ProviderSettings``, or the
+    built-in DeepSeek table's two fields before pydantic is imported)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def api_key_env(self) -> str | None: ...
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -119,9 +130,10 @@ class Settings:
         parts = _split_key(key)
         node = self.data
         for part in parts[:-1]:
-            node = node.get(part)
-            if not isinstance(node, dict):
+            child = node.get(part)
+            if not isinstance(child, dict):
                 return
+            node = child
         node.pop(parts[-1], None)
 
     def as_dict(self) -> dict[str, Any]:
@@ -232,7 +244,7 @@ def save_settings(settings: Settings, path: str | os.PathLike[str] | None = None
     return p
 
 
-def find_api_key(provider: ProviderSettings, path: str | os.PathLike[str] | None = None) -> str | None:
+def find_api_key(provider: KeyedProvider, path: str | os.PathLike[str] | None = None) -> str | None:
     """The key for ``provider``: its environment variable, else the credentials file; ``None`` if neither."""
     if provider.api_key_env:
         value = os.environ.get(provider.api_key_env)
@@ -252,7 +264,7 @@ def find_api_key(provider: ProviderSettings, path: str | os.PathLike[str] | None
     return None
 
 
-def missing_key_message(provider: ProviderSettings) -> str:
+def missing_key_message(provider: KeyedProvider) -> str:
     env = provider.api_key_env or f"{provider.name.upper().replace('-', '_')}_API_KEY"
     where = credentials_path()
     how = (

@@ -126,3 +126,11 @@ class Provider(Protocol):
     def retry_policy(self) -> RetryPolicy: ...
 
     def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]: ...
+
+
+@runtime_checkable
+class ChildProviders(Protocol):
+    """A provider that gives each subagent child a provider of its own (a recorded scenario's replay: each
+    child replays its own recording); any other provider is shared by the children."""
+
+    def child_provider(self, child_id: str) -> Provider: ...

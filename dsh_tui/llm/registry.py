@@ -61,6 +61,11 @@ def build_provider(
     effort = ps.reasoning_effort
     if effort is None and ps.name == settings.default_provider:
         effort = settings.default_reasoning_effort
+    base_url, thinking_format = ps.base_url, ps.thinking_format
+    idle_timeout_s, event_timeout_s = ps.idle_timeout_s, ps.event_timeout_s
+    if base_url is None or thinking_format is None or idle_timeout_s is None or event_timeout_s is None:
+        # ProviderSettings' validators fill these (or reject the table): only an unvalidated one lacks them
+        raise SettingsError(f'provider "{ps.name}" is not a validated [providers.{ps.name}] table')
     cls = OpenAICompatProvider
     if ps.api == "messages":
         from dsh_tui.llm.messages import MessagesProvider
@@ -68,13 +73,13 @@ def build_provider(
         cls = MessagesProvider
     provider = cls(
         ps.name,
-        ps.base_url,
+        base_url,
         _key_resolver(ps),
         models,
-        idle_timeout_s=ps.idle_timeout_s,
-        event_timeout_s=ps.event_timeout_s,
+        idle_timeout_s=idle_timeout_s,
+        event_timeout_s=event_timeout_s,
         label=ps.label,
-        thinking_format=ps.thinking_format,
+        thinking_format=thinking_format,
         thinking=ps.thinking,
         default_effort=effort,
         default_model=default,
@@ -82,10 +87,14 @@ def build_provider(
         user_id_resolver=anonymous_user_id if sends_user_id(settings, ps) else None,
         extra_headers=ps.headers,
     )
-    if ps.name == ANTHROPIC_PROVIDER:
-        provider.send_harness_headers = False
-    elif ps.api == "messages" and ps.name == DEEPSEEK_PROVIDER:
-        provider.request_extensions = {}  # dsh's deepseekLlmApiExtensions: [privacy] may turn some on
+    if ps.api == "messages":
+        from dsh_tui.llm.messages import MessagesProvider
+
+        if isinstance(provider, MessagesProvider):
+            if ps.name == ANTHROPIC_PROVIDER:
+                provider.send_harness_headers = False
+            elif ps.name == DEEPSEEK_PROVIDER:
+                provider.request_extensions = {}  # dsh's deepseekLlmApiExtensions: [privacy] may turn some on
     return provider
 
 

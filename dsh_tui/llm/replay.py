@@ -16,9 +16,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from dsh_tui.llm.protocol import UNKNOWN, LlmError, ModelInfo, RetryPolicy
 from dsh_tui.session import jsonutil, rows
@@ -146,11 +146,13 @@ class ReplayProvider:
         self.requests: list[dict] = []
         self.served = 0
         self._title_cursor = 0
+        # a scenario child whose last turn reply waits until this root is idle (see ScenarioReplay)
+        self._hold_last: ScenarioReplay | None = None
 
     @classmethod
     def from_file(
         cls, path: Path | str, *, override: Path | str | None = None, **kwargs: Any
-    ) -> ReplayProvider:
+    ) -> Self:
         header, events = read_log_events(path)
         ov = None
         candidate = Path(override) if override else Path(path).with_name("replay.override.json")
@@ -183,8 +185,8 @@ class ReplayProvider:
         return self._retry_policy
 
     async def stream(self, request: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-        hold = getattr(self, "_hold_last", None)
-        if hold is not None and getattr(hold, "root_idle", None) is not None and (request.get("purpose") or "turn") \
+        hold = self._hold_last
+        if hold is not None and hold.root_idle is not None and (request.get("purpose") or "turn") \
                 == "turn" and self.served >= sum(1 for a in self.attempts if a["purpose"] == "turn") - 1:
             await hold.root_idle()
         self.requests.append(request)
@@ -353,8 +355,16 @@ class ScenarioReplay(ReplayProvider):
     (``child_provider``, in creation order across the whole tree) replays its own recording.
     ``replay.override.json`` patches the root only. ``children`` lists the child ids in creation order."""
 
+    def __init__(self, attempts: list[dict], **kwargs: Any) -> None:
+        super().__init__(attempts, **kwargs)
+        self._child_logs: list[Path] = []
+        self._child_ids: list[str] = []  # children's ids in creation order across the whole tree
+        self._notices_start_turns = False
+        # set by the runner: returns once the root is idle
+        self.root_idle: Callable[[], Awaitable[None]] | None = None
+
     @classmethod
-    def from_dir(cls, directory: Path | str, *, cwd: Path | str | None = None, **kwargs: Any) -> ScenarioReplay:
+    def from_dir(cls, directory: Path | str, *, cwd: Path | str | None = None, **kwargs: Any) -> Self:
         root, child_logs = scenario_logs(directory)
         if root.is_file():
             provider = cls.from_file(root, cwd=cwd, **kwargs)
@@ -369,36 +379,41 @@ class ScenarioReplay(ReplayProvider):
                 raise LlmError(f"replay override {Path(directory) / 'replay.override.json'} is not JSON",
                                UNKNOWN) from None
             provider = cls([], override=override, cwd=cwd, **kwargs)
-            provider._notices_start_turns = False
         provider._child_logs = child_logs
-        provider._tree = {"next": 0, "ids": []}
-        provider.root_idle = None  # set by the runner: ``async () -> None`` that returns once the root is idle
         return provider
 
     def child_provider(self, child_id: str) -> ReplayProvider:
-        tree = self._tree
-        i = tree["next"]
-        tree["next"] = i + 1
-        tree["ids"].append(child_id)
+        i = len(self._child_ids)
+        self._child_ids.append(child_id)
         if i >= len(self._child_logs):
-            child = ReplayProvider([], name=self.name, cwd=self.cwd)
-        else:
-            _, events = read_log_events(self._child_logs[i])
-            attempts = attempts_from_events(_own_events(events))
-            if self.cwd is not None:
-                attempts = json.loads(json.dumps(attempts).replace("{{cwd}}", str(self.cwd)))
-            child = ReplayProvider(attempts, name=self.recorded_route(events)[0] or self.name, cwd=self.cwd,
-                                   context_window=self.context_window, retry_policy=self._retry_policy)
-            continuable = any(e["type"] == "subagent/descriptor" and (e.get("data") or {}).get("mode") == "continuable"
-                              for e in events)
-            if continuable and self._notices_start_turns:
-                # dsh recorded this background child settling while its parent was idle (the notice started
-                # a turn): its last reply waits for the root to be idle, so the replay takes the same path
-                # whatever the machine's timing (else the notice may land in the running turn as a steer)
-                child._hold_last = self
-        child.child_provider = self.child_provider  # grandchildren continue the same creation order
+            return _ScenarioChild([], root=self, name=self.name, cwd=self.cwd)
+        _, events = read_log_events(self._child_logs[i])
+        attempts = attempts_from_events(_own_events(events))
+        if self.cwd is not None:
+            attempts = json.loads(json.dumps(attempts).replace("{{cwd}}", str(self.cwd)))
+        child = _ScenarioChild(attempts, root=self, name=self.recorded_route(events)[0] or self.name, cwd=self.cwd,
+                               context_window=self.context_window, retry_policy=self._retry_policy)
+        continuable = any(e["type"] == "subagent/descriptor" and (e.get("data") or {}).get("mode") == "continuable"
+                          for e in events)
+        if continuable and self._notices_start_turns:
+            # dsh recorded this background child settling while its parent was idle (the notice started
+            # a turn): its last reply waits for the root to be idle, so the replay takes the same path
+            # whatever the machine's timing (else the notice may land in the running turn as a steer)
+            child._hold_last = self
         return child
 
     @property
     def children(self) -> list[str]:
-        return list(self._tree["ids"])
+        return list(self._child_ids)
+
+
+class _ScenarioChild(ReplayProvider):
+    """A subagent child of a :class:`ScenarioReplay`: its own children (grandchildren) continue the root's
+    creation order."""
+
+    def __init__(self, attempts: list[dict], *, root: ScenarioReplay, **kwargs: Any) -> None:
+        super().__init__(attempts, **kwargs)
+        self._root = root
+
+    def child_provider(self, child_id: str) -> ReplayProvider:
+        return self._root.child_provider(child_id)

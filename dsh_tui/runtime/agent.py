@@ -37,7 +37,7 @@ from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.runtime.tools import ToolService, rename_duplicate_call_ids
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.surface import FrozenDict, FrozenList, MessagesView, freeze
-from dsh_tui.tools.base import ToolDefinition
+from dsh_tui.tools.base import ToolDefinition, ToolSchema
 from dsh_tui.tools.common import private_dir
 
 log = logging.getLogger("dsh_tui.runtime.agent")
@@ -86,6 +86,10 @@ class AgentConfig:
     # a sandbox escalation (``sandbox_permissions``) is allowed without asking (``--allow-escalation``: headless)
     allow_escalation: bool = False
     tool_grace_s: float = 5.0  # a timed-out or cancelled body gets this long to stop before its task is cancelled
+
+    def resolved_cwd(self) -> str | os.PathLike:
+        """``cwd``, or the process's working directory where none is set (an ``Agent`` sets it when built)."""
+        return self.cwd if self.cwd is not None else os.getcwd()
 
 
 class RequestInvariantError(DshError):
@@ -481,7 +485,7 @@ class Agent:
         if cfg.runtime_context:
             if cfg.context_sections is None:
                 bash = self.tools.tools.get("bash")
-                contexts = prompt_mod.default_context_sections(Path(cfg.cwd), self.clock(), cfg.preset,
+                contexts = prompt_mod.default_context_sections(Path(cfg.resolved_cwd()), self.clock(), cfg.preset,
                                                                sandboxed=bool(getattr(bash, "sandboxed", False)))
             else:
                 contexts = [prompt_mod.Section(c["name"], i, c["text"]) for i, c in enumerate(cfg.context_sections)]
@@ -552,7 +556,7 @@ class Agent:
         except Exception:  # noqa: BLE001
             return None
 
-    def _log_request(self, config: dict, system: str, tools: list[dict]) -> dict:
+    def _log_request(self, config: dict, system: str, tools: list[ToolSchema]) -> dict:
         header: dict[str, Any] = {"config": config}
         if system:
             header["system"] = system
@@ -602,8 +606,12 @@ class Agent:
             # so a step's cost does not grow with the length of the history.
             messages = self.session.messages_view()
             seed = self._seed_config()
+
+            def seeded(s: dict = seed) -> dict:  # this step's seed, bound now
+                return s
+
             config = await self.bus.waterfall("agent/request", {"agent": self, "turn": turn, "step": step,
-                                                                "signal": signal}, lambda s=seed: s, scope=self.id)
+                                                                "signal": signal}, seeded, scope=self.id)
             if not config or not config.get("provider") or not config.get("model"):
                 raise DshError(f"agent {self.id} has no provider/model")
             signal.throw_if_aborted()
@@ -696,7 +704,10 @@ class Agent:
             messages = FrozenList(messages.to_list() if isinstance(messages, MessagesView) else freeze(messages))
             request = payload["request"] = FrozenDict({**freeze({k: v for k, v in request.items()
                                                                  if k != "messages"}), "messages": messages})
-        return self.provider.stream(request)
+        provider = self.provider
+        if provider is None:  # (_boundary checked it; an ``llm/stream`` listener may have run since)
+            raise LlmError("no provider is configured", "NO_ADAPTER")
+        return provider.stream(request)
 
     async def _stream_attempt(self, request: dict, turn: int, step: int, signal: AbortSignal):
         asm = BlockAssembler()

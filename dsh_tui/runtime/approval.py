@@ -64,8 +64,8 @@ def decide_sandboxed(preset: str, args: Any) -> dict:
 
     mode = args.get("sandbox_permissions") if isinstance(args, dict) else None
     justification = args.get("justification") if isinstance(args, dict) else None
-    if mode is None or escalation_args_problem(mode, justification) is not None:
-        return {"kind": "allow"}
+    if mode is None or escalation_args_problem(mode, justification) is not None or not isinstance(justification, str):
+        return {"kind": "allow"}  # no escalation, or malformed arguments (the tool refuses those)
     effective = DSH_MODES[preset]
     if mode not in WIDER_MODES.get(effective, ()):
         return {"kind": "deny", "reason": not_wider_text(str(mode), effective)}

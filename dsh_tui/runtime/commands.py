@@ -194,6 +194,8 @@ def _switch_model(agent: Any, words: list[str]) -> CommandResult:
     cfg = agent.config
     if len(words) > 2:
         raise CommandError("Usage: /model [name] [effort]")
+    name: str
+    effort: str | None
     if len(words) == 1 and words[0] in EFFORT_WORDS and words[0] != cfg.model:
         name, effort = cfg.model, words[0]
     else:

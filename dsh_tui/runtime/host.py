@@ -121,7 +121,8 @@ class AgentHost:
             # format v4 (dsh 0.2's) for a new top-level JSONL session unless [storage] format = "v0"; subagent
             # children and SQLite stores stay v0 (docs/format.md, "Format v4")
             version = 4 if parent is None and new_session_format(store, spec.session_format) == "v4" else 0
-            header = make_header(str(fields.pop("id", None) or uuid.uuid4()), cwd=_text_cwd(spec.cwd),
+            new_cwd = spec.cwd if spec.cwd is not None else Path.cwd()  # none given: this process's
+            header = make_header(str(fields.pop("id", None) or uuid.uuid4()), cwd=_text_cwd(new_cwd),
                                  created_at=spec.clock() if spec.clock else None,
                                  parent_session=parent,
                                  seed_length=fields.pop("seedLength", None), origin=fields.pop("origin", None),

@@ -76,13 +76,16 @@ def _delegated(events: Any) -> bool:
 def logged_mode(events: Any) -> tuple[str | None, str | None]:
     """(preset, approval policy) as the log last set them (dsh's fold: the last ``sandbox/mode`` /
     ``approval/policy``, the delegated ones left out); None where the log sets none."""
-    preset = policy = None
+    preset: str | None = None
+    policy: str | None = None
     for e in events:
         etype = e.get("type")
         if (e.get("data") or {}).get("source") == "delegation":
             continue  # a subagent's delegated scope: its host sets it
         if etype == "sandbox/mode":
-            preset = FROM_DSH.get((e.get("data") or {}).get("mode"), preset)
+            mode = (e.get("data") or {}).get("mode")
+            if isinstance(mode, str):  # anything else names no preset
+                preset = FROM_DSH.get(mode, preset)
         elif etype == "approval/policy":
             value = (e.get("data") or {}).get("policy")
             if value in ("ask", "never"):

@@ -532,15 +532,15 @@ class Context:
         ``event = {"type": ..., "data": ...}``; returns the event as written (with ``seq`` and ``time``). A
         type dsh does not know is written with ``ignorable: true`` so that dsh (and older dsh-tui) still open
         the log."""
+        event_type: Any = type
         if isinstance(type, Mapping):
             if data is not None:
                 raise TypeError("append(event) takes no data: the event carries it")
-            event = type
-            type, data = event.get("type"), event.get("data", {})  # noqa: A001
-        if not isinstance(type, str) or not type:
+            event_type, data = type.get("type"), type.get("data", {})
+        if not isinstance(event_type, str) or not event_type:
             raise TypeError("append needs an event type (a non-empty string)")
-        return self._agent.session.append(type, {} if data is None else data,
-                                          ignorable=type not in KNOWN_EVENT_TYPES)
+        return self._agent.session.append(event_type, {} if data is None else data,
+                                          ignorable=event_type not in KNOWN_EVENT_TYPES)
 
     async def dispose(self) -> None:
         """Undo every registration, newest first; async disposers are awaited."""
@@ -594,7 +594,8 @@ class Plugins:
         self.on_failure = on_failure
         self.records: list[PluginRecord] = []
         self.contexts: list[Context] = []
-        self._prepared: dict[int, Any] | None = None
+        # each applicable spec's (plugin object, validated config), or why it could not be prepared
+        self._prepared: dict[int, tuple[Any, Any] | BaseException] | None = None
 
     def disabled(self, pid: str) -> bool:
         return any(s.id == pid and not s.enabled and s.source == "builtin" for s in self.specs)
@@ -654,6 +655,8 @@ class Plugins:
             try:
                 if isinstance(prepared, BaseException):
                     raise prepared
+                if prepared is None:  # its spec changed since prepare(): reported as a failure
+                    raise PluginError("was not prepared")
                 obj, config = prepared
                 ctx = Context(agent, spec.id, config, BUILTIN if spec.source == "builtin" else USER,
                               spec.listener_timeout_ms)
@@ -716,7 +719,7 @@ def _dispose_now(ctx: Context) -> None:
 
 
 class _Builtin:
-    def __init__(self, name: str, apply: Callable[[Context], Any]) -> None:
+    def __init__(self, name: str, apply: Callable[..., Any]) -> None:  # apply(ctx) or apply(ctx, config)
         self.name = name
         self.apply = apply
 
@@ -755,7 +758,21 @@ def _apply_request_invariant(ctx: Context) -> None:
     when ``AgentConfig.check_requests`` is on; disabling this plugin turns it off."""
 
 
-def _apply_subagents(ctx: Context, config: Any) -> None:
+def _apply_hooks(ctx: Any, config: Any, dialect: str) -> None:
+    from dsh_tui.runtime import hooks
+
+    getattr(hooks, f"apply_{dialect}")(ctx, config)
+
+
+def _apply_hooks_claude_code(ctx: Context, config: Any = None) -> None:
+    _apply_hooks(ctx, config, "claude_code")
+
+
+def _apply_hooks_codex(ctx: Context, config: Any = None) -> None:
+    _apply_hooks(ctx, config, "codex")
+
+
+def _apply_subagents(ctx: Context, config: Any = None) -> None:
     """dsh's subagent tools (``dsh_tui.runtime.subagents``); config ``[plugins.subagents]``."""
     from dsh_tui.runtime import subagents
 
@@ -809,7 +826,7 @@ BUILTINS: dict[str, Any] = {
     "jobs": _LazyBuiltin("jobs", "dsh_tui.runtime.jobs", lambda config: True),
     "images": _LazyBuiltin("images", "dsh_tui.runtime.images", lambda config: True),
     "web": _LazyBuiltin("web", "dsh_tui.runtime.web", lambda config: True),
-    "subagents": _Builtin("subagents", lambda ctx, config=None: _apply_subagents(ctx, config)),
+    "subagents": _Builtin("subagents", _apply_subagents),
     # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
     "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp",
                         lambda config: bool(isinstance(config, Mapping) and (config.get("settings") or config.get("cli")))),
@@ -818,8 +835,8 @@ BUILTINS: dict[str, Any] = {
     "file-reference": _Builtin("file-reference", _apply_file_reference),
     "commands": _Builtin("commands", _apply_commands),
     # Claude Code's and Codex's shell hooks from the files those tools use (dsh_tui/runtime/hooks/)
-    "hooks-claude-code": _Builtin("hooks-claude-code", lambda ctx, config=None: _apply_hooks(ctx, config, "claude_code")),
-    "hooks-codex": _Builtin("hooks-codex", lambda ctx, config=None: _apply_hooks(ctx, config, "codex")),
+    "hooks-claude-code": _Builtin("hooks-claude-code", _apply_hooks_claude_code),
+    "hooks-codex": _Builtin("hooks-codex", _apply_hooks_codex),
     # every turn's file changes snapshotted and recorded, for /undo, /diff, rewind with files: dsh_tui/runtime/undo/
     "workspace-changes": _LazyBuiltin("workspace-changes", "dsh_tui.runtime.undo", lambda config: True),
     # dsh's ask_user_question and the user-questions seam (the app answers): dsh_tui/runtime/questions/
@@ -848,12 +865,6 @@ BUILTINS: dict[str, Any] = {
     # dsh's terminal_* tools over persistent PTYs (dsh_tui/runtime/terminals/); off unless enabled
     "terminals": _LazyBuiltin("terminals", "dsh_tui.runtime.terminals", lambda config: True),
 }
-
-
-def _apply_hooks(ctx: Any, config: Any, dialect: str) -> None:
-    from dsh_tui.runtime import hooks
-
-    getattr(hooks, f"apply_{dialect}")(ctx, config)
 
 
 def _feature_builtins() -> None:

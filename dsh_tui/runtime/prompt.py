@@ -19,6 +19,7 @@ from typing import Any
 
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools import wsread
+from dsh_tui.tools.base import ToolSchema
 
 HARNESS_IDENTITY = "You are an AI agent powered by DeepSeek Harness."
 SNAPSHOT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
@@ -56,7 +57,7 @@ class PromptRenderError(DshError):
 @dataclass
 class Section:
     name: str
-    order: int
+    order: float  # sections sort by it; a plugin's may fall between two built-in ones (114.5)
     text: str
     complete: bool = False
 
@@ -64,7 +65,7 @@ class Section:
 @dataclass
 class Assembly:
     sections: list[Section] = field(default_factory=list)
-    tools: list[dict] = field(default_factory=list)
+    tools: list[ToolSchema] = field(default_factory=list)
     variables: dict[str, Any] = field(default_factory=dict)
     contexts: list[Section] = field(default_factory=list)
 

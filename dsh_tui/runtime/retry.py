@@ -22,6 +22,7 @@ def _num(x: float) -> int | float:
 
 
 def policy_key(policy: Any) -> str:
+    key: list[Any]  # the policy's fields in a fixed order (a JSON array)
     if policy.mode == "always":
         key = ["always", _num(policy.initial_delay_ms), _num(policy.max_delay_ms), _num(policy.jitter_ratio)]
     else:

@@ -23,7 +23,7 @@ from dsh_tui.runtime.permissions import rejection_text
 from dsh_tui.runtime.schema import check_schema, violations
 from dsh_tui.runtime.signal import AbortError, AbortSignal
 from dsh_tui.session.jsonutil import MAX_ARGUMENT_DEPTH, NestedTooDeeply, check_lossless, loads_bounded
-from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
+from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError, ToolSchema
 from dsh_tui.tools.common import SPILL_RETRIEVAL_HINT as SPILL_HINT
 from dsh_tui.tools.common import save_spill
 
@@ -169,7 +169,7 @@ class ToolService:
         check_schema(tool.parameters, f"{tool.name}.parameters")
         self.tools[tool.name] = tool
 
-    def schemas(self) -> list[dict]:
+    def schemas(self) -> list[ToolSchema]:
         order = self.agent.config.tool_order
         names = sorted(self.tools)
         if order:
@@ -185,8 +185,13 @@ class ToolService:
                 names = listed + rest
         return [self.tools[n].schema() for n in names]
 
+    def tool_of(self, call: dict) -> ToolDefinition | None:
+        """The registered tool a model's call names (None: no such tool, or no name)."""
+        name = call.get("name")
+        return self.tools.get(name) if isinstance(name, str) else None
+
     def execution_mode(self, call: dict) -> str:
-        tool = self.tools.get(call.get("name"))
+        tool = self.tool_of(call)
         if tool is None or tool.is_concurrency_safe is None:
             return "exclusive"
         args = parse_arguments(call.get("arguments", ""))
@@ -205,7 +210,7 @@ class ToolService:
         key = (cfg.cwd, cfg.workspace)
         if key != self._paths_key:
             self._paths_key = key
-            self._paths = (Path(cfg.cwd), Path(cfg.workspace or cfg.cwd))
+            self._paths = (Path(cfg.resolved_cwd()), Path(cfg.workspace or cfg.resolved_cwd()))
         cwd, workspace = self._paths
         ctx = RunToolContext(
             call_id=call.get("id", ""),
@@ -222,7 +227,7 @@ class ToolService:
             step=step,
             agent=agent,
         )
-        ex = Exec(index=index, call=call, args=args, tool=self.tools.get(call.get("name")), ctx=ctx)
+        ex = Exec(index=index, call=call, args=args, tool=self.tool_of(call), ctx=ctx)
         original = self.duplicate_ids.get(ctx.call_id)
         if original is not None:
             ex.final = error_result(f'duplicate tool call id "{original}" in one response '

@@ -17,12 +17,21 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dsh_tui.session.errors import DshError
 
 JSON = Any
 ContentBlock = dict[str, Any]
+
+
+class ToolSchema(TypedDict):
+    """A tool as the model sees it (a request's ``tools`` entry): its name, description and JSON-Schema
+    parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
 
 
 class ToolError(DshError):
@@ -92,6 +101,6 @@ class ToolDefinition:
     def content(self, args: Any, value: JSON) -> list[ContentBlock]:
         return (self.render or default_render)(args, value)
 
-    def schema(self) -> dict[str, Any]:
+    def schema(self) -> ToolSchema:
         """The model-facing projection: only name, description and parameters go on the wire."""
         return {"name": self.name, "description": self.description, "parameters": self.parameters}

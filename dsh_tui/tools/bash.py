@@ -20,6 +20,7 @@ import os
 import re
 import signal as signal_mod
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -164,7 +165,7 @@ async def _exited(proc: asyncio.subprocess.Process) -> int:
     return proc.returncode
 
 
-async def drain_pumps(pumps: list[asyncio.Future[Any]], pgid: int, grace: float) -> None:
+async def drain_pumps(pumps: Sequence[asyncio.Future[Any]], pgid: int, grace: float) -> None:
     """After the shell exited: descendants may still hold the pipes open. Give them ``grace`` seconds, then
     end the group and give the readers one more second (the bash tool and background jobs alike)."""
     _, pending = await asyncio.wait(pumps, timeout=grace)

@@ -22,16 +22,19 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.tools.base import ToolDefinition, ToolError
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel, ValidationError
 
 _KEEP = {"type", "properties", "required", "items", "enum", "const", "description", "title", "default", "examples",
          "format", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems", "pattern",
          "exclusiveMinimum", "exclusiveMaximum", "deprecated"}
 
 
-def schema_of(model: type) -> dict[str, Any]:
+def schema_of(model: type[BaseModel]) -> dict[str, Any]:
     """The tool parameters of a pydantic model, in dsh's schema subset."""
     raw = model.model_json_schema()
     defs = raw.pop("$defs", {})
@@ -78,13 +81,13 @@ def schema_of(model: type) -> dict[str, Any]:
     return schema
 
 
-def _invalid(err: Any) -> str:
+def _invalid(err: ValidationError) -> str:
     first = err.errors(include_url=False)[0]
     where = ".".join(str(p) for p in first.get("loc", ())) or "arguments"
     return f"invalid arguments: {where}: {first.get('msg', 'invalid')}"
 
 
-def typed_tool(name: str, description: str, model: type, execute: Callable[..., Any], *,
+def typed_tool(name: str, description: str, model: type[BaseModel], execute: Callable[..., Any], *,
                render: Callable[[Any, Any], list[dict[str, Any]]] | None = None, access: str = "read",
                timeout_ms: int | None = None) -> ToolDefinition:
     """A ``ToolDefinition`` whose parameters come from the pydantic ``model`` and whose ``execute(args, tctx)``

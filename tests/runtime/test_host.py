@@ -92,3 +92,23 @@ async def test_the_host_closes_the_provider_and_the_writer(tmp_path):
     await host2.close()
     assert r2.answer == "again" and closed == [True, True]
     await asyncio.sleep(0)
+
+
+async def test_a_new_session_without_a_cwd_starts_in_the_process_directory(tmp_path, monkeypatch):
+    """``HostSpec.cwd`` None on a new session (not a resume) means the process's directory, as the plugins'
+    workspace and the agent already took it; the header's cwd used to be ``Path(None)`` (a TypeError)."""
+    from dsh_tui.llm import scripted
+    from dsh_tui.llm.scripted import ScriptedProvider
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    host = await AgentHost.open(HostSpec(root=tmp_path / "root", cwd=None,
+                                         provider=ScriptedProvider([scripted.text("ok")], name="mock"), model="m"))
+    try:
+        result = await host.run_turn("hi")
+    finally:
+        await host.close()
+    assert result.answer == "ok"
+    assert host.session.header["cwd"] == str(work.resolve())
+    assert str(host.agent.config.cwd) == str(work.resolve())

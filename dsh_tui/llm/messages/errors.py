@@ -19,7 +19,8 @@ from dsh_tui.llm.protocol import (
 def provider_error(raw: Any, status: int | None, headers: Any = None) -> LlmError:
     """An ``LlmError`` for an HTTP error body or an in-band ``error`` event (``status`` None)."""
     envelope = raw if isinstance(raw, dict) else {}
-    error = envelope.get("error") if isinstance(envelope.get("error"), dict) else {}
+    found = envelope.get("error")
+    error: dict[str, Any] = found if isinstance(found, dict) else {}
     message = error.get("message")
     if not isinstance(message, str):
         message = f"DeepSeek Messages request failed ({status if status is not None else 'stream error'})"

@@ -166,6 +166,7 @@ class OpenAICompatProvider:
 
     def resolve_model(self, model: str) -> ModelInfo:
         info = self.models.get(model, self.default_model)
+        default: str | None
         if self.thinking_format == "deepseek":
             if self.thinking == "disabled":
                 efforts: tuple[str, ...] = ("off",)
@@ -225,23 +226,24 @@ class OpenAICompatProvider:
 
     async def _get_client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
-        client = self._client
-        if client is None or client.is_closed or self._client_loop is not loop:
-            t = self.idle_timeout_s
-            # Building a client loads the TLS trust store (50-80 ms): done in a worker thread so the
-            # first request of a session does not stall the event loop (the UI) for that long.
-            client = await asyncio.to_thread(
-                httpx.AsyncClient,
-                timeout=httpx.Timeout(t, connect=t, read=t, write=t, pool=t),
-                # Environment proxies apply to remote endpoints, never to a server on this machine.
-                trust_env=not _is_loopback(self.base_url),
-                limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
-            )
-            current = self._client
-            if current is not None and not current.is_closed and self._client_loop is loop:
-                await client.aclose()  # a concurrent first request installed one meanwhile: share it
-                return current
-            self._client, self._client_loop = client, loop
+        current = self._client
+        if current is not None and not current.is_closed and self._client_loop is loop:
+            return current
+        t = self.idle_timeout_s
+        # Building a client loads the TLS trust store (50-80 ms): done in a worker thread so the
+        # first request of a session does not stall the event loop (the UI) for that long.
+        client: httpx.AsyncClient = await asyncio.to_thread(
+            httpx.AsyncClient,
+            timeout=httpx.Timeout(t, connect=t, read=t, write=t, pool=t),
+            # Environment proxies apply to remote endpoints, never to a server on this machine.
+            trust_env=not _is_loopback(self.base_url),
+            limits=httpx.Limits(max_connections=32, max_keepalive_connections=8),
+        )
+        current = self._client
+        if current is not None and not current.is_closed and self._client_loop is loop:
+            await client.aclose()  # a concurrent first request installed one meanwhile: share it
+            return current
+        self._client, self._client_loop = client, loop
         return client
 
     def _headers(self, key: str | None, request: dict[str, Any]) -> dict[str, str]:

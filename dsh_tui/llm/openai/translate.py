@@ -152,9 +152,9 @@ class Translator:
                 return self._emit(self._kind, text)
         head = self._head
         if head is not None and payload.startswith(head):
-            out = self._fast(payload, head)
-            if out is not None:
-                return out
+            fast = self._fast(payload, head)
+            if fast is not None:
+                return fast
         try:
             chunk = orjson.loads(payload)
         except orjson.JSONDecodeError:
@@ -214,7 +214,7 @@ class Translator:
         out: list[dict[str, Any]] = []
         append = out.append
         loads = orjson.loads
-        lead = tail = None
+        lead = tail = b""  # read only while ``add`` is set
         add = None  # the current fast block's parts.append
         lead_len = tail_len = index = 0
         delta_type = ""

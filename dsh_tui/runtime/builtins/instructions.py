@@ -23,6 +23,7 @@ import hashlib
 import json
 import os
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,7 +95,8 @@ def _size(text: str) -> int:
 class Workspace:
     """Where instructions come from for one cwd: the home file, the project root and the dirs to probe."""
 
-    def __init__(self, cwd: str | os.PathLike, config: InstructionsConfig, env: dict | None = None) -> None:
+    def __init__(self, cwd: str | os.PathLike, config: InstructionsConfig,
+                 env: Mapping[str, str] | None = None) -> None:
         env = os.environ if env is None else env
         self.config = config
         self.cwd = Path(os.path.abspath(cwd))
@@ -266,12 +268,13 @@ def render(sections: list[tuple[Source, str, str | None]], intro: str, max_bytes
     return (text if _size(text) <= max_bytes else ""), []
 
 
-def baseline_sections(sources: list[Source]) -> list[tuple[Source, str, str]]:
+def baseline_sections(sources: list[Source]) -> list[tuple[Source, str, str | None]]:
     return [(s, f"Instructions from: {s.path}", s.content) for s in sources]
 
 
-def change_sections(changes: list[tuple[str, Source]]) -> list[tuple[Source, str, str]]:
-    out = []
+def change_sections(changes: list[tuple[str, Source]]) -> list[tuple[Source, str, str | None]]:
+    """Each change's section: its source, heading and content (None for a removal)."""
+    out: list[tuple[Source, str, str | None]] = []
     for action, s in changes:
         if action == "set":
             out.append((s, f"Additional instructions from: {s.path}\n\n" + SET_TEXT.format(dir=s.dir), s.content))
@@ -294,7 +297,7 @@ def _message(text: str, source: dict) -> dict:
 
 
 def baseline_message(ws: Workspace, sources: list[Source], *, superseding: bool = False,
-                     removed: list[Source] = ()) -> tuple[dict | None, list[Source]]:
+                     removed: Sequence[Source] = ()) -> tuple[dict | None, list[Source]]:
     """The baseline ``user/message`` (None when there is nothing to say) and the sources it loads."""
     max_bytes = ws.config.maxBytes
     if max_bytes <= 0:
@@ -433,8 +436,8 @@ class AgentInstructions:
                 current = {s.scope for s in sources}
                 removed = [Source(scope, c.get("path") or "", "", "", "") for scope, c in loaded.items()
                            if scope not in current]
-            message, kept = baseline_message(ws, sources, superseding=superseding, removed=removed)
-            state["loaded"] = {s.scope: (s.path, s.digest) for s in kept}
+            message, loaded_sources = baseline_message(ws, sources, superseding=superseding, removed=removed)
+            state["loaded"] = {s.scope: (s.path, s.digest) for s in loaded_sources}
             return message
 
         def diff(extra_dirs: list[str], include_home: bool = False) -> list[tuple[str, Source]]:

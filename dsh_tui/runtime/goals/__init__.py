@@ -186,17 +186,24 @@ class Goals:
         clock = getattr(self.agent, "clock", None)
         return int(clock()) if callable(clock) else 0
 
-    def _commit(self, change: dict, activation: str) -> dict | None:
+    def _commit(self, change: dict, activation: str) -> None:
         self.agent.session.append("goal/change", change)
         self.activation = activation
-        return self.view()
 
-    def _snapshot(self, operation: str, goal: dict, activation: str) -> dict | None:
+    def _changed(self) -> dict:
+        """The view after a change that leaves a goal (create, edit, a transition)."""
+        view = self.view()
+        if view is None:  # the session's events did not take the change: an error, not a view of nothing
+            raise GoalError("the goal change was not recorded", "GOAL_NOT_FOUND")
+        return view
+
+    def _snapshot(self, operation: str, goal: dict, activation: str) -> dict:
         st = self.state()
         now = max(self._now(), st.updated_at or 0)
-        return self._commit({"kind": "goal/change", "version": 1, "operation": operation, "goal": goal,
-                             "roundsStarted": st.rounds_started, "createdAt": st.created_at, "updatedAt": now},
-                            activation)
+        self._commit({"kind": "goal/change", "version": 1, "operation": operation, "goal": goal,
+                      "roundsStarted": st.rounds_started, "createdAt": st.created_at, "updatedAt": now},
+                     activation)
+        return self._changed()
 
     def _expect(self, ref: tuple[str, int]) -> dict:
         goal = self.state().goal
@@ -230,7 +237,7 @@ class Goals:
         return {"id": goal["id"], "revision": goal["revision"] + 1, "objective": goal["objective"], "phase": phase,
                 "maxGoalRounds": goal["maxGoalRounds"]}
 
-    def create(self, objective: Any, max_rounds: Any = None) -> dict | None:
+    def create(self, objective: Any, max_rounds: Any = None) -> dict:
         objective = self._objective(objective)
         cap = self._max_rounds(self.default_max if max_rounds is None else max_rounds)
         current = self.state().goal
@@ -240,10 +247,11 @@ class Goals:
         now = self._now()
         goal = {"id": new_goal_id(), "revision": 1, "objective": objective, "phase": "active",
                 "maxGoalRounds": cap}
-        return self._commit({"kind": "goal/change", "version": 1, "operation": "create", "goal": goal,
-                             "roundsStarted": 0, "createdAt": now, "updatedAt": now}, "armed")
+        self._commit({"kind": "goal/change", "version": 1, "operation": "create", "goal": goal,
+                      "roundsStarted": 0, "createdAt": now, "updatedAt": now}, "armed")
+        return self._changed()
 
-    def edit(self, ref: tuple[str, int], objective: Any = None, max_rounds: Any = None) -> dict | None:
+    def edit(self, ref: tuple[str, int], objective: Any = None, max_rounds: Any = None) -> dict:
         goal = self._expect(ref)
         if objective is None and max_rounds is None:
             raise GoalError("goal edit requires objective and/or maxGoalRounds", "GOAL_INVALID_EDIT")
@@ -255,16 +263,16 @@ class Goals:
         return self._snapshot("edit", new, self.activation)
 
     def _transition(self, ref: tuple[str, int], operation: str, allowed: list[str], phase: str,
-                    activation: str) -> dict | None:
+                    activation: str) -> dict:
         goal = self._expect(ref)
         if goal["phase"] not in allowed:
             raise self._transition_error(goal, operation, allowed)
         return self._snapshot(operation, self._with_phase(goal, phase), activation)
 
-    def pause(self, ref: tuple[str, int]) -> dict | None:
+    def pause(self, ref: tuple[str, int]) -> dict:
         return self._transition(ref, "pause", ["active"], "paused", "disarmed")
 
-    def resume(self, ref: tuple[str, int]) -> dict | None:
+    def resume(self, ref: tuple[str, int]) -> dict:
         goal = self._expect(ref)
         allowed = ["active", "paused", "blocked"]
         if goal["phase"] not in allowed:
@@ -276,10 +284,10 @@ class Goals:
                             "maxGoalRounds before resuming", "GOAL_INVALID_TRANSITION")
         return self._snapshot("resume", self._with_phase(goal, "active"), "armed")
 
-    def complete(self, ref: tuple[str, int]) -> dict | None:
+    def complete(self, ref: tuple[str, int]) -> dict:
         return self._transition(ref, "complete", ["active", "paused", "blocked"], "complete", "disarmed")
 
-    def block(self, ref: tuple[str, int], code: str, message: str) -> dict | None:
+    def block(self, ref: tuple[str, int], code: str, message: str) -> dict:
         goal = self._expect(ref)
         if goal["phase"] != "active":
             raise self._transition_error(goal, "block", ["active"])
@@ -424,7 +432,8 @@ def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal
             raise invalid("blocked_reason is valid only with action blocked")
         if action == "blocked" and (not isinstance(reason, str) or not reason.strip()):
             raise invalid("blocked_reason is required with action blocked")
-        if action == "blocked" and authority == "goal-round" and current["roundsStarted"] < blocked_after:
+        if action == "blocked" and authority == "goal-round" and current is not None \
+                and current["roundsStarted"] < blocked_after:
             raise ToolError(f"blocked requires at least {blocked_after} consecutive goal rounds; current round is "
                             f"{current['roundsStarted']}", "GOAL_TOOL_BLOCK_THRESHOLD", "HarnessError")
         view = call(goals.complete, ref) if action == "complete" else call(goals.block, ref, "model-reported", reason)

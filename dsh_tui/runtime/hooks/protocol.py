@@ -229,9 +229,9 @@ async def run_hook(hook: CommandHook, payload: Any, *, cwd: str | None, env: dic
     try:
         done, _ = await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
         if work in done:
-            out, err = work.result()
+            out, errout = work.result()
             output = parse_hook_output(proc.returncode, out.decode("utf-8", "replace"),
-                                       err.decode("utf-8", "replace"), expected_event)
+                                       errout.decode("utf-8", "replace"), expected_event)
         else:
             killpg(pgid, signal.SIGKILL)
             work.cancel()

@@ -26,7 +26,7 @@ from dsh_tui.runtime.jobs.producers import BashJobs
 from dsh_tui.runtime.jobs.registry import Job, JobRegistry
 from dsh_tui.runtime.options import plugin_options
 from dsh_tui.session.errors import DshError
-from dsh_tui.tools.base import ToolDefinition, ToolError
+from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 name = "jobs"
 __all__ = ["apply", "name", "DEFAULTS", "JobRegistry", "BashJobs", "notice_text"]
@@ -39,7 +39,7 @@ SECTION = ("Track every background job id you start. You are notified in-session
            "work. Before giving a final answer, collect every still-relevant job with job_output (set wait: true "
            "only when you are genuinely blocked on it), and job_kill jobs that stopped mattering.")
 _JOB_ID = {"type": "string", "description": "Job id returned by the tool that started the background work."}
-JOB_OUTPUT_SCHEMA = {  # dsh 0.2's texts
+JOB_OUTPUT_SCHEMA: ToolSchema = {  # dsh 0.2's texts
     "name": "job_output",
     "description": "Read a background job: output since the previous read for stream jobs, or the result of a "
                    "finished final-output job.",
@@ -51,12 +51,12 @@ JOB_OUTPUT_SCHEMA = {  # dsh 0.2's texts
                                                         "is capped by configuration."}},
         "required": ["job_id"]},
 }
-JOB_LIST_SCHEMA = {
+JOB_LIST_SCHEMA: ToolSchema = {
     "name": "job_list",
     "description": "List your background jobs (running and finished) with their ids, kinds, and statuses.",
     "parameters": {"type": "object", "properties": {}},
 }
-JOB_KILL_SCHEMA = {
+JOB_KILL_SCHEMA: ToolSchema = {
     "name": "job_kill",
     "description": "Request cancellation of a running background job.",
     "parameters": {"type": "object", "properties": {
@@ -151,8 +151,7 @@ def apply(ctx: Any, config: Any = None) -> None:
     ctx.on("system-prompt/assemble", assemble)
 
     async def job_output(args: dict, tctx: Any) -> dict:
-        job_id = args.get("job_id")
-        registry.get(job_id)
+        job_id = registry.get(args.get("job_id")).id
         if args.get("wait") is True:
             requested = args.get("timeout_ms")
             if requested is not None and (isinstance(requested, bool) or not isinstance(requested, int | float)
@@ -183,7 +182,7 @@ def apply(ctx: Any, config: Any = None) -> None:
         return _text("\n".join(f"{j['id']} [{j['kind']}] {j['status']} — {j['label']}" for j in jobs))
 
     async def job_kill(args: dict, tctx: Any) -> dict:
-        job_id = args.get("job_id")
+        job_id = registry.get(args.get("job_id")).id
         reason = args.get("reason")
         outcome = registry.kill(job_id, reason if isinstance(reason, str) else None)
         if outcome == "requested":

@@ -178,7 +178,8 @@ class JobRegistry:
         return job
 
     # ---- the model's controls ----------------------------------------------------------------------
-    def get(self, job_id: str) -> Job:
+    def get(self, job_id: object) -> Job:
+        """The job ``job_id`` (a model's argument, checked here: a non-empty string naming a job)."""
         if not isinstance(job_id, str) or not job_id:
             import json
 

@@ -46,7 +46,7 @@ from dsh_tui.runtime.lsp.render import (
     parse_args,
 )
 from dsh_tui.session.errors import DshError
-from dsh_tui.tools.base import ToolDefinition, ToolError
+from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 name = "lsp"
 __all__ = ["apply", "name", "DEFAULTS", "LSP_PROMPT_TEXT", "LSP_TOOL_SCHEMA", "LspClient", "needed"]
@@ -63,7 +63,7 @@ LSP_PROMPT_TEXT = (
     "Use search/read for ordinary navigation. Use lsp when textual matches are ambiguous or before a change requires "
     "precise definitions, implementations, or references. Positions are one-based line and character (UTF-16) at the "
     "cursor; an off-symbol position may return no results. findReferences always includes the declaration.")
-LSP_TOOL_SCHEMA = {
+LSP_TOOL_SCHEMA: ToolSchema = {
     "name": "lsp",
     "description": "Query a language server for precise code navigation. operation is one of goToDefinition, "
                    "findReferences, goToImplementation, hover. line and character are one-based UTF-16 cursor "

@@ -266,7 +266,8 @@ def apply(ctx: Any, config: Any = None) -> None:
         caller = tctx.agent or agent
         if not controller.logged:
             raise ToolError(f"{EXIT_PLAN_MODE} is only available in plan mode")
-        plan = args.get("plan") if isinstance(args.get("plan"), str) else ""
+        raw_plan = args.get("plan")
+        plan = raw_plan if isinstance(raw_plan, str) else ""
         if not re.match(r"^#\s+\S", plan.strip()):
             raise ToolError(f"{EXIT_PLAN_MODE} requires a non-empty markdown plan starting with a # heading")
         question = {"id": REVIEW_ID, "header": "Plan review", "question": "Approve this plan and leave plan mode?",

@@ -38,7 +38,7 @@ SECTION = ("Use the ralph tool ONLY when the direct human explicitly asks for a 
            "as durable memory. Completion and blockers are worker reports, not independent evaluation. Use "
            "same-session goal tools for ordinary long-running objectives, and plain subagents or workflows for "
            "bounded delegation and fan-out.")
-REPORT_SCHEMA = {
+REPORT_SCHEMA: dict[str, Any] = {  # the report tool's parameters
     "type": "object",
     "properties": {
         "status": {"type": "string", "enum": ["continue", "complete", "blocked"]},
@@ -213,7 +213,8 @@ def apply(ctx: Any, config: Any = None) -> None:
 
     async def ralph(args: dict, tctx: Any) -> dict:
         parent = tctx.agent or agent
-        objective = args.get("objective") if isinstance(args.get("objective"), str) else ""
+        raw_objective = args.get("objective")
+        objective = raw_objective if isinstance(raw_objective, str) else ""
         objective = objective.strip()
         if not objective:
             raise ToolError("Ralph objective must be a non-empty string")

@@ -23,12 +23,13 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.llm.protocol import ChildProviders
 from dsh_tui.runtime.options import plugin_options
 from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
 from dsh_tui.runtime.subagents.background import start_job_child
 from dsh_tui.session.errors import DshError
-from dsh_tui.tools.base import ToolDefinition, ToolError
+from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 name = "subagents"
 __all__ = ["apply", "name", "DEFAULTS"]
@@ -92,10 +93,11 @@ def apply(ctx: Any, config: Any = None) -> None:
     _check_jobs(cfg, agent)
     if getattr(agent, "host", None) is None:
         return  # children are opened through the agent host: an agent built without one has no subagents
-    ch.AGENTS[agent.id] = agent
-    ch.CAPS[agent.id] = {key: cfg[key] for key in CAPS}
-    ctx.effect(lambda: lambda: ch.AGENTS.pop(agent.id, None) if ch.AGENTS.get(agent.id) is agent else None)
-    ctx.effect(lambda: lambda: ch.CAPS.pop(agent.id, None) if ch.AGENTS.get(agent.id) in (None, agent) else None)
+    agent_id: str = agent.id
+    ch.AGENTS[agent_id] = agent
+    ch.CAPS[agent_id] = {key: cfg[key] for key in CAPS}
+    ctx.effect(lambda: lambda: ch.AGENTS.pop(agent_id, None) if ch.AGENTS.get(agent_id) is agent else None)
+    ctx.effect(lambda: lambda: ch.CAPS.pop(agent_id, None) if ch.AGENTS.get(agent_id) in (None, agent) else None)
 
     def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
         base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (
@@ -127,7 +129,8 @@ def apply(ctx: Any, config: Any = None) -> None:
                 raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg['max_depth']}")
             ch.check_fanout(agent)  # a refusal is the tool's error: the model sees why
             host = agent.host
-            if background and mode == "one-shot":  # a job: collected with job_output, stopped with job_kill
+            if background and mode == "one-shot" and jobs is not None:  # (None: refused above)
+                # a job: collected with job_output, stopped with job_kill
                 job = await jobs.start("subagent", args["description"], lambda handle: start_job_child(
                     agent, host, handle, open_child=open_child, provider=provider, args=args, tool_name=tool_name,
                     call_id=tctx.call_id, depth=depth))
@@ -273,9 +276,8 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
             seed = (seed or []) + [{"seq": len(seed or []), "time": now, "type": "subagent/descriptor",
                                     "data": desc}]
     child_provider = parent.provider
-    make = getattr(parent.provider, "child_provider", None)
-    if callable(make):
-        child_provider = make(child_id)
+    if isinstance(parent.provider, ChildProviders):
+        child_provider = parent.provider.child_provider(child_id)
     options = dict(spec.agent_options)
     options["approval_policy"] = "never"
     # the child starts in the parent's working directory (working_directory may have moved it) but keeps the
@@ -351,7 +353,7 @@ class SubagentError(ToolError):
 
 
 def _register_control_tools(ctx: Any, agent: Any) -> None:
-    def schema_tool(schema: dict, execute: Any) -> ToolDefinition:
+    def schema_tool(schema: ToolSchema, execute: Any) -> ToolDefinition:
         return ToolDefinition(schema["name"], schema["description"], copy.deepcopy(schema["parameters"]), execute,
                               lambda _a, v: _text(str(v)), access="read")
 

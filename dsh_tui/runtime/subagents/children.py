@@ -192,7 +192,9 @@ def snapshot(child: Child, now: float | None = None) -> dict:
         if t == "tool/call":
             open_calls[ev["data"]["callId"]] = ev["data"]["name"]
         elif t == "tool/result":
-            open_calls.pop(((ev["data"].get("message") or {}).get("source") or {}).get("callId"), None)
+            call_id = ((ev["data"].get("message") or {}).get("source") or {}).get("callId")
+            if isinstance(call_id, str):
+                open_calls.pop(call_id, None)
         elif t == "assistant/message":
             usage = ev["data"].get("usage") or {}
             tokens += int(usage.get("inputTokens") or 0) + int(usage.get("outputTokens") or 0)

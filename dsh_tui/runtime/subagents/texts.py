@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dsh_tui.tools.base import ToolSchema
+
 DESCRIPTION_PARAM = "A short (3-5 word) description of the delegated task, for display."
 
 SPAWN_BASE = (
@@ -77,7 +79,7 @@ NO_CLOSING = "It left no closing message."
 CLOSING = "Its closing message:"
 
 # The control tools, exactly as dsh advertises them (name, description, parameters).
-SEND_MESSAGE_SCHEMA = {
+SEND_MESSAGE_SCHEMA: ToolSchema = {
     "name": "send_message",
     "description": "Send a message to a background subagent by its subagent id, continuing the same conversation. It becomes the subagent's next turn: if it is still working, the message waits until its current turn finishes, so it cannot redirect work already underway. This call returns no answer from the subagent — only confirmation that the message was delivered — so use it to give it more work. A failure means the message was NOT delivered.",
     "parameters": {
@@ -98,7 +100,7 @@ SEND_MESSAGE_SCHEMA = {
         ]
     }
 }
-INTERRUPT_AGENT_SCHEMA = {
+INTERRUPT_AGENT_SCHEMA: ToolSchema = {
     "name": "interrupt_agent",
     "description": "Ask a subagent to stop its current work. This call returns without waiting for it to stop. You can continue a local direct child's conversation later with send_message. External executions stop permanently and cannot receive follow-ups. Subagents it started will keep running.",
     "parameters": {
@@ -114,7 +116,7 @@ INTERRUPT_AGENT_SCHEMA = {
         ]
     }
 }
-LIST_AGENTS_SCHEMA = {
+LIST_AGENTS_SCHEMA: ToolSchema = {
     "name": "list_agents",
     "description": "List your continuable background subagents by durable id and label. Use it to recall which ones you started, not to poll for completion — you are told when one finishes. Status comes from the live registry: running means the agent is working right now, idle means it is loaded but between turns (it may be waiting on agents it started), and ready means it exists only in storage — resumable, not terminal, and not a result waiting to be collected; a `send_message` starts a new turn on the same conversation, and a direct child remains a `send_message` candidate in every status. The snapshot is not a delivery promise — `send_message` performs the authoritative check and may still fail. Children that could not be read are reported as diagnostics instead of being silently dropped. Scope `descendants` walks the whole tree below you in stable pre-order, annotating each entry with its durable direct-parent session id and depth. You may use `send_message` only for depth-1 entries; deeper entries are candidates for `interrupt_agent` only.",
     "parameters": {
@@ -131,7 +133,7 @@ LIST_AGENTS_SCHEMA = {
         }
     }
 }
-REPORT_SCHEMA = {
+REPORT_SCHEMA: ToolSchema = {
     "name": "report",
     "description": "Report selected content to the agent that started you. Call this once before you finish, with a self-contained final result, and earlier for progress or findings that change what that agent does next. That agent shares your workspace but does not automatically receive your transcript, tool output, or reasoning, so finishing your work is not itself a result. Reporting does not end your turn or finish your work, and only your direct parent receives it. A failed call may still have arrived, so do not blindly repeat it.",
     "parameters": {

@@ -26,7 +26,7 @@ import os
 from typing import Any
 
 from dsh_tui.session.errors import DshError
-from dsh_tui.tools.base import ToolDefinition, ToolError
+from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 name = "terminals"
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024
@@ -37,7 +37,7 @@ SECTION = ("Use a terminal session only when work needs persistent terminal stat
            "sessions that no longer matter. An inferred_idle or timeout result does not prove the foreground "
            "command exited.")
 _SESSION_ID = {"type": "string", "description": "Terminal session id."}
-TERMINAL_OPEN = {
+TERMINAL_OPEN: ToolSchema = {
     "name": "terminal_open",
     "description": "Create a persistent, owner-isolated terminal session from a registered backend type. Use this "
                    "for shell or REPL state that must survive across tool calls.",
@@ -51,7 +51,7 @@ TERMINAL_OPEN = {
 _SEND_DESCRIPTION = ("Send text to a persistent terminal. By default Enter is submitted and the call waits for a "
                      "prompt, stdin wait, output silence, timeout, or session exit.")
 _BACKGROUND = " Background mode returns a job id for job_output/job_kill."
-TERMINAL_SEND = {
+TERMINAL_SEND: ToolSchema = {
     "name": "terminal_send",
     "description": _SEND_DESCRIPTION + _BACKGROUND,
     "parameters": {"type": "object", "properties": {
@@ -64,7 +64,7 @@ TERMINAL_SEND = {
                                                                 "job_output or stop with job_kill."}},
         "required": ["sessionId", "text"]},
 }
-TERMINAL_READ = {
+TERMINAL_READ: ToolSchema = {
     "name": "terminal_read",
     "description": "Read a bounded page of retained output from a persistent terminal without sending input.",
     "parameters": {"type": "object", "properties": {
@@ -73,7 +73,7 @@ TERMINAL_READ = {
         "count": {"type": "number", "description": "Requested line count (default 500; backend caps apply)."}},
         "required": ["sessionId"]},
 }
-TERMINAL_SIGNAL = {
+TERMINAL_SIGNAL: ToolSchema = {
     "name": "terminal_signal",
     "description": "Send an allowed signal to the current foreground process group of a persistent terminal.",
     "parameters": {"type": "object", "properties": {
@@ -83,12 +83,12 @@ TERMINAL_SIGNAL = {
                    "enum": ["SIGINT", "SIGTERM", "SIGKILL", "SIGTSTP", "SIGHUP"]}},
         "required": ["sessionId", "signal"]},
 }
-TERMINAL_CLOSE = {
+TERMINAL_CLOSE: ToolSchema = {
     "name": "terminal_close",
     "description": "Close one persistent terminal and wait until its captured owned process tree is gone.",
     "parameters": {"type": "object", "properties": {"sessionId": _SESSION_ID}, "required": ["sessionId"]},
 }
-TERMINAL_LIST = {
+TERMINAL_LIST: ToolSchema = {
     "name": "terminal_list",
     "description": "List persistent terminal sessions owned by the current agent.",
     "parameters": {"type": "object", "properties": {}},
@@ -447,7 +447,7 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
             raise ToolError(str(err)) from None
 
     async def t_send(args: dict, tctx: Any) -> dict:
-        sid = args.get("sessionId")
+        sid: str = args["sessionId"]  # required by the schema: the tool service checked it is a string
         text = args.get("text", "")
         submit = args.get("submit", True) is not False
         if args.get("run_in_background") is True:
@@ -498,7 +498,7 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
         return render_send(value, max_bytes)
 
     async def t_read(args: dict, tctx: Any) -> dict:
-        record = service.expect(args.get("sessionId"))
+        record = service.expect(args["sessionId"])  # required by the schema (checked by the tool service)
         offset, count = args.get("offset"), args.get("count")
         offset = int(offset) if isinstance(offset, float) and offset.is_integer() else offset
         count = int(count) if isinstance(count, float) and count.is_integer() else count
@@ -508,7 +508,7 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
             raise ToolError(str(err)) from None
 
     async def t_signal(args: dict, tctx: Any) -> dict:
-        record = service.expect(args.get("sessionId"))
+        record = service.expect(args["sessionId"])  # required by the schema (checked by the tool service)
         sig = args.get("signal")
         from dsh_tui.runtime.terminals.local import SIGNALS
 
@@ -520,7 +520,7 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
             raise ToolError(str(err)) from None
 
     async def t_close(args: dict, tctx: Any) -> dict:
-        sid = args.get("sessionId")
+        sid: str = args["sessionId"]  # required by the schema (checked by the tool service)
         try:
             closed = await service.kill(sid)
         except RuntimeError as err:

@@ -32,9 +32,12 @@ import subprocess
 import termios
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.tools import procs
+
+if TYPE_CHECKING:
+    from dsh_tui.tools.sandbox import Confined
 
 PROMPT_MARKER_PREFIX = "133;D;"
 CONTROLLED_PROMPT = "dsh> "
@@ -235,7 +238,7 @@ def _waits_on_stdin(pid: int, number: int, args: list[int], table: dict[str, int
         return a0 == 0
     if number in (table.get("select"), table["pselect"]):
         mem = _mem(pid, a1, 8) if a1 else None
-        return a0 >= 1 and bool(mem) and mem[0] % 2 == 1
+        return a0 >= 1 and mem is not None and len(mem) > 0 and mem[0] % 2 == 1
     if number in (table.get("poll"), table["ppoll"]):
         if not a0 or a1 < 1:
             return False
@@ -394,6 +397,8 @@ class LocalPtySession:
         self.closing = False
         self._close_task: asyncio.Future | None = None
         self._eof = False
+        # the sandbox confinement the shell runs in (ShellBackend sets it): cleaned up once it exited
+        self.confined: Confined | None = None
         self._screen: Any = None
         self._stream: Any = None
         self.listeners: list[Any] = []  # called with no argument after new output (the app's card)

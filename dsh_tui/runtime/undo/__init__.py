@@ -135,8 +135,9 @@ class Recorder:
                 log.warning("workspace-changes: %s", err)
             return None
 
-    async def record(self, turn: int) -> None:
-        """The turn is stopping: record it (inside the turn, as dsh does)."""
+    async def record(self, turn: int | None) -> None:
+        """The turn is stopping: record it (inside the turn, as dsh does); another turn's (or a payload
+        without one, None) records nothing."""
         if self.state.turn == turn:
             await self.record_state(self.state)
 

@@ -141,7 +141,7 @@ def apply(p: Plan, *, force: bool = False, store: SnapshotStore | None = None) -
     missing = [fp.path for fp in p.files if fp.target is not None and not store.has(fp.target)]
     if missing:
         raise UndoError("the snapshot store no longer has the earlier content of: " + ", ".join(missing[:10]))
-    done = []
+    done: list[str] = []
     for fp in p.files:
         try:
             store.restore(fp.path, fp.target, fp.mode)

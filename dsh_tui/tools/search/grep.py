@@ -116,19 +116,19 @@ def _grep_file(
         start = text.rfind("\n", 0, m.start()) + 1
         if start == end:  # the empty remainder after a final newline is not a line
             break
-        stop = text.find("\n", m.start())
-        if stop == -1:
-            stop = end
+        line_end = text.find("\n", m.start())
+        if line_end == -1:
+            line_end = end
         if start < pos:  # an empty match at a line end: it belongs to this line
             start = pos
         number += text.count("\n", counted, start)
         counted = start
-        line = text[start:stop]
+        line = text[start:line_end]
         # A match may not cross lines (ripgrep's default): the line must match on its own.
-        if m.end() <= stop or regex.search(line) is not None:
+        if m.end() <= line_end or regex.search(line) is not None:
             budget.spend(len(line) + overhead)
             out.append(_hit(number, line))
-        pos = stop + 1
+        pos = line_end + 1
     return out
 
 
@@ -143,7 +143,7 @@ def _grep_stream(
     number = 0
     rest = b""
 
-    def lines(block: bytes) -> None:
+    def lines(block: list[bytes]) -> None:
         nonlocal number
         for raw in block:
             number += 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from dsh_tui.tools.base import ToolContext, ToolDefinition
@@ -32,7 +33,7 @@ def _path_arg(args: dict[str, Any]) -> str | None:
     return raw
 
 
-async def _watch_cancel(ctx: ToolContext, fn, *args, tool: str):
+async def _watch_cancel(ctx: ToolContext, fn: Callable[..., dict[str, Any]], *args: Any, tool: str) -> dict[str, Any]:
     """Run ``fn(*args, stop)`` (a walk) in a worker thread; ``ctx.cancelled`` sets ``stop`` promptly.
 
     Cancelled (the tool's timeout, the turn's cancel), the walk is told to stop and what it ends with
