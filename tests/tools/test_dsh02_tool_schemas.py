@@ -18,10 +18,8 @@ from tests.llm.test_provider_harness import _env
 DSH02 = {t["name"]: t for t in json.loads((REPO / "tests" / "fixtures" / "dsh02-request.headless.json")
                                           .read_text())["body"]["tools"]}
 
-# Tools other engineers add this round (images, web, goals, plan mode, questions): absent, or present and
-# exactly dsh 0.2's. (``ask_user_question`` is not in dsh 0.2's headless request: dsh refuses it headless.)
-LANDING = {"read_image", "web_search", "web_fetch", "create_goal", "get_goal", "update_goal", "exit_plan_mode",
-           "ask_user_question"}
+# ``ask_user_question`` is not in dsh 0.2's headless request (dsh refuses it headless); dsh-tui's is in the app.
+HEADLESS_ABSENT = {"ask_user_question"}
 # dsh 0.2's JavaScript orchestration (its PTC runtime): not in dsh-tui.
 NOT_OFFERED = {"workflow"}
 # dsh 0.2 changed its subagent model: children always start in the background and report back with
@@ -66,17 +64,18 @@ def _expected(name: str, ours: dict) -> dict:
 def test_the_first_headless_request_offers_dsh02s_tools(tmp_path):
     ours = _first_request_tools(tmp_path)
     assert list(ours) == sorted(ours)  # dsh's order: by name
-    missing = set(DSH02) - set(ours) - LANDING - NOT_OFFERED
+    missing = set(DSH02) - set(ours) - NOT_OFFERED
     assert not missing, f"dsh 0.2 offers {sorted(missing)}"
-    extra = set(ours) - set(DSH02) - LANDING
+    extra = set(ours) - set(DSH02)
     assert not extra, f"dsh 0.2 does not offer {sorted(extra)}"
+    assert not HEADLESS_ABSENT & set(ours)
     assert not NOT_OFFERED & set(ours)
     same = sorted(set(ours) & set(DSH02) - SUBAGENT_MODEL_01)
     for name in same:
         assert ours[name] == _expected(name, ours[name]), name
-    # 13 of dsh 0.2's tools exactly (bash with its timeoutMs text; without a sandbox bash, edit and write
-    # without the escalation fields), more as others land
-    assert len(same) >= 13
+    # every other tool of dsh 0.2 exactly (bash with its timeoutMs text; without a sandbox bash, edit and
+    # write without the escalation fields): 20 of its 25
+    assert len(same) == len(DSH02) - len(NOT_OFFERED) - len(SUBAGENT_MODEL_01) == 20
     for name in SUBAGENT_MODEL_01:  # offered, with dsh 0.1's texts (a listed difference)
         assert name in ours
 
