@@ -135,15 +135,11 @@ class DshApp(SessionOpening, PaletteCommands, App):
 
     def _note_resumable(self) -> None:
         harness = self.bridge.harness
-        session = getattr(harness, "session", None)
-        if harness is None or session is None or getattr(harness, "read_only", False):
+        if harness is None or harness.read_only:
             return
-        if not getattr(session, "events", None):
-            return  # nothing was written: there is no session to resume
-        header = getattr(session, "header", None) or {}
-        session_id = header.get("id") if isinstance(header, dict) else None
-        if isinstance(session_id, str) and session_id:
-            self.resumable = (session_id, getattr(harness, "root", None))
+        point = harness.resume_point()  # None: nothing was written, there is no session to resume
+        if point is not None:
+            self.resumable = point
 
     kept_pending = 0  # queued prompts kept for the next resume when the app quit (``ui/pending.py``)
 

@@ -3,10 +3,11 @@
 The harness (agent loop, providers, tools, writer) runs in its own thread with its own asyncio
 loop. UI → harness goes only through the methods below, which schedule coroutines on the harness
 loop with ``asyncio.run_coroutine_threadsafe`` and never block the UI. Harness → UI goes only
-through ``post`` (``App.post_message`` / ``call_from_thread``): session events are buffered in a
-thread-safe deque and announced with at most one pending ``EventsReady`` message, so a 2,000 tok/s
-stream costs the UI one wake-up per drain, not one per chunk. Approvals carry a
-``concurrent.futures.Future`` that the UI resolves.
+through ``post`` (``App.post_message`` / ``call_from_thread``): session events and the harness's typed
+messages (``dsh_tui.harness_messages``: ``StatusChanged``, ``ApprovalAsked``, ``ModelChanged``, ...) are
+buffered in thread-safe deques and announced with at most one pending ``EventsReady`` message, so a
+2,000 tok/s stream costs the UI one wake-up per drain, not one per chunk. Approvals and questions carry a
+``concurrent.futures.Future`` that the UI resolves (an ``ApprovalOutcome``, an answer dict).
 """
 
 from __future__ import annotations
@@ -16,16 +17,39 @@ import concurrent.futures
 import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
+
+from dsh_tui.harness_messages import (
+    ApprovalAsked,
+    ApprovalRequest,
+    HarnessFailed,
+    HarnessMessage,
+    QuestionAsked,
+    QuestionRequest,
+)
+
+__all__ = ["ATTACH", "ApprovalRequest", "Bridge", "Harness", "HarnessBase", "HarnessMessage", "QuestionRequest"]
 
 
 class Harness(Protocol):
-    """What the chat screen drives. Every coroutine runs on the harness loop."""
+    """What the UI drives and reads. Coroutines run on the harness loop (through ``Bridge.call``); the plain
+    methods are the thread-safe reads the UI thread makes: each returns a copy or an immutable value, never a
+    live agent or session object (a list copy of the append-only event log is atomic under the GIL).
+    ``HarnessBase`` gives every read a default for a harness that has no live agent (a replay, a subagent's
+    view); ``dsh_tui.ui.harness.AgentHarness`` is the live one."""
 
-    session: Any  # dsh_tui.session.log.Session-like: .header, .events, .subscribe()
+    session: Any  # only the bridge reads it (``attach``, on the harness thread): .header, .events, .subscribe()
 
-    async def send(self, text: str, mode: str) -> None:  # mode: "followup" | "steer"
+    @property
+    def read_only(self) -> bool:
+        """A view: nothing is sent (``read_only_reason`` says why, or None for the default text)."""
+        ...
+
+    @property
+    def read_only_reason(self) -> str | None: ...
+
+    async def send(self, text: str, mode: str, images: bool = True) -> None:  # "followup" | "steer"
         ...
 
     async def cancel(self) -> None: ...
@@ -33,27 +57,203 @@ class Harness(Protocol):
     async def close(self) -> None:
         """Stop work and flush every session to disk."""
 
+    # -- thread-safe reads (UI thread) ------------------------------------------------------------
+    def events(self, start: int = 0) -> list[dict[str, Any]]:
+        """A copy of the session's events from index ``start`` on (negative: counted from the end)."""
+        ...
 
-@dataclass
-class ApprovalRequest:
-    """A tool call waiting for the user; resolve ``future`` with "allowed-once" or "rejected"."""
+    def header(self) -> dict[str, Any] | None: ...
 
-    tool: str
-    arguments: str
-    reason: str
-    call_id: str | None = None
-    future: concurrent.futures.Future = field(default_factory=concurrent.futures.Future)
-    # "tool" (a tool call) or "trust" (trust this workspace? ``tool`` is its folder, ``arguments`` what in it
-    # needs trust): answered in the same panel, with the same guards, "allowed-once" (trust) or "rejected"
-    kind: str = "tool"
+    def session_id(self) -> str | None: ...
+
+    def store_root(self) -> Path | None:
+        """The session root the live session is stored in (None: not stored here)."""
+        ...
+
+    def resume_point(self) -> tuple[str, Path | None] | None:
+        """(session id, root) to print as a resume hint at quit: a live session that wrote something."""
+        ...
+
+    def cwd(self) -> str | None: ...
+
+    def preset(self) -> str: ...
+
+    def live(self) -> bool:
+        """A live agent runs behind this harness (commands, rewind, model switches work)."""
+        ...
+
+    def commands(self) -> Any:
+        """The slash-command registry (``dsh_tui.runtime.commands.Registry``), or None."""
+        ...
+
+    def skills(self) -> list[tuple[str, str]]:
+        """(name, one-line help) of the user-invocable skills."""
+        ...
+
+    def terminals(self) -> Any:
+        """The agent's terminal service (the terminal card reads its screens), or None."""
+        ...
+
+    def provider(self) -> Any:
+        """The live provider (the timeline rebuilds a request's wire body with it), or None."""
+        ...
+
+    def provider_name(self) -> str: ...
+
+    def model_efforts(self) -> tuple[str | None, tuple[str, ...]]:
+        """(model, the reasoning efforts it takes) for the palette."""
+        ...
+
+    def images_enabled(self) -> bool: ...
+
+    def image_route(self) -> tuple[str, bool]: ...
+
+    def child_spans(self) -> list[dict[str, Any]]: ...
+
+    def child_session(self, child_id: str) -> Any: ...
+
+    def complete_events(self, events: list[dict[str, Any]]) -> None:
+        """The whole log of a view opened on its tail: the timeline and search see all of it."""
+        ...
+
+    # -- live-session calls (coroutines on the harness loop, through ``Bridge.call``) ------------------
+    async def run_command(self, text: str) -> Any:
+        """A slash command: a ``CommandResult``, or None (not a command)."""
+        ...
+
+    async def shell(self, command: str) -> Any: ...
+
+    async def set_model(self, model: str, effort: str | None = None) -> None: ...
+
+    async def set_preset(self, preset: str) -> str: ...
+
+    async def set_plan_mode(self, active: bool) -> str: ...
+
+    async def set_title(self, text: str) -> dict[str, Any]: ...
+
+    async def rewind(self, turn: int, files: bool = False, force: bool = False) -> str: ...
+
+    async def undo_files(self, turn: int | None, force: bool = False) -> str: ...
+
+    async def mcp_servers(self) -> list[Any]: ...
+
+    async def mcp_reconnect(self, name: str) -> bool: ...
 
 
-# Live notices from the harness (never history): ("status", "running"|"idle"), ("phase", name),
-# ("approval", ApprovalRequest), ("question", QuestionRequest), ("question-closed", QuestionRequest),
-# ("error", text), ("turn-error", text: a turn failed, its footer says so too),
-# ("plugin-error", text: a plugin failed to load, the session still opens), ("notice", text),
-# ("model", (provider, model, effort)).
-LiveNotice = tuple[str, Any]
+
+class HarnessBase:
+    """Defaults of every ``Harness`` read for a harness with no live agent (see ``Harness``)."""
+
+    session: Any = None
+    read_only = False
+    read_only_reason: str | None = None
+
+    async def send(self, text: str, mode: str, images: bool = True) -> None:
+        raise RuntimeError(self.read_only_reason or "This session is read-only.")
+
+    async def cancel(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+    def events(self, start: int = 0) -> list[dict[str, Any]]:
+        session = self.session
+        return list(session.events[start:]) if session is not None else []
+
+    def header(self) -> dict[str, Any] | None:
+        header = getattr(self.session, "header", None)
+        return header if isinstance(header, dict) else None
+
+    def session_id(self) -> str | None:
+        try:
+            sid = getattr(self.session, "id", None)
+        except Exception:  # noqa: BLE001 - a session without a readable header
+            return None
+        return sid if isinstance(sid, str) else None
+
+    def store_root(self) -> Path | None:
+        return None
+
+    def resume_point(self) -> tuple[str, Path | None] | None:
+        return None
+
+    def cwd(self) -> str | None:
+        cwd = (self.header() or {}).get("cwd")
+        return cwd if isinstance(cwd, str) and cwd else None
+
+    def preset(self) -> str:
+        return ""
+
+    def live(self) -> bool:
+        return False
+
+    def commands(self) -> Any:
+        return None
+
+    def skills(self) -> list[tuple[str, str]]:
+        return []
+
+    def terminals(self) -> Any:
+        return None
+
+    def provider(self) -> Any:
+        return None
+
+    def provider_name(self) -> str:
+        return ""
+
+    def model_efforts(self) -> tuple[str | None, tuple[str, ...]]:
+        return None, ()
+
+    def images_enabled(self) -> bool:
+        return False
+
+    def image_route(self) -> tuple[str, bool]:
+        return "", False
+
+    def child_spans(self) -> list[dict[str, Any]]:
+        return []
+
+    def child_session(self, child_id: str) -> Any:
+        return None
+
+    def complete_events(self, events: list[dict[str, Any]]) -> None:
+        return None
+
+    def _no_session(self) -> RuntimeError:
+        return RuntimeError(self.read_only_reason or "This needs a live session.")
+
+    async def run_command(self, text: str) -> Any:
+        raise self._no_session()
+
+    async def shell(self, command: str) -> Any:
+        raise self._no_session()
+
+    async def set_model(self, model: str, effort: str | None = None) -> None:
+        raise self._no_session()
+
+    async def set_preset(self, preset: str) -> str:
+        raise self._no_session()
+
+    async def set_plan_mode(self, active: bool) -> str:
+        raise self._no_session()
+
+    async def set_title(self, text: str) -> dict[str, Any]:
+        raise self._no_session()
+
+    async def rewind(self, turn: int, files: bool = False, force: bool = False) -> str:
+        raise self._no_session()
+
+    async def undo_files(self, turn: int | None, force: bool = False) -> str:
+        raise self._no_session()
+
+    async def mcp_servers(self) -> list[Any]:
+        return []
+
+    async def mcp_reconnect(self, name: str) -> bool:
+        return False
+
 
 # Pseudo-event queued when a session is attached: {"type": ATTACH, "header", "events"}.
 ATTACH = "__attach__"
@@ -67,7 +267,7 @@ class Bridge:
         # and non-blocking (the app passes a ``post_message`` wrapper).
         self._post = post
         self._events: deque[dict[str, Any]] = deque()
-        self._notices: deque[LiveNotice] = deque()
+        self._messages: deque[HarnessMessage] = deque()
         self._wake_pending = threading.Event()
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -97,7 +297,7 @@ class Bridge:
             harness = await factory(self)
         except BaseException as err:
             self.start_error = err
-            self.notice("error", str(err) or type(err).__name__)
+            self.announce(HarnessFailed(str(err) or type(err).__name__))
             raise
         self.attach(harness)
         return harness
@@ -133,30 +333,30 @@ class Bridge:
         self._events.append(event)
         self._wake()
 
-    def notice(self, kind: str, value: Any = None) -> None:
-        self._notices.append((kind, value))
+    def announce(self, message: HarnessMessage) -> None:
+        """Queue one typed message for the UI (``dsh_tui.harness_messages``)."""
+        self._messages.append(message)
         self._wake()
 
     def ask_trust(self, root: str, needs: list[str]) -> ApprovalRequest:
         """Ask the UI whether to trust the workspace ``root`` (``needs``: what in it waits for trust); the
-        harness awaits the request's future ("allowed-once": trust it)."""
+        harness awaits the request's future (an ``ApprovalOutcome``; allowed: trust it)."""
         request = ApprovalRequest(root, "\n".join(needs), "", kind="trust")
-        self.notice("approval", request)
+        self.announce(ApprovalAsked(request))
         return request
 
     def ask_approval(self, tool: str, arguments: str, reason: str, call_id: str | None = None) -> ApprovalRequest:
-        """Post an approval to the UI; the harness awaits ``asyncio.wrap_future(request.future)``."""
+        """Post an approval to the UI; the harness awaits ``asyncio.wrap_future(request.future)`` (an
+        ``ApprovalOutcome``)."""
         request = ApprovalRequest(tool, arguments, reason, call_id)
-        self.notice("approval", request)
+        self.announce(ApprovalAsked(request))
         return request
 
-    def ask_question(self, questions: list[dict], call_id: str | None = None) -> Any:
+    def ask_question(self, questions: list[dict], call_id: str | None = None) -> QuestionRequest:
         """Post a question (``ask_user_question``, a plan review) to the UI; the harness awaits
         ``asyncio.wrap_future(request.future)`` (the answer dict, or None when the user dismissed it)."""
-        from dsh_tui.ui.widgets.question import QuestionRequest
-
-        request = QuestionRequest(questions, call_id, concurrent.futures.Future())
-        self.notice("question", request)
+        request = QuestionRequest(questions, call_id)
+        self.announce(QuestionAsked(request))
         return request
 
     def _wake(self) -> None:
@@ -166,18 +366,19 @@ class Bridge:
 
     # -- UI side -------------------------------------------------------------------------------
     def has_pending(self) -> bool:
-        """Events or notices wait to be drained."""
-        return bool(self._events or self._notices)
+        """Events or messages wait to be drained."""
+        return bool(self._events or self._messages)
 
-    def drain(self) -> tuple[list[dict[str, Any]], list[LiveNotice]]:
-        """Everything queued so far (called on the UI thread)."""
+    def drain(self) -> tuple[list[dict[str, Any]], list[HarnessMessage]]:
+        """Everything queued so far (called on the UI thread): session events, then the harness's messages."""
         self._wake_pending.clear()
-        events, notices = [], []
+        events: list[dict[str, Any]] = []
+        messages: list[HarnessMessage] = []
         while self._events:
             events.append(self._events.popleft())
-        while self._notices:
-            notices.append(self._notices.popleft())
-        return events, notices
+        while self._messages:
+            messages.append(self._messages.popleft())
+        return events, messages
 
     def _submit(self, make: Callable[[Harness], Awaitable[Any]]) -> concurrent.futures.Future | None:
         if self.loop is None or self.harness is None:
@@ -188,13 +389,13 @@ class Bridge:
             try:
                 return await make(harness)
             except Exception as err:  # noqa: BLE001 - shown to the user as a notice
-                self.notice("error", str(err) or type(err).__name__)
+                self.announce(HarnessFailed(str(err) or type(err).__name__))
                 return None
 
         return asyncio.run_coroutine_threadsafe(call(), self.loop)
 
-    def send(self, text: str, mode: str = "followup") -> concurrent.futures.Future | None:
-        return self._submit(lambda h: h.send(text, mode))
+    def send(self, text: str, mode: str = "followup", images: bool = True) -> concurrent.futures.Future | None:
+        return self._submit(lambda h: h.send(text, mode) if images else h.send(text, mode, images=False))
 
     def cancel(self) -> concurrent.futures.Future | None:
         return self._submit(lambda h: h.cancel())

@@ -2,8 +2,10 @@
 
 ``open_harness(bridge, spec)`` is a bridge factory (it runs on the harness loop). It opens the session
 and its agent through the agent host (``dsh_tui.runtime.host``, as ``run``/``resume --headless`` do),
-forwards ``agent/status`` / ``agent/error`` to the UI as live notices and routes
-``approval/request`` to the UI (a ``concurrent.futures.Future`` the approval panel resolves).
+forwards ``agent/status`` / ``agent/error`` to the UI as typed messages (``dsh_tui.harness_messages``:
+``StatusChanged``, ``TurnFailed``, ...) and routes ``approval/request`` to the UI as ``ApprovalAsked`` (a
+``concurrent.futures.Future`` the approval panel resolves with an ``ApprovalOutcome``). The UI thread reads
+it only through the thread-safe reads of ``dsh_tui.ui.bridge.Harness`` (copies, never the live agent).
 """
 
 from __future__ import annotations
@@ -12,16 +14,31 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.harness_messages import (
+    ApprovalClosed,
+    ApprovalOutcome,
+    HarnessFailed,
+    ModelChanged,
+    Notice,
+    PhaseChanged,
+    PluginFailed,
+    PresetChanged,
+    QuestionClosed,
+    SandboxChanged,
+    StatusChanged,
+    SubagentSnapshot,
+    TurnFailed,
+)
 from dsh_tui.runtime.bus import BUILTIN
 from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.runtime.permissions import SessionAllowances
-from dsh_tui.ui.bridge import Bridge
+from dsh_tui.ui.bridge import Bridge, HarnessBase
 
 # How to open the chat's session: the agent host's spec (root, cwd, provider, model, resume id, ...).
 HarnessSpec = HostSpec
 
 
-class AgentHarness:
+class AgentHarness(HarnessBase):
     """What the bridge drives (see ``dsh_tui.ui.bridge.Harness``)."""
 
     def __init__(self, bridge: Bridge, host: AgentHost) -> None:
@@ -37,7 +54,7 @@ class AgentHarness:
         self._script: asyncio.Task | None = None
         self.root: Path | None = None  # the session root (a resume hint names it when it is not the default)
         on = agent.on
-        self._offs.append(on("agent/status", lambda p: bridge.notice("status", p.get("status"))))
+        self._offs.append(on("agent/status", lambda p: bridge.announce(StatusChanged(str(p.get("status"))))))
         self._offs.append(on("agent/error", self._on_error))
         # the host's answerer is built-in behaviour: a user plugin's approval/request listener runs first
         self._offs.append(on("approval/request", self._on_approval, tier=BUILTIN))
@@ -59,11 +76,11 @@ class AgentHarness:
         self.announce_model()
         self.announce_preset()
         if host.sandbox_note:  # one clear line: no sandbox here, and what happens instead
-            bridge.notice("notice", host.sandbox_note)
+            bridge.announce(Notice(host.sandbox_note))
         if getattr(agent, "mcp", None) is not None:  # the first request waits for the servers: say which
-            agent.mcp.on_wait = lambda names: bridge.notice(
-                "phase", f"connecting MCP {', '.join(names)}" if names else "waiting")
-            agent.mcp.on_report = lambda text: bridge.notice("notice", text)  # e.g. a server needs a login
+            agent.mcp.on_wait = lambda names: bridge.announce(PhaseChanged(
+                f"connecting MCP {', '.join(names)}" if names else "waiting"))
+            agent.mcp.on_report = lambda text: bridge.announce(Notice(text))  # e.g. a server needs a login
 
     def _on_child(self, child: Any) -> None:
         """A subagent below this agent changed: post its snapshot (at most one per child per loop turn)."""
@@ -81,7 +98,7 @@ class AgentHarness:
 
         def post() -> None:
             pending.discard(child.id)
-            self.bridge.notice("subagent", self._subagents.snapshot(child))
+            self.bridge.announce(SubagentSnapshot(self._subagents.snapshot(child)))
 
         asyncio.get_running_loop().call_soon(post)
 
@@ -110,6 +127,69 @@ class AgentHarness:
         child = self._subagents.CHILDREN.get(child_id)
         return child.session if child is not None else None
 
+    # -- thread-safe reads for the UI thread (``dsh_tui.ui.bridge.Harness``): copies and plain values ----------
+    def live(self) -> bool:
+        return True
+
+    def store_root(self) -> Path | None:
+        root = getattr(self.writer.store, "root", None)
+        return Path(root) if root else None
+
+    def resume_point(self) -> tuple[str, Path | None] | None:
+        if not self.session.events:
+            return None  # nothing was written: there is no session to resume
+        sid = self.session_id()
+        return (sid, self.root) if sid else None
+
+    def cwd(self) -> str | None:
+        cwd = self.agent.config.cwd
+        return str(cwd) if cwd is not None else super().cwd()
+
+    def preset(self) -> str:
+        return str(self.agent.config.preset or "")
+
+    def commands(self) -> Any:
+        return getattr(self.agent, "commands", None)
+
+    def skills(self) -> list[tuple[str, str]]:
+        service = getattr(self.agent, "skills", None)
+        if service is None:
+            return []
+        try:
+            return [(s.name, " ".join(s.description.split())) for s in service.discover() if s.user_invocable]
+        except Exception:  # noqa: BLE001 - a broken skill folder: complete the commands anyway
+            return []
+
+    def terminals(self) -> Any:
+        return getattr(self.agent, "terminals", None)
+
+    def provider(self) -> Any:
+        return self.agent.provider
+
+    def provider_name(self) -> str:
+        return str(self.agent.config.provider or "")
+
+    def model_efforts(self) -> tuple[str | None, tuple[str, ...]]:
+        model = self.agent.config.model
+        try:
+            return model, tuple(self.agent.provider.resolve_model(model).efforts)
+        except Exception:  # noqa: BLE001 - a model the provider does not describe: no effort choices
+            return model, ()
+
+    def handover_spec(self, action: dict[str, Any]) -> HarnessSpec | None:
+        """``/new`` (a new session in the same root and cwd) or ``/fork`` (``action["child"]``, resumed) on this
+        session's provider and model, handed over (closing this harness does not close the provider). None:
+        no provider to hand over."""
+        agent, host = self.agent, self.host
+        if agent.provider is None:
+            return None
+        host.spec.close_provider = False
+        cfg = agent.config
+        return HarnessSpec(root=host.spec.root, cwd=Path(str(cfg.cwd)), provider=agent.provider, model=cfg.model,
+                           reasoning_effort=cfg.reasoning_effort, preset=cfg.preset,
+                           resume_id=action.get("child") if action.get("kind") == "fork" else None,
+                           keep_model=False)  # the live session's model goes on in the fork
+
     def announce_model(self) -> None:
         """Tell the UI the route the next request uses (the status bar shows it before any turn)."""
         cfg = self.agent.config
@@ -120,18 +200,18 @@ class AgentHarness:
                 effort = resolve(cfg.model).default_effort if resolve is not None and cfg.model else None
             except Exception:  # noqa: BLE001 - the effort is a nicety of the status bar
                 effort = None
-        self.bridge.notice("model", (cfg.provider, cfg.model, effort))
+        self.bridge.announce(ModelChanged(cfg.provider, cfg.model, effort))
 
     def _on_error(self, payload: dict[str, Any]) -> None:
         error = payload.get("error") or {}
-        # a turn's error is on its footer too: "turn-error" is shown in the status bar, not toasted again
-        kind = "turn-error" if payload.get("turn") else "error"
+        # a turn's error is on its footer too: TurnFailed is shown in the status bar, not toasted again
+        kind = TurnFailed if payload.get("turn") else HarnessFailed
         if isinstance(error, dict):
-            self.bridge.notice(kind, f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}")
+            self.bridge.announce(kind(f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"))
         else:
-            self.bridge.notice(kind, str(error))
+            self.bridge.announce(kind(str(error)))
 
-    async def _on_approval(self, payload: dict[str, Any], _next: Any = None) -> str:
+    async def _on_approval(self, payload: dict[str, Any], _next: Any = None) -> str | dict[str, Any]:
         call_id = payload.get("callId")
         arguments = ""
         for event in reversed(self.session.events):
@@ -150,12 +230,14 @@ class AgentHarness:
             finally:
                 if not request.future.done():
                     request.future.cancel()
-                    self.bridge.notice("approval-closed", request)
+                    self.bridge.announce(ApprovalClosed(request))
         else:
             outcome = await waiter
-        if isinstance(outcome, dict) and outcome.get("scope") == "session":
+        if not isinstance(outcome, ApprovalOutcome):  # the UI answers with one; anything else is refused
+            outcome = ApprovalOutcome("rejected")
+        if outcome.scope == "session":
             self.allowances.add(tool, arguments)
-        return outcome  # the runtime logs a session scope (dsh_tui/runtime/approval.py)
+        return outcome.wire()  # the runtime logs a session scope (dsh_tui/runtime/approval.py)
 
     async def _on_question(self, payload: dict[str, Any], _next: Any = None) -> dict:
         from dsh_tui.runtime.questions import QuestionCancelled
@@ -168,7 +250,7 @@ class AgentHarness:
         finally:
             if not request.future.done():
                 request.future.cancel()
-                self.bridge.notice("question-closed", request)
+                self.bridge.announce(QuestionClosed(request))
         if answer is None:
             raise QuestionCancelled("the user cancelled ask_user_question")
         return answer
@@ -218,8 +300,8 @@ class AgentHarness:
 
     # -- turn control (dsh_tui/runtime/permissions.py, dsh_tui/runtime/turns.py) ---------------------
     def announce_preset(self) -> None:
-        self.bridge.notice("preset", self.agent.config.preset)
-        self.bridge.notice("sandbox", self.sandbox_label())
+        self.bridge.announce(PresetChanged(str(self.agent.config.preset or "")))
+        self.bridge.announce(SandboxChanged(self.sandbox_label()))
 
     def sandbox_label(self) -> str:
         """What the status bar says of the OS sandbox: "sandbox" (commands run in it), "no sandbox" (one was
@@ -350,12 +432,12 @@ async def ask_trust(bridge: Bridge, spec: HarnessSpec) -> None:
     try:
         outcome = await asyncio.wrap_future(request.future)
     finally:
-        bridge.notice("approval-closed", request)
-    if outcome == "allowed-once":
+        bridge.announce(ApprovalClosed(request))
+    if isinstance(outcome, ApprovalOutcome) and outcome.allowed:
         try:
             await asyncio.to_thread(trust.trust, root)
         except OSError as err:
-            bridge.notice("plugin-error", f"could not remember the workspace as trusted: {err}")
+            bridge.announce(PluginFailed(f"could not remember the workspace as trusted: {err}"))
         spec.trust = True  # this session loads them, as answered (even if it could not be remembered)
     else:
         _DECLINED.add(root)
@@ -368,16 +450,16 @@ async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
 
         def report(record: Any) -> None:  # the session still opens: a notice, no note over the composer
             if record.state != "skipped":
-                bridge.notice("plugin-error", f"plugin {record.id}: {record.error}")
+                bridge.announce(PluginFailed(f"plugin {record.id}: {record.error}"))
             elif record.error not in said:  # one notice for all the workspace's project plugins
                 said.add(record.error)
-                bridge.notice("notice", f"project plugins skipped: {record.error}")
+                bridge.announce(Notice(f"project plugins skipped: {record.error}"))
 
         spec.on_plugin_failure = report
     await ask_trust(bridge, spec)
     from dsh_tui.runtime.pluginlog import add_notices  # ctx.log: the file, and warnings as notices
 
-    off_logs = add_notices(lambda level, text: bridge.notice("plugin-error" if level >= 40 else "notice", text))
+    off_logs = add_notices(lambda level, text: bridge.announce(PluginFailed(text) if level >= 40 else Notice(text)))
     # a human answers here: dsh's ask_user_question is offered (headless has no such tool)
     spec.plugin_config = {**spec.plugin_config, "ask-user": {**spec.plugin_config.get("ask-user", {}),
                                                             "interactive": True}}

@@ -160,17 +160,13 @@ class ChatHistory(PromptHistory):
         app = self.screen.app
         harness = getattr(getattr(self.screen, "bridge", None), "harness", None)
         roots = list(getattr(app, "session_roots", None) or [])
-        store = getattr(getattr(harness, "writer", None), "store", None)
-        if getattr(store, "root", None):
-            roots.append(store.root)
-        session = getattr(harness, "session", None)
-        header = getattr(session, "header", None)
-        cwd = header.get("cwd") if isinstance(header, dict) else None
-        try:
-            sid = getattr(session, "id", None)
-        except Exception:  # noqa: BLE001 - a session without a readable header: nothing to exclude
-            sid = None
-        return roots, cwd if isinstance(cwd, str) and cwd else None, sid if isinstance(sid, str) else None
+        if harness is None:
+            return roots, None, None
+        root = harness.store_root()
+        if root is not None:
+            roots.append(root)
+        cwd = (harness.header() or {}).get("cwd")
+        return roots, cwd if isinstance(cwd, str) and cwd else None, harness.session_id()
 
     def load(self) -> None:
         """Start reading the past sessions' prompts (once; the result arrives through ``add_past``)."""

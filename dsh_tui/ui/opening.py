@@ -59,20 +59,11 @@ class SessionOpening:
         """``/new`` (a new session in the same root and cwd) or ``/fork`` (the forked child, resumed), on the
         live session's provider and model (handed over: the closing harness does not close it); the live
         session is flushed and closed first. Returns "" or why it could not."""
-        from pathlib import Path
+        from dsh_tui.ui.harness import AgentHarness, open_harness
 
-        from dsh_tui.ui.harness import HarnessSpec, open_harness
-
-        host = getattr(harness, "host", None)
-        agent = getattr(harness, "agent", None)
-        if host is None or agent is None or agent.provider is None:
+        spec = harness.handover_spec(action) if isinstance(harness, AgentHarness) else None
+        if spec is None:
             return "No live session."
-        host.spec.close_provider = False
-        cfg = agent.config
-        spec = HarnessSpec(root=host.spec.root, cwd=Path(str(cfg.cwd)), provider=agent.provider, model=cfg.model,
-                           reasoning_effort=cfg.reasoning_effort, preset=cfg.preset,
-                           resume_id=action.get("child") if action.get("kind") == "fork" else None,
-                           keep_model=False)  # the live session's model goes on in the fork
         self.open_chat(lambda bridge: open_harness(bridge, spec))
         return ""
 
@@ -153,8 +144,8 @@ class SessionOpening:
         if chat is None or getattr(chat, "tail_of", None) is None:
             return  # another screen or session replaced the tail meanwhile
         harness = self.bridge.harness
-        if harness is not None and getattr(harness, "session", None) is not None:
-            harness.session.events = res.events  # the timeline and search see the whole log
+        if harness is not None:
+            harness.complete_events(res.events)  # the timeline and search see the whole log
         chat.complete_history(res.header, res.events, tail.first_seq, tail.events)
         self._say_repaired(res)
 

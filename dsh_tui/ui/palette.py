@@ -55,15 +55,11 @@ class PaletteCommands:
         for preset in PRESETS:
             yield SystemCommand(f"Permission mode: {preset}", "This session, from the next tool call (F4 cycles)",
                                 lambda preset=preset: chat.bridge.call(lambda h: h.set_preset(preset)))
-        agent = getattr(self.bridge.harness, "agent", None)
-        cfg = getattr(agent, "config", None)
-        try:
-            efforts = tuple(agent.provider.resolve_model(cfg.model).efforts) if cfg is not None else ()
-        except Exception:  # noqa: BLE001 - a model the provider does not describe: no effort choices
-            efforts = ()
+        harness = chat.bridge.harness
+        model, efforts = harness.model_efforts() if harness is not None else (None, ())
         for effort in efforts:
-            yield SystemCommand(f"Reasoning effort: {effort} · this session", f"{cfg.model} with effort {effort}",
-                                lambda effort=effort: self.bridge.call(lambda h: h.set_model(cfg.model, effort)))
+            yield SystemCommand(f"Reasoning effort: {effort} · this session", f"{model} with effort {effort}",
+                                lambda effort=effort: self.bridge.call(lambda h: h.set_model(model, effort)))
 
     def _model_routes(self) -> list[tuple[str | None, str]]:
         """(provider or None, model) for every model the settings list (``models`` has no provider)."""
@@ -82,17 +78,17 @@ class PaletteCommands:
     def _live_provider(self) -> str | None:
         """The provider of the chat's live session (None: no session can switch models now)."""
         harness = self.bridge.harness
-        if harness is None or not hasattr(harness, "set_model") or getattr(harness, "read_only", False):
+        if harness is None or not harness.live() or harness.read_only:
             return None
-        return str(getattr(getattr(getattr(harness, "agent", None), "config", None), "provider", "") or "")
+        return harness.provider_name()
 
     def _use_model_now(self, name: str) -> None:
         """Switch the live session to ``name`` from its next request; the settings are not touched."""
         harness = self.bridge.harness
-        if harness is None or not hasattr(harness, "set_model"):
+        if harness is None or not harness.live():
             self.notify("No session is running.", severity="warning", timeout=4)
             return
-        self.bridge.call(lambda h: h.set_model(name))  # type: ignore[attr-defined]
+        self.bridge.call(lambda h: h.set_model(name))
         self.notify(f"This session now uses {name}", timeout=3)
 
     def _choose_model(self, name: str, provider: str | None = None) -> None:

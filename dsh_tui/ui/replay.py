@@ -11,6 +11,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
+from dsh_tui.ui.bridge import HarnessBase
+
 
 class RecordedSession:
     """The observable part of a session the UI needs: header, events, subscribe."""
@@ -31,7 +33,7 @@ class RecordedSession:
             fn(self, event)
 
 
-class ReplayHarness:
+class ReplayHarness(HarnessBase):
     """Plays ``events`` turn by turn; events before the first ``turn/start`` are shown at once."""
 
     def __init__(self, header: dict[str, Any], events: list[dict[str, Any]], *, chunk_delay: float = 0.0,
@@ -48,7 +50,10 @@ class ReplayHarness:
         self._pending = deque(events[start:])
         self.read_only = not self._pending  # nothing left to play: a read-only view
 
-    async def send(self, text: str, mode: str) -> None:
+    def complete_events(self, events: list[dict[str, Any]]) -> None:
+        self.session.events = events  # the timeline and search see the whole log
+
+    async def send(self, text: str, mode: str, images: bool = True) -> None:
         self._cancel.clear()
         while self._pending:
             event = self._pending.popleft()

@@ -4,6 +4,7 @@ resets it at once. The loss is simulated by dropping the turn's ``turn/end`` on 
 
 from __future__ import annotations
 
+from dsh_tui.harness_messages import StatusChanged
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import Delay
 from dsh_tui.ui.screens import chat as chat_module
@@ -23,7 +24,7 @@ def _lose_first_turn_end(app) -> None:
                     lost.append(event)
             events = [e for e in events if e not in lost]
         if len(lost) < 2:
-            idle = [n for n in notices if n == ("status", "idle")]
+            idle = [n for n in notices if n == StatusChanged("idle")]
             lost.extend(idle)
             notices = [n for n in notices if n not in idle]
         return events, notices

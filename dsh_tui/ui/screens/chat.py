@@ -24,8 +24,26 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Static, TextArea
 
+from dsh_tui.harness_messages import (
+    ApprovalAsked,
+    ApprovalClosed,
+    ApprovalRequest,
+    HarnessFailed,
+    HarnessMessage,
+    ModelChanged,
+    Notice,
+    PhaseChanged,
+    PluginFailed,
+    PresetChanged,
+    QuestionAsked,
+    QuestionClosed,
+    SandboxChanged,
+    StatusChanged,
+    SubagentSnapshot,
+    TurnFailed,
+)
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
-from dsh_tui.ui.bridge import ATTACH, ApprovalRequest, Bridge
+from dsh_tui.ui.bridge import ATTACH, Bridge, Harness
 from dsh_tui.ui.history import ChatHistory
 from dsh_tui.ui.screens import chat_modes
 from dsh_tui.ui.screens.chat_commands import CommandFinished, CommandOutput, CommandsMixin, ShellFinished
@@ -359,7 +377,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             composer.border_subtitle = HINT_NO_MODEL
             composer.placeholder = PLACEHOLDER
         elif self.read_only:
-            reason = getattr(self.bridge.harness, "read_only_reason", None)  # e.g. a parent's subagent
+            harness = self.bridge.harness
+            reason = harness.read_only_reason if harness is not None else None  # e.g. a parent's subagent
             composer.border_subtitle = HINT_READ_ONLY if reason is None else "Esc back"
             composer.placeholder = reason or READ_ONLY_PLACEHOLDER
         elif self._built("queue_list") is not None and self.queue_list.has_focus:
@@ -404,8 +423,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._echo_deferred = False
         self._last_flush = time.monotonic()
         self.call_after_refresh(self._measure_flush, self._last_flush)
-        events, notices = self.bridge.drain()
-        if not events and not notices:
+        events, messages = self.bridge.drain()
+        if not events and not messages:
             return
         self.flushes += 1
         if self.running and self._last_flush - self._last_freeze > FREEZE_EVERY:
@@ -430,8 +449,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
                 if plan:
                     self._show_plan(plan[-1][1])
                 self.transcript.apply_changes([c for c in changes if c[0] != PLAN])
-            for kind, value in notices:
-                self._notice(kind, value)
+            for message in messages:
+                self._harness_message(message)
             self.status.redraw()
 
     def _measure_flush(self, started: float) -> None:
@@ -472,7 +491,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if self.on_attached is not None:
             callback, self.on_attached = self.on_attached, None
             callback()
-        self.read_only = bool(getattr(self.bridge.harness, "read_only", False))
+        self.read_only = self.bridge.harness is not None and self.bridge.harness.read_only
         if not self.read_only and self.bridge.harness is not None and isinstance(header, dict):
             self._restore_pending(str(header.get("id") or ""))
         ends = [e for e in events[-2000:] if e.get("type") == "turn/end"][-1:]
@@ -596,10 +615,11 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     # -- watchdog (issue #26.11) -------------------------------------------------------------------
     def _logged_turn_end(self) -> dict[str, Any] | None:
         """The session log's last turn/end when no turn started after it (the harness is idle), else None."""
-        events = getattr(getattr(self.bridge.harness, "session", None), "events", None)
+        harness = self.bridge.harness
+        events = harness.events(-5000) if harness is not None else []
         if not events:
             return None
-        for i in range(len(events) - 1, max(-1, len(events) - 5000), -1):
+        for i in range(len(events) - 1, -1, -1):
             etype = events[i].get("type")
             if etype == "turn/end":
                 return events[i]
@@ -640,45 +660,47 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         self._return_undelivered_steers()
         self._set_running(False)
 
-    def _notice(self, kind: str, value: Any) -> None:
-        if kind == "status":
-            self._set_running(value == "running")
-        elif kind == "phase":
-            self.status.set_phase(str(value))
-        elif kind == "approval":
-            self._desktop_notify(f"{getattr(value, 'tool', 'a tool')} is waiting for your approval")
-            self.pending_approvals.append(value)
-            if self._built("approval") is None or self.approval.request is None:
-                self._show_next_approval()
-        elif kind in ("question", "question-closed"):
-            chat_modes.on_notice(self, kind, value)
-        elif kind == "approval-closed":
-            if value in self.pending_approvals:
-                self.pending_approvals.remove(value)
-            if self._built("approval") is not None and self.approval.request is value:
-                self.approval.request = None
-                self._show_next_approval()
-        elif kind == "turn-error":  # the footer and the status bar show it: no toast repeating them
-            self.status.info.notice = str(value)
-            self.status.redraw()
-        elif kind in ("error", "plugin-error"):
-            self.status.info.notice = str(value)
-            if kind == "error" and self.bridge.harness is None:
-                self.say(str(value))  # the session could not start: nothing typed is sent
-            self.app.notify(str(value), title="Error", severity="error", timeout=8, markup=False)
-        elif kind == "notice":
-            self.app.notify(str(value), timeout=5, markup=False)
-        elif kind == "subagent" and isinstance(value, dict):
-            self._subagent_changed(value)
-        elif kind == "preset":
-            self.status.preset = str(value or "")
-            self.status.redraw()
-        elif kind == "sandbox":
-            self.status.sandbox = str(value or "")
-            self.status.redraw()
-        elif kind == "model" and isinstance(value, tuple) and len(value) == 3:
-            self.status.route = value
-            self.status.redraw()
+    def _harness_message(self, message: HarnessMessage) -> None:
+        """One typed message from the harness (``dsh_tui.harness_messages``), dispatched on its type."""
+        match message:
+            case StatusChanged(status=status):
+                self._set_running(status == "running")
+            case PhaseChanged(phase=phase):
+                self.status.set_phase(phase)
+            case ApprovalAsked(request=request):
+                self._desktop_notify(f"{request.tool} is waiting for your approval")
+                self.pending_approvals.append(request)
+                if self._built("approval") is None or self.approval.request is None:
+                    self._show_next_approval()
+            case ApprovalClosed(request=request):
+                if request in self.pending_approvals:
+                    self.pending_approvals.remove(request)
+                if self._built("approval") is not None and self.approval.request is request:
+                    self.approval.request = None
+                    self._show_next_approval()
+            case QuestionAsked() | QuestionClosed():
+                chat_modes.on_message(self, message)
+            case TurnFailed(text=text):  # the footer and the status bar show it: no toast repeating them
+                self.status.info.notice = text
+                self.status.redraw()
+            case HarnessFailed(text=text) | PluginFailed(text=text):
+                self.status.info.notice = text
+                if isinstance(message, HarnessFailed) and self.bridge.harness is None:
+                    self.say(text)  # the session could not start: nothing typed is sent
+                self.app.notify(text, title="Error", severity="error", timeout=8, markup=False)
+            case Notice(text=text):
+                self.app.notify(text, timeout=5, markup=False)
+            case SubagentSnapshot(snapshot=snap):
+                self._subagent_changed(snap)
+            case PresetChanged(preset=preset):
+                self.status.preset = preset
+                self.status.redraw()
+            case SandboxChanged(label=label):
+                self.status.sandbox = label
+                self.status.redraw()
+            case ModelChanged(provider=provider, model=model, effort=effort):
+                self.status.route = (provider, model, effort)
+                self.status.redraw()
 
     def _desktop_notify(self, body: str) -> None:
         """A desktop notification (or the bell) when the terminal is not focused (``dsh_tui.ui.notify``)."""
@@ -881,7 +903,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
             return False
         if self.read_only:
             if self.resume is None:
-                self.say(getattr(harness, "read_only_reason", None)
+                self.say(harness.read_only_reason
                          or "This is a read-only view: resume the session from the browser (r) to continue.")
                 return False
             problem = self.resume(text)
@@ -904,7 +926,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         if attach:
             self.bridge.send(text, mode)
         else:
-            self.bridge.call(lambda h: h.send(text, mode, images=False))
+            self.bridge.send(text, mode, images=False)
         if mode == "steer" and self.running:
             self._steers.append(text)
             self._show_steers()
@@ -915,15 +937,13 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
         return True
 
     @staticmethod
-    def _image_problem(harness: Any, text: str) -> str:
+    def _image_problem(harness: Harness, text: str) -> str:
         """Why the image files ``text`` names cannot be sent to the current model, or ""."""
-        route = getattr(harness, "image_route", None)
-        agent = getattr(harness, "agent", None)
-        if route is None or agent is None or ("." not in text) or not harness.images_enabled():
+        if not harness.live() or ("." not in text) or not harness.images_enabled():
             return ""
         from dsh_tui.runtime.images.prompt import find_images
 
-        images = find_images(text, agent.config.cwd)
+        images = find_images(text, harness.cwd() or ".")
         if not images:
             return ""
         from dsh_tui.store.attachments import MAX_IMAGE_BYTES, sniff
@@ -939,7 +959,7 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
                 return f"Not sent: {path.name} is larger than 20 MiB, the limit for one image."
             if kind is None:
                 return f"Not sent: {path.name} is not a PNG, JPEG, WebP or GIF image."
-        model, ok = route()
+        model, ok = harness.image_route()
         if ok:
             return ""
         names = ", ".join(p.name for p in images)
@@ -1029,7 +1049,8 @@ class ChatScreen(CompletionMixin, CommandsMixin, Screen):
     # -- the agent's terminals (the terminals plugin; dsh_tui/ui/widgets/terminal.py) --------------------------
     def _poll_terminals(self) -> None:
         """Show the terminal card while the agent has a live terminal (its screen redrawn 4 times a second)."""
-        service = getattr(getattr(self.bridge.harness, "agent", None), "terminals", None)
+        harness = self.bridge.harness
+        service = harness.terminals() if harness is not None else None
         card = self.terminal_card
         if card is None:
             if service is None or not service.sessions:

@@ -6,11 +6,14 @@ fork, export, MCP panel) carried out here.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
+
+if TYPE_CHECKING:
+    from dsh_tui.ui.bridge import Bridge
 
 # the built-in command names: a read-only view says that they need a live session
 _KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "mcp",
@@ -61,12 +64,13 @@ class CommandsMixin:
     """Methods of ``ChatScreen`` (see the module docstring)."""
 
     # the ChatScreen attributes these methods use are set in ChatScreen.__init__ / compose
+    bridge: Bridge
 
     # -- slash commands ----------------------------------------------------------------------------
     def _commands(self) -> Any:
         """The live session's command registry (None: no session, or a read-only view)."""
-        agent = getattr(self.bridge.harness, "agent", None)
-        return getattr(agent, "commands", None)
+        harness = self.bridge.harness
+        return harness.commands() if harness is not None else None
 
     def _run_command(self, text: str) -> bool:
         """Run ``text`` if it starts with a registered ``/command`` (True: it did, or it was refused and said
@@ -78,7 +82,7 @@ class CommandsMixin:
                          "browser).")
                 return True
             return self._refuse_unknown(text, commands)
-        future = self.bridge.call(lambda h: h.run_command(text))  # type: ignore[attr-defined]
+        future = self.bridge.call(lambda h: h.run_command(text))
         if future is None:
             self.say("No session is open.")
             return True
@@ -103,10 +107,10 @@ class CommandsMixin:
         command = text[1:].strip()
         if not command:
             return False
-        if self.read_only or self.bridge.harness is None or not hasattr(self.bridge.harness, "shell"):
+        if self.read_only or self.bridge.harness is None or not self.bridge.harness.live():
             self.say("! runs a command in a live session: resume this one first.")
             return True
-        future = self.bridge.call(lambda h: h.shell(command))  # type: ignore[attr-defined]
+        future = self.bridge.call(lambda h: h.shell(command))
         if future is None:
             self.say("No session is open.")
             return True
@@ -193,12 +197,11 @@ class CommandsMixin:
         harness = self.bridge.harness
         if harness is None:
             return
-        session = harness.session
-        cwd = Path(str(getattr(getattr(harness, "agent", None), "config", None).cwd or "."))
-        path = cwd / default_filename(session.id, fmt)
+        cwd = Path(harness.cwd() or ".")
+        path = cwd / default_filename(harness.session_id() or "session", fmt)
         render = to_markdown if fmt == "md" else to_html
         try:
-            path.write_text(render(session.header, list(session.events)), encoding="utf-8")
+            path.write_text(render(harness.header() or {}, harness.events()), encoding="utf-8")
         except OSError as err:
             self._show_output(f"Export failed: {err}", error=True)
             return

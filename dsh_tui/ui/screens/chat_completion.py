@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the completion list's module is imported when it is first shown
+    from dsh_tui.ui.bridge import Bridge
     from dsh_tui.ui.widgets.completion import Candidate
 
 
@@ -16,6 +17,7 @@ class CompletionMixin:
     """Methods of ``ChatScreen`` (see the module docstring)."""
 
     # the ChatScreen attributes these methods use are set in ChatScreen.__init__ / compose
+    bridge: Bridge
 
     def _refresh_completion_once(self) -> None:
         self._completion_pending = False
@@ -66,13 +68,8 @@ class CompletionMixin:
         return out
 
     def _read_skills(self) -> list[tuple[str, str]]:
-        service = getattr(getattr(self.bridge.harness, "agent", None), "skills", None)
-        if service is None:
-            return []
-        try:
-            return [(s.name, " ".join(s.description.split())) for s in service.discover() if s.user_invocable]
-        except Exception:  # noqa: BLE001 - a broken skill folder: complete the commands anyway
-            return []
+        harness = self.bridge.harness
+        return harness.skills() if harness is not None else []
 
     def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
         from dsh_tui.runtime.filerefs import PathIndex, insertion
@@ -80,8 +77,8 @@ class CompletionMixin:
 
         index = self._path_index
         if index is None:
-            agent = getattr(self.bridge.harness, "agent", None)
-            cwd = getattr(getattr(agent, "config", None), "cwd", None)
+            harness = self.bridge.harness
+            cwd = harness.cwd() if harness is not None and harness.live() else None
             if cwd is None:
                 return []
             index = self._path_index = PathIndex(cwd).start()

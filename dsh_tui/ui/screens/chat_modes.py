@@ -6,17 +6,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from dsh_tui.ui.widgets.question import QuestionPanel, QuestionRequest
+from dsh_tui.harness_messages import QuestionAsked, QuestionClosed, QuestionRequest
+from dsh_tui.ui.widgets.question import QuestionPanel
 
 MODE_EVENTS = ("plan/mode", "goal/change", "user/message")
 
 
-def on_notice(chat: Any, kind: str, value: Any) -> None:
-    if kind == "question":
+def on_message(chat: Any, message: QuestionAsked | QuestionClosed) -> None:
+    value = message.request
+    if isinstance(message, QuestionAsked):
         chat.pending_questions.append(value)
         if chat.question.request is None:
             show_next(chat)
-    elif kind == "question-closed":  # the turn was cancelled while it waited
+    else:  # the turn was cancelled while it waited
         if value in chat.pending_questions:
             chat.pending_questions.remove(value)
         if chat.question.request is value:
@@ -99,7 +101,7 @@ def fold_events(chat: Any, events_: list[dict], reset: bool = False) -> None:
 def toggle_plan(chat: Any) -> None:
     """The plan-mode key: enter plan mode, or leave it (dsh's ``/plan`` / ``/plan off``)."""
     harness = chat.bridge.harness
-    if harness is None or getattr(harness, "read_only", False) or not hasattr(harness, "set_plan_mode"):
+    if harness is None or harness.read_only or not harness.live():
         chat.notify("Plan mode needs a live session.", timeout=4, markup=False)
         return
     active = not (chat.mode_fold is not None and chat.mode_fold.plan)

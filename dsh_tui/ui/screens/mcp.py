@@ -93,7 +93,7 @@ class McpScreen(ModalScreen[None]):
 
     def refresh_rows(self) -> None:
         harness = self.bridge.harness
-        if harness is None or not hasattr(harness, "mcp_servers"):
+        if harness is None or not harness.live():
             self._show(None)
             return
         future = self.bridge.call(lambda h: h.mcp_servers())

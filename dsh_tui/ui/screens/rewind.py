@@ -19,6 +19,7 @@ from textual.widgets import OptionList
 from dsh_tui.runtime.approval import PRESETS
 from dsh_tui.runtime.permissions import next_preset
 from dsh_tui.runtime.turns import Prompt, failed_prompt, prompts
+from dsh_tui.ui.bridge import Harness
 from dsh_tui.ui.screens.modals import ChoiceModal
 
 DOUBLE_ESC_S = 0.8  # the second Esc of a rewind comes within this long of the first
@@ -49,12 +50,12 @@ class RewindModal(ChoiceModal):
             options.highlighted = len(self.choices) - 1
 
 
-def live_agent(chat: Any) -> Any:
-    """The chat's live agent, or None (no session yet, or a read-only view)."""
+def live_harness(chat: Any) -> Harness | None:
+    """The chat's live harness, or None (no session yet, or a read-only view)."""
     harness = chat.bridge.harness
-    if harness is None or getattr(harness, "read_only", False):
+    if harness is None or harness.read_only or not harness.live():
         return None
-    return getattr(harness, "agent", None)
+    return harness
 
 
 def escape_when_idle(chat: Any) -> None:
@@ -76,14 +77,14 @@ def escape_when_idle(chat: Any) -> None:
 
 
 def open_rewind(chat: Any) -> None:
-    agent = live_agent(chat)
-    if agent is None:
+    harness = live_harness(chat)
+    if harness is None:
         chat.say("Rewind needs a live session (resume this one first).")
         return
     if chat.running:
         chat.say("A turn is running: Esc cancels it, then Esc Esc rewinds.")
         return
-    events = list(agent.session.events)
+    events = harness.events()  # a copy (the harness's thread-safe read)
     app = chat.app
 
     def scan() -> None:  # a worker thread: a 200k-event log is not read on the UI loop
@@ -180,27 +181,27 @@ def rewind_to(chat: Any, point: Prompt, *, files: bool = False, force: bool = Fa
 
 def retry_failed(chat: Any) -> None:
     """F5: when the last turn failed, send its prompt again as a new turn."""
-    agent = live_agent(chat)
-    prompt = failed_prompt(list(agent.session.events)) if agent is not None and not chat.running else None
+    harness = live_harness(chat)
+    prompt = failed_prompt(harness.events()) if harness is not None and not chat.running else None
     if prompt is None:
-        chat.say("Nothing to retry: the last turn did not fail." if agent is not None and not chat.running
+        chat.say("Nothing to retry: the last turn did not fail." if harness is not None and not chat.running
                  else "Retry needs a live, idle session.")
         return
     chat._send(prompt, "followup")
 
 
 def last_turn_failed(chat: Any) -> bool:
-    agent = live_agent(chat)
-    return agent is not None and failed_prompt(list(agent.session.events)) is not None
+    harness = live_harness(chat)
+    return harness is not None and failed_prompt(harness.events()) is not None
 
 
 def cycle_permission(chat: Any) -> None:
     """F4: read-only → workspace-write → full-access → read-only, logged and obeyed from the next call."""
-    agent = live_agent(chat)
-    if agent is None:
+    harness = live_harness(chat)
+    if harness is None:
         chat.say("The permission mode belongs to a live session.")
         return
-    preset = next_preset(chat.status.preset or agent.config.preset)
+    preset = next_preset(chat.status.preset or harness.preset())
     chat.status.preset = preset  # shown at once; the harness confirms with a notice
     chat.status.redraw()
     chat.bridge.call(lambda h: h.set_preset(preset))

@@ -12,29 +12,20 @@ from typing import Any
 from textual.binding import Binding
 from textual.message import Message
 
-from dsh_tui.ui.bridge import Bridge
+from dsh_tui.ui.bridge import Bridge, HarnessBase
 from dsh_tui.ui.screens.chat import ChatScreen
 
 READ_ONLY = "read-only: the parent session owns this subagent — Esc returns"
 
 
-class ChildHarness:
-    """The bridge's harness for a child session: it shows, it never sends."""
+class ChildHarness(HarnessBase):
+    """The bridge's harness for a child session: it shows, it never sends (``HarnessBase.send`` refuses)."""
 
     read_only = True
     read_only_reason = "This subagent belongs to the parent session: it is read-only here (Esc returns)."
 
     def __init__(self, session: Any) -> None:
         self.session = session
-
-    async def send(self, text: str, mode: str) -> None:  # pragma: no cover - refused by the screen
-        raise RuntimeError(self.read_only_reason)
-
-    async def cancel(self) -> None:
-        return None
-
-    async def close(self) -> None:
-        return None
 
 
 class ChildBridge(Bridge):
@@ -94,7 +85,7 @@ def open_child_screen(chat: ChatScreen, child_id: str, snap: dict[str, Any]) -> 
     """Push ``child_id``'s transcript above ``chat`` (the parent's chat screen)."""
     parent = chat.bridge
     harness = parent.harness
-    session = harness.child_session(child_id) if harness is not None and hasattr(harness, "child_session") else None
+    session = harness.child_session(child_id) if harness is not None else None
     if session is None or parent.loop is None:
         chat.app.notify("That subagent is not open in this app session.", severity="warning", timeout=5)
         return None

@@ -6,16 +6,14 @@ a reason the model receives (**e**: a line to type, Enter sends it, Esc goes bac
 the panel has the focus, and never within ``GRACE_S`` of it taking the focus on its own: a key then (typed
 for the composer, often before the panel was drawn) gives the focus back to the composer, with the key
 (``ApprovalPanel.Yielded``). Enter alone never decides (the buttons do not take it); a click does. ``Decided.outcome`` is
-what the harness's approval answerer returns: ``"allowed-once"``, ``"rejected"``,
-``{"outcome": "allowed-once", "scope": "session"}`` or ``{"outcome": "rejected", "reason": text}``
-(``dsh_tui/ui/harness.py``, ``dsh_tui/runtime/permissions.py``).
+an ``ApprovalOutcome`` (``dsh_tui.harness_messages``): allowed once, allowed for the session, rejected, or
+rejected with a reason; the harness hands its ``wire()`` form to the runtime (``dsh_tui/ui/harness.py``).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from rich.text import Text
 from textual import events
@@ -23,10 +21,9 @@ from textual.containers import Horizontal, Vertical
 from textual.message import Message
 from textual.widgets import Button, Input, Static
 
-from dsh_tui.ui.bridge import ApprovalRequest
+from dsh_tui.harness_messages import ALLOW_ONCE, ALLOW_SESSION, REJECT, ApprovalOutcome, ApprovalRequest
 from dsh_tui.ui.widgets.render import describe_call
 
-SESSION = {"outcome": "allowed-once", "scope": "session"}
 GRACE_S = 0.6  # after the panel takes the focus on its own, keys give it back to the composer (tests set 0)
 HINT_UNFOCUSED = "Tab answers it (keys there: a s r e) · what you type stays in the composer"
 HINT_TRUST_UNFOCUSED = "Tab answers it (keys there: a r) · what you type stays in the composer"
@@ -71,7 +68,7 @@ class ApprovalPanel(Vertical):
     @dataclass
     class Decided(Message):
         request: ApprovalRequest
-        outcome: Any  # str, or a dict (see the module docstring)
+        outcome: ApprovalOutcome
 
     @dataclass
     class Yielded(Message):
@@ -241,11 +238,11 @@ class ApprovalPanel(Vertical):
         actions[event.button.id or "reject"]()
 
     def action_allow(self) -> None:
-        self._decide("allowed-once")
+        self._decide(ALLOW_ONCE)
 
     def action_allow_session(self) -> None:
         if not self.trusting:
-            self._decide(dict(SESSION))
+            self._decide(ALLOW_SESSION)
 
     def action_reject(self) -> None:
         """Reject; while the reason line is open (Esc there): close it and go back to the buttons."""
@@ -253,7 +250,7 @@ class ApprovalPanel(Vertical):
             self._why.display = False
             self._allow.focus()
             return
-        self._decide("rejected")
+        self._decide(REJECT)
 
     def action_reject_with_reason(self) -> None:
         if self.request is None or self.trusting:
@@ -264,9 +261,9 @@ class ApprovalPanel(Vertical):
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
         reason = " ".join(event.value.split())
-        self._decide({"outcome": "rejected", "reason": reason} if reason else "rejected")
+        self._decide(ApprovalOutcome("rejected", reason=reason) if reason else REJECT)
 
-    def _decide(self, outcome: Any) -> None:
+    def _decide(self, outcome: ApprovalOutcome) -> None:
         request, self.request = self.request, None
         if request is None:
             return

@@ -23,19 +23,12 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Static
 
+from dsh_tui.harness_messages import QuestionRequest
+
 GRACE_S = 0.6  # as the approval panel's (tests set 0)
 HINT = "1-9 choose · type below for another answer · Enter sends · Esc dismisses (to reply in the composer)"
 HINT_PLAN = "1 approves · 2, or feedback typed below, keeps planning · Enter sends · Esc dismisses"
 HINT_UNFOCUSED = "A question waits: Tab answers it · what you type stays in the composer"
-
-
-@dataclass
-class QuestionRequest:
-    """What the harness asks the UI (``dsh_tui.ui.bridge.Bridge.ask_question``)."""
-
-    questions: list[dict]
-    call_id: str | None
-    future: Any  # concurrent.futures.Future: resolved with the answer dict, or None when dismissed
 
 
 class QuestionPanel(Vertical, can_focus=True):

@@ -79,7 +79,7 @@ class StatusBar(Widget):
         self.usage: UsageFold | None = None
         self.model_hint = ""
         # the live route (provider, model, effort) the next request uses: shown before the first turn
-        self.route: tuple[str, str, str | None] | None = None
+        self.route: tuple[str | None, str | None, str | None] | None = None
         self.modes: dict[str, str] = {}  # display modes that differ from the default, e.g. "cards hidden"
         self.preset = ""  # the live session's permission mode (F4 cycles it), shown after the model
         self.sandbox = ""  # "sandbox" | "no sandbox" | "" (turned off): the OS sandbox of commands, after the mode

@@ -18,7 +18,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events, on, work
@@ -37,6 +37,9 @@ from dsh_tui.ui.textual_compat import mount_toasts, notifications, run_own_bindi
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
 from .footer import KeysFooter
+
+if TYPE_CHECKING:
+    from dsh_tui.ui.bridge import Harness
 from .lineage import lineage
 
 _NO_WORKSPACE_STATES = (cat.UNREADABLE, cat.INDEXING)  # listed in every scope (workspace unknown yet)
@@ -66,32 +69,27 @@ class FilterInput(Input):
 
 
 
-def _live_harness(app: Any) -> Any:
+def _live_harness(app: Any) -> Harness | None:
     return getattr(getattr(app, "bridge", None), "harness", None)
 
 
 def _live_root(app: Any) -> Path | None:
     """The session root of the app's live harness (``dsh-tui run --root R``, the demo, a resume)."""
-    store = getattr(getattr(_live_harness(app), "writer", None), "store", None)
-    root = getattr(store, "root", None)
-    return Path(root) if root else None
+    harness = _live_harness(app)
+    return harness.store_root() if harness is not None else None
 
 
 def _live_cwd(app: Any) -> str | None:
     """The workspace of the session the app's chat has open (the demo's is not the current directory)."""
-    header = getattr(getattr(_live_harness(app), "session", None), "header", None)
-    cwd = header.get("cwd") if isinstance(header, dict) else None
+    harness = _live_harness(app)
+    cwd = (harness.header() or {}).get("cwd") if harness is not None else None
     return cwd if isinstance(cwd, str) and cwd else None
 
 
 def _live_id(app: Any) -> str | None:
     """The id of the session the app's chat has open (its lock is this process's)."""
-    session = getattr(_live_harness(app), "session", None)
-    try:
-        sid = getattr(session, "id", None)
-    except Exception:  # noqa: BLE001 - a session without a readable header: nothing is "open here"
-        return None
-    return sid if isinstance(sid, str) else None
+    harness = _live_harness(app)
+    return harness.session_id() if harness is not None else None
 
 
 def _configured_route() -> tuple[Any, str, str]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on, work
@@ -44,6 +44,9 @@ from dsh_tui.ui.screens.timeline.inspector import (
 from dsh_tui.ui.screens.timeline.tree import SpanTree, axis_text, expandable, fmt_ms
 from dsh_tui.ui.widgets.input import LightInput
 from dsh_tui.ui.widgets.ledger import Ledger
+
+if TYPE_CHECKING:
+    from dsh_tui.ui.bridge import Harness
 
 LIVE_INTERVAL = 0.1  # seconds between live refreshes (at most)
 CLOCK_INTERVAL = 0.5  # seconds between repaints of a running turn's growing spans
@@ -153,8 +156,8 @@ compaction and subagent children too. Bars share the time axis of their turn.
     def __init__(self, app: Any = None, *, header: dict | None = None, events: list[dict] | None = None,
                  focus_seq: int | None = None) -> None:
         super().__init__()
-        self._session: Any = None  # the chat's live session (followed while it runs)
-        self._harness: Any = getattr(getattr(app, "bridge", None), "harness", None) if app is not None else None
+        self._live: Harness | None = None  # the chat's live harness (its session followed while it runs)
+        self._harness: Harness | None = getattr(getattr(app, "bridge", None), "harness", None) if app is not None else None
         if events is None and app is not None:
             header, events = self._from_chat(app)
         self.header = header or {}
@@ -173,10 +176,10 @@ compaction and subagent children too. Bars share the time axis of their turn.
 
     def _from_chat(self, app: Any) -> tuple[dict | None, list[dict]]:
         """The chat screen's session (when opened from the chat screen through the app hook)."""
-        session = getattr(self._harness, "session", None)
-        if session is not None:
-            self._session = session
-            return session.header, list(session.events)
+        harness = self._harness
+        if harness is not None:
+            self._live = harness
+            return harness.header(), harness.events()
         fold = getattr(getattr(app, "chat", None), "fold", None)
         return (getattr(fold, "header", None), [])
 
@@ -206,7 +209,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
         if tail is not None:
             self._show_fold(tail, final=False)
         self.call_after_refresh(self._fold_all)  # paint first; the whole fold holds the GIL for a while
-        if self._session is not None:
+        if self._live is not None:
             self.set_interval(CLOCK_INTERVAL, self._tick)
 
     def _tick(self) -> None:
@@ -295,15 +298,14 @@ compaction and subagent children too. Bars share the time axis of their turn.
 
     def _attach_children(self) -> None:
         """Subagent children (from the live harness) as nodes under the tool call that started them."""
-        spans = getattr(self._harness, "child_spans", None)
-        if not callable(spans):
+        if self._harness is None:
             return
-        kids = spans()
+        kids = self._harness.child_spans()
         if not kids:
             return
         tools = {n.ref: n for root in self.fold.roots for n in root.walk() if n.kind == "tool"}
         for c in kids:
-            tool = tools.get(c.get("callId"))
+            tool = tools.get(str(c.get("callId") or ""))
             if tool is None:
                 continue
             node = next((k for k in tool.children if k.kind == "subagent" and k.ref == c.get("id")), None)
@@ -504,18 +506,18 @@ compaction and subagent children too. Bars share the time axis of their turn.
     # -- live -----------------------------------------------------------------------------------
     def live_events_ready(self) -> None:
         """The app's wake-up for new session events (the bridge's ``EventsReady``): refresh soon."""
-        if self._session is None or self._live_timer is not None:
+        if self._live is None or self._live_timer is not None:
             return
         self._live_timer = self.set_timer(LIVE_INTERVAL, self._pull_live)
 
     def _pull_live(self) -> None:
         self._live_timer = None
-        session = self._session
-        if session is None:
+        live = self._live
+        if live is None:
             return
         n = len(self.events)
         try:
-            new = list(session.events[n:])
+            new = live.events(n)
         except Exception:  # noqa: BLE001 - a session replaced under us (a resume): nothing to follow
             return
         if not new:
@@ -665,7 +667,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
         self.notify(self.last_copy, timeout=6)
 
     def _provider(self) -> Any:
-        return getattr(getattr(self._harness, "agent", None), "provider", None)
+        return self._harness.provider() if self._harness is not None else None
 
     def _wire_body(self, ctx: dict) -> dict:
         provider = self._provider()
