@@ -79,7 +79,7 @@ class SessionOpening:
         import threading
 
         from dsh_tui.store import catalog
-        from dsh_tui.ui.screens.chat import TAIL_EVENTS
+        from dsh_tui.ui.screens.chat_stream import TAIL_EVENTS
 
         painted = threading.Event()
         tail = None

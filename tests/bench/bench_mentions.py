@@ -59,7 +59,7 @@ async def bench(files: int, root: Path) -> dict:
         composer = chat.composer
         key_at = [0.0]
         shown_at: list[float] = []
-        on_key, refresh = type(composer)._on_key, chat._refresh_completion
+        on_key, refresh = type(composer)._on_key, chat.completer.refresh
 
         async def timed_key(self, event):  # when the key reaches the composer
             key_at[0] = time.perf_counter()
@@ -70,7 +70,7 @@ async def bench(files: int, root: Path) -> dict:
             shown_at.append(time.perf_counter())
 
         type(composer)._on_key = timed_key
-        chat._refresh_completion = timed_refresh
+        chat.completer.refresh = timed_refresh
         for key in "@file_07":
             shown_at.clear()
             await pilot.press(key)
@@ -80,7 +80,7 @@ async def bench(files: int, root: Path) -> dict:
             out["keys"].append((key, (shown_at[0] - key_at[0]) * 1000 if shown_at else float("nan"),
                                 len(chat.completion.candidates)))
         type(composer)._on_key = on_key
-        index = app.chat._path_index
+        index = app.chat.completer.path_index
         t0 = time.perf_counter()
         while not index.done.is_set():
             await pilot.pause(0.01)

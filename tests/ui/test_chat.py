@@ -251,18 +251,18 @@ async def test_rarely_shown_widgets_are_mounted_on_first_use_in_their_place(tmp_
                     ("transcript", "plan", "queue", "approval", "composer", "status")]
 
         assert ids() == ["transcript", "composer", "status"]
-        chat._show_plan(PlanState([]))  # an empty plan mounts nothing
+        chat.show_plan(PlanState([]))  # an empty plan mounts nothing
         assert ids() == ["transcript", "composer", "status"]
-        chat._ensure_mounted(chat.approval)
+        chat.ensure_mounted(chat.approval)
         chat.queue.append("later")
-        chat._show_queue()
-        chat._show_plan(PlanState([{"content": "step one", "status": "in_progress"}]))
+        chat.steering.show_queue()
+        chat.show_plan(PlanState([{"content": "step one", "status": "in_progress"}]))
         await pilot.pause()
         assert ids() == ["transcript", "plan", "queue", "approval", "composer", "status"]
         # painted once the layout has settled (one pause was not always enough in a full parallel run)
         await wait_for(pilot, lambda: "Plan: 0 completed · 1 in progress · 0 pending  ▶ step one" in screen_text(app))
         assert "⏳ later" in screen_text(app)
-        chat._ensure_mounted(chat.plan_strip)  # mounted once
+        chat.ensure_mounted(chat.plan_strip)  # mounted once
         assert ids().count("plan") == 1
 
 

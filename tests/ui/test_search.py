@@ -106,7 +106,7 @@ async def test_search_counts_follow_a_live_session(tmp_path):
         await pilot.pause(0.2)
         assert app.chat.search_bar.counts == (1, 1)
         app.chat.composer.value = "second"
-        app.chat._submit_composer()
+        app.chat.sending.submit()
         await wait_for(pilot, lambda: _footers(app) == 2)
         await pilot.pause(0.2)
         assert app.chat.search_bar.counts[1] == 3 and "of 3" in screen_text(app)

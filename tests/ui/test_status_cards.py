@@ -94,7 +94,7 @@ async def test_status_bar_at_80_columns_keeps_model_and_cost(tmp_path):
         await submit(pilot, "second")
         await wait_for(pilot, lambda: app.chat.running)
         app.chat.queue.append("later")
-        app.chat._show_queue()
+        app.chat.steering.show_queue()
         await pilot.pause(0.2)
         line = _status_line(app)
         assert len(line.rstrip()) <= 80

@@ -333,7 +333,7 @@ async def test_a_flush_due_while_a_keystroke_waits_for_its_paint_comes_right_aft
         # held back once only: a second keystroke mark does not delay the flush that was held back
         await wait_for(pilot, lambda: len(app.bridge._events) > 0)
         composer._typed()
-        chat._echo_deferred = True
+        chat.pump.echo_deferred = True
         flushes = chat.flushes
         chat.flush()
         assert chat.flushes == flushes + 1

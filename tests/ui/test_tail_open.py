@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import dsh_tui.ui.screens.chat as chat_mod
+import dsh_tui.ui.screens.chat_stream as chat_mod
 from dsh_tui.session.transcript import TranscriptFold
 from dsh_tui.store.catalog import SessionRow
 from dsh_tui.store.open import open_store
@@ -99,13 +99,13 @@ async def test_open_session_paints_the_tail_then_folds_the_full_log_in(tmp_path,
     full = open_store(tmp_path, backend="jsonl", compression=compression).inspect(SID)
     app = _app()
     seen: list[tuple[int, bool]] = []
-    attach = chat_mod.ChatScreen._attach_session
+    attach = chat_mod.StreamPump.attach_session
 
     def recording(self, event):  # what the first attach showed, as it happened (a poll can come too late)
         attach(self, event)
-        seen.append((len(event.get("events") or []), self.loading_head))
+        seen.append((len(event.get("events") or []), self.chat.loading_head))
 
-    monkeypatch.setattr(chat_mod.ChatScreen, "_attach_session", recording)
+    monkeypatch.setattr(chat_mod.StreamPump, "attach_session", recording)
     async with app.run_test(size=(100, 30)) as pilot:
         app.open_session(_row(path, tmp_path))
         await wait_for(pilot, lambda: app.chat is not None and app.chat.attached)

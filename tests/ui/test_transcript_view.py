@@ -20,7 +20,7 @@ def _replay_app(header, events) -> DshApp:
 
 
 async def test_long_session_mounts_only_the_tail_and_loads_earlier(monkeypatch):
-    import dsh_tui.ui.screens.chat as chat_mod
+    import dsh_tui.ui.screens.chat_stream as chat_mod
 
     monkeypatch.setattr(chat_mod, "TAIL_EVENTS", 3_000)  # small enough to exercise the background head fold
     header, events = long_session(400, chunks_per_step=20)
@@ -73,7 +73,7 @@ async def test_fixture_replay_is_read_only_and_matches_the_cold_fold():
 
 
 async def test_jump_requested_before_the_session_is_folded_happens_after(monkeypatch):
-    import dsh_tui.ui.screens.chat as chat_mod
+    import dsh_tui.ui.screens.chat_stream as chat_mod
 
     monkeypatch.setattr(chat_mod, "TAIL_EVENTS", 2_000)
     header, events = long_session(200, chunks_per_step=10)

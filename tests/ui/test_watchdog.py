@@ -7,7 +7,7 @@ from __future__ import annotations
 from dsh_tui.harness_messages import StatusChanged
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import Delay
-from dsh_tui.ui.screens import chat as chat_module
+from dsh_tui.ui.screens import chat_stream as chat_module
 from tests.ui.conftest import scripted_app, submit, wait_for
 
 
@@ -47,9 +47,9 @@ async def test_the_watchdog_drains_when_the_flush_timer_was_lost(tmp_path, monke
         await submit(pilot, "two")  # queued
         chat = app.chat
         await pilot.pause(0.05)
-        if hasattr(chat._flush_timer, "stop"):
-            chat._flush_timer.stop()
-        chat._flush_timer = "after-echo"  # a flush said to be due whose callback never comes: nothing drains
+        if hasattr(chat.pump.flush_timer, "stop"):
+            chat.pump.flush_timer.stop()
+        chat.pump.flush_timer = "after-echo"  # a flush said to be due whose callback never comes: nothing drains
         await wait_for(pilot, lambda: _users(app) == ["one", "two"])
         await wait_for(pilot, lambda: not chat.running and not chat.queue)
         assert any(i.kind == "footer" for i in chat.fold.items)

@@ -1,7 +1,8 @@
 """Slash commands in the chat: run on the harness thread, their output above the composer, actions (new,
 fork, export, MCP panel) carried out here.
 
-``CommandsMixin`` is part of ``ChatScreen`` (``chat.py``); its message handlers stay there.
+``CommandRunner`` is the chat screen's controller for them (``chat.commands``); the screen's handlers of
+``CommandFinished`` / ``ShellFinished`` (posted from the harness thread) hand the results back to it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 if TYPE_CHECKING:
-    from dsh_tui.ui.bridge import Bridge
+    from dsh_tui.ui.screens.chat import ChatScreen
 
 # the built-in command names: a read-only view says that they need a live session
 _KNOWN_COMMANDS = {"compact", "model", "permission", "title", "new", "fork", "export", "skills", "plugins", "mcp",
@@ -60,36 +61,36 @@ class ShellFinished(Message):
         self.result = result
 
 
-class CommandsMixin:
-    """Methods of ``ChatScreen`` (see the module docstring)."""
+class CommandRunner:
+    """Slash commands and ``!commands`` of one chat screen (see the module docstring)."""
 
-    # the ChatScreen attributes these methods use are set in ChatScreen.__init__ / compose
-    bridge: Bridge
+    def __init__(self, chat: ChatScreen) -> None:
+        self.chat = chat
 
     # -- slash commands ----------------------------------------------------------------------------
-    def _commands(self) -> Any:
+    def registry(self) -> Any:
         """The live session's command registry (None: no session, or a read-only view)."""
-        harness = self.bridge.harness
+        harness = self.chat.bridge.harness
         return harness.commands() if harness is not None else None
 
-    def _run_command(self, text: str) -> bool:
+    def run_command(self, text: str) -> bool:
         """Run ``text`` if it starts with a registered ``/command`` (True: it did, or it was refused and said
         why); False: the text is a prompt."""
-        commands = self._commands()
+        commands = self.registry()
         if commands is None or commands.match(text) is None:
-            if self.read_only and text.split(maxsplit=1)[0][1:] in _KNOWN_COMMANDS:
-                self.say("Commands need a live session: resume this one first (Enter on a prompt, or r in the "
+            if self.chat.read_only and text.split(maxsplit=1)[0][1:] in _KNOWN_COMMANDS:
+                self.chat.say("Commands need a live session: resume this one first (Enter on a prompt, or r in the "
                          "browser).")
                 return True
             return self._refuse_unknown(text, commands)
-        future = self.bridge.call(lambda h: h.run_command(text))
+        future = self.chat.bridge.call(lambda h: h.run_command(text))
         if future is None:
-            self.say("No session is open.")
+            self.chat.say("No session is open.")
             return True
-        self.composer.value = ""
-        self.say("")
-        self._show_output(f"{text.split(maxsplit=1)[0]} …", error=False)
-        screen = self
+        self.chat.composer.value = ""
+        self.chat.say("")
+        self.show_output(f"{text.split(maxsplit=1)[0]} …", error=False)
+        screen = self.chat
 
         def done(fut: Any) -> None:  # on the harness thread: must not wait for the UI (post, never call)
             try:
@@ -101,23 +102,23 @@ class CommandsMixin:
         future.add_done_callback(done)
         return True
 
-    def _run_shell(self, text: str) -> bool:
+    def run_shell(self, text: str) -> bool:
         """``!command``: run it as the user and show its output above the composer; the model gets both with
         the next prompt (``dsh_tui.runtime.shellmode``). True: handled (run, or refused with the reason)."""
         command = text[1:].strip()
         if not command:
             return False
-        if self.read_only or self.bridge.harness is None or not self.bridge.harness.live():
-            self.say("! runs a command in a live session: resume this one first.")
+        if self.chat.read_only or self.chat.bridge.harness is None or not self.chat.bridge.harness.live():
+            self.chat.say("! runs a command in a live session: resume this one first.")
             return True
-        future = self.bridge.call(lambda h: h.shell(command))
+        future = self.chat.bridge.call(lambda h: h.shell(command))
         if future is None:
-            self.say("No session is open.")
+            self.chat.say("No session is open.")
             return True
-        self.composer.value = ""
-        self.say("")
-        self._show_output(f"$ {command} …", error=False)
-        screen = self
+        self.chat.composer.value = ""
+        self.chat.say("")
+        self.show_output(f"$ {command} …", error=False)
+        screen = self.chat
 
         def done(fut: Any) -> None:  # on the harness thread: post, never call
             try:
@@ -129,11 +130,11 @@ class CommandsMixin:
         future.add_done_callback(done)
         return True
 
-    def _shell_done(self, command: str, result: Any) -> None:
+    def shell_done(self, command: str, result: Any) -> None:
         if result is None or isinstance(result, BaseException):
-            self._show_output(f"$ {command} failed: {result or 'see the notice'}", error=True)
+            self.show_output(f"$ {command} failed: {result or 'see the notice'}", error=True)
             return
-        self._show_output(result.display() + "\n(the model gets this with your next message)",
+        self.show_output(result.display() + "\n(the model gets this with your next message)",
                           error=bool(result.exit_code) or result.timed_out)
 
     def _refuse_unknown(self, text: str, commands: Any) -> bool:
@@ -146,55 +147,56 @@ class CommandsMixin:
         parsed = parse(text)
         if parsed is None or commands is None:
             return False
-        skills = [name for name, _help in self._read_skills()]
+        skills = [name for name, _help in self.chat.completer.read_skills()]
         if parsed[0] in skills:
             return False
         names = [c.name for c in commands.sorted()] + skills
         near = difflib.get_close_matches(parsed[0], names, n=2, cutoff=0.6)
         hint = f" Did you mean {' or '.join('/' + n for n in near)}?" if near else " /help lists the commands."
-        self._show_output(f"Unknown command /{parsed[0]}.{hint} (Not sent: start the line with a space to send "
+        self.show_output(f"Unknown command /{parsed[0]}.{hint} (Not sent: start the line with a space to send "
                           "it as text.)", error=True)
         return True
 
-    def _show_output(self, text: str, *, error: bool) -> None:
+    def show_output(self, text: str, *, error: bool) -> None:
         """A command's output, above the composer (UI text: never sent to the model). Esc or the next
         send hides it."""
-        self._ensure_mounted(self.command_output)
-        self.command_output.update(text)
-        self.command_output.set_class(error, "-error")
-        self.command_output.display = bool(text)
+        self.chat.ensure_mounted(self.chat.command_output)
+        self.chat.command_output.update(text)
+        self.chat.command_output.set_class(error, "-error")
+        self.chat.command_output.display = bool(text)
 
-    def _command_done(self, text: str, result: Any) -> None:
+    def command_done(self, text: str, result: Any) -> None:
         if result is None or isinstance(result, BaseException):
-            self._show_output(f"{text.split(maxsplit=1)[0]} failed: {result or 'see the notice'}", error=True)
+            self.show_output(f"{text.split(maxsplit=1)[0]} failed: {result or 'see the notice'}", error=True)
             return
         action = result.action or {}
         kind = action.get("kind")
-        if kind == "mcp" and hasattr(self.app, "action_mcp"):  # the panel shows the servers live
-            self._show_output("", error=False)
-            self.app.action_mcp()
+        if kind == "mcp" and hasattr(self.chat.app, "action_mcp"):  # the panel shows the servers live
+            self.show_output("", error=False)
+            self.chat.app.action_mcp()
             return
-        self._show_output(result.text, error=result.kind == "error")
+        self.show_output(result.text, error=result.kind == "error")
         if kind == "undo":
             from dsh_tui.ui.screens.undo import confirm_undo
 
-            confirm_undo(self, result.text, action)
+            confirm_undo(self.chat, result.text, action)
         elif kind == "export":
             self._export(action.get("format", "md"))
-        elif kind in ("new", "fork") and hasattr(self.app, "open_from_command"):
-            self._open_from_command(self.bridge.harness, action)
+        elif kind in ("new", "fork") and hasattr(self.chat.app, "open_from_command"):
+            self._open_from_command(self.chat.bridge.harness, action)
 
     def _open_from_command(self, harness: Any, action: dict[str, Any]) -> None:
-        problem = self.app.open_from_command(harness, action)
+        app: Any = self.chat.app  # the DshApp
+        problem = app.open_from_command(harness, action)
         if problem:
-            self._show_output(problem, error=True)
+            self.show_output(problem, error=True)
 
     def _export(self, fmt: str) -> None:
         from pathlib import Path
 
         from dsh_tui.export import default_filename, to_html, to_markdown
 
-        harness = self.bridge.harness
+        harness = self.chat.bridge.harness
         if harness is None:
             return
         cwd = Path(harness.cwd() or ".")
@@ -203,6 +205,6 @@ class CommandsMixin:
         try:
             path.write_text(render(harness.header() or {}, harness.events()), encoding="utf-8")
         except OSError as err:
-            self._show_output(f"Export failed: {err}", error=True)
+            self.show_output(f"Export failed: {err}", error=True)
             return
-        self._show_output(f"Exported to {path}", error=False)
+        self.show_output(f"Exported to {path}", error=False)

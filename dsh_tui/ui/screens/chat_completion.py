@@ -1,7 +1,8 @@
 """The chat composer's completion: slash commands (and skills) at column 0, ``@`` paths in the workspace.
 
-``CompletionMixin`` is part of ``ChatScreen`` (``chat.py``); its message handlers stay there (Textual
-registers ``@on`` handlers on the screen class itself).
+``Completer`` is the chat screen's controller for it (``chat.completer``); the screen's handlers of the
+composer's ``Changed`` / ``SelectionChanged`` call ``refresh_soon`` (Textual registers ``@on`` handlers on the
+screen class itself), and the composer asks ``key`` first for Up/Down/Enter/Tab/Esc while the list shows.
 """
 
 from __future__ import annotations
@@ -9,24 +10,39 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the completion list's module is imported when it is first shown
-    from dsh_tui.ui.bridge import Bridge
+    from dsh_tui.ui.screens.chat import ChatScreen
     from dsh_tui.ui.widgets.completion import Candidate
 
 
-class CompletionMixin:
-    """Methods of ``ChatScreen`` (see the module docstring)."""
+class Completer:
+    """The completion list of one chat screen's composer (see the module docstring)."""
 
-    # the ChatScreen attributes these methods use are set in ChatScreen.__init__ / compose
-    bridge: Bridge
+    def __init__(self, chat: ChatScreen) -> None:
+        self.chat = chat
+        self.path_index: Any = None  # dsh_tui.runtime.filerefs.PathIndex of the cwd, built on the first @
+        self._index_timer: Any = None
+        self._pending = False
+        self._skill_names: list[tuple[str, str]] | None = None  # user-invocable skills, read when / opens
 
-    def _refresh_completion_once(self) -> None:
-        self._completion_pending = False
-        self._refresh_completion()
+    def refresh_soon(self) -> None:
+        # a keystroke posts both Changed and SelectionChanged: one refresh after both
+        if not self._pending:
+            self._pending = True
+            self.chat.call_later(self._refresh_once)
 
-    def _refresh_completion(self) -> None:
-        composer = self.composer
-        if self.read_only or composer.recalled or composer.selection.start != composer.selection.end:
-            self._hide_completion()
+    def _refresh_once(self) -> None:
+        self._pending = False
+        self.refresh()
+
+    def hide(self) -> None:
+        if self.chat.built("completion") is not None:
+            self.chat.completion.hide()
+
+    def refresh(self) -> None:
+        chat = self.chat
+        composer = chat.composer
+        if chat.read_only or composer.recalled or composer.selection.start != composer.selection.end:
+            self.hide()
             return
         row, col = composer.cursor_location
         line = composer.document.get_line(row)
@@ -43,15 +59,15 @@ class CompletionMixin:
                 kind = "path"
                 candidates = self._path_candidates(row, line, mention)
         if not candidates:
-            self._hide_completion()
+            self.hide()
             return
-        self._ensure_mounted(self.completion)
-        self.completion.show(kind, candidates)
+        chat.ensure_mounted(chat.completion)
+        chat.completion.show(kind, candidates)
 
     def _command_candidates(self, line: str, col: int) -> list[Candidate]:
         from dsh_tui.ui.widgets.completion import Candidate
 
-        commands = self._commands()
+        commands = self.chat.commands.registry()
         if commands is None:
             return []
         end = col
@@ -61,29 +77,29 @@ class CompletionMixin:
         out = [Candidate(f"/{c.name}", c.help, f"/{c.name} ", 0, 0, end) for c in commands.sorted()
                if c.name.startswith(query)]
         if self._skill_names is None or col == 1:
-            self._skill_names = self._read_skills()
+            self._skill_names = self.read_skills()
         taken = {c.name for c in commands.sorted()}
         out += [Candidate(f"/{name}", f"skill: {help_}", f"/{name} ", 0, 0, end) for name, help_ in self._skill_names
                 if name.startswith(query) and name not in taken]
         return out
 
-    def _read_skills(self) -> list[tuple[str, str]]:
-        harness = self.bridge.harness
+    def read_skills(self) -> list[tuple[str, str]]:
+        harness = self.chat.bridge.harness
         return harness.skills() if harness is not None else []
 
     def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
         from dsh_tui.runtime.filerefs import PathIndex, insertion
         from dsh_tui.ui.widgets.completion import Candidate
 
-        index = self._path_index
+        index = self.path_index
         if index is None:
-            harness = self.bridge.harness
+            harness = self.chat.bridge.harness
             cwd = harness.cwd() if harness is not None and harness.live() else None
             if cwd is None:
                 return []
-            index = self._path_index = PathIndex(cwd).start()
+            index = self.path_index = PathIndex(cwd).start()
         if not index.done.is_set() and self._index_timer is None:
-            self._index_timer = self.set_interval(0.1, self._index_progress)
+            self._index_timer = self.chat.set_interval(0.1, self._index_progress)
         end = mention.end
         while end < len(line) and not line[end].isspace() and not mention.quoted:
             end += 1
@@ -98,15 +114,16 @@ class CompletionMixin:
 
     def _index_progress(self) -> None:
         """While the index builds: the list shown grows with it (a query with no match yet may find one)."""
-        index = self._path_index
+        index = self.path_index
         if (index is None or index.done.is_set()) and self._index_timer is not None:
             self._index_timer.stop()
             self._index_timer = None
-        if self.composer.has_focus and not self.read_only:
-            self._refresh_completion()
+        if self.chat.composer.has_focus and not self.chat.read_only:
+            self.refresh()
 
-    def _completion_key(self, key: str) -> bool:
-        completion = self.completion
+    def key(self, key: str) -> bool:
+        """A key the composer offers the list first: True when the list took it."""
+        completion = self.chat.completion
         if not completion.shown:
             return False
         if key == "escape":
@@ -119,7 +136,7 @@ class CompletionMixin:
         if chosen is None:
             return False
         if key == "enter":
-            line = self.composer.document.get_line(chosen.row)
+            line = self.chat.composer.document.get_line(chosen.row)
             if line[chosen.start:chosen.end] == chosen.insert.rstrip():
                 completion.hide()
                 return False  # the token is complete: Enter sends (or runs the command)
@@ -127,7 +144,7 @@ class CompletionMixin:
         return True
 
     def _accept(self, chosen: Candidate) -> None:
-        composer = self.composer
+        composer = self.chat.composer
         line = composer.document.get_line(chosen.row)
         insert = chosen.insert
         if insert.endswith(" ") and line[chosen.end:chosen.end + 1].isspace():
@@ -136,4 +153,4 @@ class CompletionMixin:
                                   maintain_selection_offset=False)
         composer.move_cursor(result.end_location)
         if not chosen.reopen:
-            self._hide_completion()
+            self.hide()

@@ -64,7 +64,7 @@ class SubagentScreen(ChatScreen):
         self.composer.placeholder = f"subagent “{label}” — {READ_ONLY}"
         self.sub_title = f"subagent {self.snap.get('id', '')}"
         if self.snap.get("status") == "running":  # opened mid-turn: the bar shows it running until turn/end
-            self._set_running(True)
+            self.set_running(True)
             self.status.set_phase("responding" if "responding" in (self.snap.get("phase") or "") else "waiting")
 
     def on_child_events(self, _message: ChildEvents) -> None:

@@ -69,12 +69,12 @@ def confirm_undo(chat: Any, text: str, action: dict[str, Any]) -> None:
 
     def chosen(choice: Any) -> None:
         if choice is None:
-            chat._show_output("Undo cancelled: no file was changed.", error=False)
+            chat.commands.show_output("Undo cancelled: no file was changed.", error=False)
             return
         force = choice == "force"
         future = chat.bridge.call(lambda h: h.undo_files(turn, force))
         if future is None:
-            chat._show_output("No session is open.", error=True)
+            chat.commands.show_output("No session is open.", error=True)
             return
 
         async def wait() -> None:
@@ -82,9 +82,9 @@ def confirm_undo(chat: Any, text: str, action: dict[str, Any]) -> None:
                 said = await asyncio.wrap_future(future)
             except Exception as err:  # noqa: BLE001 - the bridge reported it as a notice too
                 said = None
-                chat._show_output(f"Undo failed: {err}", error=True)
+                chat.commands.show_output(f"Undo failed: {err}", error=True)
                 return
-            chat._show_output(said or "Undo failed (see the notice).", error=not said)
+            chat.commands.show_output(said or "Undo failed (see the notice).", error=not said)
 
         chat.run_worker(wait(), group="undo", exclusive=True, description="undo")
 
