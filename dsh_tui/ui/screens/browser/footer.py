@@ -1,8 +1,8 @@
-"""The browser's keys line (:class:`KeysFooter`)."""
+"""The browser's keys line (:class:`KeysFooter`) and which keys it shows where (:func:`browser_keys`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.cells import cell_len
 from rich.text import Text
@@ -10,6 +10,10 @@ from textual import events
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widget import Widget
+from textual.widgets import Input
+
+if TYPE_CHECKING:
+    from .screen import BrowserScreen
 
 
 class KeysFooter(Widget):
@@ -161,3 +165,43 @@ class KeysFooter(Widget):
             self.app.simulate_key(binding.key)
         else:
             self.app.bell()
+
+
+def browser_keys(screen: BrowserScreen) -> list[tuple[str, str, int]]:
+    """The keys the footer shows for where the focus is: (action, description, priority: 0 is
+    kept longest when the width is short). Only keys that act here."""
+    in_list = screen.focused is screen.list
+    text = screen.query_one("#filter", Input).value
+    back = screen._chat_below() is not None
+    if screen.trash_mode:
+        restore, leave = ("Unarchive", "Leave archive") if screen.actions.in_archive() else ("Restore", "Leave trash")
+        items = [("select", restore, 1), ("escape", leave, 1)] if in_list else [
+            ("focus_list", "List", 1), ("escape", leave, 1)]
+        if in_list:
+            items += [("timeline", "Timeline", 3), ("export", "Export", 4)]
+        return items + [("help", "Help", 0), ("quit", "Quit", 7)]
+    if text:
+        escape = ("escape", "Clear", 2)
+    elif screen.search_mode:
+        escape = ("escape", "Filter", 3)
+    elif back:
+        escape = ("escape", "Back", 1)
+    else:
+        escape = None
+    scope = "This workspace" if screen.scope_all else "All workspaces"
+    if in_list:
+        current = screen.list.current
+        items = [("select", "Open", 1), ("resume", "Resume", 1), ("fork", "Fork", 2), ("new_session", "New", 2),
+                 ("rename", "Rename", 3), ("delete", "Delete", 3), ("export", "Export", 4),
+                 ("timeline", "Timeline", 4), ("focus_filter", "Filter", 3)]
+        if current is not None and current.row.id and any(
+                r.is_subagent and r.parent == current.row.id for r in screen.rows):
+            items.append(("children", "Subagents", 5))
+        items += [("toggle_scope", scope, 6), ("trash", "Trash", 6)]
+    else:
+        items = [("focus_list", "List", 1), ("toggle_scope", scope, 3),
+                 ("toggle_search", "Filter" if screen.search_mode else "Search content", 2),
+                 ("new_session", "New session", 2), ("trash", "Trash", 6)]
+    if escape is not None:
+        items.append(escape)
+    return items + [("help", "Help", 0), ("quit", "Quit", 7)]

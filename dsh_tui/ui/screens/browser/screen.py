@@ -5,9 +5,10 @@ thread worker with its own SQLite connection while the list is already on screen
 Content search runs in a worker too; a hit opens the session at the matching event.
 
 Over 500 lines for a reason: :class:`BrowserScreen` is one screen whose handlers (loading, the list,
-filter and search, open, fork, archive/trash) all read and write the same state (rows, scope, filter,
-selection, expanded parents). What is not that state lives beside it: the keys line (:mod:`.footer`),
-the lineage (:mod:`.lineage`) and the dialogs (:mod:`dsh_tui.ui.screens.modals`).
+filter and search, open) all read and write the same state (rows, scope, filter, selection, expanded
+parents). What is not that state lives beside it: the row actions (:mod:`.actions`, one
+``SessionActions``), the keys line (:mod:`.footer`), the lineage (:mod:`.lineage`) and the dialogs
+(:mod:`dsh_tui.ui.screens.modals`).
 """
 
 from __future__ import annotations
@@ -18,13 +19,12 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from rich.text import Text
 from textual import events, on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.geometry import Size
 from textual.reactive import Reactive
 from textual.screen import Screen
@@ -32,23 +32,18 @@ from textual.widgets import Input, Static
 
 from dsh_tui.store import catalog as cat
 from dsh_tui.store.catalog import Catalog, SearchHit, SessionRow
-from dsh_tui.ui.screens.modals import ChoiceModal, ConfirmModal, TextModal
 from dsh_tui.ui.textual_compat import mount_toasts, notifications, run_own_binding
 from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 
-from .footer import KeysFooter
-
-if TYPE_CHECKING:
-    from dsh_tui.ui.bridge import Harness
+from .actions import SessionActions, live_cwd, live_id, live_root
+from .commands import BrowserCommands
+from .footer import KeysFooter, browser_keys
 from .lineage import lineage
+from .texts import empty_text, progress_label, scope_label
 
 _NO_WORKSPACE_STATES = (cat.UNREADABLE, cat.INDEXING)  # listed in every scope (workspace unknown yet)
 # per app: what the browser keeps between openings (scope, where the focus was, the selected session)
 _MEMORY: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
 
 
@@ -69,63 +64,11 @@ class FilterInput(Input):
 
 
 
-def _live_harness(app: Any) -> Harness | None:
-    return getattr(getattr(app, "bridge", None), "harness", None)
-
-
-def _live_root(app: Any) -> Path | None:
-    """The session root of the app's live harness (``dsh-tui run --root R``, the demo, a resume)."""
-    harness = _live_harness(app)
-    return harness.store_root() if harness is not None else None
-
-
-def _live_cwd(app: Any) -> str | None:
-    """The workspace of the session the app's chat has open (the demo's is not the current directory)."""
-    harness = _live_harness(app)
-    cwd = (harness.header() or {}).get("cwd") if harness is not None else None
-    return cwd if isinstance(cwd, str) and cwd else None
-
-
-def _live_id(app: Any) -> str | None:
-    """The id of the session the app's chat has open (its lock is this process's)."""
-    harness = _live_harness(app)
-    return harness.session_id() if harness is not None else None
-
-
 def _configured_route() -> tuple[Any, str, str]:
     """(provider, model, hint) from the settings, as ``dsh-tui run`` uses them."""
     from dsh_tui.llm.route import model_route
 
     return model_route()
-
-
-class BrowserCommands(Provider):
-    """The browser's own entries in the command palette (with the app's)."""
-
-    def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
-        screen = self.screen
-        if not isinstance(screen, BrowserScreen):
-            return []
-        out = []
-        if screen._chat_below() is not None:
-            out.append(("Back to chat", "Return to the session open in the chat", screen.action_back))
-        out += [("New session", "Start a new session in this workspace", screen.action_new_session),
-                ("Trash", "Show the trashed sessions (Enter restores)", screen.action_trash),
-                ("Archive", "Show the archived sessions (Enter unarchives)", screen.action_archived),
-                ("Toggle scope", "This workspace / all workspaces", screen.action_toggle_scope),
-                ("Search content", "Full-text search of messages and tool output", screen.action_toggle_search)]
-        return out
-
-    async def discover(self) -> Hits:
-        for name, help_text, callback in self._commands():
-            yield DiscoveryHit(name, callback, help=help_text)
-
-    async def search(self, query: str) -> Hits:
-        matcher = self.matcher(query)
-        for name, help_text, callback in self._commands():
-            score = matcher.match(name)
-            if score > 0:
-                yield Hit(score, matcher.highlight(name), callback, help=help_text)
 
 
 class BrowserScreen(Screen):
@@ -185,12 +128,12 @@ restore first) · **A** archived sessions (**Enter** unarchives).
             extra = list(roots)
         else:  # every root the app knows: the ones it was started with and the live session's
             extra = list(getattr(app, "session_roots", None) or [])
-            live_root = _live_root(app)
-            if live_root is not None:
-                extra.append(live_root)
+            root = live_root(app)
+            if root is not None:
+                extra.append(root)
         self.catalog = Catalog(cat.resolve_roots(extra), db_path)
         self.new_root = Path(extra[0]) if extra else None  # where Ctrl+N starts a session (else the default)
-        self.cwd = cwd or _live_cwd(app) or os.getcwd()  # "this workspace": the chat's, else the current
+        self.cwd = cwd or live_cwd(app) or os.getcwd()  # "this workspace": the chat's, else the current
         self._cwds = cat.workspace_names(self.cwd)
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.index_in_background = index_in_background
@@ -218,6 +161,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self._focusing_list = False  # ↓ in the filter asked the list for the focus; not moved yet
         self._told_slash = False
         self._auto_scope = False
+        self.actions = SessionActions(self)  # the row actions (r f n e a d t c, Enter in a bucket)
 
     # -- layout -------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -234,7 +178,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self.scope_all = bool(memory.get("scope_all", False))
         self._select_path = memory.get("path")
         self._auto_scope = "scope_all" not in memory  # first open: no session here -> all workspaces
-        self.list.live_id = _live_id(self.app)
+        self.list.live_id = live_id(self.app)
         if memory.get("focus") == "list":
             self.list.focus()
         else:
@@ -268,7 +212,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self._remember()
 
     def on_screen_resume(self) -> None:
-        self.list.live_id = _live_id(self.app)
+        self.list.live_id = live_id(self.app)
         self.list.invalidate()
 
     def _remember(self) -> None:
@@ -323,7 +267,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         # lineage and lock states are recomputed on the UI thread, so no paint sees them half-done
         self.catalog.post_process(rows)
         self.indexing = None
-        self._rebuild(keep_cursor=True)
+        self.rebuild(keep_cursor=True)
 
     def _set_rows(self, rows: list[SessionRow], revalidated: bool = False) -> None:
         self._scanned = self._scanned or revalidated
@@ -334,7 +278,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
             self._auto_scope = False
             if not self.scope_all and not self._scoped(rows, False) and self._scoped(rows, True):
                 self.scope_all = True  # nothing in this workspace: show the sessions there are
-        self._rebuild(keep_cursor=revalidated)
+        self.rebuild(keep_cursor=revalidated)
         if self._select_path is not None:  # the session selected when the browser was last left: on the
             for i, e in enumerate(self.list.entries):  # first rows only (never under a moving cursor)
                 if e.row.path == self._select_path and e.hit_seq is None:
@@ -345,7 +289,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
 
     def _progress(self, done: int | None, total: int | None) -> None:
         self.indexing = (done, total) if done is not None else None
-        self._rebuild(keep_cursor=True)
+        self.rebuild(keep_cursor=True)
 
     def action_refresh(self) -> None:
         self._scan()
@@ -365,7 +309,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self._scope_cache[key] = out
         return out
 
-    def _rebuild(self, keep_cursor: bool = False, *, rows_changed: bool = True) -> None:
+    def rebuild(self, keep_cursor: bool = False, *, rows_changed: bool = True) -> None:
         if rows_changed:
             self._rows_version += 1
             self._scope_cache.clear()  # its lists hold the previous rows (the listing's, before revalidation)
@@ -403,18 +347,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self._update_header(len(entries) if plain else sum(1 for e in entries if e.hit_seq is None))
 
     def _empty_text(self, text: str) -> str:
-        """What an empty list says, and what to do about it."""
-        if self.trash_mode:
-            return "No archived sessions (a archives one)." if self._archive() else "The trash is empty."
-        if self.search_mode:
-            return "No message or tool output matches." if text.strip() else "Type to search messages and tool output."
-        if text:
-            return "No session matches (Esc clears the filter)."
-        if not self._scanned:
-            return "Looking for sessions…"
-        if self.rows and not self.scope_all:
-            return "No sessions in this workspace: Tab shows every workspace, Ctrl+N starts one here."
-        return "No sessions yet: Ctrl+N to start one here."
+        return empty_text(self, text)
 
     def _sorted(self, rows: list[SessionRow]) -> list[SessionRow]:
         key = (id(rows), self._rows_version)
@@ -448,34 +381,8 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         return out
 
     def _update_header(self, shown: int) -> None:
-        if self.trash_mode:
-            label = (f"Archive · {plural(shown, 'session')}   (Enter unarchives, Esc goes back)" if self._archive()
-                     else f"Trash · {plural(shown, 'session')}   (Enter restores, Esc goes back)")
-        else:
-            here = len(self._scoped(self.rows, False))
-            every = len(self._scoped(self.rows, True))
-            if self.scope_all:
-                label = f"All workspaces · {plural(every, 'session')}   [Tab] this workspace: {here}"
-            else:
-                rest = f" · {plural(here, 'session')}   [Tab] all workspaces: {every}"
-                room = (self.size.width or 120) - 2 - len("This workspace ()") - len(rest)
-                where = self.cwd if len(self.cwd) <= room else "…" + self.cwd[-max(room - 1, 8):]
-                label = f"This workspace ({where}){rest}"
-            if self.search_mode:
-                label = f"Content search · {plural(shown, 'session')} match   " + label
-        self._set_label("#scope", label)
-        unreadable = sum(1 for r in self.rows if r.state == cat.UNREADABLE)
-        if self.trash_mode:
-            where = ", ".join(sorted({r.root for r in self.rows})) or ("the archive" if self._archive() else "the trash")
-            prog = f"{plural(len(self.rows), 'log')} in {where}"
-        elif self.indexing is not None:
-            done, total = self.indexing
-            prog = f"Indexing {done}/{total}…"
-        else:
-            prog = f"{plural(len(self.rows), 'log')} on disk"
-        if unreadable and self.indexing is None:
-            prog += f" · {unreadable} unreadable"
-        self._set_label("#progress", prog)
+        self._set_label("#scope", scope_label(self, shown))
+        self._set_label("#progress", progress_label(self))
         self._refresh_footer()
 
     def _set_label(self, selector: str, text: str) -> None:
@@ -490,7 +397,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         if self.search_mode:
             self._search(event.value)
         else:
-            self._rebuild(rows_changed=False)
+            self.rebuild(rows_changed=False)
 
     @on(Input.Submitted, "#filter")
     def _filter_submitted(self) -> None:
@@ -517,43 +424,8 @@ restore first) · **A** archived sessions (**Enter** unarchives).
             footer.refresh()
 
     def footer_items(self) -> list[tuple[str, str, int]]:
-        """The keys the footer shows for where the focus is: (action, description, priority: 0 is
-        kept longest when the width is short). Only keys that act here."""
-        in_list = self.focused is self.list
-        text = self.query_one("#filter", Input).value
-        back = self._chat_below() is not None
-        if self.trash_mode:
-            restore, leave = ("Unarchive", "Leave archive") if self._archive() else ("Restore", "Leave trash")
-            items = [("select", restore, 1), ("escape", leave, 1)] if in_list else [
-                ("focus_list", "List", 1), ("escape", leave, 1)]
-            if in_list:
-                items += [("timeline", "Timeline", 3), ("export", "Export", 4)]
-            return items + [("help", "Help", 0), ("quit", "Quit", 7)]
-        if text:
-            escape = ("escape", "Clear", 2)
-        elif self.search_mode:
-            escape = ("escape", "Filter", 3)
-        elif back:
-            escape = ("escape", "Back", 1)
-        else:
-            escape = None
-        scope = "This workspace" if self.scope_all else "All workspaces"
-        if in_list:
-            current = self.list.current
-            items = [("select", "Open", 1), ("resume", "Resume", 1), ("fork", "Fork", 2), ("new_session", "New", 2),
-                     ("rename", "Rename", 3), ("delete", "Delete", 3), ("export", "Export", 4),
-                     ("timeline", "Timeline", 4), ("focus_filter", "Filter", 3)]
-            if current is not None and current.row.id and any(
-                    r.is_subagent and r.parent == current.row.id for r in self.rows):
-                items.append(("children", "Subagents", 5))
-            items += [("toggle_scope", scope, 6), ("trash", "Trash", 6)]
-        else:
-            items = [("focus_list", "List", 1), ("toggle_scope", scope, 3),
-                     ("toggle_search", "Filter" if self.search_mode else "Search content", 2),
-                     ("new_session", "New session", 2), ("trash", "Trash", 6)]
-        if escape is not None:
-            items.append(escape)
-        return items + [("help", "Help", 0), ("quit", "Quit", 7)]
+        """The keys the footer shows for where the focus is (``footer.browser_keys``)."""
+        return browser_keys(self)
 
     @work(thread=True, exclusive=True, group="browser-search", description="content search")
     def _search(self, text: str) -> None:
@@ -564,13 +436,13 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         if text != self.query_one("#filter", Input).value:
             return  # a newer query is on its way
         self.hits = hits
-        self._rebuild()
+        self.rebuild()
 
     def action_toggle_scope(self) -> None:
         if self.trash_mode:
             return
         self.scope_all = not self.scope_all
-        self._rebuild(rows_changed=False)
+        self.rebuild(rows_changed=False)
 
     def action_toggle_search(self) -> None:
         self.search_mode = not self.search_mode
@@ -582,7 +454,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         if self.search_mode:
             self._search(box.value)
         else:
-            self._rebuild()
+            self.rebuild()
 
     def action_escape(self) -> None:
         """Leave the trash, else clear the filter, else leave content search, else back to the chat."""
@@ -635,319 +507,57 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self.list.focus()
 
     def action_new_session(self) -> None:
-        """A new session in this workspace, in the chat (the app's root: the live session's, the first
-        ``--root``, else dsh's default)."""
-        from dsh_tui.ui.harness import HarnessSpec, open_harness
-
-        provider, model, hint = self.provider_route()
-        if provider is None:
-            self.notify(hint or "No model provider is configured.", severity="warning", timeout=6)
-            return
-        if self.new_root is not None:
-            root = self.new_root
-        else:
-            from dsh_tui.paths import default_sessions_root
-
-            root = default_sessions_root()
-        spec = HarnessSpec(root=root, cwd=Path(self.cwd), provider=provider, model=model)
-        self.app.open_chat(lambda bridge: open_harness(bridge, spec))
-
-    def _archive(self) -> bool:
-        """The bucket shown is the archive (not the trash)."""
-        return self.trash_mode and self.bucket == cat.ARCHIVE_DIR
-
-    def _refuse_in_trash(self, what: str) -> bool:
-        if not self.trash_mode:
-            return False
-        if self._archive():
-            self.notify(f"This session is archived: unarchive it first (Enter), then {what} it.", severity="warning",
-                        timeout=5)
-        else:
-            self.notify(f"This session is in the trash: restore it first (Enter), then {what} it.",
-                        severity="warning", timeout=5)
-        return True
+        self.actions.new_session()
 
     # -- actions ------------------------------------------------------------------------------
-    def _current(self) -> ListEntry | None:
-        entry = self.list.current
-        if entry is None:
-            self.notify("No session selected.", timeout=3)
-        return entry
-
-    def _readable(self) -> SessionRow | None:
-        entry = self._current()
-        if entry is None:
-            return None
-        if entry.row.state == cat.UNREADABLE:
-            self.notify(f"Unreadable: {entry.row.reason}", severity="error", timeout=5)
-            return None
-        if entry.row.id is None:
-            self.notify("Still indexing this session…", timeout=3)
-            return None
-        return entry.row
-
     @on(SessionList.Selected)
     def _selected(self, event: SessionList.Selected) -> None:
         entry = self.list.current
         if entry is None:
             return
         if self.trash_mode:
-            self._restore(entry.row)
+            self.actions.restore(entry.row)
             return
-        row = self._readable()
+        row = self.actions.readable()
         if row is not None:
             self.open_session(row, at_seq=entry.hit_seq)
 
     def open_session(self, row: SessionRow, *, at_seq: int | None = None, resume: bool = False) -> None:
         """Open ``row`` read-only (or resumed) in the chat screen; ``at_seq`` scrolls to an event."""
-        opener = getattr(self.app, "open_session", None)
-        if opener is not None:
-            opener(row, at_seq=at_seq, resume=resume)
-            return
-        if resume:
-            from dsh_tui.ui.harness import HarnessSpec, open_harness
-
-            provider, model, hint = self.provider_route()
-            if provider is None:
-                self.notify(hint or "No model provider is configured.", severity="warning", timeout=6)
-                return
-            spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or self.cwd), provider=provider, model=model,
-                               resume_id=row.id)
-            self.app.open_chat(lambda bridge: open_harness(bridge, spec))
-            return
-        self._open_read_only(row, at_seq)
-
-    @work(thread=True, group="browser-open", description="load session")
-    def _open_read_only(self, row: SessionRow, at_seq: int | None) -> None:
-        try:
-            res = cat._store_for(row).inspect(row.id)
-        except Exception as err:  # noqa: BLE001 - shown to the user, never a traceback
-            self.app.call_from_thread(self.notify, f"Cannot open: {err}", severity="error", timeout=6)
-            return
-        self.app.call_from_thread(self._show_read_only, res.header, res.events, at_seq)
-
-    def _show_read_only(self, header: dict, events: list[dict], at_seq: int | None) -> None:
-        from dsh_tui.ui.replay import ReplayHarness
-
-        async def factory(_bridge):
-            return ReplayHarness(header, events, preload_turns=1 << 30)
-
-        chat = self.app.open_chat(factory)
-        self.opened_at = None
-        if at_seq is None:
-            return
-        if getattr(chat, "scroll_to_seq", None) is None:
-            # A chat screen that cannot scroll to an event: show the event in the timeline instead.
-            self.app.push_screen(self._timeline_screen(header, events, at_seq))
-            return
-        deadline = time.monotonic() + 10
-
-        def try_scroll() -> None:
-            # The session reaches the chat through the bridge; retry until it is folded.
-            if chat.is_attached and chat.fold.items and chat.scroll_to_seq(at_seq):
-                self.opened_at = at_seq
-                return
-            if time.monotonic() < deadline:
-                self.set_timer(0.05, try_scroll)
-
-        self.set_timer(0.05, try_scroll)
-
-    def _timeline_screen(self, header: dict, events: list[dict], at_seq: int | None):
-        from dsh_tui.ui.screens.timeline import TimelineScreen
-
-        return TimelineScreen(header=header, events=events, focus_seq=at_seq)
+        self.actions.open(row, at_seq=at_seq, resume=resume)
 
     def action_resume(self) -> None:
-        if self._refuse_in_trash("resume"):
-            return
-        row = self._readable()
-        if row is not None:
-            if row.id is not None and row.id == _live_id(self.app) and self._chat_below() is not None:
-                self.action_back()  # the chat's own session: back to it
-                return
-            if row.state == cat.OPEN_ELSEWHERE:
-                self.notify("This session is open in another process.", severity="warning", timeout=5)
-                return
-            self.open_session(row, resume=True)
+        self.actions.resume()
 
     def action_timeline(self) -> None:
-        row = self._readable()
-        if row is not None:
-            self._open_timeline(row, self.list.current.hit_seq if self.list.current else None)
+        self.actions.timeline()
 
-    @work(thread=True, group="browser-open", description="load timeline")
-    def _open_timeline(self, row: SessionRow, at_seq: int | None) -> None:
-        try:
-            res = cat._store_for(row).inspect(row.id)
-        except Exception as err:  # noqa: BLE001
-            self.app.call_from_thread(self.notify, f"Cannot open: {err}", severity="error", timeout=6)
-            return
-        self.app.call_from_thread(self.app.push_screen, self._timeline_screen(res.header, res.events, at_seq))
+    def action_fork(self) -> None:
+        self.actions.fork()
 
-    @work(group="browser-action", description="fork")
-    async def action_fork(self) -> None:
-        if self._refuse_in_trash("fork"):
-            return
-        row = self._readable()
-        if row is None:
-            return
-        try:
-            turns = cat.ended_turns(row)
-        except Exception as err:  # noqa: BLE001
-            self.notify(f"Cannot read the session: {err}", severity="error", timeout=6)
-            return
-        if not turns:
-            self.notify("No completed turn to fork at.", severity="warning", timeout=4)
-            return
-        marks = {"aborted": " (cancelled)", "error": " (failed)", "max-tokens": " (cut at the output limit)"}
-        choices = [(f"after turn {n}: {text}{marks.get(kind, '' if kind == 'completed' else f' ({kind})')}", n)
-                   for n, text, kind in reversed(turns)]
-        turn = await self.app.push_screen_wait(ChoiceModal(f"Fork “{row.display_title or row.id}” after which turn?",
-                                                           choices))
-        if turn is None:
-            return
-        files = await self._fork_files(row, turn)
-        if files is False:
-            return
-        try:
-            child = cat.fork_at_turn(row, turn, taken_titles=[r.title for r in self.rows])
-        except Exception as err:  # noqa: BLE001
-            self.notify(f"Fork failed: {err}", severity="error", timeout=6)
-            return
-        self.notify(f"Forked after turn {turn}: {child}", timeout=4)
-        self._reload(select=child)
+    def action_rename(self) -> None:
+        self.actions.rename()
 
-    async def _fork_files(self, row: Any, turn: int) -> bool | None:
-        """When turns after ``turn`` changed files: "conversation only" or "conversation and files" (those
-        files put back first, the undo in the session's log). False: cancelled, or the undo failed."""
-        import asyncio
-
-        from dsh_tui.runtime.undo import ops
-        from dsh_tui.store.ids import store_for
-        from dsh_tui.ui.screens.rewind import files_choices
-
-        try:
-            store = store_for(row)
-            plan = await asyncio.to_thread(lambda: ops.files_plan(store.inspect(row.id).events, turn + 1))
-        except Exception:  # noqa: BLE001 - no file changes to offer: the fork goes on as before
-            return None
-        if plan is None:
-            return None
-        choice = await self.app.push_screen_wait(ChoiceModal(
-            f"Fork after turn {turn}: the turns after it changed files. What goes to the fork? (Esc: nothing)",
-            files_choices(plan, "Fork")))
-        if choice is None:
-            return False
-        if choice == "conversation":
-            return None
-        force = choice == "force"
-        try:
-            if row.id == _live_id(self.app):  # open in the chat: its live log records the undo
-                future = self.app.bridge.call(lambda h: h.undo_files(turn + 1, force))
-                if future is None or not await asyncio.wrap_future(future):
-                    raise ops.UndoError("see the notice")
-            else:
-                await asyncio.to_thread(ops.undo_stored, store, row.id, turn + 1, force=force)
-        except Exception as err:  # noqa: BLE001
-            self.notify(f"Files not put back: {err}", severity="error", timeout=6)
-            return False
-        return True
-
-    @work(group="browser-action", description="rename")
-    async def action_rename(self) -> None:
-        if self._refuse_in_trash("rename"):
-            return
-        row = self._readable()
-        if row is None:
-            return
-        title = await self.app.push_screen_wait(TextModal("New title:", row.display_title or ""))
-        if title is None or not title.strip():
-            return
-        try:
-            if row.id is not None and row.id == _live_id(self.app):  # open in the chat: the live log appends it
-                import asyncio
-
-                await asyncio.wrap_future(self.app.bridge.call(lambda h: h.set_title(title)))
-            else:
-                cat.rename(row, title)
-        except Exception as err:  # noqa: BLE001
-            self.notify(f"Rename failed: {err}", severity="error", timeout=6)
-            return
-        self._reload(select=row.id)
-
-    @work(group="browser-action", description="export")
-    async def action_export(self) -> None:
-        row = self._readable()
-        if row is None:
-            return
-        fmt = await self.app.push_screen_wait(ChoiceModal(
-            "Export as", [("Markdown (.md)", "md"), ("HTML (.html)", "html"), ("Raw log (.jsonl)", "jsonl")]))
-        if fmt is None:
-            return
-        self._export(row, fmt)
-
-    @work(thread=True, group="browser-export", description="export")
-    def _export(self, row: SessionRow, fmt: str) -> None:
-        from dsh_tui.export import default_filename, export_session
-
-        try:
-            text = export_session(row.id, fmt, roots=[row.root])
-            out = Path(self.cwd) / default_filename(row.id, fmt)
-            out.write_text(text, encoding="utf-8")
-        except Exception as err:  # noqa: BLE001
-            self.app.call_from_thread(self.notify, f"Export failed: {err}", severity="error", timeout=6)
-            return
-        self.app.call_from_thread(self.notify, f"Exported to {out}", timeout=5)
+    def action_export(self) -> None:
+        self.actions.export()
 
     def action_archive(self) -> None:
-        if self._archive():
-            self.notify("Already archived (Enter unarchives it).", timeout=4)
-            return
-        if self._refuse_in_trash("archive"):
-            return
-        row = self._readable()
-        if row is None:
-            return
-        try:
-            dest = cat.archive(row)
-        except Exception as err:  # noqa: BLE001
-            self.notify(f"Archive failed: {err}", severity="error", timeout=6)
-            return
-        self.notify(f"Archived to {dest} (A lists the archive; Enter there unarchives)", timeout=4)
-        self._reload()
+        self.actions.archive()
 
-    @work(group="browser-action", description="delete")
-    async def action_delete(self) -> None:
-        if self._archive() and self._refuse_in_trash("delete"):
-            return
-        if self.trash_mode:
-            self.notify("Already in the trash (Enter restores it).", timeout=4)
-            return
-        entry = self._current()
-        if entry is None:
-            return
-        row = entry.row
-        name = row.display_title or row.id or row.path
-        ok = await self.app.push_screen_wait(ConfirmModal(f"Move “{name}” to the trash? (restorable with T)",
-                                                          "Move to trash"))
-        if not ok:
-            return
-        try:
-            dest = cat.move_to_trash(row)
-        except Exception as err:  # noqa: BLE001
-            self.notify(f"Delete failed: {err}", severity="error", timeout=6)
-            return
-        self.notify(f"Moved to the trash: {dest}", timeout=4)
-        self._reload()
+    def action_delete(self) -> None:
+        self.actions.delete()
+
+    def action_children(self) -> None:
+        self.actions.children()
 
     def action_trash(self) -> None:
-        self._open_bucket(cat.TRASH_DIR)
+        self.open_bucket(cat.TRASH_DIR)
 
     def action_archived(self) -> None:
         """The archived sessions (``a`` archives one; Enter here unarchives it)."""
-        self._open_bucket(cat.ARCHIVE_DIR)
+        self.open_bucket(cat.ARCHIVE_DIR)
 
-    def _open_bucket(self, bucket: str) -> None:
+    def open_bucket(self, bucket: str) -> None:
         self.trash_mode = True
         self.bucket = bucket
         self.search_mode = False
@@ -955,34 +565,13 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         for root in self.catalog.roots:
             rows += cat.bucket_rows(root, bucket)
         self.rows = rows
-        self._rebuild()
+        self.rebuild()
         self.list.focus()
 
-    def _restore(self, row: SessionRow) -> None:
-        verb = "Unarchive" if self._archive() else "Restore"
-        try:
-            dest = cat.restore(row)
-        except Exception as err:  # noqa: BLE001
-            self.notify(f"{verb} failed: {err}", severity="error", timeout=6)
-            return
-        self.notify(f"{verb[:-1]}d {row.display_title or row.id} to {dest.parent}", timeout=4)
-        self._open_bucket(self.bucket)
-
-    def action_children(self) -> None:
-        entry = self._current()
-        if entry is None or not entry.row.id:
-            return
-        rid = entry.row.id
-        if not any(r.is_subagent and r.parent == rid for r in self.rows):
-            self.notify("No subagent sessions under this one.", timeout=3)
-            return
-        self.expanded.symmetric_difference_update({rid})
-        self._rebuild(keep_cursor=True)
-
-    def _reload(self, select: str | None = None) -> None:
+    def reload(self, select: str | None = None) -> None:
         self.trash_mode = False
         self.rows = self.catalog.refresh()
-        self._rebuild(keep_cursor=select is None)
+        self.rebuild(keep_cursor=select is None)
         if select is not None:
             for i, e in enumerate(self.list.entries):
                 if e.row.id == select and e.hit_seq is None:
