@@ -15,7 +15,9 @@ class itself):
   jumps, search, card and reasoning display; ``turns`` (``rewind.TurnControl``): cancel, rewind, retry, the
   permission mode.
 
-``docs/ui.md`` maps them, the messages and the key routing.
+``docs/ui.md`` maps them, the messages and the key routing. Over 500 lines for a reason: the screen's
+bindings and help, its lazily mounted widgets and the thin handlers Textual needs on the screen class
+(one per message and action, each handing over to a controller) are the part that cannot move.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ def code_blocks(text: str) -> list[tuple[str, str]]:
     """(language, code) of every fenced or indented code block of a Markdown text, in order."""
     if "```" not in text and "~~~" not in text and "    " not in text:
         return []
-    from dsh_tui.ui.widgets.render import _markdown_parser
+    from dsh_tui.ui.widgets.mdrender import _markdown_parser
 
     out = []
     for token in _markdown_parser().parse(text):

@@ -2,23 +2,23 @@
 
 Left: the span tree (``tree.py``; spans from ``dsh_tui/session/spans.py``) under a time-axis scale of
 the selected row's turn; **e** swaps it for the ledger of every event (filters: ``type:`` ``turn:`` and
-text). Right: the inspector of the selected row (``inspector.py``): the item first, then collapsible
-sections; for a model request the default section is what changed since the previous request, then
-the messages, system prompt and tool schemas. **w** makes the inspector wide, then full-screen.
+text). Right: the inspector of the selected row (``pane.py``, ``InspectorPane``; what a request was and
+what changed since the previous one: ``inspector.py``): the item first, then collapsible sections; for a
+model request the default section is what changed since the previous request, then the messages, system
+prompt and tool schemas; **c** / **C** copy the request. **w** makes the inspector wide, then full-screen.
 
 First paint: the tail of the log (from the last ``turn/start``) is folded on the UI thread and shown
 at once; the whole log folds in a worker and replaces it. Live: the app wakes the top screen when the
 bridge has events (``live_events_ready``); the screen folds the new tail of the chat's session at most
 every ``LIVE_INTERVAL`` seconds and follows the running turn while the cursor is on the last row.
 
-Over 500 lines for a reason: the screen's keys, the tree/ledger swap, the inspector's width, copy, the
-background fold and live follow all act on the same cursor and fold state; the row formatting and the
-inspector's sections are already their own modules.
+The screen keeps the keys, the tree/ledger swap, the inspector's width, the background fold and live
+follow, which all act on the same cursor and fold state; the row formatting (``tree.py``) and the
+inspector pane are their own modules.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -29,19 +29,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Collapsible, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
-from dsh_tui.session.jsonutil import loads_bounded
-from dsh_tui.session.spans import Node, SpanFold, fold_spans, message_label
-from dsh_tui.ui.screens.timeline.inspector import (
-    curl_command,
-    provider_endpoint,
-    request_changes,
-    request_context,
-    request_of,
-    wire_body,
-)
-from dsh_tui.ui.screens.timeline.tree import SpanTree, axis_text, expandable, fmt_ms
+from dsh_tui.session.spans import Node, SpanFold, fold_spans
+from dsh_tui.ui.screens.timeline.pane import InspectorPane
+from dsh_tui.ui.screens.timeline.tree import SpanTree, axis_text, expandable
 from dsh_tui.ui.widgets.input import LightInput
 from dsh_tui.ui.widgets.ledger import Ledger
 
@@ -52,7 +44,6 @@ LIVE_INTERVAL = 0.1  # seconds between live refreshes (at most)
 CLOCK_INTERVAL = 0.5  # seconds between repaints of a running turn's growing spans
 TAIL_LIMIT = 20_000  # events folded on the UI thread for the first paint (more: wait for the worker)
 INSPECT_DELAY = 0.05  # the inspector follows the cursor after it rests this long
-BODY_LIMIT = 20_000  # characters of a section body shown (the copy keys give the whole request)
 
 
 def parse_filter(text: str) -> tuple[str, int | None, str]:
@@ -66,41 +57,6 @@ def parse_filter(text: str) -> tuple[str, int | None, str]:
         else:
             rest.append(word)
     return ",".join(types), turn, " ".join(rest)
-
-
-def _json(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
-    return text if len(text) <= BODY_LIMIT else text[:BODY_LIMIT] + f"\n… ({len(text) - BODY_LIMIT:,} more characters)"
-
-
-def _gist(message: Any) -> str:
-    """``role (source): a one-line gist`` of a model message."""
-    if not isinstance(message, dict):
-        return str(message)[:100]
-    source = (message.get("source") or {}).get("kind")
-    role = str(message.get("role", "?")) + (f" ({source})" if source and source != message.get("role") else "")
-    return f"{role}: {message_label(message.get('content'), 100)}"
-
-
-def _result_text(data: dict) -> str:
-    """A tool result as the model read it: its text blocks (else the JSON), and the error code if any."""
-    blocks = (data.get("message") or {}).get("content") or []
-    texts: list[str] = []
-    for b in blocks:
-        inner = b.get("content") if isinstance(b, dict) and b.get("type") == "tool-result" else [b]
-        for c in inner or []:
-            if not (isinstance(c, dict) and c.get("type") == "text"):
-                return _json(blocks)
-            texts.append(str(c.get("text", "")))
-    err = data.get("error")
-    head = f"[{err.get('code')}]\n" if isinstance(err, dict) else ""
-    return _json(head + "\n".join(texts)) if texts or head else "(no output)"
-
-
-def _section(title: str, body: str | Text, *, open_: bool = False, sid: str = "") -> Collapsible:
-    content = body if isinstance(body, Text) else Text(body)
-    return Collapsible(Static(content, classes="section-body"), title=title, collapsed=not open_,
-                       classes=f"section {sid}".strip())
 
 
 class TimelineScreen(Screen):
@@ -171,7 +127,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
         self._live_timer: Any = None
         self._inspect_timer: Any = None
         self._inspected: Node | int | None = None
-        self.request_views: dict[int, dict] = {}  # request index -> {"ctx", "prev"} (tests read it)
+        self.inspector = InspectorPane(self)  # the right pane: the row's sections, a request's diff, copies
         self.last_copy: str | None = None  # the toast of the last copy (tests read it)
 
     def _from_chat(self, app: Any) -> tuple[dict | None, list[dict]]:
@@ -360,148 +316,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
         self._inspect(item)
 
     def _inspect(self, item: Node | int) -> None:
-        head = self.query_one("#inspect-head", Static)
-        body = self.query_one("#inspect-body", Vertical)
-        body.remove_children()
-        if isinstance(item, int):
-            e = self.events[item]
-            head.update(Text(f"#{item} {e.get('type')}", "bold"))
-            body.mount(_section(f"Event #{item}", _json(e), open_=True))
-            return
-        head.update(self._head_text(item))
-        sections: list[Collapsible] = []
-        n = item
-        if n.kind in ("request", "waiting", "decoding", "usage"):
-            r = request_of(n, self.fold)
-            if r is not None:
-                sections.append(_section("What changed since the previous request", "Deriving the request…",
-                                         open_=True, sid="changes"))
-                self._load_request(r)
-        elif n.kind == "message":
-            msg = self.events[n.seq] if n.seq < len(self.events) and self.events[n.seq].get("type") == \
-                "assistant/message" else None
-            if msg is not None:
-                sections.append(_section("Message", _json((msg.get("data") or {}).get("message")), open_=True))
-            if n.first_chunk is not None:
-                end = n.end_seq if n.end_seq is not None else len(self.events) - 1
-                from dsh_tui.session.timeline import summarize
-
-                lines = [f"#{s} {summarize(self.events[s], 100)}" for s in range(n.first_chunk, end + 1)
-                         if self.events[s].get("type") == "assistant/chunk"]
-                sections.append(_section(f"Chunks ({len(lines)}) — → on the row lists them in the tree",
-                                         _json("\n".join(lines[:2000]))))
-        elif n.kind in ("tool", "approval", "execution", "result", "subagent"):
-            tool = n if n.kind == "tool" else n.parent
-            if tool is not None and tool.kind == "tool":
-                call = self.events[tool.seq].get("data") or {}
-                args: Any = call.get("arguments", "")
-                try:
-                    args = loads_bounded(args)
-                except (TypeError, ValueError):
-                    pass
-                sections.append(_section("Arguments", _json(args), open_=n.kind in ("tool", "execution")))
-                approval = next((c for c in tool.children if c.kind == "approval"), None)
-                if approval is not None:
-                    sections.append(_section(f"Approval · {approval.state}",
-                                             f"reason: {approval.detail or '(none)'}\nwaited "
-                                             f"{fmt_ms(approval.duration_ms)}", open_=n.kind == "approval"))
-                if tool.end_seq is not None:
-                    res = (self.events[tool.end_seq].get("data") or {})
-                    sections.append(_section(f"Result · {tool.state}", _result_text(res),
-                                             open_=n.kind in ("tool", "result")))
-        elif n.kind in ("turn", "step") and n.usage is not None:
-            u = n.usage
-            sections.append(_section("Tokens", f"in {u.input:,} · cached {u.cache_read:,} · out {u.output:,} · "
-                                               f"reasoning {u.reasoning:,}", open_=True))
-        if n.seq < len(self.events):
-            sections.append(_section(f"Event #{n.seq}", _json(self.events[n.seq])))
-        if n.end_seq is not None and n.end_seq != n.seq and n.end_seq < len(self.events):
-            sections.append(_section(f"Event #{n.end_seq}", _json(self.events[n.end_seq])))
-        body.mount_all(sections)
-
-    def _head_text(self, n: Node) -> Text:
-        t = Text()
-        t.append(f"{n.kind} ", "bold")
-        t.append(f"{n.label}\n", "bold")
-        where = f"turn {n.turn}" + (f" · step {n.step}" if n.step else "")
-        seqs = f"#{n.seq}" + (f"–#{n.end_seq}" if n.end_seq is not None and n.end_seq != n.seq else "")
-        dur = "" if n.point else f" · {fmt_ms(n.duration_ms)}"
-        t.append(f"{where} · {seqs}{dur} · {n.state}\n", "dim")
-        r = request_of(n, self.fold) if n.kind in ("request", "waiting", "decoding", "usage") else None
-        if r is not None:
-            t.append(f"waiting {fmt_ms(r.waiting_ms)} · decoding {fmt_ms(r.decoding_ms)}"
-                     f" · {r.chunks} chunks", "dim")
-            if r.usage is not None:
-                u = r.usage
-                t.append(f" · in {u.input:,} cached {u.cache_read:,} out {u.output:,}", "dim")
-            t.append("\nc copy as JSON · C copy as curl", "dim italic")
-        elif n.kind == "tool":
-            ap = next((c for c in n.children if c.kind == "approval"), None)
-            ex = next((c for c in n.children if c.kind == "execution"), None)
-            parts = []
-            if ap is not None:
-                parts.append(f"approval wait {fmt_ms(ap.duration_ms)} ({ap.state})")
-            if ex is not None:
-                parts.append(f"execution {fmt_ms(ex.duration_ms)}")
-            parts.append(f"slot {n.slot}")
-            t.append(" · ".join(parts), "dim")
-        return t
-
-    @work(thread=True, exclusive=True, group="timeline-request", description="derive a request")
-    def _load_request(self, r: Node) -> None:
-        view = self._request_view(r)
-        self.app.call_from_thread(self._show_request, r, view)
-
-    def _request_view(self, r: Node) -> dict:
-        cached = self.request_views.get(r.index)
-        if cached is not None and r.end is not None:
-            return cached
-        ctx = request_context(self.header, self.events, r)
-        prev_node = self.fold.requests[r.index - 1] if 0 < r.index <= len(self.fold.requests) else None
-        prev = request_context(self.header, self.events, prev_node) if prev_node is not None else None
-        view = {"ctx": ctx, "prev": prev, "changes": request_changes(prev, ctx),
-                "prev_seq": prev_node.seq if prev_node is not None else None}
-        self.request_views[r.index] = view
-        return view
-
-    def _show_request(self, r: Node, view: dict) -> None:
-        item = self.spans.current
-        if not isinstance(item, Node) or request_of(item, self.fold) is not r:
-            return
-        body = self.query_one("#inspect-body", Vertical)
-        ch, ctx = view["changes"], view["ctx"]
-        header = ctx["header"] or {}
-        msgs = ctx["messages"]
-        diff = Text()
-        if ch["first"]:
-            diff.append(f"The first request of the session: {len(ch['new'])} messages.\n", "bold")
-        else:
-            diff.append(f"Since the previous request (#{view['prev_seq']}): {len(ch['new'])} new message(s), "
-                        f"{ch['kept']} unchanged.\n", "bold")
-            if ch["removed"]:
-                diff.append(f"Surface rewrite: {len(ch['removed'])} earlier message(s) replaced or removed "
-                            f"(from position {ch['kept']}).\n", "bold yellow")
-                for m in ch["removed"]:
-                    diff.append(f"- {_gist(m)}\n", "bold red")
-                    diff.append("  " + _json(m).replace("\n", "\n  ") + "\n", "red")
-            for line in ch["header"]:
-                diff.append(f"* {line}\n", "yellow")
-        for m in ch["new"]:
-            diff.append(f"+ {_gist(m)}\n", "bold green")
-            diff.append("  " + _json(m).replace("\n", "\n  ") + "\n", "green")
-        tools = header.get("tools")
-        count = len(tools) if isinstance(tools, list) else "?"
-        new = [
-            _section("What changed since the previous request", diff, open_=True, sid="changes"),
-            _section(f"Messages ({len(msgs) if isinstance(msgs, list) else '?'})", _json(msgs)),
-            _section(f"System prompt ({len(str(header.get('system') or ''))} chars)", str(header.get("system") or "")),
-            _section(f"Tools ({count})", _json(tools)),
-            _section("Model", _json(header.get("config"))),
-            _section(f"Sent before event #{ctx['dispatch']}", _json(self.events[r.seq]) if r.seq < len(self.events)
-                     else ""),
-        ]
-        body.remove_children()
-        body.mount_all(new)
+        self.inspector.show(item)
 
     # -- live -----------------------------------------------------------------------------------
     def live_events_ready(self) -> None:
@@ -540,7 +355,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
         self._show_axis()
         item = self.spans.current
         if isinstance(item, Node):
-            self.query_one("#inspect-head", Static).update(self._head_text(item))
+            self.inspector.refresh_head(item)
 
     def action_follow(self) -> None:
         self.following = not self.following
@@ -642,62 +457,7 @@ compaction and subagent children too. Bars share the time axis of their turn.
 
     # -- copy ----------------------------------------------------------------------------------
     def action_copy(self, form: str) -> None:
-        item = self.spans.current
-        r = request_of(item, self.fold) if isinstance(item, Node) else None
-        if r is None:
-            self.notify("Select a model request (or a row inside one) to copy it.", timeout=3)
-            return
-        self._copy(r, form)
-
-    @work(thread=True, exclusive=True, group="timeline-copy", description="build a request copy")
-    def _copy(self, r: Node, form: str) -> None:
-        view = self._request_view(r)
-        body = self._wire_body(view["ctx"])
-        if form == "json":
-            text, name = json.dumps(body, ensure_ascii=False, indent=2) + "\n", "request JSON"
-        else:
-            endpoint, headers = self._endpoint(view["ctx"])
-            text, name = curl_command(body, endpoint, headers), "request as curl"
-        self.app.call_from_thread(self._copied, text, name)
-
-    def _copied(self, text: str, name: str) -> None:
-        from dsh_tui.ui.clipboard import copy_text
-
-        self.last_copy = copy_text(self.app, text, name=name)
-        self.notify(self.last_copy, timeout=6)
-
-    def _provider(self) -> Any:
-        return self._harness.provider() if self._harness is not None else None
-
-    def _wire_body(self, ctx: dict) -> dict:
-        provider = self._provider()
-        build = getattr(provider, "build_body", None)
-        if callable(build):
-            header = ctx.get("header") or {}
-            try:
-                return build({"config": header.get("config") or {}, "system": header.get("system"),
-                              "messages": ctx["messages"] if isinstance(ctx["messages"], list) else [],
-                              "tools": header.get("tools") if isinstance(header.get("tools"), list) else []})
-            except Exception:  # noqa: BLE001 - fall back to the default serialiser
-                pass
-        return wire_body(ctx)
-
-    def _endpoint(self, ctx: dict) -> tuple[str, dict[str, str] | None]:
-        """The request's provider: the live one when it is the same, else the settings' (browser), else a
-        placeholder."""
-        name = ((ctx.get("header") or {}).get("config") or {}).get("provider")
-        provider = self._provider()
-        if provider is None or (name and getattr(provider, "name", None) != name):
-            return provider_endpoint(name if isinstance(name, str) else None), None
-        endpoint = getattr(provider, "endpoint", None)
-        headers = None
-        build = getattr(provider, "_headers", None)  # the provider's own header builder, without the key
-        if callable(build):
-            try:
-                headers = build(None, {})
-            except Exception:  # noqa: BLE001
-                headers = None
-        return (endpoint if isinstance(endpoint, str) else provider_endpoint(name)), headers
+        self.inspector.copy(form)
 
     # -- the ledger -------------------------------------------------------------------------------
     @on(Input.Changed, "#ledger-filter")
