@@ -68,7 +68,7 @@ def _untitled(hint: str) -> str:
 
 
 class EventsReady(Message):
-    """The bridge has queued session events or notices (posted from the harness thread)."""
+    """The bridge has queued session events or harness messages (posted from the harness thread)."""
 
 
 class DshApp(SessionOpening, PaletteCommands, App):
