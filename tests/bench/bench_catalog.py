@@ -153,7 +153,7 @@ async def ui_measure(root: Path, db: Path, cwd: str, n_rows: int) -> dict:
         results["browser_rss_growth_MB"] = _rss_mb() - rss0
         results["rows_listed"] = len(screen.rows)
         screen.scope_all = True
-        screen._rebuild()
+        screen.rebuild()
         await pilot.pause()
         box = screen.query_one("#filter", Input)
         lat = []
@@ -166,7 +166,7 @@ async def ui_measure(root: Path, db: Path, cwd: str, n_rows: int) -> dict:
             p0 = lst.paints
             rows = min(max(1, lst.scrollable_content_region.height), max(1, lst.count))
             t1 = time.perf_counter()
-            screen._rebuild(rows_changed=False)  # what a keystroke in the filter runs
+            screen.rebuild(rows_changed=False)  # what a keystroke in the filter runs
             deadline = time.perf_counter() + 5
             while lst.paints < p0 + rows and time.perf_counter() < deadline:  # visible rows painted again
                 await asyncio.sleep(0.0005)
