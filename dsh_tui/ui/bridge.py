@@ -18,18 +18,10 @@ import threading
 from collections import deque
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from dsh_tui.harness_messages import (
-    ApprovalAsked,
-    ApprovalRequest,
-    HarnessFailed,
-    HarnessMessage,
-    QuestionAsked,
-    QuestionRequest,
-)
-
-__all__ = ["ATTACH", "ApprovalRequest", "Bridge", "Harness", "HarnessBase", "HarnessMessage", "QuestionRequest"]
+if TYPE_CHECKING:  # the messages are built on the harness thread, after the first frame (imported there)
+    from dsh_tui.harness_messages import ApprovalRequest, HarnessMessage, QuestionRequest
 
 
 class Harness(Protocol):
@@ -296,6 +288,8 @@ class Bridge:
         try:
             harness = await factory(self)
         except BaseException as err:
+            from dsh_tui.harness_messages import HarnessFailed
+
             self.start_error = err
             self.announce(HarnessFailed(str(err) or type(err).__name__))
             raise
@@ -341,6 +335,8 @@ class Bridge:
     def ask_trust(self, root: str, needs: list[str]) -> ApprovalRequest:
         """Ask the UI whether to trust the workspace ``root`` (``needs``: what in it waits for trust); the
         harness awaits the request's future (an ``ApprovalOutcome``; allowed: trust it)."""
+        from dsh_tui.harness_messages import ApprovalAsked, ApprovalRequest
+
         request = ApprovalRequest(root, "\n".join(needs), "", kind="trust")
         self.announce(ApprovalAsked(request))
         return request
@@ -348,6 +344,8 @@ class Bridge:
     def ask_approval(self, tool: str, arguments: str, reason: str, call_id: str | None = None) -> ApprovalRequest:
         """Post an approval to the UI; the harness awaits ``asyncio.wrap_future(request.future)`` (an
         ``ApprovalOutcome``)."""
+        from dsh_tui.harness_messages import ApprovalAsked, ApprovalRequest
+
         request = ApprovalRequest(tool, arguments, reason, call_id)
         self.announce(ApprovalAsked(request))
         return request
@@ -355,6 +353,8 @@ class Bridge:
     def ask_question(self, questions: list[dict], call_id: str | None = None) -> QuestionRequest:
         """Post a question (``ask_user_question``, a plan review) to the UI; the harness awaits
         ``asyncio.wrap_future(request.future)`` (the answer dict, or None when the user dismissed it)."""
+        from dsh_tui.harness_messages import QuestionAsked, QuestionRequest
+
         request = QuestionRequest(questions, call_id)
         self.announce(QuestionAsked(request))
         return request
@@ -389,6 +389,8 @@ class Bridge:
             try:
                 return await make(harness)
             except Exception as err:  # noqa: BLE001 - shown to the user as a notice
+                from dsh_tui.harness_messages import HarnessFailed
+
                 self.announce(HarnessFailed(str(err) or type(err).__name__))
                 return None
 

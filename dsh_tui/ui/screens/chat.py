@@ -32,23 +32,6 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Static, TextArea
 
-from dsh_tui.harness_messages import (
-    ApprovalAsked,
-    ApprovalClosed,
-    HarnessFailed,
-    HarnessMessage,
-    ModelChanged,
-    Notice,
-    PhaseChanged,
-    PluginFailed,
-    PresetChanged,
-    QuestionAsked,
-    QuestionClosed,
-    SandboxChanged,
-    StatusChanged,
-    SubagentSnapshot,
-    TurnFailed,
-)
 from dsh_tui.session.transcript import TranscriptFold
 from dsh_tui.ui.bridge import Bridge
 from dsh_tui.ui.history import ChatHistory
@@ -67,6 +50,7 @@ from dsh_tui.ui.widgets.status import StatusBar
 from dsh_tui.ui.widgets.transcript import TranscriptView
 
 if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the way to the first frame
+    from dsh_tui.harness_messages import HarnessMessage
     from dsh_tui.ui.screens.chat_approvals import ApprovalFlow
     from dsh_tui.ui.screens.chat_send import SendFlow
     from dsh_tui.ui.screens.chat_steer import SteerQueue
@@ -384,6 +368,23 @@ class ChatScreen(Screen):
 
     def harness_message(self, message: HarnessMessage) -> None:
         """One typed message from the harness (``dsh_tui.harness_messages``), dispatched on its type."""
+        from dsh_tui.harness_messages import (
+            ApprovalAsked,
+            ApprovalClosed,
+            HarnessFailed,
+            ModelChanged,
+            Notice,
+            PhaseChanged,
+            PluginFailed,
+            PresetChanged,
+            QuestionAsked,
+            QuestionClosed,
+            SandboxChanged,
+            StatusChanged,
+            SubagentSnapshot,
+            TurnFailed,
+        )
+
         status = self.status
         match message:
             case StatusChanged(status=state):

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dsh_tui.harness_messages import ApprovalRequest
-
 if TYPE_CHECKING:
+    from dsh_tui.harness_messages import ApprovalRequest
     from dsh_tui.ui.screens.chat import ChatScreen
     from dsh_tui.ui.widgets.approval import ApprovalPanel
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from dsh_tui.harness_messages import QuestionAsked, QuestionClosed, QuestionRequest
-
 if TYPE_CHECKING:
+    from dsh_tui.harness_messages import QuestionAsked, QuestionClosed, QuestionRequest
     from dsh_tui.ui.screens.chat import ChatScreen
     from dsh_tui.ui.widgets.question import QuestionPanel
 
@@ -24,6 +23,8 @@ class QuestionFlow:
         self.pending: list[QuestionRequest] = []  # ask_user_question / plan reviews waiting
 
     def on_message(self, message: QuestionAsked | QuestionClosed) -> None:
+        from dsh_tui.harness_messages import QuestionAsked
+
         chat, request = self.chat, message.request
         if isinstance(message, QuestionAsked):
             self.pending.append(request)

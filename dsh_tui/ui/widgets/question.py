@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import events
@@ -23,7 +23,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from dsh_tui.harness_messages import QuestionRequest
+if TYPE_CHECKING:  # the request type is imported with the harness (after the first frame)
+    from dsh_tui.harness_messages import QuestionRequest
 
 GRACE_S = 0.6  # as the approval panel's (tests set 0)
 HINT = "1-9 choose · type below for another answer · Enter sends · Esc dismisses (to reply in the composer)"
