@@ -228,7 +228,8 @@ class AgentHarness(HarnessBase):
             try:
                 outcome = await signal.race(waiter)
             finally:
-                if not request.future.done():
+                # not answered by the UI (the race cancels the waiter, and with it the future): close the panel
+                if not request.future.done() or request.future.cancelled():
                     request.future.cancel()
                     self.bridge.announce(ApprovalClosed(request))
         else:
@@ -248,7 +249,7 @@ class AgentHarness(HarnessBase):
         try:
             answer = await (signal.race(waiter) if signal is not None and hasattr(signal, "race") else waiter)
         finally:
-            if not request.future.done():
+            if not request.future.done() or request.future.cancelled():  # not answered: close the panel
                 request.future.cancel()
                 self.bridge.announce(QuestionClosed(request))
         if answer is None:

@@ -94,3 +94,29 @@ async def test_an_approval_reaches_the_ui_as_typed_messages_and_comes_back_as_an
     assert decided == [hm.ALLOW_SESSION]
     logged = [e["data"] for e in app.bridge.harness.session.events if e["type"] == "approval/decided"]
     assert [(d["outcome"], d.get("scope")) for d in logged] == [("allowed-once", "session")]
+
+
+async def test_a_cancelled_turn_closes_its_waiting_approval_with_an_approval_closed_message(tmp_path):
+    (tmp_path / "ws").mkdir()
+    call = scripted.call("c1", "bash", {"command": "echo hi > hi.txt", "description": "say hi"})
+    app = scripted_app(tmp_path, [call, scripted.text("ok")], preset="workspace-write")
+    seen: list = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        drain = app.bridge.drain
+
+        def spy():
+            events, messages = drain()
+            seen.extend(messages)
+            return events, messages
+
+        app.bridge.drain = spy
+        await submit(pilot, "run it")
+        await wait_for(pilot, lambda: app.chat.approval.request is not None)
+        request = app.chat.approval.request
+        await pilot.press("ctrl+c")  # cancels the running turn, which no longer waits for the answer: the panel
+        # closes and the composer comes back (before, the panel stayed on a request nobody waited for)
+        await wait_for(pilot, lambda: not app.chat.running)
+        await wait_for(pilot, lambda: app.chat.approval.request is None and app.chat.composer.display)
+        assert hm.ApprovalClosed(request) in seen and request.future.cancelled()
+        assert not app.chat.approvals.pending and not (tmp_path / "ws" / "hi.txt").exists()
