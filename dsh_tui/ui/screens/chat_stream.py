@@ -74,6 +74,12 @@ class StreamPump:
         events, messages = chat.bridge.drain()
         if not events and not messages:
             return
+        if events:
+            # the drain re-arms the bridge's one wake-up: a timeline open over this chat is told too, else the
+            # events queued behind a wake it already used (a turn's last ones) would wait for the next event
+            live = getattr(chat.app.screen, "live_events_ready", None)
+            if live is not None:
+                live()
         self.flushes += 1
         if chat.running and self.last_flush - self.last_freeze > FREEZE_EVERY:
             # a long stream allocates fast; full GC passes over it would stall the loop
