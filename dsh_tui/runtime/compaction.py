@@ -385,3 +385,18 @@ class Compactor:
             raise
         session.append("compaction/end", {"compactionId": cid, "turn": turn})
         return True
+
+
+def apply(ctx: Any) -> None:
+    """The ``compaction`` built-in (``AgentConfig.compaction``): before a step, and on a context-window error."""
+    agent = ctx._agent
+    if not agent.config.compaction:
+        return
+    agent.compactor = Compactor(agent)
+    ctx.on("agent/pre-step", agent.compactor.on_pre_step)
+    ctx.on("agent/request-error", agent.compactor.on_request_error)
+
+    def forget() -> None:
+        agent.compactor = None
+
+    ctx.effect(lambda: forget)

@@ -12,7 +12,7 @@ Where plugins come from, in order (the order of user listeners in every event):
 2. Python entry points in the group ``dsh_tui.plugins``, by name (value ``module`` or ``module:object``);
 3. ``--plugin MODULE`` flags on the command line (and ``plugins=[...]`` in the SDK), in order.
 
-Built-in behaviour is registered as plugins too (ids in ``BUILTIN_IDS``), in the ``BUILTIN`` tier of the
+Built-in behaviour is registered as plugins too (ids in ``BUILTIN_IDS``, listed in ``dsh_tui.runtime.builtin_plugins``), in the ``BUILTIN`` tier of the
 event bus: user plugins' listeners always run before them (a user's ``agent/request-error`` listener sees a
 failure before the built-in retry does). Any built-in can be disabled by id.
 
@@ -20,8 +20,8 @@ A plugin whose import, config or ``apply`` fails is reported (``PluginRecord.sta
 reason) and the others still load; ``strict=True`` makes any failure fatal (``PluginError``).
 
 Over 500 lines for a reason: discovery, the ``Context`` a plugin is applied with, loading and unloading
-and the built-in registry are one API (re-exported by ``dsh_tui.plugins``); the built-ins' bodies live in
-their own modules, imported only when applied.
+are one API (re-exported by ``dsh_tui.plugins``). The built-ins are a table in ``builtin_plugins``; their
+bodies live in their own modules, imported only when applied.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ from types import MappingProxyType
 from typing import Any
 
 from dsh_tui.llm.redact import redact
+from dsh_tui.runtime.builtin_plugins import BUILTIN_IDS, BUILTINS, FEATURE_IDS, OFF_BY_DEFAULT
 from dsh_tui.runtime.bus import BUILTIN, EVENT_MODES, USER
 from dsh_tui.runtime.listeners import DEFAULT_TIMEOUT_MS, guard
 from dsh_tui.session.errors import DshError
@@ -46,18 +47,6 @@ from dsh_tui.session.events import KNOWN_EVENT_TYPES
 
 ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
-#: The built-in plugins, each disable-able by id.
-BUILTIN_IDS = ("retry", "compaction", "runtime-context", "request-invariant", "agent-instructions", "session-title",
-               "session-title-llm", "jobs", "subagents", "mcp", "skills", "skill-tool", "file-reference", "commands",
-               "hooks-claude-code", "hooks-codex", "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal",
-               "ralph", "lsp", "deepseek-extensions", "working-directory", "repeat-tool-reminder", "str-replace-editor",
-               "terminals")
-#: Built-in features (project instructions, titles, background jobs, hooks, workspace changes, read_image, the web
-#: tools, questions, plan mode, goals, Ralph) the agent host loads; a bare ``Agent`` leaves them out.
-FEATURE_IDS = ("agent-instructions", "session-title", "session-title-llm", "jobs", "hooks-claude-code", "hooks-codex",
-               "workspace-changes", "images", "web", "ask-user", "plan-mode", "goal", "ralph", "terminals")
-#: Built-ins that load only when the settings turn them on (``[plugins.<id>] enabled = true``), as in dsh 0.2.
-OFF_BY_DEFAULT = ("ralph", "str-replace-editor", "terminals")
 
 
 class PluginError(DshError):
@@ -712,169 +701,6 @@ def _dispose_now(ctx: Context) -> None:
                 out.close()
         except Exception:  # noqa: BLE001
             pass
-
-
-# -------------------------------------------------------------------------------------------------
-# Built-in plugins
-
-
-class _Builtin:
-    def __init__(self, name: str, apply: Callable[..., Any]) -> None:  # apply(ctx) or apply(ctx, config)
-        self.name = name
-        self.apply = apply
-
-
-def _apply_retry(ctx: Context) -> None:
-    from dsh_tui.runtime.retry import RetryExecutor
-
-    agent = ctx._agent
-    if agent.config.retry:
-        ctx.on("agent/request-error", RetryExecutor(agent).on_request_error)
-
-
-def _apply_compaction(ctx: Context) -> None:
-    from dsh_tui.runtime.compaction import Compactor
-
-    agent = ctx._agent
-    if not agent.config.compaction:
-        return
-    agent.compactor = Compactor(agent)
-    ctx.on("agent/pre-step", agent.compactor.on_pre_step)
-    ctx.on("agent/request-error", agent.compactor.on_request_error)
-
-    def forget() -> None:
-        agent.compactor = None
-
-    ctx.effect(lambda: forget)
-
-
-def _apply_runtime_context(ctx: Context) -> None:
-    """The runtime-context messages (cwd, platform, date, git branch) are assembled by the agent itself;
-    disabling this plugin turns them off (``AgentConfig.runtime_context``)."""
-
-
-def _apply_request_invariant(ctx: Context) -> None:
-    """The "model sees what is recorded" check runs innermost in ``llm/stream`` (``Agent._final_stream``)
-    when ``AgentConfig.check_requests`` is on; disabling this plugin turns it off."""
-
-
-def _apply_hooks(ctx: Any, config: Any, dialect: str) -> None:
-    from dsh_tui.runtime import hooks
-
-    getattr(hooks, f"apply_{dialect}")(ctx, config)
-
-
-def _apply_hooks_claude_code(ctx: Context, config: Any = None) -> None:
-    _apply_hooks(ctx, config, "claude_code")
-
-
-def _apply_hooks_codex(ctx: Context, config: Any = None) -> None:
-    _apply_hooks(ctx, config, "codex")
-
-
-def _apply_subagents(ctx: Context, config: Any = None) -> None:
-    """dsh's subagent tools (``dsh_tui.runtime.subagents``); config ``[plugins.subagents]``."""
-    from dsh_tui.runtime import subagents
-
-    subagents.apply(ctx, config)
-
-
-class _LazyBuiltin:
-    """A built-in whose module is imported only when it has something to do (``mcp``: servers configured)."""
-
-    def __init__(self, name: str, module: str, needed: Callable[[Any], bool]) -> None:
-        self.name = name
-        self._module = module
-        self._needed = needed
-
-    def apply(self, ctx: Context, config: Any) -> Any:
-        if not self._needed(config):
-            return None
-        return importlib.import_module(self._module).apply(ctx, config)
-
-
-def _apply_skills(ctx: Context) -> None:
-    from dsh_tui.runtime.skills import apply_skills
-
-    apply_skills(ctx)
-
-
-def _apply_skill_tool(ctx: Context) -> None:
-    from dsh_tui.runtime.skills import apply_skill_tool
-
-    apply_skill_tool(ctx)
-
-
-def _apply_file_reference(ctx: Context) -> None:
-    from dsh_tui.runtime.filerefs import apply_file_reference
-
-    apply_file_reference(ctx)
-
-
-def _apply_commands(ctx: Context) -> None:
-    from dsh_tui.runtime.commands import apply_commands
-
-    apply_commands(ctx)
-
-
-BUILTINS: dict[str, Any] = {
-    "retry": _Builtin("retry", _apply_retry),
-    "compaction": _Builtin("compaction", _apply_compaction),
-    "runtime-context": _Builtin("runtime-context", _apply_runtime_context),
-    "request-invariant": _Builtin("request-invariant", _apply_request_invariant),
-    # background jobs (run_in_background) and job_output / job_list / job_kill: dsh_tui/runtime/jobs/
-    "jobs": _LazyBuiltin("jobs", "dsh_tui.runtime.jobs", lambda config: True),
-    "images": _LazyBuiltin("images", "dsh_tui.runtime.images", lambda config: True),
-    "web": _LazyBuiltin("web", "dsh_tui.runtime.web", lambda config: True),
-    "subagents": _Builtin("subagents", _apply_subagents),
-    # MCP servers' tools ([mcp.servers.<name>], --mcp); the mcp SDK is imported only when one is configured
-    "mcp": _LazyBuiltin("mcp", "dsh_tui.runtime.mcp",
-                        lambda config: bool(isinstance(config, Mapping) and (config.get("settings") or config.get("cli")))),
-    "skills": _Builtin("skills", _apply_skills),
-    "skill-tool": _Builtin("skill-tool", _apply_skill_tool),
-    "file-reference": _Builtin("file-reference", _apply_file_reference),
-    "commands": _Builtin("commands", _apply_commands),
-    # Claude Code's and Codex's shell hooks from the files those tools use (dsh_tui/runtime/hooks/)
-    "hooks-claude-code": _Builtin("hooks-claude-code", _apply_hooks_claude_code),
-    "hooks-codex": _Builtin("hooks-codex", _apply_hooks_codex),
-    # every turn's file changes snapshotted and recorded, for /undo, /diff, rewind with files: dsh_tui/runtime/undo/
-    "workspace-changes": _LazyBuiltin("workspace-changes", "dsh_tui.runtime.undo", lambda config: True),
-    # dsh's ask_user_question and the user-questions seam (the app answers): dsh_tui/runtime/questions/
-    "ask-user": _LazyBuiltin("ask-user", "dsh_tui.runtime.questions", lambda config: True),
-    # /plan, exit_plan_mode and the logged plan/mode: dsh_tui/runtime/planmode/
-    "plan-mode": _LazyBuiltin("plan-mode", "dsh_tui.runtime.planmode", lambda config: True),
-    # create_goal / get_goal / update_goal, /goal and the goal rounds: dsh_tui/runtime/goals/
-    "goal": _LazyBuiltin("goal", "dsh_tui.runtime.goals", lambda config: True),
-    # ralph (fresh-agent rounds; off by default): dsh_tui/runtime/ralph/
-    "ralph": _LazyBuiltin("ralph", "dsh_tui.runtime.ralph", lambda config: True),
-    # dsh's lsp tool and diagnostics after write/edit over [lsp.servers.<name>] (dsh_tui/runtime/lsp/)
-    "lsp": _LazyBuiltin("lsp", "dsh_tui.runtime.lsp",
-                        lambda config: bool(isinstance(config, Mapping) and config.get("servers"))),
-    # dsh 0.2's working_directory tool (working-directory/change): dsh_tui/runtime/workdir/
-    "working-directory": _LazyBuiltin("working-directory", "dsh_tui.runtime.workdir", lambda config: True),
-    # dsh's loop guard (reminders at 3, 5, 8 identical calls): dsh_tui/runtime/repeat/
-    "repeat-tool-reminder": _LazyBuiltin("repeat-tool-reminder", "dsh_tui.runtime.repeat", lambda config: True),
-    # dsh 0.1's str_replace_editor tool, off by default (as in dsh 0.2): dsh_tui/runtime/str_replace_editor/
-    "str-replace-editor": _LazyBuiltin("str-replace-editor", "dsh_tui.runtime.str_replace_editor",
-                                       lambda config: True),
-    # dsh 0.2's dsh_session_log / dsh_plugin_packages request fields, sent only when [privacy] turns them on
-    "deepseek-extensions": _LazyBuiltin("deepseek-extensions", "dsh_tui.runtime.privacy", lambda config: bool(
-        isinstance(config, Mapping) and isinstance(config.get("privacy"), Mapping)
-        and (config["privacy"].get("send_session_log") is True
-             or config["privacy"].get("send_plugin_packages") is True))),
-    # dsh's terminal_* tools over persistent PTYs (dsh_tui/runtime/terminals/); off unless enabled
-    "terminals": _LazyBuiltin("terminals", "dsh_tui.runtime.terminals", lambda config: True),
-}
-
-
-def _feature_builtins() -> None:
-    from dsh_tui.runtime.builtins import AGENT_INSTRUCTIONS, SESSION_TITLE, SESSION_TITLE_LLM
-
-    BUILTINS.update({"agent-instructions": AGENT_INSTRUCTIONS, "session-title": SESSION_TITLE,
-                     "session-title-llm": SESSION_TITLE_LLM})
-
-
-_feature_builtins()
 
 
 def builtin_specs(features: bool = False) -> list[PluginSpec]:

@@ -92,3 +92,10 @@ class RetryExecutor:
         self.agent.session.append("llm/retry-started", {"retryId": retry_id, "turn": turn, "step": step,
                                                         "retry": retry})
         return {"kind": "retry"}
+
+
+def apply(ctx: Any) -> None:
+    """The ``retry`` built-in: dsh's retry of failed model requests (``AgentConfig.retry``)."""
+    agent = ctx._agent
+    if agent.config.retry:
+        ctx.on("agent/request-error", RetryExecutor(agent).on_request_error)
