@@ -18,7 +18,7 @@ from .events import (
     TODO_WRITE,
 )
 from .jsonutil import dumps
-from .rows import EventList, PackedRun, plain_events
+from .rows import EventList, PackedRun, RawBlock, plain_events
 
 _CONFIG_FIELDS = ("provider", "model", "reasoningEffort", "temperature", "maxTokens", "stop")
 
@@ -83,8 +83,13 @@ def _js_eq(x: Any, y: Any) -> bool:
 
 def _last(events: list[dict], type_: str) -> dict | None:
     if type(events) is EventList:  # packed-row members are chunks: skip them unread
-        for ev in reversed(events._items):
-            if ev.__class__ is not PackedRun and ev.get("type") == type_:
+        items = events._items
+        for i in range(len(items) - 1, -1, -1):
+            ev = items[i]
+            if ev.__class__ is RawBlock:  # a v4 line kept compressed: its type is known without decoding it
+                if ev.types[i - ev.seq0] == type_:
+                    return ev.event(i - ev.seq0)
+            elif ev.__class__ is not PackedRun and ev.get("type") == type_:
                 return ev
         return None
     for ev in reversed(events):
