@@ -220,7 +220,8 @@ class RawBlock:
             import zstandard  # only a v4 load needs it
 
             _zc = zstandard.ZstdCompressor(level=1)
-        self.data = _zc.compress(b"\n".join(lines))
+        # a copy: the compressor's result can sit in a buffer of the uncompressed size
+        self.data = memoryview(_zc.compress(b"\n".join(lines))).tobytes()
         self._lines = None
 
     def lines(self) -> list[bytes]:
