@@ -18,8 +18,9 @@ from .events import (
     TODO_WRITE,
 )
 from .jsonutil import dumps
-from .rows import EventList, PackedRun, RawBlock, plain_events
+from .rows import EventList, PackedRun, RawBlock, events_of
 
+_TITLE = frozenset({SESSION_TITLE})
 _CONFIG_FIELDS = ("provider", "model", "reasoningEffort", "temperature", "maxTokens", "stop")
 
 
@@ -125,9 +126,8 @@ def _title_kind(d: dict) -> Any:
 
 
 def fold_title_data(events: list[dict]) -> dict | None:
-    events = plain_events(events)
     cur = None
-    for ev in events:
+    for ev in events_of(events, _TITLE):
         if ev.get("type") == SESSION_TITLE:
             cur = title_update(cur, ev)
     return cur

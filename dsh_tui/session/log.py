@@ -60,7 +60,7 @@ from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_up
 from .headers import validate_header
 from .invariants import PAYLOAD_CHECKED_TYPES, Relations, check_envelope, check_payload, check_payload_v4
 from .jsonutil import MAX_SAFE_INTEGER, _floats_ok, check_lossless, find_bad_float
-from .rows import EventList, PackedRun, RawBlock, plain_events, slot_event
+from .rows import EventList, PackedRun, RawBlock, events_of, slot_event
 from .surface import MessagesView, SurfaceFold, event_message, freeze
 
 Observer = Callable[["Session", dict], Any]
@@ -631,7 +631,8 @@ class Session:
 
     def append_origin_events(self) -> list[dict]:
         """Surface events that entered the log with ``surfaceOp == "append"`` (the human transcript source)."""
-        return [e for e in plain_events(self.events) if e.get("surfaceOp") == "append"]
+        # surfaceOp is only on surface events (validated): a loaded v4 log decodes only those
+        return [e for e in events_of(self.events, self._surface_types) if e.get("surfaceOp") == "append"]
 
 
 builtins_type = type

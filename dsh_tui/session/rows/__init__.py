@@ -28,6 +28,7 @@ from .lazy import (  # noqa: F401
     EventList,
     PackedRun,
     RawBlock,
+    events_of,
     lazy_row,
     plain_events,
     slot_event,

@@ -468,6 +468,17 @@ class EventList(Sequence):
             return list(zip(self._pidx, _PlainView(self._pidx, self._pev), strict=True))
         return list(zip(self._pidx, self._pev, strict=True))
 
+    def of_types(self, types: frozenset[str] | set[str]) -> Iterator[Any]:
+        """The events whose type is one of ``types`` (never a packed-row chunk), in order; a :class:`RawBlock`
+        member is decoded only when its type matches."""
+        self._plain_cache()
+        for i, e in zip(self._pidx, self._pev, strict=True):
+            if e.__class__ is RawBlock:
+                if e.types[i - e.seq0] in types:
+                    yield e.event(i - e.seq0)
+            elif e.get("type") in types:
+                yield e
+
     def has_blocks(self) -> bool:
         """Whether some events are :class:`RawBlock` members (a loaded v4 log)."""
         self._plain_cache()
@@ -490,6 +501,13 @@ class EventList(Sequence):
     def packed_count(self) -> int:
         """How many events are members of a compact packed row."""
         return sum(1 for e in self._items if e.__class__ is PackedRun)
+
+
+def events_of(events: Any, types: frozenset[str] | set[str]) -> Iterator[Any]:
+    """The events of ``events`` whose type is one of ``types``, in order (see :meth:`EventList.of_types`)."""
+    if type(events) is EventList:
+        return events.of_types(types)
+    return (e for e in events if e.get("type") in types)
 
 
 def plain_events(events: Any) -> Any:
