@@ -91,14 +91,14 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
             if started
             else {"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED}
         )
-        ev: dict[str, Any] = {
+        closer: dict[str, Any] = {
             "type": "tool/result", "seq": seq, "time": time,
             "data": {"turn": open_turn, "step": entry["step"], "message": message, "error": error},
             "surfaceOp": "append",
         }
         if started:
-            ev["sourceEventSeqs"] = [entry["callSeq"]]
-        closers.append(ev)
+            closer["sourceEventSeqs"] = [entry["callSeq"]]
+        closers.append(closer)
         seq += 1
     if open_step is not None:
         closers.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}})
@@ -183,13 +183,13 @@ def interrupted_turn_closers_v4(events: list[dict], session_id: str = "", cause:
                    "content": [{"type": "text", "text": text}]}
         error = ({"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN} if started
                  else {"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED})
-        ev: dict[str, Any] = {"type": "tool/result", "seq": seq, "time": time,
-                              "data": {"turn": entry["turn"], "step": entry["step"], "message": message,
-                                       "error": error}}
+        closer: dict[str, Any] = {"type": "tool/result", "seq": seq, "time": time,
+                                  "data": {"turn": entry["turn"], "step": entry["step"], "message": message,
+                                           "error": error}}
         if started:
-            ev["sourceEventSeqs"] = [entry["callSeq"]]
-        ev["surfaceOp"] = "append"
-        closers.append(ev)
+            closer["sourceEventSeqs"] = [entry["callSeq"]]
+        closer["surfaceOp"] = "append"
+        closers.append(closer)
         seq += 1
     if open_step is not None:
         closers.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}})
