@@ -174,7 +174,9 @@ def lazy_row(obj: dict) -> PackedRun | None:
 #: events per :class:`RawBlock` (a block is compressed as one zstd frame)
 BLOCK_EVENTS = 64
 
-_block_cache: tuple[Any, list[bytes]] = (None, [])  # the last decoded block and its lines (one tuple: swapped whole)
+# the last decoded blocks' lines by block (a few: the app's threads read the log at once), oldest first
+_block_cache: dict[Any, list[bytes]] = {}
+_CACHED_BLOCKS = 8
 _zc: Any = None
 _zd: Any = None
 
@@ -182,7 +184,7 @@ _zd: Any = None
 class RawBlock:
     """Consecutive events of a loaded format-v4 log kept as their stored JSON lines, zstd-compressed as one
     frame once the block is full (:meth:`seal`). An event becomes a dict only when read (:meth:`event`), each
-    time a fresh one parsed from its line, equal to what the scanner parsed. The last decoded block's lines are
+    time a fresh one parsed from its line, equal to what the scanner parsed. The last few decoded blocks' lines are
     kept, so a sequential read decompresses each block once. ``types`` holds each member's event type (shared
     strings), so a scan for one type needs no decoding.
 
@@ -225,27 +227,34 @@ class RawBlock:
         self._lines = None
 
     def lines(self) -> list[bytes]:
-        global _block_cache, _zd
+        global _zd
         lines = self._lines
         if lines is not None:
             return lines
-        cached = _block_cache
-        if cached[0] is self:
-            return cached[1]
+        cache = _block_cache
+        lines = cache.get(self)
+        if lines is not None:
+            return lines
         if _zd is None:
             import zstandard
 
             _zd = zstandard.ZstdDecompressor()
         lines = _zd.decompress(self.data).split(b"\n")
-        _block_cache = (self, lines)
+        cache[self] = lines
+        if len(cache) > _CACHED_BLOCKS:
+            try:
+                del cache[next(iter(cache))]
+            except (KeyError, StopIteration, RuntimeError):  # another thread got there first
+                pass
         return lines
 
     def event(self, k: int) -> dict:
         """Member ``k`` (0-based) as a fresh dict."""
         lines = self._lines
         if lines is None:
-            cached = _block_cache
-            lines = cached[1] if cached[0] is self else self.lines()
+            lines = _block_cache.get(self)
+            if lines is None:
+                lines = self.lines()
         return _loads(lines[k])
 
     def events(self, start: int = 0) -> list[dict]:
@@ -478,6 +487,11 @@ class EventList(Sequence):
                     yield e.event(i - e.seq0)
             elif e.get("type") in types:
                 yield e
+
+    def snapshot(self) -> EventList:
+        """The events as of now, as an ``EventList`` of its own (a copy of the slot list: later appends to this
+        one do not show; compact members stay compact)."""
+        return EventList(self._items[:], self.plain_cache())
 
     def has_blocks(self) -> bool:
         """Whether some events are :class:`RawBlock` members (a loaded v4 log)."""
