@@ -5,7 +5,7 @@ stay unexpanded until an event is read."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from itertools import accumulate, islice
 from typing import Any
 
@@ -477,7 +477,7 @@ class EventList(Sequence):
             return list(zip(self._pidx, _PlainView(self._pidx, self._pev), strict=True))
         return list(zip(self._pidx, self._pev, strict=True))
 
-    def of_types(self, types: frozenset[str] | set[str]) -> Iterator[Any]:
+    def of_types(self, types: Collection[str]) -> Iterator[Any]:
         """The events whose type is one of ``types`` (never a packed-row chunk), in order; a :class:`RawBlock`
         member is decoded only when its type matches."""
         self._plain_cache()
@@ -517,7 +517,7 @@ class EventList(Sequence):
         return sum(1 for e in self._items if e.__class__ is PackedRun)
 
 
-def events_of(events: Any, types: frozenset[str] | set[str]) -> Iterator[Any]:
+def events_of(events: Any, types: Collection[str]) -> Iterator[Any]:
     """The events of ``events`` whose type is one of ``types``, in order (see :meth:`EventList.of_types`)."""
     if type(events) is EventList:
         return events.of_types(types)
