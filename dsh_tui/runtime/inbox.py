@@ -13,7 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from dsh_tui.session.errors import DshError
-from dsh_tui.session.rows import plain_events
+from dsh_tui.session.rows import events_of
+
+_SPLICED = frozenset({"agent/inbox/spliced"})
 
 NEXT_TURN = "next-turn"
 NEXT_STEP = "next-step"
@@ -38,7 +40,7 @@ class Inbox:
         self._notify = notify or (lambda name, payload: None)
         self.lists: dict[str, list[dict]] = {NEXT_TURN: [], NEXT_STEP: []}
         first = seed_length(session)
-        for ev in plain_events(session.events):  # splices are never packed-row members
+        for ev in events_of(session.events, _SPLICED):  # a loaded v4 log decodes only these
             if ev["type"] == "agent/inbox/spliced" and ev["seq"] >= first:
                 self._apply(ev["data"])
 

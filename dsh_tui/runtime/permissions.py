@@ -25,6 +25,7 @@ from typing import Any
 
 from dsh_tui.runtime.approval import PRESETS
 from dsh_tui.session.jsonutil import loads_bounded
+from dsh_tui.session.rows import events_of
 
 # dsh-tui preset -> dsh's name (permission/preset, sandbox/mode)
 DSH_NAMES = {"read-only": "read-only", "workspace-write": "workspace-write", "full-access": "danger-full-access"}
@@ -68,6 +69,10 @@ def set_preset(agent: Any, preset: str) -> str:
     return name
 
 
+_MODE_TYPES = frozenset({"sandbox/mode", "approval/policy"})
+_ALLOWANCE_TYPES = frozenset({"tool/call", "approval/asked", "approval/decided"})
+
+
 def _delegated(events: Any) -> bool:
     return any(e.get("type") == "approval/policy" and (e.get("data") or {}).get("source") == "delegation"
                for e in events)
@@ -78,7 +83,7 @@ def logged_mode(events: Any) -> tuple[str | None, str | None]:
     ``approval/policy``, the delegated ones left out); None where the log sets none."""
     preset: str | None = None
     policy: str | None = None
-    for e in events:
+    for e in events_of(events, _MODE_TYPES):  # a loaded v4 log decodes only these
         etype = e.get("type")
         if (e.get("data") or {}).get("source") == "delegation":
             continue  # a subagent's delegated scope: its host sets it
@@ -135,7 +140,7 @@ def logged_allowances(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
     asked: dict[str, str] = {}
     calls: dict[str, tuple[str, str]] = {}
     out: list[tuple[str, str]] = []
-    for event in events:
+    for event in events_of(events, _ALLOWANCE_TYPES):  # a loaded v4 log decodes only these
         etype, data = event.get("type"), event.get("data") or {}
         if etype == "tool/call":
             calls[str(data.get("callId"))] = (str(data.get("name") or ""), str(data.get("arguments") or ""))

@@ -18,8 +18,9 @@ from .events import (
     TODO_WRITE,
 )
 from .jsonutil import dumps
-from .rows import EventList, PackedRun, plain_events
+from .rows import EventList, PackedRun, RawBlock, events_of
 
+_TITLE = frozenset({SESSION_TITLE})
 _CONFIG_FIELDS = ("provider", "model", "reasoningEffort", "temperature", "maxTokens", "stop")
 
 
@@ -83,8 +84,13 @@ def _js_eq(x: Any, y: Any) -> bool:
 
 def _last(events: list[dict], type_: str) -> dict | None:
     if type(events) is EventList:  # packed-row members are chunks: skip them unread
-        for ev in reversed(events._items):
-            if ev.__class__ is not PackedRun and ev.get("type") == type_:
+        items = events._items
+        for i in range(len(items) - 1, -1, -1):
+            ev = items[i]
+            if ev.__class__ is RawBlock:  # a v4 line kept compressed: its type is known without decoding it
+                if ev.types[i - ev.seq0] == type_:
+                    return ev.event(i - ev.seq0)
+            elif ev.__class__ is not PackedRun and ev.get("type") == type_:
                 return ev
         return None
     for ev in reversed(events):
@@ -120,9 +126,8 @@ def _title_kind(d: dict) -> Any:
 
 
 def fold_title_data(events: list[dict]) -> dict | None:
-    events = plain_events(events)
     cur = None
-    for ev in events:
+    for ev in events_of(events, _TITLE):
         if ev.get("type") == SESSION_TITLE:
             cur = title_update(cur, ev)
     return cur

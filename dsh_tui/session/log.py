@@ -60,7 +60,7 @@ from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_up
 from .headers import validate_header
 from .invariants import PAYLOAD_CHECKED_TYPES, Relations, check_envelope, check_payload, check_payload_v4
 from .jsonutil import MAX_SAFE_INTEGER, _floats_ok, check_lossless, find_bad_float
-from .rows import EventList, PackedRun, plain_events
+from .rows import EventList, PackedRun, RawBlock, events_of, slot_event
 from .surface import MessagesView, SurfaceFold, event_message, freeze
 
 Observer = Callable[["Session", dict], Any]
@@ -134,7 +134,8 @@ class Session:
             self._items = seed._items if type(seed) is EventList else seed
         self.events: list[dict] | EventList = self._items
         # surface events are never packed-row members
-        self._fold = SurfaceFold(self._items.__getitem__, surface_types=self._surface_types)
+        items = self._items
+        self._fold = SurfaceFold(lambda i: slot_event(items, i), surface_types=self._surface_types)
         self._rel = Relations()
         self._observers: list[Observer] = []
         self._notifying = False
@@ -155,6 +156,8 @@ class Session:
         if _check_only:
             return
         last = self._items[-1] if self._items else None
+        if last.__class__ is RawBlock:
+            last = slot_event(self._items, len(self._items) - 1)
         if last is None or last.__class__ is PackedRun or last["type"] != SESSION_END_SEED:
             self.append(SESSION_END_SEED, {})
 
@@ -241,9 +244,13 @@ class Session:
         nxt = 0  # the next slot to look at (a row taken whole moves it past all its members at once)
         while nxt < n_seed:
             i = nxt
-            ev = seed[i]
+            ev = slot = seed[i]
             nxt = i + 1
-            if ev.__class__ is PackedRun:
+            if ev.__class__ is RawBlock:
+                # a v4 line kept compressed: checked as the event it parses to, its slot kept as it is
+                ev = ev.event(i - ev.seq0)
+                compact = True
+            elif ev.__class__ is PackedRun:
                 # a row the decoder validated whole (shape, member strings, seqs, times): only its place in
                 # the log is checked here (its seqs, the open turn/step, no -0 among turn/step/index)
                 n = ev.n
@@ -352,7 +359,7 @@ class Session:
             check_pl(ev)
             if check_relations and t in _RELATION_TYPES:
                 rel.check(ev)
-            push(ev)
+            push(slot if slot.__class__ is RawBlock else ev)
             if plan is not None:
                 fold.apply(plan)
             if t in _BOUNDARY_TYPES:
@@ -388,8 +395,7 @@ class Session:
                 items = self._items
                 stream = []
                 for s in source_event_seqs or ():
-                    ev = items[s] if builtins_type(s) is int and 0 <= s < len(items) else None
-                    ev = ev.event(s - ev.seq0) if ev.__class__ is PackedRun else ev
+                    ev = slot_event(items, s) if builtins_type(s) is int and 0 <= s < len(items) else None
                     if builtins_type(ev) is dict and ev.get("type") == ASSISTANT_CHUNK:
                         stream.append({"type": "chunk", "time": ev["time"], "chunk": ev["data"]["chunk"]})
                 data = {**data, "stream": stream}
@@ -537,12 +543,13 @@ class Session:
         n = len(nodes)
         if self._derived_nodes != n:
             cache = self._msg_cache
-            events = self._items  # surface nodes are never packed-row members
+            events = self._items  # surface nodes are never packed-row members (a v4 one can be a RawBlock's)
             out = self._derived
             for s in nodes[self._derived_nodes:]:
                 m = cache.get(s, _NONE)
                 if m is _NONE:
-                    raw = v4_runtime_message(events[s]) if self.format == 4 else event_message(events[s])
+                    raw = (v4_runtime_message(slot_event(events, s)) if self.format == 4
+                           else event_message(events[s]))
                     m = None if raw is None else freeze(raw)
                     cache[s] = m
                 if m is not None:
@@ -570,7 +577,7 @@ class Session:
         nodes = self._fold.nodes
         if not nodes:
             return None
-        ev = self._items[nodes[0]]
+        ev = slot_event(self._items, nodes[0])
         return ev if ev.__class__ is dict and ev["type"] == "system/message" else None
 
     def system_head_text(self) -> str | None:
@@ -624,7 +631,8 @@ class Session:
 
     def append_origin_events(self) -> list[dict]:
         """Surface events that entered the log with ``surfaceOp == "append"`` (the human transcript source)."""
-        return [e for e in plain_events(self.events) if e.get("surfaceOp") == "append"]
+        # surfaceOp is only on surface events (validated): a loaded v4 log decodes only those
+        return [e for e in events_of(self.events, self._surface_types) if e.get("surfaceOp") == "append"]
 
 
 builtins_type = type

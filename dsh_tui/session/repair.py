@@ -6,7 +6,7 @@ from __future__ import annotations
 from itertools import islice
 from typing import Any
 
-from .rows import plain_events
+from .rows import EventList, plain_events
 
 TOOL_NOT_STARTED = "TOOL_NOT_STARTED"
 TOOL_OUTCOME_UNKNOWN = "TOOL_OUTCOME_UNKNOWN"
@@ -22,6 +22,7 @@ NOT_STARTED_TEXT = (
 
 
 # what the walk from the last turn/start on looks at (no turn/start or turn/end can follow it there)
+_TURN_BOUNDARIES = frozenset({"turn/start", "turn/end"})
 _BOUNDARY_TYPES = frozenset({"step/start", "step/end", "assistant/message", "tool/call", "tool/result"})
 
 
@@ -90,14 +91,14 @@ def interrupted_turn_closers(events: list[dict]) -> list[dict]:
             if started
             else {"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED}
         )
-        ev: dict[str, Any] = {
+        closer: dict[str, Any] = {
             "type": "tool/result", "seq": seq, "time": time,
             "data": {"turn": open_turn, "step": entry["step"], "message": message, "error": error},
             "surfaceOp": "append",
         }
         if started:
-            ev["sourceEventSeqs"] = [entry["callSeq"]]
-        closers.append(ev)
+            closer["sourceEventSeqs"] = [entry["callSeq"]]
+        closers.append(closer)
         seq += 1
     if open_step is not None:
         closers.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}})
@@ -130,7 +131,14 @@ def interrupted_turn_closers_v4(events: list[dict], session_id: str = "", cause:
     open_turn: Any = None
     open_step: Any = None
     plain = plain_events(events)
-    for ev in plain:
+    walk: Any = plain
+    if type(events) is EventList and events.has_blocks():
+        # a loaded v4 log whose lines stay compressed: the walk starts at the last turn boundary (a turn/start or
+        # turn/end resets everything it tracks), found without decoding the events before it
+        k = events.last_index_of(_TURN_BOUNDARIES)
+        if k > 0:
+            walk = events[k:]
+    for ev in walk:
         t = ev["type"]
         if t == "turn/start":
             pending.clear()
@@ -175,13 +183,13 @@ def interrupted_turn_closers_v4(events: list[dict], session_id: str = "", cause:
                    "content": [{"type": "text", "text": text}]}
         error = ({"name": "ToolOutcomeUnknownError", "code": TOOL_OUTCOME_UNKNOWN} if started
                  else {"name": "ToolNotStartedError", "code": TOOL_NOT_STARTED})
-        ev: dict[str, Any] = {"type": "tool/result", "seq": seq, "time": time,
-                              "data": {"turn": entry["turn"], "step": entry["step"], "message": message,
-                                       "error": error}}
+        closer: dict[str, Any] = {"type": "tool/result", "seq": seq, "time": time,
+                                  "data": {"turn": entry["turn"], "step": entry["step"], "message": message,
+                                           "error": error}}
         if started:
-            ev["sourceEventSeqs"] = [entry["callSeq"]]
-        ev["surfaceOp"] = "append"
-        closers.append(ev)
+            closer["sourceEventSeqs"] = [entry["callSeq"]]
+        closer["surfaceOp"] = "append"
+        closers.append(closer)
         seq += 1
     if open_step is not None:
         closers.append({"type": "step/end", "seq": seq, "time": time, "data": {"turn": open_turn, "step": open_step}})

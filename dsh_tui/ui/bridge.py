@@ -303,7 +303,12 @@ class Bridge:
         self.harness = harness
         session = harness.session
         # a fresh session for the UI: its header and the events it already has, then live appends
-        self._events.append({"type": ATTACH, "header": session.header, "events": list(session.events)})
+        # (a copy as of now; a loaded log's compact events stay compact: the UI decodes the tail first)
+        from dsh_tui.session.rows import EventList
+
+        events = session.events
+        snapshot = events.snapshot() if type(events) is EventList else list(events)
+        self._events.append({"type": ATTACH, "header": session.header, "events": snapshot})
         self._unsubscribe = session.subscribe(self.session_event)
         self._wake()
 

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from dsh_tui.runtime.inbox import NEXT_STEP
-from dsh_tui.session.rows import plain_events
+from dsh_tui.session.rows import events_of
 from dsh_tui.tools import wsread
 
 KIND = "agent-instructions"
@@ -370,9 +370,12 @@ def _visible_sources(session: Any) -> list[dict]:
             and m["source"].get("kind") == KIND]
 
 
+_USER = frozenset({"user/message"})
+
+
 def _ever_logged(session: Any) -> bool:
     return any(e.get("type") == "user/message" and ((e.get("data") or {}).get("source") or {}).get("kind") == KIND
-               for e in plain_events(session.events))
+               for e in events_of(session.events, _USER))
 
 
 def fold_loaded(sources: list[dict]) -> tuple[str | None, dict[str, dict]]:

@@ -28,7 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from dsh_tui.runtime.assembler import BlockAssembler
-from dsh_tui.session.rows import plain_events
+from dsh_tui.session.rows import events_of
 from dsh_tui.session.titles import (
     FALLBACK_MAX_BYTES,
     FALLBACK_MAX_WORDS,
@@ -40,6 +40,9 @@ from dsh_tui.session.titles import (
     normalize,
     user_title_data,
 )
+
+_USER = frozenset({"user/message"})
+_TITLE = frozenset({"session/title"})
 
 log = logging.getLogger("dsh_tui.runtime.titles")
 
@@ -77,7 +80,7 @@ def _human_messages(session: Any, start: int = 0) -> list[tuple[int, dict]]:
     """(seq, data) of every eligible human ``user/message`` from ``start`` on."""
     events = session.events
     out = []
-    for ev in (plain_events(events) if start == 0 else events[start:]):
+    for ev in (events_of(events, _USER) if start == 0 else events[start:]):
         if ev.get("type") == "user/message" and is_eligible(ev.get("data")):
             out.append((ev["seq"], ev["data"]))
     return out
@@ -210,7 +213,7 @@ class SessionTitleLlm:
         if (session.header or {}).get("parentSession") or session.title_data() is not None:
             return  # fork and subagent children, titled sessions: no first-prompt LLM title
         if any(ev.get("type") == "user/message" and is_eligible(ev.get("data"))
-               for ev in plain_events(session.events)):
+               for ev in events_of(session.events, _USER)):
             return  # the first prompt was before this agent: its title work is not pending here
         start = len(session.events)
         state: dict[str, Any] = {"task": None, "off": None}
@@ -228,7 +231,7 @@ class SessionTitleLlm:
                     state["off"]()
                     seq, message = first
                     titled_before = any(e.get("type") == "session/title" and e.get("seq", 0) < seq
-                                        for e in plain_events(session.events))
+                                        for e in events_of(session.events, _TITLE))
                     if not titled_before and not _pinned(session):
                         launch = self._start(ctx, config, state, seq, message_text(message),
                                              request.get("config") or {})

@@ -29,6 +29,7 @@ from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
 from dsh_tui.runtime.subagents.background import start_job_child
 from dsh_tui.session.errors import DshError
+from dsh_tui.session.rows import events_of
 from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 name = "subagents"
@@ -68,8 +69,12 @@ def _text(value: str) -> list[dict]:
     return [{"type": "text", "text": value}]
 
 
+_DESCRIPTOR = frozenset({"subagent/descriptor"})
+_SANDBOX_MODE = frozenset({"sandbox/mode"})
+
+
 def _descriptor(session: Any) -> dict | None:
-    for ev in session.events:
+    for ev in events_of(session.events, _DESCRIPTOR):  # a loaded v4 log decodes only these
         if ev["type"] == "subagent/descriptor":
             return ev["data"]
     return None
@@ -81,7 +86,7 @@ def _delegation_depth(agent: Any) -> int:
 
 def _sandbox_override(session: Any) -> str | None:
     mode = None
-    for ev in session.events:
+    for ev in events_of(session.events, _SANDBOX_MODE):
         if ev["type"] == "sandbox/mode":
             mode = (ev.get("data") or {}).get("mode")
     return mode

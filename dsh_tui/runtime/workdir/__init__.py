@@ -21,10 +21,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.session.rows import events_of
 from dsh_tui.tools.base import ToolDefinition, ToolError
 
 name = "working-directory"
 EVENT = "working-directory/change"
+_EVENTS = frozenset({EVENT})
 SOURCE = {"kind": "working-directory"}
 DESCRIPTION = ("Read the current working directory, or change it with cd. Relative paths use the current directory. "
                "Existing shells and running processes keep their own directories.")
@@ -46,12 +48,13 @@ def unavailable_text(previous: str, directory: str) -> str:
 
 def recorded_directory(events: Any) -> str | None:
     """The directory the last ``working-directory/change`` of a log names (None: never changed)."""
-    for event in reversed(events):
+    found = None
+    for event in events_of(events, _EVENTS):  # in order, the last one kept: a loaded v4 log decodes only these
         if event.get("type") == EVENT and isinstance(event.get("data"), dict):
             cwd = event["data"].get("cwd")
             if isinstance(cwd, str) and cwd:
-                return cwd
-    return None
+                found = cwd
+    return found
 
 
 class WorkingDirectory:

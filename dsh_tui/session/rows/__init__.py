@@ -24,8 +24,12 @@ from .codec import (  # noqa: F401  (_build_row, _continues: tests check the pac
     validate_row,
 )
 from .lazy import (  # noqa: F401
+    BLOCK_EVENTS,
     EventList,
     PackedRun,
+    RawBlock,
+    events_of,
     lazy_row,
     plain_events,
+    slot_event,
 )

@@ -5,9 +5,11 @@ stay unexpanded until an event is read."""
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from itertools import accumulate, islice
 from typing import Any
+
+from orjson import loads as _loads
 
 from dsh_tui.session.events import TEXT_CHUNKS, TOOL_CALL_CHUNKS
 from dsh_tui.session.jsonutil import MAX_SAFE_INTEGER
@@ -169,6 +171,138 @@ def lazy_row(obj: dict) -> PackedRun | None:
     return PackedRun(seq0, time0, b"" if n == 1 else dt, turn, step, index, ctype, cid, name, text, lens)
 
 
+#: events per :class:`RawBlock` (a block is compressed as one zstd frame)
+BLOCK_EVENTS = 64
+
+# the last decoded blocks' lines by block (a few: the app's threads read the log at once), oldest first
+_block_cache: dict[Any, list[bytes]] = {}
+_CACHED_BLOCKS = 8
+_zc: Any = None
+_zd: Any = None
+
+
+class RawBlock:
+    """Consecutive events of a loaded format-v4 log kept as their stored JSON lines, zstd-compressed as one
+    frame once the block is full (:meth:`seal`). An event becomes a dict only when read (:meth:`event`), each
+    time a fresh one parsed from its line, equal to what the scanner parsed. The last few decoded blocks' lines are
+    kept, so a sequential read decompresses each block once. ``types`` holds each member's event type (shared
+    strings), so a scan for one type needs no decoding.
+
+    Like a :class:`PackedRun`, an :class:`EventList` has one slot per member pointing at the block (member
+    ``k`` at index ``seq0 + k``); unlike one, its members are not chunks: they are plain events (any type)."""
+
+    __slots__ = ("seq0", "n", "data", "types", "_lines")
+
+    def __init__(self, seq0: int) -> None:
+        self.seq0 = seq0
+        self.n = 0
+        self.data = b""
+        self.types: list[str] = []
+        self._lines: list[bytes] | None = []  # until sealed
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return f"RawBlock(seq0={self.seq0}, n={self.n})"
+
+    def add(self, line: bytes, type_: str) -> None:
+        assert self._lines is not None
+        self._lines.append(line)
+        self.types.append(type_)
+        self.n += 1
+
+    def seal(self) -> None:
+        """Compress the lines (no more members are added)."""
+        global _zc
+        lines = self._lines
+        if lines is None:
+            return
+        if _zc is None:
+            import zstandard  # only a v4 load needs it
+
+            _zc = zstandard.ZstdCompressor(level=1)
+        # a copy: the compressor's result can sit in a buffer of the uncompressed size
+        self.data = memoryview(_zc.compress(b"\n".join(lines))).tobytes()
+        self._lines = None
+
+    def lines(self) -> list[bytes]:
+        global _zd
+        lines = self._lines
+        if lines is not None:
+            return lines
+        cache = _block_cache
+        lines = cache.get(self)
+        if lines is not None:
+            return lines
+        if _zd is None:
+            import zstandard
+
+            _zd = zstandard.ZstdDecompressor()
+        lines = _zd.decompress(self.data).split(b"\n")
+        cache[self] = lines
+        if len(cache) > _CACHED_BLOCKS:
+            try:
+                del cache[next(iter(cache))]
+            except (KeyError, StopIteration, RuntimeError):  # another thread got there first
+                pass
+        return lines
+
+    def event(self, k: int) -> dict:
+        """Member ``k`` (0-based) as a fresh dict."""
+        lines = self._lines
+        if lines is None:
+            lines = _block_cache.get(self)
+            if lines is None:
+                lines = self.lines()
+        return _loads(lines[k])
+
+    def events(self, start: int = 0) -> list[dict]:
+        """Member events ``start..`` as fresh dicts."""
+        return list(map(_loads, self.lines()[start:]))
+
+
+_RUNS = (PackedRun, RawBlock)
+
+
+def slot_event(items: Sequence[Any], i: int) -> Any:
+    """The event at index ``i`` of an :class:`EventList`'s slot list (a compact member decoded)."""
+    e = items[i]
+    if e.__class__ is RawBlock or e.__class__ is PackedRun:
+        return e.event(i - e.seq0)
+    return e
+
+
+class _PlainView(Sequence):
+    """:meth:`EventList.plain` of a list holding :class:`RawBlock` members: the plain events, a block member
+    decoded when read."""
+
+    __slots__ = ("_pidx", "_pev")
+
+    def __init__(self, pidx: array[int], pev: list[Any]) -> None:
+        self._pidx = pidx
+        self._pev = pev
+
+    def __len__(self) -> int:
+        return len(self._pev)
+
+    def __getitem__(self, k: Any) -> Any:
+        if type(k) is slice:
+            return [self[j] for j in range(*k.indices(len(self._pev)))]
+        e = self._pev[k]
+        if e.__class__ is RawBlock:
+            return e.event(self._pidx[k] - e.seq0)
+        return e
+
+    def __iter__(self) -> Iterator[Any]:
+        for i, e in zip(self._pidx, self._pev, strict=True):
+            yield e.event(i - e.seq0) if e.__class__ is RawBlock else e
+
+    def __reversed__(self) -> Iterator[Any]:
+        for i, e in zip(reversed(self._pidx), reversed(self._pev), strict=True):
+            yield e.event(i - e.seq0) if e.__class__ is RawBlock else e
+
+
 class EventList(Sequence):
     """A read-only sequence of logical events where packed rows stay compact (:class:`PackedRun`, one slot per
     member, all pointing at the row) until read. Reading an event (index, iteration, slice) gives the same
@@ -177,7 +311,7 @@ class EventList(Sequence):
     compares equal to a list of the same events; ``jsonutil.dumps`` serialises it as an array. It has no
     mutators (``Session`` appends through its private slot list)."""
 
-    __slots__ = ("_items", "_pidx", "_pev", "_pn")
+    __slots__ = ("_items", "_pidx", "_pev", "_pn", "_blocks")
     __json_array__ = True
     __hash__ = None  # type: ignore[assignment]
 
@@ -189,6 +323,8 @@ class EventList(Sequence):
         self._pidx: array[int]  # (an array: one machine word per index, no int objects)
         self._pev: list[Any]
         self._pidx, self._pev, self._pn = (array("q"), [], 0) if plain is None else plain
+        # whether the plain events include RawBlock members (then plain() decodes them when read)
+        self._blocks = plain is not None and RawBlock in set(map(type, self._pev))
 
     def __len__(self) -> int:
         return len(self._items)
@@ -200,7 +336,7 @@ class EventList(Sequence):
                 return self._span(start, stop)
             return [self[i] for i in range(start, stop, step)]
         item = self._items[index]
-        if item.__class__ is PackedRun:
+        if item.__class__ in _RUNS:
             i = index.__index__()
             if i < 0:
                 i += len(self._items)
@@ -215,7 +351,10 @@ class EventList(Sequence):
         i = start
         while i < stop:
             item = items[i]
-            if item.__class__ is PackedRun:
+            if item.__class__ is RawBlock:
+                out.append(item.event(i - item.seq0))
+                i += 1
+            elif item.__class__ is PackedRun:
                 k = i - item.seq0
                 evs = item.events(k)
                 take = min(len(evs), stop - i)
@@ -233,7 +372,9 @@ class EventList(Sequence):
             if skip:
                 skip -= 1
                 continue
-            if item.__class__ is PackedRun:
+            if item.__class__ is RawBlock:
+                yield item.event(i - item.seq0)
+            elif item.__class__ is PackedRun:
                 evs = item.events(i - item.seq0)
                 skip = len(evs) - 1
                 yield from evs
@@ -245,7 +386,10 @@ class EventList(Sequence):
         i = len(items) - 1
         while i >= 0:
             item = items[i]
-            if item.__class__ is PackedRun:
+            if item.__class__ is RawBlock:
+                yield item.event(i - item.seq0)
+                i -= 1
+            elif item.__class__ is PackedRun:
                 start = item.seq0  # the row's first member sits at index seq0
                 yield from reversed(item.events()[: i - start + 1])
                 i = start - 1
@@ -301,18 +445,24 @@ class EventList(Sequence):
             self._pidx, self._pev, start = array("q"), [], 0
         new = [i for i, e in enumerate(islice(items, start, None), start) if e.__class__ is not PackedRun]
         self._pidx.extend(new)
-        self._pev.extend(map(items.__getitem__, new))
+        pev = list(map(items.__getitem__, new))
+        self._pev.extend(pev)
         self._pn = n
+        if not self._blocks and RawBlock in set(map(type, pev)):
+            self._blocks = True
 
     def plain_cache(self) -> tuple[array[int], list[Any], int]:
         """A copy of the filled plain-event cache, for an ``EventList`` over a list of the same slots."""
         self._plain_cache()
         return array("q", self._pidx), list(self._pev), self._pn
 
-    def plain(self) -> list[Any]:
+    def plain(self) -> Sequence[Any]:
         """The events that are not members of a compact packed row (stored objects, in order): every event a
-        scan for a non-chunk type needs to look at. Cached (extended as the slots grow); do not mutate."""
+        scan for a non-chunk type needs to look at. Cached (extended as the slots grow); do not mutate. With
+        :class:`RawBlock` members (a loaded v4 log) a read-only view decoding them when read."""
         self._plain_cache()
+        if self._blocks:
+            return _PlainView(self._pidx, self._pev)
         return self._pev
 
     def plain_indices(self) -> Sequence[int]:
@@ -323,11 +473,55 @@ class EventList(Sequence):
     def plain_indexed(self) -> list[tuple[int, Any]]:
         """``(index, event)`` of the :meth:`plain` events."""
         self._plain_cache()
+        if self._blocks:
+            return list(zip(self._pidx, _PlainView(self._pidx, self._pev), strict=True))
         return list(zip(self._pidx, self._pev, strict=True))
+
+    def of_types(self, types: Collection[str]) -> Iterator[Any]:
+        """The events whose type is one of ``types`` (never a packed-row chunk), in order; a :class:`RawBlock`
+        member is decoded only when its type matches."""
+        self._plain_cache()
+        for i, e in zip(self._pidx, self._pev, strict=True):
+            if e.__class__ is RawBlock:
+                if e.types[i - e.seq0] in types:
+                    yield e.event(i - e.seq0)
+            elif e.get("type") in types:
+                yield e
+
+    def snapshot(self) -> EventList:
+        """The events as of now, as an ``EventList`` of its own (a copy of the slot list: later appends to this
+        one do not show; compact members stay compact)."""
+        return EventList(self._items[:], self.plain_cache())
+
+    def has_blocks(self) -> bool:
+        """Whether some events are :class:`RawBlock` members (a loaded v4 log)."""
+        self._plain_cache()
+        return self._blocks
+
+    def last_index_of(self, types: frozenset[str]) -> int:
+        """The index of the last event whose type is one of ``types`` (never a packed-row chunk), or -1; a
+        :class:`RawBlock` member is not decoded for it."""
+        items = self._items
+        for i in range(len(items) - 1, -1, -1):
+            e = items[i]
+            c = e.__class__
+            if c is RawBlock:
+                if e.types[i - e.seq0] in types:
+                    return i
+            elif c is not PackedRun and type(e) is dict and e.get("type") in types:
+                return i
+        return -1
 
     def packed_count(self) -> int:
         """How many events are members of a compact packed row."""
         return sum(1 for e in self._items if e.__class__ is PackedRun)
+
+
+def events_of(events: Any, types: Collection[str]) -> Iterator[Any]:
+    """The events of ``events`` whose type is one of ``types``, in order (see :meth:`EventList.of_types`)."""
+    if type(events) is EventList:
+        return events.of_types(types)
+    return (e for e in events if e.get("type") in types)
 
 
 def plain_events(events: Any) -> Any:

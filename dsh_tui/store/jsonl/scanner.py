@@ -16,8 +16,10 @@ from dsh_tui.session.errors import (
     SessionCorruptionError,
 )
 from dsh_tui.session.legacy import IMPORT, REFUSE, TYPE_ROLES, type_role
+from dsh_tui.session.rows import BLOCK_EVENTS as _BLOCK_EVENTS
 from dsh_tui.session.rows import EventList
 from dsh_tui.session.rows import PackedRun as _PackedRun
+from dsh_tui.session.rows import RawBlock as _RawBlock
 from dsh_tui.session.rows import lazy_row as _lazy_row
 from dsh_tui.session.sharing import SHARERS
 from dsh_tui.store.fsio import MAX_LINE_BYTES, LineSplitter
@@ -120,7 +122,7 @@ class LineScanner:
     """
 
     __slots__ = ("header", "events", "input_bytes", "committed_bytes", "line_no", "issue",
-                 "_split", "_edge", "_armed", "projected", "runs", "_pidx", "_pev", "_pn", "looks", "_pool")
+                 "_split", "_edge", "_armed", "projected", "runs", "_pidx", "_pev", "_pn", "looks", "_pool", "_v4", "_block")
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
@@ -145,9 +147,16 @@ class LineScanner:
         # positions among those plain events that the legacy import / the refusals look at (legacy.type_role)
         self.looks: tuple[array[int], array[int]] = (array("q"), array("q"))
         self._pool: dict[str, str] = {}  # sharing.SHARERS' pool: one object per repeated string
+        # format v4: the events of known types stay their lines, compressed in blocks (rows.RawBlock), parsed
+        # again only when read; ``_block`` is the one being filled
+        self._v4 = self.header.get("version") == 4
+        self._block: Any = None
 
     def event_list(self) -> EventList:
         """The scanned events as an :class:`EventList` (its plain-event cache already filled)."""
+        if self._block is not None:
+            self._block.seal()
+            self._block = None
         self._catch_up()
         return EventList(self.events, (self._pidx, self._pev, self._pn))
 
@@ -238,7 +247,10 @@ class LineScanner:
         loads = orjson.loads
         row_tags = ROW_TAGS
         lazy = _lazy_row
+        block_events = _BLOCK_EVENTS
         packed_run = _PackedRun
+        v4 = self._v4
+        blk = self._block
         n = len(events)
         line_no = self.line_no
         for i, line in enumerate(parts):
@@ -279,7 +291,20 @@ class LineScanner:
                         self._hand_over(parts, i, pos, line_no, n)
                         return
                     info = type_info(t) if t.__class__ is str else None
-                    if info is not None:
+                    if v4 and t.__class__ is str:
+                        # format v4: the line itself is kept (compressed with its block), not the parsed event
+                        if blk is None or blk.n == block_events or blk.seq0 + blk.n != n:
+                            if blk is not None:
+                                blk.seal()
+                            blk = self._block = _RawBlock(n)
+                        if info is not None:
+                            t, role, _ = info
+                        else:
+                            t = pool.setdefault(t, t)
+                            role = REFUSE
+                        blk.add(line, t)
+                        obj = blk
+                    elif info is not None:
                         # a known type: its one shared name (not a copy per event), which passes look at it, and
                         # the strings it repeats from earlier events made one object with them (sharing.py)
                         obj["type"], role, share = info

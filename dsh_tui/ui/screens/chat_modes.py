@@ -113,7 +113,9 @@ class ModeStatus:
         if fold is None:
             return
         changed = reset
-        for event in events_:
+        from dsh_tui.session.rows import events_of
+
+        for event in events_of(events_, MODE_EVENTS):  # a loaded v4 log decodes only these
             if event.get("type") in MODE_EVENTS:
                 changed = fold.apply(event) or changed
         if changed:
