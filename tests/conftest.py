@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import signal
 from pathlib import Path
 
@@ -52,7 +53,12 @@ def _isolated_user_dirs(tmp_path_factory, monkeypatch):
     # New sessions in the default format (v4, dsh 0.2's), whatever the caller's environment says; a test about
     # format v0 asks for it (``session_format_v0`` below)
     monkeypatch.delenv("DSH_TUI_SESSION_FORMAT", raising=False)
+    # the command line, run in-process by a test, routes plugin and MCP logs to their own handlers alone
+    # (propagate off, for the rest of the process): each test starts with them reaching the root (caplog) again
+    routed = {name: logging.getLogger(name).propagate for name in ("dsh_tui.plugins", "dsh_tui.plugins.mcp", "mcp")}
     yield
+    for name, propagate in routed.items():
+        logging.getLogger(name).propagate = propagate
     from dsh_tui.llm.redact import forget_secrets
 
     forget_secrets()  # the redaction registry is per process: a test's keys stay in that test
