@@ -155,20 +155,6 @@ class HeadlessOutput:
         self.code = 128 + signum
 
 
-async def next_prompts(prompts: Any) -> Any:
-    """The prompts still to run (``prompts_from``), read off the event loop: the harness (subagents, MCP
-    servers) keeps running while stdin is waited for."""
-    import asyncio
-
-    if prompts is None:
-        return
-    while True:
-        text = await asyncio.to_thread(next, prompts, None)
-        if text is None:
-            return
-        yield text
-
-
 def _usage(events: list[dict[str, Any]]) -> dict[str, int]:
     total: dict[str, int] = {}
     for e in events:

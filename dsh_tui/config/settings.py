@@ -55,7 +55,6 @@ from dsh_tui.config.base import (
 from dsh_tui.config.files import (
     check_toml_value,
     credentials_path,
-    dumps_toml,
     load_credentials,
     read_settings_file,
     settings_path,
@@ -138,9 +137,6 @@ class Settings:
 
     def as_dict(self) -> dict[str, Any]:
         return copy.deepcopy(self.data)
-
-    def to_toml(self) -> str:
-        return dumps_toml(self.data)
 
     # -- providers ---------------------------------------------------------------------------------
 

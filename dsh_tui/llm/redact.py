@@ -31,10 +31,6 @@ def register_secret(value: str | None) -> None:
         _registered.add(value)
 
 
-def registered_secrets() -> frozenset[str]:
-    return frozenset(_registered)
-
-
 def forget_secrets() -> None:
     """Empty the registry (tests: one test's keys must not redact another's texts)."""
     _registered.clear()

@@ -111,6 +111,3 @@ ENVELOPE_KEYS: frozenset[str] = frozenset({"type", "seq", "time", "data", "surfa
 assert len(KNOWN_EVENT_TYPES) == 48
 assert len(V4_KNOWN_EVENT_TYPES) == 62
 
-
-def is_surface_type(event_type: str) -> bool:
-    return event_type in SURFACE_TYPES

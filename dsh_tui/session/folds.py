@@ -9,11 +9,9 @@ from typing import Any
 
 from .events import (
     AGENT_PRESET_SELECTED,
-    APPROVAL_POLICY,
     PLAN_MODE,
     REQUEST_CONTEXT,
     REQUEST_HEADER,
-    SANDBOX_MODE,
     SESSION_TITLE,
     TODO_WRITE,
 )
@@ -146,16 +144,6 @@ def fold_todos(events: list[dict]) -> list[dict]:
 def fold_plan_mode(events: list[dict]) -> bool:
     ev = _last(events, PLAN_MODE)
     return bool(ev is not None and isinstance(ev["data"], dict) and ev["data"].get("active") is True)
-
-
-def fold_approval_policy(events: list[dict]) -> Any:
-    ev = _last(events, APPROVAL_POLICY)
-    return None if ev is None else ev["data"].get("policy")
-
-
-def fold_sandbox_mode(events: list[dict]) -> Any:
-    ev = _last(events, SANDBOX_MODE)
-    return None if ev is None else ev["data"].get("mode")
 
 
 def fold_agent_preset(events: list[dict], header: dict | None = None) -> Any:

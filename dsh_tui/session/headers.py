@@ -165,16 +165,3 @@ def validate_header(h: Any, *, lenient: bool = False, expected_id: str | None = 
         raise bad("agentPreset must be a string")
     return h
 
-
-def header_version(h: dict[str, Any]) -> int:
-    """The header's format version (0 when absent: authored stubs)."""
-    v = h.get("version", 0)
-    return v if type(v) is int else 0
-
-
-def is_v4(h: dict[str, Any] | None) -> bool:
-    return h is not None and h.get("version") == SESSION_FORMAT_V4
-
-
-def header_delegation_depth(h: dict[str, Any]) -> int:
-    return h.get("delegationDepth", 0) or 0

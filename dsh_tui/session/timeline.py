@@ -85,28 +85,6 @@ def _blocks(blocks: Any) -> str:
     return content_text(blocks, sep=" ", calls="→ {name}({arguments})", marks=True)
 
 
-def dispatch_seq(events: list[dict[str, Any]], seq: int) -> int | None:
-    """For an event inside a model request, the seq before which the request was dispatched: the
-    first ``assistant/chunk`` of that attempt (messages derived over ``events[:result]``)."""
-    n = len(events)
-    if not 0 <= seq < n:
-        return None
-    # walk back to the attempt start, then forward to its first chunk
-    start = seq
-    while start > 0 and events[start].get("type") not in ("step/start", "llm/retry-started", "compaction/end",
-                                                          "turn/start"):
-        if events[start].get("type") in ("step/end", "turn/end") and start != seq:
-            return None
-        start -= 1
-    for k in range(start, n):
-        t = events[k].get("type")
-        if t == "assistant/chunk":
-            return k
-        if t in ("step/end", "turn/end") or (k > start and t in ("llm/retry-started", "step/start")):
-            return None
-    return None
-
-
 def request_header_at(events: list[dict[str, Any]], before: int) -> dict[str, Any] | None:
     """The latest ``request/header`` envelope before ``before`` (the one the request used)."""
     for k in range(min(before, len(events)) - 1, -1, -1):

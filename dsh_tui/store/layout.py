@@ -124,15 +124,6 @@ GENERATIONS = (4, 0)
 LOCK_NAME = "session.lock"
 
 
-def generation_of(name: str) -> int | None:
-    """The format generation a log file name stands for, or None."""
-    for comp in COMPRESSIONS:
-        for v in GENERATIONS:
-            if name == transcript_name(comp, v):
-                return v
-    return None
-
-
 def project_dir(root: Path, cwd: str | None) -> Path:
     return Path(root) / (NO_CWD_DIR if cwd is None else project_key(cwd))
 

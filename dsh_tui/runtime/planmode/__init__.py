@@ -102,14 +102,6 @@ def _active_at_last_header(events: Any) -> bool | None:
     return None
 
 
-def _first_heading(plan: str) -> str | None:
-    for line in plan.split("\n"):
-        m = re.match(r"^#{1,6}\s+(.+?)\s*$", line)
-        if m:
-            return m.group(1)
-    return None
-
-
 class PlanMode:
     """One agent's plan-mode controller (dsh's ``ctx.planMode``)."""
 

@@ -161,12 +161,6 @@ def render_send(value: dict, max_bytes: int) -> str:
                        bool(value.get("truncated")), max_bytes)
 
 
-def render_send_read(read: dict) -> str:
-    delta = read["delta"]
-    sep = "" if delta.endswith("\n") or not delta else "\n"
-    return delta + (f"{sep}[output truncated]" if read["truncated"] else "")
-
-
 def render_read(value: dict, max_bytes: int) -> str:
     output = value.get("text") or "(no retained output)"
     return _bound_body(output, f"\n[lines: {value['lineBegin']}-{value['lineEnd']} of {value['totalLines']}]",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 from dsh_tui.session.errors import DshError
 
@@ -98,12 +98,6 @@ class SessionRow:
     @property
     def is_fork(self) -> bool:
         return bool(self.parent) and not self.is_subagent
-
-    def to_json(self) -> dict:
-        d = asdict(self)
-        d["parent"] = self.parent
-        d["tokens"] = self.tokens
-        return d
 
 
 @dataclass

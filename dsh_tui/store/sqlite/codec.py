@@ -37,10 +37,6 @@ def encode_varint(n: int) -> bytes:
             return bytes(out)
 
 
-def _zigzag(d: int) -> int:
-    return d * 2 if d >= 0 else -d * 2 - 1
-
-
 def _unzigzag(z: int) -> int:
     return z >> 1 if not z & 1 else -((z + 1) >> 1)
 

@@ -232,10 +232,6 @@ class TurnControl:
             return
         chat.sending.send(prompt, "followup")
 
-    def last_turn_failed(self) -> bool:
-        harness = self.live_harness()
-        return harness is not None and failed_prompt(harness.events()) is not None
-
     def cycle_permission(self) -> None:
         """F4: read-only → workspace-write → full-access → read-only, logged and obeyed from the next call."""
         chat = self.chat
