@@ -417,6 +417,7 @@ async def test_a_tab_ends_with_a_server_killed_by_sigkill_and_closes_its_turn(tm
                     if b"still streaming" in seen:
                         break
                     await asyncio.sleep(7)
+                assert b"still streaming" in seen, "the turn never started streaming"
                 pid = s.started()[0]
                 s.proc.kill()  # SIGKILL: the server runs no cleanup of its own
                 s.proc.wait(30)
@@ -433,10 +434,11 @@ async def test_a_tab_ends_with_a_server_killed_by_sigkill_and_closes_its_turn(tm
 
                     os.kill(s.started()[0], signal.SIGKILL)
     logs = [p for p in root.rglob("session*.jsonl*") if p.is_file()]
+    assert len(logs) == 1, logs
     cat = subprocess.run([str(DSH_TUI), "log", "cat", str(logs[0])], capture_output=True, text=True, timeout=60)
     events = [json.loads(line) for line in cat.stdout.splitlines()]
     ends = [e for e in events if e["type"] == "turn/end"]
-    assert len(ends) == 1 and ends[0]["data"]["reason"]["kind"] == "aborted", ends
+    assert len(ends) == 1 and ends[0]["data"]["reason"]["kind"] == "aborted", [e["type"] for e in events]
 
 
 @pytest.mark.parametrize(("path", "name"), SERVE_PRIVATE_NAMES)
