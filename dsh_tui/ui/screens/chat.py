@@ -305,6 +305,16 @@ class ChatScreen(Screen):
             return self.question
         return self.__dict__.get(name)
 
+    def offer_panel(self, panel: Any, request: Any, phase: str) -> None:
+        """Show an approval or question ``panel`` for ``request``. It never takes the focus from a composer being
+        typed in: the composer stays and Tab moves to the panel; otherwise the panel takes the composer's place."""
+        typing = self.composer.display and self.composer.has_focus and bool(self.composer.text.strip())
+        self.composer.display = typing
+        self.status.set_phase(phase)
+        self.ensure_mounted(panel)
+        panel.show_request(request, take_focus=not typing)
+        self.transcript.back_to_bottom()  # the call or question is the latest item
+
     def ensure_mounted(self, widget: Any) -> None:
         """Mount a lazily built widget (bottom hint, plan strip, queue, approval panel) in its place:
         before the first of the widgets that follow it in ``_LAZY_ORDER`` that is mounted."""

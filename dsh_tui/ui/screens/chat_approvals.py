@@ -46,14 +46,7 @@ class ApprovalFlow:
             chat.composer.display = True
             chat.composer.focus()
             return
-        request = self.pending.pop(0)
-        # the panel never takes the focus from a composer being typed in: it shows, and Tab moves to it
-        typing = chat.composer.display and chat.composer.has_focus and bool(chat.composer.text.strip())
-        chat.composer.display = typing
-        chat.status.set_phase("approval")
-        chat.ensure_mounted(chat.approval)
-        chat.approval.show_request(request, take_focus=not typing)
-        chat.transcript.back_to_bottom()  # the call it asks about is the latest item
+        chat.offer_panel(chat.approval, self.pending.pop(0), "approval")
 
     def decided(self, message: ApprovalPanel.Decided) -> None:
         """The user answered: the harness thread's future gets the ``ApprovalOutcome``."""

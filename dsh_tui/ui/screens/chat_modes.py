@@ -50,14 +50,7 @@ class QuestionFlow:
                 chat.composer.display = True
                 chat.composer.focus()
             return
-        request = self.pending.pop(0)
-        # never takes the focus from a composer being typed in: it shows, and Tab moves to it (the approval's rule)
-        typing = chat.composer.display and chat.composer.has_focus and bool(chat.composer.text.strip())
-        chat.composer.display = typing
-        chat.status.set_phase("question")
-        chat.ensure_mounted(chat.question)
-        chat.question.show_request(request, take_focus=not typing)
-        chat.transcript.back_to_bottom()
+        chat.offer_panel(chat.question, self.pending.pop(0), "question")
 
     def answered(self, message: QuestionPanel.Answered) -> None:
         chat = self.chat
