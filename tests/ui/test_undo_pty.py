@@ -35,7 +35,12 @@ def test_undo_journey_in_a_terminal(tmp_path):
             # the turn's answer and its footer come in one frame, in no set order: both looked for from here
             app.after(mark, "turn two done")
             mark = app.after(mark, "changed b.txt (new)")  # the turn footer
-            app.write(b"/undo\r")
+            # typed, then Enter once the completion list has caught up (a burst can reach Enter while the list
+            # still highlights an earlier match: a known race, in the closing note of 2026-12-03)
+            app.write(b"/undo")
+            app.after(mark, "/undo")
+            app.read(0.5)
+            app.write(b"\r")
             mark = app.after(mark, "Put these files back?")
             app.write(b"y\r")  # typed on, as for the composer, before the choices take the focus: no answer
             app.read(1.0)  # the grace is over
@@ -46,7 +51,9 @@ def test_undo_journey_in_a_terminal(tmp_path):
             mark = app.after(mark, "put back")
             assert not (ws / "b.txt").exists()
             assert (ws / "a.txt").read_text() == "changed by turn 1\n" and (ws / "c.txt").exists()
-            app.write(b"\x15/undo 1\r")  # Ctrl+U clears the "y" left in the composer
+            app.write(b"\x15/undo 1")  # Ctrl+U clears the "y" left in the composer
+            app.read(0.5)
+            app.write(b"\r")
             mark = app.after(mark, "Put these files back?")
             app.read(1.0)
             app.write(b"\x1b[A")
