@@ -245,3 +245,22 @@ async def test_an_unknown_slash_command_is_refused_with_the_nearest_and_never_se
         await pilot.press("enter")
         await wait_for(pilot, lambda: _footers(app) == 1)
         assert _events(app, "user/message")[0]["data"]["content"][0]["text"] == "/deploy now"
+
+
+async def test_enter_after_a_burst_runs_what_was_typed_not_a_stale_completion(tmp_path):
+    """Keys arriving together (a paste-fast typist, a pty burst): ``/undo`` + Enter reached Enter while the list
+    still showed the matches of ``/`` (its refresh runs after the composer's Changed message), and Enter
+    inserted the highlighted ``/compact``: the list is brought up to date before it takes a key."""
+    from textual import events
+
+    app = scripted_app(tmp_path, [])
+    async with app.run_test(size=(100, 36)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        await _type(pilot, "/")
+        assert _labels(app)[0] == "/compact"
+        for ch in "undo":
+            app.post_message(events.Key(ch, ch))
+        app.post_message(events.Key("tab", None))
+        await pilot.pause()
+        await pilot.pause()
+        assert app.chat.composer.value == "/undo "

@@ -23,6 +23,7 @@ class Completer:
         self._index_timer: Any = None
         self._pending = False
         self._skill_names: list[tuple[str, str]] | None = None  # user-invocable skills, read when / opens
+        self._shown_for: tuple[str, tuple[int, int]] | None = None  # the composer state the list was made for
 
     def refresh_soon(self) -> None:
         # a keystroke posts both Changed and SelectionChanged: one refresh after both
@@ -38,9 +39,15 @@ class Completer:
         if self.chat.built("completion") is not None:
             self.chat.completion.hide()
 
+    def _state(self) -> tuple[str, tuple[int, int]]:
+        composer = self.chat.composer
+        row, col = composer.cursor_location
+        return composer.document.get_line(row), (row, col)
+
     def refresh(self) -> None:
         chat = self.chat
         composer = chat.composer
+        self._shown_for = self._state()
         if chat.read_only or composer.recalled or composer.selection.start != composer.selection.end:
             self.hide()
             return
@@ -126,6 +133,13 @@ class Completer:
         completion = self.chat.completion
         if not completion.shown:
             return False
+        if self._shown_for != self._state():
+            # keys typed faster than the list's refresh (it runs after the composer's Changed message): a
+            # list made for an earlier text must not decide what Enter or Tab inserts
+            self._pending = False
+            self.refresh()
+            if not completion.shown:
+                return False
         if key == "escape":
             completion.hide()
             return True
