@@ -307,6 +307,8 @@ def _main(argv: list[str] | None = None) -> int:
     import os
 
     atexit.register(_sweep_at_exit)
+    if args.command is None or (_is_app(args) and args.command != "serve"):
+        _hold_type_ahead()
     server = os.environ.get("DSH_TUI_SERVER_PID", "")  # a served tab's app (dsh_tui.ui.served.SERVER_PID_ENV)
     if os.environ.get("DSH_TUI_SERVED") == "1" and server.isdigit():
         from dsh_tui.tools.procs import bind_to_parent
@@ -343,6 +345,34 @@ def _main(argv: list[str] | None = None) -> int:
         msg, code = _failure(err)
         _say(msg)
         return code
+
+
+def _hold_type_ahead() -> None:
+    """Keys typed while the app starts (``dsh-tui run`` ⏎, then the prompt at once) are kept as keys: the
+    terminal leaves its line mode now, not when the first frame is drawn ~0.3-2 s later, so Enter stays Enter
+    (line mode reads it as Ctrl+J, a newline in the composer) and nothing is echoed over the screen. The
+    terminal's own mode is put back at exit."""
+    import atexit
+    import os
+    import termios
+
+    try:
+        fd = sys.stdin.fileno()
+        if not (os.isatty(fd) and os.isatty(sys.stdout.fileno())):
+            return
+        before = termios.tcgetattr(fd)
+        mode = termios.tcgetattr(fd)
+        mode[0] &= ~termios.ICRNL  # iflag: CR stays CR (Enter)
+        mode[3] &= ~(termios.ICANON | termios.ECHO)  # lflag: no line editing, no echo
+        termios.tcsetattr(fd, termios.TCSANOW, mode)
+    except (OSError, ValueError, termios.error):
+        return
+
+    def restore() -> None:
+        with contextlib.suppress(OSError, termios.error):
+            termios.tcsetattr(fd, termios.TCSANOW, before)
+
+    atexit.register(restore)
 
 
 def _is_app(args: argparse.Namespace) -> bool:

@@ -46,3 +46,69 @@ def test_paste_queue_steer_and_focus_through_a_real_terminal(tmp_path):
     steers = [m["content"][0]["text"] for e in events if e["type"] == "agent/inbox/spliced"
               and e["data"]["target"] == "next-step" for m in e["data"].get("inserted", [])]
     assert steers == ["queued one", "steer two"]
+
+
+def test_a_prompt_typed_while_the_app_starts_is_sent_and_the_terminal_is_given_back(tmp_path):
+    """Type-ahead: ``dsh-tui run`` ⏎ and the prompt ⏎ at once, before the first frame. The keys used to go to the
+    transcript (the first focusable widget, focused before the composer's ``focus()`` ran) and be lost, and an
+    Enter typed before the app's raw mode arrived as Ctrl+J (a newline): now the prompt is sent, once, and the
+    terminal's line mode is back after the app quits."""
+    import termios
+    import time
+
+    ws, root = tmp_path / "ws", tmp_path / "sessions"
+    ws.mkdir()
+    with ModelServer() as server, PtyApp(["run", "--root", str(root)], env=app_env(tmp_path, server.base_url),
+                                         cwd=ws, rows=30, cols=100) as app:
+        # the moment the process has left the terminal's line mode (long before its first frame), as a person
+        # types on after ``dsh-tui run`` ⏎ (keys the shell's line mode already read are the shell's)
+        deadline = time.monotonic() + 30
+        while termios.tcgetattr(app.master)[3] & termios.ICANON and time.monotonic() < deadline:
+            time.sleep(0.002)
+        app.write(b"typed ahead\r")
+        request = app.asked(server, "typed ahead")
+        assert user_texts(request)[0] == "typed ahead"
+        mark = app.after(0, "echo")
+        app.write(b"\x11")  # Ctrl+Q
+        assert app.wait_exit() == 0, app.plain(mark)[-2000:]
+        lflag = termios.tcgetattr(app.master)[3]
+        assert lflag & termios.ICANON and lflag & termios.ECHO
+    assert typed(session_events(root)) == ["typed ahead"]
+
+
+def test_the_terminal_leaves_line_mode_at_once_and_gets_it_back_at_exit(tmp_path):
+    """``dsh_tui.cli._hold_type_ahead`` (called before the app's imports): an Enter typed from then on reaches
+    the app as CR (Enter), not as the NL that line mode makes of it (Ctrl+J, a newline in the composer), and
+    is not echoed; at exit the terminal's own mode is back."""
+    import fcntl
+    import os
+    import struct
+    import subprocess
+    import sys
+    import termios
+    import time
+
+    child = ("import os, sys, time\nfrom dsh_tui.cli import _hold_type_ahead\n_hold_type_ahead()\n"
+             "print('HELD', flush=True)\ntime.sleep(0.5)\nsys.stdout.write(repr(os.read(0, 100)) + '\\n')\n")
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-c", child], stdin=slave, stdout=slave, stderr=slave,
+                            start_new_session=True)
+    os.close(slave)
+    try:
+        out = bytearray()
+        deadline = time.monotonic() + 30
+        while b"HELD" not in out and time.monotonic() < deadline:
+            out += os.read(master, 1000)
+        os.write(master, b"hi\r")
+        while b"'" not in out[out.index(b"HELD"):] and time.monotonic() < deadline:
+            out += os.read(master, 1000)
+        assert proc.wait(30) == 0
+        after = out[out.index(b"HELD") + 4:]
+        assert b"b'hi\\r'" in after and b"hi\r\n" not in after, bytes(out)  # CR kept, nothing echoed
+        lflag = termios.tcgetattr(master)[3]
+        assert lflag & termios.ICANON and lflag & termios.ECHO
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)

@@ -69,6 +69,10 @@ class ChatScreen(Screen):
     """One live (or replayed) session, composed of the controllers named in the module docstring."""
 
     HELP = chat_help.HELP
+    # the composer has the focus from the screen's first moment: keys typed while the app starts (type-ahead)
+    # are read as soon as the screen is up, before ``on_mount``'s ``focus()`` has run, and would otherwise go
+    # to the transcript (Textual's default: the first focusable widget) and be lost
+    AUTO_FOCUS = "#composer"
 
     DEFAULT_CSS = """
     ChatScreen { layout: vertical; }
