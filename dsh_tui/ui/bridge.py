@@ -267,6 +267,7 @@ class Bridge:
         self.harness: Harness | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.start_error: BaseException | None = None
+        self._stopping = threading.Lock()  # one stop at a time: see ``stop``
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, factory: Callable[[Bridge], Awaitable[Harness]]) -> concurrent.futures.Future:
@@ -313,7 +314,14 @@ class Bridge:
         self._wake()
 
     def stop(self, timeout: float = 10.0) -> None:
-        """Close the harness (flushing sessions) and end the thread. Safe to call twice."""
+        """Close the harness (flushing sessions) and end the thread. Safe to call twice, and from two threads at
+        once: a second call waits for the first (a quit on SIGTERM closes in a worker thread while the app's
+        unmount, after a crash of its output, calls this again on the UI thread; stopping the loop then would
+        cut the first close short, and the running turn would be left without its ``turn/end``)."""
+        with self._stopping:
+            self._stop(timeout)
+
+    def _stop(self, timeout: float) -> None:
         loop, thread = self.loop, self._thread
         if loop is None or thread is None or not thread.is_alive():
             return

@@ -389,14 +389,12 @@ def _running(pid: int) -> bool:
     return stat[stat.rindex(")") + 2] not in "ZX"
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    "KNOWN DEFECT, open (2026-12-03): in 2 of 4 CI runs under load the tab's app ended after its server's SIGKILL "
-    "without the aborted turn/end in its log (the turn was streaming; alone it passes). Not yet explained: the "
-    "web driver's own SIGTERM handler, the stdout pipe breaking, and the v4 writer's last frame are suspects."))
 async def test_a_tab_ends_with_a_server_killed_by_sigkill_and_closes_its_turn(tmp_path):
     """Issue #26 item 4: ``kill -9`` of the server with a tab mid-turn. The tab's app used to run on forever
     (stdin at EOF) holding the session lock; now the kernel tells it (PR_SET_PDEATHSIG: SIGTERM), it quits as
-    Ctrl+Q does — the turn is closed as aborted in the log — and nothing of it is left running."""
+    Ctrl+Q does — the turn is closed as aborted in the log — and nothing of it is left running. (Under load the
+    quit's close and the unmount's, after the output pipe broke, ran at once and the second cut the first short:
+    ``tests/ui/test_bridge_stop.py``.)"""
     import json
     import time
 
