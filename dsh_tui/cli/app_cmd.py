@@ -92,9 +92,9 @@ def _chat_resolver(args: argparse.Namespace, cwd: Path) -> Any:
         from dsh_tui.ui.harness import HarnessSpec, open_harness
 
         if getattr(args, "replay", None):
-            from dsh_tui.cli.run_cmd import _provider
+            from dsh_tui.llm.replay import replay_provider
 
-            provider, model = _provider(args, cwd)
+            provider, model = replay_provider(args.replay, cwd, getattr(args, "model", None))
             hint = ""
         else:
             provider, model, hint = model_route(getattr(args, "model", None))

@@ -417,3 +417,36 @@ class _ScenarioChild(ReplayProvider):
 
     def child_provider(self, child_id: str) -> ReplayProvider:
         return self._root.child_provider(child_id)
+
+
+def replay_provider(replay: str, cwd: Any, model: str | None) -> tuple[ReplayProvider, str]:
+    """The provider replaying a recorded dsh log (a file) or scenario (a directory: each subagent child replays
+    its own ``session.N.jsonl``), its ``{{cwd}}`` placeholders made ``cwd``; and the model it recorded."""
+    from pathlib import Path
+
+    from dsh_tui.session.errors import DshError
+
+    path = Path(replay)
+    provider: ReplayProvider
+    if path.is_dir():
+        provider = ScenarioReplay.from_dir(path, cwd=cwd)
+        root = path / "session.jsonl"
+        events = read_log_events(root)[1] if root.is_file() else []
+    elif not path.is_file():
+        raise DshError(f"replay log not found: {path}")
+    else:
+        provider = ReplayProvider.from_file(path, cwd=cwd)
+        events = read_log_events(path)[1]
+    name, recorded = ReplayProvider.recorded_route(events)
+    if name is None and recorded is None:
+        # no request/header recorded (an authored scenario): replay in place of the configured default route, as
+        # dsh's llm-replay plugin does, so the log names the route a live run would have used
+        from dsh_tui.config import load_settings
+        from dsh_tui.llm import registry
+
+        try:
+            name, recorded = registry.default_route(load_settings())
+        except DshError:
+            name, recorded = None, None
+        provider.name = name or provider.name
+    return provider, model or recorded or "replay"
