@@ -48,7 +48,7 @@ def checked(app: Any) -> Any:
     from dsh_tui.config.check import check_theme
 
     try:
-        check_theme(app.settings.get("ui.theme"), app.available_themes)
+        check_theme(app.settings.ui.theme, app.available_themes)
     except SettingsError as err:
         raise SettingsError(f"{settings_path()}: {err}") from None
     return app

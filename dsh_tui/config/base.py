@@ -5,7 +5,9 @@ is ~45 ms to import, and the first frame reads only ``[ui]`` and ``[keymap]``)."
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from dsh_tui.session.errors import DshError
 
@@ -97,3 +99,45 @@ def lists_anthropic(user_table: Any, default_provider: Any) -> bool:
     (so the model picker offers Claude only to someone who can call it)."""
     return (user_table is not None or default_provider == ANTHROPIC_PROVIDER
             or bool((os.environ.get(ANTHROPIC_KEY_ENV) or "").strip()))
+
+
+# --------------------------------------------------------------------------------------------------
+# The sections the first frame reads (``[ui]``, ``[chat]``): plain dataclasses, so reading them costs no
+# pydantic. ``config/tree.py`` validates the same fields strictly (a pydantic model made from each dataclass,
+# with its field docstrings); ``read`` builds them as the app always has (``bool(value)``), without checking.
+NOTIFY_MODES = ("auto", "bell", "off")
+
+
+@dataclass(frozen=True)
+class UiSection:
+    """``[ui]``: how the app looks."""
+
+    theme: str | None = None
+    """The theme's name (``textual-dark``, ``dsh-dark``, …); the app saves the one picked with Ctrl+P. Unset: the
+    app's default theme."""
+    show_time: bool = True
+    """Show each message's time in the chat transcript."""
+    cursor_blink: bool = True
+    """Blink the composer's cursor (``DSH_TUI_NO_BLINK`` turns it off too)."""
+    notify: Literal["auto", "bell", "off"] = "auto"
+    """How a finished turn or a question is announced while the terminal is not focused: ``auto`` (a desktop
+    notification where the terminal supports one, else the bell), ``bell`` (always the bell) or ``off``."""
+
+    @classmethod
+    def read(cls, get: Callable[[str, Any], Any]) -> UiSection:
+        """The section from ``get(dotted_key, default)``, as the app read it before the tree existed."""
+        return cls(theme=get("ui.theme", None), show_time=bool(get("ui.show_time", True)),
+                   cursor_blink=bool(get("ui.cursor_blink", True)), notify=get("ui.notify", "auto"))
+
+
+@dataclass(frozen=True)
+class ChatSection:
+    """``[chat]``: the chat screen's behaviour."""
+
+    enter_steers: bool = False
+    """While a turn runs, Enter steers the text into it and Ctrl+S queues it (the default is the other way
+    round)."""
+
+    @classmethod
+    def read(cls, get: Callable[[str, Any], Any]) -> ChatSection:
+        return cls(enter_steers=bool(get("chat.enter_steers", False)))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from dsh_tui.config.base import SettingsError
+from dsh_tui.config.base import NOTIFY_MODES, SettingsError
 from dsh_tui.config.binding_ids import BINDING_IDS
 
 MAX_DEPTH = 32  # tables and arrays inside each other; a settings file needs 4 or 5
@@ -146,7 +146,6 @@ def check_settings(data: dict[str, Any]) -> None:
     check_sandbox(data.get("sandbox"))
 
 
-NOTIFY_MODES = ("auto", "bell", "off")
 SANDBOX_MODES = ("auto", "bwrap", "off")
 
 

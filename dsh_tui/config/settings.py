@@ -4,7 +4,9 @@ Both live in ``platformdirs.user_config_dir("dsh-tui")`` (``$XDG_CONFIG_HOME/dsh
 Settings are a nested TOML document read with ``tomllib`` and saved with ``tomlkit`` so the user's
 comments and layout survive (``config/files.py``). Other parts of the app keep their own keys here
 (``ui.theme``, ``keymap.<binding-id>``, ``storage.backend`` ...) through ``Settings.get`` /
-``Settings.set``; the model providers have typed accessors (pydantic models in ``config/models.py``)::
+``Settings.set``; ``Settings.tree`` / ``Settings.section(name)`` read them typed (``config/tree.py``, every
+section and field with its docstring: docs/settings.md), and the model providers have typed accessors
+(pydantic models in ``config/models.py``)::
 
     [default]
     provider = "deepseek-official"
@@ -45,7 +47,9 @@ from dsh_tui.config.base import (
     ANTHROPIC_PROVIDER,
     DEEPSEEK_PROVIDER,
     EFFORTS,
+    ChatSection,
     SettingsError,
+    UiSection,
     builtin_anthropic,
     builtin_deepseek,
     deepseek_api,
@@ -63,6 +67,7 @@ from dsh_tui.config.files import (
 
 if TYPE_CHECKING:
     from dsh_tui.config.models import ProviderSettings, StorageSettings
+    from dsh_tui.config.tree import SettingsTree
 
 
 class KeyedProvider(Protocol):
@@ -137,6 +142,38 @@ class Settings:
 
     def as_dict(self) -> dict[str, Any]:
         return copy.deepcopy(self.data)
+
+    # -- the typed tree (config/tree.py) ---------------------------------------------------------------
+
+    @property
+    def tree(self) -> SettingsTree:
+        """The whole document, typed (pydantic: imported on first use); a value of the wrong type is a
+        one-line ``SettingsError`` naming its key."""
+        from dsh_tui.config.tree import parse_tree
+
+        return parse_tree(self.data)
+
+    def section(self, name: str) -> Any:
+        """One section of the tree, typed, without validating the others (``section("sandbox").network``)."""
+        from dsh_tui.config.tree import parse_section
+
+        return parse_section(self.data, name)
+
+    def problems(self) -> list[str]:
+        """Unknown keys (with their path) and values of the wrong type, one line each; none stops the app."""
+        from dsh_tui.config.tree import problems
+
+        return problems(self.data)
+
+    @property
+    def ui(self) -> UiSection:
+        """``[ui]``, typed without pydantic (the first frame reads it; ``tree.ui`` checks the types)."""
+        return UiSection.read(self.get)
+
+    @property
+    def chat(self) -> ChatSection:
+        """``[chat]``, typed without pydantic."""
+        return ChatSection.read(self.get)
 
     # -- providers ---------------------------------------------------------------------------------
 

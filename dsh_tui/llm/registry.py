@@ -235,7 +235,7 @@ def is_deepseek_endpoint(base_url: str) -> bool:
 def sends_user_id(settings: Settings, ps: ProviderSettings) -> bool:
     """Whether requests of route ``ps`` carry the anonymous user id: only to DeepSeek's own endpoint,
     and not when ``privacy.send_anonymous_user_id = false``."""
-    return settings.get(USER_ID_SETTING, True) is not False and is_deepseek_endpoint(ps.base_url)
+    return settings.section("privacy").send_anonymous_user_id and is_deepseek_endpoint(ps.base_url)
 
 
 def user_id_path():

@@ -23,23 +23,26 @@ def process_allows_escalation() -> bool:
 
 
 def settings_from(table: Any, choice: str | None = None) -> SandboxSettings:
-    """``[sandbox]`` (checked when the settings were read), with the mode ``choice`` / ``DSH_TUI_SANDBOX`` /
-    ``--sandbox`` give."""
-    table = table if isinstance(table, dict) else {}
-    mode = choice or _PROCESS["choice"] or os.environ.get("DSH_TUI_SANDBOX") or table.get("mode") or "auto"
+    """``[sandbox]`` (the typed ``SandboxSection`` of ``dsh_tui.config.tree``, or its table), with the mode
+    ``choice`` / ``DSH_TUI_SANDBOX`` / ``--sandbox`` give."""
+    if table is None or isinstance(table, dict):
+        from dsh_tui.config.tree import parse_section
+
+        table = parse_section({"sandbox": table} if table is not None else {}, "sandbox")
+    mode = choice or _PROCESS["choice"] or os.environ.get("DSH_TUI_SANDBOX") or table.mode
     if mode not in MODES:
         from dsh_tui.session.errors import UsageError
 
         raise UsageError(f"sandbox mode must be one of {', '.join(MODES)}, not {mode!r}")
-    return SandboxSettings(mode=mode, network=bool(table.get("network", False)),
-                           writable=tuple(table.get("writable") or ()), readable=tuple(table.get("readable") or ()))
+    return SandboxSettings(mode=mode, network=table.network, writable=tuple(table.writable),
+                           readable=tuple(table.readable))
 
 
 def resolve(choice: str | None = None) -> tuple[Any, str | None]:
     """(the ``Sandbox``, or None; the one line that says why there is none where one was asked for)."""
     from dsh_tui.config import load_settings
 
-    return probe(settings_from(load_settings().get("sandbox"), choice))
+    return probe(settings_from(load_settings().section("sandbox"), choice))
 
 
 def say_once(note: str | None, write: Any) -> None:

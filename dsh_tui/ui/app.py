@@ -122,7 +122,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
         self.chat: ChatScreen | None = None
         for theme in load_themes():
             self.register_theme(theme)
-        for name in (self.settings.get("ui.theme"), DEFAULT_THEME, "textual-dark"):
+        for name in (self.settings.ui.theme, DEFAULT_THEME, "textual-dark"):
             if self._has_theme(name):
                 self._start_theme(name)
                 break
@@ -282,12 +282,16 @@ class DshApp(SessionOpening, PaletteCommands, App):
                 notice = resolved[2]  # type: ignore[misc]
         except Exception as err:  # noqa: BLE001 - shown like a missing model; the app stays open
             factory, hint = None, " ".join(f"No model configured: {err}".split())
-        self.call_from_thread(self._route_ready, factory, hint, notice)
+        problems = self.settings.problems()  # the typed settings tree (pydantic): after the first frame
+        self.call_from_thread(self._route_ready, factory, hint, notice, problems)
 
-    def _route_ready(self, factory: HarnessFactory | None, hint: str, notice: str = "") -> None:
+    def _route_ready(self, factory: HarnessFactory | None, hint: str, notice: str = "",
+                     problems: list[str] | None = None) -> None:
         """The model route is known: start the chat's harness (if the chat waits for one) or say why not."""
         if notice:
             self.notify(notice, title="Anonymous id", timeout=20, markup=False)  # "[privacy]" is text
+        if problems:  # unknown keys, values of the wrong type: said once, nothing stops
+            self.notify("\n".join(problems), title="Settings", severity="warning", timeout=20, markup=False)
         self.resolve = None
         self.harness_factory = factory
         self.model_hint = hint
@@ -313,9 +317,9 @@ class DshApp(SessionOpening, PaletteCommands, App):
             self.bridge = Bridge(self._wake_from_harness)
         from dsh_tui.ui.screens.chat import ChatScreen
 
-        chat = ChatScreen(self.bridge, enter_steers=bool(self.settings.get("chat.enter_steers", False)),
+        chat = ChatScreen(self.bridge, enter_steers=self.settings.chat.enter_steers,
                           model_hint=self.model_hint, clock=self.clock,
-                          show_time=bool(self.settings.get("ui.show_time", True)),
+                          show_time=self.settings.ui.show_time,
                           prices=self.settings.prices(), **kwargs)
         self.chat = chat
         self.push_screen(chat)
@@ -442,6 +446,6 @@ class DshApp(SessionOpening, PaletteCommands, App):
         self.push_screen(McpScreen(self.bridge))
 
     def watch_theme(self, theme: str) -> None:
-        if getattr(self, "settings", None) is not None and theme != self.settings.get("ui.theme"):
+        if getattr(self, "settings", None) is not None and theme != self.settings.ui.theme:
             self.settings.set("ui.theme", theme)
 

@@ -1,13 +1,15 @@
 """The UI's view of the user's settings (``dsh_tui.config``), with in-memory fallback.
 
-Keys used by the UI: ``ui.theme``, ``ui.show_time``, ``ui.cursor_blink``, ``chat.enter_steers`` (Enter steers while
-running, Ctrl+S queues), ``keymap.<binding id>`` (e.g. ``keymap.chat.cards = "ctrl+k"``),
+Keys used by the UI: the ``[ui]`` and ``[chat]`` sections (typed: ``settings.ui.show_time``, ``settings.chat.enter_steers``;
+``dsh_tui.config.base.UiSection`` / ``ChatSection``), ``keymap.<binding id>`` (e.g. ``keymap.chat.cards = "ctrl+k"``),
 ``models`` (names offered in the command palette) and ``model``.
 """
 
 from __future__ import annotations
 
 from typing import Any
+
+from dsh_tui.config.base import ChatSection, UiSection
 
 
 class UiSettings:
@@ -50,6 +52,27 @@ class UiSettings:
                 save_settings(self._backend)
             except Exception:  # noqa: BLE001 - read-only or broken settings: keep the value in memory
                 pass
+
+    @property
+    def ui(self) -> UiSection:
+        """The ``[ui]`` section, typed (built without pydantic: the first frame reads it)."""
+        return UiSection.read(self.get)
+
+    @property
+    def chat(self) -> ChatSection:
+        """The ``[chat]`` section, typed."""
+        return ChatSection.read(self.get)
+
+    def problems(self) -> list[str]:
+        """What the typed settings tree says about the settings file (``dsh_tui.config.tree``): unknown keys
+        and values of the wrong type, one line each (imports pydantic: call it after the first frame)."""
+        problems = getattr(self._backend, "problems", None)
+        if problems is None:
+            return []
+        try:
+            return list(problems())
+        except Exception:  # noqa: BLE001 - a notice must never stop the app
+            return []
 
     def keymap(self) -> dict[str, str]:
         """Binding id -> keys, from ``keymap.*`` settings."""

@@ -233,8 +233,7 @@ class ChatScreen(Screen):
         self.title_text = text
 
     def on_mount(self) -> None:
-        self.composer.cursor_blink = bool(self.app.settings.get("ui.cursor_blink", True)) \
-            if hasattr(self.app, "settings") else True
+        self.composer.cursor_blink = self.app.settings.ui.cursor_blink if hasattr(self.app, "settings") else True
         self.status.usage = self.fold.usage
         self.status.redraw()
         self.composer.focus()
@@ -442,7 +441,7 @@ class ChatScreen(Screen):
 
             app = self.app
             settings = getattr(app, "settings", None)
-            mode = settings.get("ui.notify", "auto") if settings is not None else "auto"
+            mode = settings.ui.notify if settings is not None else "auto"
             notifier = self._notifier = Notifier(mode, lambda: app.app_focus, lambda seq: terminal_write(app, seq))
         notifier(body)
 
