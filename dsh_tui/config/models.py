@@ -94,20 +94,27 @@ Effort = Annotated[str | None, AfterValidator(_one_of(EFFORTS))]
 
 class _Table(BaseModel):
     # strict: TOML already has types, so "5" is not 5 and true is not 1; extra keys are kept, unused
-    model_config = ConfigDict(strict=True, frozen=True, extra="ignore")
+    model_config = ConfigDict(strict=True, frozen=True, extra="ignore", use_attribute_docstrings=True)
 
 
 class ModelSettings(_Table):
     """``[providers.NAME.models."ID"]``: what is known about one model of a provider."""
 
     id: str
+    """The model id (the table's name)."""
     context_window: PositiveCount = None
+    """The model's context window, in tokens. Unset: the provider's ``default_context_window``."""
     max_tokens: PositiveCount = None
-    price_input: Price = None  # USD per million uncached input tokens
-    price_cache_hit: Price = None  # USD per million cache-hit input tokens
-    price_output: Price = None  # USD per million output tokens
-    # ["text"] or ["text", "image"]: whether the model takes images (read_image, images in prompts)
+    """The output cap of one response, in tokens. Unset: the provider's ``default_max_tokens``."""
+    price_input: Price = None
+    """USD per million uncached input tokens."""
+    price_cache_hit: Price = None
+    """USD per million cache-hit input tokens. Unset: ``price_input``."""
+    price_output: Price = None
+    """USD per million output tokens."""
     input_modalities: Annotated[list[str] | None, AfterValidator(_modalities)] = None
+    """``["text"]`` or ``["text", "image"]``: whether the model takes images (``read_image``, images in
+    prompts)."""
 
 
 def _models_table(value: Any) -> Any:
@@ -177,23 +184,41 @@ class ProviderSettings(_Table):
     """``[providers.NAME]``: one OpenAI-compatible route. ``name`` and ``builtin`` come from the caller."""
 
     name: str
+    """The provider's name (the table's name)."""
     builtin: bool = False
+    """Whether this is the built-in ``deepseek-official`` route (set by dsh-tui)."""
     base_url: str | None = Field(default=None, validate_default=True)
-    # None: no environment variable (credentials file or no authentication)
+    """The API's base URL (``http://`` or ``https://``, no credentials in it), e.g. ``http://127.0.0.1:8000/v1``.
+    Required."""
     api_key_env: str | None = None
-    api: Annotated[str, AfterValidator(_one_of(APIS))] = "chat"  # chat (completions) | messages (Anthropic)
-    thinking_format: str | None = None  # deepseek | openai | none; default from the host (see below)
-    thinking: str | None = None  # "enabled" | "disabled" | None (provider default)
-    reasoning_effort: Effort = None  # this provider's default effort
+    """The environment variable holding the API key. Unset: the key comes from ``credentials.toml`` (or none
+    is sent)."""
+    api: Annotated[str, AfterValidator(_one_of(APIS))] = "chat"
+    """The wire: ``chat`` (OpenAI chat completions) or ``messages`` (the Anthropic Messages API)."""
+    thinking_format: str | None = None
+    """How reasoning is asked for and read: ``deepseek``, ``openai`` or ``none``. Unset: ``deepseek`` for
+    DeepSeek's own API, else ``none``."""
+    thinking: str | None = None
+    """``enabled`` or ``disabled``: sent as is. Unset: the provider's default."""
+    reasoning_effort: Effort = None
+    """This provider's default reasoning effort (``off``, ``low``, ``medium``, ``high``, ``max``)."""
     idle_timeout_s: Annotated[float | None, AfterValidator(_count)] = DEFAULT_IDLE_TIMEOUT_S
+    """Seconds without a byte from the server before a request fails."""
     event_timeout_s: Annotated[float | None, AfterValidator(_count)] = DEFAULT_EVENT_TIMEOUT_S
+    """Seconds without a stream event (keep-alive comments only) before a stream ends."""
     models: Annotated[dict[str, ModelSettings], BeforeValidator(_models_table)] = Field(default_factory=dict)
+    """The provider's models: ``[providers.NAME.models."ID"]`` tables (below), or a list of ids."""
     retry: Annotated[dict[str, Any], BeforeValidator(_table_or_empty)] = Field(default_factory=dict)
+    """``[providers.NAME.retry]``: how failed requests are retried (docs/providers.md)."""
     headers: Annotated[dict[str, str], BeforeValidator(_headers_table), AfterValidator(_header_values)] = \
-        Field(default_factory=dict)  # extra request headers (gateways)
+        Field(default_factory=dict)
+    """Extra request headers (gateways), names to printable ASCII values; not the key's header."""
     default_context_window: PositiveCount = None
+    """The context window of a model without its own ``context_window``, in tokens."""
     default_max_tokens: PositiveCount = None
+    """The output cap of a model without its own ``max_tokens``, in tokens."""
     label: str | None = None
+    """The provider's name as the app shows it."""
 
     @field_validator("base_url", mode="after")
     @classmethod
@@ -253,9 +278,12 @@ class StorageSettings(_Table):
     compression of new JSONL logs (``zstd`` | ``none``); ``dsh_tui.store.open`` checks the values."""
 
     backend: str | None = None
+    """The session backend of a root without one yet: ``jsonl`` (the default) or ``sqlite``."""
     compression: str | None = None
-    # the session format of new JSONL sessions: "v4" (dsh 0.2's, the default) or "v0" (dsh 0.1's)
+    """The compression of new JSONL logs: ``zstd`` or ``none``."""
     format: str | None = None
+    """The session format of new JSONL sessions: ``v4`` (dsh 0.2's, the default) or ``v0`` (dsh 0.1's;
+    ``DSH_TUI_SESSION_FORMAT`` too)."""
 
     @field_validator("backend", "compression", mode="after")
     @classmethod

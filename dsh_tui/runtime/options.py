@@ -29,3 +29,47 @@ def plugin_options(raw: Any, defaults: Mapping[str, Any], *, positive: Iterable[
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise DshError(f"{key} must be {says}" + (f", got {value!r}" if shows_value else ""))
     return cfg
+
+
+# --------------------------------------------------------------------------------------------------
+# A built-in's pydantic ``Config`` (``jobs``, ``subagents``) with the texts ``plugin_options`` gives: the
+# field validators below raise one-line messages, and ``validate_options`` turns the first into a
+# ``DshError``. pydantic is imported by the plugin that defines a ``Config`` (when it is applied), not here.
+
+
+def option_error(message: str) -> Exception:
+    """A validation failure whose text is ``message`` as is."""
+    from pydantic_core import PydanticCustomError
+
+    return PydanticCustomError("option", "{message}", {"message": message})
+
+
+def positive_int(value: Any, info: Any) -> Any:
+    """An integer ≥ 1 (``KEY must be a positive integer, got VALUE``)."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise option_error(f"{info.field_name} must be a positive integer, got {value!r}")
+    return value
+
+
+def boolean(value: Any, info: Any) -> Any:
+    """True or false (``KEY must be true or false``)."""
+    if not isinstance(value, bool):
+        raise option_error(f"{info.field_name} must be true or false")
+    return value
+
+
+def validate_options(schema: Any, raw: Any, expected: Iterable[str]) -> Any:
+    """``schema`` (a pydantic model) validated from ``raw`` (the ``[plugins.<id>]`` table): an unknown key,
+    then the first invalid option, is a one-line ``DshError`` (``expected``: the option names, as listed)."""
+    raw = dict(raw or {})
+    unknown = set(raw) - set(schema.model_fields)
+    if unknown:
+        raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected {', '.join(expected)})")
+    from pydantic import ValidationError
+
+    try:
+        return schema.model_validate(raw)
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise DshError(first["msg"] if first["type"] == "option" else f"{where}: {first['msg']}") from None

@@ -123,7 +123,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
         for theme in load_themes():
             self.register_theme(theme)
         for name in (self.settings.ui.theme, DEFAULT_THEME, "textual-dark"):
-            if self._has_theme(name):
+            if name is not None and self._has_theme(name):
                 self._start_theme(name)
                 break
         # nothing is parsed yet: the stylesheet that keeps its parsed rules between runs, with the

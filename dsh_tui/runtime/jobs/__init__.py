@@ -12,24 +12,25 @@ its output with job_output.``: injected into a busy agent's next step, or openin
 (at most ``max_consecutive_wakes`` turns in a row without user input; then it waits for the next step).
 Disposing the agent kills every live job and waits for it.
 
-Config (``[plugins.jobs]``): ``wait_timeout_ms`` (30000), ``max_wait_timeout_ms`` (600000),
-``completion_delivery`` (``wakeup`` | ``quiet``), ``max_consecutive_wakes`` (3), ``max_concurrent_jobs`` (10).
+Config (``[plugins.jobs]``, the pydantic ``Config`` below): ``wait_timeout_ms`` (30000), ``max_wait_timeout_ms``
+(600000), ``completion_delivery`` (``wakeup`` | ``quiet``), ``max_consecutive_wakes`` (3), ``max_concurrent_jobs`` (10).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
 from dsh_tui.runtime.jobs.producers import BashJobs
 from dsh_tui.runtime.jobs.registry import Job, JobRegistry
-from dsh_tui.runtime.options import plugin_options
-from dsh_tui.session.errors import DshError
+from dsh_tui.runtime.options import option_error, positive_int, validate_options
 from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 name = "jobs"
-__all__ = ["apply", "name", "DEFAULTS", "JobRegistry", "BashJobs", "notice_text"]
+__all__ = ["apply", "name", "Config", "DEFAULTS", "JobRegistry", "BashJobs", "notice_text"]
 
 DEFAULTS: dict[str, Any] = {"wait_timeout_ms": 30_000, "max_wait_timeout_ms": 600_000,
                             "completion_delivery": "wakeup", "max_consecutive_wakes": 3, "max_concurrent_jobs": 10}
@@ -67,16 +68,41 @@ JOB_KILL_SCHEMA: ToolSchema = {
 }
 
 
-def _config(raw: Any) -> dict[str, Any]:
-    cfg = plugin_options(raw, DEFAULTS, positive=("wait_timeout_ms", "max_wait_timeout_ms",
-                                                  "max_consecutive_wakes", "max_concurrent_jobs"),
-                         shows_value=True)
-    if cfg["wait_timeout_ms"] > cfg["max_wait_timeout_ms"]:
-        raise DshError(f"wait_timeout_ms ({cfg['wait_timeout_ms']}) exceeds max_wait_timeout_ms "
-                       f"({cfg['max_wait_timeout_ms']})")
-    if cfg["completion_delivery"] not in ("wakeup", "quiet"):
-        raise DshError(f'completion_delivery must be "wakeup" or "quiet", got {cfg["completion_delivery"]!r}')
-    return cfg
+def _delivery(value: Any, info: ValidationInfo) -> Any:
+    # checked last, as the hand-written checks did: the two timeouts' order first
+    wait, longest = info.data.get("wait_timeout_ms"), info.data.get("max_wait_timeout_ms")
+    if wait is not None and longest is not None and wait > longest:
+        raise option_error(f"wait_timeout_ms ({wait}) exceeds max_wait_timeout_ms ({longest})")
+    if value not in ("wakeup", "quiet"):
+        raise option_error(f'completion_delivery must be "wakeup" or "quiet", got {value!r}')
+    return value
+
+
+_Positive = Annotated[int, BeforeValidator(positive_int)]
+
+
+class Config(BaseModel):
+    """``[plugins.jobs]``: background jobs. Fields are checked in this order (the first problem is the one
+    reported)."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    wait_timeout_ms: _Positive = 30_000
+    """How long a ``job_output`` wait lasts when the model gives no ``timeout_ms``, in milliseconds."""
+    max_wait_timeout_ms: _Positive = 600_000
+    """The longest ``job_output`` wait, in milliseconds (not less than ``wait_timeout_ms``)."""
+    max_consecutive_wakes: _Positive = 3
+    """Turns a finished job may open in a row on an idle agent without user input."""
+    max_concurrent_jobs: _Positive = 10
+    """Jobs running at once at most."""
+    completion_delivery: Annotated[Literal["wakeup", "quiet"], BeforeValidator(_delivery)] = \
+        Field(default="wakeup", validate_default=True)
+    """``wakeup``: a finished job's notice opens a turn on an idle agent; ``quiet``: it waits for the next
+    step."""
+
+
+def _config(raw: Any) -> Config:
+    return validate_options(Config, raw, DEFAULTS)
 
 
 def status_line(job: dict) -> str:
@@ -104,7 +130,7 @@ def _text(value: str) -> list[dict]:
 def apply(ctx: Any, config: Any = None) -> None:
     cfg = _config(config)
     agent = ctx._agent
-    registry = JobRegistry(max_active=cfg["max_concurrent_jobs"], clock=agent.clock)
+    registry = JobRegistry(max_active=cfg.max_concurrent_jobs, clock=agent.clock)
     registry.bash = BashJobs(registry)  # type: ignore[attr-defined]
     agent.jobs = registry
 
@@ -126,7 +152,7 @@ def apply(ctx: Any, config: Any = None) -> None:
         if claimed or cause == "teardown" or getattr(agent, "_disposed", False):
             return
         message = notice_message(job)
-        if cfg["completion_delivery"] == "wakeup" and agent.status == "idle" and wakes[0] < cfg["max_consecutive_wakes"]:
+        if cfg.completion_delivery == "wakeup" and agent.status == "idle" and wakes[0] < cfg.max_consecutive_wakes:
             wakes[0] += 1
             agent.followup(message)
         else:
@@ -157,7 +183,7 @@ def apply(ctx: Any, config: Any = None) -> None:
             if requested is not None and (isinstance(requested, bool) or not isinstance(requested, int | float)
                                           or not math.isfinite(requested) or requested <= 0):
                 raise ToolError(f"invalid wait timeout: expected a positive number of milliseconds, got {requested}")
-            timeout = min(requested if requested is not None else cfg["wait_timeout_ms"], cfg["max_wait_timeout_ms"])
+            timeout = min(requested if requested is not None else cfg.wait_timeout_ms, cfg.max_wait_timeout_ms)
             delivered.add(job_id)
             try:
                 job = await registry.wait(job_id, timeout, tctx.cancelled)

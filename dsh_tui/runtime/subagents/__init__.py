@@ -7,7 +7,8 @@
 - ``ask_user_question`` in children only, refused as dsh refuses it there (no human can answer a child).
 
 Children are real sessions in the parent's store, opened through the agent host (``AgentHost.open``) with
-the parent's provider, options and plugins. Config (``[plugins.subagents]`` in the settings file):
+the parent's provider, options and plugins. Config (``[plugins.subagents]`` in the settings file, the pydantic
+``Config`` below):
 ``max_depth`` (3, or ``"provider-managed"``), ``subagent_mode`` (``continuable``), ``fork_mode``
 (``one-shot``), ``subagent_background`` (true) and ``fork_background`` (false: the fork tool always waits,
 as dsh's shipped ``subagent_fork`` with ``enableRunInBackground: false``). One-shot *background* runs are
@@ -21,10 +22,12 @@ import asyncio
 import copy
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationInfo
 
 from dsh_tui.llm.protocol import ChildProviders
-from dsh_tui.runtime.options import plugin_options
+from dsh_tui.runtime.options import boolean, option_error, positive_int, validate_options
 from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.runtime.subagents import texts
 from dsh_tui.runtime.subagents.background import start_job_child
@@ -33,7 +36,7 @@ from dsh_tui.session.rows import events_of
 from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 name = "subagents"
-__all__ = ["apply", "name", "DEFAULTS"]
+__all__ = ["apply", "name", "Config", "DEFAULTS"]
 
 DEFAULTS: dict[str, Any] = {"max_depth": 3, "subagent_mode": "continuable", "fork_mode": "one-shot",
                             "fork_background": False, "subagent_background": True,
@@ -43,24 +46,57 @@ DEFAULTS: dict[str, Any] = {"max_depth": 3, "subagent_mode": "continuable", "for
 CAPS = ("max_children", "max_tree_live", "max_tree_total")
 
 
-def _config(raw: Any) -> dict[str, Any]:
-    cfg = plugin_options(raw, DEFAULTS, booleans=("fork_background", "subagent_background"), positive=CAPS,
-                         shows_value=True)
-    md = cfg["max_depth"]
-    if md != "provider-managed" and (isinstance(md, bool) or not isinstance(md, int) or md < 0):
-        raise DshError(f'max_depth must be a non-negative integer or "provider-managed", got {md!r}')
-    for key in ("subagent_mode", "fork_mode"):
-        if cfg[key] not in ("one-shot", "continuable"):
-            raise DshError(f'{key} must be "one-shot" or "continuable", got {cfg[key]!r}')
-    return cfg
+def _max_depth(value: Any) -> Any:
+    if value != "provider-managed" and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise option_error(f'max_depth must be a non-negative integer or "provider-managed", got {value!r}')
+    return value
 
 
-def _check_jobs(cfg: dict[str, Any], agent: Any) -> None:
+def _mode(value: Any, info: ValidationInfo) -> Any:
+    if value not in ("one-shot", "continuable"):
+        raise option_error(f'{info.field_name} must be "one-shot" or "continuable", got {value!r}')
+    return value
+
+
+_Bool = Annotated[bool, BeforeValidator(boolean)]
+_Cap = Annotated[int, BeforeValidator(positive_int)]
+_Mode = Annotated[Literal["one-shot", "continuable"], BeforeValidator(_mode)]
+
+
+class Config(BaseModel):
+    """``[plugins.subagents]``: the subagent tools. Fields are checked in this order (the first problem is
+    the one reported)."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    fork_background: _Bool = False
+    """``subagent_fork`` runs in the background (a job) instead of waiting."""
+    subagent_background: _Bool = True
+    """``subagent`` runs in the background by default (the model may still ask it to wait)."""
+    max_children: _Cap = 8
+    """Live children of one agent at most."""
+    max_tree_live: _Cap = 32
+    """Live subagents in one session tree (a root agent and everything below it) at most."""
+    max_tree_total: _Cap = 256
+    """Subagents one session tree opens in all, at most."""
+    max_depth: Annotated[int | Literal["provider-managed"], BeforeValidator(_max_depth)] = 3
+    """How deep children may nest (0: no children), or ``"provider-managed"`` (no limit here)."""
+    subagent_mode: _Mode = "continuable"
+    """``continuable`` (a child that can be sent more messages) or ``one-shot`` for ``subagent``."""
+    fork_mode: _Mode = "one-shot"
+    """``one-shot`` or ``continuable`` for ``subagent_fork``."""
+
+
+def _config(raw: Any) -> Config:
+    return validate_options(Config, raw, DEFAULTS)
+
+
+def _check_jobs(cfg: Config, agent: Any) -> None:
     """One-shot background runs are jobs: without the ``jobs`` plugin that combination is refused."""
     if getattr(agent, "jobs", None) is not None:
         return
     for mode, background in (("subagent_mode", "subagent_background"), ("fork_mode", "fork_background")):
-        if cfg[mode] == "one-shot" and cfg[background]:
+        if getattr(cfg, mode) == "one-shot" and getattr(cfg, background):
             raise DshError(f"{background} = true with {mode} = \"one-shot\" needs background jobs (job_output, "
                            f"job_kill): enable the jobs plugin or set {background} = false")
 
@@ -100,7 +136,7 @@ def apply(ctx: Any, config: Any = None) -> None:
         return  # children are opened through the agent host: an agent built without one has no subagents
     agent_id: str = agent.id
     ch.AGENTS[agent_id] = agent
-    ch.CAPS[agent_id] = {key: cfg[key] for key in CAPS}
+    ch.CAPS[agent_id] = {key: getattr(cfg, key) for key in CAPS}
     ctx.effect(lambda: lambda: ch.AGENTS.pop(agent_id, None) if ch.AGENTS.get(agent_id) is agent else None)
     ctx.effect(lambda: lambda: ch.CAPS.pop(agent_id, None) if ch.AGENTS.get(agent_id) in (None, agent) else None)
 
@@ -130,8 +166,8 @@ def apply(ctx: Any, config: Any = None) -> None:
                 raise ToolError("background jobs unavailable: load @deepseek-ai/dsh-jobs and "
                                 "@deepseek-ai/dsh-tool-jobs")
             depth = max(_delegation_depth(agent), 0) + 1
-            if cfg["max_depth"] != "provider-managed" and depth > cfg["max_depth"]:
-                raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg['max_depth']}")
+            if cfg.max_depth != "provider-managed" and depth > cfg.max_depth:
+                raise ToolError(f"subagent depth {depth} exceeds maxDepth {cfg.max_depth}")
             ch.check_fanout(agent)  # a refusal is the tool's error: the model sees why
             host = agent.host
             if background and mode == "one-shot" and jobs is not None:  # (None: refused above)
@@ -169,9 +205,9 @@ def apply(ctx: Any, config: Any = None) -> None:
         return ToolDefinition(tool_name, description, parameters, execute, render,
                               is_concurrency_safe=lambda _a: True, access="read")
 
-    ctx.tools.register(spawn_tool("subagent", "spawn", cfg["subagent_mode"], cfg["subagent_background"]))
-    ctx.tools.register(spawn_tool("subagent_fork", "fork", cfg["fork_mode"], cfg["fork_background"]))
-    continuable = cfg["subagent_mode"] == "continuable" or cfg["fork_mode"] == "continuable"
+    ctx.tools.register(spawn_tool("subagent", "spawn", cfg.subagent_mode, cfg.subagent_background))
+    ctx.tools.register(spawn_tool("subagent_fork", "fork", cfg.fork_mode, cfg.fork_background))
+    continuable = cfg.subagent_mode == "continuable" or cfg.fork_mode == "continuable"
     if continuable:
         _register_control_tools(ctx, agent)
     desc = _descriptor(agent.session)
@@ -188,7 +224,7 @@ def apply(ctx: Any, config: Any = None) -> None:
         if is_child and assembly.contexts is not None and agent.config.runtime_context:
             assembly.contexts.append(prompt_mod.Section("subagent:delegated", 90, texts.DELEGATED_CONTEXT))
         names = agent.tools.tools
-        for tool_name, mode in (("subagent", cfg["subagent_mode"]), ("subagent_fork", cfg["fork_mode"])):
+        for tool_name, mode in (("subagent", cfg.subagent_mode), ("subagent_fork", cfg.fork_mode)):
             if mode == "continuable" and tool_name in names:
                 assembly.sections.append(prompt_mod.Section(f"tool:{tool_name}", 116.5,
                                                             texts.continuable_section(tool_name)))
