@@ -1,7 +1,9 @@
 """User settings (``settings.toml``) and credentials (``credentials.toml``).
 
-``base`` (constants, ``SettingsError``) · ``models`` (the typed provider settings, pydantic, imported on first
-use: ``ModelSettings``, ``ProviderSettings`` and ``StorageSettings`` are loaded from here lazily) · ``files`` (paths, reading, the
+``base`` (constants, ``SettingsError``, the pydantic-free ``[ui]`` / ``[chat]`` sections) · ``tree`` (the typed
+settings tree, ``SettingsTree``: every section and field, pydantic, imported on first use) · ``models`` (the
+typed provider settings, pydantic, imported on first use: ``ModelSettings``, ``ProviderSettings``,
+``StorageSettings`` and ``SettingsTree`` are loaded from here lazily) · ``files`` (paths, reading, the
 comment-preserving ``tomlkit`` writes, credentials) · ``settings`` (``Settings``, ``load_settings``,
 ``save_settings``, API-key lookup).
 """
@@ -41,13 +43,14 @@ from dsh_tui.config.settings import (
 __all__ = [
     "ANTHROPIC_PROVIDER", "APP_NAME", "CREDENTIALS_FILE", "DEEPSEEK_BASE_URL", "DEEPSEEK_BASE_URL_ENV", "DEEPSEEK_CONTEXT_WINDOW",
     "DEEPSEEK_KEY_ENV", "DEEPSEEK_MAX_TOKENS", "DEEPSEEK_MODELS", "DEEPSEEK_PROVIDER", "EFFORTS", "SETTINGS_FILE",
-    "THINKING_FORMATS", "ModelSettings", "ProviderSettings", "Settings", "SettingsError", "StorageSettings", "config_dir",
+    "THINKING_FORMATS", "ModelSettings", "ProviderSettings", "Settings", "SettingsError", "SettingsTree", "StorageSettings", "config_dir",
     "credentials_path", "dumps_toml", "find_api_key", "load_credentials", "load_settings", "missing_key_message",
     "save_credential", "save_settings", "settings_path",
 ]
 
 
 _LAZY = ("ModelSettings", "ProviderSettings", "StorageSettings")
+_LAZY_TREE = ("SettingsTree",)
 
 
 def __getattr__(name: str):
@@ -56,4 +59,8 @@ def __getattr__(name: str):
         from dsh_tui.config import models
 
         return getattr(models, name)
+    if name in _LAZY_TREE:
+        from dsh_tui.config import tree
+
+        return getattr(tree, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -50,7 +50,10 @@ class _Section(BaseModel):
 
 def attribute_docstrings(cls: type) -> dict[str, str]:
     """The docstrings under a class's fields (``name: type = default`` then a string), by field name."""
-    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    except (OSError, TypeError):  # no source (a frozen build): the fields are still typed, undocumented
+        return {}
     body = tree.body[0].body if tree.body and isinstance(tree.body[0], ast.ClassDef) else []
     out: dict[str, str] = {}
     for node, after in zip(body, body[1:]):
