@@ -149,7 +149,7 @@ class Notice:
 @dataclass(frozen=True)
 class SubagentSnapshot:
     """A subagent below the open session changed: its live state for the cards and the status bar
-    (``dsh_tui.runtime.subagents.children.snapshot``: id, callId, label, status, phase, tool, tokens,
+    (``dsh_tui.extensions.subagents.children.snapshot``: id, callId, label, status, phase, tool, tokens,
     elapsed, ...)."""
 
     snapshot: dict[str, Any]

@@ -17,10 +17,8 @@ PKG = Path(dsh_tui.__file__).parent
 
 #: strongly connected groups of modules not yet taken apart (each a sorted tuple of module names)
 KNOWN: set[tuple[str, ...]] = {
-    ("dsh_tui.runtime.agent", "dsh_tui.runtime.commands", "dsh_tui.runtime.mcp", "dsh_tui.runtime.plugin_context",
-     "dsh_tui.runtime.plugins"),
-    ("dsh_tui.runtime.host", "dsh_tui.runtime.subagents", "dsh_tui.runtime.subagents.children"),
-    ("dsh_tui.runtime.mcp.client", "dsh_tui.runtime.mcp.oauth"),
+    ("dsh_tui.extensions.subagents", "dsh_tui.extensions.subagents.children", "dsh_tui.runtime.host"),
+    ("dsh_tui.extensions.mcp.client", "dsh_tui.extensions.mcp.oauth"),
     ("dsh_tui.ui.screens.chat", "dsh_tui.ui.screens.chat_subagents", "dsh_tui.ui.screens.subagent"),
     ("dsh_tui.ui.app", "dsh_tui.ui.palette"),
     ("dsh_tui.ui.screens.output", "dsh_tui.ui.widgets.selectable"),

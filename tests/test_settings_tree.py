@@ -183,7 +183,7 @@ def test_the_first_frame_reads_ui_and_chat_without_pydantic(tmp_path):
 def test_jobs_and_subagents_have_pydantic_configs_with_their_defaults():
     from pydantic import BaseModel
 
-    from dsh_tui.runtime import jobs, subagents
+    from dsh_tui.extensions import jobs, subagents
 
     for module in (jobs, subagents):
         assert issubclass(module.Config, BaseModel)
@@ -206,7 +206,7 @@ def test_jobs_and_subagents_have_pydantic_configs_with_their_defaults():
                   "max_consecutive_wakes, max_concurrent_jobs)"),
 ])
 def test_jobs_config_errors_keep_their_texts(raw, message):
-    from dsh_tui.runtime import jobs
+    from dsh_tui.extensions import jobs
     from dsh_tui.session.errors import DshError
 
     with pytest.raises(DshError) as err:
@@ -226,7 +226,7 @@ def test_jobs_config_errors_keep_their_texts(raw, message):
                "subagent_background, max_children, max_tree_live, max_tree_total)"),
 ])
 def test_subagents_config_errors_keep_their_texts(raw, message):
-    from dsh_tui.runtime import subagents
+    from dsh_tui.extensions import subagents
     from dsh_tui.session.errors import DshError
 
     with pytest.raises(DshError) as err:

@@ -118,7 +118,7 @@ def add_plugin_arguments(parser: argparse.ArgumentParser, dest_prefix: str = "")
 
 def _mcp_value(value: str) -> str:
     """``--mcp`` values are checked when parsed (a usage error, exit 2); the runtime parses them again."""
-    from dsh_tui.runtime.mcp.config import McpConfigError, parse_cli
+    from dsh_tui.extensions.mcp.config import McpConfigError, parse_cli
 
     try:
         parse_cli(value)

@@ -19,7 +19,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from dsh_tui.cli.fork_cmd import _resolve
-    from dsh_tui.runtime.undo import ops
+    from dsh_tui.extensions.undo import ops
 
     store, sid = _resolve(args)
     text = ops.diff(store.inspect(sid).events, args.turn, numbered=args.numbered)

@@ -66,7 +66,7 @@ def _load() -> tuple[Any, dict[str, Any]]:
 
 
 def _servers(data: dict[str, Any]) -> dict[str, Any]:
-    from dsh_tui.runtime.mcp.config import McpConfigError
+    from dsh_tui.extensions.mcp.config import McpConfigError
 
     mcp = data.get("mcp", {})
     servers = mcp.get("servers", {}) if isinstance(mcp, dict) else None
@@ -102,8 +102,8 @@ def _pairs(values: list[str], sep: str, what: str) -> dict[str, str]:
 
 
 def _add(args: argparse.Namespace) -> int:
-    from dsh_tui.runtime.mcp.config import parse_servers
-    from dsh_tui.runtime.mcp.naming import SERVER_NAME
+    from dsh_tui.extensions.mcp.config import parse_servers
+    from dsh_tui.extensions.mcp.naming import SERVER_NAME
     from dsh_tui.session.errors import UsageError
 
     if not SERVER_NAME.match(args.name):
@@ -168,7 +168,7 @@ def _remove(args: argparse.Namespace) -> int:
     if args.name not in servers:
         raise UsageError(f"mcp remove: no MCP server named {args.name!r} in {path}" + _known(servers))
     del servers[args.name]
-    from dsh_tui.runtime.mcp.oauth import forget
+    from dsh_tui.extensions.mcp.oauth import forget
 
     forget(args.name)  # its OAuth tokens too (dsh-tui mcp login)
     if not servers:  # no empty [mcp.servers] left behind (and tomlkit keeps the file's comments)
@@ -210,7 +210,7 @@ def _get(args: argparse.Namespace) -> int:
 
 
 async def _connect(configs: list[Any], timeout: float) -> list[Any]:
-    from dsh_tui.runtime.mcp import McpManager
+    from dsh_tui.extensions.mcp import McpManager
 
     manager = McpManager(configs, lambda _definition: (lambda: None))
     try:
@@ -221,7 +221,7 @@ async def _connect(configs: list[Any], timeout: float) -> list[Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from dsh_tui.runtime.mcp.config import parse_servers
+    from dsh_tui.extensions.mcp.config import parse_servers
 
     path, data = _load()
     configs = parse_servers(data.get("mcp"))
@@ -245,7 +245,7 @@ def _list(args: argparse.Namespace) -> int:
     for row in rows:
         state = row["state"] + (f": {row['error']}" if row["error"] else "")
         if row["state"] == "needs-login":
-            from dsh_tui.runtime.mcp.oauth import login_hint
+            from dsh_tui.extensions.mcp.oauth import login_hint
 
             state = login_hint(str(row["name"]))
         print(f"{row['name']}  {row['target']}  {state}")
@@ -256,7 +256,7 @@ def _list(args: argparse.Namespace) -> int:
 
 def _http_server(args: argparse.Namespace, what: str) -> Any:
     """The configured server ``args.name`` (a URL server), or a usage error."""
-    from dsh_tui.runtime.mcp.config import parse_servers
+    from dsh_tui.extensions.mcp.config import parse_servers
     from dsh_tui.session.errors import UsageError
 
     path, data = _load()
@@ -269,7 +269,7 @@ def _http_server(args: argparse.Namespace, what: str) -> Any:
 
 
 def _login(args: argparse.Namespace) -> int:
-    from dsh_tui.runtime.mcp import oauth
+    from dsh_tui.extensions.mcp import oauth
 
     config = _http_server(args, "login")
     if oauth.has_authorization_header(config.headers):
@@ -286,7 +286,7 @@ def _login(args: argparse.Namespace) -> int:
         return await oauth.login(config, show_url=show, open_browser=not args.no_browser,
                                  timeout=max(1.0, args.timeout))
 
-    from dsh_tui.runtime.mcp import route_logging
+    from dsh_tui.extensions.mcp import route_logging
 
     route_logging()  # the mcp library's logging (its tracebacks too) to the MCP log, never the terminal
     print(f"connecting to {config.url}…", file=sys.stderr, flush=True)
@@ -313,8 +313,8 @@ def _login(args: argparse.Namespace) -> int:
 
 def _login_failure(err: BaseException) -> str:
     """One line for a failed login: the innermost meaningful error of the flow."""
-    from dsh_tui.runtime.mcp.client import _describe
-    from dsh_tui.runtime.mcp.oauth import LoginError
+    from dsh_tui.extensions.mcp.client import _describe
+    from dsh_tui.extensions.mcp.oauth import LoginError
 
     todo: list[BaseException] = [err]
     while todo:
@@ -327,8 +327,8 @@ def _login_failure(err: BaseException) -> str:
 
 
 def _logout(args: argparse.Namespace) -> int:
-    from dsh_tui.runtime.mcp import oauth
-    from dsh_tui.runtime.mcp.naming import SERVER_NAME
+    from dsh_tui.extensions.mcp import oauth
+    from dsh_tui.extensions.mcp.naming import SERVER_NAME
     from dsh_tui.session.errors import UsageError
 
     if not SERVER_NAME.match(args.name):

@@ -79,7 +79,7 @@ def skipped_notes(events: Any) -> list[str]:
 def mcp_problems(agent: Any) -> list[str]:
     """One line per MCP server that is not working at the end of the run (with the reason), and one per
     server whose tool list had something left out (``/mcp`` names each)."""
-    from dsh_tui.runtime.mcp import servers
+    from dsh_tui.extensions.mcp import servers
 
     out = []
     for row in servers(agent):

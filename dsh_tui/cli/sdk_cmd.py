@@ -194,7 +194,7 @@ class SdkServer:
             host.session.subscribe(lambda _s, event: self._forward(sid, event))
             self.hosts[sid] = host
             if not self._watching:
-                from dsh_tui.runtime.subagents.children import WATCHERS
+                from dsh_tui.extensions.subagents.children import WATCHERS
 
                 WATCHERS.append(self._on_child)
                 self._watching = True
@@ -258,7 +258,7 @@ class SdkServer:
         return self._provider, model
 
     async def _settle(self, sid: str, host: Any) -> None:
-        from dsh_tui.runtime.subagents.children import settle
+        from dsh_tui.extensions.subagents.children import settle
 
         try:
             await asyncio.sleep(0)
@@ -273,7 +273,7 @@ class SdkServer:
 
     async def close(self) -> None:
         if self._watching:
-            from dsh_tui.runtime.subagents.children import WATCHERS
+            from dsh_tui.extensions.subagents.children import WATCHERS
 
             if self._on_child in WATCHERS:
                 WATCHERS.remove(self._on_child)

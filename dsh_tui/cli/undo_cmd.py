@@ -28,7 +28,7 @@ def add_arguments(parser) -> None:
 
 def run(args) -> int:
     from dsh_tui.cli.fork_cmd import _resolve
-    from dsh_tui.runtime.undo import ops
+    from dsh_tui.extensions.undo import ops
 
     if args.turn is not None and args.turn < 1:
         from dsh_tui.session.errors import UsageError

@@ -116,7 +116,7 @@ def _project_plugins(root: Path) -> list[str]:
 
 def project_hook_files(root: str | os.PathLike[str], dialect: str | None = None) -> list[Path]:
     """The workspace's own Claude Code (``.claude/settings.json`` and ``settings.local.json`` with hooks in
-    them) and Codex (``.codex/hooks.json``) hook files that exist (dsh_tui/runtime/hooks/ runs them only once
+    them) and Codex (``.codex/hooks.json``) hook files that exist (dsh_tui/extensions/hooks/ runs them only once
     the workspace is trusted); ``dialect`` "claude-code" or "codex" for one of them."""
     names = []
     if dialect in (None, "claude-code"):

@@ -53,7 +53,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Agent", "AgentConfig", "AbortError", "AbortSignal", "EventBus", "RunToolContext", "user_message"]
 
-# The names above are imported on first use (issue #29): importing a light submodule (``dsh_tui.runtime.goals``,
+# The names above are imported on first use (issue #29): importing a light submodule (``dsh_tui.extensions.goals``,
 # which the chat's status bar folds with) must not load the agent, the tools and every plugin with it.
 _WHERE = {"Agent": "agent", "AgentConfig": "agent", "user_message": "agent", "EventBus": "bus",
           "AbortError": "signal", "AbortSignal": "signal", "RunToolContext": "tools"}

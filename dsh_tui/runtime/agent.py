@@ -207,7 +207,7 @@ class Agent:
         # Built-in behaviour (retry, compaction, ...) and user plugins, applied before agent/created so that
         # their listeners see it; user listeners run before the built-in ones (see runtime/plugins.py).
         self.compactor = None
-        self.mcp = None  # the built-in mcp plugin's servers (dsh_tui.runtime.mcp.McpManager)
+        self.mcp = None  # the built-in mcp plugin's servers (dsh_tui.extensions.mcp.McpManager)
         self.skills = None  # the skills plugin's SkillService
         self.store = None  # the store holding this session, when a host opened it (/fork)
         self.commands = CommandRegistry()  # slash commands (ctx.commands.register)
@@ -328,7 +328,7 @@ class Agent:
 
     async def compact_now(self) -> bool:
         """Manual ``/compact``: compaction as maintenance from idle (``turn: null``)."""
-        from dsh_tui.runtime.compaction import Compactor
+        from dsh_tui.extensions.compaction import Compactor
 
         compactor = self.compactor or Compactor(self)
         return await self.run_maintenance(lambda _signal: compactor.compact(mode="manual", turn=None))

@@ -62,7 +62,7 @@ EVENT_MODES: dict[str, str] = {
     "tools/post-execute": WATERFALL,
     "tools/result": EMIT,
     "approval/request": WATERFALL,
-    "user-questions/request": WATERFALL,  # ask_user_question, the plan review (dsh_tui/runtime/questions)
+    "user-questions/request": WATERFALL,  # ask_user_question, the plan review (dsh_tui/runtime/questions.py)
     "session/flush": PARALLEL,
     "session/event": EMIT,
 }

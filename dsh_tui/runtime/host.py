@@ -53,7 +53,7 @@ class HostSpec:
     on_plugin_failure: Any = None  # called with each failed (or skipped) PluginRecord (the app shows a notice)
     trust: bool | None = None  # trust the workspace (project plugins) first; None = the process's ``--trust``
     close_provider: bool = True  # close the provider with the host (the SDK keeps one across runs)
-    # A subagent child (dsh_tui.runtime.subagents): header fields on top of a new session's (parentSession,
+    # A subagent child (dsh_tui.extensions.subagents): header fields on top of a new session's (parentSession,
     # seedLength, origin, delegationDepth) and the seed events (a fork's parent prefix, a descriptor).
     header_fields: dict[str, Any] = field(default_factory=dict)
     seed: list[dict] | None = None
@@ -184,7 +184,7 @@ class AgentHost:
         await asyncio.sleep(0)
         await self.agent.wait_idle()
         if settle:
-            from dsh_tui.runtime.subagents.children import settle as settle_tree
+            from dsh_tui.extensions.subagents.children import settle as settle_tree
 
             await settle_tree(self.agent)
         await self.flush()

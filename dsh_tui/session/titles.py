@@ -1,6 +1,6 @@
 """dsh's session-title text rules: ``clean``, ``truncate_utf8``, ``normalize`` and the
 fallback title of a prompt. Pure functions; the plugins that append titles are in
-``dsh_tui.runtime.builtins.titles``.
+``dsh_tui.extensions.titles``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ cancellation send SIGTERM to the group, then SIGKILL after the grace period. The
 (``dsh_tui.tools.procs``): what a finished command left running in it (``cmd &``) ends with the process. The result text is
 dsh's ``renderResult``: non-zero exits are not errors. ``run_in_background``
 hands the command to a jobs port (``async start(command, *, cwd, env, label) -> job_id``): the builder's
-``jobs`` option, else the calling agent's registry (``dsh_tui.runtime.jobs``).
+``jobs`` option, else the calling agent's registry (``dsh_tui.extensions.jobs``).
 """
 
 from __future__ import annotations

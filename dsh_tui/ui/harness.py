@@ -58,7 +58,7 @@ class AgentHarness(HarnessBase):
         self._offs.append(on("agent/error", self._on_error))
         # the host's answerer is built-in behaviour: a user plugin's approval/request listener runs first
         self._offs.append(on("approval/request", self._on_approval, tier=BUILTIN))
-        # ask_user_question and the plan review: the question panel answers (dsh_tui/runtime/questions)
+        # ask_user_question and the plan review: the question panel answers (dsh_tui/runtime/questions.py)
         self._offs.append(on("user-questions/request", self._on_question, tier=BUILTIN))
         # "allow for this session" answers (dsh logs no scope: they live here, for this open session)
         self.allowances = SessionAllowances()
@@ -67,7 +67,7 @@ class AgentHarness(HarnessBase):
         for tool, arguments in logged_allowances(self.session.events):  # a resumed session's allowances
             self.allowances.add(tool, arguments)
         # subagents below this agent: their live state for the cards and the status bar
-        from dsh_tui.runtime.subagents import children as subagents
+        from dsh_tui.extensions.subagents import children as subagents
 
         self._subagents = subagents
         subagents.WATCHERS.append(self._on_child)
@@ -258,14 +258,14 @@ class AgentHarness(HarnessBase):
 
     async def set_plan_mode(self, active: bool) -> str:
         """Enter or leave plan mode (the key binding; ``/plan`` is the command): dsh's outcome word."""
-        from dsh_tui.runtime.planmode import set_plan_mode
+        from dsh_tui.extensions.planmode import set_plan_mode
 
         return set_plan_mode(self.agent, active)
 
     async def send(self, text: str, mode: str, images: bool = True) -> None:
         """``images``: image files the prompt names go with it (unless the ``images`` built-in is off); False
         when the user chose to send the text alone."""
-        from dsh_tui.runtime.images.prompt import find_images, prompt_content
+        from dsh_tui.extensions.images.prompt import find_images, prompt_content
 
         content: Any = text
         if images and not self.agent.plugins.disabled("images") and find_images(text, self.agent.config.cwd):
@@ -335,7 +335,7 @@ class AgentHarness(HarnessBase):
     async def undo_files(self, turn: int | None, force: bool = False) -> str:
         """``/undo`` after the user said yes (and rewind "conversation and files"): the files put back, the undo
         in the log. Returns the line to show."""
-        from dsh_tui.runtime.undo import undo_files
+        from dsh_tui.extensions.undo import undo_files
 
         turns, done = await undo_files(self.agent, turn, force=force)
         await self.writer.aflush()
@@ -345,7 +345,7 @@ class AgentHarness(HarnessBase):
     async def set_title(self, text: str) -> dict:
         """Rename the open session (``n`` in the browser, ``/title``): a ``source: user`` title, appended by
         the live session (its log is locked by this process), which pins it."""
-        from dsh_tui.runtime.builtins.titles import set_user_title
+        from dsh_tui.extensions.titles import set_user_title
 
         event = set_user_title(self.session, text)
         await self.writer.aflush()  # on disk before the browser re-reads its rows
@@ -355,13 +355,13 @@ class AgentHarness(HarnessBase):
         self.agent.cancel({"kind": "user"})
 
     async def mcp_servers(self) -> list[Any]:
-        """The ``/mcp`` listing (``dsh_tui.runtime.mcp.servers``), read on the harness loop."""
-        from dsh_tui.runtime.mcp import servers
+        """The ``/mcp`` listing (``dsh_tui.extensions.mcp.servers``), read on the harness loop."""
+        from dsh_tui.extensions.mcp import servers
 
         return servers(self.agent)
 
     async def mcp_reconnect(self, name: str) -> bool:
-        from dsh_tui.runtime.mcp import reconnect
+        from dsh_tui.extensions.mcp import reconnect
 
         return reconnect(self.agent, name)
 

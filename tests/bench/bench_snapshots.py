@@ -1,7 +1,7 @@
 """Per-turn snapshot cost (run: ``.venv/bin/python tests/bench/bench_snapshots.py [FILES] [ROUNDS]``).
 
 A workspace of FILES (default 10,000) small files in 100 folders, a ``.gitignore`` and one ignored folder;
-the store of the ``workspace-changes`` built-in (``dsh_tui/runtime/undo/store.py``). Prints: the first
+the store of the ``workspace-changes`` built-in (``dsh_tui/extensions/undo/store.py``). Prints: the first
 snapshot (every file hashed once), a snapshot with nothing changed, one after a command changed 10 files and
 created 5, and ``changes()`` between the two (target: <= 100 ms per turn snapshot on 10k files). Medians of
 ROUNDS (default 7).
@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from dsh_tui.runtime.undo.store import SnapshotStore  # noqa: E402
+from dsh_tui.extensions.undo.store import SnapshotStore  # noqa: E402
 
 
 def make_workspace(root: Path, files: int) -> None:

@@ -27,10 +27,10 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from dsh_tui.extensions.instructions import InstructionsConfig, Workspace  # noqa: E402
 from dsh_tui.llm.openai import OpenAICompatProvider  # noqa: E402
 from dsh_tui.llm.protocol import ModelInfo  # noqa: E402
 from dsh_tui.runtime import Agent, AgentConfig  # noqa: E402
-from dsh_tui.runtime.builtins.instructions import InstructionsConfig, Workspace  # noqa: E402
 from dsh_tui.runtime.plugins import Plugins, builtin_specs  # noqa: E402
 from dsh_tui.session.headers import make_header  # noqa: E402
 from dsh_tui.session.log import Session  # noqa: E402

@@ -123,7 +123,7 @@ def test_garbage_on_stdout_prints_no_traceback_and_goes_to_the_mcp_log(tmp_path)
         assert tool_messages(srv.requests[1]) == {"c1": "echo: through"}
     assert p.stdout == "ok\n"
     assert p.stderr == ""  # the old code: 9 tracebacks from the mcp library's logging
-    from dsh_tui.runtime.mcp import log_path
+    from dsh_tui.extensions.mcp import log_path
 
     logged = log_path().read_text()
     assert "mcp server g: skipped a stdout line: not JSON: 'garbage line 0 <not json>'" in logged

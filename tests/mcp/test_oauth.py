@@ -221,7 +221,7 @@ def test_login_to_a_server_that_is_down_fails_in_one_line_and_keeps_nothing(tmp_
 
 def test_tokens_written_for_another_url_are_never_sent_there(tmp_path, oauth_server):
     """A token file bound to one URL is ignored when the server's URL is changed: no bearer to a stranger."""
-    from dsh_tui.runtime.mcp import oauth
+    from dsh_tui.extensions.mcp import oauth
 
     oauth._write("remote", {"server_url": f"{oauth_server}/mcp", "tokens": {"access_token": "secret-at",
                                                                               "token_type": "Bearer"}})
@@ -235,8 +235,8 @@ def test_the_app_s_mcp_listing_and_a_notice_say_needs_login(tmp_path, oauth_serv
     needs a login, and one report goes to whoever listens (the app turns it into a notice)."""
     import asyncio
 
-    from dsh_tui.runtime.commands import mcp_listing
-    from dsh_tui.runtime.mcp import servers
+    from dsh_tui.extensions.commands import mcp_listing
+    from dsh_tui.extensions.mcp import servers
     from tests.mcp.helpers import mcp_agent
 
     async def go() -> None:

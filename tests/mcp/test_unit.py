@@ -6,10 +6,10 @@ import hashlib
 
 import pytest
 
-from dsh_tui.runtime.mcp.client import ServerStatus, scrubbed_environment
-from dsh_tui.runtime.mcp.config import McpConfigError, parse_cli, parse_servers
-from dsh_tui.runtime.mcp.convert import McpToolError, canonical, extract_text, model_content
-from dsh_tui.runtime.mcp.naming import public_tool_name, split_public_name
+from dsh_tui.extensions.mcp.client import ServerStatus, scrubbed_environment
+from dsh_tui.extensions.mcp.config import McpConfigError, parse_cli, parse_servers
+from dsh_tui.extensions.mcp.convert import McpToolError, canonical, extract_text, model_content
+from dsh_tui.extensions.mcp.naming import public_tool_name, split_public_name
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
 
@@ -181,7 +181,7 @@ def test_without_servers_neither_the_plugin_nor_the_sdk_is_imported(tmp_path):
             "        provider=ScriptedProvider([scripted.text('x')], name='m'), model='m'))\n"
             "    await h.run_turn('hi')\n"
             "    await h.close()\n"
-            "    print([m for m in ('dsh_tui.runtime.mcp', 'mcp') if m in sys.modules])\n"
+            "    print([m for m in ('dsh_tui.extensions.mcp', 'mcp') if m in sys.modules])\n"
             "asyncio.run(main())\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120,
                        env=dict(os.environ))

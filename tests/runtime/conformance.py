@@ -21,10 +21,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dsh_tui.extensions.terminals import TOOL_NAMES as TERMINAL_TOOLS
 from dsh_tui.llm.replay import ReplayProvider, attempts_from_events, read_log_events
 from dsh_tui.runtime import Agent, AgentConfig
 from dsh_tui.runtime.plugins import Plugins, PluginSpec, builtin_specs
-from dsh_tui.runtime.terminals import TOOL_NAMES as TERMINAL_TOOLS
 from dsh_tui.session.headers import make_header
 from dsh_tui.session.log import Session
 from dsh_tui.tools import BUILTIN_TOOL_NAMES, builtin_tools
@@ -42,13 +42,13 @@ SUPPORTED_OPS = {"initialize", "newSession", "prompt", "promptExpectError", "pro
 # Tools whose output depends only on the workspace and arguments.
 DETERMINISTIC_TOOLS = {"read", "write", "edit", "grep", "glob", "todo_write", "bash", "job_kill", "read_image", "lsp",
                        "list_agents"}  # the subagent rows (ids scrubbed as dsh's normalizer scrubs them)
-# The jobs plugin's tools (dsh_tui/runtime/jobs/): built in, like the tools of dsh_tui.tools.
+# The jobs plugin's tools (dsh_tui/extensions/jobs/): built in, like the tools of dsh_tui.tools.
 JOB_TOOLS = {"job_output", "job_list", "job_kill"}
 ANSWERS = {"allow_once": "allowed-once", "reject_once": "rejected", "allow_always": "allowed-once",
            "reject_always": "rejected"}
 
 
-# The goal plugin's tools (dsh_tui/runtime/goals/): their results are the goal's JSON (ids scrubbed as dsh's
+# The goal plugin's tools (dsh_tui/extensions/goals/): their results are the goal's JSON (ids scrubbed as dsh's
 # normalizer scrubs them), deterministic.
 GOAL_TOOLS = {"create_goal", "get_goal", "update_goal"}
 DETERMINISTIC_TOOLS |= GOAL_TOOLS
@@ -643,7 +643,7 @@ CHILD_ROWS = {"subagent/descriptor", "session/end-seed", "approval/policy", "san
 
 async def _settle_tree(agent) -> None:
     """Wait until the root and every live child are idle and no settlement is pending."""
-    from dsh_tui.runtime.subagents import children as ch
+    from dsh_tui.extensions.subagents import children as ch
 
     for _ in range(2000):
         await asyncio.wait_for(agent.wait_idle(), 60)

@@ -15,10 +15,10 @@ import sys
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
+from dsh_tui.extensions.subagents import children as ch  # noqa: E402
 from dsh_tui.llm import scripted  # noqa: E402
 from dsh_tui.llm.scripted import ScriptedProvider  # noqa: E402
 from dsh_tui.runtime.host import AgentHost, HostSpec  # noqa: E402
-from dsh_tui.runtime.subagents import children as ch  # noqa: E402
 from dsh_tui.store.open import open_store  # noqa: E402
 
 

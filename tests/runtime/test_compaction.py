@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from dsh_tui.extensions.compaction import PREAMBLE, PRUNE_MARKER
 from dsh_tui.llm import scripted as s
-from dsh_tui.runtime.compaction import PREAMBLE, PRUNE_MARKER
 from tests.runtime.helpers import boundaries, make_agent, make_tool, of_type, run_followup, texts, types
 
 LONG_PROMPT = "Record every part of this historical evidence. " * 60
@@ -106,7 +106,7 @@ async def test_manual_compaction_runs_as_maintenance_between_turns():
 
 
 async def test_meter_is_incremental_and_anchored_to_provider_usage():
-    from dsh_tui.runtime.compaction import Compactor, header_price, message_price
+    from dsh_tui.extensions.compaction import Compactor, header_price, message_price
 
     big_usage = {"inputTokens": 5000, "outputTokens": 10, "cacheReadTokens": 1000}
     agent = make_agent([s.text("one", usage=big_usage), s.text("two", usage={"inputTokens": 1, "outputTokens": 1})],

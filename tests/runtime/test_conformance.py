@@ -88,7 +88,7 @@ async def test_deterministic_tool_results_are_compared(name, tmp_path):
 
 @pytest.mark.parametrize("where", ["acp-agent", "headless-agent"])
 async def test_dshs_pty_tools_scenarios_replay_with_every_terminal_result_compared(where, tmp_path):
-    """The terminals plugin's six tools (dsh_tui/runtime/terminals/) over dsh's snapshot PTY backend."""
+    """The terminals plugin's six tools (dsh_tui/extensions/terminals/) over dsh's snapshot PTY backend."""
     scenario = next(d for d in APPLICABLE if d.name == "pty-tools" and scenario_id(d).startswith(where))
     outcome = await run_scenario(scenario, tmp_path)
     assert outcome.mismatches == [] and outcome.compared_results == 6

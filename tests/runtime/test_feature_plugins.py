@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from dsh_tui.extensions.filerefs import SECTION_TEXT
 from dsh_tui.llm.scripted import ScriptedProvider, text
 from dsh_tui.runtime import Agent, AgentConfig
-from dsh_tui.runtime.filerefs import SECTION_TEXT
 from dsh_tui.runtime.plugins import Plugins, PluginSpec, builtin_specs
 from dsh_tui.tools import builtin_tools
 from tests.runtime.helpers import FakeSleep, make_session
@@ -94,7 +94,7 @@ class _MyTitle:
 
     @staticmethod
     def apply(ctx):
-        from dsh_tui.runtime.commands import write_user_title
+        from dsh_tui.extensions.commands import write_user_title
 
         async def title(call):
             event = write_user_title(call.agent.session, call.args.upper())

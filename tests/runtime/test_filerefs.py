@@ -3,7 +3,7 @@ cwd index (20 results, 10,000 entries, no ``.git`` or ``node_modules``)."""
 
 from __future__ import annotations
 
-from dsh_tui.runtime.filerefs import MAX_RESULTS, Mention, PathIndex, insertion, mention_at
+from dsh_tui.extensions.filerefs import MAX_RESULTS, Mention, PathIndex, insertion, mention_at
 
 
 def test_the_token_is_at_the_line_start_or_after_whitespace():

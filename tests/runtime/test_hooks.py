@@ -1,4 +1,4 @@
-"""Claude Code and Codex hooks (dsh_tui/runtime/hooks/): the protocol's rules, and real headless runs with
+"""Claude Code and Codex hooks (dsh_tui/extensions/hooks/): the protocol's rules, and real headless runs with
 the user's hook files in a temporary $HOME, a scripted model on 127.0.0.1 and real hook commands.
 
 dsh's own hook scenarios (hook-cc-*, hook-codex-*, packed-chunks) replay in test_conformance.py."""
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tui.runtime.hooks import HookConfigError, parse_config, project_hook_files
-from dsh_tui.runtime.hooks import protocol as hp
+from dsh_tui.extensions.hooks import HookConfigError, parse_config, project_hook_files
+from dsh_tui.extensions.hooks import protocol as hp
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
 from tests.llm.test_provider_harness import _env
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from dsh_tui.extensions.retry import local_delay_ms, policy_key
 from dsh_tui.llm import scripted as s
 from dsh_tui.llm.protocol import RetryPolicy
 from dsh_tui.runtime.inbox import Inbox, InboxError
-from dsh_tui.runtime.retry import local_delay_ms, policy_key
 from tests.runtime.helpers import make_agent, make_session, of_type, run_followup
 
 

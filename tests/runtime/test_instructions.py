@@ -10,10 +10,10 @@ import os
 import shutil
 from pathlib import Path
 
+from dsh_tui.extensions.instructions import InstructionsConfig, Workspace, baseline_message
 from dsh_tui.llm.replay import read_log_events
 from dsh_tui.llm.scripted import ScriptedProvider, call, text
 from dsh_tui.runtime import Agent, AgentConfig
-from dsh_tui.runtime.builtins.instructions import InstructionsConfig, Workspace, baseline_message
 from dsh_tui.runtime.plugins import Plugins, builtin_specs
 from dsh_tui.session.headers import make_header
 from dsh_tui.session.log import Session

@@ -1,4 +1,4 @@
-"""The ``jobs`` built-in plugin (dsh_tui/runtime/jobs/): background bash and one-shot background subagents as
+"""The ``jobs`` built-in plugin (dsh_tui/extensions/jobs/): background bash and one-shot background subagents as
 jobs, ``job_output`` / ``job_list`` / ``job_kill`` with dsh's schemas and texts, completion notices, and no
 process outliving ``job_kill`` or the agent's teardown. Real ``bash`` processes, a real store, the agent host."""
 
@@ -10,11 +10,11 @@ import os
 
 import pytest
 
+from dsh_tui.extensions.jobs import JOB_KILL_SCHEMA, JOB_LIST_SCHEMA, JOB_OUTPUT_SCHEMA, SECTION
+from dsh_tui.extensions.jobs.registry import JobRegistry, render_delta
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import ScriptedProvider
 from dsh_tui.runtime.host import AgentHost, HostSpec
-from dsh_tui.runtime.jobs import JOB_KILL_SCHEMA, JOB_LIST_SCHEMA, JOB_OUTPUT_SCHEMA, SECTION
-from dsh_tui.runtime.jobs.registry import JobRegistry, render_delta
 from dsh_tui.session.content import tool_result_block
 from dsh_tui.session.log import v4_source
 from dsh_tui.store.open import open_store
@@ -231,7 +231,7 @@ class _TreeProvider(ScriptedProvider):
 
 
 async def test_a_one_shot_background_subagent_is_a_job(tmp_path):
-    from dsh_tui.runtime.subagents import children as ch
+    from dsh_tui.extensions.subagents import children as ch
 
     root = [scripted.call("c1", "subagent", {"description": "Count files", "prompt": "count",
                                              "run_in_background": True}),
@@ -258,7 +258,7 @@ async def test_a_one_shot_background_subagent_is_a_job(tmp_path):
 
 
 async def test_job_kill_cancels_a_background_subagent(tmp_path):
-    from dsh_tui.runtime.subagents import children as ch
+    from dsh_tui.extensions.subagents import children as ch
 
     root = [scripted.call("c1", "subagent", {"description": "Slow task", "prompt": "p", "run_in_background": True}),
             scripted.text("delegated")]
@@ -364,7 +364,7 @@ async def test_a_plugin_registers_its_own_job_and_its_end_is_announced(tmp_path)
 async def test_a_background_command_whose_sandbox_runner_cannot_start_settles_killed_before_exit(tmp_path):
     """dsh's missing-sandbox-runner recording: the job starts, then settles killed before exit; its output is
     the spawn failure and dsh's runner marker (the command never ran)."""
-    from dsh_tui.runtime.jobs import BashJobs, JobRegistry
+    from dsh_tui.extensions.jobs import BashJobs, JobRegistry
     from dsh_tui.tools.sandbox import Confined
 
     missing = str(tmp_path / ".dsh-missing-sandbox-runner")

@@ -1,4 +1,4 @@
-"""The ``lsp`` built-in (dsh_tui/runtime/lsp/): dsh's ``lsp`` tool and diagnostics after write/edit, against a
+"""The ``lsp`` built-in (dsh_tui/extensions/lsp/): dsh's ``lsp`` tool and diagnostics after write/edit, against a
 REAL Python language server (python-lsp-server, a test extra) driven by headless runs with a scripted model on
 127.0.0.1.
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tui.runtime.lsp import render
+from dsh_tui.extensions.lsp import render
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
 from tests.llm.test_provider_harness import _env
 
@@ -201,7 +201,7 @@ def test_a_server_that_crashes_is_one_clear_line_with_its_last_stderr_line(tmp_p
 
 
 def test_the_tool_schema_and_prompt_section_are_dshs_byte_for_byte():
-    from dsh_tui.runtime.lsp import LSP_PROMPT_TEXT, LSP_TOOL_SCHEMA
+    from dsh_tui.extensions.lsp import LSP_PROMPT_TEXT, LSP_TOOL_SCHEMA
     from tests.conftest import FIXTURES
 
     d = FIXTURES / "examples" / "acp-agent" / "tests" / "snapshots" / "lsp-definition"
@@ -275,7 +275,7 @@ while True:
 
 
 async def test_the_client_frames_answers_server_requests_and_shuts_down(tmp_path):
-    from dsh_tui.runtime.lsp.client import LspClient
+    from dsh_tui.extensions.lsp.client import LspClient
 
     (tmp_path / "server.py").write_text(FRAMING_SERVER)
     client = LspClient("fake", sys.executable, [str(tmp_path / "server.py")], str(tmp_path),

@@ -211,7 +211,7 @@ async def test_leaving_plan_mode_is_narrated_once_the_model_saw_it(tmp_path):
 
 
 async def test_a_goal_runs_rounds_until_the_model_marks_it_complete(tmp_path, monkeypatch):
-    from dsh_tui.runtime import goals
+    from dsh_tui.extensions import goals
 
     monkeypatch.setattr(goals, "new_goal_id", lambda: "goal-1")
     with ScriptServer() as srv:
@@ -316,7 +316,7 @@ async def test_goal_rounds_false_keeps_the_goal_tools_but_starts_no_round(tmp_pa
             await host.close()
         assert srv.requests == []
     assert [e["data"]["operation"] for e in host.session.events if e["type"] == "goal/change"] == ["create"]
-    from dsh_tui.runtime.goals import _config
+    from dsh_tui.extensions.goals import _config
     from dsh_tui.session.errors import DshError
 
     with pytest.raises(DshError, match="rounds must be true or false"):
@@ -339,7 +339,7 @@ async def test_the_model_cannot_create_a_goal_without_a_human_turn(tmp_path):
 
 
 def test_the_timeline_and_the_transcript_name_plan_mode_goal_changes_and_rounds():
-    from dsh_tui.runtime.goals import describe_goal, fold_goal
+    from dsh_tui.extensions.goals import describe_goal, fold_goal
     from dsh_tui.session.timeline import summarize
     from dsh_tui.session.transcript.items import context_producer
 
@@ -438,7 +438,7 @@ async def test_a_resumed_session_keeps_plan_mode_and_its_goal_disarmed(tmp_path)
                         plugin_config={"session-title-llm": {"enabled": False}})
         host2 = await AgentHost.open(spec)
         try:
-            from dsh_tui.runtime.goals import GOALS
+            from dsh_tui.extensions.goals import GOALS
 
             view = GOALS[host2.agent.id].view()
             assert view["phase"] in ("active", "paused") and view["activation"] == "disarmed"
@@ -457,7 +457,7 @@ async def test_a_resumed_session_keeps_plan_mode_and_its_goal_disarmed(tmp_path)
 def test_the_goal_round_and_wrapup_texts_are_the_ones_dsh_recorded():
     """dsh 0.1.1-rc.2's recorded ``goal-wrapup`` scenario: its round prompt, its closing-message context (with its
     source) and its tool results are what this plugin writes."""
-    from dsh_tui.runtime.goals import _goal_value, round_prompt, wrapup_text
+    from dsh_tui.extensions.goals import _goal_value, round_prompt, wrapup_text
 
     path = Path(__file__).parents[1] / "fixtures/dsh/examples/acp-agent/tests/goal-snapshots/goal-wrapup"
     events = [json.loads(line) for line in (path / "session.expected.jsonl").read_text().splitlines()]

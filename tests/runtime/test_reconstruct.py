@@ -7,8 +7,8 @@ and folded request header must equal what the provider actually received.
 
 from __future__ import annotations
 
+from dsh_tui.extensions.compaction import PREAMBLE
 from dsh_tui.llm import scripted as s
-from dsh_tui.runtime.compaction import PREAMBLE
 from dsh_tui.session.log import Session
 from tests.runtime.helpers import make_agent, make_tool, run_followup
 

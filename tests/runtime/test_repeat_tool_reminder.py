@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dsh_tui.runtime.repeat import (
+from dsh_tui.extensions.repeat import (
     GENTLE_REMINDER,
     RepeatGuard,
     canonicalize,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from dsh_tui.extensions import skills as sk
 from dsh_tui.llm.scripted import call, text
-from dsh_tui.runtime import skills as sk
 from dsh_tui.runtime.plugins import Plugins, builtin_specs
 from tests.runtime.helpers import make_agent, of_type
 
@@ -218,7 +218,7 @@ async def test_without_the_skill_tool_the_catalog_is_empty_but_invocation_works(
 
 
 async def test_file_reference_section_while_read_is_visible(tmp_path):
-    from dsh_tui.runtime.filerefs import SECTION_TEXT
+    from dsh_tui.extensions.filerefs import SECTION_TEXT
     from dsh_tui.tools import builtin_tools
 
     agent = make_agent([text("ok")], builtin_tools(), tmp_path=tmp_path)
@@ -235,7 +235,7 @@ def test_the_catalog_state_looks_only_at_new_events():
     5,000 steps took minutes); now only the events appended since the last step are read."""
     import types
 
-    from dsh_tui.runtime.skills import SkillService
+    from dsh_tui.extensions.skills import SkillService
 
     class Counting(list):
         reads = 0

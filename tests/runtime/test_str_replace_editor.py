@@ -8,7 +8,7 @@ import json
 import subprocess
 import sys
 
-from dsh_tui.runtime.str_replace_editor import DEFAULT_DESCRIPTION, PARAMETERS, TRUNCATED_MESSAGE, Editor
+from dsh_tui.extensions.str_replace_editor import DEFAULT_DESCRIPTION, PARAMETERS, TRUNCATED_MESSAGE, Editor
 from tests.llm.sse_server import ScriptServer
 from tests.llm.test_messages import text_reply, title, tool_reply
 from tests.llm.test_provider_harness import _env

@@ -9,10 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from dsh_tui.extensions.subagents import children as ch
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import ScriptedProvider
 from dsh_tui.runtime.host import AgentHost, HostSpec
-from dsh_tui.runtime.subagents import children as ch
 from dsh_tui.store.open import open_store
 
 SCRIPT = Path(__file__).with_name("subagent_crash_child.py")

@@ -6,11 +6,11 @@ import json
 
 import pytest
 
+from dsh_tui.extensions.subagents import children as ch
+from dsh_tui.extensions.subagents import texts
 from dsh_tui.llm import scripted
 from dsh_tui.llm.scripted import ScriptedProvider
 from dsh_tui.runtime.host import AgentHost, HostSpec
-from dsh_tui.runtime.subagents import children as ch
-from dsh_tui.runtime.subagents import texts
 from dsh_tui.session.content import tool_result_block
 from dsh_tui.store.open import open_store
 from tests.conftest import FIXTURES, REPO

@@ -1,4 +1,4 @@
-"""Persistent terminals (dsh_tui/runtime/terminals/): dsh's six terminal_* tools over real PTYs, driven by a
+"""Persistent terminals (dsh_tui/extensions/terminals/): dsh's six terminal_* tools over real PTYs, driven by a
 scripted model on 127.0.0.1 through real headless runs; the terminals die with the session (checked in
 /proc). dsh's recorded ``pty-tools`` scenarios replay in test_conformance.py."""
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tui.runtime import terminals
-from dsh_tui.runtime.terminals import local
+from dsh_tui.extensions import terminals
+from dsh_tui.extensions.terminals import local
 from tests.conftest import FIXTURES
 from tests.llm.sse_server import ScriptServer, chunk, sse_reply, tool_call
 from tests.llm.test_provider_harness import _env

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from dsh_tui.extensions.titles import set_user_title
 from dsh_tui.llm.openai import OpenAICompatProvider
 from dsh_tui.llm.protocol import ModelInfo
-from dsh_tui.runtime.builtins.titles import set_user_title
 from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.session.log import v4_source
 from dsh_tui.session.titles import EMPTY_TITLE, clean, fallback_title, normalize, truncate_utf8, user_title

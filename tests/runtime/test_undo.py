@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 from dsh_tui.config import settings_path
-from dsh_tui.runtime.undo import ops
-from dsh_tui.runtime.undo.store import SnapshotStore
+from dsh_tui.extensions.undo import ops
+from dsh_tui.extensions.undo.store import SnapshotStore
 from dsh_tui.session.spans import fold_spans
 from dsh_tui.session.transcript.fold import fold_transcript
 from dsh_tui.store.open import open_store
@@ -166,7 +166,7 @@ def test_the_built_in_can_be_turned_off(tmp_path):
 def test_the_home_folder_is_never_snapshotted(tmp_path, monkeypatch):
     import pytest
 
-    from dsh_tui.runtime.undo.store import SnapshotError
+    from dsh_tui.extensions.undo.store import SnapshotError
 
     monkeypatch.setenv("HOME", str(tmp_path))
     with pytest.raises(SnapshotError, match="home folder"):
@@ -206,7 +206,7 @@ def test_tool_edits_outside_the_snapshots_are_kept_too(tmp_path):
 def test_a_lost_store_is_one_line_not_a_traceback(tmp_path):
     import shutil
 
-    from dsh_tui.runtime.undo.store import default_base
+    from dsh_tui.extensions.undo.store import default_base
 
     ws, root, sid = two_turns(tmp_path)
     shutil.rmtree(default_base())

@@ -9,7 +9,7 @@ import json
 import subprocess
 import sys
 
-from dsh_tui.runtime.workdir import DESCRIPTION, PARAMETERS
+from dsh_tui.extensions.workdir import DESCRIPTION, PARAMETERS
 from tests.conftest import REPO
 from tests.llm.sse_server import ScriptServer
 from tests.llm.test_messages import text_reply, title, tool_reply
@@ -91,9 +91,9 @@ def test_cd_moves_later_tools_and_the_session_resumes_there(tmp_path):
 
 async def test_a_child_starts_in_the_parents_directory_but_keeps_its_workspace(tmp_path):
     """A cd never widens what writes are confined to: not for the agent, not for a subagent it starts there."""
+    from dsh_tui.extensions.subagents import children as ch
     from dsh_tui.llm import scripted
     from dsh_tui.runtime.host import AgentHost, HostSpec
-    from dsh_tui.runtime.subagents import children as ch
     from dsh_tui.store.open import open_store
     from tests.runtime.test_subagents import _TreeProvider
 

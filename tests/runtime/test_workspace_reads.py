@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from dsh_tui.runtime.builtins.instructions import InstructionsConfig, Workspace
+from dsh_tui.extensions.instructions import InstructionsConfig, Workspace
 from dsh_tui.store.fixture import open_log_file
 from dsh_tui.tools import wsread
 
@@ -131,7 +131,7 @@ def _hostile_skills(tmp_path: Path) -> Path:
 
 
 def test_discovery_skips_hostile_skills_with_a_reason_and_keeps_the_good_one(tmp_path, monkeypatch):
-    from dsh_tui.runtime import skills as sk
+    from dsh_tui.extensions import skills as sk
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     repo = _hostile_skills(tmp_path)
@@ -146,7 +146,7 @@ def test_discovery_skips_hostile_skills_with_a_reason_and_keeps_the_good_one(tmp
 
 
 def test_a_skill_is_parsed_once_while_it_is_unchanged(tmp_path, monkeypatch):
-    from dsh_tui.runtime import skills as sk
+    from dsh_tui.extensions import skills as sk
 
     repo = tmp_path / "repo"
     (repo / ".git").mkdir(parents=True)
@@ -193,7 +193,7 @@ def test_headless_turn_in_a_repo_with_hostile_skills_completes(tmp_path):
 
 
 def test_the_at_file_index_offers_no_symlink_out_of_the_workspace(tmp_path):
-    from dsh_tui.runtime.filerefs import PathIndex
+    from dsh_tui.extensions.filerefs import PathIndex
 
     ws = tmp_path / "ws"
     (ws / "src").mkdir(parents=True)

@@ -71,8 +71,8 @@ def test_loaded_v4_events_read_as_parsed(v4log):
     assert folds.fold_request_header(events) == folds.fold_request_header(eager)
     assert folds.fold_plan_mode(events) == folds.fold_plan_mode(eager)
     # scans for a few types decode only those, and find the same
+    from dsh_tui.extensions.workdir import recorded_directory
     from dsh_tui.runtime.permissions import logged_allowances, logged_mode
-    from dsh_tui.runtime.workdir import recorded_directory
     from dsh_tui.session.rows import events_of
 
     for types in ({"user/message"}, {"tool/call", "approval/asked"}, {"session/end-seed"}, {"no/such-type"}):

@@ -232,7 +232,7 @@ def test_an_escalation_that_is_not_wider_is_refused_without_asking(place, sandbo
 
 def test_background_jobs_run_in_the_sandbox(place, sandbox):
     ws, sib, _home = place
-    from dsh_tui.runtime.jobs import BashJobs, JobRegistry
+    from dsh_tui.extensions.jobs import BashJobs, JobRegistry
 
     registry = JobRegistry()
     jobs = BashJobs(registry)

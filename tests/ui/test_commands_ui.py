@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from dsh_tui.extensions.filerefs import SECTION_TEXT
 from dsh_tui.llm import scripted
-from dsh_tui.runtime.filerefs import SECTION_TEXT
 from tests.ui.conftest import log_types, scripted_app, wait_for
 from tests.ui.screen_text import screen_text
 

@@ -10,8 +10,8 @@ import base64
 import pytest
 
 from dsh_tui.config import Settings
+from dsh_tui.extensions.images.prompt import find_images
 from dsh_tui.llm.registry import build_provider
-from dsh_tui.runtime.images.prompt import find_images
 from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.harness import HarnessSpec, open_harness
 from dsh_tui.ui.settings import UiSettings

@@ -1,4 +1,4 @@
-"""The bash card of a background job (dsh_tui/runtime/jobs/): its job id, not an exit code."""
+"""The bash card of a background job (dsh_tui/extensions/jobs/): its job id, not an exit code."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
+from dsh_tui.extensions.undo import ops
 from dsh_tui.llm import scripted
-from dsh_tui.runtime.undo import ops
 from dsh_tui.ui.screens import undo as undo_screen
 from dsh_tui.ui.screens.undo import UndoModal
 from tests.ui.conftest import items, scripted_app, submit, wait_for

@@ -308,7 +308,7 @@ def context_producer(source: dict[str, Any]) -> str:
         paths = [c["path"] for c in source.get("changes") or []
                  if isinstance(c, dict) and isinstance(c.get("path"), str)]
         return "instructions · " + ", ".join(dict.fromkeys(paths)) if paths else "instructions"
-    if kind == "goal":  # dsh's goal rounds (dsh_tui/runtime/goals)
+    if kind == "goal":  # dsh's goal rounds (dsh_tui/extensions/goals)
         return f"goal · round {source.get('round')}"
     if kind == "plugin":
         plugin = str(source.get("plugin", "plugin"))

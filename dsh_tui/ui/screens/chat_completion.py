@@ -19,7 +19,7 @@ class Completer:
 
     def __init__(self, chat: ChatScreen) -> None:
         self.chat = chat
-        self.path_index: Any = None  # dsh_tui.runtime.filerefs.PathIndex of the cwd, built on the first @
+        self.path_index: Any = None  # dsh_tui.extensions.filerefs.PathIndex of the cwd, built on the first @
         self._index_timer: Any = None
         self._pending = False
         self._skill_names: list[tuple[str, str]] | None = None  # user-invocable skills, read when / opens
@@ -59,7 +59,7 @@ class Completer:
             kind = "command"
             candidates = self._command_candidates(line, col)
         else:
-            from dsh_tui.runtime.filerefs import mention_at
+            from dsh_tui.extensions.filerefs import mention_at
 
             mention = mention_at(line, col)
             if mention is not None:
@@ -95,7 +95,7 @@ class Completer:
         return harness.skills() if harness is not None else []
 
     def _path_candidates(self, row: int, line: str, mention: Any) -> list[Candidate]:
-        from dsh_tui.runtime.filerefs import PathIndex, insertion
+        from dsh_tui.extensions.filerefs import PathIndex, insertion
         from dsh_tui.ui.widgets.completion import Candidate
 
         index = self.path_index

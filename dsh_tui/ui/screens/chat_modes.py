@@ -1,7 +1,7 @@
 """The chat screen's questions, plan mode and goal: the question panel (``ask_user_question``, the plan review:
 ``QuestionFlow``), the plan-mode key and the status bar's "plan mode" / goal segments (``ModeStatus``, folded
-from ``plan/mode`` and ``goal/change`` events, as the runtime folds them: dsh_tui/runtime/planmode,
-dsh_tui/runtime/goals)."""
+from ``plan/mode`` and ``goal/change`` events, as the runtime folds them: dsh_tui/extensions/planmode,
+dsh_tui/extensions/goals)."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ class ModeFold:
     """Plan mode and the goal, folded from the session's events (incrementally, as they arrive)."""
 
     def __init__(self) -> None:
-        from dsh_tui.runtime.goals import GoalFold
+        from dsh_tui.extensions.goals import GoalFold
 
         self.plan = False
         self.goal = GoalFold()
@@ -91,7 +91,7 @@ class ModeStatus:
         self.mode_fold: ModeFold | None = None  # built when a session attaches
 
     def show(self) -> None:
-        from dsh_tui.runtime.goals import describe_goal
+        from dsh_tui.extensions.goals import describe_goal
 
         fold, status = self.mode_fold, self.chat.status
         if fold is None:

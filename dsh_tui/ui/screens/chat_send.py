@@ -70,7 +70,7 @@ class SendFlow:
         """Why the image files ``text`` names cannot be sent to the current model, or ""."""
         if not harness.live() or ("." not in text) or not harness.images_enabled():
             return ""
-        from dsh_tui.runtime.images.prompt import find_images
+        from dsh_tui.extensions.images.prompt import find_images
 
         images = find_images(text, harness.cwd() or ".")
         if not images:

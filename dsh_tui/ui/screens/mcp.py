@@ -19,7 +19,7 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from dsh_tui.runtime.commands import mcp_notes
+from dsh_tui.extensions.commands import mcp_notes
 
 NONE_CONFIGURED = ("No MCP servers configured. Add [mcp.servers.<name>] to settings.toml "
                    "or start with --mcp NAME=COMMAND.")

@@ -163,7 +163,7 @@ class TurnControl:
 
     def ask_files(self, events: list[dict], point: Prompt) -> None:
         """When turns from ``point`` on changed files, ask whether they go back too, then rewind."""
-        from dsh_tui.runtime.undo.ops import files_plan
+        from dsh_tui.extensions.undo.ops import files_plan
 
         chat = self.chat
         app = chat.app

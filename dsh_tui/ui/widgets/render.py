@@ -173,7 +173,7 @@ def tool_title(item: ToolItem) -> str:
     if item.name == "skill" and isinstance(args.get("name"), str):  # the skill tool: its skill's name
         return f"skill {_one_line(args['name'], 70)}"
     if item.name.startswith("mcp__"):  # an MCP server's tool: server › tool key: value, …
-        from dsh_tui.runtime.mcp.naming import split_public_name
+        from dsh_tui.extensions.mcp.naming import split_public_name
 
         parts = split_public_name(item.name)
         if parts is not None:
@@ -339,7 +339,7 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
     head.append(tool_title(item), style="bold")
     pills: list[tuple[str, str]] = []
     background = item.tool == "bash" and item.state == "ok" and item.result.startswith("started background job ")
-    if background:  # a background job (dsh_tui/runtime/jobs): no exit code yet, its id
+    if background:  # a background job (dsh_tui/extensions/jobs): no exit code yet, its id
         pills.append((f" {item.result.rsplit(' ', 1)[-1]} ", "bold"))
     elif item.tool == "bash" and item.state in ("ok", "error"):
         code = _exit_code(item.result)

@@ -39,7 +39,7 @@ class TerminalCard(Static, can_focus=True):
 
     def __init__(self, service: Any = None, **kwargs: Any) -> None:
         super().__init__("", markup=False, **kwargs)
-        self.service = service  # the agent's TerminalService (dsh_tui.runtime.terminals)
+        self.service = service  # the agent's TerminalService (dsh_tui.extensions.terminals)
         self.sid: str | None = None
         self.user_attached = False
         self._last: tuple = ()

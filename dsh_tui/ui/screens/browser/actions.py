@@ -279,7 +279,7 @@ class SessionActions:
     async def _fork_files(self, row: Any, turn: int) -> bool | None:
         """When turns after ``turn`` changed files: "conversation only" or "conversation and files" (those
         files put back first, the undo in the session's log). False: cancelled, or the undo failed."""
-        from dsh_tui.runtime.undo import ops
+        from dsh_tui.extensions.undo import ops
         from dsh_tui.store.ids import store_for
         from dsh_tui.ui.screens.rewind import files_choices
 
