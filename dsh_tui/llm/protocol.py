@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from dsh_tui.session.errors import DshError
 
@@ -47,6 +47,35 @@ INVALID_CREDENTIAL = "INVALID_CREDENTIAL"  # a key that is blank or not header-s
 UNSUPPORTED_REASONING_EFFORT = "UNSUPPORTED_REASONING_EFFORT"  # refused before any request is sent
 
 
+class LlmFailure(TypedDict):
+    """What a failed model call leaves in the log (``turn/end`` ``reason.error``, ``llm/retry`` ``failure``)."""
+
+    message: str
+    code: str
+    status: NotRequired[int]
+    providerRetryAfterMs: NotRequired[int]
+    requestId: NotRequired[str]
+
+
+class StreamChunk(TypedDict, total=False):
+    """One chunk of ``Provider.stream`` (docs/runtime.md, "Block assembler"). ``type``: ``block-start``
+    (``index``, ``blockType``: text, reasoning, tool-call), ``text-delta`` / ``reasoning-delta`` (``index``,
+    ``text``), ``tool-call-delta`` (``index``, ``id``, ``name``, ``argumentsDelta``), ``block-end`` (``index``,
+    ``block``), ``usage`` (``usage``), ``finish`` (``reason``: ``{kind: stop | length | tool-calls | error |
+    aborted, failure?: LlmFailure}``)."""
+
+    type: str
+    index: int
+    blockType: str
+    text: str
+    id: str
+    name: str
+    argumentsDelta: str
+    block: dict[str, Any]
+    usage: dict[str, Any]
+    reason: dict[str, Any]
+
+
 class LlmError(DshError):
     """A model call failed. ``failure()`` is the ``LlmFailure`` dict that goes into the log."""
 
@@ -66,8 +95,8 @@ class LlmError(DshError):
         self.retry_after_ms = retry_after_ms
         self.request_id = request_id
 
-    def failure(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"message": self.message, "code": self.code}
+    def failure(self) -> LlmFailure:
+        out: LlmFailure = {"message": self.message, "code": self.code}
         if self.status is not None:
             out["status"] = self.status
         if self.retry_after_ms is not None:
