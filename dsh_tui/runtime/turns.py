@@ -9,7 +9,6 @@ nothing (a child with ``seedLength: 0``). The parent is never written.
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -84,40 +83,11 @@ class RewindError(Exception):
 
 
 def fork_before_turn(store: Any, source_id: str, turn: int, *, clock: Any = None) -> dict:
-    """Fork the persisted session ``source_id`` just before ``turn``; returns the child header (durable)."""
+    """Fork the persisted session ``source_id`` just before ``turn``; returns the child header (durable).
+    ``store.lifecycle.fork(before_turn=...)`` does it; a fork error is a ``RewindError`` here."""
     from dsh_tui.store import lifecycle
 
-    if turn > 1:
-        try:
-            return lifecycle.fork(store, source_id, at_turn=turn - 1, clock=clock)
-        except lifecycle.ForkError as err:
-            raise RewindError(str(err)) from err
-    _parent, events = lifecycle._stored_events(store, source_id)
-    cut = len(events)
-    for i, e in enumerate(events):
-        if e["type"] in ("turn/start", "agent/inbox/spliced"):
-            cut = i
-            break
-    if cut:
-        return lifecycle.fork(store, source_id, at_seq=cut - 1, clock=clock)
-    return _empty_fork(store, source_id, _parent, clock)
-
-
-def _empty_fork(store: Any, source_id: str, parent: dict, clock: Any) -> dict:
-    """A child of ``source_id`` that carries nothing (rewinding to a first prompt that nothing preceded)."""
-    import time
-
-    from dsh_tui.session.headers import make_header
-    from dsh_tui.session.log import Session
-    from dsh_tui.store import lock as locks
-
-    clock = clock or (lambda: time.time_ns() // 1_000_000)
-    cid = f"session-{uuid.uuid4()}"
-    # the child keeps the parent's format (a v4 parent's empty child is a seeded v4 log with nothing inherited)
-    header = make_header(cid, cwd=parent.get("cwd"), created_at=clock(), parent_session=source_id, seed_length=0,
-                         version=4 if parent.get("version") == 4 else 0)
-    child = Session(header, [], clock=clock)
-    store.create(header)
-    with locks.acquire(store, cid, header):
-        store.append(cid, list(child.events))
-    return header
+    try:
+        return lifecycle.fork(store, source_id, before_turn=turn, clock=clock)
+    except lifecycle.ForkError as err:
+        raise RewindError(str(err)) from err

@@ -163,20 +163,34 @@ def check_boundary(events: list[dict], boundary: int) -> None:
             )
 
 
+def _before_first_turn(events: list[dict]) -> int | None:
+    """The seq just before the first turn starts (or the first inbox splice, which opens one): rewinding to
+    the first prompt keeps what preceded it; None when nothing did (the child then carries nothing — a v4
+    child is still a seeded log, with nothing inherited)."""
+    cut = next((i for i, e in enumerate(events) if e["type"] in ("turn/start", "agent/inbox/spliced")),
+               len(events))
+    return cut - 1 if cut else None
+
+
 def fork(
     store,
     source_id: str,
     *,
     at_seq: int | None = None,
     at_turn: int | None = None,
+    before_turn: int | None = None,
     child_id: str | None = None,
     clock=None,
 ) -> dict:
-    """Fork a persisted session; returns the child header (already durable).
+    """Fork a persisted session; returns the child header (already durable). The one fork implementation:
+    the CLI, ``/fork``, the browser (``store.catalog.actions.fork_at_turn``) and rewinding
+    (``runtime.turns.fork_before_turn``) all call it.
 
     ``at_seq`` = inclusive boundary seq (must not be inside an open turn: ``OPEN_TURN``); ``at_turn`` = after
-    turn N, i.e. through its ``turn/end`` and nothing after it; neither = after the last completed turn. The
-    seed is what is committed on disk: a crashed (unclosed) turn's in-memory closers are never part of it."""
+    turn N, i.e. through its ``turn/end`` and nothing after it; ``before_turn`` = just before turn N (what
+    rewinding to turn N makes: after turn N-1, or for the first turn everything before the first turn starts,
+    possibly nothing); none of them = after the last completed turn. The seed is what is committed on disk: a
+    crashed (unclosed) turn's in-memory closers are never part of it."""
     from dsh_tui.session.headers import make_header
     from dsh_tui.session.log import Session
 
@@ -186,21 +200,32 @@ def fork(
         raise ForkError(f"fork seq must be a non-negative integer, got {at_seq!r}", "INVALID_BOUNDARY")
     if at_turn is not None and (isinstance(at_turn, bool) or not isinstance(at_turn, int) or at_turn < 1):
         raise ForkError(f"fork turn must be a positive integer, got {at_turn!r}", "INVALID_BOUNDARY")
+    if before_turn is not None:
+        if at_seq is not None or at_turn is not None:
+            raise ForkError("give one fork point, not several", "INVALID_BOUNDARY")
+        if isinstance(before_turn, bool) or not isinstance(before_turn, int):
+            raise ForkError(f"fork turn must be an integer, got {before_turn!r}", "INVALID_BOUNDARY")
+        if before_turn > 1:
+            at_turn = before_turn - 1
     parent, events = _stored_events(store, source_id)
+    boundary: int | None
     if at_seq is not None:
         boundary = at_seq
     elif at_turn is not None:
         boundary = turn_boundary(events, at_turn)
+    elif before_turn is not None:
+        boundary = _before_first_turn(events)
     else:
         boundary = default_boundary(events)
-    check_boundary(events, boundary)
-    seed = copy.deepcopy(events[: boundary + 1])
+    if boundary is not None:
+        check_boundary(events, boundary)
+    seed = copy.deepcopy(events[: boundary + 1]) if boundary is not None else []
     cid = child_id or f"session-{uuid.uuid4()}"
     if store.exists(cid):
         raise ForkError(f"session {cid} already exists", "SESSION_ALREADY_EXISTS")
     clock = clock or _now_ms
     v4 = parent.get("version") == 4
-    if v4:
+    if v4 and boundary is not None:
         # dsh 0.2's buildForkSeed: the prefix, then the inherited cut {inherited: true} at the boundary's time
         # (a boundary is never inside an open turn here, so there are no forked closers)
         from dsh_tui.session.repair import interrupted_turn_closers_v4
@@ -213,7 +238,7 @@ def fork(
         cwd=parent.get("cwd"),
         created_at=clock(),
         parent_session=source_id,
-        seed_length=boundary + 1,
+        seed_length=boundary + 1 if boundary is not None else 0,
         version=4 if v4 else 0,
     )
     child = Session(header, seed, clock=clock)

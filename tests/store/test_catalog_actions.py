@@ -93,3 +93,33 @@ def test_a_live_writer_blocks_trash(setup):
     assert path.read_bytes() == before
     with SessionLock(path.parent / "session.lock", "p1"):
         assert c.refresh()[0].state == cat.OPEN_ELSEWHERE
+
+
+def test_every_fork_entry_point_is_a_caller_of_lifecycle_fork(setup, monkeypatch):
+    """One fork implementation (issue #28): the browser's fork, rewinding (before a turn, the first one
+    included: its empty child) and the CLI all build their child through ``store.lifecycle.fork`` — no copy
+    of its logic that could drift from it."""
+    import argparse
+
+    from dsh_tui.cli import fork_cmd
+    from dsh_tui.runtime.turns import fork_before_turn
+    from dsh_tui.store import lifecycle
+
+    c, row, path, ev = setup
+    calls: list[dict] = []
+    real = lifecycle.fork
+
+    def spy(store, source_id, **kwargs):
+        calls.append(kwargs)
+        return real(store, source_id, **kwargs)
+
+    monkeypatch.setattr(lifecycle, "fork", spy)
+    store = cat.store_for(row)
+    cat.fork_at_turn(row, 1)
+    fork_before_turn(store, row.id, 2)
+    first = fork_before_turn(store, row.id, 1)  # nothing precedes the first prompt: an empty child
+    fork_cmd.run(argparse.Namespace(session=row.id, root=row.root, backend=None,
+                                    at_seq=None, at_turn=2))
+    assert [k.get("at_turn") or k.get("before_turn") for k in calls] == [1, 2, 1, 2]
+    assert first["seedLength"] == 0 and first["parentSession"] == "p1"
+    assert store.inspect(first["id"]).events[-1]["type"] == "session/end-seed"
