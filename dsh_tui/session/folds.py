@@ -80,7 +80,7 @@ def _js_eq(x: Any, y: Any) -> bool:
     return x == y
 
 
-def _last(events: list[dict], type_: str) -> dict | None:
+def _last(events: list[dict] | EventList, type_: str) -> dict | None:
     if type(events) is EventList:  # packed-row members are chunks: skip them unread
         items = events._items
         for i in range(len(items) - 1, -1, -1):
@@ -141,12 +141,12 @@ def fold_todos(events: list[dict]) -> list[dict]:
     return [] if ev is None else list(ev["data"].get("todos", []))
 
 
-def fold_plan_mode(events: list[dict]) -> bool:
+def fold_plan_mode(events: list[dict] | EventList) -> bool:
     ev = _last(events, PLAN_MODE)
     return bool(ev is not None and isinstance(ev["data"], dict) and ev["data"].get("active") is True)
 
 
-def fold_agent_preset(events: list[dict], header: dict | None = None) -> Any:
+def fold_agent_preset(events: list[dict] | EventList, header: dict | None = None) -> Any:
     ev = _last(events, AGENT_PRESET_SELECTED)
     if ev is not None and isinstance(ev["data"], dict) and "agentPreset" in ev["data"]:
         return ev["data"]["agentPreset"]

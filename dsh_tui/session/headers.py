@@ -90,7 +90,7 @@ def check_header_version(h: Any) -> None:
     """The version refusal that precedes every shape check."""
     if isinstance(h, dict):
         v = h.get("version")
-        if type(v) in (int, float) and not _is_neg_zero(v) and v not in READABLE_VERSIONS:
+        if isinstance(v, (int, float)) and type(v) in (int, float) and not _is_neg_zero(v) and v not in READABLE_VERSIONS:
             if v > SESSION_FORMAT_V4:
                 raise SessionFormatUnsupportedError(
                     f"session format version {v} was written by a newer harness — upgrade dsh-tui"

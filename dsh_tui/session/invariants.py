@@ -60,7 +60,8 @@ def check_envelope(ev: Any, expected_seq: int) -> None:
         raise _err(f"seq {seq}: ignorable may only be the literal true")
 
 
-def _check_message(msg: Any, seq: int, where: str, role: str) -> None:
+def _check_message(msg: Any, seq: int, where: str, role: str) -> dict:
+    """``msg`` when it is a well-formed message object of ``role``; else the error."""
     if not isinstance(msg, dict):
         raise _err(f"seq {seq}: {where} must be a message object")
     mid = msg.get("id")
@@ -73,6 +74,7 @@ def _check_message(msg: Any, seq: int, where: str, role: str) -> None:
         raise _err(f"seq {seq}: {where}.source.kind must be a non-empty string")
     if not isinstance(msg.get("content"), list):
         raise _err(f"seq {seq}: {where}.content must be an array")
+    return msg
 
 
 # the types check_payload looks into (the others only need an object as data, when known)
@@ -92,8 +94,7 @@ def check_payload(ev: dict) -> None:
     if t == USER_MESSAGE:
         _check_message(d, seq, "data", "user")
     elif t == ASSISTANT_MESSAGE:
-        msg = d.get("message")
-        _check_message(msg, seq, "data.message", "assistant")
+        msg = _check_message(d.get("message"), seq, "data.message", "assistant")
         src = msg["source"]
         if src["kind"] != "model":
             raise _err(f"seq {seq}: data.message.source.kind must be 'model'")
@@ -103,8 +104,7 @@ def check_payload(ev: dict) -> None:
         if "interrupted" in d and d["interrupted"] is not True:
             raise _err(f"seq {seq}: data.interrupted may only be true")
     elif t == TOOL_RESULT:
-        msg = d.get("message")
-        _check_message(msg, seq, "data.message", "user")
+        msg = _check_message(d.get("message"), seq, "data.message", "user")
         src = msg["source"]
         if src["kind"] != "tool" or type(src.get("callId")) is not str:
             raise _err(f"seq {seq}: data.message.source must be {{kind:'tool', callId}}")

@@ -101,7 +101,7 @@ class Session:
     def __init__(
         self,
         header: dict[str, Any],
-        seed: list[dict] | None = None,
+        seed: list[dict] | EventList | None = None,
         *,
         clock: Callable[[], int] | None = None,
         lenient: bool = False,
@@ -130,8 +130,8 @@ class Session:
         self._wall_clock = clock is None  # the chunk fast path reads the wall clock inline
         # the log's slots: event dicts, or (a seed's compact packed rows) the row's PackedRun per member
         self._items: list[Any] = []
-        if _check_only:
-            self._items = seed._items if type(seed) is EventList else seed
+        if _check_only and seed is not None:
+            self._items = seed._items if isinstance(seed, EventList) else seed
         self.events: list[dict] | EventList = self._items
         # surface events are never packed-row members
         items = self._items

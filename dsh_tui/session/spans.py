@@ -25,14 +25,14 @@ are the events' own ``time`` fields (epoch ms); nothing here reads a clock.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from dsh_tui.session.stats import Usage, UsageFold
 
 TOOL_STATES = {"ABORTED": "aborted", "ABORTED_BEFORE_DISPATCH": "aborted", "TOOL_OUTCOME_UNKNOWN": "unknown"}
-FINISH_STATES = {"stop": "ok", "tool-calls": "ok", "max-tokens": "ok", "aborted": "aborted"}
+FINISH_STATES: dict[str | None, str] = {"stop": "ok", "tool-calls": "ok", "max-tokens": "ok", "aborted": "aborted"}
 
 
 @dataclass(slots=True, eq=False)
@@ -173,7 +173,7 @@ class SpanFold:
         reason = data.get("reason")
         kind = reason.get("kind") if isinstance(reason, dict) else str(reason or "")
         turn.state = kind or "ok"
-        turn.detail = kind
+        turn.detail = kind or ""  # (a reason without its kind: no detail)
         turn.usage = self.usage.turns.get(turn.turn, turn.usage)
         self._close_request(t, seq)
         closing = "interrupted" if kind == "interrupted" else "aborted"
@@ -445,7 +445,8 @@ class SpanFold:
         return best
 
 
-_HANDLERS = {
+# each takes (fold, turn, data, seq, time); the files handler takes the event type first
+_HANDLERS: dict[str | None, Callable[..., None]] = {
     "turn/end": SpanFold._on_turn_end,
     "step/start": SpanFold._on_step_start,
     "step/end": SpanFold._on_step_end,

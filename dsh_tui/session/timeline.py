@@ -59,7 +59,8 @@ def summarize(event: dict[str, Any], width: int = 120) -> str:
     elif etype == "plan/mode":
         text = "plan mode on" if d.get("active") else "plan mode off"
     elif etype == "goal/change":
-        goal = d.get("goal") if isinstance(d.get("goal"), dict) else {}
+        g = d.get("goal")
+        goal = g if isinstance(g, dict) else {}
         if d.get("operation") == "clear":
             text = f"clear {(d.get('cleared') or {}).get('id', '')}"
         else:

@@ -188,7 +188,7 @@ def _open(data: bytes, declared: str | None) -> _Decoded:
     if not data:
         raise AttachmentError("Image is empty.", "INVALID_IMAGE")
     try:
-        img = Image.open(io.BytesIO(data))
+        img: Image.Image = Image.open(io.BytesIO(data))
         media = _FORMATS.get(img.format or "")
     except Exception as err:  # noqa: BLE001 - any decoder failure is an invalid image
         raise AttachmentError("Unsupported or malformed image data.", "INVALID_IMAGE") from err

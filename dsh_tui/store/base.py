@@ -5,6 +5,7 @@ Events and headers are the plain dicts of ``dsh_tui.session`` (dsh's exact JSON 
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -86,13 +87,13 @@ class SessionStore(Protocol):
     def list(self) -> list[dict[str, Any]]:
         """Headers of every stored (materialized) session; reads only the header of each log."""
 
-    def list_snapshots(self) -> list[Snapshot]:
+    def list_snapshots(self) -> builtins.list[Snapshot]:  # (``list`` is the method above here)
         """``list`` plus a revision per log that changes whenever the log changes."""
 
     def read_raw(self, session_id: str) -> RawLog | None:
         """The stored JSONL text verbatim (torn last frame omitted), or None if absent."""
 
-    def read_from(self, session_id: str, seq: int) -> list[dict[str, Any]]:
+    def read_from(self, session_id: str, seq: int) -> builtins.list[dict[str, Any]]:
         """Stored events with ``seq >= seq`` (no repair, no closers)."""
 
     def locate(self, header: dict[str, Any]) -> Path:

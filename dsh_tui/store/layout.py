@@ -151,7 +151,7 @@ def check_identity(path: Path, root: Path, header: dict, compression: str, expec
             f'"{header.get("id")}"'
         )
     try:
-        version = header.get("version") if header.get("version") in GENERATIONS else 0
+        version = header["version"] if header.get("version") in GENERATIONS else 0
         expected = log_path(root, header.get("cwd"), header["id"], compression, version)
     except (LayoutError, KeyError, TypeError) as err:
         raise LayoutError(f'corrupt session log "{path}": header id cannot name a storage path ({err})') from None

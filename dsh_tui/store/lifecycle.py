@@ -63,10 +63,9 @@ def start(store, header: dict, *, clock=None, window_ms: float = DEFAULT_WINDOW_
 
 def _accepts_clock(fn) -> bool:
     try:
-        params = inspect.signature(fn).parameters
+        return "clock" in inspect.signature(fn).parameters
     except (TypeError, ValueError):  # no signature to read (a C callable): it is called without the clock
-        params = ()
-    return "clock" in params
+        return False
 
 
 def resume(store, session_id: str, clock=None, *, window_ms: float = DEFAULT_WINDOW_MS, on_error=None):

@@ -23,8 +23,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from dsh_tui.session.errors import DshError
+
+if TYPE_CHECKING:
+    from dsh_tui.store.lifecycle import ResumeFacts
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +76,7 @@ class SessionWriter:
         self._cv = threading.Condition(self._mutex)
         self._pending: list[dict] = list(session.events[persisted:])
         self._durable = persisted
+        self.resume_facts: ResumeFacts | None = None  # set by ``store.lifecycle.resume``
         self._deadline: float | None = time.monotonic() + self.window if self._pending else None
         self._flush_waiters = 0
         self._hot = False  # True while an event needs nothing but joining the queue (set/cleared under the mutex)

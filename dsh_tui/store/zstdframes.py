@@ -221,7 +221,8 @@ def _decode_batch(view: memoryview, batch: list[tuple[int, int]], dctx: zstandar
         return b"".join(_decode_one(view[s:e], base + s, dctx) for s, e in batch)
     try:
         out = dctx.multi_decompress_to_buffer([view[s:e] for s, e in batch], threads=1)
-        return b"".join(out[i] for i in range(len(out)))
+        # (a BufferSegment is a buffer; zstandard's stubs do not say so)
+        return b"".join(out[i] for i in range(len(out)))  # type: ignore[misc]
     except (zstandard.ZstdError, ValueError):
         return b"".join(_decode_one(view[s:e], base + s, dctx) for s, e in batch)
 

@@ -60,7 +60,7 @@ class PackedRun:
 
     def events(self, start: int = 0) -> list[dict]:
         """Member events ``start..`` as fresh dicts."""
-        times = accumulate(self.dt, initial=self.time0)
+        times: Iterator[int] = accumulate(self.dt, initial=self.time0)
         if start:
             times = islice(times, start, None)
         seqs = range(self.seq0 + start, self.seq0 + self.n)

@@ -59,7 +59,8 @@ class TranscriptFold:
         self.turn = 0
         self.step = 0
         self._attempt: list[StreamItem | ToolItem] = []  # items streamed by the current attempt
-        self._stream_index: dict[tuple[str, int], StreamItem | ToolItem] = {}
+        self._stream_index: dict[tuple[str, int], StreamItem] = {}  # (assistant|thinking, index) -> its text
+        self._tool_index: dict[int, ToolItem] = {}  # index -> the tool call being streamed
         self._tools: dict[str, ToolItem] = {}
         self._approvals: dict[str, ToolItem] = {}
         self._v4_cut_seen = False  # a v4 fork's end-seed {inherited: true} was folded
@@ -108,6 +109,7 @@ class TranscriptFold:
     def _new_attempt(self) -> None:
         self._attempt = []
         self._stream_index = {}
+        self._tool_index = {}
 
     # -- folding -------------------------------------------------------------------------------
     def apply_all(self, events: list[dict[str, Any]]) -> None:
@@ -211,22 +213,22 @@ class TranscriptFold:
                 self._update(item, out)
         elif ctype == "tool-call-delta":
             index = chunk.get("index", 0)
-            item = self._stream_index.get(("tool", index))
-            if item is None:
+            call = self._tool_index.get(index)
+            if call is None:
                 call_id = str(chunk.get("id") or "")
                 name = str(chunk.get("name") or "")
-                item = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name=name,
+                call = ToolItem(self._key("t", seq), "tool", seq, self.turn, call_id=call_id, name=name,
                                 tool=tool_kind(name), step=self.step, state="requested", workspace=self.workspace)
-                self._stream_index[("tool", index)] = item
-                self._attempt.append(item)
-                item.arguments = chunk.get("argumentsDelta") or ""
-                self._add(item, out)
+                self._tool_index[index] = call
+                self._attempt.append(call)
+                call.arguments = chunk.get("argumentsDelta") or ""
+                self._add(call, out)
             else:
-                item.arguments += chunk.get("argumentsDelta") or ""
-                if chunk.get("name") and not item.name:
-                    item.name = chunk["name"]
-                    item.tool = tool_kind(item.name)
-                self._update(item, out)
+                call.arguments += chunk.get("argumentsDelta") or ""
+                if chunk.get("name") and not call.name:
+                    call.name = chunk["name"]
+                    call.tool = tool_kind(call.name)
+                self._update(call, out)
 
     def _discard_attempt(self, out: list[Change]) -> None:
         for item in self._attempt:

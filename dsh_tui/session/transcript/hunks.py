@@ -75,12 +75,14 @@ class SeenFiles:
             self.files[key] = dict(enumerate(content.split("\n")[:-1] if content.endswith("\n")
                                               else content.split("\n"), 1)) if content else {}
             return
-        known = self.files.get(key)
-        if known is None:
+        tracked = self.files.get(key)
+        if tracked is None:
             return
-        starts = _hunk_starts(known, diffs)
-        item.hunk_starts = starts
-        if None in starts:
+        known = tracked
+        found = _hunk_starts(known, diffs)
+        item.hunk_starts = found
+        starts = [s for s in found if s is not None]
+        if len(starts) != len(found):
             self.files.pop(key, None)  # lost track of where the file's lines are
             return
         for start, hunk in sorted(zip(starts, diffs), key=lambda pair: -pair[0]):

@@ -45,7 +45,7 @@ class Item(_Record):
     Items compare by identity (a row is one live object)."""
 
     __slots__ = ("key", "kind", "seq", "turn", "version")
-    FIELDS = __slots__
+    FIELDS: tuple[str, ...] = __slots__
 
     def __init__(self, key: str, kind: str, seq: int, turn: int = 0, version: int = 0) -> None:
         self.key = key
@@ -284,12 +284,13 @@ def reason_text(reason: Any) -> str:
         return ""
     if kind == "aborted":
         cause = (reason.get("reason") or {}).get("kind")
-        return {
+        stopped: dict[str | None, str] = {
             "user": "Stopped by you",
             "parent": "Stopped by the parent agent",
             "disposed": "Stopped: the agent was shut down",
             "legacy": "Stopped",
-        }.get(cause, f"Stopped by a hook: {(reason.get('reason') or {}).get('reason', '')}".rstrip(": "))
+        }
+        return stopped.get(cause, f"Stopped by a hook: {(reason.get('reason') or {}).get('reason', '')}".rstrip(": "))
     if kind == "blocked":
         return "Blocked: a hook or policy stopped this turn"
     if kind == "error":

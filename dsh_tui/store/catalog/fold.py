@@ -3,6 +3,8 @@ searchable text), folded event by event. Incremental: its state is stored in the
 
 from __future__ import annotations
 
+from typing import NotRequired, TypedDict
+
 from dsh_tui.session.content import content_text
 from dsh_tui.session.errors import SessionCorruptionError
 from dsh_tui.store.fsio import MAX_LINE_BYTES, LineSplitter
@@ -28,10 +30,39 @@ def _text_of(blocks, *, reasoning: bool = True) -> str:
     return content_text(blocks, reasoning=reasoning, calls="{name} {arguments}")
 
 
+class FoldState(TypedDict):
+    """A log's fold state: what it has seen so far (stored as JSON in the index, resumed from there)."""
+
+    next_seq: int  # the seq the next event must have
+    line: int  # lines read (the header is line 1)
+    open_turn: int | None
+    open_step: int | None
+    turns: int
+    steps: int
+    title: str | None
+    title_source: str | None
+    prompt: str | None
+    last_turn: int | None
+    last_end: str | None  # the last turn/end's reason kind
+    fork_turn: int | None
+    updated_at: int
+    last_time: int
+    tin: int  # tokens: input, output, cache (read + write), reasoning
+    tout: int
+    tcache: int
+    treason: int
+    step_usage: bool  # the open step has reported its usage in a chunk
+    preset: str | None
+    problem: str | None  # the first problem (a torn tail unless a committed turn/end follows)
+    problem_line: int | None
+    corrupt: str | None
+    sig: NotRequired[str]  # a JSONL log's tail signature at the indexed offset (the index checks it)
+
+
 class _Fold:
     """Listing facts of one log, folded event by event. ``state`` is a plain dict (stored as JSON)."""
 
-    FIELDS = {
+    FIELDS: FoldState = {
         "next_seq": 0, "line": 1, "open_turn": None, "open_step": None, "turns": 0, "steps": 0,
         "title": None, "title_source": None, "prompt": None, "last_turn": None, "last_end": None,
         "fork_turn": None, "updated_at": 0, "last_time": 0,
@@ -39,8 +70,8 @@ class _Fold:
         "preset": None, "problem": None, "problem_line": None, "corrupt": None,
     }
 
-    def __init__(self, state: dict | None, header: dict, known: frozenset[str] | None) -> None:
-        self.s = dict(self.FIELDS)
+    def __init__(self, state: FoldState | None, header: dict, known: frozenset[str] | None) -> None:
+        self.s: FoldState = self.FIELDS.copy()
         if state:
             self.s.update(state)
         else:
@@ -105,9 +136,11 @@ class _Fold:
     def event(self, ev: dict) -> None:
         s = self.s
         t = ev.get("type")
-        d = ev.get("data") if isinstance(ev.get("data"), dict) else {}
+        data = ev.get("data")
+        d: dict = data if isinstance(data, dict) else {}
         seq = ev["seq"]
-        time = ev.get("time") if isinstance(ev.get("time"), int) else 0
+        t_ = ev.get("time")
+        time: int = t_ if isinstance(t_, int) else 0
         s["last_time"] = max(s["last_time"], time)
         if t == "assistant/chunk":
             chunk = d.get("chunk") or {}

@@ -59,7 +59,7 @@ from .discover import (
     default_roots,
     discover,
 )
-from .fold import _Fold, finish_row
+from .fold import FoldState, _Fold, finish_row
 from .reader import (
     _iter_raw,
     _iter_zstd,
@@ -223,7 +223,8 @@ class Catalog:
                 if rec is None:
                     new.append((sess.path, rroot))
                     continue
-                row = SessionRow(sess.path + os.sep + rec[0], rroot, *rec[1:-1], 0, None, 0, True)
+                row = SessionRow(sess.path + os.sep + rec[0], rroot, *rec[1:-1])  # (depth, preset, size: 0)
+                row.indexed = True
                 append(row)
                 if probe is not None and (rec[-1] >= recent_ns or row.state == INTERRUPTED) and row.id \
                         and row.state != UNREADABLE:
@@ -249,7 +250,7 @@ class Catalog:
         if children:
             by_id = {r.id: r for r in rows if r.id}
             for r in children:
-                if r.parent in by_id:
+                if r.parent in by_id and r.id:  # (a row with a parent has a header, so an id)
                     by_id[r.parent].children.append(r.id)
         return rows
 
@@ -305,7 +306,8 @@ class Catalog:
                     continue
                 rec = known.get(path)
                 if rec is not None and rec[2] == rev:
-                    row = SessionRow(*rec, True)  # _COLUMNS is the dataclass's field order
+                    row = SessionRow(*rec)  # _COLUMNS is the dataclass's field order
+                    row.indexed = True
                     row.root = rroot
                 else:
                     row = self._header_row(path, rroot, rev, st.st_size, rec)
@@ -337,9 +339,10 @@ class Catalog:
             seen.add(path)
             rec = known.get(path)
             if rec is not None and rec[2] == snap.revision:
-                row = SessionRow(*rec, True)
+                row = SessionRow(*rec)
+                row.indexed = True
             else:
-                row = SessionRow(*rec, False) if rec is not None else SessionRow(path=path, root=str(root),
+                row = SessionRow(*rec) if rec is not None else SessionRow(path=path, root=str(root),
                                                                                  revision=snap.revision)
                 row.revision = snap.revision
                 if rec is None:
@@ -385,7 +388,7 @@ class Catalog:
     def _header_row(self, path: str, root: str, rev: str, size: int, rec) -> SessionRow:
         if rec is not None:
             # Known but changed: keep the old facts on display until re-indexed.
-            row = SessionRow(*rec, False)
+            row = SessionRow(*rec)  # not indexed
             row.revision, row.size, row.root = rev, size, root
             return row
         row = SessionRow(path=path, root=root, revision=rev, size=size)
@@ -410,7 +413,7 @@ class Catalog:
         # Resume, rename and delete always check the lock themselves.
         recent_ns = (time.time() - LOCK_PROBE_WINDOW) * 1e9
         for r in rows:
-            if r.parent and r.parent in by_id:
+            if r.parent and r.parent in by_id and r.id:  # (a row with a parent has a header, so an id)
                 by_id[r.parent].children.append(r.id)
             if r.state == UNREADABLE or self._lock_probe is None or not r.id:
                 continue
@@ -544,7 +547,7 @@ class Catalog:
         row.state, row.reason, row.indexed = UNREADABLE, reason, True
         self._store(conn, row, rec[0] if rec else None, None, None, None, ident, [], keep_content=False)
 
-    def _store(self, conn, row: SessionRow, sid: int | None, fold: dict | None, header: dict | None,
+    def _store(self, conn, row: SessionRow, sid: int | None, fold: FoldState | None, header: dict | None,
                offset: int | None, ident: str, texts: list[tuple[int, str, str]], *, keep_content: bool) -> None:
         self._dirty = True
         values = [getattr(row, c) for c in _COLUMNS]

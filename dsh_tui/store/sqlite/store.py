@@ -3,6 +3,7 @@ with the same interface as the JSONL store (:class:`SqliteSessionStore`)."""
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import sqlite3
 import threading
@@ -133,6 +134,7 @@ class SqliteSessionStore:
             try:
                 verify_schema_quick(conn)
                 hrow = self._header_row(session_id)
+                intent: dict | None = None  # the header to insert with the first batch (none stored yet)
                 if hrow is None:
                     intent = self._intents.get(session_id)
                     if intent is None:
@@ -146,7 +148,7 @@ class SqliteSessionStore:
                         " (stale writer?)",
                         code="SEQ_MISMATCH",
                     )
-                if hrow is None:
+                if intent is not None:
                     conn.execute(
                         f"INSERT INTO sessions ({_HEADER_COLUMNS}, incarnation, revision)"
                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)",
@@ -368,7 +370,7 @@ class SqliteSessionStore:
             rows_ = self._conn.execute(f"SELECT {_HEADER_COLUMNS} FROM sessions ORDER BY rowid").fetchall()
         return [row_to_header(r) for r in rows_]
 
-    def list_snapshots(self) -> list:
+    def list_snapshots(self) -> builtins.list:  # (``list`` is the method above here)
         from dsh_tui.store import base
 
         with self._lock:
@@ -390,7 +392,7 @@ class SqliteSessionStore:
         return None if r is None else f"{self.store_id}:incarnation:{r[0]}:revision:{r[1]}"
 
     # -- measurement helpers (bench / tests)
-    def physical_rows(self, session_id: str) -> list[tuple]:
+    def physical_rows(self, session_id: str) -> builtins.list[tuple]:
         with self._lock:
             return self._conn.execute(
                 "SELECT seq, type, time, data, source_event_seqs, surface_op, ignorable FROM events"
