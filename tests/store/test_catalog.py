@@ -116,7 +116,7 @@ def test_grown_log_is_read_from_where_the_index_stopped(root, tmp_path, zstd, mo
     c.refresh()
     more = user_turn(len(ev), 3, "third question about quinces", "quince answer")
     append_events(path, more)
-    import dsh_tui.store.catalog.index as mod  # where Catalog.index_one reads the log
+    import dsh_tui.store.catalog.indexing as mod  # where Catalog.index_one reads the log
 
     seen_offsets = []
     real_raw, real_z = mod._iter_raw, mod._iter_zstd

@@ -18,6 +18,7 @@ CANCELLED = "cancelled"  # the last turn was aborted (by the user, a parent, a h
 BLOCKED = "blocked"
 MAX_TOKENS = "max tokens"  # the last turn hit the output cap
 INDEXING = "indexing…"  # a session directory on disk the index has not seen yet (listing only)
+BAD_NAME = "its file name is not valid UTF-8 (rename the directory to list and open it)"  # an unreadable row's reason
 
 
 _END_STATES = {"completed": COMPLETED, "error": FAILED, "aborted": CANCELLED, "blocked": BLOCKED,
