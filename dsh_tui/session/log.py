@@ -21,15 +21,14 @@ only when ``replace_generation`` changed; each call returns an O(1) copy-on-writ
 (``surface.MessagesView``) of shared immutable messages, equal to the list of them (``to_list()`` gives that
 list).
 
-Over 500 lines for a reason: seed validation and ``append`` share one set of fast paths and incremental
-state (relations, surface fold, tracked headers) in one class; splitting it would put the append hot path
-behind extra calls.
+Seed validation and ``append`` share one set of fast paths and incremental state (relations, surface fold,
+tracked headers) in this class; the seed loop itself is in ``seed.py`` (``Session._load_seed``), format v4's
+write shapes in ``v4shapes.py`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import time as _time
-from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -43,40 +42,24 @@ from .events import (
     ROW_TAGS,
     SESSION_END_SEED,
     SESSION_TITLE,
-    SESSION_TITLE_LLM_REQUEST,
-    STEP_END,
-    STEP_START,
     SURFACE_TYPES,
     TODO_WRITE,
-    TOOL_CALL,
-    TOOL_RESULT,
-    TURN_END,
-    TURN_START,
-    USER_MESSAGE,
-    V4_KNOWN_EVENT_TYPES,
     V4_SURFACE_TYPES,
 )
 from .folds import canonical_header, fold_agent_preset, fold_plan_mode, title_update
 from .headers import validate_header
-from .invariants import PAYLOAD_CHECKED_TYPES, Relations, check_envelope, check_payload, check_payload_v4
-from .jsonutil import MAX_SAFE_INTEGER, _floats_ok, check_lossless, find_bad_float
+from .invariants import Relations, check_payload, check_payload_v4
+from .jsonutil import MAX_SAFE_INTEGER, check_lossless
 from .rows import EventList, PackedRun, RawBlock, events_of, slot_event
+from .seed import _DELTA_FIELD, load_seed
 from .surface import MessagesView, SurfaceFold, event_message, freeze
+from .v4shapes import v4_message as v4_message  # (re-exported: the v4 write shapes moved to v4shapes)
+from .v4shapes import v4_runtime_message, v4_write_shape
+from .v4shapes import v4_source as v4_source
 
 Observer = Callable[["Session", dict], Any]
 
-_ENV4 = frozenset(("type", "seq", "time", "data"))
-_DELTA_FIELD = {"text-delta": "text", "reasoning-delta": "text", "tool-call-delta": "argumentsDelta"}
 _NONE = object()
-# the types Relations.check looks at / Relations.apply changes state for / _track records (others: no-ops)
-_RELATION_TYPES = frozenset((ASSISTANT_CHUNK, STEP_END, ASSISTANT_MESSAGE, TOOL_CALL, TURN_START, TURN_END,
-                             STEP_START, TOOL_RESULT, TODO_WRITE, REQUEST_HEADER, REQUEST_CONTEXT))
-_BOUNDARY_TYPES = frozenset((TURN_START, TURN_END, STEP_START, STEP_END, TOOL_CALL, TOOL_RESULT))
-_TRACKED_TYPES = frozenset((REQUEST_HEADER, REQUEST_CONTEXT, SESSION_TITLE, TODO_WRITE, SESSION_END_SEED))
-# every type with a rule beyond the envelope and lossless JSON (payload shape, surface, relations, tracking)
-# the seed loader's fast paths for common shapes (tests turn them off to compare with the generic path)
-_SEED_FAST_PATHS = True
-_ACTIVE_TYPES = SURFACE_TYPES | _RELATION_TYPES | _TRACKED_TYPES | PAYLOAD_CHECKED_TYPES
 
 
 def check_seed(header: dict[str, Any], seed: Any, *, lenient: bool = False,
@@ -217,163 +200,7 @@ class Session:
         return unsubscribe
 
     # ------------------------------------------------------------------ seed
-    def _load_seed(self, seed: Any, check_relations: bool, runs: dict[int, int] | None, keep: bool) -> None:
-        """Validate and take the seed; when compact packed rows were kept, ``events`` becomes an EventList (with
-        the seed's plain-event cache when every slot was taken as it was). ``keep=False``: the seed's own list
-        already is ``_items`` (a check-only load), so nothing is pushed."""
-        events = self._items
-        compact = False
-        verbatim = True
-        seed_list = seed
-        rel = self._rel
-        fold = self._fold
-        push = events.append if keep else deque(maxlen=0).append  # check-only: the seed holds the slots
-        lo, hi = -MAX_SAFE_INTEGER, MAX_SAFE_INTEGER
-        delta_field = _DELTA_FIELD
-        chunk_type = ASSISTANT_CHUNK
-        floats_ok = _floats_ok
-        fast = _SEED_FAST_PATHS and self.format == 0
-        surface_types = self._surface_types
-        check_pl = self._check_payload
-        v4 = self.format == 4
-        open_turn = rel.open_turn
-        open_step = rel.open_step
-        if type(seed) is EventList:
-            seed = seed._items  # compact rows stay compact: a PackedRun member slot is checked as a row
-        n_seed = len(seed)
-        nxt = 0  # the next slot to look at (a row taken whole moves it past all its members at once)
-        while nxt < n_seed:
-            i = nxt
-            ev = slot = seed[i]
-            nxt = i + 1
-            if ev.__class__ is RawBlock:
-                # a v4 line kept compressed: checked as the event it parses to, its slot kept as it is
-                ev = ev.event(i - ev.seq0)
-                compact = True
-            elif ev.__class__ is PackedRun:
-                # a row the decoder validated whole (shape, member strings, seqs, times): only its place in
-                # the log is checked here (its seqs, the open turn/step, no -0 among turn/step/index)
-                n = ev.n
-                j = i + n - 1
-                if (open_step is not None and ev.seq0 == i and j < n_seed and seed[j] is ev
-                        and ev.step == open_step and ev.turn == open_turn
-                        and (float not in (ev.turn.__class__, ev.step.__class__, ev.index.__class__)
-                             or find_bad_float([ev.turn, ev.step, ev.index]) is None)):
-                    if keep:
-                        events.extend(seed[i : j + 1])
-                    compact = True
-                    nxt = j + 1
-                    continue
-                ev = ev.event(i - ev.seq0)  # not in place: the member goes the event-by-event way (exact errors)
-                verbatim = False
-            # Fast paths for the common well-formed shapes (a 4-key envelope with a dict payload). Each one
-            # accepts only what the generic path below accepts, with the same effect on the log's state, and
-            # otherwise falls through to it (which reports the first problem precisely).
-            env_ok = False  # the envelope rules hold (checked inline, so the generic path skips check_envelope)
-            if fast and type(ev) is dict and 4 <= (nk := len(ev)) <= 6:
-                try:
-                    t = ev["type"]
-                    seq = ev["seq"]
-                    tm = ev["time"]
-                    d = ev["data"]
-                    env_ok = (type(seq) is int and seq == i and type(tm) is int and lo <= tm <= hi
-                              and type(t) is str and t != ""
-                              and (nk == 4 or ("surfaceOp" in ev and (nk == 5 or "sourceEventSeqs" in ev))))
-                    if not env_ok or nk != 4 or type(d) is not dict:
-                        raise TypeError
-                    if t == chunk_type:
-                        # the vast majority: an assistant/chunk inside the open step
-                        if open_step is None or d["step"] != open_step or d["turn"] != open_turn:
-                            raise TypeError
-                        if runs is not None and i in runs:
-                            n = runs[i]
-                            j = i + n - 1
-                            if (n >= 1 and j < n_seed and type(seed[j]) is dict and type(seed[j].get("seq")) is int
-                                    and seed[j].get("seq") == j and floats_ok(d)):
-                                if keep:
-                                    events.extend(seed[i : j + 1])
-                                nxt = j + 1
-                                continue
-                        if len(d) == 3:
-                            # turn/step equal the open ones (ints, never -0): only the chunk can hold a bad float
-                            c = d["chunk"]
-                            f = delta_field.get(c["type"])
-                            if (f is not None and len(c) == 3 and type(c["index"]) is int
-                                    and type(c[f]) is str) or floats_ok(c):
-                                push(ev)
-                                continue
-                    elif t not in _ACTIVE_TYPES:
-                        # no payload, relation, surface or tracking rule: only the lossless-JSON rule
-                        if floats_ok(d):
-                            push(ev)
-                            continue
-                    elif not check_relations:
-                        pass
-                    elif t == STEP_START:
-                        if (open_turn is not None and open_step is None and len(d) == 2 and d["turn"] == open_turn
-                                and type(step := d["step"]) is int and step == rel.last_step + 1):
-                            push(ev)
-                            rel.start_step(step)
-                            open_step = step
-                            continue
-                    elif t == STEP_END:
-                        if open_step is not None and len(d) == 2 and d["turn"] == open_turn and d["step"] == open_step:
-                            push(ev)
-                            rel.end_step()
-                            open_step = None
-                            continue
-                    elif t == TOOL_CALL:
-                        if (open_step is not None and len(d) == 5 and d["turn"] == open_turn and d["step"] == open_step
-                                and type(d["callId"]) is str and type(d["name"]) is str
-                                and type(d["arguments"]) is str):
-                            push(ev)
-                            rel.step_calls.add(d["callId"])
-                            continue
-                    elif t == TURN_START:
-                        if (open_turn is None and len(d) == 1 and type(turn := d["turn"]) is int
-                                and turn == rel.last_turn + 1):
-                            push(ev)
-                            rel.start_turn(turn)
-                            open_turn = turn
-                            open_step = None
-                            continue
-                    elif (t == TURN_END and open_turn is not None and open_step is None and len(d) == 2
-                          and d["turn"] == open_turn and type(r := d["reason"]) is dict
-                          and type(r.get("kind")) is str and floats_ok(r)):
-                        push(ev)
-                        rel.end_turn()
-                        open_turn = None
-                        continue
-                except (KeyError, TypeError, AttributeError):
-                    pass  # not the common shape: the generic path below reports it precisely
-            if not env_ok:
-                check_envelope(ev, i)
-            if not floats_ok(ev["data"]):
-                raise SessionValidationError(f"seq {i}: {find_bad_float(ev['data'])}")
-            t = ev["type"]
-            if v4 and t not in V4_KNOWN_EVENT_TYPES and ev.get("ignorable") is not True:
-                raise SessionValidationError(
-                    f"seq {i}: format v4 event type {t!r} is unknown and not ignorable (written by a newer harness?)",
-                    "UNSUPPORTED_FORMAT")
-            plan = fold.plan(ev) if t in surface_types or "surfaceOp" in ev or "sourceEventSeqs" in ev else None
-            check_pl(ev)
-            if check_relations and t in _RELATION_TYPES:
-                rel.check(ev)
-            push(slot if slot.__class__ is RawBlock else ev)
-            if plan is not None:
-                fold.apply(plan)
-            if t in _BOUNDARY_TYPES:
-                try:
-                    rel.apply(ev)
-                except (KeyError, TypeError, AttributeError):
-                    pass  # only reachable with check_relations=False on a malformed boundary event
-                if check_relations:
-                    open_turn = rel.open_turn
-                    open_step = rel.open_step
-            if t in _TRACKED_TYPES:
-                self._track(ev)
-        if compact and keep:
-            self.events = EventList(events, seed_list.plain_cache() if verbatim else None)
+    _load_seed = load_seed  # (dsh_tui/session/seed.py: the seed check, with its fast paths)
 
     # ------------------------------------------------------------------ append
     def append(
@@ -636,86 +463,3 @@ class Session:
 
 
 builtins_type = type
-
-
-def v4_write_shape(type: str, data: Any, surface_op: Any, source_event_seqs: Any, ignorable: bool  # noqa: A002
-                   ) -> tuple[Any, Any, Any, bool]:
-    """What the runtime appends (v0 shapes), as format v4 stores it (docs/format.md, "Writing v4"):
-    ``assistant/chunk`` (not in v4's vocabulary) is kept as an ``ignorable`` event; an assistant message
-    cites no chunk seqs; a tool result becomes a native ``role: "tool"`` message; a replace is
-    ``{op, startSeq, endSeq}``; ``request/header`` drops ``system`` (the ``system/message`` head holds it)."""
-    if type == ASSISTANT_CHUNK:
-        return data, surface_op, source_event_seqs, True
-    if type == USER_MESSAGE and isinstance(data, dict):
-        data = v4_message(data)
-    elif type in ("agent/inbox/spliced", SESSION_TITLE_LLM_REQUEST) and isinstance(data, dict):
-        key = "inserted" if type == "agent/inbox/spliced" else "messages"
-        if isinstance(data.get(key), list):
-            data = {**data, key: [v4_message(m) if isinstance(m, dict) else m for m in data[key]]}
-    if type == ASSISTANT_MESSAGE:
-        return data, surface_op, None, ignorable
-    if type == REQUEST_HEADER and isinstance(data, dict) and isinstance(data.get("header"), dict) \
-            and "system" in data["header"]:
-        return ({**data, "header": {k: v for k, v in data["header"].items() if k != "system"}}, surface_op,
-                source_event_seqs, ignorable)
-    if type == TOOL_RESULT and isinstance(data, dict) and isinstance(data.get("message"), dict):
-        msg = data["message"]
-        content = msg.get("content")
-        if msg.get("role") == "user" and isinstance(content, list) and len(content) == 1 \
-                and isinstance(content[0], dict) and content[0].get("type") == "tool-result":
-            block = content[0]
-            data = {**data, "message": {"role": "tool", "source": v4_source(msg.get("source")),
-                                        "toolCallId": block.get("toolCallId"), "content": block.get("content", []),
-                                        "isError": bool(block.get("isError")), "id": msg.get("id")}}
-    if isinstance(surface_op, dict) and "start" in surface_op:  # a pruned result, a compaction checkpoint
-        surface_op = {"op": "replace", "startSeq": surface_op["start"], "endSeq": surface_op["end"]}
-    return data, surface_op, source_event_seqs, ignorable
-
-
-#: dsh 0.2's producer kinds for released plugin sources (``rewriteV3MessageSource``): a renamed producer, one that
-#: keeps its name, else ``plugin:<name>``
-_RENAMED_PRODUCERS = {"compact": "compact-checkpoint", "tools-code-mode": "ptc-mode", "tools-ptc": "ptc-mode",
-                      "dsh-compaction-basic": "compact-basic", "@deepseek-ai/dsh-system-prompt": "runtime-context"}
-_SAME_NAME_PRODUCERS = frozenset((
-    "agent-instructions", "session-reference", "team-message", "goal", "skill-invocation", "skill-catalog",
-    "coordinator", "subagent-report", "subagent-settled", "webhook", "agent-message", "model-selection", "plan-mode",
-    "time-context", "tmux-context", "user-approval", "repeat-tool-reminder", "tool-cordis", "cordis-host-runner",
-    "tool-goal", "tool-jobs", "hooks-codex", "hooks-claude-code", "schedule", "dsh-session-title-llm"))
-
-
-def v4_source(source: Any, role: Any = None) -> Any:
-    """A message source in format v4: ``{kind: "plugin", plugin: P, ...}`` becomes P's producer kind (the other
-    fields kept, ``plugin`` dropped), as dsh 0.2 migrates a released one."""
-    if not isinstance(source, dict) or source.get("kind") != "plugin" or not isinstance(source.get("plugin"), str):
-        return source
-    plugin = source["plugin"]
-    if plugin == "@deepseek-ai/dsh-system-prompt" and role == "system":
-        kind = "system-prompt"
-    else:
-        kind = _RENAMED_PRODUCERS.get(plugin) or (plugin if plugin in _SAME_NAME_PRODUCERS else f"plugin:{plugin}")
-    return {k: (kind if k == "kind" else v) for k, v in source.items() if k != "plugin"}
-
-
-def v4_message(message: dict) -> dict:
-    src = message.get("source")
-    new = v4_source(src, message.get("role"))
-    return message if new is src else {**message, "source": new}
-
-
-def v4_runtime_message(event: dict) -> Any:
-    """A v4 surface event as the runtime's providers read messages (v0 shapes): system and developer
-    messages are not messages there (the system prompt travels as the request's ``system``), and a native
-    tool message is the v0 user message with one ``tool-result`` block."""
-    t = event["type"]
-    if t in ("system/message", "developer/message"):
-        return None
-    if t == TOOL_RESULT:
-        msg = event["data"]["message"]
-        if msg.get("role") == "tool":
-            block: dict[str, Any] = {"type": "tool-result", "toolCallId": msg.get("toolCallId"),
-                                     "content": msg.get("content", [])}
-            if "isError" in msg:  # a v4 result always says (false too), as the runtime's own v0 block does
-                block["isError"] = bool(msg["isError"])
-            return {"id": msg.get("id"), "role": "user", "content": [block], "source": msg.get("source")}
-        return msg
-    return event_message(event)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from dsh_tui.session import log as log_mod
 from dsh_tui.session import rows
+from dsh_tui.session import seed as seed_mod
 from dsh_tui.session.errors import DshError
-from dsh_tui.session.log import Session
+from dsh_tui.session.log import Session, check_seed
 from dsh_tui.store import jsonl
 from tests.store.jsonl_helpers import fixture_events, header, session_logs
 
@@ -27,8 +27,8 @@ def _state(s: Session) -> tuple:
 
 
 def _outcome(seed: Any, fast: bool, **kw: Any) -> tuple:
-    old = log_mod._SEED_FAST_PATHS
-    log_mod._SEED_FAST_PATHS = fast
+    old = seed_mod._SEED_FAST_PATHS
+    seed_mod._SEED_FAST_PATHS = fast
     try:
         return ("ok", _state(Session(kw.pop("hdr", HDR), seed, clock=lambda: 1_800_000_000_000, **kw)))
     except DshError as err:
@@ -36,7 +36,7 @@ def _outcome(seed: Any, fast: bool, **kw: Any) -> tuple:
     except (TypeError, KeyError, AttributeError, ValueError) as err:  # must not happen: a validator crashed
         return ("crash", type(err).__name__, str(err))
     finally:
-        log_mod._SEED_FAST_PATHS = old
+        seed_mod._SEED_FAST_PATHS = old
 
 
 def _same(seed_factory: Any, **kw: Any) -> tuple:
@@ -171,7 +171,7 @@ def test_every_recorded_log_loads_alike_compact_and_with_packed_runs():
 def _checked(seed: Any, **kw: Any) -> tuple:
     """``log.check_seed``'s verdict in ``_outcome``'s form (no state: nothing is kept)."""
     try:
-        log_mod.check_seed(kw.pop("hdr", HDR), seed, **kw)
+        check_seed(kw.pop("hdr", HDR), seed, **kw)
         return ("ok",)
     except DshError as err:
         return ("error", type(err).__name__, str(err))
