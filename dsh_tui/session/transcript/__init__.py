@@ -4,6 +4,8 @@
   (``PlanState``), change kinds and the words items show (turn-end reasons, context producers);
 * :mod:`.fold` -- ``TranscriptFold``: events to item changes, live and cold alike; ``fold_transcript``,
   ``tail_start``;
+* :mod:`.notices` -- the fold's handlers for what is beside the conversation (compaction, changed files,
+  the fork/resume divider, skipped files);
 * :mod:`.hunks` -- where a recorded edit's diff hunks start in the file lines the session has seen.
 
 The package re-exports the names its callers (the chat screen, its widgets, the export, tests) import.
