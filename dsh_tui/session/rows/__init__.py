@@ -2,7 +2,8 @@
 ``tool-call-chunks`` storage lines.
 
 :mod:`.codec` packs a batch into rows and expands rows into events; :mod:`.lazy` keeps loaded rows compact
-(:class:`EventList`, :class:`PackedRun`). This package re-exports the public names.
+(:class:`EventList`, :class:`PackedRun`); :mod:`.blocks` keeps a loaded v4 log's events as compressed lines
+(:class:`RawBlock`). This package re-exports the public names.
 """
 
 from __future__ import annotations
