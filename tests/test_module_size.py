@@ -1,0 +1,73 @@
+"""Module size (issue #28, "Done when"): no module of dsh_tui over 600 lines, and at most 3 over 500, each
+saying why in its docstring ("Over 500 lines for a reason: ...").
+
+``KNOWN`` lists the modules still being split (path -> lines when listed): a listed module may only shrink,
+and the test fails on one that is back within the rule (take it off the list), so the list only shrinks.
+Lines are counted as ``wc -l`` counts them."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import dsh_tui
+
+PKG = Path(dsh_tui.__file__).parent
+LIMIT = 600  # no module over this
+SOFT = 500  # at most SOFT_MAX modules over this, each with its reason
+SOFT_MAX = 3
+REASON = "500 lines"  # what the docstring of a module over SOFT says ("Over 500 lines for a reason: ...")
+
+#: modules over the rule that are not yet split (path under dsh_tui/ -> lines when listed)
+KNOWN: dict[str, int] = {
+    "runtime/agent.py": 751,
+    "runtime/terminals/local.py": 735,
+    "tools/web.py": 720,
+    "runtime/mcp/client.py": 650,
+    "runtime/goals/__init__.py": 632,
+    "runtime/builtins/instructions.py": 599,
+    "ui/widgets/render.py": 597,
+    "tools/fs.py": 593,
+    "ui/screens/browser/screen.py": 579,
+    "ui/screens/chat.py": 574,
+    "cli/acp_cmd.py": 562,
+    "runtime/terminals/__init__.py": 557,
+    "runtime/subagents/__init__.py": 513,
+    "runtime/tools.py": 504,
+}
+
+
+def module_sizes() -> dict[str, int]:
+    return {p.relative_to(PKG).as_posix(): p.read_bytes().count(b"\n") for p in sorted(PKG.rglob("*.py"))}
+
+
+def check(sizes: dict[str, int], known: dict[str, int]) -> list[str]:
+    """What breaks the rule (empty when nothing does)."""
+    problems = []
+    for path, lines in sorted(known.items()):
+        now = sizes.get(path, 0)
+        if now > lines:
+            problems.append(f"{path}: {now} lines, listed at {lines}: a module still to be split may only shrink")
+        elif now <= SOFT:
+            problems.append(f"{path}: {now} lines, within the rule: take it off KNOWN")
+    over = {path: n for path, n in sizes.items() if n > SOFT and path not in known}
+    for path, n in sorted(over.items()):
+        if n > LIMIT:
+            problems.append(f"{path}: {n} lines, over {LIMIT}: split it by concept")
+        elif REASON not in (ast.get_docstring(ast.parse((PKG / path).read_text(encoding="utf-8"))) or ""):
+            problems.append(f"{path}: {n} lines, over {SOFT} without its reason in its docstring")
+    if len(over) > SOFT_MAX:
+        problems.append(f"{len(over)} modules over {SOFT} lines (at most {SOFT_MAX}): {', '.join(sorted(over))}")
+    return problems
+
+
+def test_no_module_over_600_lines_and_at_most_3_over_500_with_their_reasons():
+    problems = check(module_sizes(), KNOWN)
+    assert not problems, "\n".join(problems)
+
+
+def test_the_rule_catches_a_module_that_grows_past_it():
+    sizes = {**module_sizes(), "session/log.py": 601}
+    assert any(p.startswith("session/log.py: 601 lines, over 600") for p in check(sizes, KNOWN))
+    grown = {**module_sizes(), "runtime/agent.py": KNOWN["runtime/agent.py"] + 1}
+    assert any("may only shrink" in p for p in check(grown, KNOWN))
