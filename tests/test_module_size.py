@@ -21,18 +21,17 @@ REASON = "500 lines"  # what the docstring of a module over SOFT says ("Over 500
 #: modules over the rule that are not yet split (path under dsh_tui/ -> lines when listed)
 KNOWN: dict[str, int] = {
     "runtime/agent.py": 751,
-    "runtime/terminals/local.py": 735,
+    "extensions/terminals/local.py": 735,
     "tools/web.py": 720,
-    "runtime/mcp/client.py": 650,
-    "runtime/goals/__init__.py": 632,
-    "runtime/builtins/instructions.py": 599,
+    "extensions/mcp/client.py": 650,
+    "extensions/goals/__init__.py": 632,
+    "extensions/instructions/__init__.py": 599,
     "ui/widgets/render.py": 597,
     "tools/fs.py": 593,
     "ui/screens/browser/screen.py": 579,
-    "ui/screens/chat.py": 574,
+    "ui/screens/chat.py": 573,
     "cli/acp_cmd.py": 562,
-    "runtime/terminals/__init__.py": 557,
-    "runtime/subagents/__init__.py": 513,
+    "extensions/terminals/__init__.py": 557,
     "runtime/tools.py": 504,
 }
 
@@ -69,5 +68,8 @@ def test_no_module_over_600_lines_and_at_most_3_over_500_with_their_reasons():
 def test_the_rule_catches_a_module_that_grows_past_it():
     sizes = {**module_sizes(), "session/log.py": 601}
     assert any(p.startswith("session/log.py: 601 lines, over 600") for p in check(sizes, KNOWN))
-    grown = {**module_sizes(), "runtime/agent.py": KNOWN["runtime/agent.py"] + 1}
-    assert any("may only shrink" in p for p in check(grown, KNOWN))
+    known = {"runtime/agent.py": 700}  # a listed module that grew past its size
+    grown = {**module_sizes(), "runtime/agent.py": 701}
+    assert any(p.startswith("runtime/agent.py: 701 lines, listed at 700") for p in check(grown, known))
+    shrunk = {**module_sizes(), "runtime/agent.py": 480}
+    assert any("take it off KNOWN" in p for p in check(shrunk, known))
