@@ -22,9 +22,9 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from dsh_tui.llm.protocol import ABORTED, UNKNOWN, LlmError, Provider
+from dsh_tui.llm.protocol import ABORTED, UNKNOWN, LlmError, LlmFailure, Provider
 from dsh_tui.runtime import prompt as prompt_mod
 from dsh_tui.runtime.approval import PRESETS, ApprovalService
 from dsh_tui.runtime.assembler import BlockAssembler
@@ -107,8 +107,8 @@ class _FailureError(LlmError):
         super().__init__(str(failure.get("message", "")), str(failure.get("code", UNKNOWN)))
         self.failure_dict = dict(failure)
 
-    def failure(self) -> dict[str, Any]:
-        return dict(self.failure_dict)
+    def failure(self) -> LlmFailure:
+        return cast("LlmFailure", dict(self.failure_dict))  # as recorded: dsh's keys, kept verbatim
 
 
 def error_chain(err: BaseException) -> str:
@@ -123,7 +123,7 @@ def error_chain(err: BaseException) -> str:
     return ": ".join(parts)
 
 
-def to_failure(err: BaseException) -> dict:
+def to_failure(err: BaseException) -> LlmFailure:
     if isinstance(err, LlmError):
         return err.failure()
     if isinstance(err, RequestInvariantError):
