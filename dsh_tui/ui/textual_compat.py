@@ -46,12 +46,14 @@ PRIVATE_NAMES: tuple[tuple[str, str], ...] = (
     ("textual.app.App", "_driver"),
     ("textual.css.stylesheet.Stylesheet", "_parse_rules"),
     ("textual.css.stylesheet.Stylesheet", "_parse_cache"),
+    ("textual.css.stylesheet.Stylesheet", "_variables"),
     ("textual.app.App", "_refresh_truecolor_filter"),
     ("textual.app.App", "_notifications"),
     ("textual.app.App", "_unnotify"),
     ("textual.app.App", "_on_notify"),
     ("textual.widgets._toast.ToastRack", "_toast_id"),
     ("textual.widget.Widget", "_bindings"),
+    ("textual.widget.Widget", "_on_key"),
     ("textual.widget.Widget", "_anchored"),
     ("textual.widget.Widget", "_anchor_released"),
     ("textual.scroll_view.ScrollView", "_scroll_update"),
@@ -109,6 +111,11 @@ class HookedStylesheet(Stylesheet):
     def parse_rules(self, css: str, read_from: Any, is_default_rules: bool, tie_breaker: int,
                     scope: str) -> list[Any]:
         return super()._parse_rules(css, read_from, is_default_rules, tie_breaker, scope)
+
+    @property
+    def variables(self) -> dict[str, str]:
+        """The CSS variables the rules are parsed with (``Stylesheet._variables``: the theme's)."""
+        return self._variables
 
     @property
     def memo(self) -> dict[Any, list[Any]]:

@@ -85,7 +85,7 @@ class CachedStylesheet(HookedStylesheet):
 
         if not self._variables_key:
             self._variables_key = hashlib.blake2b(
-                repr((self.VERSION, _textual_stamp(), sorted(self._variables.items()))).encode(),
+                repr((self.VERSION, _textual_stamp(), sorted(self.variables.items()))).encode(),
                 digest_size=16).digest()
         return hashlib.blake2b(self._variables_key + repr((css, read_from, is_default_rules, tie_breaker,
                                                             scope)).encode(), digest_size=16).digest()

@@ -107,3 +107,90 @@ def test_no_private_textual_use_outside_the_compat_module():
             if "textual.widgets._" in code or "textual.document._" in code:
                 offenders.append(f"{path.relative_to(ui)}:{lineno}: {line.strip()}")
     assert offenders == []
+
+
+def _textual_private_names() -> set[str]:
+    """Every ``_name`` Textual or Rich defines (a method, or an attribute it assigns)."""
+    import ast
+    from pathlib import Path
+
+    import rich
+    import textual
+
+    names = set()
+    for package in (textual, rich):
+        for path in Path(package.__file__).parent.rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    name = node.name
+                elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                    name = node.attr
+                else:
+                    continue
+                if name.startswith("_") and not name.startswith("__"):
+                    names.add(name)
+    return names
+
+
+def test_no_unlisted_private_textual_name_is_read_outside_the_compat_module():
+    """A private Textual or Rich attribute read anywhere in ``dsh_tui/ui`` but the compat module — one
+    dsh-tui does not define itself — is a straggler (``ui/serve.py``'s textual-serve names are guarded
+    there; ``os._exit`` is the standard library's)."""
+    import ast
+    from pathlib import Path
+
+    ui = Path(textual_compat.__file__).parent
+    theirs = _textual_private_names()
+    ours: set[str] = set()
+    reads = []
+    for path in ui.rglob("*.py"):
+        if path.name == "textual_compat.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                ours.add(node.name)
+            elif isinstance(node, ast.Attribute):
+                if isinstance(node.ctx, ast.Store):
+                    ours.add(node.attr)
+                elif path.name != "serve.py" and not (isinstance(node.value, ast.Name) and node.value.id == "os"):
+                    reads.append((node.attr, f"{path.relative_to(ui)}:{node.lineno}"))
+            elif isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] in ("textual", "rich"):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private or any(part.startswith("_") for part in node.module.split(".")):
+                    reads.append((node.module, f"{path.relative_to(ui)}:{node.lineno}"))
+    offenders = sorted(f"{where}: {name}" for name, where in reads
+                       if name in theirs and name not in ours or "." in name)
+    assert offenders == []
+
+
+def test_every_override_of_a_private_textual_method_is_listed():
+    """A dsh-tui class that overrides a private method of a Textual class it extends (``_on_key``,
+    ``_on_resize``…) names it in ``PRIVATE_NAMES``, so the check above covers it on an upgrade."""
+    import inspect
+    import pkgutil
+
+    import dsh_tui.ui as ui
+
+    def resolve(path: str):
+        module, _, name = path.rpartition(".")
+        owner = importlib.import_module(module)
+        return getattr(owner, name) if hasattr(owner, name) else importlib.import_module(path)
+
+    listed = {(resolve(path), name) for path, name in PRIVATE_NAMES}
+    unlisted = []
+    for info in pkgutil.walk_packages(ui.__path__, "dsh_tui.ui."):
+        module = importlib.import_module(info.name)
+        for cls in vars(module).values():
+            if not inspect.isclass(cls) or cls.__module__ != module.__name__:
+                continue
+            theirs = [b for b in cls.__mro__[1:] if b.__module__.split(".")[0] in ("textual", "rich")]
+            if not theirs:
+                continue
+            plain = set(vars(type("Plain", (theirs[0],), {})))  # what Textual's metaclass puts on every class
+            plain |= {f"_default_{name}" for name in getattr(cls, "_reactives", {})}
+            for name, value in vars(cls).items():
+                if (name.startswith("_") and not name.startswith("__") and name not in plain and callable(value)
+                        and any(name in vars(b) for b in theirs)
+                        and not any((b, name) in listed for b in cls.__mro__[1:])):
+                    unlisted.append(f"{cls.__module__}.{cls.__qualname__}.{name}")
+    assert unlisted == []

@@ -196,7 +196,7 @@ class ApprovalPanel(Vertical):
     def in_grace(self) -> bool:
         return time.monotonic() < self._grace_until
 
-    def _on_key(self, event: events.Key) -> None:
+    async def _on_key(self, event: events.Key) -> None:
         """Within the grace period every key goes back to the composer (the panel decides nothing); Enter
         on a button does nothing (the reason line's Enter sends the reason)."""
         if self.request is None:

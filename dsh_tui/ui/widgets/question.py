@@ -151,7 +151,7 @@ class QuestionPanel(Vertical, can_focus=True):
         return time.monotonic() < self._grace_until
 
     # -- keys -------------------------------------------------------------------------------------
-    def _on_key(self, event: events.Key) -> None:
+    async def _on_key(self, event: events.Key) -> None:
         if self.request is None:
             return
         if self.in_grace or self._yielding:
