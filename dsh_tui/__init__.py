@@ -3,8 +3,8 @@
 Layers (imports only point down): cli -> ui | sdk -> plugins -> runtime -> (llm | tools) -> store -> session.
 Nothing outside ``dsh_tui.ui`` imports textual or rich.
 
-The SDK: ``from dsh_tui import Harness`` (alias ``DeepSeekHarness``), ``RunResult`` (``dsh_tui.sdk``); loaded
-on first use, so ``import dsh_tui`` stays cheap.
+The SDK: ``from dsh_tui import DeepSeekHarness`` (``Harness``: a deprecated alias), ``RunResult``
+(``dsh_tui.sdk``); loaded on first use, so ``import dsh_tui`` stays cheap.
 """
 
 from typing import Any

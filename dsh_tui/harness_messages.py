@@ -118,9 +118,9 @@ class QuestionClosed:
 
 
 @dataclass(frozen=True)
-class HarnessFailed:
-    """The harness could not start, or a call into it failed: shown as an error (and above the composer when
-    no session could start)."""
+class BackendFailed:
+    """The session backend (the UI's ``SessionBackend``) could not start, or a call into it failed: shown as
+    an error (and above the composer when no session could start)."""
 
     text: str
 
@@ -183,5 +183,5 @@ class SandboxChanged:
 
 
 HarnessMessage = (StatusChanged | PhaseChanged | ApprovalAsked | ApprovalClosed | QuestionAsked | QuestionClosed
-                  | HarnessFailed | TurnFailed | PluginFailed | Notice | SubagentSnapshot | ModelChanged
+                  | BackendFailed | TurnFailed | PluginFailed | Notice | SubagentSnapshot | ModelChanged
                   | PresetChanged | SandboxChanged)

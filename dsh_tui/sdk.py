@@ -1,9 +1,9 @@
 """The Python SDK, in the shape of dsh's ``deepseek_harness``: a script written for dsh's SDK moves by
 changing one import.
 
-    from dsh_tui import Harness            # alias DeepSeekHarness
+    from dsh_tui import DeepSeekHarness
 
-    with Harness(model="deepseek-v4-flash", cwd=ws, session_root=root, plugins=[my_plugin]) as h:
+    with DeepSeekHarness(model="deepseek-v4-flash", cwd=ws, session_root=root, plugins=[my_plugin]) as h:
         result = h.run("fix the failing tests")            # a new session
         again = h.run("now add a test", session_id=result.session_id)   # continues it
     print(result.final_response, result.finish_reason, result.session_id, len(result.events))
@@ -30,7 +30,7 @@ class HarnessError(DshError):
 
 
 @dataclass
-class HarnessConfig:
+class DeepSeekHarnessConfig:
     """dsh's ``DeepSeekHarnessConfig`` fields that apply in-process (``None`` = the default)."""
 
     provider: str = "deepseek-official"
@@ -71,14 +71,14 @@ class RunResult:
     sandbox_note: str | None = None
 
 
-class Harness:
+class DeepSeekHarness:
     """See the module docstring. Not thread-safe; one run at a time."""
 
-    def __init__(self, config: HarnessConfig | None = None, **kw: Any) -> None:
+    def __init__(self, config: DeepSeekHarnessConfig | None = None, **kw: Any) -> None:
         if config is not None and kw:
-            raise HarnessError("give either a HarnessConfig or keyword arguments, not both")
+            raise HarnessError("give either a DeepSeekHarnessConfig or keyword arguments, not both")
         try:
-            self.config = config or HarnessConfig(**kw)
+            self.config = config or DeepSeekHarnessConfig(**kw)
         except TypeError as err:
             raise HarnessError(str(err)) from None
         from dsh_tui.runtime.approval import PRESETS
@@ -91,19 +91,19 @@ class Harness:
         self._closed = False
 
     # ---- lifecycle ------------------------------------------------------------------------------
-    def __enter__(self) -> Harness:
+    def __enter__(self) -> DeepSeekHarness:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
-    async def __aenter__(self) -> Harness:
+    async def __aenter__(self) -> DeepSeekHarness:
         return self.start()
 
     async def __aexit__(self, *exc: Any) -> None:
         await self.aclose()
 
-    def start(self) -> Harness:
+    def start(self) -> DeepSeekHarness:
         """Resolve the provider (lazily called by ``run``)."""
         if self._closed:
             raise HarnessError("the harness is closed")
@@ -219,5 +219,8 @@ class Harness:
                          sandbox=getattr(host.sandbox, "name", None), sandbox_note=host.sandbox_note)
 
 
-DeepSeekHarness = Harness
-DeepSeekHarnessConfig = HarnessConfig
+# Deprecated aliases (the names before issue #28; kept so that existing scripts run): ``Harness`` is
+# ``DeepSeekHarness``, and ``HarnessConfig`` is ``DeepSeekHarnessConfig`` (dsh's SDK gives ``HarnessConfig`` to
+# its JSON-RPC client's settings, a different thing). ``HarnessError`` keeps its name: it is dsh's.
+Harness = DeepSeekHarness
+HarnessConfig = DeepSeekHarnessConfig

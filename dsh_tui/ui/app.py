@@ -25,7 +25,7 @@ from textual.notifications import Notify
 from textual.screen import Screen
 
 from dsh_tui.ui import served
-from dsh_tui.ui.bridge import Bridge, Harness
+from dsh_tui.ui.bridge import Bridge, SessionBackend
 from dsh_tui.ui.opening import SessionOpening
 from dsh_tui.ui.palette import PaletteCommands
 from dsh_tui.ui.safe_output import CONTENT_FILTER
@@ -36,11 +36,11 @@ from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, l
 if TYPE_CHECKING:
     from dsh_tui.ui.screens.chat import ChatScreen  # imported when a chat opens: not on the browser's path
 
-HarnessFactory = Callable[[Bridge], Awaitable[Harness]]
+BackendFactory = Callable[[Bridge], Awaitable[SessionBackend]]
 # Run in a thread after the first paint: (harness factory or None, model hint). Building a provider
 # imports httpx and reads the settings (~0.15 s), which is not on the way to the first frame.
 # It may add a third item: a notice to show once (the first run that creates the anonymous id).
-RouteResolver = Callable[[], tuple[HarnessFactory | None, str] | tuple[HarnessFactory | None, str, str]]
+RouteResolver = Callable[[], tuple[BackendFactory | None, str] | tuple[BackendFactory | None, str, str]]
 
 # name -> "module:attribute" of a ``factory(app) -> Screen``; other engineers add theirs here.
 SCREEN_FACTORIES: dict[str, str] = {
@@ -100,7 +100,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
 
     def __init__(
         self,
-        harness_factory: HarnessFactory | None = None,
+        harness_factory: BackendFactory | None = None,
         *,
         start: str = "chat",
         settings: UiSettings | None = None,
@@ -285,7 +285,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
         problems = self.settings.problems()  # the typed settings tree (pydantic): after the first frame
         self.call_from_thread(self._route_ready, factory, hint, notice, problems)
 
-    def _route_ready(self, factory: HarnessFactory | None, hint: str, notice: str = "",
+    def _route_ready(self, factory: BackendFactory | None, hint: str, notice: str = "",
                      problems: list[str] | None = None) -> None:
         """The model route is known: start the chat's harness (if the chat waits for one) or say why not."""
         if notice:
@@ -308,7 +308,7 @@ class DshApp(SessionOpening, PaletteCommands, App):
             screen.HELP = served.help_text(screen.HELP)  # names the alternatives of the keys a browser keeps
         return super().push_screen(screen, *args, **kwargs)
 
-    def open_chat(self, factory: HarnessFactory | None, **kwargs: Any) -> ChatScreen:
+    def open_chat(self, factory: BackendFactory | None, **kwargs: Any) -> ChatScreen:
         """Show the chat screen and start ``factory`` on the harness thread (None: no harness)."""
         if self.chat is not None or self.bridge.harness is not None or self.bridge.loop is not None:
             self.bridge.stop()  # one live harness at a time: flush and close the previous session

@@ -24,11 +24,12 @@ if TYPE_CHECKING:  # the messages are built on the harness thread, after the fir
     from dsh_tui.harness_messages import ApprovalRequest, HarnessMessage, QuestionRequest
 
 
-class Harness(Protocol):
-    """What the UI drives and reads. Coroutines run on the harness loop (through ``Bridge.call``); the plain
-    methods are the thread-safe reads the UI thread makes: each returns a copy or an immutable value, never a
-    live agent or session object (a list copy of the append-only event log is atomic under the GIL).
-    ``HarnessBase`` gives every read a default for a harness that has no live agent (a replay, a subagent's
+class SessionBackend(Protocol):
+    """The UI's view of one session's backend (a live agent, a stored log replayed, a subagent's session):
+    what the UI drives and reads of it. Coroutines run on the harness loop (through ``Bridge.call``); the
+    plain methods are the thread-safe reads the UI thread makes: each returns a copy or an immutable value,
+    never a live agent or session object (a list copy of the append-only event log is atomic under the GIL).
+    ``BackendDefaults`` gives every read a default for a backend that has no live agent (a replay, a subagent's
     view); ``dsh_tui.ui.harness.AgentHarness`` is the live one."""
 
     session: Any  # only the bridge reads it (``attach``, on the harness thread): .header, .events, .subscribe()
@@ -133,8 +134,8 @@ class Harness(Protocol):
 
 
 
-class HarnessBase:
-    """Defaults of every ``Harness`` read for a harness with no live agent (see ``Harness``)."""
+class BackendDefaults:
+    """Defaults of every ``SessionBackend`` read for a backend with no live agent (see ``SessionBackend``)."""
 
     session: Any = None
     read_only = False
@@ -264,13 +265,13 @@ class Bridge:
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
-        self.harness: Harness | None = None
+        self.harness: SessionBackend | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self.start_error: BaseException | None = None
         self._stopping = threading.Lock()  # one stop at a time: see ``stop``
 
     # -- lifecycle -----------------------------------------------------------------------------
-    def start(self, factory: Callable[[Bridge], Awaitable[Harness]]) -> concurrent.futures.Future:
+    def start(self, factory: Callable[[Bridge], Awaitable[SessionBackend]]) -> concurrent.futures.Future:
         """Start the harness thread and build the harness there with ``await factory(bridge)``."""
         self._thread = threading.Thread(target=self._run_loop, name="dsh-harness", daemon=True)
         self._thread.start()
@@ -285,19 +286,19 @@ class Bridge:
         self.loop.run_forever()
         self.loop.close()
 
-    async def _build(self, factory: Callable[[Bridge], Awaitable[Harness]]) -> Harness:
+    async def _build(self, factory: Callable[[Bridge], Awaitable[SessionBackend]]) -> SessionBackend:
         try:
             harness = await factory(self)
         except BaseException as err:
-            from dsh_tui.harness_messages import HarnessFailed
+            from dsh_tui.harness_messages import BackendFailed
 
             self.start_error = err
-            self.announce(HarnessFailed(str(err) or type(err).__name__))
+            self.announce(BackendFailed(str(err) or type(err).__name__))
             raise
         self.attach(harness)
         return harness
 
-    def attach(self, harness: Harness) -> None:
+    def attach(self, harness: SessionBackend) -> None:
         """Subscribe to ``harness.session`` (in the harness thread) and announce existing events."""
         if self._unsubscribe is not None:
             self._unsubscribe()
@@ -393,7 +394,7 @@ class Bridge:
             messages.append(self._messages.popleft())
         return events, messages
 
-    def _submit(self, make: Callable[[Harness], Awaitable[Any]]) -> concurrent.futures.Future | None:
+    def _submit(self, make: Callable[[SessionBackend], Awaitable[Any]]) -> concurrent.futures.Future | None:
         if self.loop is None or self.harness is None:
             return None
         harness = self.harness
@@ -402,9 +403,9 @@ class Bridge:
             try:
                 return await make(harness)
             except Exception as err:  # noqa: BLE001 - shown to the user as a notice
-                from dsh_tui.harness_messages import HarnessFailed
+                from dsh_tui.harness_messages import BackendFailed
 
-                self.announce(HarnessFailed(str(err) or type(err).__name__))
+                self.announce(BackendFailed(str(err) or type(err).__name__))
                 return None
 
         return asyncio.run_coroutine_threadsafe(call(), self.loop)
@@ -415,6 +416,6 @@ class Bridge:
     def cancel(self) -> concurrent.futures.Future | None:
         return self._submit(lambda h: h.cancel())
 
-    def call(self, fn: Callable[[Harness], Awaitable[Any]]) -> concurrent.futures.Future | None:
+    def call(self, fn: Callable[[SessionBackend], Awaitable[Any]]) -> concurrent.futures.Future | None:
         """Run any other harness coroutine (fork, model switch, ...)."""
         return self._submit(fn)

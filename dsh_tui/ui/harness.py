@@ -5,7 +5,7 @@ and its agent through the agent host (``dsh_tui.runtime.host``, as ``run``/``res
 forwards ``agent/status`` / ``agent/error`` to the UI as typed messages (``dsh_tui.harness_messages``:
 ``StatusChanged``, ``TurnFailed``, ...) and routes ``approval/request`` to the UI as ``ApprovalAsked`` (a
 ``concurrent.futures.Future`` the approval panel resolves with an ``ApprovalOutcome``). The UI thread reads
-it only through the thread-safe reads of ``dsh_tui.ui.bridge.Harness`` (copies, never the live agent).
+it only through the thread-safe reads of ``dsh_tui.ui.bridge.SessionBackend`` (copies, never the live agent).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 from dsh_tui.harness_messages import (
     ApprovalClosed,
     ApprovalOutcome,
-    HarnessFailed,
+    BackendFailed,
     ModelChanged,
     Notice,
     PhaseChanged,
@@ -32,14 +32,14 @@ from dsh_tui.harness_messages import (
 from dsh_tui.runtime.bus import BUILTIN
 from dsh_tui.runtime.host import AgentHost, HostSpec
 from dsh_tui.runtime.permissions import SessionAllowances
-from dsh_tui.ui.bridge import Bridge, HarnessBase
+from dsh_tui.ui.bridge import BackendDefaults, Bridge
 
 # How to open the chat's session: the agent host's spec (root, cwd, provider, model, resume id, ...).
 HarnessSpec = HostSpec
 
 
-class AgentHarness(HarnessBase):
-    """What the bridge drives (see ``dsh_tui.ui.bridge.Harness``)."""
+class AgentHarness(BackendDefaults):
+    """What the bridge drives (see ``dsh_tui.ui.bridge.SessionBackend``)."""
 
     def __init__(self, bridge: Bridge, host: AgentHost) -> None:
         self.bridge = bridge
@@ -127,7 +127,7 @@ class AgentHarness(HarnessBase):
         child = self._subagents.CHILDREN.get(child_id)
         return child.session if child is not None else None
 
-    # -- thread-safe reads for the UI thread (``dsh_tui.ui.bridge.Harness``): copies and plain values ----------
+    # -- thread-safe reads for the UI thread (``dsh_tui.ui.bridge.SessionBackend``): copies and plain values ----------
     def live(self) -> bool:
         return True
 
@@ -205,7 +205,7 @@ class AgentHarness(HarnessBase):
     def _on_error(self, payload: dict[str, Any]) -> None:
         error = payload.get("error") or {}
         # a turn's error is on its footer too: TurnFailed is shown in the status bar, not toasted again
-        kind = TurnFailed if payload.get("turn") else HarnessFailed
+        kind = TurnFailed if payload.get("turn") else BackendFailed
         if isinstance(error, dict):
             self.bridge.announce(kind(f"{error.get('code', 'UNKNOWN')}: {error.get('message', '')}"))
         else:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from dsh_tui.ui.bridge import Bridge, Harness
+from dsh_tui.ui.bridge import Bridge, SessionBackend
 
 
 class SessionOpening:
@@ -110,7 +110,7 @@ class SessionOpening:
                      painted: Any, row: Any = None) -> None:
         from dsh_tui.ui.replay import ReplayHarness
 
-        async def factory(_bridge: Bridge) -> Harness:
+        async def factory(_bridge: Bridge) -> SessionBackend:
             return ReplayHarness(header, events, preload_turns=1 << 30)
 
         chat = self.open_chat(factory)

@@ -11,7 +11,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from dsh_tui.ui.bridge import HarnessBase
+from dsh_tui.ui.bridge import BackendDefaults
 
 
 class RecordedSession:
@@ -33,7 +33,7 @@ class RecordedSession:
             fn(self, event)
 
 
-class ReplayHarness(HarnessBase):
+class ReplayHarness(BackendDefaults):
     """Plays ``events`` turn by turn; events before the first ``turn/start`` are shown at once."""
 
     def __init__(self, header: dict[str, Any], events: list[dict[str, Any]], *, chunk_delay: float = 0.0,

@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from textual import events  # noqa: E402
 
 from dsh_tui.ui.app import DshApp  # noqa: E402
-from dsh_tui.ui.bridge import HarnessBase  # noqa: E402
+from dsh_tui.ui.bridge import BackendDefaults  # noqa: E402
 from dsh_tui.ui.replay import RecordedSession  # noqa: E402
 from dsh_tui.ui.settings import UiSettings  # noqa: E402
 from tests.ui.synthetic import long_session  # noqa: E402
@@ -54,7 +54,7 @@ def stream_text(chars: int) -> str:
     return "".join(out)[:chars]
 
 
-class StreamHarness(HarnessBase):
+class StreamHarness(BackendDefaults):
     """Publishes a turn whose answer streams at ``rate`` tokens/s for ``seconds`` (harness thread)."""
 
     def __init__(self, rate: int, seconds: float) -> None:

@@ -1,6 +1,6 @@
 """The typed harness ↔ UI boundary (issue #28 item 2): the harness tells the UI things as dataclass messages
 (``dsh_tui.harness_messages``), not string-tagged tuples; the approval outcome is a small typed value; the UI
-reads the harness only through the ``Harness`` protocol's thread-safe reads, never the agent or its session."""
+reads the harness only through the ``SessionBackend`` protocol's thread-safe reads, never the agent or its session."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 from dsh_tui import harness_messages as hm
 from dsh_tui.llm import scripted
-from dsh_tui.ui.bridge import Harness, HarnessBase
+from dsh_tui.ui.bridge import BackendDefaults, SessionBackend
 from tests.ui.conftest import scripted_app, submit, wait_for
 
 UI = Path(__file__).resolve().parents[2] / "dsh_tui" / "ui"
@@ -50,8 +50,8 @@ def test_every_harness_the_ui_sees_implements_the_protocol():
     from dsh_tui.ui.replay import ReplayHarness
     from dsh_tui.ui.screens.subagent import ChildHarness
 
-    members = [n for n in vars(Harness) if not n.startswith("_")] + list(typing.get_type_hints(Harness))
-    for cls in (HarnessBase, AgentHarness, ReplayHarness, ChildHarness):
+    members = [n for n in vars(SessionBackend) if not n.startswith("_")] + list(typing.get_type_hints(SessionBackend))
+    for cls in (BackendDefaults, AgentHarness, ReplayHarness, ChildHarness):
         assert [m for m in members if not hasattr(cls, m)] == [], cls.__name__
 
 
@@ -120,3 +120,27 @@ async def test_a_cancelled_turn_closes_its_waiting_approval_with_an_approval_clo
         await wait_for(pilot, lambda: app.chat.approval.request is None and app.chat.composer.display)
         assert hm.ApprovalClosed(request) in seen and request.future.cancelled()
         assert not app.chat.approvals.pending and not (tmp_path / "ws" / "hi.txt").exists()
+
+
+def test_no_class_is_named_harness_something():
+    """Issue #28: the classes named ``Harness*`` are named for what they are. The UI's view of a session's
+    agent is ``SessionBackend`` (``BackendDefaults`` its defaults; ``BackendFailed`` when it failed); the SDK's
+    classes carry dsh's names (``DeepSeekHarness``, ``DeepSeekHarnessConfig``), the old names kept as deprecated
+    aliases. ``HarnessError`` is dsh's name for the SDK's error and stays."""
+    import dsh_tui
+    from dsh_tui import sdk
+    from dsh_tui.ui import bridge
+
+    named = []
+    for path in sorted((UI.parent).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef) and node.name.startswith("Harness") and node.name != "HarnessError":
+                named.append(f"{path.relative_to(UI.parent)}: {node.name}")
+    assert named == []
+    assert not hasattr(bridge, "Harness") and not hasattr(bridge, "HarnessBase")
+    assert not hasattr(hm, "HarnessFailed") and hm.BackendFailed("x").text == "x"
+    assert (sdk.DeepSeekHarness.__name__, sdk.DeepSeekHarnessConfig.__name__) == ("DeepSeekHarness",
+                                                                                  "DeepSeekHarnessConfig")
+    assert dsh_tui.Harness is dsh_tui.DeepSeekHarness is sdk.Harness
+    assert dsh_tui.HarnessConfig is dsh_tui.DeepSeekHarnessConfig is sdk.HarnessConfig
+    assert dsh_tui.HarnessError is sdk.HarnessError

@@ -384,7 +384,7 @@ class ChatScreen(Screen):
         from dsh_tui.harness_messages import (
             ApprovalAsked,
             ApprovalClosed,
-            HarnessFailed,
+            BackendFailed,
             ModelChanged,
             Notice,
             PhaseChanged,
@@ -413,9 +413,9 @@ class ChatScreen(Screen):
             case TurnFailed(text=text):  # the footer and the status bar show it: no toast repeating them
                 status.info.notice = text
                 status.redraw()
-            case HarnessFailed(text=text) | PluginFailed(text=text):
+            case BackendFailed(text=text) | PluginFailed(text=text):
                 status.info.notice = text
-                if isinstance(message, HarnessFailed) and self.bridge.harness is None:
+                if isinstance(message, BackendFailed) and self.bridge.harness is None:
                     self.say(text)  # the session could not start: nothing typed is sent
                 self.app.notify(text, title="Error", severity="error", timeout=8, markup=False)
             case Notice(text=text):

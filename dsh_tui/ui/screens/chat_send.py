@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dsh_tui.ui.bridge import Harness
+    from dsh_tui.ui.bridge import SessionBackend
     from dsh_tui.ui.screens.chat import ChatScreen
 
 
@@ -66,7 +66,7 @@ class SendFlow:
         return True
 
     @staticmethod
-    def image_problem(harness: Harness, text: str) -> str:
+    def image_problem(harness: SessionBackend, text: str) -> str:
         """Why the image files ``text`` names cannot be sent to the current model, or ""."""
         if not harness.live() or ("." not in text) or not harness.images_enabled():
             return ""

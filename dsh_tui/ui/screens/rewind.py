@@ -20,7 +20,7 @@ from textual.widgets import OptionList
 from dsh_tui.runtime.approval import PRESETS
 from dsh_tui.runtime.permissions import next_preset
 from dsh_tui.runtime.turns import Prompt, failed_prompt, prompts
-from dsh_tui.ui.bridge import Harness
+from dsh_tui.ui.bridge import SessionBackend
 from dsh_tui.ui.screens.modals import ChoiceModal
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class TurnControl:
         self.chat = chat
         self.last_idle_escape = 0.0
 
-    def live_harness(self) -> Harness | None:
+    def live_harness(self) -> SessionBackend | None:
         """The chat's live harness, or None (no session yet, or a read-only view)."""
         harness = self.chat.bridge.harness
         if harness is None or harness.read_only or not harness.live():

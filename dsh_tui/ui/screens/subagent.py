@@ -12,14 +12,14 @@ from typing import Any
 from textual.binding import Binding
 from textual.message import Message
 
-from dsh_tui.ui.bridge import Bridge, HarnessBase
+from dsh_tui.ui.bridge import BackendDefaults, Bridge
 from dsh_tui.ui.screens.chat import ChatScreen
 
 READ_ONLY = "read-only: the parent session owns this subagent — Esc returns"
 
 
-class ChildHarness(HarnessBase):
-    """The bridge's harness for a child session: it shows, it never sends (``HarnessBase.send`` refuses)."""
+class ChildHarness(BackendDefaults):
+    """The bridge's harness for a child session: it shows, it never sends (``BackendDefaults.send`` refuses)."""
 
     read_only = True
     read_only_reason = "This subagent belongs to the parent session: it is read-only here (Esc returns)."

@@ -64,7 +64,7 @@ class UndoModal(ChoiceModal):
 
 
 def confirm_undo(chat: Any, text: str, action: dict[str, Any]) -> None:
-    """Ask, then undo (``Harness.undo_files``) and say what was put back."""
+    """Ask, then undo (``SessionBackend.undo_files``) and say what was put back."""
     turn = action.get("turn")
 
     def chosen(choice: Any) -> None:

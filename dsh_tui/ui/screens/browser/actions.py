@@ -21,13 +21,13 @@ from dsh_tui.store.catalog import SessionRow
 from dsh_tui.ui.screens.modals import ChoiceModal, ConfirmModal, TextModal
 
 if TYPE_CHECKING:
-    from dsh_tui.ui.bridge import Harness
+    from dsh_tui.ui.bridge import SessionBackend
     from dsh_tui.ui.screens.browser.screen import BrowserScreen
 
 T = TypeVar("T")
 
 
-def live_harness(app: Any) -> Harness | None:
+def live_harness(app: Any) -> SessionBackend | None:
     return getattr(getattr(app, "bridge", None), "harness", None)
 
 

@@ -38,7 +38,7 @@ from dsh_tui.ui.widgets.input import LightInput
 from dsh_tui.ui.widgets.ledger import Ledger
 
 if TYPE_CHECKING:
-    from dsh_tui.ui.bridge import Harness
+    from dsh_tui.ui.bridge import SessionBackend
 
 LIVE_INTERVAL = 0.1  # seconds between live refreshes (at most)
 CLOCK_INTERVAL = 0.5  # seconds between repaints of a running turn's growing spans
@@ -112,8 +112,8 @@ compaction and subagent children too. Bars share the time axis of their turn.
     def __init__(self, app: Any = None, *, header: dict | None = None, events: list[dict] | None = None,
                  focus_seq: int | None = None) -> None:
         super().__init__()
-        self._live: Harness | None = None  # the chat's live harness (its session followed while it runs)
-        self._harness: Harness | None = getattr(getattr(app, "bridge", None), "harness", None) if app is not None else None
+        self._live: SessionBackend | None = None  # the chat's live harness (its session followed while it runs)
+        self._harness: SessionBackend | None = getattr(getattr(app, "bridge", None), "harness", None) if app is not None else None
         if events is None and app is not None:
             header, events = self._from_chat(app)
         self.header = header or {}
