@@ -10,7 +10,7 @@ from dsh_tui.session.transcript import TranscriptFold
 from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.harness import HarnessSpec, open_harness
 from dsh_tui.ui.settings import UiSettings
-from dsh_tui.ui.widgets.render import render_tool
+from dsh_tui.ui.widgets.toolcard import render_tool
 from tests.ui.conftest import items, scripted_app, submit, wait_for
 from tests.ui.screen_text import screen_text
 
@@ -50,7 +50,7 @@ async def test_a_write_approval_shows_the_new_file_numbered_and_a_reason_shows_o
 
 
 async def test_an_edit_approval_shows_the_diff():
-    from dsh_tui.ui.widgets.render import describe_call
+    from dsh_tui.ui.widgets.toolcard import describe_call
 
     shown = describe_call("edit", '{"file_path": "a.py", "old_string": "x = 1\\ny = 2", "new_string": "x = 3"}').plain
     assert shown.splitlines() == ["a.py", "     - x = 1", "     - y = 2", "     + x = 3"]

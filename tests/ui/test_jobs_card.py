@@ -7,7 +7,7 @@ def test_a_background_bash_card_shows_the_job_id_not_an_exit_code():
     from rich.console import Console
 
     from dsh_tui.session.transcript import ToolItem
-    from dsh_tui.ui.widgets.render import render_tool
+    from dsh_tui.ui.widgets.toolcard import render_tool
 
     def head(result: str) -> str:
         item = ToolItem("k", "tool", 1, name="bash", tool="bash", arguments='{"command": "sleep 9"}', state="ok",

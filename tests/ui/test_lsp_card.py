@@ -9,7 +9,7 @@ def _text(result: str, expanded: bool, tool: str = "write") -> str:
     from rich.console import Console
 
     from dsh_tui.session.transcript import ToolItem
-    from dsh_tui.ui.widgets.render import render_tool
+    from dsh_tui.ui.widgets.toolcard import render_tool
 
     item = ToolItem("k", "tool", 1, name=tool, tool="edit", state="ok", result=result, meta={"diffs": []},
                     arguments=json.dumps({"file_path": "broken.py", "content": "x = make_squar(2)\n"}))
@@ -36,7 +36,7 @@ def test_an_lsp_card_is_titled_as_dsh_presents_the_call():
     from rich.console import Console
 
     from dsh_tui.session.transcript import ToolItem
-    from dsh_tui.ui.widgets.render import render_tool
+    from dsh_tui.ui.widgets.toolcard import render_tool
 
     item = ToolItem("k", "tool", 1, name="lsp", tool="generic", state="ok", result="shapes.py:6:5",
                     arguments=json.dumps({"operation": "goToDefinition", "file_path": "main.py", "line": 3,

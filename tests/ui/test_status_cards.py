@@ -299,7 +299,7 @@ async def test_collapsed_cards_preview_diffs_and_output_and_a_failed_write_says_
 def test_skill_and_mcp_cards_show_their_arguments_not_json():
     """Issue #26 item 22: skill and MCP cards showed raw JSON."""
     from dsh_tui.session.transcript.items import ToolItem
-    from dsh_tui.ui.widgets.render import tool_title
+    from dsh_tui.ui.widgets.toolcard import tool_title
 
     skill = ToolItem("t1", "tool", 1, name="skill", arguments='{"name": "deploy"}')
     assert tool_title(skill) == "skill deploy"

@@ -1,6 +1,6 @@
 """The UI's screens are compositions, not mixins (issue #28 item 3): no ``*Mixin`` class in ``dsh_tui/ui``, the
 chat screen composed of small controllers, the browser's row actions one object, the timeline's inspector
-its own module, and no module there over 600 lines (one over 500 says why in its docstring)."""
+its own module, and every module there under 500 lines."""
 
 from __future__ import annotations
 
@@ -29,18 +29,18 @@ def test_the_chat_screen_is_composed_of_controllers():
 
     bases = [b.__name__ for b in ChatScreen.__mro__[1:] if b.__module__.startswith("dsh_tui")]
     assert bases == []  # only Textual's Screen above it
-    for name in ("pump", "keys", "view", "modes", "questions", "commands", "completer", "approvals", "sending",
-                 "steering", "subagent_cards", "terminal", "turns"):
+    for name in ("pump", "inbox", "keys", "view", "modes", "questions", "commands", "completer", "approvals",
+                 "sending", "steering", "subagent_cards", "terminal", "turns"):
         assert hasattr(ChatScreen, name) or name in ChatScreen.__init__.__code__.co_names, name
 
 
-def test_no_ui_module_over_600_lines_and_those_over_500_say_why():
+def test_every_ui_module_is_under_500_lines():
+    """Issue #28 allows three modules over 500 lines in all of ``dsh_tui``: none of them is in the UI (the
+    tool cards, the browser's listing and the harness's messages to the chat are their own modules)."""
     over = {}
     for path in _modules():
-        text = path.read_text(encoding="utf-8")
-        n = text.count("\n")
-        doc = ast.get_docstring(ast.parse(text)) or ""
-        if n > 600 or (n > 500 and "Over 500 lines for a reason" not in doc):
+        n = path.read_text(encoding="utf-8").count("\n")
+        if n >= 500:
             over[str(path.relative_to(UI))] = n
     assert over == {}
 

@@ -1,23 +1,13 @@
 """The chat screen: transcript, plan strip, queue, approval takeover, composer and status bar.
 
 ``ChatScreen`` owns its widgets (most built and mounted on first use, ``ensure_mounted``), the state they all
-show (the transcript fold, running, read-only) and its key bindings; the rest is small controllers, each in
-its own module, that the screen's handlers call (Textual registers ``@on`` handlers only on the screen
-class itself):
-
-- ``pump`` (``chat_stream.StreamPump``): bridge drains at <= 20 Hz, the session attach, the status phase,
-  the watchdog; the harness's typed messages are dispatched by type in ``harness_message``;
-- ``approvals`` (``chat_approvals.ApprovalFlow``), ``questions`` and ``modes`` (``chat_modes``);
-- ``sending`` (``chat_send.SendFlow``) and ``steering`` (``chat_steer.SteerQueue``): Enter, queue, steer;
-- ``commands`` (``chat_commands.CommandRunner``) and ``completer`` (``chat_completion.Completer``);
-- ``subagent_cards`` (``chat_subagents``), ``terminal`` (``chat_terminal``);
-- ``keys`` (``chat_keys.KeyRouter``): key routing and focus; ``view`` (``chat_view.TranscriptNav``): paging,
-  jumps, search, card and reasoning display; ``turns`` (``rewind.TurnControl``): cancel, rewind, retry, the
-  permission mode.
-
-``docs/ui.md`` maps them, the messages and the key routing. Over 500 lines for a reason: the screen's
-bindings and help, its lazily mounted widgets and the thin handlers Textual needs on the screen class
-(one per message and action, each handing over to a controller) are the part that cannot move.
+show (the transcript fold, running, read-only), its key bindings and the thin handlers Textual needs on the
+screen class (``@on`` handlers register only there). The rest is small controllers, each in its own module:
+``pump`` (``chat_stream``), ``inbox`` (``chat_messages``: the harness's typed messages), ``approvals``
+(``chat_approvals``), ``questions`` and ``modes`` (``chat_modes``), ``sending`` (``chat_send``), ``steering``
+(``chat_steer``), ``commands`` (``chat_commands``), ``completer`` (``chat_completion``), ``subagent_cards``
+(``chat_subagents``), ``terminal`` (``chat_terminal``), ``keys`` (``chat_keys``), ``view`` (``chat_view``)
+and ``turns`` (``rewind.TurnControl``). ``docs/ui.md`` maps them, the messages and the key routing.
 """
 
 from __future__ import annotations
@@ -50,8 +40,8 @@ from dsh_tui.ui.widgets.status import StatusBar
 from dsh_tui.ui.widgets.transcript import TranscriptView
 
 if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the way to the first frame
-    from dsh_tui.harness_messages import HarnessMessage
     from dsh_tui.ui.screens.chat_approvals import ApprovalFlow
+    from dsh_tui.ui.screens.chat_messages import HarnessInbox
     from dsh_tui.ui.screens.chat_send import SendFlow
     from dsh_tui.ui.screens.chat_steer import SteerQueue
     from dsh_tui.ui.screens.chat_subagents import SubagentCards
@@ -62,7 +52,6 @@ if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the
     from dsh_tui.ui.widgets.plan import PlanStrip
     from dsh_tui.ui.widgets.queue import QueueList
     from dsh_tui.ui.widgets.searchbar import SearchBar
-
 
 
 class ChatScreen(Screen):
@@ -183,6 +172,12 @@ class ChatScreen(Screen):
         from dsh_tui.ui.screens.chat_terminal import TerminalSlot
 
         return TerminalSlot(self)
+
+    @cached_property
+    def inbox(self) -> HarnessInbox:
+        from dsh_tui.ui.screens.chat_messages import HarnessInbox
+
+        return HarnessInbox(self)
 
     @cached_property
     def turns(self) -> TurnControl:
@@ -378,72 +373,6 @@ class ChatScreen(Screen):
                          tail_events: list[dict[str, Any]]) -> None:
         """The full load of a log shown tail first (``StreamPump.complete_history``)."""
         self.pump.complete_history(header, events, first_seq, tail_events)
-
-    def harness_message(self, message: HarnessMessage) -> None:
-        """One typed message from the harness (``dsh_tui.harness_messages``), dispatched on its type."""
-        from dsh_tui.harness_messages import (
-            ApprovalAsked,
-            ApprovalClosed,
-            BackendFailed,
-            ModelChanged,
-            Notice,
-            PhaseChanged,
-            PluginFailed,
-            PresetChanged,
-            QuestionAsked,
-            QuestionClosed,
-            SandboxChanged,
-            StatusChanged,
-            SubagentSnapshot,
-            TurnFailed,
-        )
-
-        status = self.status
-        match message:
-            case StatusChanged(status=state):
-                self.set_running(state == "running")
-            case PhaseChanged(phase=phase):
-                status.set_phase(phase)
-            case ApprovalAsked(request=request):
-                self.approvals.asked(request)
-            case ApprovalClosed(request=request):
-                self.approvals.closed(request)
-            case QuestionAsked() | QuestionClosed():
-                self.questions.on_message(message)
-            case TurnFailed(text=text):  # the footer and the status bar show it: no toast repeating them
-                status.info.notice = text
-                status.redraw()
-            case BackendFailed(text=text) | PluginFailed(text=text):
-                status.info.notice = text
-                if isinstance(message, BackendFailed) and self.bridge.harness is None:
-                    self.say(text)  # the session could not start: nothing typed is sent
-                self.app.notify(text, title="Error", severity="error", timeout=8, markup=False)
-            case Notice(text=text):
-                self.app.notify(text, timeout=5, markup=False)
-            case SubagentSnapshot(snapshot=snap):
-                self.subagent_cards.changed(snap)
-            case PresetChanged(preset=preset):
-                status.preset = preset
-                status.redraw()
-            case SandboxChanged(label=label):
-                status.sandbox = label
-                status.redraw()
-            case ModelChanged(provider=provider, model=model, effort=effort):
-                status.route = (provider, model, effort)
-                status.redraw()
-
-    def desktop_notify(self, body: str) -> None:
-        """A desktop notification (or the bell) when the terminal is not focused (``dsh_tui.ui.notify``)."""
-        notifier = getattr(self, "_notifier", None)
-        if notifier is None:
-            from dsh_tui.ui.notify import Notifier
-            from dsh_tui.ui.textual_compat import terminal_write
-
-            app = self.app
-            settings = getattr(app, "settings", None)
-            mode = settings.ui.notify if settings is not None else "auto"
-            notifier = self._notifier = Notifier(mode, lambda: app.app_focus, lambda seq: terminal_write(app, seq))
-        notifier(body)
 
     def set_running(self, running: bool) -> None:
         if running == self.running:

@@ -25,7 +25,7 @@ class ApprovalFlow:
 
     def asked(self, request: ApprovalRequest) -> None:
         chat = self.chat
-        chat.desktop_notify(f"{request.tool} is waiting for your approval")
+        chat.inbox.desktop_notify(f"{request.tool} is waiting for your approval")
         self.pending.append(request)
         if chat.built("approval") is None or chat.approval.request is None:
             self.show_next()

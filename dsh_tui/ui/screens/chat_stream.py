@@ -3,7 +3,7 @@
 Session events reach the chat only through the bridge's queue; they are drained at most
 ``1 / FLUSH_INTERVAL`` times per second (20 Hz, slower when a drain costs more), folded with the same
 ``TranscriptFold`` a cold load uses, and the resulting item changes applied in one batch; the harness's typed
-messages of the same drain go to ``ChatScreen.harness_message``. A (new) session is attached tail first (its
+messages of the same drain go to the chat's ``HarnessInbox`` (``chat_messages``). A (new) session is attached tail first (its
 older part folded in a worker thread); the status bar's phase follows the events; the watchdog makes sure
 the chat always drains and that a turn the log ended has ended here too (issue #26.11).
 """
@@ -101,7 +101,7 @@ class StreamPump:
             if changes:
                 self._apply(changes)
             for message in messages:
-                chat.harness_message(message)
+                chat.inbox.dispatch(message)
             chat.status.redraw()
 
     def _apply(self, changes: list[tuple[str, Any]]) -> None:
@@ -271,7 +271,7 @@ class StreamPump:
             chat.last_failed = ((event.get("data") or {}).get("reason") or {}).get("kind") == "error"
             chat.steering.return_undelivered()
             if chat.running:  # a live turn ended: say so when the terminal is not focused
-                chat.desktop_notify("the turn finished")
+                chat.inbox.desktop_notify("the turn finished")
             chat.set_running(False)
             gc.freeze()  # the finished turn's events and views are long-lived now
 

@@ -23,9 +23,9 @@ from textual.widgets import Static
 from dsh_tui.session.search import find_all
 from dsh_tui.session.transcript import Item, ToolItem
 from dsh_tui.ui.widgets.highlight import CURRENT, MATCH, highlight_segments
-from dsh_tui.ui.widgets.render import describe_args, tool_title
 from dsh_tui.ui.widgets.searchbar import SearchBar
 from dsh_tui.ui.widgets.selectable import copy_body
+from dsh_tui.ui.widgets.toolcard import describe_args, tool_title
 
 
 def viewer_text(item: Item) -> tuple[str, str]:

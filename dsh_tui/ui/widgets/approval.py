@@ -22,7 +22,7 @@ from textual.message import Message
 from textual.widgets import Button, Input, Static
 
 from dsh_tui.harness_messages import ALLOW_ONCE, ALLOW_SESSION, REJECT, ApprovalOutcome, ApprovalRequest
-from dsh_tui.ui.widgets.render import describe_call
+from dsh_tui.ui.widgets.toolcard import describe_call
 
 GRACE_S = 0.6  # after the panel takes the focus on its own, keys give it back to the composer (tests set 0)
 HINT_UNFOCUSED = "Tab answers it (keys there: a s r e) · what you type stays in the composer"

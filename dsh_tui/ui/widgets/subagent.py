@@ -13,7 +13,8 @@ from textual.message import Message
 
 from dsh_tui.session.stats import format_tokens
 from dsh_tui.ui.widgets.item import ItemView
-from dsh_tui.ui.widgets.render import STATE_ICON, STATE_STYLE, CachedLines, render_tool
+from dsh_tui.ui.widgets.render import CachedLines
+from dsh_tui.ui.widgets.toolcard import STATE_ICON, STATE_STYLE, render_tool
 
 SUBAGENT_TOOLS = ("subagent", "subagent_fork")
 OUTCOME_TEXT = {"completed": ("✓", "finished", "green"), "aborted": ("⏹", "stopped", "yellow"),

@@ -4,10 +4,10 @@ Rows come from a disk scan (cheap: stat + cached index rows); new or changed log
 thread worker with its own SQLite connection while the list is already on screen ("indexing n/N").
 Content search runs in a worker too; a hit opens the session at the matching event.
 
-Over 500 lines for a reason: :class:`BrowserScreen` is one screen whose handlers (loading, the list,
-filter and search, open) all read and write the same state (rows, scope, filter, selection, expanded
-parents). What is not that state lives beside it: the row actions (:mod:`.actions`, one
-``SessionActions``), the keys line (:mod:`.footer`), the lineage (:mod:`.lineage`) and the dialogs
+:class:`BrowserScreen` keeps the state its handlers (loading, the list, filter and search, open) all read
+and write: rows, scope, filter, selection, expanded parents. Beside it: which rows are listed
+(:mod:`.listing`), the row actions (:mod:`.actions`, one ``SessionActions``), the keys line (:mod:`.footer`),
+the help and the lines' texts (:mod:`.texts`), the lineage (:mod:`.lineage`) and the dialogs
 (:mod:`dsh_tui.ui.screens.modals`).
 """
 
@@ -38,10 +38,9 @@ from dsh_tui.ui.widgets.sessionlist import ListEntry, PlainEntries, SessionList
 from .actions import SessionActions, live_cwd, live_id, live_root
 from .commands import BrowserCommands
 from .footer import KeysFooter, browser_keys
-from .lineage import lineage
-from .texts import empty_text, progress_label, scope_label
+from .listing import Listing
+from .texts import HELP, empty_text, progress_label, scope_label
 
-_NO_WORKSPACE_STATES = (cat.UNREADABLE, cat.INDEXING)  # listed in every scope (workspace unknown yet)
 # per app: what the browser keeps between openings (scope, where the focus was, the selected session)
 _MEMORY: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 PROGRESS_EVERY = 0.2  # seconds between progress/list refreshes while indexing
@@ -62,8 +61,6 @@ class FilterInput(Input):
             event.prevent_default()
 
 
-
-
 def _configured_route() -> tuple[Any, str, str]:
     """(provider, model, hint) from the settings, as ``dsh-tui run`` uses them."""
     from dsh_tui.llm.route import model_route
@@ -76,19 +73,7 @@ class BrowserScreen(Screen):
 
     COMMANDS = {BrowserCommands}
 
-    HELP = """
-## Sessions
-
-Type to filter by title, first prompt, workspace or id; **↓** / **Enter** moves to the list.
-**Tab** toggles this workspace / all workspaces. **Ctrl+F** searches message and tool-output text.
-**Ctrl+N** starts a new session here. **Esc** clears the filter, then goes back to the chat;
-**Ctrl+B** goes back to the chat at once.
-
-In the list, letters are commands (type **/** to filter): **Enter** open read-only · **r** resume ·
-**f** fork at a turn · **n** rename · **e** export · **a** archive · **d** delete (to the trash) ·
-**t** timeline · **c** show subagents · **T** trash (**Enter** restores; resume and fork need a
-restore first) · **A** archived sessions (**Enter** unarchives).
-"""
+    HELP = HELP
 
     DEFAULT_CSS = """
     BrowserScreen { layout: vertical; }
@@ -134,7 +119,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self.catalog = Catalog(cat.resolve_roots(extra), db_path)
         self.new_root = Path(extra[0]) if extra else None  # where Ctrl+N starts a session (else the default)
         self.cwd = cwd or live_cwd(app) or os.getcwd()  # "this workspace": the chat's, else the current
-        self._cwds = cat.workspace_names(self.cwd)
+        self.listing = Listing(self.cwd)  # which rows are listed, and its caches
         self.now_ms = now_ms or (lambda: int(time.time() * 1000))
         self.index_in_background = index_in_background
         self.rows: list[SessionRow] = []
@@ -144,13 +129,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self.bucket = cat.TRASH_DIR
         self._scanned = False  # the roots were scanned once (an empty list then means no sessions)
         self.expanded: set[str] = set()
-        self._ids: set[str] = set()
-        self._has_lineage = False
         self._labels: dict[str, str] = {}
-        self._rows_version = 0
-        self._scope_cache: dict[tuple, list[SessionRow]] = {}
-        self._sort_cache: tuple[Any, list[SessionRow]] = (None, [])
-        self._hay_cache: tuple[Any, list[tuple[SessionRow, str]]] = (None, [])
         self.hits: list[SearchHit] = []
         self.indexing: tuple[int, int] | None = None
         self.loaded = threading.Event()  # first rows on screen (tests/benches wait on it)
@@ -276,7 +255,7 @@ restore first) · **A** archived sessions (**Enter** unarchives).
         self.rows = rows
         if self._auto_scope and rows:
             self._auto_scope = False
-            if not self.scope_all and not self._scoped(rows, False) and self._scoped(rows, True):
+            if not self.scope_all and not self.listing.scoped(rows, False) and self.listing.scoped(rows, True):
                 self.scope_all = True  # nothing in this workspace: show the sessions there are
         self.rebuild(keep_cursor=revalidated)
         if self._select_path is not None:  # the session selected when the browser was last left: on the
@@ -294,91 +273,30 @@ restore first) · **A** archived sessions (**Enter** unarchives).
     def action_refresh(self) -> None:
         self._scan()
 
-    # -- building the visible list ------------------------------------------------------------
-    def _scoped(self, rows: list[SessionRow], all_scope: bool) -> list[SessionRow]:
-        key = (id(rows), len(rows), all_scope, self._rows_version)
-        cached = self._scope_cache.get(key)
-        if cached is not None:
-            return cached
-        out = [r for r in rows if not r.is_subagent or r.parent not in self._ids]
-        if not all_scope:
-            here = {id(r) for r in cat.workspace_rows(out, self.cwd)}
-            out = [r for r in out if id(r) in here or (r.cwd is None and r.state in _NO_WORKSPACE_STATES)]
-        if len(self._scope_cache) > 8:
-            self._scope_cache.clear()
-        self._scope_cache[key] = out
-        return out
-
+    # -- building the visible list (which rows: ``listing.Listing``) --------------------------------------
     def rebuild(self, keep_cursor: bool = False, *, rows_changed: bool = True) -> None:
         if rows_changed:
-            self._rows_version += 1
-            self._scope_cache.clear()  # its lists hold the previous rows (the listing's, before revalidation)
-            self._ids = {r.id for r in self.rows if r.id}
-            self._has_lineage = any(r.parent for r in self.rows)
+            self.listing.rows_changed(self.rows)
         text = self.query_one("#filter", Input).value
+        entries: Sequence[ListEntry]
         if self.trash_mode:
             entries = [ListEntry(r) for r in cat.sort_rows(self.rows)]
         elif self.search_mode:
-            entries = self._search_entries()
+            entries = self.listing.search_entries(self.rows, self.scope_all, self.hits)
         else:
-            scoped = self._scoped(self.rows, self.scope_all)
-            words = text.lower().split()
-            if not words:
-                filtered = self._sorted(scoped)
-            else:
-                # same rule as catalog.filter_rows, over lower-cased haystacks cached per row set
-                hays = self._hays(scoped)
-                if len(words) == 1:
-                    (w,) = words
-                    filtered = [r for r, hay in hays if w in hay]
-                else:
-                    filtered = [r for r, hay in hays if all(w in hay for w in words)]
-            entries = self._lineage(filtered)
+            entries = self.listing.filtered(self.rows, self.scope_all, text, self.expanded)
         current = self.list.current
-        self.list.empty_text = self._empty_text(text)
+        self.list.empty_text = empty_text(self, text)
         self.list.set_entries(entries, keep_cursor=keep_cursor)
         plain = isinstance(entries, PlainEntries)
         if keep_cursor and current is not None and self.list.user_moved:  # (untouched: the top stays selected)
-            pairs = ((e.path, None) for e in entries.rows) if plain else ((e.row.path, e.hit_seq) for e in entries)
+            pairs = ((e.path, None) for e in entries.rows) if isinstance(entries, PlainEntries) \
+                else ((e.row.path, e.hit_seq) for e in entries)
             for i, key in enumerate(pairs):
                 if key == (current.row.path, current.hit_seq):
                     self.list.move_to(i)
                     break
         self._update_header(len(entries) if plain else sum(1 for e in entries if e.hit_seq is None))
-
-    def _empty_text(self, text: str) -> str:
-        return empty_text(self, text)
-
-    def _sorted(self, rows: list[SessionRow]) -> list[SessionRow]:
-        key = (id(rows), self._rows_version)
-        if self._sort_cache[0] != key:
-            self._sort_cache = (key, cat.sort_rows(rows))
-        return self._sort_cache[1]
-
-    def _hays(self, rows: list[SessionRow]) -> list[tuple[SessionRow, str]]:
-        key = (id(rows), self._rows_version)
-        if self._hay_cache[0] != key:
-            self._hay_cache = (key, [(r, cat.haystack(r)) for r in self._sorted(rows)])
-        return self._hay_cache[1]
-
-    def _lineage(self, rows: list[SessionRow]) -> Sequence[ListEntry]:
-        return lineage(rows, self.rows, self.expanded, self._ids, has_lineage=self._has_lineage)
-
-    def _search_entries(self) -> list[ListEntry]:
-        scoped = {r.path: r for r in self._scoped(self.rows, self.scope_all)}
-        scoped.update({r.path: r for r in self.rows if r.is_subagent and (self.scope_all or r.cwd in self._cwds)})
-        out: list[ListEntry] = []
-        by_path: dict[str, list[SearchHit]] = {}
-        for h in self.hits:
-            if h.path in scoped:
-                by_path.setdefault(h.path, []).append(h)
-        for path, hits in by_path.items():
-            out.append(ListEntry(scoped[path]))
-            for h in hits[:20]:
-                prefix = f"{h.kind}: "
-                out.append(ListEntry(scoped[path], hit_seq=h.seq, hit_text=prefix + (h.text or h.snippet),
-                                     hit_marks=tuple((a + len(prefix), b + len(prefix)) for a, b in h.marks)))
-        return out
 
     def _update_header(self, shown: int) -> None:
         self._set_label("#scope", scope_label(self, shown))

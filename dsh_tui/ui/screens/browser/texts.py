@@ -1,4 +1,4 @@
-"""What the session browser's lines say: the scope line, the progress line and an empty list's text."""
+"""What the session browser says: its help (F1), the scope line, the progress line and an empty list's text."""
 
 from __future__ import annotations
 
@@ -8,6 +8,20 @@ from dsh_tui.store import catalog as cat
 
 if TYPE_CHECKING:
     from .screen import BrowserScreen
+
+HELP = """
+## Sessions
+
+Type to filter by title, first prompt, workspace or id; **↓** / **Enter** moves to the list.
+**Tab** toggles this workspace / all workspaces. **Ctrl+F** searches message and tool-output text.
+**Ctrl+N** starts a new session here. **Esc** clears the filter, then goes back to the chat;
+**Ctrl+B** goes back to the chat at once.
+
+In the list, letters are commands (type **/** to filter): **Enter** open read-only · **r** resume ·
+**f** fork at a turn · **n** rename · **e** export · **a** archive · **d** delete (to the trash) ·
+**t** timeline · **c** show subagents · **T** trash (**Enter** restores; resume and fork need a
+restore first) · **A** archived sessions (**Enter** unarchives).
+"""
 
 
 def plural(n: int, word: str) -> str:
@@ -35,8 +49,8 @@ def scope_label(screen: BrowserScreen, shown: int) -> str:
         return (f"Archive · {plural(shown, 'session')}   (Enter unarchives, Esc goes back)"
                 if screen.actions.in_archive()
                 else f"Trash · {plural(shown, 'session')}   (Enter restores, Esc goes back)")
-    here = len(screen._scoped(screen.rows, False))
-    every = len(screen._scoped(screen.rows, True))
+    here = len(screen.listing.scoped(screen.rows, False))
+    every = len(screen.listing.scoped(screen.rows, True))
     if screen.scope_all:
         label = f"All workspaces · {plural(every, 'session')}   [Tab] this workspace: {here}"
     else:
