@@ -2,7 +2,7 @@
 
 The harness thread (``dsh_tui.ui.harness.AgentHarness``) announces these through the bridge
 (``dsh_tui.ui.bridge.Bridge.announce``); the chat screen receives them, in order, with the session events
-of the same drain, and dispatches on their type (``dsh_tui.ui.screens.chat_messages.HarnessInbox``). They are live state,
+of the same drain, and dispatches on their type (``dsh_tui.ui.screens.chat_messages.MessageInbox``). They are live state,
 never history: what a session remembers is in its log. Textual-free and stdlib-only, a layer below the
 runtime (importing ``dsh_tui.runtime`` costs the whole agent); the UI imports it with the harness, after its
 first frame (creating these dataclasses costs a few milliseconds).

@@ -41,7 +41,7 @@ from dsh_tui.ui.widgets.transcript import TranscriptView
 
 if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the way to the first frame
     from dsh_tui.ui.screens.chat_approvals import ApprovalFlow
-    from dsh_tui.ui.screens.chat_messages import HarnessInbox
+    from dsh_tui.ui.screens.chat_messages import MessageInbox
     from dsh_tui.ui.screens.chat_send import SendFlow
     from dsh_tui.ui.screens.chat_steer import SteerQueue
     from dsh_tui.ui.screens.chat_subagents import SubagentCards
@@ -174,10 +174,10 @@ class ChatScreen(Screen):
         return TerminalSlot(self)
 
     @cached_property
-    def inbox(self) -> HarnessInbox:
-        from dsh_tui.ui.screens.chat_messages import HarnessInbox
+    def inbox(self) -> MessageInbox:
+        from dsh_tui.ui.screens.chat_messages import MessageInbox
 
-        return HarnessInbox(self)
+        return MessageInbox(self)
 
     @cached_property
     def turns(self) -> TurnControl:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dsh_tui.ui.screens.chat import ChatScreen
 
 
-class HarnessInbox:
+class MessageInbox:
     """The harness's messages to one chat screen (see the module docstring)."""
 
     def __init__(self, chat: ChatScreen) -> None:

@@ -3,7 +3,7 @@
 Session events reach the chat only through the bridge's queue; they are drained at most
 ``1 / FLUSH_INTERVAL`` times per second (20 Hz, slower when a drain costs more), folded with the same
 ``TranscriptFold`` a cold load uses, and the resulting item changes applied in one batch; the harness's typed
-messages of the same drain go to the chat's ``HarnessInbox`` (``chat_messages``). A (new) session is attached tail first (its
+messages of the same drain go to the chat's ``MessageInbox`` (``chat_messages``). A (new) session is attached tail first (its
 older part folded in a worker thread); the status bar's phase follows the events; the watchdog makes sure
 the chat always drains and that a turn the log ended has ended here too (issue #26.11).
 """
