@@ -14,10 +14,10 @@ import gc
 import importlib
 import os
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.filter import LineFilter
 from textual.message import Message
@@ -26,7 +26,7 @@ from textual.screen import Screen
 
 from dsh_tui.ui import served
 from dsh_tui.ui.bridge import Bridge, SessionBackend
-from dsh_tui.ui.opening import SessionOpening
+from dsh_tui.ui.opening import SessionOpener
 from dsh_tui.ui.palette import PaletteCommands
 from dsh_tui.ui.safe_output import CONTENT_FILTER
 from dsh_tui.ui.settings import UiSettings
@@ -71,7 +71,7 @@ class EventsReady(Message):
     """The bridge has queued session events or harness messages (posted from the harness thread)."""
 
 
-class DshApp(SessionOpening, PaletteCommands, App):
+class DshApp(App):
     """See the module docstring."""
 
     TITLE = "dsh-tui"
@@ -111,7 +111,8 @@ class DshApp(SessionOpening, PaletteCommands, App):
     ) -> None:
         super().__init__()
         self.resolve = resolve
-        self._opening = 0  # count of open_session calls: results of an older open are dropped
+        self.opener = SessionOpener(self)  # opening stored sessions (``opening.py``)
+        self.palette = PaletteCommands(self)  # the app's command-palette entries (``palette.py``)
         self.session_roots = list(session_roots or [])  # extra roots for the browser (``--root``)
         self.settings = settings or UiSettings.load()
         self.harness_factory = harness_factory
@@ -326,6 +327,18 @@ class DshApp(SessionOpening, PaletteCommands, App):
         if factory is not None:
             self.bridge.start(factory)
         return chat
+
+    def open_session(self, row: Any, *, at_seq: int | None = None, resume: bool = False) -> None:
+        """Open a browser row read-only (tail first) or resumed (``SessionOpener.open_session``)."""
+        self.opener.open_session(row, at_seq=at_seq, resume=resume)
+
+    def open_from_command(self, harness: Any, action: dict[str, Any]) -> str:
+        """``/new`` or ``/fork``'s session (``SessionOpener.open_from_command``): "" or why it could not."""
+        return self.opener.open_from_command(harness, action)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        yield from self.palette.system_commands(screen)
 
     def _on_notify(self, event: Notify) -> None:
         """A new toast replaces a shown one of the same kind (severity and title): one ``Error`` toast at

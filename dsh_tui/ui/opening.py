@@ -1,18 +1,26 @@
 """Opening a stored session in the app: read-only (the tail first, then the whole log in a worker), resumed,
-or opened by a slash command's action. ``SessionOpening`` is a mixin of ``DshApp`` (``app.py``).
+or opened by a slash command's action. ``SessionOpener`` is the app's ``opener`` (``DshApp.open_session`` and
+``open_from_command`` hand over to it).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.ui.bridge import Bridge, SessionBackend
 
+if TYPE_CHECKING:
+    from dsh_tui.ui.app import DshApp
 
-class SessionOpening:
-    """Methods of ``DshApp`` (see the module docstring)."""
+
+class SessionOpener:
+    """Opens sessions in one app (see the module docstring)."""
+
+    def __init__(self, app: DshApp) -> None:
+        self.app = app
+        self.generation = 0  # count of open_session calls: results of an older open are dropped
 
     # -- opening a stored session ---------------------------------------------------------------
     def open_session(self, row: Any, *, at_seq: int | None = None, resume: bool = False) -> None:
@@ -22,17 +30,17 @@ class SessionOpening:
         validated load runs in a thread afterwards and stays the authority: it confirms the tail and
         the older part is folded in, or its result replaces the tail, and a repair or corruption it
         reports is shown."""
-        origin = self.screen
+        origin = self.app.screen
         if hasattr(origin, "opened_at"):
             origin.opened_at = None
-        self._opening += 1  # a later open makes this one's results stale
+        self.generation += 1  # a later open makes this one's results stale
         if resume:
             problem = self._resume_row(row, origin)
             if problem:
-                self.notify(problem, severity="warning", timeout=6)
+                self.app.notify(problem, severity="warning", timeout=6)
             return
-        gen = self._opening
-        self.run_worker(lambda: self._load_row(row, at_seq, origin, gen), thread=True, group="open-session",
+        gen = self.generation
+        self.app.run_worker(lambda: self._load_row(row, at_seq, origin, gen), thread=True, group="open-session",
                         description="open session")
 
     def _resume_row(self, row: Any, origin: Any, text: str = "") -> str:
@@ -42,15 +50,17 @@ class SessionOpening:
 
         from dsh_tui.ui.harness import HarnessSpec, open_harness
 
-        route = getattr(origin, "provider_route", None)
+        route: Callable[[], tuple[Any, str, str]] | None = getattr(origin, "provider_route", None)
         if route is None:
-            from dsh_tui.llm.route import model_route as route
+            from dsh_tui.llm.route import model_route
+
+            route = model_route
         provider, model, hint = route()
         if provider is None:
             return hint or "No model provider is configured."
         spec = HarnessSpec(root=Path(row.root), cwd=Path(row.cwd or Path.cwd()), provider=provider, model=model,
                            resume_id=row.id)
-        chat = self.open_chat(lambda bridge: open_harness(bridge, spec))
+        chat = self.app.open_chat(lambda bridge: open_harness(bridge, spec))
         if text:
             chat.initial_text, chat.send_on_attach = text, True
         return ""
@@ -64,13 +74,13 @@ class SessionOpening:
         spec = harness.handover_spec(action) if isinstance(harness, AgentHarness) else None
         if spec is None:
             return "No live session."
-        self.open_chat(lambda bridge: open_harness(bridge, spec))
+        self.app.open_chat(lambda bridge: open_harness(bridge, spec))
         return ""
 
     def _current(self, gen: int, fn: Callable[..., Any]) -> Callable[..., None]:
         """``fn`` that does nothing once another session has been opened after open #``gen``."""
         def call(*args: Any) -> None:
-            if gen == self._opening:
+            if gen == self.generation:
                 fn(*args)
         return call
 
@@ -91,20 +101,20 @@ class SessionOpening:
             if tail is not None and tail.complete:
                 tail = None  # a short log: the full load is as cheap
         if tail is not None:
-            self.call_from_thread(self._current(gen, self._show_stored), tail.header, tail.events, at_seq, origin,
+            self.app.call_from_thread(self._current(gen, self._show_stored), tail.header, tail.events, at_seq, origin,
                                   tail, painted, row)
             painted.wait(2.0)  # let the tail reach the screen before this thread takes the GIL for long
         try:
             res = catalog._store_for(row).inspect(row.id)
         except Exception as err:  # noqa: BLE001 - shown to the user, never a traceback
-            self.call_from_thread(self._current(gen, self._stored_failed), err, tail is not None)
+            self.app.call_from_thread(self._current(gen, self._stored_failed), err, tail is not None)
             return
         if tail is None:
-            self.call_from_thread(self._current(gen, self._show_stored), res.header, res.events, at_seq, origin,
+            self.app.call_from_thread(self._current(gen, self._show_stored), res.header, res.events, at_seq, origin,
                                   None, None, row)
-            self.call_from_thread(self._current(gen, self._say_repaired), res)
+            self.app.call_from_thread(self._current(gen, self._say_repaired), res)
         else:
-            self.call_from_thread(self._current(gen, self._confirm_tail), res, tail)
+            self.app.call_from_thread(self._current(gen, self._confirm_tail), res, tail)
 
     def _show_stored(self, header: dict, events: list[dict], at_seq: int | None, origin: Any, tail: Any,
                      painted: Any, row: Any = None) -> None:
@@ -113,7 +123,7 @@ class SessionOpening:
         async def factory(_bridge: Bridge) -> SessionBackend:
             return ReplayHarness(header, events, preload_turns=1 << 30)
 
-        chat = self.open_chat(factory)
+        chat = self.app.open_chat(factory)
         if row is not None:  # Enter in the read-only view's composer resumes it right there
             chat.resume = lambda text: self._resume_row(row, origin, text)
         if tail is not None:
@@ -128,22 +138,22 @@ class SessionOpening:
         deadline = time.monotonic() + 10
 
         def try_scroll() -> None:
-            if self.chat is not chat:
+            if self.app.chat is not chat:
                 return
             if chat.attached and chat.fold.items and chat.scroll_to_seq(at_seq):
                 if hasattr(origin, "opened_at"):
                     origin.opened_at = at_seq
                 return
             if time.monotonic() < deadline:
-                self.set_timer(0.05, try_scroll)
+                self.app.set_timer(0.05, try_scroll)
 
-        self.set_timer(0.05, try_scroll)
+        self.app.set_timer(0.05, try_scroll)
 
     def _confirm_tail(self, res: Any, tail: Any) -> None:
-        chat = self.chat
+        chat = self.app.chat
         if chat is None or getattr(chat, "tail_of", None) is None:
             return  # another screen or session replaced the tail meanwhile
-        harness = self.bridge.harness
+        harness = self.app.bridge.harness
         if harness is not None:
             harness.complete_events(res.events)  # the timeline and search see the whole log
         chat.complete_history(res.header, res.events, tail.first_seq, tail.events)
@@ -157,15 +167,15 @@ class SessionOpening:
             parts.append(f"a torn tail of {res.truncated_bytes} bytes")
         if res.closers:
             parts.append(f"{len(res.closers)} closing event(s) for an interrupted turn")
-        self.notify("This log was not closed cleanly: shown with " + " and ".join(parts)
+        self.app.notify("This log was not closed cleanly: shown with " + " and ".join(parts)
                     + " (read-only view: nothing was written).", title="Log repaired in memory",
                     severity="warning", timeout=10)
 
     def _stored_failed(self, err: BaseException, tail_shown: bool) -> None:
         text = f"Cannot open: {err}"
-        if tail_shown and self.chat is not None:
-            self.chat.loading_head = False
-            self.chat.status.info.notice = "log damaged: only its last turns are shown"
-            self.chat.status.redraw()
+        if tail_shown and self.app.chat is not None:
+            self.app.chat.loading_head = False
+            self.app.chat.status.info.notice = "log damaged: only its last turns are shown"
+            self.app.chat.status.redraw()
             text += " (only the last turns, read without validation, are shown)"
-        self.notify(text, severity="error", timeout=10)
+        self.app.notify(text, severity="error", timeout=10)

@@ -1,22 +1,29 @@
 """The app's entries in the command palette: models (this session / the default for new sessions), reasoning
-effort, permission mode, themes and the screens. ``PaletteCommands`` is a mixin of ``DshApp`` (``app.py``).
+effort, permission mode, themes and the screens. ``PaletteCommands`` is the app's ``palette``
+(``DshApp.get_system_commands`` adds its entries to Textual's).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual.app import SystemCommand
 from textual.screen import Screen
 
+if TYPE_CHECKING:
+    from dsh_tui.ui.app import DshApp
+
 
 class PaletteCommands:
-    """Methods of ``DshApp`` (see the module docstring)."""
+    """The app's own palette entries (see the module docstring)."""
 
-    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
-        chat = self.chat
+    def __init__(self, app: DshApp) -> None:
+        self.app = app
+
+    def system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """The entries after Textual's own (``App.get_system_commands``)."""
+        chat = self.app.chat
         if chat is not None and screen is chat:
             yield SystemCommand("Cycle tool cards", "Collapsed → expanded → hidden", chat.action_cycle_cards)
             yield SystemCommand("Toggle reasoning", "Show or hide thinking rows", chat.action_toggle_reasoning)
@@ -28,28 +35,28 @@ class PaletteCommands:
             where = f" ({provider})" if provider else ""
             if live is not None and (not provider or provider == live):
                 yield SystemCommand(f"Model: {name}{where} · this session", "Use this model for this session",
-                                    lambda name=name: self._use_model_now(name))
+                                    lambda name=name: self.use_model_now(name))
             yield SystemCommand(f"Model: {name}{where} · new sessions",
                                 "Use this model for new sessions (default): saved to settings.toml",
-                                lambda provider=provider, name=name: self._choose_model(name, provider))
+                                lambda provider=provider, name=name: self.choose_model(name, provider))
         if live is not None:
             yield from self._turn_commands(chat)
         from dsh_tui.ui.app import SCREEN_FACTORIES  # app.py imports this module
 
         if "browser" in SCREEN_FACTORIES:
-            yield SystemCommand("Sessions", "Open the session browser", self.action_browser)
+            yield SystemCommand("Sessions", "Open the session browser", self.app.action_browser)
         if chat is not None and screen is chat and "timeline" in SCREEN_FACTORIES:
-            yield SystemCommand("Timeline", "Lanes, event ledger and request inspector", self.action_timeline)
+            yield SystemCommand("Timeline", "Lanes, event ledger and request inspector", self.app.action_timeline)
         if chat is not None and screen is chat:
             yield SystemCommand("MCP servers", "The session's MCP servers: state, tools, reconnect (/mcp)",
-                                self.action_mcp)
+                                self.app.action_mcp)
 
     def _turn_commands(self, chat: Any) -> Iterable[SystemCommand]:
         """Rewind, retry, the permission mode and this session's reasoning effort (ui/screens/rewind.py)."""
         from dsh_tui.runtime.approval import PRESETS
 
         yield SystemCommand("Rewind", "Fork before an earlier prompt and edit it (Esc Esc)",
-                            lambda: self.call_later(chat.action_rewind))
+                            lambda: self.app.call_later(chat.action_rewind))
         yield SystemCommand("Retry failed turn", "Send the failed last turn's prompt again (F5, /retry)",
                             chat.action_retry)
         for preset in PRESETS:
@@ -57,9 +64,10 @@ class PaletteCommands:
                                 lambda preset=preset: chat.bridge.call(lambda h: h.set_preset(preset)))
         harness = chat.bridge.harness
         model, efforts = harness.model_efforts() if harness is not None else (None, ())
-        for effort in efforts:
+        for effort in efforts if model is not None else ():  # (a model the provider describes has efforts)
             yield SystemCommand(f"Reasoning effort: {effort} · this session", f"{model} with effort {effort}",
-                                lambda effort=effort: self.bridge.call(lambda h: h.set_model(model, effort)))
+                                lambda effort=effort, model=model: self.app.bridge.call(
+                                    lambda h: h.set_model(model, effort)))
 
     def _model_routes(self) -> list[tuple[str | None, str]]:
         """(provider or None, model) for every model the settings list (``models`` has no provider)."""
@@ -72,29 +80,29 @@ class PaletteCommands:
         except Exception:  # noqa: BLE001 - a broken settings file: offer what we have
             pass
         known = {model for _provider, model in routes}
-        routes += [(None, name) for name in self.settings.models() if name not in known]
+        routes += [(None, name) for name in self.app.settings.models() if name not in known]
         return list(dict.fromkeys(routes))
 
     def _live_provider(self) -> str | None:
         """The provider of the chat's live session (None: no session can switch models now)."""
-        harness = self.bridge.harness
+        harness = self.app.bridge.harness
         if harness is None or not harness.live() or harness.read_only:
             return None
         return harness.provider_name()
 
-    def _use_model_now(self, name: str) -> None:
+    def use_model_now(self, name: str) -> None:
         """Switch the live session to ``name`` from its next request; the settings are not touched."""
-        harness = self.bridge.harness
+        harness = self.app.bridge.harness
         if harness is None or not harness.live():
-            self.notify("No session is running.", severity="warning", timeout=4)
+            self.app.notify("No session is running.", severity="warning", timeout=4)
             return
-        self.bridge.call(lambda h: h.set_model(name))
-        self.notify(f"This session now uses {name}", timeout=3)
+        self.app.bridge.call(lambda h: h.set_model(name))
+        self.app.notify(f"This session now uses {name}", timeout=3)
 
-    def _choose_model(self, name: str, provider: str | None = None) -> None:
+    def choose_model(self, name: str, provider: str | None = None) -> None:
         """Save (provider, model) as the default route of new sessions; the live session is not touched."""
-        self.settings.set("default.model", name)
+        self.app.settings.set("default.model", name)
         if provider:
-            self.settings.set("default.provider", provider)
+            self.app.settings.set("default.provider", provider)
         where = f" ({provider})" if provider else ""
-        self.notify(f"New sessions will use {name}{where} (saved as the default in settings.toml)", timeout=4)
+        self.app.notify(f"New sessions will use {name}{where} (saved as the default in settings.toml)", timeout=4)

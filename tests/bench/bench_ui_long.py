@@ -218,7 +218,7 @@ def child_long(t0: float, root: str, mode: str = "tail") -> None:
                     from dsh_tui.store import catalog
 
                     res = catalog._store_for(row).inspect(row.id)
-                    self.call_from_thread(self._show_stored, res.header, res.events, None, None, None, None)
+                    self.call_from_thread(self.opener._show_stored, res.header, res.events, None, None, None, None)
 
                 self.run_worker(load, thread=True)
 

@@ -214,7 +214,7 @@ async def test_saving_the_theme_and_model_keeps_comments_and_unknown_tables():
         # exactly the one value changed, every other byte as the user wrote it
         assert path.read_bytes() == SETTINGS_WITH_COMMENTS.replace(
             'theme = "dsh-dark"   #', 'theme = "dsh-light"   #').encode()
-        app._choose_model("qwen", "local")  # the command palette's "save as default" path
+        app.palette.choose_model("qwen", "local")  # the command palette's "save as default" path
         await pilot.pause()
     assert path.read_bytes() == SETTINGS_WITH_COMMENTS.replace(
         'theme = "dsh-dark"   #', 'theme = "dsh-light"   #').replace(

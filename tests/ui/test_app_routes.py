@@ -65,12 +65,12 @@ async def test_choosing_a_model_of_another_provider_saves_the_provider(tmp_path)
     app = scripted_app(tmp_path, [scripted.text("one")])
     async with app.run_test(size=(100, 30)) as pilot:
         await wait_for(pilot, lambda: app.bridge.harness is not None)
-        app._choose_model("other-model", "other-provider")
+        app.palette.choose_model("other-model", "other-provider")
         await pilot.pause(0.1)
         assert app.settings.get("default.model") == "other-model"
         assert app.settings.get("default.provider") == "other-provider"
         assert app.bridge.harness.agent.config.model == "mock-model"  # the live session keeps its provider
-        app._choose_model("mock-model-2", "mock")  # "for new sessions": the live session is not switched
+        app.palette.choose_model("mock-model-2", "mock")  # "for new sessions": the live session is not switched
         await pilot.pause(0.1)
         assert app.settings.get("default.provider") == "mock" and app.settings.get("default.model") == "mock-model-2"
         assert app.bridge.harness.agent.config.model == "mock-model"
