@@ -3,7 +3,7 @@
 Other screens register through ``SCREEN_FACTORIES`` (name -> ``factory(app) -> Screen``), imported
 lazily so start-up only pays for the first screen. The session browser is ``"browser"``
 (``dsh_tui.ui.screens.browser.BrowserScreen``); ``push_browser()`` opens it when it exists. Opening a stored
-session is ``opening.py`` and the palette's entries ``palette.py`` (mixins of ``DshApp``).
+session is ``opening.py`` (``app.opener``) and the palette's entries ``palette.py`` (``app.palette``).
 """
 
 from __future__ import annotations
