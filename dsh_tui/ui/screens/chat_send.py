@@ -107,7 +107,7 @@ class SendFlow:
         if submitted is None or not whole.startswith(submitted):
             submitted = whole
         rest = whole[len(submitted):]
-        text = composer.expand(submitted).strip()  # collapsed pastes go whole
+        text = composer.expand_pastes(submitted).strip()  # collapsed pastes go whole
         if not text and not chat.read_only:
             return
         chat.completer.hide()

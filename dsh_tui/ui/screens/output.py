@@ -60,7 +60,7 @@ class OutputView(ScrollView, can_focus=True):
         self._rows: list[tuple[int, int, str]] = []  # (line, column of its first character, text)
         self._keys: list[tuple[int, int]] = []  # (line, column) of each row, for a bisect
         self._width = -1
-        self.query = ""
+        self.search_query = ""
         self.matches: list[tuple[int, int]] = []  # (line, column), in order
         self.current = -1
         self.search_listener: Any = None
@@ -103,13 +103,13 @@ class OutputView(ScrollView, can_focus=True):
             return Strip.blank(width, style)
         line, column, text = self._rows[row]
         segments = [Segment(text, style)]
-        if self.query:
+        if self.search_query:
             current = -1
             if 0 <= self.current < len(self.matches):
                 m_line, m_col = self.matches[self.current]
                 if m_line == line and column <= m_col < column + len(text):
-                    current = len(find_all(text[:m_col - column], self.query))
-            segments = highlight_segments(segments, self.query, MATCH, current, CURRENT)
+                    current = len(find_all(text[:m_col - column], self.search_query))
+            segments = highlight_segments(segments, self.search_query, MATCH, current, CURRENT)
         return Strip(segments).adjust_cell_length(width, style)
 
     def _row_of(self, line: int, col: int) -> int:
@@ -119,7 +119,7 @@ class OutputView(ScrollView, can_focus=True):
     def search_for(self, query: str) -> tuple[int, int]:
         query = query.lower()
         near = self.matches[self.current] if 0 <= self.current < len(self.matches) else None
-        self.query = query
+        self.search_query = query
         self.matches = [(n, col) for n, line in enumerate(self.lines) for col in find_all(line, query)] \
             if query else []
         if not self.matches:
@@ -137,7 +137,7 @@ class OutputView(ScrollView, can_focus=True):
         return self._show()
 
     def search_clear(self) -> None:
-        self.query, self.matches, self.current = "", [], -1
+        self.search_query, self.matches, self.current = "", [], -1
         self.refresh()
 
     def _show(self) -> tuple[int, int]:

@@ -53,6 +53,7 @@ class AnswerView(Selectable, Widget, can_focus=True):
     """
 
     BINDINGS = ITEM_BINDINGS
+    item: StreamItem  # (``Selectable.item``: this view's kind)
 
     virtual_size = Reactive(Size(0, 0), layout=False, repaint=False)  # see CachedStatic
 

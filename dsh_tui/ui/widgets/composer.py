@@ -11,8 +11,9 @@ from textual import events
 from textual.app import SuspendNotSupported
 from textual.binding import Binding
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import TextArea
-from textual.widgets.text_area import Selection
+from textual.widgets.text_area import Document, Selection
 
 from dsh_tui.ui.textual_compat import fast_wrap, refresh_size, rewrap, run_own_binding, wrapped_width
 
@@ -96,8 +97,9 @@ class Composer(TextArea, inherit_bindings=False):
             rewrap(self)
         self.scroll_cursor_visible()
 
-    def _on_resize(self, event: events.Resize) -> None:
-        if self._wrap_is_current():
+    def _on_resize(self, event: events.Resize | None = None) -> None:
+        # (Textual hands the event to a handler that takes one; TextArea's own takes none)
+        if self._wrap_is_current() and event is not None:
             event.prevent_default()  # TextArea's ``_on_resize`` (next in the MRO) re-wraps everything
             refresh_size(self)
 
@@ -119,9 +121,10 @@ class Composer(TextArea, inherit_bindings=False):
         ``text``) selected; the history's browse goes on."""
         self.load_text(text)
         if select is not None:
-            document = self.document
-            self.selection = Selection(document.get_location_from_index(select[0]),
-                                       document.get_location_from_index(select[1]))
+            document = self.document  # a Document (DocumentBase has no index -> location)
+            if isinstance(document, Document):
+                self.selection = Selection(document.get_location_from_index(select[0]),
+                                           document.get_location_from_index(select[1]))
             self.scroll_cursor_visible()
         else:
             self.move_cursor(self.document.end)
@@ -195,7 +198,7 @@ class Composer(TextArea, inherit_bindings=False):
             self.pastes[label] = text
             self.insert(label)
 
-    def expand(self, text: str) -> str:
+    def expand_pastes(self, text: str) -> str:
         """``text`` with every collapsed paste's label replaced by the pasted text."""
         for label, pasted in self.pastes.items():
             if label in text:
@@ -205,7 +208,7 @@ class Composer(TextArea, inherit_bindings=False):
     @property
     def full_text(self) -> str:
         """The composer's text with collapsed pastes expanded (what is sent)."""
-        return self.expand(self.text)
+        return self.expand_pastes(self.text)
 
     def action_expand_pastes(self) -> None:
         """F2: show the collapsed pastes' text in place."""
@@ -297,7 +300,8 @@ class Composer(TextArea, inherit_bindings=False):
         bar = self._search_bar
         if bar is None or not bar.is_attached:
             bar = self._search_bar = HistorySearchBar(id="history-search")
-            self.parent.mount(bar, before=self)
+            if isinstance(self.parent, Widget):  # (the composer's parent: the chat screen)
+                self.parent.mount(bar, before=self)
         keys = self._keys_for("history_search")
         name = "+".join(p.capitalize() if len(p) > 1 else p.upper() for p in keys[0].split("+")) if keys else ""
         self.search = HistorySearch(self, self.prompt_history, bar, name)

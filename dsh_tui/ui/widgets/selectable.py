@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 
 from dsh_tui.session.search import item_text
 from dsh_tui.session.transcript import Item, ToolItem
 
-ITEM_BINDINGS = [
+ITEM_BINDINGS: list[BindingType] = [
     Binding("c,y", "copy_item", "Copy", id="item.copy"),
     Binding("b", "copy_block", "Copy code block", id="item.block"),
     *[Binding(str(n), f"copy_block({n})", f"Copy code block {n}", show=False) for n in range(1, 10)],

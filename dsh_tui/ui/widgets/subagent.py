@@ -80,6 +80,7 @@ class SubagentCard(ItemView):
             self.child_id = child_id
 
     _fitted = False  # the last live line fitted on one row (a same-height repaint needs no reflow)
+    _card_key: tuple[int, bool, tuple | None] | None = None  # (item version, expanded, snapshot) last drawn
 
     def snap(self) -> dict[str, Any] | None:
         return getattr(self.state, "subagents", {}).get(getattr(self.item, "call_id", None))
@@ -87,9 +88,9 @@ class SubagentCard(ItemView):
     def refresh_item(self) -> None:
         snap = self.snap()
         key = (self.item.version, self.expanded(), _snap_key(snap))
-        if key == self._rendered:
+        if key == self._card_key:
             return
-        before, self._rendered = self._rendered, key
+        before, self._card_key = self._card_key, key
         # a live-line change (phase, tool, tokens, seconds) keeps the card's height: repaint it alone, no
         # screen-wide reflow (8 cards ticking every second would reflow the transcript 8 times a second)
         width = self.size.width - 4 if self.size.width else 0

@@ -165,20 +165,20 @@ class TranscriptView(VerticalScroll):
             elif op == UPDATE:
                 dirty[item.key] = item
             elif op == REMOVE:
-                view = self.views.pop(item.key, None)
-                if view is not None:
-                    if view in added:
-                        added.remove(view)
+                gone = self.views.pop(item.key, None)
+                if gone is not None:
+                    if gone in added:
+                        added.remove(gone)
                     else:
-                        view.remove()
+                        gone.remove()
                 if item.key == self._first_key:
                     self._first_key = next(iter(self.views), None)
         if added:
             self.mount_all(added)
         for key in dirty:
-            view = self.views.get(key)
-            if view is not None and view not in added:
-                view.refresh_item()  # type: ignore[attr-defined]
+            shown = self.views.get(key)
+            if shown is not None and shown not in added:
+                shown.refresh_item()  # type: ignore[attr-defined]
         self._prune()
         if self.searcher is not None and self.state.search:
             self._requery()
