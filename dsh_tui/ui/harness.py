@@ -470,7 +470,7 @@ async def open_harness(bridge: Bridge, spec: HarnessSpec) -> AgentHarness:
         off_logs()
         raise
     harness._offs.append(off_logs)
-    harness.root = spec.root
+    harness.root = Path(spec.root) if spec.root is not None else None
     if spec.prompts:
         harness._script = asyncio.ensure_future(harness.play(spec.prompts))
     return harness

@@ -50,5 +50,5 @@ def take(session_id: str) -> tuple[list[str], str]:
     if not isinstance(data, dict):
         return [], ""
     queued = [q for q in data.get("queued") or [] if isinstance(q, str) and q.strip()]
-    draft = data.get("draft") if isinstance(data.get("draft"), str) else ""
-    return queued, draft
+    draft = data.get("draft")
+    return queued, draft if isinstance(draft, str) else ""

@@ -20,13 +20,17 @@ import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.llm import scripted
 from dsh_tui.llm.protocol import RetryPolicy
+from dsh_tui.session.transcript import StreamItem
 from dsh_tui.ui.app import DshApp
 from dsh_tui.ui.harness import HarnessSpec, open_harness
 from dsh_tui.ui.settings import UiSettings
+
+if TYPE_CHECKING:
+    from dsh_tui.ui.screens.chat import ChatScreen
 
 EPOCH_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -93,16 +97,27 @@ def _footers(app: DshApp) -> int:
     return sum(1 for i in app.chat.fold.items if i.kind == "footer") if app.chat else 0
 
 
+def _chat(app: DshApp) -> ChatScreen:
+    """The app's chat: every state is reached from one (``drive`` types into its composer first)."""
+    if app.chat is None:
+        raise RuntimeError("no chat is open")
+    return app.chat
+
+
+def _answered(app: DshApp, text: str) -> bool:
+    return any(isinstance(i, StreamItem) and i.kind == "assistant" and text in i.text for i in _chat(app).fold.items)
+
+
 STATES: dict[str, State] = {s.name: s for s in [
     State("chat-idle", "plain", "hello", done=lambda app: _footers(app) == 1),
     State("chat-streaming", "streaming", "Fix the greeting",
-          done=lambda app: any(i.kind == "assistant" and "run the tests" in i.text for i in app.chat.fold.items)),
+          done=lambda app: _answered(app, "run the tests")),
     State("tool-cards", "tools", "Find beta and fix the greeting", done=lambda app: _footers(app) == 1),
     State("tool-cards-expanded", "tools", "Find beta and fix the greeting", keys=("ctrl+o",),
           done=lambda app: _footers(app) == 1),
     State("approval", "approval", "Rebuild the release", preset="workspace-write",
           # asked, and the panel laid out (it is mounted on first use, a refresh after the request)
-          done=lambda app: app.chat.approval.request is not None and app.chat.approval.region.height > 0),
+          done=lambda app: _chat(app).approval.request is not None and _chat(app).approval.region.height > 0),
     State("error-notice", "error", "hello", done=lambda app: _footers(app) == 1),
     State("retry", "retry", "hello", done=lambda app: _footers(app) == 1),
     State("chat-80x24", "tools", "Find beta and fix the greeting", size=(80, 24),
@@ -110,7 +125,7 @@ STATES: dict[str, State] = {s.name: s for s in [
     State("search", "tools", "Find beta and fix the greeting", keys=("ctrl+f", "b", "e", "t", "a", "enter"),
           done=lambda app: _footers(app) == 1,
           # the older match is current and the view has scrolled to it
-          settled=lambda app: app.chat.search_bar.counts == (4, 5) and not app.chat.transcript.following),
+          settled=lambda app: _chat(app).search_bar.counts == (4, 5) and not _chat(app).transcript.following),
 ]}
 
 

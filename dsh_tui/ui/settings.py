@@ -107,8 +107,8 @@ class UiSettings:
             for model_id, p in raw.items():
                 if isinstance(p, dict) and isinstance(p.get("input"), (int, float)) \
                         and isinstance(p.get("output"), (int, float)):
-                    cached = p.get("cache_read", p["input"])
-                    table[str(model_id)] = (float(p["input"]), float(cached), float(p["output"]))
+                    cache_read: Any = p.get("cache_read", p["input"])  # (float() refuses what is not a number)
+                    table[str(model_id)] = (float(p["input"]), float(cache_read), float(p["output"]))
         return table
 
     def models(self) -> list[str]:

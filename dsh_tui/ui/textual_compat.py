@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import textual
+from textual.cache import LRUCache
 from textual.css.stylesheet import Stylesheet
 from textual.geometry import Size
 
@@ -118,7 +119,7 @@ class HookedStylesheet(Stylesheet):
         return self._variables
 
     @property
-    def memo(self) -> dict[Any, list[Any]]:
+    def memo(self) -> LRUCache[Any, list[Any]]:
         return self._parse_cache
 
 

@@ -38,7 +38,8 @@ def load_theme(path: Path) -> Theme:
     """One theme from a TOML file (keys as in ``textual.theme.Theme``)."""
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     kwargs = {k: data[k] for k in THEME_KEYS if isinstance(data.get(k), str)}
-    variables = data.get("variables") if isinstance(data.get("variables"), dict) else {}
+    variables = data.get("variables")
+    variables = variables if isinstance(variables, dict) else {}
     return Theme(name=str(data.get("name") or path.stem), dark=bool(data.get("dark", True)),
                  variables={str(k): str(v) for k, v in variables.items()}, **kwargs)
 
@@ -161,8 +162,9 @@ def _textual_stamp() -> tuple:
 
     out = []
     for module in (textual.css.parse, textual.css.styles, textual.css.model):
-        st = os.stat(module.__file__)
-        out.append((module.__file__, st.st_size, st.st_mtime_ns))
+        path = str(module.__file__)  # (a module loaded from a file: never None here)
+        st = os.stat(path)
+        out.append((path, st.st_size, st.st_mtime_ns))
     return tuple(out)
 
 

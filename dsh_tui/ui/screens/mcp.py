@@ -47,7 +47,8 @@ def row_text(row: Any, width: int = 90) -> Text:
     text.append(f"\n  {where}{_middle(row.target, max(10, width - len(where) - 2))}", style="dim")
     tools = list(getattr(row, "tools", None) or [])
     if tools:  # the names, as many as fit on one line
-        shown, room = [], width - len("  tools: ") - 12
+        shown: list[str] = []
+        room = width - len("  tools: ") - 12
         for name in tools:
             if shown and sum(len(n) + 2 for n in shown) + len(name) > room:
                 break

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from textual import on
 from textual.app import ComposeResult
@@ -11,6 +12,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, OptionList, Static
 from textual.widgets.option_list import Option
+
+if TYPE_CHECKING:
+    from rich.text import Text
 
 
 class ChoiceModal(ModalScreen[Any]):
@@ -25,7 +29,7 @@ class ChoiceModal(ModalScreen[Any]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel", id="modal.cancel")]
 
-    def __init__(self, title: str, choices: list[tuple[str, Any]]) -> None:
+    def __init__(self, title: str, choices: Sequence[tuple[str | Text, Any]]) -> None:
         super().__init__()
         self.title_text = title
         self.choices = choices

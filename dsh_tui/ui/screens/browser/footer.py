@@ -55,7 +55,7 @@ class KeysFooter(Widget):
         where the focus is now; each is shown with the key it is bound to (a remapped key shows as
         remapped) and only when an active binding runs it. Otherwise the bindings marked ``show``."""
         active = self.screen.active_bindings
-        shown = []
+        shown: list[tuple[Binding, bool, str, int]] = []
         items = getattr(self.screen, "footer_items", None)
         if items is not None:
             by_action: dict[str, tuple[Binding, bool]] = {}
@@ -73,9 +73,9 @@ class KeysFooter(Widget):
                     shown.append((binding, enabled, binding.description, 0))
         palette = None
         if self.app.ENABLE_COMMAND_PALETTE:
-            found = active.get(self.app.COMMAND_PALETTE_BINDING)
-            if found is not None:
-                palette = found[1:]
+            bound = active.get(self.app.COMMAND_PALETTE_BINDING)
+            if bound is not None:
+                palette = (bound.binding, bound.enabled, bound.tooltip)
         return shown, palette
 
     def on_mount(self) -> None:

@@ -44,7 +44,7 @@ def lineage(rows: list[SessionRow], every: list[SessionRow], expanded: Iterable[
         out.append(ListEntry(r, depth, fork_point=r.seed_length if fork else None,
                              fork_turn=r.fork_turn if fork else None))
         children = by_parent.get(r.id) if r.id else None
-        if children:
+        if children and r.id:
             seen = seen | {r.id}
             for child in children:
                 if child.id not in seen:

@@ -131,7 +131,7 @@ class BrowserScreen(Screen):
         self.expanded: set[str] = set()
         self._labels: dict[str, str] = {}
         self.hits: list[SearchHit] = []
-        self.indexing: tuple[int, int] | None = None
+        self.indexing: tuple[int, int | None] | None = None
         self.loaded = threading.Event()  # first rows on screen (tests/benches wait on it)
         self.indexed = threading.Event()  # background indexing finished
         self._cancel = threading.Event()

@@ -32,7 +32,7 @@ def provider_endpoint(name: str | None) -> str:
     try:
         from dsh_tui.config.settings import load_settings
 
-        base = load_settings().provider(name).base_url.rstrip("/")
+        base = (load_settings().provider(name).base_url or "").rstrip("/")
     except Exception:  # noqa: BLE001 - a broken settings file or an unknown provider: the placeholder
         return PLACEHOLDER_ENDPOINT
     if base.endswith("/chat/completions"):

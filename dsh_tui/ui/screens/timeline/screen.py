@@ -463,7 +463,8 @@ compaction and subagent children too. Bars share the time axis of their turn.
     @on(Input.Changed, "#ledger-filter")
     def _filter(self, event: Input.Changed) -> None:
         types, turn, text = parse_filter(event.value)
-        if turn is not None and not self.folded.is_set() and self._fold_done.wait(30):
+        if turn is not None and not self.folded.is_set() and self._fold_done.wait(30) \
+                and self._fold_result is not None:
             self._folded(self._fold_result)  # a turn filter needs the turn of each event
         self.ledger.apply_filter(types=types, turn=turn, text=text)
 
