@@ -20,7 +20,6 @@ KNOWN: set[tuple[str, ...]] = {
     ("dsh_tui.extensions.subagents", "dsh_tui.extensions.subagents.children", "dsh_tui.runtime.host"),
     ("dsh_tui.extensions.mcp.client", "dsh_tui.extensions.mcp.oauth"),
     ("dsh_tui.ui.screens.chat", "dsh_tui.ui.screens.chat_subagents", "dsh_tui.ui.screens.subagent"),
-    ("dsh_tui.ui.app", "dsh_tui.ui.palette"),
     ("dsh_tui.ui.screens.output", "dsh_tui.ui.widgets.selectable"),
     ("dsh_tui.ui.screens.browser.commands", "dsh_tui.ui.screens.browser.screen"),
 }

@@ -112,7 +112,7 @@ class DshApp(App):
         super().__init__()
         self.resolve = resolve
         self.opener = SessionOpener(self)  # opening stored sessions (``opening.py``)
-        self.palette = PaletteCommands(self)  # the app's command-palette entries (``palette.py``)
+        self.palette = PaletteCommands(self, SCREEN_FACTORIES)  # the app's command-palette entries (``palette.py``)
         self.session_roots = list(session_roots or [])  # extra roots for the browser (``--root``)
         self.settings = settings or UiSettings.load()
         self.harness_factory = harness_factory

@@ -5,7 +5,7 @@ effort, permission mode, themes and the screens. ``PaletteCommands`` is the app'
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from textual.app import SystemCommand
@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 class PaletteCommands:
     """The app's own palette entries (see the module docstring)."""
 
-    def __init__(self, app: DshApp) -> None:
+    def __init__(self, app: DshApp, screens: Container[str]) -> None:
         self.app = app
+        self.screens = screens  # the names of the screens the app can open (``app.SCREEN_FACTORIES``)
 
     def system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         """The entries after Textual's own (``App.get_system_commands``)."""
@@ -41,11 +42,9 @@ class PaletteCommands:
                                 lambda provider=provider, name=name: self.choose_model(name, provider))
         if live is not None:
             yield from self._turn_commands(chat)
-        from dsh_tui.ui.app import SCREEN_FACTORIES  # app.py imports this module
-
-        if "browser" in SCREEN_FACTORIES:
+        if "browser" in self.screens:
             yield SystemCommand("Sessions", "Open the session browser", self.app.action_browser)
-        if chat is not None and screen is chat and "timeline" in SCREEN_FACTORIES:
+        if chat is not None and screen is chat and "timeline" in self.screens:
             yield SystemCommand("Timeline", "Lanes, event ledger and request inspector", self.app.action_timeline)
         if chat is not None and screen is chat:
             yield SystemCommand("MCP servers", "The session's MCP servers: state, tools, reconnect (/mcp)",
