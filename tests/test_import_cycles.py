@@ -21,7 +21,6 @@ KNOWN: set[tuple[str, ...]] = {
     ("dsh_tui.extensions.mcp.client", "dsh_tui.extensions.mcp.oauth"),
     ("dsh_tui.ui.screens.chat", "dsh_tui.ui.screens.chat_subagents", "dsh_tui.ui.screens.subagent"),
     ("dsh_tui.ui.screens.output", "dsh_tui.ui.widgets.selectable"),
-    ("dsh_tui.ui.screens.browser.commands", "dsh_tui.ui.screens.browser.screen"),
 }
 
 

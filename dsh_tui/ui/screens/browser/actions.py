@@ -218,7 +218,7 @@ class SessionActions:
         row = self.row_for("resume")
         if row is None:
             return
-        if self._live(row) and b._chat_below() is not None:
+        if self._live(row) and b.chat_below() is not None:
             b.action_back()  # the chat's own session: back to it
             return
         if row.state == cat.OPEN_ELSEWHERE:

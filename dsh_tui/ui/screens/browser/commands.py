@@ -3,22 +3,33 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from textual.command import DiscoveryHit, Hit, Hits, Provider
+
+
+@runtime_checkable
+class BrowserActions(Protocol):
+    """What the entries run: the actions of ``screen.BrowserScreen`` (which imports this module)."""
+
+    def chat_below(self) -> Any: ...
+    def action_back(self) -> None: ...
+    def action_new_session(self) -> None: ...
+    def action_trash(self) -> None: ...
+    def action_archived(self) -> None: ...
+    def action_toggle_scope(self) -> None: ...
+    def action_toggle_search(self) -> None: ...
 
 
 class BrowserCommands(Provider):
     """The browser's own entries in the command palette (with the app's)."""
 
     def _commands(self) -> list[tuple[str, str, Callable[[], Any]]]:
-        from .screen import BrowserScreen
-
         screen = self.screen
-        if not isinstance(screen, BrowserScreen):
+        if not isinstance(screen, BrowserActions):
             return []
         out = []
-        if screen._chat_below() is not None:
+        if screen.chat_below() is not None:
             out.append(("Back to chat", "Return to the session open in the chat", screen.action_back))
         out += [("New session", "Start a new session in this workspace", screen.action_new_session),
                 ("Trash", "Show the trashed sessions (Enter restores)", screen.action_trash),

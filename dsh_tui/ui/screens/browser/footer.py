@@ -172,7 +172,7 @@ def browser_keys(screen: BrowserScreen) -> list[tuple[str, str, int]]:
     kept longest when the width is short). Only keys that act here."""
     in_list = screen.focused is screen.list
     text = screen.query_one("#filter", Input).value
-    back = screen._chat_below() is not None
+    back = screen.chat_below() is not None
     if screen.trash_mode:
         restore, leave = ("Unarchive", "Leave archive") if screen.actions.in_archive() else ("Restore", "Leave trash")
         items = [("select", restore, 1), ("escape", leave, 1)] if in_list else [

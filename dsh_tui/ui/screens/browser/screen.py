@@ -387,12 +387,12 @@ class BrowserScreen(Screen):
             box.value = ""
         elif self.search_mode:
             self.action_toggle_search()
-        elif self._chat_below() is not None:
+        elif self.chat_below() is not None:
             self.action_back()
             return
         box.focus()
 
-    def _chat_below(self) -> Screen | None:
+    def chat_below(self) -> Screen | None:
         """The chat screen this browser was opened over (Esc and Ctrl+B go back to it), or None."""
         try:
             stack = self.app.screen_stack
@@ -405,7 +405,7 @@ class BrowserScreen(Screen):
 
     def action_back(self) -> None:
         """Back to the chat this browser was opened over."""
-        if self._chat_below() is None:
+        if self.chat_below() is None:
             self.notify("No chat is open under the session browser: Ctrl+N starts a new session.", timeout=4)
             return
         self._remember()
