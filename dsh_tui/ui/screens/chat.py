@@ -213,20 +213,6 @@ class ChatScreen(Screen):
         self.status.model_hint = self.model_hint
         yield self.status
 
-    def show_title(self) -> None:
-        """The session's title in a one-line header, mounted when the session first has one."""
-        title = self.fold.title
-        bar = self.title_bar
-        if title is None and bar is None:
-            return
-        text = title or ""
-        if bar is None:
-            self.title_bar = bar = Static(text, id="chat-title", markup=False)
-            self.mount(bar, before=self.transcript)
-        elif self.title_text != text:
-            bar.update(text)
-        self.title_text = text
-
     def on_mount(self) -> None:
         self.composer.cursor_blink = self.app.settings.ui.cursor_blink if hasattr(self.app, "settings") else True
         self.status.usage = self.fold.usage

@@ -3,9 +3,10 @@
 Session events reach the chat only through the bridge's queue; they are drained at most
 ``1 / FLUSH_INTERVAL`` times per second (20 Hz, slower when a drain costs more), folded with the same
 ``TranscriptFold`` a cold load uses, and the resulting item changes applied in one batch; the harness's typed
-messages of the same drain go to the chat's ``MessageInbox`` (``chat_messages``). A (new) session is attached tail first (its
-older part folded in a worker thread); the status bar's phase follows the events; the watchdog makes sure
-the chat always drains and that a turn the log ended has ended here too (issue #26.11).
+messages of the same drain go to the chat's ``MessageInbox`` (``chat_messages``). A (new) session is attached
+tail first (its older part folded in a worker thread); the title header and the status bar's phase follow the
+events; the watchdog makes sure the chat always drains and that a turn the log ended has ended here too
+(issue #26.11).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import gc
 import time
 from typing import TYPE_CHECKING, Any
+
+from textual.widgets import Static
 
 from dsh_tui.session.transcript import PLAN, TranscriptFold, tail_start
 from dsh_tui.ui.bridge import ATTACH
@@ -44,6 +47,21 @@ class StreamPump:
         self.stuck_ticks = 0
 
     # -- the drain ---------------------------------------------------------------------------------
+    def show_title(self) -> None:
+        """The session's title in a one-line header, mounted when the session first has one."""
+        chat = self.chat
+        title = chat.fold.title
+        bar = chat.title_bar
+        if title is None and bar is None:
+            return
+        text = title or ""
+        if bar is None:
+            chat.title_bar = bar = Static(text, id="chat-title", markup=False)
+            chat.mount(bar, before=chat.transcript)
+        elif chat.title_text != text:
+            bar.update(text)
+        chat.title_text = text
+
     def events_ready(self) -> None:
         """Called (on the UI thread) when the bridge has something; coalesces to <= 20 Hz."""
         chat = self.chat
@@ -96,7 +114,7 @@ class StreamPump:
                 chat.modes.fold([event])
             self.phase_from_event(event)
             if event.get("type") == "session/title":
-                chat.show_title()
+                self.show_title()
         with chat.app.batch_update():
             if changes:
                 self._apply(changes)
@@ -143,7 +161,7 @@ class StreamPump:
         if len(fold.items) > FIRST_PAINT_ITEMS:
             chat.call_after_refresh(self._fill_window)
         chat.show_plan(fold.plan)
-        chat.show_title()
+        self.show_title()
         chat.modes.fold(events, reset=True)
         chat.attached = True
         if partial:
@@ -225,7 +243,7 @@ class StreamPump:
         if chat.fold is not tail:
             return  # another session was attached meanwhile
         tail.prepend(head)
-        chat.show_title()
+        self.show_title()
         gc.freeze()
         chat.transcript._update_earlier()
         chat.show_plan(tail.plan)
