@@ -199,6 +199,24 @@ class TranscriptSearch:
         return self.locate(self.query, near)
 
 
+def copy_body(item: Item) -> tuple[str, str]:
+    """(text, name) a copy of ``item`` takes: an answer's Markdown, a tool's output, a prompt's text."""
+    kind = item.kind
+    if isinstance(item, ToolItem):
+        if item.result:
+            return item.result, "tool output"
+        return item.arguments, "tool call"
+    if kind == "assistant":
+        return getattr(item, "text", ""), "answer"
+    if kind == "user":
+        return getattr(item, "text", ""), "prompt"
+    if kind == "thinking":
+        return getattr(item, "text", ""), "reasoning"
+    if kind == "compaction":
+        return getattr(item, "summary", "") or item_text(item), "compaction summary"
+    return item_text(item), kind
+
+
 def find_all(text: str, query: str) -> list[int]:
     """Offsets of every (non-overlapping, case-insensitive) occurrence of ``query`` in ``text``."""
     if not query:

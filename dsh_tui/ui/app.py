@@ -452,6 +452,13 @@ class DshApp(App):
         if screen is not None:
             self.push_screen(screen)
 
+    def open_subagent(self, chat: Any, child_id: str, snap: dict[str, Any]) -> None:
+        """A subagent's live transcript above its parent's chat (``dsh_tui.ui.screens.subagent``): the app opens
+        screens, so the chat's subagent cards need not import the screen that extends the chat."""
+        from dsh_tui.ui.screens.subagent import open_child_screen
+
+        open_child_screen(chat, child_id, snap)
+
     def action_mcp(self) -> None:
         """The ``/mcp`` panel: the live session's MCP servers (``dsh_tui.ui.screens.mcp``)."""
         from dsh_tui.ui.screens.mcp import McpScreen

@@ -5,9 +5,10 @@ card's elapsed time ticks each second; Enter on a card opens the child's transcr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
+    from dsh_tui.ui.app import DshApp
     from dsh_tui.ui.screens.chat import ChatScreen
 
 
@@ -54,6 +55,5 @@ class SubagentCards:
 
     def open(self, child_id: str) -> None:
         """Push the child's live transcript (read-only while this session owns it; Esc returns)."""
-        from dsh_tui.ui.screens.subagent import open_child_screen
-
-        open_child_screen(self.chat, child_id, self.snapshots.get(child_id) or {})
+        app = cast("DshApp", self.chat.app)  # the app opens screens (the subagent screen extends this chat)
+        app.open_subagent(self.chat, child_id, self.snapshots.get(child_id) or {})

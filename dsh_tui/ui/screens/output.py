@@ -20,11 +20,10 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.widgets import Static
 
-from dsh_tui.session.search import find_all
+from dsh_tui.session.search import copy_body, find_all
 from dsh_tui.session.transcript import Item, ToolItem
 from dsh_tui.ui.widgets.highlight import CURRENT, MATCH, highlight_segments
 from dsh_tui.ui.widgets.searchbar import SearchBar
-from dsh_tui.ui.widgets.selectable import copy_body
 from dsh_tui.ui.widgets.toolcard import describe_args, tool_title
 
 

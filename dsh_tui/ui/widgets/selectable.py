@@ -11,8 +11,8 @@ from typing import Any
 
 from textual.binding import Binding, BindingType
 
-from dsh_tui.session.search import item_text
-from dsh_tui.session.transcript import Item, ToolItem
+from dsh_tui.session.search import copy_body, item_text
+from dsh_tui.session.transcript import Item
 
 ITEM_BINDINGS: list[BindingType] = [
     Binding("c,y", "copy_item", "Copy", id="item.copy"),
@@ -37,24 +37,6 @@ def search_mark(item: Item, state: Any) -> tuple[str, int] | None:
     if query not in (index.lowered(item) if index is not None else item_text(item).lower()):
         return None
     return query, (state.search_nth if item.key == state.search_key else -1)
-
-
-def copy_body(item: Item) -> tuple[str, str]:
-    """(text, name) a copy of ``item`` takes: an answer's Markdown, a tool's output, a prompt's text."""
-    kind = item.kind
-    if isinstance(item, ToolItem):
-        if item.result:
-            return item.result, "tool output"
-        return item.arguments, "tool call"
-    if kind == "assistant":
-        return getattr(item, "text", ""), "answer"
-    if kind == "user":
-        return getattr(item, "text", ""), "prompt"
-    if kind == "thinking":
-        return getattr(item, "text", ""), "reasoning"
-    if kind == "compaction":
-        return getattr(item, "summary", "") or item_text(item), "compaction summary"
-    return item_text(item), kind
 
 
 def code_blocks(text: str) -> list[tuple[str, str]]:
