@@ -22,7 +22,7 @@ import asyncio
 import copy
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.extensions.subagents import children as ch
 from dsh_tui.extensions.subagents import texts
@@ -33,6 +33,9 @@ from dsh_tui.llm.protocol import ChildProviders
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.rows import events_of
 from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "subagents"
 __all__ = ["apply", "name", "CAPS", "Config", "DEFAULTS"]
@@ -74,9 +77,9 @@ def _sandbox_override(session: Any) -> str | None:
     return mode
 
 
-def apply(ctx: Any, config: Any = None) -> None:
+def apply(ctx: BuiltinContext, config: Any = None) -> None:
     cfg = _config(config)
-    agent = ctx._agent
+    agent = ctx.driver
     _check_jobs(cfg, agent)
     if getattr(agent, "host", None) is None:
         return  # children are opened through the agent host: an agent built without one has no subagents
