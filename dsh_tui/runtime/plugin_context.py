@@ -5,8 +5,7 @@ Re-exported by ``dsh_tui.runtime.plugins`` and the public facade ``dsh_tui.plugi
 ``BuiltinContext`` is what a built-in plugin (``dsh_tui/extensions``) is applied with: the same ``Context``
 plus, named, what a built-in needs (docs/architecture.md, "Core and extensions"): ``driver`` (the agent
 itself, typed), ``live_session`` (the session log it appends to), ``options`` (the agent's ``AgentConfig``),
-``provider``, ``tool_service``, ``host`` and ``subagents`` (the state the agent host owns), and
-``provide(name, service)`` (a service the UI and other code reach as ``agent.<name>``, withdrawn at unload).
+``provider``, ``tool_service``, ``host``, and ``provide(name, service)`` (a service the UI and other code reach as ``agent.<name>``, withdrawn at unload).
 """
 
 from __future__ import annotations
@@ -361,15 +360,11 @@ class BuiltinContext(Context):
         (built-ins that open children, subagents and ralph, need it)."""
         return self._agent.host
 
-    @property
-    def subagents(self) -> Any:
-        """The subagent state the agent host owns (``dsh_tui.runtime.host.SubagentState``), or None."""
-        return getattr(self._agent.host, "subagents", None)
-
     def provide(self, name: str, service: Any) -> None:
         """Offer ``service`` as ``agent.<name>`` (``jobs``, ``terminals``, ``skills``, ``mcp``, ``compactor``:
-        what the UI, the commands and ``ctx.agent`` read); withdrawn when the plugin unloads (if it is still
-        this one)."""
+        what the UI, the commands and ``ctx.agent`` read; ``settle_children`` and ``delegated``: what the core's
+        host and user-questions seam ask of the subagents built-in); withdrawn when the plugin unloads (if it is
+        still this one)."""
         agent = self._agent
         setattr(agent, name, service)
 

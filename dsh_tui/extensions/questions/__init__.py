@@ -37,7 +37,7 @@ CANCELLED = "the user cancelled ask_user_question"
 
 
 def _schema() -> dict:
-    from dsh_tui.extensions.subagents.texts import ASK_USER_QUESTION_SCHEMA
+    from dsh_tui.runtime.questions import ASK_USER_QUESTION_SCHEMA
 
     schema = copy.deepcopy(ASK_USER_QUESTION_SCHEMA)
     schema["description"] = DESCRIPTION

@@ -77,6 +77,12 @@ def _sandbox_override(session: Any) -> str | None:
     return mode
 
 
+def _delegated(agent_id: str) -> bool:
+    """The agent is a subagent child owned by a live parent (no human can answer it)."""
+    child = ch.CHILDREN.get(agent_id)
+    return child is not None and getattr(child, "host", None) is not None
+
+
 def apply(ctx: BuiltinContext, config: Any = None) -> None:
     cfg = _config(config)
     agent = ctx.driver
@@ -88,6 +94,10 @@ def apply(ctx: BuiltinContext, config: Any = None) -> None:
     ch.CAPS[agent_id] = {key: getattr(cfg, key) for key in CAPS}
     ctx.effect(lambda: lambda: ch.AGENTS.pop(agent_id, None) if ch.AGENTS.get(agent_id) is agent else None)
     ctx.effect(lambda: lambda: ch.CAPS.pop(agent_id, None) if ch.AGENTS.get(agent_id) in (None, agent) else None)
+    # what the core asks of the tree without importing this package: the host's run(settle=True) waits for the
+    # children; the user-questions seam refuses a child owned by a live parent
+    ctx.provide("settle_children", lambda timeout=600.0: ch.settle(agent, timeout))
+    ctx.provide("delegated", lambda: _delegated(agent_id))
 
     def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
         base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (
