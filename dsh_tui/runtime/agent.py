@@ -327,13 +327,10 @@ class Agent:
             self._after_idle()
 
     async def compact_now(self) -> bool:
-        """Manual ``/compact``: compaction as maintenance from idle (``turn: null``). The compactor is the one the
-        compaction built-in provides; with that built-in off, one made for this compaction (as ever)."""
-        compactor = self.compactor
-        if compactor is None:  # the one import of an extension in the core (pyproject.toml says why)
-            from dsh_tui.extensions.compaction import Compactor
+        """Manual ``/compact``: compaction as maintenance from idle (``turn: null``)."""
+        from dsh_tui.extensions.compaction import Compactor
 
-            compactor = Compactor(self)
+        compactor = self.compactor or Compactor(self)
         return await self.run_maintenance(lambda _signal: compactor.compact(mode="manual", turn=None))
 
     # ---- the driver ----------------------------------------------------------------------------

@@ -30,14 +30,11 @@ import json
 import re
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh_tui.runtime.options import plugin_options
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError
-
-if TYPE_CHECKING:
-    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "goal"
 __all__ = ["apply", "name", "fold_goal", "GoalFold", "round_prompt", "describe_goal", "GOALS"]
@@ -339,7 +336,7 @@ def _config(raw: Any) -> dict[str, Any]:
     return cfg
 
 
-def apply(ctx: BuiltinContext, config: Any = None) -> None:  # noqa: C901 - dsh's four goal packages, one closure each
+def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal packages, one closure each
     cfg = _config(config)
     agent = ctx.driver
     goals = Goals(agent, cfg["default_max_goal_rounds"])

@@ -26,16 +26,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from dsh_tui.runtime.inbox import NEXT_STEP
 from dsh_tui.session.rows import events_of
 from dsh_tui.tools import wsread
-
-if TYPE_CHECKING:
-    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 KIND = "agent-instructions"
 SKIPPED = "agent-instructions/skipped"  # {path, reason}: a file found but not read (tools/wsread.py)
@@ -404,7 +401,7 @@ class AgentInstructions:
     name = "agent-instructions"
     Config = InstructionsConfig
 
-    def apply(self, ctx: BuiltinContext, config: InstructionsConfig) -> None:
+    def apply(self, ctx: Any, config: InstructionsConfig) -> None:
         agent = ctx.driver
         ws = Workspace(agent.config.cwd or os.getcwd(), config)
         state: dict[str, Any] = {"started": False, "loaded": {}, "touched": [], "pending": None, "generation": 0}

@@ -22,7 +22,7 @@ import asyncio
 import copy
 import uuid
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dsh_tui.extensions.subagents import children as ch
 from dsh_tui.extensions.subagents import texts
@@ -33,9 +33,6 @@ from dsh_tui.llm.protocol import ChildProviders
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.rows import events_of
 from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
-
-if TYPE_CHECKING:
-    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "subagents"
 __all__ = ["apply", "name", "CAPS", "Config", "DEFAULTS"]
@@ -77,13 +74,7 @@ def _sandbox_override(session: Any) -> str | None:
     return mode
 
 
-def _delegated(agent_id: str) -> bool:
-    """The agent is a subagent child owned by a live parent (no human can answer it)."""
-    child = ch.CHILDREN.get(agent_id)
-    return child is not None and getattr(child, "host", None) is not None
-
-
-def apply(ctx: BuiltinContext, config: Any = None) -> None:
+def apply(ctx: Any, config: Any = None) -> None:
     cfg = _config(config)
     agent = ctx.driver
     _check_jobs(cfg, agent)
@@ -94,10 +85,9 @@ def apply(ctx: BuiltinContext, config: Any = None) -> None:
     ch.CAPS[agent_id] = {key: getattr(cfg, key) for key in CAPS}
     ctx.effect(lambda: lambda: ch.AGENTS.pop(agent_id, None) if ch.AGENTS.get(agent_id) is agent else None)
     ctx.effect(lambda: lambda: ch.CAPS.pop(agent_id, None) if ch.AGENTS.get(agent_id) in (None, agent) else None)
-    # what the core asks of the tree without importing this package: the host's run(settle=True) waits for the
-    # children; the user-questions seam refuses a child owned by a live parent
+    # for the core, which imports no extension: its host's run_turn(settle=True); its user-questions seam
     ctx.provide("settle_children", lambda timeout=600.0: ch.settle(agent, timeout))
-    ctx.provide("delegated", lambda: _delegated(agent_id))
+    ctx.provide("delegated", lambda: getattr(ch.CHILDREN.get(agent_id), "host", None) is not None)
 
     def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
         base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (
