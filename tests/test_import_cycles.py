@@ -17,7 +17,6 @@ PKG = Path(dsh_tui.__file__).parent
 
 #: strongly connected groups of modules not yet taken apart (each a sorted tuple of module names)
 KNOWN: set[tuple[str, ...]] = {
-    ("dsh_tui.extensions.subagents", "dsh_tui.extensions.subagents.children", "dsh_tui.runtime.host"),
     ("dsh_tui.extensions.mcp.client", "dsh_tui.extensions.mcp.oauth"),
 }
 

@@ -76,3 +76,18 @@ def test_every_top_level_module_and_package_is_in_the_layers_contract():
     top = {f"dsh_tui.{p.stem}" for p in PKG.glob("*.py") if p.stem != "__init__"}
     top |= {f"dsh_tui.{p.parent.name}" for p in PKG.glob("*/__init__.py")}
     assert top - named == set(), "top-level modules outside the import-linter layers (pyproject.toml)"
+
+
+def test_no_built_in_reaches_the_private_agent():
+    """Issue #28: built-ins take what they need from the core through ``BuiltinContext`` (named, typed), never
+    through the plugin context's private agent: no ``<something>._agent`` outside the object that owns it
+    (``self._agent``), and none at all in dsh_tui/extensions."""
+    offenders = []
+    for path in sorted(PKG.rglob("*.py")):
+        in_extensions = path.relative_to(PKG).parts[0] == "extensions"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr == "_agent":
+                owner = node.value.id if isinstance(node.value, ast.Name) else ""
+                if in_extensions or owner != "self":
+                    offenders.append(f"{path.relative_to(PKG.parent)}:{node.lineno}")
+    assert offenders == [], offenders

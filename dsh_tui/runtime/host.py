@@ -184,11 +184,27 @@ class AgentHost:
         await asyncio.sleep(0)
         await self.agent.wait_idle()
         if settle:
-            from dsh_tui.extensions.subagents.children import settle as settle_tree
-
-            await settle_tree(self.agent)
+            await self._settle()
         await self.flush()
         return self.turn_result(start)
+
+    async def _settle(self, timeout: float = 600.0) -> None:
+        """Wait until the agent is idle with nothing queued, and with the subagents built-in until every child
+        below it has settled too (its ``agent.settle_children``)."""
+        settle_children = getattr(self.agent, "settle_children", None)
+        if settle_children is not None:
+            await settle_children(timeout)
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:  # no subagents: the same wait, for the agent alone
+            await self.agent.wait_idle()
+            await asyncio.sleep(0)
+            if self.agent.status == "idle" and not self.agent.inbox.pending():
+                return
+            if loop.time() > deadline:
+                raise TimeoutError("subagents did not settle")
+            await asyncio.sleep(0.001)
 
     def turn_result(self, start: int) -> TurnResult:
         """The last answer and turn-end reason among the session's events from ``start`` on."""

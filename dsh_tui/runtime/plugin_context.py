@@ -1,6 +1,12 @@
 """The ``Context`` a plugin is applied with (``ctx.on``, ``ctx.tools``, ``ctx.commands``, ``ctx.effect``,
 ``ctx.session``, ``ctx.agent``, ``ctx.log``) and the read-only views it offers; ``PluginError``.
-Re-exported by ``dsh_tui.runtime.plugins`` and the public facade ``dsh_tui.plugins``."""
+Re-exported by ``dsh_tui.runtime.plugins`` and the public facade ``dsh_tui.plugins``.
+
+``BuiltinContext`` is what a built-in plugin (``dsh_tui/extensions``) is applied with: the same ``Context``
+plus, named, what a built-in needs (docs/architecture.md, "Core and extensions"): ``driver`` (the agent
+itself, typed), ``live_session`` (the session log it appends to), ``options`` (the agent's ``AgentConfig``),
+``provider``, ``tool_service``, ``host``, and ``provide(name, service)`` (a service the UI and other code reach as ``agent.<name>``, withdrawn at unload).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +15,17 @@ import inspect
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.runtime.bus import EVENT_MODES, USER
 from dsh_tui.runtime.listeners import DEFAULT_TIMEOUT_MS, guard
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.events import KNOWN_EVENT_TYPES
+
+if TYPE_CHECKING:
+    from dsh_tui.llm.protocol import Provider
+    from dsh_tui.runtime.agent import Agent, AgentConfig
+    from dsh_tui.runtime.tools import ToolService
 
 
 class PluginError(DshError):
@@ -131,12 +142,13 @@ class AgentView:
 
 
 class _Tools:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, agent: Any) -> None:
         self._ctx = ctx
+        self._service = agent.tools
 
     def register(self, tool: Any) -> Callable[[], None]:
         """Register a ``dsh_tui.tools.ToolDefinition`` for this agent; undone when the plugin unloads."""
-        service = self._ctx._agent.tools
+        service = self._service
         if getattr(tool, "name", None) in service.tools:  # e.g. "bash": a clash is this plugin's load error
             from dsh_tui.tools import BUILTIN_TOOL_NAMES
 
@@ -154,12 +166,13 @@ class _Tools:
 
     @property
     def names(self) -> list[str]:
-        return list(self._ctx._agent.tools.tools)
+        return list(self._service.tools)
 
 
 class _Commands:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: Context, agent: Any) -> None:
         self._ctx = ctx
+        self._registry = agent.commands
 
     def register(self, name: str, help: str, run: Callable[..., Any], *,  # noqa: A002 - the command's help
                  usage: str = "", record_input: bool = True) -> Callable[[], None]:
@@ -169,8 +182,7 @@ class _Commands:
         plugin unloads. A later registration of the same name replaces an earlier one."""
         from dsh_tui.runtime.commands import Command
 
-        registry = self._ctx._agent.commands
-        off = registry.register(Command(name, help, run, usage=usage, record_input=record_input,
+        off = self._registry.register(Command(name, help, run, usage=usage, record_input=record_input,
                                         plugin=self._ctx.id))
         self._ctx.command_names.append(name)
         self._ctx._disposers.append(off)
@@ -178,7 +190,7 @@ class _Commands:
 
     @property
     def names(self) -> list[str]:
-        return sorted(self._ctx._agent.commands.commands)
+        return sorted(self._registry.commands)
 
 
 class Context:
@@ -194,9 +206,9 @@ class Context:
         self._disposers: list[Callable[[], Any]] = []
         self.events: list[str] = []
         self.tool_names: list[str] = []
-        self.tools = _Tools(self)
+        self.tools = _Tools(self, agent)
         self.command_names: list[str] = []
-        self.commands = _Commands(self)
+        self.commands = _Commands(self, agent)
         self.session = SessionView(agent.session)
         self.agent = AgentView(agent)
         self.log = logging.getLogger(f"dsh_tui.plugins.{plugin_id}")
@@ -305,6 +317,62 @@ class Context:
                     await out
             except Exception as err:  # noqa: BLE001 - one failing disposer must not stop the others
                 self.log.warning("disposer failed: %r", err)
+
+
+class BuiltinContext(Context):
+    """What a built-in plugin (a package of ``dsh_tui.extensions``) is applied with: everything a user plugin's
+    ``Context`` has, plus, named, what built-ins need. A built-in never reaches a private attribute of the agent;
+    what it takes from the core is one of these."""
+
+    @property
+    def driver(self) -> Agent:
+        """The agent this built-in extends (``dsh_tui.runtime.agent.Agent``): its loop (``followup``, ``steer``,
+        ``inject``, ``cancel``, ``run_maintenance``, ``status``, ``inbox``), its bus and clock. For the objects a
+        built-in makes that drive the agent (the compactor, the retry executor, goal rounds, children)."""
+        return self._agent
+
+    @property
+    def live_session(self) -> Any:
+        """The agent's session (``dsh_tui.session.Session``): ``append``, ``subscribe``, ``events``, ``header``
+        (user plugins get the read-only ``ctx.session`` and ``ctx.append``)."""
+        return self._agent.session
+
+    @property
+    def options(self) -> AgentConfig:
+        """The agent's ``AgentConfig`` (model, cwd, workspace, retry and compaction switches …); a built-in such
+        as ``working-directory`` may change it."""
+        return self._agent.config
+
+    @property
+    def provider(self) -> Provider | None:
+        """The model client the agent requests with (``dsh_tui.llm.protocol.Provider``), or None."""
+        return self._agent.provider
+
+    @property
+    def tool_service(self) -> ToolService:
+        """The agent's tool service (``dsh_tui.runtime.tools.ToolService``): the tools as the model sees them,
+        for a built-in that wraps one (``jobs`` gives ``bash`` its ``run_in_background``)."""
+        return self._agent.tools
+
+    @property
+    def host(self) -> Any:
+        """The agent host that opened the agent (``dsh_tui.runtime.host.AgentHost``), or None for a bare agent
+        (built-ins that open children, subagents and ralph, need it)."""
+        return self._agent.host
+
+    def provide(self, name: str, service: Any) -> None:
+        """Offer ``service`` as ``agent.<name>`` (``jobs``, ``terminals``, ``skills``, ``mcp``, ``compactor``:
+        what the UI, the commands and ``ctx.agent`` read; ``settle_children`` and ``delegated``: what the core's
+        host and user-questions seam ask of the subagents built-in); withdrawn when the plugin unloads (if it is
+        still this one)."""
+        agent = self._agent
+        setattr(agent, name, service)
+
+        def withdraw() -> None:
+            if getattr(agent, name, None) is service:
+                setattr(agent, name, None)
+
+        self._disposers.append(withdraw)
 
 
 async def _run_all(disposers: list[Callable[[], Any]]) -> None:

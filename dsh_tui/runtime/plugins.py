@@ -38,11 +38,12 @@ from dsh_tui.llm.redact import redact
 from dsh_tui.runtime.builtin_plugins import BUILTIN_IDS, BUILTINS, FEATURE_IDS, OFF_BY_DEFAULT
 from dsh_tui.runtime.bus import BUILTIN, USER
 from dsh_tui.runtime.listeners import DEFAULT_TIMEOUT_MS
-from dsh_tui.runtime.plugin_context import AgentView, Context, PluginError, SessionView
+from dsh_tui.runtime.plugin_context import AgentView, BuiltinContext, Context, PluginError, SessionView
 
 ENTRY_POINT_GROUP = "dsh_tui.plugins"
 
-__all__ = ["BUILTINS", "BUILTIN_IDS", "ENTRY_POINT_GROUP", "FEATURE_IDS", "OFF_BY_DEFAULT", "AgentView", "Context",
+__all__ = ["BUILTINS", "BUILTIN_IDS", "ENTRY_POINT_GROUP", "FEATURE_IDS", "OFF_BY_DEFAULT", "AgentView",
+           "BuiltinContext", "Context",
            "PluginError", "PluginRecord", "PluginSpec", "Plugins", "SessionView", "builtin_specs", "discover",
            "listener_timeout", "resolve"]
 
@@ -348,8 +349,9 @@ class Plugins:
                 if prepared is None:  # its spec changed since prepare(): reported as a failure
                     raise PluginError("was not prepared")
                 obj, config = prepared
-                ctx = Context(agent, spec.id, config, BUILTIN if spec.source == "builtin" else USER,
-                              spec.listener_timeout_ms)
+                builtin = spec.source == "builtin"
+                ctx = (BuiltinContext if builtin else Context)(agent, spec.id, config, BUILTIN if builtin else USER,
+                                                               spec.listener_timeout_ms)
                 out = _call_apply(obj.apply, ctx, config)
                 if inspect.isawaitable(out):
                     if inspect.iscoroutine(out):

@@ -19,7 +19,73 @@ from typing import Any
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolError
 
-__all__ = ["ask", "is_delegated", "QuestionCancelled"]
+__all__ = ["ASK_USER_QUESTION_SCHEMA", "ask", "is_delegated", "QuestionCancelled"]
+
+# dsh's ask_user_question (its schema as recorded in tests/fixtures/dsh): in a child it always refuses, since the
+# child is owned by another live agent and no human can answer it.
+ASK_USER_QUESTION_SCHEMA: dict = {
+    "name": "ask_user_question",
+    "description": "Ask the user a concise question when you need confirmation, a choice, or missing information before proceeding. Send one or more questions, each with a stable id that will be echoed in the answer.",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "questions": {
+                "type": "array",
+                "description": "Questions to ask the user before continuing.",
+                "items": {
+                    "type": "object",
+                    "additionalProperties": True,
+                    "properties": {
+                        "id": {
+                            "type": "string",
+                            "description": "Stable id for this question; echoed in the answer."
+                        },
+                        "question": {
+                            "type": "string",
+                            "description": "The specific question to ask the user."
+                        },
+                        "header": {
+                            "type": "string",
+                            "description": "Optional short heading for the question, such as \"Confirm\" or \"Choose Mode\"."
+                        },
+                        "options": {
+                            "type": "array",
+                            "description": "Optional choices to show the user. If you recommend one, put it first and append \"(Recommended)\" to that label.",
+                            "items": {
+                                "type": "object",
+                                "additionalProperties": True,
+                                "properties": {
+                                    "label": {
+                                        "type": "string",
+                                        "description": "Short user-facing option label."
+                                    },
+                                    "description": {
+                                        "type": "string",
+                                        "description": "One sentence explaining the tradeoff or impact."
+                                    }
+                                },
+                                "required": [
+                                    "label"
+                                ]
+                            }
+                        },
+                        "multi_select": {
+                            "type": "boolean",
+                            "description": "Whether the user may select more than one option. Defaults to false."
+                        }
+                    },
+                    "required": [
+                        "id",
+                        "question"
+                    ]
+                }
+            }
+        },
+        "required": [
+            "questions"
+        ]
+    }
+}
 
 EVENT = "user-questions/request"
 NO_PROVIDER = "no user-questions answerer accepted the request"
@@ -39,10 +105,8 @@ def _error(message: str, code: str) -> ToolError:
 
 def is_delegated(agent: Any) -> bool:
     """The agent is a subagent child owned by a live parent (no human can answer it)."""
-    from dsh_tui.extensions.subagents import children as ch
-
-    child = ch.CHILDREN.get(getattr(agent, "id", ""))
-    return child is not None and getattr(child, "host", None) is not None
+    delegated = getattr(agent, "delegated", None)  # provided by the subagents built-in (no children without it)
+    return bool(delegated()) if callable(delegated) else False
 
 
 async def ask(agent: Any, questions: list[dict], signal: Any = None, call_id: str | None = None) -> dict:

@@ -237,17 +237,20 @@ def mcp_notes(row: Any, limit: int = 5) -> list[str]:
 
 
 def _mcp(call: CommandCall) -> CommandResult:
-    from dsh_tui.extensions.mcp import reconnect, servers
+    manager = getattr(call.agent, "mcp", None)  # the mcp built-in's McpManager (it provides ``agent.mcp``)
+
+    def rows() -> list[Any]:
+        return manager.status() if manager is not None else []
 
     words = call.args.split()
     if words and (words[0] != "reconnect" or len(words) != 2):
         raise CommandError(MCP_USAGE)
     if words:
-        if not reconnect(call.agent, words[1]):
-            names = ", ".join(r.name for r in servers(call.agent)) or "none configured"
+        if manager is None or not manager.reconnect(words[1]):
+            names = ", ".join(r.name for r in rows()) or "none configured"
             raise CommandError(f"No MCP server named {words[1]} ({names}).")
         return CommandResult(f"Reconnecting MCP server {words[1]}.", action={"kind": "mcp"})
-    return CommandResult(mcp_listing(servers(call.agent)), action={"kind": "mcp"})
+    return CommandResult(mcp_listing(rows()), action={"kind": "mcp"})
 
 
 def _help(call: CommandCall) -> CommandResult:

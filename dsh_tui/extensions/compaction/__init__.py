@@ -19,6 +19,7 @@ from dsh_tui.llm.protocol import CONTEXT_WINDOW_EXCEEDED
 
 if TYPE_CHECKING:
     from dsh_tui.runtime.agent import Agent
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 log = logging.getLogger("dsh_tui.extensions.compaction")
 
@@ -387,16 +388,11 @@ class Compactor:
         return True
 
 
-def apply(ctx: Any) -> None:
+def apply(ctx: BuiltinContext) -> None:
     """The ``compaction`` built-in (``AgentConfig.compaction``): before a step, and on a context-window error."""
-    agent = ctx._agent
-    if not agent.config.compaction:
+    if not ctx.options.compaction:
         return
-    agent.compactor = Compactor(agent)
-    ctx.on("agent/pre-step", agent.compactor.on_pre_step)
-    ctx.on("agent/request-error", agent.compactor.on_request_error)
-
-    def forget() -> None:
-        agent.compactor = None
-
-    ctx.effect(lambda: forget)
+    compactor = Compactor(ctx.driver)
+    ctx.provide("compactor", compactor)
+    ctx.on("agent/pre-step", compactor.on_pre_step)
+    ctx.on("agent/request-error", compactor.on_request_error)

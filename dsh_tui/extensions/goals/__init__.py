@@ -338,7 +338,7 @@ def _config(raw: Any) -> dict[str, Any]:
 
 def apply(ctx: Any, config: Any = None) -> None:  # noqa: C901 - dsh's four goal packages, one closure each
     cfg = _config(config)
-    agent = ctx._agent
+    agent = ctx.driver
     goals = Goals(agent, cfg["default_max_goal_rounds"])
 
     def register() -> Any:

@@ -402,7 +402,7 @@ class AgentInstructions:
     Config = InstructionsConfig
 
     def apply(self, ctx: Any, config: InstructionsConfig) -> None:
-        agent = ctx._agent
+        agent = ctx.driver
         ws = Workspace(agent.config.cwd or os.getcwd(), config)
         state: dict[str, Any] = {"started": False, "loaded": {}, "touched": [], "pending": None, "generation": 0}
         if config.maxBytes <= 0:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo
 
@@ -28,6 +28,9 @@ from dsh_tui.extensions.jobs.producers import BashJobs
 from dsh_tui.extensions.jobs.registry import Job, JobRegistry
 from dsh_tui.runtime.options import option_error, positive_int, validate_options
 from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "jobs"
 __all__ = ["apply", "name", "Config", "DEFAULTS", "JobRegistry", "BashJobs", "notice_text"]
@@ -127,19 +130,13 @@ def _text(value: str) -> list[dict]:
     return [{"type": "text", "text": value}]
 
 
-def apply(ctx: Any, config: Any = None) -> None:
+def apply(ctx: BuiltinContext, config: Any = None) -> None:
     cfg = _config(config)
-    agent = ctx._agent
+    agent = ctx.driver
     registry = JobRegistry(max_active=cfg.max_concurrent_jobs, clock=agent.clock)
     registry.bash = BashJobs(registry)  # type: ignore[attr-defined]
-    agent.jobs = registry
-
-    async def dispose() -> None:
-        await registry.dispose()
-        if getattr(agent, "jobs", None) is registry:
-            agent.jobs = None
-
-    ctx.effect(lambda: dispose)
+    ctx.provide("jobs", registry)  # withdrawn after the registry is disposed (disposers run newest first)
+    ctx.effect(lambda: registry.dispose)
     _advertise_background(ctx, agent)
 
     # Notices: jobs the model already collected (a wait that returned the end, its own kill) are not announced.

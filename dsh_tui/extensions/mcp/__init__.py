@@ -24,11 +24,14 @@ import contextlib
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.extensions.mcp.config import McpConfigError, ServerConfig, parse_cli, parse_servers
 from dsh_tui.extensions.mcp.naming import PREFIX, public_tool_name, split_public_name
 from dsh_tui.session.errors import DshError
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 __all__ = ["McpConfigError", "McpManager", "McpStartupError", "ServerConfig", "apply", "name", "parse_cli",
            "parse_servers", "public_tool_name", "reconnect", "servers", "split_public_name"]
@@ -235,7 +238,7 @@ class McpManager:
         await asyncio.gather(*(s.close() for s in self.servers), return_exceptions=True)
 
 
-def apply(ctx: Any, config: dict) -> None:
+def apply(ctx: BuiltinContext, config: dict) -> None:
     from dsh_tui.runtime.plugins import PluginError
 
     try:
@@ -244,7 +247,6 @@ def apply(ctx: Any, config: dict) -> None:
         raise PluginError(str(err)) from None
     if not configs:
         return
-    agent = ctx._agent
     def route() -> tuple[str, bool] | None:  # images in results: the current model and whether it takes them
         model_info = getattr(ctx.agent, "model_info", None)  # (with the attachment store, issue #32)
         info = model_info() if model_info is not None else None
@@ -253,13 +255,7 @@ def apply(ctx: Any, config: dict) -> None:
         return ctx.agent.model, bool(getattr(info, "takes_images", False))
 
     manager = McpManager(configs, ctx.tools.register, ctx.commands.register, route)
-    agent.mcp = manager
-
-    def forget() -> None:
-        if getattr(agent, "mcp", None) is manager:
-            agent.mcp = None
-
-    ctx.effect(lambda: forget)
+    ctx.provide("mcp", manager)  # withdrawn after the manager closed (disposers run newest first)
     ctx.effect(lambda: manager.close)
     try:
         asyncio.get_running_loop().call_soon(manager.start)
@@ -273,7 +269,7 @@ def apply(ctx: Any, config: dict) -> None:
             signal = payload.get("signal")
             wait = manager.await_tool(call_name)
             await (signal.race(wait) if signal is not None else wait)
-            ex.tool = agent.tools.tools.get(call_name)
+            ex.tool = ctx.tool_service.tools.get(call_name)
             if ex.tool is None:  # say why in one line rather than "unknown tool"
                 why = manager.unavailable(call_name)
                 if why:

@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import re
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "plan-mode"
 __all__ = ["apply", "name", "SECTION", "EXIT_PLAN_MODE", "fold_plan_mode", "set_plan_mode"]
@@ -177,9 +180,9 @@ def _config(raw: Any) -> str:
     return section
 
 
-def apply(ctx: Any, config: Any = None) -> None:
+def apply(ctx: BuiltinContext, config: Any = None) -> None:
     section = _config(config)
-    agent = ctx._agent
+    agent = ctx.driver
     controller = PlanMode(agent, section)
 
     def register() -> Any:

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import copy
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.runtime.questions import EVENT, QuestionCancelled, ask, is_delegated
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "ask-user"
 __all__ = ["apply", "ask", "name", "QuestionCancelled", "SCHEMA", "DESCRIPTION", "EVENT", "is_delegated"]
@@ -34,7 +37,7 @@ CANCELLED = "the user cancelled ask_user_question"
 
 
 def _schema() -> dict:
-    from dsh_tui.extensions.subagents.texts import ASK_USER_QUESTION_SCHEMA
+    from dsh_tui.runtime.questions import ASK_USER_QUESTION_SCHEMA
 
     schema = copy.deepcopy(ASK_USER_QUESTION_SCHEMA)
     schema["description"] = DESCRIPTION
@@ -59,12 +62,12 @@ def _question(q: dict) -> dict:
     return out
 
 
-def apply(ctx: Any, config: Any = None) -> None:
+def apply(ctx: BuiltinContext, config: Any = None) -> None:
     cfg = dict(config or {})
     unknown = set(cfg) - {"interactive"}
     if unknown:
         raise DshError(f"unknown option(s) {', '.join(sorted(unknown))} (expected interactive)")
-    agent = ctx._agent
+    agent = ctx.driver
     if not cfg.get("interactive") or agent.session.header.get("origin") == "subagent":
         return  # headless: dsh's headless profile has no such tool; children: the subagents plugin's refusal
 

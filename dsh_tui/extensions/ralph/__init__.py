@@ -17,10 +17,13 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.runtime.options import plugin_options
 from dsh_tui.tools.base import ToolDefinition, ToolError
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "ralph"
 __all__ = ["apply", "name", "DESCRIPTION", "SECTION", "round_prompt", "render_result"]
@@ -205,9 +208,9 @@ async def _run_round(parent: Any, tctx: Any, prompt: str, round_no: int, depth: 
     return captured[0] if captured else None
 
 
-def apply(ctx: Any, config: Any = None) -> None:
+def apply(ctx: BuiltinContext, config: Any = None) -> None:
     cfg = _config(config)
-    agent = ctx._agent
+    agent = ctx.driver
     if getattr(agent, "host", None) is None:
         return  # rounds are subagent children, opened through the agent host
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dsh_tui.runtime.agent import Agent
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 
 def _num(x: float) -> int | float:
@@ -94,8 +95,8 @@ class RetryExecutor:
         return {"kind": "retry"}
 
 
-def apply(ctx: Any) -> None:
+def apply(ctx: BuiltinContext) -> None:
     """The ``retry`` built-in: dsh's retry of failed model requests (``AgentConfig.retry``)."""
-    agent = ctx._agent
+    agent = ctx.driver
     if agent.config.retry:
         ctx.on("agent/request-error", RetryExecutor(agent).on_request_error)

@@ -20,7 +20,10 @@ import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
@@ -416,14 +419,14 @@ class SkillService:
         return out
 
 
-def apply_skills(ctx: Any) -> None:
-    agent = ctx._agent
+def apply_skills(ctx: BuiltinContext) -> None:
+    agent = ctx.driver
     config = ctx.config if isinstance(ctx.config, Mapping) else {}
     dirs = config.get("customSkillDirs") or []
     if not isinstance(dirs, list) or not all(isinstance(d, str) for d in dirs):
         raise ValueError("customSkillDirs must be a list of directories")
     service = SkillService(agent, dirs)
-    agent.skills = service
+    ctx.provide("skills", service)
 
     async def on_pre_step(payload: dict, next_: Any) -> Any:
         decision = await next_()
@@ -436,12 +439,6 @@ def apply_skills(ctx: Any) -> None:
         return {**decision, "messages": messages + extra} if extra else decision
 
     ctx.on("agent/pre-step", on_pre_step)
-
-    def forget() -> None:
-        if getattr(agent, "skills", None) is service:
-            agent.skills = None
-
-    ctx.effect(lambda: forget)
 
 
 def skill_tool(agent: Any) -> Any:
@@ -470,5 +467,5 @@ def skill_tool(agent: Any) -> Any:
                           execute=execute, render=render, access="read")
 
 
-def apply_skill_tool(ctx: Any) -> None:
-    ctx.tools.register(skill_tool(ctx._agent))
+def apply_skill_tool(ctx: BuiltinContext) -> None:
+    ctx.tools.register(skill_tool(ctx.driver))

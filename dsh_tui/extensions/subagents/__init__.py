@@ -76,7 +76,7 @@ def _sandbox_override(session: Any) -> str | None:
 
 def apply(ctx: Any, config: Any = None) -> None:
     cfg = _config(config)
-    agent = ctx._agent
+    agent = ctx.driver
     _check_jobs(cfg, agent)
     if getattr(agent, "host", None) is None:
         return  # children are opened through the agent host: an agent built without one has no subagents
@@ -85,6 +85,9 @@ def apply(ctx: Any, config: Any = None) -> None:
     ch.CAPS[agent_id] = {key: getattr(cfg, key) for key in CAPS}
     ctx.effect(lambda: lambda: ch.AGENTS.pop(agent_id, None) if ch.AGENTS.get(agent_id) is agent else None)
     ctx.effect(lambda: lambda: ch.CAPS.pop(agent_id, None) if ch.AGENTS.get(agent_id) in (None, agent) else None)
+    # for the core, which imports no extension: its host's run_turn(settle=True); its user-questions seam
+    ctx.provide("settle_children", lambda timeout=600.0: ch.settle(agent, timeout))
+    ctx.provide("delegated", lambda: getattr(ch.CHILDREN.get(agent_id), "host", None) is not None)
 
     def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
         base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (

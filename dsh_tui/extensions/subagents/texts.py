@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dsh_tui.runtime.questions import ASK_USER_QUESTION_SCHEMA  # noqa: F401 - re-exported (the children's refusing copy)
 from dsh_tui.tools.base import ToolSchema
 
 DESCRIPTION_PARAM = "A short (3-5 word) description of the delegated task, for display."
@@ -150,70 +151,5 @@ REPORT_SCHEMA: ToolSchema = {
     }
 }
 
-# dsh's ask_user_question (its schema as recorded in tests/fixtures/dsh): in a child it always refuses, since the
-# child is owned by another live agent and no human can answer it.
-ASK_USER_QUESTION_SCHEMA: dict = {
-    "name": "ask_user_question",
-    "description": "Ask the user a concise question when you need confirmation, a choice, or missing information before proceeding. Send one or more questions, each with a stable id that will be echoed in the answer.",
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "questions": {
-                "type": "array",
-                "description": "Questions to ask the user before continuing.",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": True,
-                    "properties": {
-                        "id": {
-                            "type": "string",
-                            "description": "Stable id for this question; echoed in the answer."
-                        },
-                        "question": {
-                            "type": "string",
-                            "description": "The specific question to ask the user."
-                        },
-                        "header": {
-                            "type": "string",
-                            "description": "Optional short heading for the question, such as \"Confirm\" or \"Choose Mode\"."
-                        },
-                        "options": {
-                            "type": "array",
-                            "description": "Optional choices to show the user. If you recommend one, put it first and append \"(Recommended)\" to that label.",
-                            "items": {
-                                "type": "object",
-                                "additionalProperties": True,
-                                "properties": {
-                                    "label": {
-                                        "type": "string",
-                                        "description": "Short user-facing option label."
-                                    },
-                                    "description": {
-                                        "type": "string",
-                                        "description": "One sentence explaining the tradeoff or impact."
-                                    }
-                                },
-                                "required": [
-                                    "label"
-                                ]
-                            }
-                        },
-                        "multi_select": {
-                            "type": "boolean",
-                            "description": "Whether the user may select more than one option. Defaults to false."
-                        }
-                    },
-                    "required": [
-                        "id",
-                        "question"
-                    ]
-                }
-            }
-        },
-        "required": [
-            "questions"
-        ]
-    }
-}
 DELEGATED_QUESTION = ("human interaction is unavailable while the calling agent is owned by another live agent; "
                       "include the unresolved question or decision in the child agent's final result")

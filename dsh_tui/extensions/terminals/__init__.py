@@ -23,10 +23,13 @@ import asyncio
 import contextlib
 import copy
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "terminals"
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024
@@ -390,11 +393,10 @@ def _text(value: str) -> list[dict]:
     return [{"type": "text", "text": value}]
 
 
-def apply(ctx: Any, config: Any = None) -> TerminalService:
+def apply(ctx: BuiltinContext, config: Any = None) -> TerminalService:
     cfg = _config(config)
     max_bytes = cfg["max_result_bytes"]
     background = bool(cfg["enable_run_in_background"])
-    agent = ctx._agent  # the registry goes on the agent, as the jobs plugin's does (``AgentView.terminals``)
     service = TerminalService(ctx.agent.id)
     service.register_backend(ShellBackend(cfg, ctx.agent.sandbox))
     for backend in cfg["backends"]:  # a deployment's backend replaces the shell of that type
@@ -407,16 +409,8 @@ def apply(ctx: Any, config: Any = None) -> TerminalService:
             except Exception as err:  # noqa: BLE001 - a plugin load error names it
                 raise DshError(f"backends: cannot load {backend!r}: {err}") from None
         service.backends[backend.type] = backend
-    agent.terminals = service
-
-    async def dispose() -> None:
-        try:
-            await service.dispose()
-        finally:
-            if getattr(agent, "terminals", None) is service:
-                agent.terminals = None
-
-    ctx.effect(lambda: dispose)
+    ctx.provide("terminals", service)  # as the jobs plugin's registry (``AgentView.terminals``); withdrawn after
+    ctx.effect(lambda: service.dispose)  # the service is disposed (disposers run newest first)
 
     async def assemble(payload: dict, nxt: Any) -> Any:
         from dsh_tui.runtime import prompt as prompt_mod

@@ -23,7 +23,7 @@ import asyncio
 import json
 import logging
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -40,6 +40,9 @@ from dsh_tui.session.titles import (
     normalize,
     user_title_data,
 )
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 _USER = frozenset({"user/message"})
 _TITLE = frozenset({"session/title"})
@@ -101,8 +104,8 @@ class SessionTitle:
     name = "session-title"
     Config = FallbackConfig
 
-    def apply(self, ctx: Any, config: FallbackConfig) -> None:
-        session = ctx._agent.session
+    def apply(self, ctx: BuiltinContext, config: FallbackConfig) -> None:
+        session = ctx.live_session
         if session.title_data() is not None:
             return  # titled (or a fork child that inherited its parent's title): nothing to do
         off = None
@@ -207,8 +210,8 @@ class SessionTitleLlm:
     name = "session-title-llm"
     Config = LlmTitleConfig
 
-    def apply(self, ctx: Any, config: LlmTitleConfig) -> None:
-        agent = ctx._agent
+    def apply(self, ctx: BuiltinContext, config: LlmTitleConfig) -> None:
+        agent = ctx.driver
         session = agent.session
         if (session.header or {}).get("parentSession") or session.title_data() is not None:
             return  # fork and subagent children, titled sessions: no first-prompt LLM title
@@ -256,9 +259,9 @@ class SessionTitleLlm:
 
         ctx.effect(lambda: cancel)
 
-    def _start(self, ctx: Any, config: LlmTitleConfig, state: dict, seq: int, text: str, main: dict) -> Any:
+    def _start(self, ctx: BuiltinContext, config: LlmTitleConfig, state: dict, seq: int, text: str, main: dict) -> Any:
         """Log the title request (or the reason there is none) and return ``launch()``, which sends it."""
-        agent = ctx._agent
+        agent = ctx.driver
         session = agent.session
 
         def failed(err: Any) -> None:

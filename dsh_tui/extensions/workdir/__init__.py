@@ -19,10 +19,13 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.session.rows import events_of
 from dsh_tui.tools.base import ToolDefinition, ToolError
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.plugin_context import BuiltinContext
 
 name = "working-directory"
 EVENT = "working-directory/change"
@@ -116,11 +119,11 @@ def tool(wd: WorkingDirectory) -> ToolDefinition:
                           execute=execute, render=render, is_concurrency_safe=lambda args: "cd" not in args)
 
 
-def apply(ctx: Any, config: Any = None) -> None:
-    agent = ctx._agent  # the runtime's own built-in: it owns the agent's working directory
-    if agent.config.workspace is None:  # the permission boundary stays where the session started
-        agent.config.workspace = agent.config.cwd
-    recorded = recorded_directory(agent.session.events)
-    if recorded is not None and recorded != str(agent.config.cwd) and Path(recorded).is_dir():
-        agent.config.cwd = recorded  # a resumed session continues where the model left it
-    ctx.tools.register(tool(WorkingDirectory(agent)))
+def apply(ctx: BuiltinContext, config: Any = None) -> None:
+    options = ctx.options  # this built-in owns the agent's working directory
+    if options.workspace is None:  # the permission boundary stays where the session started
+        options.workspace = options.cwd
+    recorded = recorded_directory(ctx.live_session.events)
+    if recorded is not None and recorded != str(options.cwd) and Path(recorded).is_dir():
+        options.cwd = recorded  # a resumed session continues where the model left it
+    ctx.tools.register(tool(WorkingDirectory(ctx.driver)))
