@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.session.errors import DshError
+
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 CATALOG_DESCRIPTION_MAX = 500
@@ -71,7 +73,7 @@ class Skill:
         return read_skill_file(self.path, self.workspace)[1]
 
 
-class SkillFormatError(ValueError):
+class SkillFormatError(DshError, ValueError):
     pass
 
 
