@@ -6,7 +6,8 @@ non-UI classes, is named somewhere besides its own definition and the re-exports
 Methods the framework or a library calls by name (Textual's ``on_*``/``action_*``/``watch_*``/``compose``, the
 UI's ``@on`` handlers, pydantic validators, the SDK's ``rpc_*`` dispatch, MCP's token storage protocol, ACP's
 agent protocol) carry a decorator, live in ``dsh_tui/ui`` (not walked for methods), are the SDK's ``rpc_*``
-(dispatched by the method's name) or are named by the protocol they implement: ``PROTOCOL`` lists them."""
+(dispatched by the method's name) or are named by the protocol they implement: ``PROTOCOL`` lists them. A
+``TypedDict`` or ``Protocol`` describes a shape (``session/shapes.py``): it is not held to being named."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ PROTOCOL = {
     "on_connect", "authenticate", "load_session", "set_session_mode", "set_config_option", "list_sessions",  # acp
     "get_tokens", "set_tokens", "get_client_info", "set_client_info",  # mcp's TokenStorage
 }
+#: Classes that describe a shape for readers and the type checker (session/shapes.py), used or not.
+DESCRIPTIONS = {"TypedDict", "Protocol", "typing.TypedDict", "typing.Protocol"}
 _WORD = re.compile(r"\w+")
 
 
@@ -61,6 +64,8 @@ def _definitions() -> tuple[list[tuple[str, str]], Counter[str]]:
                         if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
                             not_uses[elt.value] += 1
         for node in tree.body:
+            if isinstance(node, ast.ClassDef) and {ast.unparse(b) for b in node.bases} & DESCRIPTIONS:
+                continue
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
                     and not node.name.startswith("__"):
                 found.append((f"{rel}:{node.lineno}", node.name))
