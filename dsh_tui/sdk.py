@@ -184,7 +184,7 @@ class DeepSeekHarness:
         except DshError as err:
             from dsh_tui.runtime.plugins import PluginError
 
-            if isinstance(err, (HarnessError, PluginError)) or not session_id:
+            if isinstance(err, (HarnessError, PluginError, OSError)) or not session_id:
                 raise
             raise HarnessError(f"cannot continue session {session_id}: {err}") from err  # unknown, locked, ...
         if host.sandbox_note:

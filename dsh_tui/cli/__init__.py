@@ -266,6 +266,14 @@ def _failure(err: BaseException) -> tuple[str, int]:
     return f"{type(err).__name__}: {one_line(str(err))}", 1
 
 
+def _dsh_failure(err: DshError) -> tuple[str, int]:
+    """The one-line message and exit code of a ``DshError``: ``str(err)``; one that is also an ``OSError``
+    (``store.fsio.NotRegularFileError``) is named as any ``OSError`` is (file: reason)."""
+    if isinstance(err, OSError):
+        return _failure(err)
+    return one_line(str(err)), int(getattr(err, "exit_code", 1))
+
+
 def main(argv: list[str] | None = None) -> int:
     """The command line: never a traceback (an unforeseen error, an interrupt on the way in or out of a
     command: one line and an exit code); whatever the command started ends with it (``tools.procs``)."""
@@ -298,8 +306,9 @@ def _main(argv: list[str] | None = None) -> int:
         try:
             return importlib.import_module("dsh_tui.cli.sdk_cmd").run_profile(argv)
         except DshError as err:
-            _say(one_line(str(err)))
-            return int(getattr(err, "exit_code", 1))
+            msg, code = _dsh_failure(err)
+            _say(msg)
+            return code
         except KeyboardInterrupt:
             return 130
     args = parse_args(argv)
@@ -329,8 +338,9 @@ def _main(argv: list[str] | None = None) -> int:
             return app_mod.run(args)
         return int(args._module.run(args) or 0)
     except DshError as err:
-        _say(one_line(str(err)))
-        return int(getattr(err, "exit_code", 1))
+        msg, code = _dsh_failure(err)
+        _say(msg)
+        return code
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -15,31 +15,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dsh_tui.cli.acp_convert import KINDS, SessionUpdates, prompt_text, title
+
 if TYPE_CHECKING:
-    from acp.schema import PlanEntryStatus, StopReason, ToolKind
+    from acp.schema import StopReason
 
 HELP = "serve an Agent Client Protocol agent on stdin/stdout (for editors and ACP front ends)"
 MODES = (("read-only", "Read only", "Writes and shell commands ask first"),
          ("workspace-write", "Workspace write", "File changes inside the workspace run; commands ask"),
          ("full-access", "Full access", "Nothing asks"))
-KINDS: dict[str, ToolKind] = {"read": "read", "write": "edit", "edit": "edit", "bash": "execute", "grep": "search",
-                              "glob": "search", "todo_write": "think", "web_fetch": "fetch"}
 # A turn's end reason as a prompt's stopReason. dsh's agent answers ``end_turn`` for a turn that ended at the
 # output limit (its recorded max-tokens-continue scenario); dsh-tui does the same.
 STOP: dict[str, StopReason] = {"completed": "end_turn", "max-tokens": "end_turn", "aborted": "cancelled"}
-PLAN_STATUSES: dict[str, PlanEntryStatus] = {"pending": "pending", "in_progress": "in_progress",
-                                             "completed": "completed"}
-
-
-def _plan_status(value: Any) -> PlanEntryStatus:
-    """A todo's status as an ACP plan entry's (anything else: pending)."""
-    return PLAN_STATUSES.get(value, "pending") if isinstance(value, str) else "pending"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,32 +43,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay", metavar="FILE|DIR",
                         help="replay the model side of a recorded dsh log or scenario directory instead of calling "
                              "a model (offline; each new session replays it from the start in its own cwd)")
-
-
-def _args(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-_DIFF_MAX_BYTES = 1 << 20  # an older file than this is not put in a diff
-
-
-def _file_text(path: str) -> str | None:
-    """A regular UTF-8 file's text (the old side of a write's diff), or None (absent, too big, not text)."""
-    try:
-        if not os.path.isfile(path) or os.path.getsize(path) > _DIFF_MAX_BYTES:
-            return None
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
-def _text(blocks: Any) -> str:
-    return "".join(b.get("text", "") for b in blocks or [] if isinstance(b, dict) and b.get("type") == "text")
 
 
 class AcpAgent:
@@ -93,9 +58,7 @@ class AcpAgent:
         self.allowed: dict[str, Any] = {}
         self._provider: Any = None
         self._store: Any = None
-        self._tools: dict[str, dict[str, Any]] = {}  # call id -> {name, args}
-        self._streamed: dict[tuple, bool] = {}  # (session, turn, step, block index) -> deltas were sent
-        self._cwds: dict[str, str] = {}  # session -> its working directory as its events went (absolute paths)
+        self.updates = SessionUpdates(self._session_cwd)  # session events -> ACP updates (cli/acp_convert.py)
         self._images = False  # inline image prompts advertised at initialize
 
     def on_connect(self, conn: Any) -> None:
@@ -136,9 +99,9 @@ class AcpAgent:
         from acp.schema import LoadSessionResponse
 
         host = self.hosts.get(session_id) or await self._open(cwd=cwd, mcp_servers=mcp_servers, resume=session_id)
-        self._cwds.pop(session_id, None)  # folded again from the start of its history
+        self.updates.restart(session_id)  # folded again from the start of its history
         for event in list(host.session.events):
-            for update in self._updates(event, replay=True, sid=session_id):
+            for update in self.updates.of(event, replay=True, sid=session_id):
                 await self.conn.session_update(session_id=session_id, update=update)
         return LoadSessionResponse(modes=self._modes(host), config_options=self._options(host))
 
@@ -175,7 +138,7 @@ class AcpAgent:
         from acp.schema import PromptResponse
 
         host = self._host(session_id)
-        text = self._prompt_text(prompt)
+        text = prompt_text(prompt)
         has_images = any(getattr(block, "type", None) == "image" for block in prompt)
         if not text.strip() and not has_images:
             raise RequestError.invalid_params({"message": "the prompt holds no text"})
@@ -279,7 +242,7 @@ class AcpAgent:
         asyncio.ensure_future(self._pump(sid, queue))
 
         def forward(_session: Any, event: dict[str, Any]) -> None:
-            for update in self._updates(event, sid=sid):
+            for update in self.updates.of(event, sid=sid):
                 queue.put_nowait(update)
 
         host.session.subscribe(forward)
@@ -324,7 +287,7 @@ class AcpAgent:
 
         tool = str(payload.get("toolName") or "?")
         call_id = str(payload.get("callId") or "")
-        call = self._tools.get(call_id, {})
+        call = self.updates.tools.get(call_id, {})
         arguments = call.get("raw", "")
         allowances = self.allowed.setdefault(sid, SessionAllowances())
         if allowances.covers(tool, arguments):
@@ -333,7 +296,7 @@ class AcpAgent:
         options = [PermissionOption(option_id="allow-once", name="Allow once", kind="allow_once"),
                    PermissionOption(option_id="allow-always", name="Allow for this session", kind="allow_always"),
                    PermissionOption(option_id="reject-once", name="Reject", kind="reject_once")]
-        update = ToolCallUpdate(tool_call_id=call_id, title=self._title(tool, call.get("args", {})),
+        update = ToolCallUpdate(tool_call_id=call_id, title=title(tool, call.get("args", {})),
                                 kind=KINDS.get(tool, "other"), status="pending", raw_input=call.get("args"))
         signal = payload.get("signal")
         asking = self.conn.request_permission(session_id=sid, tool_call=update, options=options)
@@ -350,7 +313,7 @@ class AcpAgent:
             return "allowed-once"
         return "cancelled" if getattr(outcome, "outcome", "") == "cancelled" else "rejected"
 
-    # -- events → session updates ------------------------------------------------------------------
+    # -- prompts -----------------------------------------------------------------------------------
 
     def _route_takes_images(self) -> bool:
         try:
@@ -402,7 +365,7 @@ class AcpAgent:
             if getattr(block, "type", None) == "image":
                 content.append({"type": "image", "attachment": refs.pop(0)})
                 continue
-            part = self._prompt_text([block])
+            part = prompt_text([block])
             if not part:
                 continue
             if content and content[-1]["type"] == "text":
@@ -411,122 +374,9 @@ class AcpAgent:
                 content.append({"type": "text", "text": part})
         return content
 
-    @staticmethod
-    def _prompt_text(prompt: list[Any]) -> str:
-        parts: list[str] = []
-        for block in prompt:
-            kind = getattr(block, "type", None)
-            if kind == "text":
-                parts.append(block.text)
-            elif kind == "resource":
-                res = block.resource
-                text = getattr(res, "text", None)
-                if text is not None:
-                    parts.append(f'\n<file uri="{res.uri}">\n{text}\n</file>\n')
-            elif kind == "resource_link":
-                parts.append(f" @{block.uri} ")
-            elif kind == "audio":
-                parts.append(f"[{kind} omitted: this agent does not accept {kind} input]")
-        return "".join(parts)
-
-    @staticmethod
-    def _title(name: str, args: dict[str, Any]) -> str:
-        target = args.get("command") or args.get("file_path") or args.get("path") or args.get("pattern")
-        return f"{name} {target}" if isinstance(target, str) and target else name
-
-    def _absolute(self, sid: str, path: str) -> str:
-        if os.path.isabs(path):
-            return path
-        cwd = self._cwds.get(sid)
-        if cwd is None:
-            host = self.hosts.get(sid)
-            cwd = (host.session.header.get("cwd") if host is not None else None) or os.getcwd()
-            self._cwds[sid] = cwd
-        return os.path.normpath(os.path.join(cwd, path))
-
-    def _updates(self, event: dict[str, Any], *, replay: bool = False, sid: str = "") -> list[Any]:
-        from acp import (
-            plan_entry,
-            start_tool_call,
-            text_block,
-            tool_content,
-            tool_diff_content,
-            update_agent_message_text,
-            update_agent_thought_text,
-            update_plan,
-            update_tool_call,
-            update_user_message_text,
-        )
-        from acp.schema import ToolCallLocation
-
-        t = event.get("type")
-        data = event.get("data") or {}
-        if t == "assistant/chunk" and not replay:
-            chunk = data.get("chunk") or {}
-            kind = chunk.get("type")
-            key = (sid, data.get("turn"), data.get("step"), chunk.get("index"))
-            if kind == "block-start":
-                self._streamed[key] = False
-            elif kind in ("text-delta", "reasoning-delta") and chunk.get("text"):
-                self._streamed[key] = True
-                send = update_agent_message_text if kind == "text-delta" else update_agent_thought_text
-                return [send(chunk["text"])]
-            elif kind == "block-end":  # a block whose text came whole (no deltas) is sent whole
-                block = chunk.get("block") or {}
-                if not self._streamed.pop(key, False) and isinstance(block.get("text"), str) and block["text"]:
-                    if block.get("type") == "text":
-                        return [update_agent_message_text(block["text"])]
-                    if block.get("type") == "reasoning":
-                        return [update_agent_thought_text(block["text"])]
-            return []
-        if t == "assistant/message" and replay:
-            out: list[Any] = []  # the message's text and thought chunks, in order
-            for block in (data.get("message") or {}).get("content") or []:
-                if block.get("type") == "text" and block.get("text"):
-                    out.append(update_agent_message_text(block["text"]))
-                elif block.get("type") == "reasoning" and block.get("text"):
-                    out.append(update_agent_thought_text(block["text"]))
-            return out
-        if t == "user/message" and replay and (data.get("source") or {}).get("kind") == "user":
-            text = _text(data.get("content"))
-            return [update_user_message_text(text)] if text else []
-        if t == "working-directory/change" and isinstance(data.get("cwd"), str):
-            self._cwds[sid] = data["cwd"]
-            return []
-        if t == "tool/call":
-            name, raw = str(data.get("name", "")), data.get("arguments") or ""
-            args = _args(raw)
-            call_id = str(data.get("callId", ""))
-            self._tools[call_id] = {"name": name, "args": args, "raw": raw}
-            path = args.get("file_path") or args.get("path")
-            # ACP's paths are absolute: a tool's relative path is the session's working directory's
-            path = self._absolute(sid, path) if isinstance(path, str) and path else None
-            locations = [ToolCallLocation(path=path)] if path else None
-            content = None
-            if name == "write" and isinstance(args.get("content"), str) and path:
-                # the call is logged before it runs: a live write's old text is the file as it is now
-                old = None if replay else _file_text(path)
-                content = [tool_diff_content(path, args["content"], old)]
-            elif name == "edit" and isinstance(path, str) and isinstance(args.get("new_string"), str):
-                content = [tool_diff_content(path, args["new_string"], args.get("old_string"))]
-            return [start_tool_call(call_id, self._title(name, args), kind=KINDS.get(name, "other"),
-                                    status="in_progress", content=content, locations=locations, raw_input=args)]
-        if t == "tool/result":
-            message = data.get("message") or {}
-            from dsh_tui.session.content import tool_result_block
-
-            result = tool_result_block(message)  # v0's wrapper block or a v4 tool message
-            call_id = str(result.get("toolCallId") or (message.get("source") or {}).get("callId") or "")
-            text = _text(result.get("content"))
-            failed = bool(result.get("isError"))
-            return [update_tool_call(call_id, status="failed" if failed else "completed",
-                                     content=[tool_content(text_block(text))] if text else None)]
-        if t == "todo/write":
-            todos = data.get("todos") or []
-            entries = [plan_entry(str(td.get("content", "")), priority="medium", status=_plan_status(td.get("status")))
-                       for td in todos if isinstance(td, dict)]
-            return [update_plan(entries)]
-        return []
+    def _session_cwd(self, sid: str) -> str | None:
+        host = self.hosts.get(sid)
+        return host.session.header.get("cwd") if host is not None else None
 
     async def close(self) -> None:
         for host in list(self.hosts.values()):

@@ -243,7 +243,7 @@ def _list(args: argparse.Namespace) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     for row in rows:
-        state = row["state"] + (f": {row['error']}" if row["error"] else "")
+        state = str(row["state"]) + (f": {row['error']}" if row["error"] else "")
         if row["state"] == "needs-login":
             from dsh_tui.extensions.mcp.oauth import login_hint
 

@@ -33,11 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from dsh_tui import __version__
+from dsh_tui.session.errors import DshError
 
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, SERVER_ERROR = -32700, -32600, -32601, -32602, -32000
 
 
-class RpcError(Exception):
+class RpcError(DshError):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code

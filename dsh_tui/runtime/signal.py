@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-class AbortError(Exception):
+class AbortError(Exception):  # control flow (a cancel unwinding), not a failure: not a DshError
     """The activity was cancelled; ``reason`` is the cancel cause dict (e.g. ``{"kind": "user"}``)."""
 
     name = "AbortError"

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from dsh_tui.session.errors import DshError
+
 
 @dataclass(frozen=True)
 class Prompt:
@@ -78,7 +80,7 @@ def failed_prompt(events: Any) -> str | None:
     return None
 
 
-class RewindError(Exception):
+class RewindError(DshError):
     """No legal fork before that turn (it is not a user turn, or it is still open)."""
 
 

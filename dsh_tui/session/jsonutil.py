@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from .errors import SessionValidationError
+from .errors import DshError, SessionValidationError
 
 MAX_SAFE_INTEGER = 2**53 - 1
 
@@ -358,7 +358,7 @@ MAX_ARGUMENT_DEPTH = 256  # deeper tool-call arguments are refused (INVALID_ARGS
 _JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]')
 
 
-class NestedTooDeeply(ValueError):
+class NestedTooDeeply(DshError, ValueError):
     """JSON text nested deeper than allowed (a ``ValueError``: callers that fall back on bad JSON still do)."""
 
     def __init__(self, limit: int) -> None:

@@ -17,6 +17,7 @@ import secrets
 import tempfile
 from pathlib import Path
 
+from dsh_tui.session.errors import DshError
 from dsh_tui.store.base import StoreError
 
 DIR_MODE = 0o700
@@ -169,7 +170,7 @@ SPARSE_MIN_SIZE = 16 << 20  # a file this large with under 1/16 of it allocated,
 _SPARSE_RATIO = 16
 
 
-class NotRegularFileError(OSError):
+class NotRegularFileError(DshError, OSError):
     """A path a reader refuses: a FIFO, a device, a socket, a directory or a sparse file. ``strerror``
     is the reason in words ("a FIFO (named pipe), not a regular file"); any ``except OSError`` that
     prints ``err.strerror`` names it."""

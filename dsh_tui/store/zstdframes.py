@@ -254,8 +254,8 @@ def decode_header_frame(frame: bytes | memoryview, at: int = 0) -> bytes:
 
 
 def decode_prefix_pieces(partial: bytes | memoryview, limit: int = PLAIN_PIECE * 64) -> Iterator[bytes]:
-    """:func:`decode_prefix` a piece at a time, at most ``limit`` bytes in all (a torn frame is recovered from
-    as far as it decodes; a torn bomb is not decoded past ``limit``)."""
+    """Whatever plaintext an incomplete final frame yields (flush semantics), a piece at a time, at most ``limit``
+    bytes in all (a torn frame is recovered from as far as it decodes; a torn bomb is not decoded past ``limit``)."""
     try:
         dobj = _decompressor().decompressobj()
         view = memoryview(partial)
@@ -270,12 +270,3 @@ def decode_prefix_pieces(partial: bytes | memoryview, limit: int = PLAIN_PIECE *
                     return
     except zstandard.ZstdError:
         return
-
-
-def decode_prefix(partial: bytes | memoryview) -> bytes:
-    """Whatever plaintext an incomplete final frame yields (flush semantics); b'' if it yields none."""
-    try:
-        dobj = _decompressor().decompressobj()
-        return dobj.decompress(partial)
-    except zstandard.ZstdError:
-        return b""

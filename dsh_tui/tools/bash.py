@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolContext, ToolDefinition, ToolError
 from dsh_tui.tools.common import aborted_error, js_number, plain_error, private_dir
 from dsh_tui.tools.paths import confine_dir
@@ -56,7 +57,6 @@ _SCRUB = re.compile(r"KEY|PASSWORD|SECRET|TOKEN", re.IGNORECASE)
 def configured_credentials() -> tuple[set[str], set[str]]:
     """(variable names, key values) the settings and credentials file name; empty when unreadable."""
     from dsh_tui.config import load_credentials, load_settings
-    from dsh_tui.session.errors import DshError
 
     names: set[str] = set()
     values: set[str] = set()
@@ -176,7 +176,7 @@ async def drain_pumps(pumps: Sequence[asyncio.Future[Any]], pgid: int, grace: fl
             task.cancel()
 
 
-class RunnerSpawnError(OSError):
+class RunnerSpawnError(DshError, OSError):
     """The confined argv's program (the sandbox runner) could not be spawned."""
 
     def __init__(self, program: str, err: OSError) -> None:

@@ -16,6 +16,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from dsh_tui.llm.protocol import CONTEXT_WINDOW_EXCEEDED
+from dsh_tui.session.errors import DshError
 
 if TYPE_CHECKING:
     from dsh_tui.runtime.agent import Agent
@@ -43,7 +44,7 @@ COMPACTION_INSTRUCTION = (
 )
 
 
-class CompactionError(Exception):
+class CompactionError(DshError):
     pass
 
 

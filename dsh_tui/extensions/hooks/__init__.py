@@ -36,6 +36,7 @@ from typing import Any
 
 from dsh_tui.config.trust import project_hook_files
 from dsh_tui.extensions.hooks import protocol as hp
+from dsh_tui.session.errors import DshError
 
 CLAUDE_EVENTS = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop", "SubagentStart",
                  "SubagentStop", "SessionEnd", "PreCompact", "Notification")
@@ -49,7 +50,7 @@ SUBAGENT_TYPE = "general-purpose"
 _counter = itertools.count(1)
 
 
-class HookConfigError(ValueError):
+class HookConfigError(DshError, ValueError):
     pass
 
 

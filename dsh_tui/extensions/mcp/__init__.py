@@ -42,6 +42,7 @@ log = logging.getLogger("dsh_tui.plugins.mcp")
 
 STARTUP_MARGIN_S = 2.0  # spawning the process, on top of a server's startup timeout
 _routed: list[Path] = []
+_MARK = "_dsh_mcp"  # set on the log handlers this module installed (replaced, never stacked)
 
 
 def log_path() -> Path:
@@ -67,11 +68,11 @@ def route_logging() -> None:
     for name in ("mcp", "dsh_tui.plugins.mcp"):
         logger = logging.getLogger(name)
         for old in list(logger.handlers):
-            if getattr(old, "_dsh_mcp", False):
+            if getattr(old, _MARK, False):
                 logger.removeHandler(old)
                 with contextlib.suppress(Exception):
                     old.close()
-        handler._dsh_mcp = True  # type: ignore[attr-defined]
+        setattr(handler, _MARK, True)
         logger.addHandler(handler)
         logger.propagate = False
         if logger.level == logging.NOTSET:

@@ -266,7 +266,7 @@ class Server:
             # The stdio transport ends its read stream when the server exits: the wrapper notices.
             recv = _ClosingStream(read, self._closed_now(closed))
             session = await stack.enter_async_context(ClientSession(
-                recv, write, client_info=types.Implementation(**CLIENT_INFO), message_handler=self._on_message))
+                recv, write, client_info=types.Implementation.model_validate(CLIENT_INFO), message_handler=self._on_message))
             stage = "initialize"
             try:
                 async with asyncio.timeout(cfg_timeout := self.config.startup_timeout_ms / 1000):

@@ -45,9 +45,9 @@ class Reconnect(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
 
     enabled: bool = True
-    initial_delay_ms: int = Field(500, gt=0, le=2_147_483_647)
-    max_delay_ms: int = Field(30_000, gt=0, le=2_147_483_647)
-    max_attempts: int = Field(10, ge=1)
+    initial_delay_ms: int = Field(default=500, gt=0, le=2_147_483_647)
+    max_delay_ms: int = Field(default=30_000, gt=0, le=2_147_483_647)
+    max_attempts: int = Field(default=10, ge=1)
 
     @model_validator(mode="after")
     def _order(self) -> Reconnect:
@@ -68,8 +68,8 @@ class ServerConfig(BaseModel):
     cwd: str = ""
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
-    tool_call_timeout_ms: int = Field(60_000, gt=0)
-    startup_timeout_ms: int = Field(10_000, gt=0)  # initialize + tools/list of one connection attempt
+    tool_call_timeout_ms: int = Field(default=60_000, gt=0)
+    startup_timeout_ms: int = Field(default=10_000, gt=0)  # initialize + tools/list of one connection attempt
     allowed_tools: list[str] = Field(default_factory=list)  # raw tool names (or "*") that never ask
     trust_annotations: bool = False  # a tool annotated readOnlyHint: true runs without asking
     fail_on_startup_error: bool = False

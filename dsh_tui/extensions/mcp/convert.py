@@ -17,6 +17,8 @@ import json
 import re
 from typing import Any
 
+from dsh_tui.session.errors import DshError
+
 IMAGE_MEDIA_TYPES = ("image/png", "image/jpeg", "image/webp", "image/gif")
 _CANONICAL_B64 = re.compile(r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$")
 NOT_ADMITTED = "this result was not admitted to durable model context"
@@ -161,7 +163,7 @@ def model_content(value: dict, raw_name: str) -> list[dict]:
     return project(content, raw_name, lambda _b, _i: reason)
 
 
-class McpToolError(Exception):
+class McpToolError(DshError):
     """An ``isError: true`` result: its text is the error message (``Error: <text>`` for the model)."""
 
 

@@ -28,11 +28,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from dsh_tui.session.errors import DshError
+
 CLIENT_NAME = "dsh-tui"
 CALLBACK_PATH = "/callback"
 
 
-class NeedsLogin(Exception):
+class NeedsLogin(DshError):
     """The server asks for authorization and this run may not ask the user for it."""
 
     def __init__(self, server: str) -> None:
@@ -281,7 +283,7 @@ class CallbackListener:
                              f"{self.redirect_uri})") from None
 
 
-class LoginError(Exception):
+class LoginError(DshError):
     """The login did not complete (one line)."""
 
 

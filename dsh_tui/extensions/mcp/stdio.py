@@ -23,7 +23,7 @@ import json
 import logging
 import re
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,7 @@ class TransportStats:
 def _depth_exceeds(value: Any, limit: int) -> bool:
     """Whether ``value`` nests deeper than ``limit`` (iterative: no recursion on hostile input)."""
     stack = [(value, 1)]
+    children: Iterable[Any]
     while stack:
         item, depth = stack.pop()
         if isinstance(item, dict):
@@ -242,6 +243,7 @@ async def stdio_transport(command: str, args: list[str], *, env: dict[str, str],
             await read_writer.aclose()  # the server stopped reading: the session sees the connection end
 
     async def stop() -> None:
+        assert process.stdin is not None
         with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             await process.stdin.aclose()
         if not await _exited(process, EXIT_GRACE_S):
@@ -252,6 +254,8 @@ async def stdio_transport(command: str, args: list[str], *, env: dict[str, str],
         _killpg(process.pid, signal.SIGKILL)  # what it started and left behind in its group
         procs.release(process.pid)
         for stream in (process.stdout, process.stderr):
+            if stream is None:
+                continue
             with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 await stream.aclose()
         transport = getattr(getattr(process, "_process", None), "_transport", None)

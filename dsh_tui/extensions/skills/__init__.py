@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dsh_tui.runtime.plugin_context import BuiltinContext
 
+from dsh_tui.session.errors import DshError
+
 NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 INVOCATION = re.compile(r"(?<!\S)/([a-z0-9]+(?:-[a-z0-9]+)*)(?!\S)")
 CATALOG_DESCRIPTION_MAX = 500
@@ -74,7 +76,7 @@ class Skill:
         return read_skill_file(self.path, self.workspace)[1]
 
 
-class SkillFormatError(ValueError):
+class SkillFormatError(DshError, ValueError):
     pass
 
 

@@ -360,9 +360,6 @@ class SendOperation:
         if not self.settled:
             self.future.set_exception(err)
 
-    def read_output(self) -> dict:
-        return self.output.consume()
-
     def accepts_stdin_wait(self, pgid: int, waiting: bool) -> bool:
         if pgid != self.initial_pgid:
             return waiting
@@ -691,12 +688,6 @@ class LocalPtySession:
         if self.proc.poll() is None or survivors:
             pids = [self.pid] if self.proc.poll() is None else sorted(survivors)
             raise RuntimeError(f"terminal cleanup failed; surviving pids: {', '.join(map(str, pids))}")
-
-    def kill_now(self) -> None:
-        """End everything at once (interpreter exit): no waiting."""
-        self._remember_tree()
-        procs.kill_tree(self.tree, signal_mod.SIGKILL)
-        procs.killpg(self.pid, signal_mod.SIGKILL)
 
 
 def _child_setup() -> None:  # runs in the child after setsid: the PTY becomes its controlling terminal

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from dsh_tui.runtime.assembler import BlockAssembler
+from dsh_tui.session.errors import DshError
 from dsh_tui.session.rows import events_of
 from dsh_tui.session.titles import (
     FALLBACK_MAX_BYTES,
@@ -64,7 +65,7 @@ def system_prompt(target_words: int = 5, target_cjk: int = 10) -> str:
     ])
 
 
-class TitleError(Exception):
+class TitleError(DshError):
     """A title request that produced no usable title (its message is what the log warning says)."""
 
 

@@ -18,6 +18,8 @@ it works on bytes with ``bytes.split`` and keeps the common ``data: {...}\\n\\n`
 
 from __future__ import annotations
 
+from dsh_tui.session.errors import DshError
+
 _CR = b"\r"
 _LF = b"\n"
 _CRLF = b"\r\n"
@@ -27,7 +29,7 @@ DATA = b"data: "
 MAX_LINE_BYTES = 64 << 20
 
 
-class SseLineTooLong(ValueError):
+class SseLineTooLong(DshError, ValueError):
     """One SSE line grew past ``MAX_LINE_BYTES`` without a line break."""
 
     def __init__(self, limit: int) -> None:

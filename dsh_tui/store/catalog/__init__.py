@@ -49,7 +49,6 @@ from .filters import (  # noqa: F401
     filter_rows,
     fts_query,
     haystack,
-    in_workspace,
     sort_rows,
     workspace_names,
     workspace_rows,

@@ -52,10 +52,6 @@ def workspace_names(cwd: str) -> frozenset[str]:
     return frozenset(names)
 
 
-def in_workspace(row: SessionRow, cwd: str) -> bool:
-    return row.cwd is not None and bool(workspace_rows([row], cwd))
-
-
 def workspace_rows(rows: Iterable[SessionRow], cwd: str) -> list[SessionRow]:
     """The rows of workspace ``cwd``; a header cwd spelled through a symlink counts too (one
     realpath per distinct cwd, not per row)."""

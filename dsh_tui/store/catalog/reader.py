@@ -129,7 +129,7 @@ def _frame_lines(dctx, frame, start: int, end: int, splitter) -> Iterator[tuple[
         yield held, end
 
 
-class _Unreadable(Exception):
+class _Unreadable(Exception):  # control flow (a row the listing skips), never shown: not a DshError
     pass
 
 

@@ -228,6 +228,8 @@ class JsonlStore:
             raise StoreError(f'session "{session_id}" not found in {self.root}')
         try:
             prefix = scan_file(path, self.compression)
+        except OSError:
+            raise  # (NotRegularFileError is a DshError too: it keeps its errno and file name)
         except DshError as err:
             raise type(err)(f"{path}: {err}") from None
         layout.check_identity(path, self.root, prefix.header, self.compression, expected_id=session_id)

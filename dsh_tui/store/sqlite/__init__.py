@@ -43,8 +43,4 @@ from .schema import (  # noqa: F401
     verify_schema,
     verify_schema_quick,
 )
-from .store import (  # noqa: F401
-    SqliteSessionStore,
-    iter_chunks,
-    open_sqlite_store,
-)
+from .store import SqliteSessionStore  # noqa: F401

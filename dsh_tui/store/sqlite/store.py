@@ -8,7 +8,6 @@ import contextlib
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -436,18 +435,3 @@ def _validate_events(header: dict, events: list[dict], session_id: str,
         raise
     except (DshError, ValueError, TypeError, KeyError, AttributeError) as err:
         raise SessionCorruptionError(f'stored session "{session_id}" failed validation: {err}') from err
-
-
-def open_sqlite_store(root: str | Path, **kw) -> SqliteSessionStore:
-    return SqliteSessionStore(root, **kw)
-
-
-def iter_chunks(it: Iterable, n: int):
-    buf = []
-    for x in it:
-        buf.append(x)
-        if len(buf) == n:
-            yield buf
-            buf = []
-    if buf:
-        yield buf

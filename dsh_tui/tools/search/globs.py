@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dsh_tui.session.errors import DshError
 from dsh_tui.tools.common import search_error
 
 
@@ -32,7 +33,7 @@ def _split_alternatives(body: str) -> list[str]:
     return parts
 
 
-class GlobSyntaxError(ValueError):
+class GlobSyntaxError(DshError, ValueError):
     """A glob ripgrep's globset would refuse (the message is globset's)."""
 
 

@@ -35,7 +35,7 @@ class _Budget:
             )
 
 
-class _Aborted(Exception):
+class _Aborted(Exception):  # control flow (the walk's stop/deadline unwinding): not a DshError
     pass
 
 
