@@ -116,13 +116,20 @@ async def test_a_prompt_sent_while_the_route_resolves_is_sent_once_the_session_o
             await pilot.pause()
             note = str(app.chat.note.render())
             assert "No session is open" not in note and "Starting the session" in note, note
-            assert app.chat.composer.text == "run it"  # kept until it is sent
+            # waiting in the queue, the composer free: a second message typed on is a second message (it was
+            # appended to the first, sent as one prompt)
+            assert app.chat.composer.text == "" and app.chat.steering.queue == ["run it"]
+            await submit(pilot, "then this")
+            await pilot.pause()
+            assert app.chat.steering.queue == ["run it", "then this"]
+            app.chat.composer.value = "a draft"
             gate.set()
-            await wait_for(pilot, lambda: len(items(app, "footer")) == 1, 30)
+            await wait_for(pilot, lambda: len(items(app, "footer")) == 2, 30)
             harness = app.bridge.harness
             prompts = [e["data"] for e in harness.session.events
                        if e["type"] == "user/message" and e["data"]["source"]["kind"] == "user"]
-            assert [p["content"] for p in prompts] == [[{"type": "text", "text": "run it"}]]
-            assert app.chat.composer.text == ""
+            assert [p["content"] for p in prompts] == [[{"type": "text", "text": "run it"}],
+                                                       [{"type": "text", "text": "then this"}]]
+            assert app.chat.composer.text == "a draft" and not app.chat.steering.queue
     finally:
         gate.set()

@@ -16,7 +16,6 @@ class SendFlow:
 
     def __init__(self, chat: ChatScreen) -> None:
         self.chat = chat
-        self.attach_text: str | None = None  # the text Enter sent while the session started (typed after it stays)
         self.image_refused: str | None = None  # a prompt held back for its images: sent as text if sent again
 
     def send(self, text: str, mode: str) -> bool:
@@ -123,4 +122,7 @@ class SendFlow:
         if self.send(text, "steer" if chat.running else "followup"):
             composer.value = rest
         elif chat.send_on_attach:
-            self.attach_text = submitted  # sent once the session is ready; what is typed meanwhile stays
+            # the session is starting: the message waits in the queue (the first goes when the session is
+            # ready, the next ones as each turn ends) and the composer is free for the next one
+            composer.value = rest
+            chat.steering.enqueue(text)

@@ -39,6 +39,16 @@ class SteerQueue:
             self.chat.sending.send(self.queue.pop(0), "followup")
             self.show_queue()
 
+    def back_to_composer(self) -> None:
+        """Every queued message back in the composer, before what is typed there (nothing is sent)."""
+        if not self.queue:
+            return
+        chat = self.chat
+        queued, self.queue = self.queue, []
+        current = chat.composer.text.strip()
+        chat.composer.value = "\n\n".join([*queued, *([current] if current else [])])
+        self.show_queue()
+
     def on_action(self, message: QueueList.Action) -> None:
         chat = self.chat
         if message.action == "leave":

@@ -181,11 +181,14 @@ class StreamPump:
         if chat.send_on_attach and harness is not None:
             chat.send_on_attach = False
             if chat.read_only:  # typed while a stored session was loading: nothing is sent on its own
+                chat.steering.back_to_composer()
                 chat.say("This is a read-only view: Enter resumes the session here and sends your text.")
-            else:
+            elif chat.steering.queue:  # Enter while the session started: the first goes now, the rest in turn
                 chat.say("")
-                submitted, chat.sending.attach_text = chat.sending.attach_text, None
-                chat.call_after_refresh(chat.sending.submit, False, submitted)
+                chat.call_after_refresh(chat.steering.next_turn)
+            else:  # a text put in the composer to be sent (a read-only view resumed by typing)
+                chat.say("")
+                chat.call_after_refresh(chat.sending.submit, False, None)
         # the log and its views live as long as the screen: keep them out of the cyclic GC, whose
         # full collections otherwise stall the loop for ~100 ms each while a stream allocates
         gc.freeze()
