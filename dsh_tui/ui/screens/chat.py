@@ -346,7 +346,7 @@ class ChatScreen(Screen):
         # the composer's repaint after a keystroke: paint it now, not at the next frame tick (Screen's own
         # handler, which marks the composer dirty, runs after this one)
         if message.widget is self.composer and self.composer.echo_pending:
-            self.call_next(paint_now, self)
+            self.call_next(paint_now, self, self.composer)
 
     def events_ready(self) -> None:
         """Called (on the UI thread) when the bridge has something (``StreamPump``)."""
