@@ -31,7 +31,7 @@ from dsh_tui.ui.palette import PaletteCommands
 from dsh_tui.ui.safe_output import CONTENT_FILTER
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.textual_compat import notifications, refresh_ansi_filter, unnotify
-from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes
+from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes, save_theme_cache
 
 if TYPE_CHECKING:
     from dsh_tui.ui.screens.chat import ChatScreen  # imported when a chat opens: not on the browser's path
@@ -224,6 +224,7 @@ class DshApp(App):
             gc.enable()
 
     def _save_css(self) -> None:
+        save_theme_cache()
         save = getattr(self.stylesheet, "save", None)
         if save is not None:
             save()

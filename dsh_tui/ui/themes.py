@@ -51,7 +51,7 @@ def load_themes(cache: Path | None = None) -> list[Theme]:
 
     ``cache``: a file keeping the parsed TOML of each theme file by path, size and mtime between runs
     (importing ``tomllib`` and parsing the bundled files is ~2 ms of every start-up); a changed file is
-    parsed again, an unreadable cache ignored."""
+    parsed again, an unreadable cache ignored. New entries are written by ``save_theme_cache``."""
     files = [path for directory in theme_dirs() for path in sorted(directory.glob("*.toml"))]
     stamps: dict[str, tuple[int, int]] = {}
     for path in files:
@@ -86,14 +86,26 @@ def load_themes(cache: Path | None = None) -> list[Theme]:
         if stamp is not None:
             fresh[str(path)] = (stamp, data)
         seen[theme.name] = theme
-    if cache is not None and fresh != cached:
-        try:
-            from dsh_tui.store.fsio import write_atomic
-
-            write_atomic(cache, pickle.dumps(fresh, protocol=pickle.HIGHEST_PROTOCOL), fsync=False)
-        except Exception:  # noqa: BLE001 - a cache: parsed again next time
-            pass
+    global _unsaved
+    _unsaved = (cache, fresh) if cache is not None and fresh != cached else None
     return list(seen.values())
+
+
+_unsaved: tuple[Path, dict[str, Any]] | None = None  # parsed theme files not in the cache yet
+
+
+def save_theme_cache() -> None:
+    """Write what ``load_themes`` parsed afresh into its cache (the app calls it after the first frame)."""
+    global _unsaved
+    if _unsaved is None:
+        return
+    (cache, fresh), _unsaved = _unsaved, None
+    try:
+        from dsh_tui.store.fsio import write_atomic
+
+        write_atomic(cache, pickle.dumps(fresh, protocol=pickle.HIGHEST_PROTOCOL), fsync=False)
+    except Exception:  # noqa: BLE001 - a cache: parsed again next time
+        pass
 
 
 # -- parsed CSS, kept between runs ---------------------------------------------------------------------

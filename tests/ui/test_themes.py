@@ -48,7 +48,7 @@ def test_parsed_theme_files_are_kept_between_runs_and_a_changed_file_is_read_aga
     user.write_text('name = "mine"\nprimary = "#112233"\n')
     env = {**os.environ, "PYTHONPATH": str(REPO), "XDG_CONFIG_HOME": str(config), "DSH_HOME": str(tmp_path / "h")}
     code = ("import json, sys; from pathlib import Path; import dsh_tui.ui.themes as t; "
-            f"th = {{x.name: x for x in t.load_themes(Path({str(tmp_path / 'themes.pickle')!r}))}}; "
+            f"th = {{x.name: x for x in t.load_themes(Path({str(tmp_path / 'themes.pickle')!r}))}}; t.save_theme_cache(); "
             "print(json.dumps({'dirs': [str(d) for d in t.theme_dirs()], 'tomllib': 'tomllib' in sys.modules, "
             "'names': sorted(th), 'mine': th['mine'].primary if 'mine' in th else None}))")
 
