@@ -183,6 +183,18 @@ def paint_now(screen: Any, only: Any = None) -> None:
     screen._on_timer_update()
 
 
+def skip_first_resume_restyle(screen: Any, event: Any) -> None:
+    """Call from a screen's ``_on_screen_resume``: its first resume does not restyle every node again.
+
+    Textual styles each widget as it mounts, then restyles the whole screen when the pushed screen resumes
+    (``ScreenResume.refresh_styles``), the same rules over the same nodes: ~10 M instructions of the chat's
+    first frame.
+    Later resumes (back from another screen, after a theme change) restyle as Textual does."""
+    if not getattr(screen, "_dsh_resumed", False):
+        screen._dsh_resumed = True
+        event.refresh_styles = False
+
+
 async def run_own_binding(widget: Any, key: str) -> bool:
     """Run ``widget``'s own (non-priority) binding for ``key`` now, from its key handler; True when one
     ran (``Screen._modal_binding_chain``: the bindings Textual itself would check, keymap applied). Textual runs a widget's bindings only once the key has bubbled up to the
