@@ -195,6 +195,13 @@ def skip_first_resume_restyle(screen: Any, event: Any) -> None:
         event.refresh_styles = False
 
 
+class FirstResumeStyled:
+    """A screen mixin: its first resume does not restyle every node (``skip_first_resume_restyle``)."""
+
+    def _on_screen_resume(self, event: Any) -> None:  # (Screen's own handler runs next)
+        skip_first_resume_restyle(self, event)
+
+
 async def run_own_binding(widget: Any, key: str) -> bool:
     """Run ``widget``'s own (non-priority) binding for ``key`` now, from its key handler; True when one
     ran (``Screen._modal_binding_chain``: the bindings Textual itself would check, keymap applied). Textual runs a widget's bindings only once the key has bubbled up to the
