@@ -31,7 +31,7 @@ from dsh_tui.ui.palette import PaletteCommands
 from dsh_tui.ui.safe_output import CONTENT_FILTER
 from dsh_tui.ui.settings import UiSettings
 from dsh_tui.ui.textual_compat import notifications, refresh_ansi_filter, unnotify
-from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes
+from dsh_tui.ui.themes import DEFAULT_THEME, CachedStylesheet, css_cache_path, load_themes, save_theme_cache
 
 if TYPE_CHECKING:
     from dsh_tui.ui.screens.chat import ChatScreen  # imported when a chat opens: not on the browser's path
@@ -121,7 +121,8 @@ class DshApp(App):
         self.clock = clock
         self.bridge = Bridge(self._wake_from_harness)
         self.chat: ChatScreen | None = None
-        for theme in load_themes():
+        css_cache = css_cache_path()
+        for theme in load_themes(None if css_cache is None else css_cache.with_name("themes.pickle")):
             self.register_theme(theme)
         for name in (self.settings.ui.theme, DEFAULT_THEME, "textual-dark"):
             if name is not None and self._has_theme(name):
@@ -129,7 +130,7 @@ class DshApp(App):
                 break
         # nothing is parsed yet: the stylesheet that keeps its parsed rules between runs, with the
         # start theme's variables
-        self.stylesheet = CachedStylesheet(variables=self.get_css_variables(), path=css_cache_path())
+        self.stylesheet = CachedStylesheet(variables=self.get_css_variables(), path=css_cache)
 
     # (session id, root) of the live session the app had open when it quit (``resume_hint``)
     resumable: tuple[str, Any] | None = None
@@ -223,6 +224,7 @@ class DshApp(App):
             gc.enable()
 
     def _save_css(self) -> None:
+        save_theme_cache()
         save = getattr(self.stylesheet, "save", None)
         if save is not None:
             save()

@@ -153,13 +153,53 @@ async def mount_toasts(screen: Any, notes: Any) -> None:
 
 
 # -- widgets ---------------------------------------------------------------------------------------
-def paint_now(screen: Any) -> None:
+def paint_now(screen: Any, only: Any = None) -> None:
     """Lay out and paint ``screen``'s pending updates now (``Screen._on_timer_update``) instead of at its
     next frame tick: Textual paints at most 60 times a second on a timer, so while a stream keeps the
     screen busy a keystroke waited up to 16.7 ms for its frame. Its ``call_after_refresh`` callbacks run
-    next, as after a timer paint."""
-    if screen.is_current:
-        screen._on_timer_update()
+    next, as after a timer paint.
+
+    ``only``: a widget whose repaint this is for (the composer after a keystroke). When nothing needs a
+    layout, only ``only`` and its descendants are painted now; the other widgets waiting for a repaint (a
+    streaming answer's new lines, whose Markdown renders in that paint) keep it for the next frame tick,
+    so the keystroke's frame costs the composer's lines alone."""
+    if not screen.is_current:
+        return
+    dirty = screen._dirty_widgets
+    if only is not None and dirty and not screen.app._batch_count and not (
+            screen._layout_required or screen._scroll_required or screen._repaint_required
+            or screen._recompose_required):
+        later = {w for w in dirty if w is not only and only not in w.ancestors}
+        if later and len(later) < len(dirty):
+            dirty.difference_update(later)
+            screen._update_timer.pause()
+            screen._compositor.update_widgets(dirty)
+            screen._compositor_refresh()  # (clears the set)
+            dirty.update(later)
+            screen._update_timer.resume()  # their paint: the next tick
+            if screen._callbacks:
+                screen.call_next(screen._invoke_and_clear_callbacks)
+            return
+    screen._on_timer_update()
+
+
+def skip_first_resume_restyle(screen: Any, event: Any) -> None:
+    """Call from a screen's ``_on_screen_resume``: its first resume does not restyle every node again.
+
+    Textual styles each widget as it mounts, then restyles the whole screen when the pushed screen resumes
+    (``ScreenResume.refresh_styles``), the same rules over the same nodes: ~10 M instructions of the chat's
+    first frame.
+    Later resumes (back from another screen, after a theme change) restyle as Textual does."""
+    if not getattr(screen, "_dsh_resumed", False):
+        screen._dsh_resumed = True
+        event.refresh_styles = False
+
+
+class FirstResumeStyled:
+    """A screen mixin: its first resume does not restyle every node (``skip_first_resume_restyle``)."""
+
+    def _on_screen_resume(self, event: Any) -> None:  # (Screen's own handler runs next)
+        skip_first_resume_restyle(self, event)
 
 
 async def run_own_binding(widget: Any, key: str) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +33,12 @@ def theme_dirs() -> list[Path]:
     return [d for d in dirs if d.is_dir()]
 
 
-def load_theme(path: Path) -> Theme:
-    """One theme from a TOML file (keys as in ``textual.theme.Theme``)."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+def load_theme(path: Path, data: dict[str, Any] | None = None) -> Theme:
+    """One theme from a TOML file (keys as in ``textual.theme.Theme``); ``data``: the file already parsed."""
+    if data is None:
+        import tomllib  # (load_themes keeps parsed files in its cache: most start-ups never import it)
+
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
     kwargs = {k: data[k] for k in THEME_KEYS if isinstance(data.get(k), str)}
     variables = data.get("variables")
     variables = variables if isinstance(variables, dict) else {}
@@ -44,17 +46,66 @@ def load_theme(path: Path) -> Theme:
                  variables={str(k): str(v) for k, v in variables.items()}, **kwargs)
 
 
-def load_themes() -> list[Theme]:
-    """Every readable theme file; a broken file is skipped (and named by ``broken_themes``)."""
+def load_themes(cache: Path | None = None) -> list[Theme]:
+    """Every readable theme file; a broken file is skipped (and named by ``broken_themes``).
+
+    ``cache``: a file keeping the parsed TOML of each theme file by path, size and mtime between runs
+    (importing ``tomllib`` and parsing the bundled files is ~2 ms of every start-up); a changed file is
+    parsed again, an unreadable cache ignored. New entries are written by ``save_theme_cache``."""
+    files = [path for directory in theme_dirs() for path in sorted(directory.glob("*.toml"))]
+    stamps: dict[str, tuple[int, int]] = {}
+    for path in files:
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        stamps[str(path)] = (st.st_size, st.st_mtime_ns)
+    cached: dict[str, Any] = {}
+    if cache is not None:
+        try:
+            loaded = pickle.loads(cache.read_bytes())
+            if isinstance(loaded, dict):
+                cached = loaded
+        except Exception:  # noqa: BLE001 - missing, unreadable or foreign: parse afresh
+            cached = {}
+    fresh: dict[str, Any] = {}
     seen: dict[str, Theme] = {}
-    for directory in theme_dirs():
-        for path in sorted(directory.glob("*.toml")):
-            try:
-                theme = load_theme(path)
-            except (OSError, ValueError, TypeError):
-                continue
-            seen[theme.name] = theme
+    for path in files:
+        stamp = stamps.get(str(path))
+        entry = cached.get(str(path))
+        data = entry[1] if isinstance(entry, tuple) and len(entry) == 2 and entry[0] == stamp \
+            and isinstance(entry[1], dict) else None
+        try:
+            if data is None:
+                import tomllib
+
+                data = tomllib.loads(path.read_text(encoding="utf-8"))
+            theme = load_theme(path, data)
+        except (OSError, ValueError, TypeError):
+            continue
+        if stamp is not None:
+            fresh[str(path)] = (stamp, data)
+        seen[theme.name] = theme
+    global _unsaved
+    _unsaved = (cache, fresh) if cache is not None and fresh != cached else None
     return list(seen.values())
+
+
+_unsaved: tuple[Path, dict[str, Any]] | None = None  # parsed theme files not in the cache yet
+
+
+def save_theme_cache() -> None:
+    """Write what ``load_themes`` parsed afresh into its cache (the app calls it after the first frame)."""
+    global _unsaved
+    if _unsaved is None:
+        return
+    (cache, fresh), _unsaved = _unsaved, None
+    try:
+        from dsh_tui.store.fsio import write_atomic
+
+        write_atomic(cache, pickle.dumps(fresh, protocol=pickle.HIGHEST_PROTOCOL), fsync=False)
+    except Exception:  # noqa: BLE001 - a cache: parsed again next time
+        pass
 
 
 # -- parsed CSS, kept between runs ---------------------------------------------------------------------
@@ -82,13 +133,16 @@ class CachedStylesheet(HookedStylesheet):
         self._variables_key = b""
 
     def _key(self, css: str, read_from: Any, is_default_rules: bool, tie_breaker: int, scope: str) -> bytes:
-        import hashlib
+        try:  # hashlib's import loads OpenSSL (~1.5 ms): blake2b is built in
+            from _blake2 import blake2b
+        except ImportError:  # pragma: no cover - an interpreter without it
+            from hashlib import blake2b
 
         if not self._variables_key:
-            self._variables_key = hashlib.blake2b(
+            self._variables_key = blake2b(
                 repr((self.VERSION, _textual_stamp(), sorted(self.variables.items()))).encode(),
                 digest_size=16).digest()
-        return hashlib.blake2b(self._variables_key + repr((css, read_from, is_default_rules, tie_breaker,
+        return blake2b(self._variables_key + repr((css, read_from, is_default_rules, tie_breaker,
                                                             scope)).encode(), digest_size=16).digest()
 
     def _load(self) -> dict[bytes, bytes]:

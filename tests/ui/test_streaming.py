@@ -578,3 +578,55 @@ async def test_a_keystroke_is_painted_without_waiting_for_the_frame_timer(tmp_pa
         finally:
             timer.resume = resume
             app._display = display
+
+
+async def test_a_keystroke_frame_leaves_a_streaming_answers_repaint_to_the_next_tick(tmp_path):
+    # py-spy of a 2,000 tok/s stream: the keystroke's frame also painted the answer's new lines (its
+    # Markdown tail renders in that paint), ~40 % of the UI thread, and the echo waited for it. The
+    # keystroke's frame now paints the composer alone; the answer's repaint stays due for the next tick.
+    app = scripted_app(tmp_path, [scripted.text("hello **there**\n\nA second paragraph.")])
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_for(pilot, lambda: app.bridge.harness is not None)
+        chat = app.chat
+        await submit(pilot, "hi")
+        await wait_for(pilot, lambda: items(app, "assistant") and items(app, "footer"))
+        answer = chat.transcript.views[items(app, "assistant")[0].key]
+        chat.composer.focus()
+        await pilot.pause()
+        drawn: list[str] = []
+        render_lines = answer.render_lines
+
+        def counting_render_lines(crop):  # noqa: ANN001, ANN202
+            drawn.append("answer")
+            return render_lines(crop)
+
+        answer.render_lines = counting_render_lines
+        display = app._display
+
+        def counting(screen, renderable):  # noqa: ANN001
+            if renderable is not None:
+                drawn.append(f"paint {chat.composer.value}")
+            display(screen, renderable)
+
+        app._display = counting
+        timer = chat._update_timer
+        resume = timer.resume
+        timer.resume = lambda: None  # the frame timer never fires on its own
+        timer.pause()
+        try:
+            answer.refresh()  # a stream's flush: the answer's lines are due for a repaint
+            app._driver.send_message(events.Key("q", "q"))
+            for _ in range(150):
+                await asyncio.sleep(0.02)
+                if chat.composer.value == "q" and not chat.composer.echo_pending:
+                    break
+            assert chat.composer.value == "q" and not chat.composer.echo_pending
+            assert "paint q" in drawn
+            assert "answer" not in drawn[:drawn.index("paint q") + 1]  # the key's frame drew no answer line
+            assert answer in chat._dirty_widgets  # still due
+        finally:
+            timer.resume = resume
+            app._display = display
+        drawn.clear()
+        chat._update_timer.resume()
+        await wait_for(pilot, lambda: "answer" in drawn)  # painted at the next tick

@@ -17,7 +17,6 @@ from __future__ import annotations
 from typing import Any
 
 from dsh_tui.session.content import content_text, tool_result_block
-from dsh_tui.session.folds import title_update
 from dsh_tui.session.stats import UsageFold
 
 from . import notices
@@ -399,6 +398,9 @@ class TranscriptFold:
         return None if self.title_data is None else self.title_data["title"]
 
     def _on_title(self, event, data, seq, out) -> None:
+        from dsh_tui.session.folds import title_update  # its module imports the row codec and JSON: not
+        # on the way to a new chat's first frame
+
         self.title_data = title_update(self.title_data, event)
 
     def prepend(self, head: TranscriptFold) -> None:
@@ -409,6 +411,8 @@ class TranscriptFold:
         crosses it; only the plan and the usage totals carry over.
         """
         if head.title_data is not None:  # the head's events come first
+            from dsh_tui.session.folds import title_update
+
             tail = self.title_data
             self.title_data = head.title_data if tail is None else title_update(head.title_data, {"data": tail})
         self.items[:0] = head.items

@@ -32,7 +32,7 @@ from dsh_tui.ui.screens.chat_keys import KeyRouter
 from dsh_tui.ui.screens.chat_modes import ModeStatus, QuestionFlow
 from dsh_tui.ui.screens.chat_stream import StreamPump
 from dsh_tui.ui.screens.chat_view import TranscriptNav
-from dsh_tui.ui.textual_compat import paint_now
+from dsh_tui.ui.textual_compat import FirstResumeStyled, paint_now
 from dsh_tui.ui.widgets.composer import Composer
 from dsh_tui.ui.widgets.item import ViewState
 from dsh_tui.ui.widgets.question import QuestionPanel  # its @on handlers below need the class
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the
     from dsh_tui.ui.widgets.searchbar import SearchBar
 
 
-class ChatScreen(Screen):
+class ChatScreen(FirstResumeStyled, Screen):
     """One live (or replayed) session, composed of the controllers named in the module docstring."""
 
     HELP = chat_help.HELP
@@ -346,7 +346,7 @@ class ChatScreen(Screen):
         # the composer's repaint after a keystroke: paint it now, not at the next frame tick (Screen's own
         # handler, which marks the composer dirty, runs after this one)
         if message.widget is self.composer and self.composer.echo_pending:
-            self.call_next(paint_now, self)
+            self.call_next(paint_now, self, self.composer)
 
     def events_ready(self) -> None:
         """Called (on the UI thread) when the bridge has something (``StreamPump``)."""
