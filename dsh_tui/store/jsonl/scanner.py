@@ -22,6 +22,7 @@ from dsh_tui.session.rows import PackedRun as _PackedRun
 from dsh_tui.session.rows import RawBlock as _RawBlock
 from dsh_tui.session.rows import lazy_row as _lazy_row
 from dsh_tui.session.sharing import SHARERS
+from dsh_tui.session.sharing import share_block as _share_block
 from dsh_tui.store.fsio import MAX_LINE_BYTES, LineSplitter
 
 from .codec import MAX_SAFE, ROW_TAGS, parse_header_record
@@ -35,6 +36,7 @@ _STR_ONLY = {str}
 # a known event type -> (its name as the shared constant, legacy.type_role, its sharing.SHARERS entry or None)
 _TYPE_INFO: dict[str, tuple[str, int, Any]] = {t: (t, role, SHARERS.get(t)) for t, role in TYPE_ROLES.items()}
 
+_CHUNK_SHARE = SHARERS["assistant/chunk"]  # taken inline by the hot loop (sharing.share_block)
 _INT_ONLY = {int}
 _NUM = (int, float)
 
@@ -51,6 +53,8 @@ def _expand_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
         seq0 = obj["seq0"]
         time0 = obj["time0"]
         dkeys = data.keys()
+        members: Any
+        dt: Any
         if tag == "tool-call-chunks":
             named = dkeys == _TOOL_ROW_DATA_NAMED
             ok = named or dkeys == _TOOL_ROW_DATA
@@ -126,7 +130,8 @@ class LineScanner:
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
-        self.events: list[dict[str, Any]] = []
+        # the slots: event dicts, and a PackedRun / RawBlock per member of a compact row / v4 block
+        self.events: list[Any] = []
         self.input_bytes = len(header_record)
         self.committed_bytes = len(header_record)
         self.line_no = 0
@@ -242,6 +247,9 @@ class LineScanner:
         add_pev = pev.append
         type_info = _TYPE_INFO.get
         pool = self._pool
+        pool_sd = pool.setdefault
+        chunk_share = _CHUNK_SHARE
+        share_block = _share_block
         add_import = self.looks[0].append
         add_refuse = self.looks[1].append
         loads = orjson.loads
@@ -310,7 +318,12 @@ class LineScanner:
                         obj["type"], role, share = info
                         if share is not None:
                             try:
-                                share(obj, pool)
+                                if share is chunk_share:  # the sharer inline: most chunks are no block-end
+                                    c = obj["data"]["chunk"]
+                                    if c["type"] == "block-end":
+                                        share_block(c["block"], pool_sd)
+                                else:
+                                    share(obj, pool)
                             except (KeyError, TypeError, AttributeError):
                                 pass  # not the expected shape: validation reports it
                     else:
