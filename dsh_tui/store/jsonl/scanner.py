@@ -186,10 +186,11 @@ class LineScanner:
         self._pidx.append(i)
         self._pev.append(ev)
 
-    def _hand_over(self, parts: list[bytes], i: int, pos: int, line_no: int, n: int) -> None:
-        """The hot loop stops at line ``i`` (an unparsable line, a malformed row or a seq gap): the slow path
-        takes it from there and reports it precisely."""
-        self.line_no = line_no - 1
+    def _hand_over(self, parts: list[bytes], i: int, pos: int, n: int) -> None:
+        """The hot loop stops at line ``i`` of ``parts`` (an unparsable line, a malformed row or a seq gap; ``pos``:
+        where ``parts`` starts): the slow path takes it from there and reports it precisely."""
+        self.line_no += i
+        pos += sum(map(len, parts[:i])) + i
         self.committed_bytes = pos
         self._pn = n
         self._slow(parts[i:], pos)
@@ -235,7 +236,8 @@ class LineScanner:
 
     def _fast(self, parts: list[bytes], pos: int) -> None:
         """Hot loop for complete-form logs; hands over to :meth:`_slow` at the first problem. ``pos`` (the end of
-        the last accepted line) is stored in ``committed_bytes`` at every exit, not per line."""
+        the last accepted line) and the line number are worked out at the exit (:meth:`_hand_over`, or the end of
+        the batch), not kept per line."""
         events = self.events
         if self._pn != len(events):
             self._catch_up()
@@ -260,13 +262,11 @@ class LineScanner:
         v4 = self._v4
         blk = self._block
         n = len(events)
-        line_no = self.line_no
         for i, line in enumerate(parts):
-            line_no += 1
             try:
                 obj = loads(line)
             except orjson.JSONDecodeError:
-                self._hand_over(parts, i, pos, line_no, n)
+                self._hand_over(parts, i, pos, n)
                 return
             if type(obj) is dict:
                 t = obj.get("type")
@@ -277,15 +277,14 @@ class LineScanner:
                         k = run.n
                         extend(repeat(run, k))
                         n += k
-                        pos += len(line) + 1
                         continue
                     try:
                         expanded = _expand_row(obj)
                     except (DshError, ValueError, TypeError, KeyError):
-                        self._hand_over(parts, i, pos, line_no, n)
+                        self._hand_over(parts, i, pos, n)
                         return
                     if not expanded or expanded[0]["seq"] != n:
-                        self._hand_over(parts, i, pos, line_no, n)
+                        self._hand_over(parts, i, pos, n)
                         return
                     if expanded[0] is not obj:  # a decoded row (not an ignorable row-tagged event)
                         add_run((n, len(expanded)))
@@ -296,7 +295,7 @@ class LineScanner:
                 else:
                     seq = obj.get("seq")
                     if seq != n or seq.__class__ is not int:
-                        self._hand_over(parts, i, pos, line_no, n)
+                        self._hand_over(parts, i, pos, n)
                         return
                     info = type_info(t) if t.__class__ is str else None
                     if v4 and t.__class__ is str:
@@ -338,11 +337,10 @@ class LineScanner:
                     add_pev(obj)
                     n += 1
             else:
-                self._hand_over(parts, i, pos, line_no, n)
+                self._hand_over(parts, i, pos, n)
                 return
-            pos += len(line) + 1
-        self.committed_bytes = pos
-        self.line_no = line_no
+        self.committed_bytes = pos + sum(map(len, parts)) + len(parts)
+        self.line_no += len(parts)
         self._pn = n
 
     def _decode(self, line: bytes) -> list[Any] | None:
