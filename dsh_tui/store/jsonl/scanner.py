@@ -204,8 +204,13 @@ class LineScanner:
             # past the first problem only a complete record holding a turn/end matters: a chunk without one
             # (nor one across its edges, nor one in a line it leaves unfinished) is not even split into lines
             edge = self._edge + chunk[:len(_TURN_END)]
-            self._edge = chunk[-len(_TURN_END):]
-            armed, self._armed = self._armed, chunk.rfind(_TURN_END) > chunk.rfind(b"\n")
+            self._edge = (self._edge + chunk)[-len(_TURN_END):]  # (a chunk can be shorter than a turn/end)
+            armed = self._armed
+            nl = chunk.rfind(b"\n")
+            # the line this chunk leaves unfinished holds a turn/end: after its last newline, or, in a chunk
+            # without one (the middle of a long line), anywhere in the line so far
+            self._armed = (chunk.rfind(_TURN_END) > nl if nl >= 0
+                           else armed or _TURN_END in edge or _TURN_END in chunk)
             if not armed and _TURN_END not in edge and _TURN_END not in chunk:
                 self.line_no += chunk.count(b"\n")
                 self._split.skip(chunk)
@@ -215,10 +220,14 @@ class LineScanner:
             return
         if self.issue is not None:
             self._after_issue(parts)
-        elif self.projected is False:
+            return
+        if self.projected is False:
             self._fast(parts, base)
         else:
             self._slow(parts, base)
+        if self.issue is not None:  # the first problem is in this chunk: what the next chunk's check starts from
+            self._edge = chunk[-len(_TURN_END):]
+            self._armed = chunk.rfind(_TURN_END) > chunk.rfind(b"\n")
 
     def _after_issue(self, parts: list[bytes]) -> None:
         """Past the first problem only a later complete record holding a ``turn/end`` matters (it makes the
