@@ -112,8 +112,8 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                           and type(t) is str and t != ""
                           and (nk == 4 or ("surfaceOp" in ev and (nk == 5 or "sourceEventSeqs" in ev))))
                 if not env_ok or nk != 4 or type(d) is not dict:
-                    raise TypeError
-                if t == chunk_type:
+                    pass  # (e.g. a surface event's 5 or 6 keys) the generic path below, without a raise to get there
+                elif t == chunk_type:
                     # the vast majority: an assistant/chunk inside the open step
                     if open_step is None or d["step"] != open_step or d["turn"] != open_turn:
                         raise TypeError

@@ -40,6 +40,11 @@ def _chunk(ev: dict[str, Any], pool: Pool) -> None:
         _block(c["block"], pool.setdefault)
 
 
+#: ``share_block(block, pool.setdefault)``: a content block's strings shared (the JSONL scanner calls it for a
+#: ``block-end`` chunk's block itself, sparing a call per chunk)
+share_block = _block
+
+
 def _message(m: dict[str, Any], sd: _Share) -> None:
     """A message's content blocks and its source's strings (kind, provider, model, callId ...)."""
     for b in m["content"]:

@@ -36,6 +36,7 @@ class TornMarker:
 @dataclass
 class StoredPrefix:
     header: dict[str, Any]
+    # the scanner's EventList (compact rows stay compact; a read-only sequence the session layer takes as its list)
     events: list[dict[str, Any]]
     compression: str
     torn: TornMarker | None = None
@@ -133,7 +134,8 @@ def _scan_raw_stream(f: BinaryIO, *, lenient: bool, projected: bool | None) -> S
         scanner.write(block)
     scanner.finish()
     torn = TornMarker(scanner.committed_bytes) if scanner.committed_bytes < total else None
-    return StoredPrefix(scanner.header, scanner.event_list(), "none", torn, total, record,
+    events: Any = scanner.event_list()
+    return StoredPrefix(scanner.header, events, "none", torn, total, record,
                         bool(scanner.projected), runs=scanner.runs, looks=scanner.looks)
 
 
@@ -179,7 +181,8 @@ def _scan_zstd(f: BinaryIO, *, lenient: bool, projected: bool | None) -> StoredP
             scanner.write(plain)
         scanner.finish()
         torn = TornMarker(base + fs.torn_start, EventList(scanner.events)[complete:])
-    return StoredPrefix(scanner.header, scanner.event_list(), "zstd", torn, total, record,
+    events: Any = scanner.event_list()
+    return StoredPrefix(scanner.header, events, "zstd", torn, total, record,
                         bool(scanner.projected), runs=scanner.runs, looks=scanner.looks)
 
 

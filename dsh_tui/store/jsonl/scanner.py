@@ -22,6 +22,7 @@ from dsh_tui.session.rows import PackedRun as _PackedRun
 from dsh_tui.session.rows import RawBlock as _RawBlock
 from dsh_tui.session.rows import lazy_row as _lazy_row
 from dsh_tui.session.sharing import SHARERS
+from dsh_tui.session.sharing import share_block as _share_block
 from dsh_tui.store.fsio import MAX_LINE_BYTES, LineSplitter
 
 from .codec import MAX_SAFE, ROW_TAGS, parse_header_record
@@ -35,6 +36,7 @@ _STR_ONLY = {str}
 # a known event type -> (its name as the shared constant, legacy.type_role, its sharing.SHARERS entry or None)
 _TYPE_INFO: dict[str, tuple[str, int, Any]] = {t: (t, role, SHARERS.get(t)) for t, role in TYPE_ROLES.items()}
 
+_CHUNK_SHARE = SHARERS["assistant/chunk"]  # taken inline by the hot loop (sharing.share_block)
 _INT_ONLY = {int}
 _NUM = (int, float)
 
@@ -51,6 +53,8 @@ def _expand_row(obj: dict[str, Any]) -> list[dict[str, Any]]:
         seq0 = obj["seq0"]
         time0 = obj["time0"]
         dkeys = data.keys()
+        members: Any
+        dt: Any
         if tag == "tool-call-chunks":
             named = dkeys == _TOOL_ROW_DATA_NAMED
             ok = named or dkeys == _TOOL_ROW_DATA
@@ -126,7 +130,8 @@ class LineScanner:
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
-        self.events: list[dict[str, Any]] = []
+        # the slots: event dicts, and a PackedRun / RawBlock per member of a compact row / v4 block
+        self.events: list[Any] = []
         self.input_bytes = len(header_record)
         self.committed_bytes = len(header_record)
         self.line_no = 0
@@ -181,10 +186,11 @@ class LineScanner:
         self._pidx.append(i)
         self._pev.append(ev)
 
-    def _hand_over(self, parts: list[bytes], i: int, pos: int, line_no: int, n: int) -> None:
-        """The hot loop stops at line ``i`` (an unparsable line, a malformed row or a seq gap): the slow path
-        takes it from there and reports it precisely."""
-        self.line_no = line_no - 1
+    def _hand_over(self, parts: list[bytes], i: int, pos: int, n: int) -> None:
+        """The hot loop stops at line ``i`` of ``parts`` (an unparsable line, a malformed row or a seq gap; ``pos``:
+        where ``parts`` starts): the slow path takes it from there and reports it precisely."""
+        self.line_no += i
+        pos += sum(map(len, parts[:i])) + i
         self.committed_bytes = pos
         self._pn = n
         self._slow(parts[i:], pos)
@@ -198,8 +204,13 @@ class LineScanner:
             # past the first problem only a complete record holding a turn/end matters: a chunk without one
             # (nor one across its edges, nor one in a line it leaves unfinished) is not even split into lines
             edge = self._edge + chunk[:len(_TURN_END)]
-            self._edge = chunk[-len(_TURN_END):]
-            armed, self._armed = self._armed, chunk.rfind(_TURN_END) > chunk.rfind(b"\n")
+            self._edge = (self._edge + chunk)[-len(_TURN_END):]  # (a chunk can be shorter than a turn/end)
+            armed = self._armed
+            nl = chunk.rfind(b"\n")
+            # the line this chunk leaves unfinished holds a turn/end: after its last newline, or, in a chunk
+            # without one (the middle of a long line), anywhere in the line so far
+            self._armed = (chunk.rfind(_TURN_END) > nl if nl >= 0
+                           else armed or _TURN_END in edge or _TURN_END in chunk)
             if not armed and _TURN_END not in edge and _TURN_END not in chunk:
                 self.line_no += chunk.count(b"\n")
                 self._split.skip(chunk)
@@ -209,10 +220,14 @@ class LineScanner:
             return
         if self.issue is not None:
             self._after_issue(parts)
-        elif self.projected is False:
+            return
+        if self.projected is False:
             self._fast(parts, base)
         else:
             self._slow(parts, base)
+        if self.issue is not None:  # the first problem is in this chunk: what the next chunk's check starts from
+            self._edge = chunk[-len(_TURN_END):]
+            self._armed = chunk.rfind(_TURN_END) > chunk.rfind(b"\n")
 
     def _after_issue(self, parts: list[bytes]) -> None:
         """Past the first problem only a later complete record holding a ``turn/end`` matters (it makes the
@@ -230,7 +245,8 @@ class LineScanner:
 
     def _fast(self, parts: list[bytes], pos: int) -> None:
         """Hot loop for complete-form logs; hands over to :meth:`_slow` at the first problem. ``pos`` (the end of
-        the last accepted line) is stored in ``committed_bytes`` at every exit, not per line."""
+        the last accepted line) and the line number are worked out at the exit (:meth:`_hand_over`, or the end of
+        the batch), not kept per line."""
         events = self.events
         if self._pn != len(events):
             self._catch_up()
@@ -242,6 +258,9 @@ class LineScanner:
         add_pev = pev.append
         type_info = _TYPE_INFO.get
         pool = self._pool
+        pool_sd = pool.setdefault
+        chunk_share = _CHUNK_SHARE
+        share_block = _share_block
         add_import = self.looks[0].append
         add_refuse = self.looks[1].append
         loads = orjson.loads
@@ -252,13 +271,11 @@ class LineScanner:
         v4 = self._v4
         blk = self._block
         n = len(events)
-        line_no = self.line_no
         for i, line in enumerate(parts):
-            line_no += 1
             try:
                 obj = loads(line)
             except orjson.JSONDecodeError:
-                self._hand_over(parts, i, pos, line_no, n)
+                self._hand_over(parts, i, pos, n)
                 return
             if type(obj) is dict:
                 t = obj.get("type")
@@ -269,15 +286,14 @@ class LineScanner:
                         k = run.n
                         extend(repeat(run, k))
                         n += k
-                        pos += len(line) + 1
                         continue
                     try:
                         expanded = _expand_row(obj)
                     except (DshError, ValueError, TypeError, KeyError):
-                        self._hand_over(parts, i, pos, line_no, n)
+                        self._hand_over(parts, i, pos, n)
                         return
                     if not expanded or expanded[0]["seq"] != n:
-                        self._hand_over(parts, i, pos, line_no, n)
+                        self._hand_over(parts, i, pos, n)
                         return
                     if expanded[0] is not obj:  # a decoded row (not an ignorable row-tagged event)
                         add_run((n, len(expanded)))
@@ -288,7 +304,7 @@ class LineScanner:
                 else:
                     seq = obj.get("seq")
                     if seq != n or seq.__class__ is not int:
-                        self._hand_over(parts, i, pos, line_no, n)
+                        self._hand_over(parts, i, pos, n)
                         return
                     info = type_info(t) if t.__class__ is str else None
                     if v4 and t.__class__ is str:
@@ -310,7 +326,12 @@ class LineScanner:
                         obj["type"], role, share = info
                         if share is not None:
                             try:
-                                share(obj, pool)
+                                if share is chunk_share:  # the sharer inline: most chunks are no block-end
+                                    c = obj["data"]["chunk"]
+                                    if c["type"] == "block-end":
+                                        share_block(c["block"], pool_sd)
+                                else:
+                                    share(obj, pool)
                             except (KeyError, TypeError, AttributeError):
                                 pass  # not the expected shape: validation reports it
                     else:
@@ -325,11 +346,10 @@ class LineScanner:
                     add_pev(obj)
                     n += 1
             else:
-                self._hand_over(parts, i, pos, line_no, n)
+                self._hand_over(parts, i, pos, n)
                 return
-            pos += len(line) + 1
-        self.committed_bytes = pos
-        self.line_no = line_no
+        self.committed_bytes = pos + sum(map(len, parts)) + len(parts)
+        self.line_no += len(parts)
         self._pn = n
 
     def _decode(self, line: bytes) -> list[Any] | None:

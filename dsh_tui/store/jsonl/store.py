@@ -15,6 +15,7 @@ Layers of this module, bottom up:
 
 from __future__ import annotations
 
+import builtins
 import os
 import stat as stat_mod
 from pathlib import Path
@@ -84,7 +85,7 @@ class JsonlStore:
             return []
 
     def _session_dirs(self, project: Path) -> list[Path]:
-        out = []
+        out: list[Path] = []
         try:
             entries = sorted(project.iterdir())
         except (PermissionError, NotADirectoryError):
@@ -129,7 +130,7 @@ class JsonlStore:
         return None
 
     def locate(self, header: dict[str, Any]) -> Path:
-        v = header.get("version") if header.get("version") in layout.GENERATIONS else 0
+        v: int = header["version"] if header.get("version") in layout.GENERATIONS else 0
         return layout.log_path(self.root, header.get("cwd"), header["id"], self.compression, v)
 
     def find(self, session_id: str) -> Path | None:
@@ -202,8 +203,8 @@ class JsonlStore:
                 self.load(session_id)
             header, cursor = self._cursor[session_id]
             materialized = True
-        seqs = [ev.get("seq") for ev in events]
-        times = [ev.get("time") for ev in events]
+        seqs: list[Any] = [ev.get("seq") for ev in events]
+        times: list[Any] = [ev.get("time") for ev in events]
         if (seqs != list(range(cursor, cursor + len(events))) or set(map(type, seqs)) != _INT_ONLY
                 or set(map(type, times)) != _INT_ONLY or min(times) < -MAX_SAFE or max(times) > MAX_SAFE):
             _check_seqs(session_id, events, cursor)  # one pass that raises the precise error
@@ -336,7 +337,7 @@ class JsonlStore:
     def list(self) -> list[dict[str, Any]]:
         return [h for h, _ in self._artifacts()]
 
-    def list_snapshots(self) -> list[Snapshot]:
+    def list_snapshots(self) -> builtins.list[Snapshot]:  # (``list`` here is the method above)
         out = []
         for header, path in self._artifacts():
             try:
