@@ -100,6 +100,9 @@ class RequestInvariantError(DshError):
     code = "REQUEST_INVARIANT"
 
 
+COMPACTION_OFF = "compaction is turned off ([plugins.compaction] enabled = false)"
+
+
 class _FailureError(LlmError):
     """A terminal provider failure carrying the exact ``LlmFailure`` dict of the finish chunk."""
 
@@ -327,10 +330,11 @@ class Agent:
             self._after_idle()
 
     async def compact_now(self) -> bool:
-        """Manual ``/compact``: compaction as maintenance from idle (``turn: null``)."""
-        from dsh_tui.extensions.compaction import Compactor
-
-        compactor = self.compactor or Compactor(self)
+        """Manual ``/compact``: compaction as maintenance from idle (``turn: null``), by the compactor the
+        ``compaction`` built-in provides (``agent.compactor``; none when ``[plugins.compaction] enabled = false``)."""
+        compactor = self.compactor
+        if compactor is None:
+            raise RuntimeError(COMPACTION_OFF)
         return await self.run_maintenance(lambda _signal: compactor.compact(mode="manual", turn=None))
 
     # ---- the driver ----------------------------------------------------------------------------

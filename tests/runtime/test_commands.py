@@ -65,6 +65,32 @@ async def test_compact_usage_nothing_yet_and_success(tmp_path):
     assert agent.session.events[-1]["data"]["sourceEventSeq"] == summary["seq"]
 
 
+async def test_compact_says_so_when_the_compaction_plugin_is_off_and_works_with_automatic_compaction_off(tmp_path):
+    """``/compact`` is the compaction built-in's compactor: with the built-in turned off there is none to use (the
+    core no longer builds one of its own); with only automatic compaction off (``AgentConfig.compaction``) it
+    compacts as before."""
+    from dsh_tui.runtime import Agent
+
+    base = make_agent([text("a" * 4000)], tmp_path=tmp_path)
+    specs = [s for s in builtin_specs() if s.id != "compaction"]  # as [plugins.compaction] enabled = false
+    off = Agent(base.session, base.provider, [], config=base.config, plugins=Plugins(specs))
+    off.followup("first " * 300)
+    await asyncio.sleep(0)
+    await asyncio.wait_for(off.wait_idle(), 10)
+    res = await off.commands.run(off, "/compact")
+    assert (res.kind, res.text) == ("error", "/compact needs the compaction plugin, which is turned off "
+                                             "([plugins.compaction] enabled = false).")
+    assert not of_type(off, "compaction/start")
+    manual = make_agent([text("a" * 4000), text("b" * 4000), text("summary")], tmp_path=tmp_path / "m",
+                        context_window=100_000, compaction=False)
+    for prompt in ("first " * 300, "second " * 300):
+        manual.followup(prompt)
+        await asyncio.sleep(0)
+        await asyncio.wait_for(manual.wait_idle(), 10)
+    res = await manual.commands.run(manual, "/compact")
+    assert res.kind == "success" and res.text.startswith("Compacted "), res.text
+
+
 async def test_permission_model_and_ui_actions(tmp_path):
     agent = make_agent([], tmp_path=tmp_path, preset="workspace-write")
     res = await agent.commands.run(agent, "/permission read-only")

@@ -37,6 +37,9 @@ def _compact(call: CommandCall) -> Awaitable[CommandResult]:
         if call.args:
             raise CommandError("Usage: /compact (no arguments)")
         agent = call.agent
+        if agent.compactor is None:
+            raise CommandError("/compact needs the compaction plugin, which is turned off "
+                               "([plugins.compaction] enabled = false).")
         if not agent.session.messages_view():
             return CommandResult("No compactable history yet.")
         start = len(agent.session.events)

@@ -390,10 +390,11 @@ class Compactor:
 
 
 def apply(ctx: BuiltinContext) -> None:
-    """The ``compaction`` built-in (``AgentConfig.compaction``): before a step, and on a context-window error."""
-    if not ctx.options.compaction:
-        return
+    """The ``compaction`` built-in: the compactor ``/compact`` uses, and (``AgentConfig.compaction``) automatic
+    compaction before a step and on a context-window error."""
     compactor = Compactor(ctx.driver)
     ctx.provide("compactor", compactor)
+    if not ctx.options.compaction:
+        return
     ctx.on("agent/pre-step", compactor.on_pre_step)
     ctx.on("agent/request-error", compactor.on_request_error)
