@@ -34,7 +34,8 @@ from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN, Inbox
 from dsh_tui.runtime.plugins import Plugins
 from dsh_tui.runtime.scheduler import Scheduler
 from dsh_tui.runtime.signal import AbortError, AbortSignal
-from dsh_tui.runtime.tools import ToolService, rename_duplicate_call_ids
+from dsh_tui.runtime.tool_calls import rename_duplicate_call_ids
+from dsh_tui.runtime.tools import ToolService
 from dsh_tui.session.errors import DshError
 from dsh_tui.session.surface import FrozenDict, FrozenList, MessagesView, freeze
 from dsh_tui.tools.base import ToolDefinition, ToolSchema
