@@ -16,9 +16,7 @@ import dsh_tui
 PKG = Path(dsh_tui.__file__).parent
 
 #: strongly connected groups of modules not yet taken apart (each a sorted tuple of module names)
-KNOWN: set[tuple[str, ...]] = {
-    ("dsh_tui.extensions.mcp.client", "dsh_tui.extensions.mcp.oauth"),
-}
+KNOWN: set[tuple[str, ...]] = set()
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:

@@ -7,9 +7,11 @@ messages are ``session.derive_messages()``; config, system prompt and tools are 
 including its abort checkpoints; the synchronous prefix of a turn (``turn/start`` and the first claim)
 runs inline in the waking ``send()`` (JS runs an async function synchronously up to its first await).
 
-Over 500 lines for a reason: one phase machine (inbox, phase, abort signal, the turn and step driver and
-the model call of a step) whose methods share that state and follow dsh's ``turn()`` / ``step()`` branch for
-branch; the tool scheduler, retry and compaction already live in their own modules.
+One phase machine (inbox, phase, abort signal, the turn and step driver) whose methods share that state and
+follow dsh's ``turn()`` / ``step()`` branch for branch. One concept a module around it: ``agent_config.py``,
+``request.py`` (seed config, ``request/header`` rows, the request invariant), ``model_call.py`` (a step's
+streamed model call), ``failures.py``, ``prompt.default_assembly``, ``inbox.user_message``, the tool
+service, scheduler, retry and compaction. ``AgentConfig`` and ``user_message`` stay importable from here.
 """
 
 from __future__ import annotations
@@ -19,25 +21,27 @@ import logging
 import os
 import time
 import uuid
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from dsh_tui.llm.protocol import ABORTED, UNKNOWN, LlmError, LlmFailure, Provider
+from dsh_tui.llm.protocol import ABORTED, UNKNOWN, Provider
+from dsh_tui.runtime import model_call
 from dsh_tui.runtime import prompt as prompt_mod
+from dsh_tui.runtime.agent_config import AgentConfig
 from dsh_tui.runtime.approval import PRESETS, ApprovalService
-from dsh_tui.runtime.assembler import BlockAssembler
 from dsh_tui.runtime.bus import USER, EventBus
 from dsh_tui.runtime.commands import CommandRegistry
-from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN, Inbox
+from dsh_tui.runtime.failures import FailureError, to_failure
+from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN, Inbox, user_message
 from dsh_tui.runtime.plugins import Plugins
+from dsh_tui.runtime.request import RequestRecord
 from dsh_tui.runtime.scheduler import Scheduler
 from dsh_tui.runtime.signal import AbortError, AbortSignal
-from dsh_tui.runtime.tools import ToolService, rename_duplicate_call_ids
+from dsh_tui.runtime.tool_calls import rename_duplicate_call_ids
+from dsh_tui.runtime.tools import ToolService
 from dsh_tui.session.errors import DshError
-from dsh_tui.session.surface import FrozenDict, FrozenList, MessagesView, freeze
-from dsh_tui.tools.base import ToolDefinition, ToolSchema
+from dsh_tui.tools.base import ToolDefinition
 from dsh_tui.tools.common import private_dir
 
 log = logging.getLogger("dsh_tui.runtime.agent")
@@ -45,93 +49,7 @@ log = logging.getLogger("dsh_tui.runtime.agent")
 IDLE = "idle"
 RUNNING = "running"
 MAINTENANCE = "maintenance"
-
-
-@dataclass
-class AgentConfig:
-    provider: str = ""
-    model: str = ""
-    reasoning_effort: str | None = None
-    max_tokens: int | None = None
-    temperature: float | None = None
-    preset: str = "workspace-write"  # 'read-only' | 'workspace-write' | 'full-access'
-    cwd: str | os.PathLike | None = None  # defaults to the session's cwd, else the process cwd
-    workspace: str | os.PathLike | None = None  # defaults to cwd
-    # System prompt: harness identity (order -100), persona (order 0), extra sections {name, order, text, complete?}.
-    include_harness_identity: bool = True
-    persona: str | None = None
-    system_sections: list[dict] = field(default_factory=list)
-    tool_guidance: bool = True  # dsh's per-tool guidance sections for the registered built-in tools
-    # Runtime-context sections (list of {name, text}); None = cwd, platform, date, git branch.
-    context_sections: list[dict] | None = None
-    runtime_context: bool = True
-    tool_order: list[str] | None = None
-    max_parallel_tool_calls: int = 10
-    context_window: int | None = None  # overrides the provider's ModelInfo
-    # The request invariant (docs/runtime.md): the final request (after every llm/stream listener)
-    # equals what the log
-    # derives, and is frozen. On with DSH_TUI_CHECK_REQUESTS=1 (every test, --check-requests, the demo).
-    check_requests: bool = field(default_factory=lambda: os.environ.get("DSH_TUI_CHECK_REQUESTS") == "1")
-    retry: bool = True
-    compaction: bool = True
-    compaction_threshold_ratio: float = 0.8
-    compaction_retain_ratio: float = 0.16
-    compaction_max_tokens: int = 8192
-    compaction_retries: int = 1
-    max_overflow_retries: int = 1
-    prune_threshold_chars: int = 8192
-    max_inline_bytes: int | None = 50_000
-    spill_dir: str | os.PathLike | None = None
-    approval_policy: str = "ask"  # 'ask' consults answerers; 'never' rejects every approval request
-    # a sandbox escalation (``sandbox_permissions``) is allowed without asking (``--allow-escalation``: headless)
-    allow_escalation: bool = False
-    tool_grace_s: float = 5.0  # a timed-out or cancelled body gets this long to stop before its task is cancelled
-
-    def resolved_cwd(self) -> str | os.PathLike:
-        """``cwd``, or the process's working directory where none is set (an ``Agent`` sets it when built)."""
-        return self.cwd if self.cwd is not None else os.getcwd()
-
-
-class RequestInvariantError(DshError):
-    """The request about to go to the model is not what the log records
-    (docs/runtime.md, "The request invariant"): a listener
-    changed it. Not retried: the turn ends with this error."""
-
-    code = "REQUEST_INVARIANT"
-
-
 COMPACTION_OFF = "compaction is turned off ([plugins.compaction] enabled = false)"
-
-
-class _FailureError(LlmError):
-    """A terminal provider failure carrying the exact ``LlmFailure`` dict of the finish chunk."""
-
-    def __init__(self, failure: dict) -> None:
-        super().__init__(str(failure.get("message", "")), str(failure.get("code", UNKNOWN)))
-        self.failure_dict = dict(failure)
-
-    def failure(self) -> LlmFailure:
-        return cast("LlmFailure", dict(self.failure_dict))  # as recorded: dsh's keys, kept verbatim
-
-
-def error_chain(err: BaseException) -> str:
-    parts = []
-    seen = set()
-    cur: BaseException | None = err
-    while cur is not None and id(cur) not in seen:
-        seen.add(id(cur))
-        text = str(cur) or type(cur).__name__
-        parts.append(text)
-        cur = cur.__cause__ or cur.__context__
-    return ": ".join(parts)
-
-
-def to_failure(err: BaseException) -> LlmFailure:
-    if isinstance(err, LlmError):
-        return err.failure()
-    if isinstance(err, RequestInvariantError):
-        return {"message": str(err), "code": err.code}
-    return {"message": error_chain(err), "code": UNKNOWN}
 
 
 class _TurnState:
@@ -142,16 +60,6 @@ class _TurnState:
         self.opened = False
         self.claimed: list[dict] = []
         self.exc: BaseException | None = None
-
-
-def user_message(content: str | list | dict, source: dict | None = None) -> dict:
-    if isinstance(content, dict) and "role" in content:
-        msg = dict(content)
-        msg.setdefault("id", str(uuid.uuid4()))
-        msg.setdefault("source", source or {"kind": "user"})
-        return msg
-    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
-    return {"id": str(uuid.uuid4()), "role": "user", "content": blocks, "source": source or {"kind": "user"}}
 
 
 class Agent:
@@ -200,10 +108,7 @@ class Agent:
         self._driver: asyncio.Task | None = None
         self._idle_waiters: list[asyncio.Future] = []
         self._assembly: prompt_mod.Assembly | None = None
-        self._requested_once = False
-        self._seed_facts: tuple | None = None
-        self._last_header: dict | None = None
-        self._last_context: dict | None = None
+        self.requests = RequestRecord(self)  # the request/header and request/context rows it recorded
         self._disposed = False
         self.statuses: list[str] = []
         self.phase_changed_at: int = self.clock()
@@ -473,31 +378,7 @@ class Agent:
 
     # ---- pre-step ------------------------------------------------------------------------------
     def assemble_default(self) -> prompt_mod.Assembly:
-        cfg = self.config
-        sections = []
-        if cfg.include_harness_identity:
-            sections.append(prompt_mod.Section("harness:identity", -100, prompt_mod.HARNESS_IDENTITY))
-        if cfg.persona:
-            sections.append(prompt_mod.Section("deployment:persona", 0, cfg.persona))
-        if cfg.tool_guidance:
-            for name in self.tools.tools:
-                guide = prompt_mod.TOOL_GUIDANCE.get(name)
-                if guide is not None:
-                    sections.append(prompt_mod.Section(f"tool:{name}", guide[0], guide[1]))
-        for s in cfg.system_sections:
-            sections.append(prompt_mod.Section(s["name"], int(s.get("order", 0)), s["text"], bool(s.get("complete"))))
-        if cfg.runtime_context:
-            if cfg.context_sections is None:
-                bash = self.tools.tools.get("bash")
-                contexts = prompt_mod.default_context_sections(Path(cfg.resolved_cwd()), self.clock(), cfg.preset,
-                                                               sandboxed=bool(getattr(bash, "sandboxed", False)))
-            else:
-                contexts = [prompt_mod.Section(c["name"], i, c["text"]) for i, c in enumerate(cfg.context_sections)]
-        else:
-            contexts = []
-        variables = {"provider": cfg.provider, "model": cfg.model, "cwd": str(cfg.cwd)}
-        return prompt_mod.Assembly(sections=sections, tools=self.tools.schemas(), variables=variables,
-                                   contexts=contexts)
+        return prompt_mod.default_assembly(self)
 
     async def _pre_step(self, target: str, turn: int, step: int, claimed: list[dict] | None) -> dict:
         signal = self._abort
@@ -522,33 +403,7 @@ class Agent:
         return decision
 
     # ---- step ----------------------------------------------------------------------------------
-    def _config_facts(self) -> tuple:
-        cfg = self.config
-        return (cfg.provider, cfg.model, cfg.reasoning_effort, cfg.temperature, cfg.max_tokens)
 
-    def _seed_config(self) -> dict:
-        cfg = self.config
-        facts = self._config_facts()
-        if self._requested_once and self._last_header is not None and facts == self._seed_facts:
-            return dict(self._last_header["config"])
-        # first request of this loop instance, or the host changed the model settings (e.g. a model switch)
-        self._seed_facts = facts
-        seed: dict[str, Any] = {"provider": cfg.provider, "model": cfg.model}
-        effort = cfg.reasoning_effort
-        if effort is None:
-            prior = self.session.request_header()
-            if prior and prior.get("config", {}).get("provider") == cfg.provider \
-                    and prior["config"].get("model") == cfg.model \
-                    and not (prior.get("adapterDefaults") or {}).get("reasoningEffort") \
-                    and prior["config"].get("reasoningEffort"):
-                effort = prior["config"]["reasoningEffort"]
-        if effort is not None:
-            seed["reasoningEffort"] = effort
-        if cfg.temperature is not None:
-            seed["temperature"] = cfg.temperature
-        if cfg.max_tokens is not None:
-            seed["maxTokens"] = cfg.max_tokens
-        return seed
 
     def context_window(self, model: str | None = None) -> int | None:
         if self.config.context_window:
@@ -560,43 +415,7 @@ class Agent:
         except Exception:  # noqa: BLE001
             return None
 
-    def _log_request(self, config: dict, system: str, tools: list[ToolSchema]) -> dict:
-        header: dict[str, Any] = {"config": config}
-        if system:
-            header["system"] = system
-        if tools:
-            header["tools"] = tools
-        if not self._requested_once:
-            prior = self.session.request_header()
-            reason = "resume" if prior is not None else "initial"
-            self.session.append("request/header", {"header": header, "reason": reason})
-            self._requested_once = True
-            self._last_context = self.session.request_context()
-        elif header != self._last_header:
-            self.session.append("request/header", {"header": header, "reason": "change"})
-        self._last_header = header
-        ctx: dict[str, Any] = {"provider": config["provider"], "model": config["model"]}
-        cw = self.context_window(config["model"])
-        if cw:
-            ctx["contextWindow"] = cw
-        if ctx != self._last_context:
-            self.session.append("request/context", ctx)
-            self._last_context = ctx
-        return header
 
-    def _check_request(self, request: dict) -> None:
-        derived = self.session.messages_view()
-        if request["messages"] != derived:
-            raise RequestInvariantError("request messages differ from session.derive_messages()")
-        header = self.session.request_header() or {}
-        want = {"config": request["config"]}
-        if request.get("system"):
-            want["system"] = request["system"]
-        if request.get("tools"):
-            want["tools"] = request["tools"]
-        got = {k: header[k] for k in ("config", "system", "tools") if header.get(k)}
-        if got != want:
-            raise RequestInvariantError("request config/system/tools differ from the latest request/header")
 
     async def _step(self, turn: int, step: int) -> dict | None:
         signal = self._abort
@@ -609,7 +428,7 @@ class Agent:
             # An O(1) immutable view equal to derive_messages(),
             # so a step's cost does not grow with the length of the history.
             messages = self.session.messages_view()
-            seed = self._seed_config()
+            seed = self.requests.seed_config()
 
             def seeded(s: dict = seed) -> dict:  # this step's seed, bound now
                 return s
@@ -621,13 +440,13 @@ class Agent:
             signal.throw_if_aborted()
             if self.session.format == 4:  # format v4 keeps the system prompt in the log, not in the header
                 self.session.set_system_prompt(system, turn, step)
-            self._log_request(config, system, tools)
+            self.requests.log(config, system, tools)
             request = {"config": config, "system": system or None, "tools": tools, "messages": messages,
                        "sessionId": self.id, "purpose": "turn"}
             if self.checkpoint is not None:
                 await signal.race(self.checkpoint("request"))
             signal.throw_if_aborted()
-            asm, seqs = await self._stream_attempt(request, turn, step, signal)
+            asm, seqs = await model_call.stream_attempt(self, request, turn, step, signal)
             kind = asm.finish_kind
             if kind in ("error", "aborted"):
                 failure = dict((asm.finish or {}).get("failure") or {"message": "model call failed", "code": UNKNOWN})
@@ -639,7 +458,7 @@ class Agent:
                 signal.throw_if_aborted()
                 if isinstance(action, dict) and action.get("kind") == "retry":
                     continue
-                raise _FailureError(failure)
+                raise FailureError(failure)
             source: dict[str, Any] = {"kind": "model", "provider": config["provider"], "model": config["model"]}
             blocks, replay = asm.assembled()
             if replay is not None:
@@ -665,85 +484,11 @@ class Agent:
         except Exception:  # noqa: BLE001
             return None
 
-    async def _boundary(self, request: dict, signal: AbortSignal):
-        """The final adapter boundary: any provider failure becomes one terminal finish chunk."""
-        try:
-            if self.provider is None:
-                raise LlmError("no provider is configured", "NO_ADAPTER")
-            payload = {"agent": self, "request": request}
-            if self.bus.has("llm/stream", self.id):
-                stream = await self.bus.waterfall("llm/stream", payload, lambda: self._final_stream(payload),
-                                                  scope=self.id)
-            else:
-                stream = self._final_stream(payload)
-            finished = False
-            try:
-                async for chunk in stream:
-                    if finished:  # nothing after the finish chunk reaches the log
-                        continue
-                    yield chunk
-                    finished = chunk.get("type") == "finish"
-            finally:
-                aclose = getattr(stream, "aclose", None)
-                if aclose is not None:
-                    await aclose()
-        except (asyncio.CancelledError, GeneratorExit, RequestInvariantError):
-            raise
-        except LlmError as err:
-            failure = err.failure()
-            kind = "aborted" if (signal.aborted or err.code == ABORTED) else "error"
-            yield {"type": "finish", "reason": {"kind": kind, "failure": failure}}
-        except Exception as err:  # noqa: BLE001
-            kind = "aborted" if signal.aborted else "error"
-            yield {"type": "finish", "reason": {"kind": kind, "failure": {"message": error_chain(err), "code": UNKNOWN}}}
+    def _boundary(self, request: dict, signal: AbortSignal) -> AsyncGenerator[dict, None]:
+        """The final adapter boundary (``model_call.boundary``; compaction streams its summary through it)."""
+        return model_call.boundary(self, request, signal)
 
-    def _final_stream(self, payload: dict) -> Any:
-        """The innermost ``llm/stream`` step: the request as every listener left it goes to the provider.
-        With ``check_requests`` it must equal what the log derives (messages and the latest
-        ``request/header``) and is frozen first, so no listener can send the model unrecorded content."""
-        request = payload["request"]
-        if self.config.check_requests and request.get("purpose") == "turn":  # not a compaction summary request
-            self._check_request(request)
-            messages = request["messages"]  # a view of the log's (immutable) messages: the list is frozen too
-            messages = FrozenList(messages.to_list() if isinstance(messages, MessagesView) else freeze(messages))
-            request = payload["request"] = FrozenDict({**freeze({k: v for k, v in request.items()
-                                                                 if k != "messages"}), "messages": messages})
-        provider = self.provider
-        if provider is None:  # (_boundary checked it; an ``llm/stream`` listener may have run since)
-            raise LlmError("no provider is configured", "NO_ADAPTER")
-        return provider.stream(request)
 
-    async def _stream_attempt(self, request: dict, turn: int, step: int, signal: AbortSignal):
-        asm = BlockAssembler()
-        seqs: list[int] = []
-        session = self.session
-
-        async def consume() -> None:
-            agen = self._boundary(request, signal)
-            try:
-                async for chunk in agen:
-                    signal.throw_if_aborted()
-                    ev = session.append("assistant/chunk", {"turn": turn, "step": step, "chunk": chunk})
-                    seqs.append(ev["seq"])
-                    asm.feed(chunk)
-            finally:
-                await agen.aclose()
-
-        try:
-            await signal.race(consume())
-            signal.throw_if_aborted()
-        except AbortError:
-            blocks = asm.interrupted_blocks()
-            if blocks:
-                source = {"kind": "model", "provider": request["config"]["provider"],
-                          "model": request["config"]["model"]}
-                message = {"id": str(uuid.uuid4()), "role": "assistant", "content": blocks, "source": source}
-                data: dict[str, Any] = {"turn": turn, "step": step, "message": message, "interrupted": True}
-                if asm.usage is not None:
-                    data["usage"] = asm.usage
-                session.append("assistant/message", data, surface_op="append", source_event_seqs=list(seqs))
-            raise
-        return asm, seqs
 
 
 def _default_spill_dir(agent_id: object) -> Path | None:

@@ -9,6 +9,7 @@ after the header's ``seedLength`` (dsh ``Inbox``): a fork child never replays it
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -156,3 +157,13 @@ class Inbox:
         for m in claimed:
             self._notify("agent/inbox/claimed", {"message": m, "turn": turn})
         return claimed
+
+
+def user_message(content: str | list | dict, source: dict | None = None) -> dict:
+    if isinstance(content, dict) and "role" in content:
+        msg = dict(content)
+        msg.setdefault("id", str(uuid.uuid4()))
+        msg.setdefault("source", source or {"kind": "user"})
+        return msg
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
+    return {"id": str(uuid.uuid4()), "role": "user", "content": blocks, "source": source or {"kind": "user"}}

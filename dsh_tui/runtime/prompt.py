@@ -15,11 +15,14 @@ import sys
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools import wsread
 from dsh_tui.tools.base import ToolSchema
+
+if TYPE_CHECKING:
+    from dsh_tui.runtime.agent import Agent
 
 HARNESS_IDENTITY = "You are an AI agent powered by DeepSeek Harness."
 SNAPSHOT_PLUGIN = "@deepseek-ai/dsh-system-prompt"
@@ -241,3 +244,32 @@ class RuntimeContextTracker:
             return None
         return {"id": str(uuid.uuid4()), "role": "user", "content": [{"type": "text", "text": CLEARED_TEXT}],
                 "source": {"kind": "plugin", "plugin": SNAPSHOT_PLUGIN}}
+
+
+def default_assembly(agent: Agent) -> Assembly:
+    """The system prompt and context sections of ``agent``'s config (``system-prompt/assemble``'s default)."""
+    cfg = agent.config
+    sections = []
+    if cfg.include_harness_identity:
+        sections.append(Section("harness:identity", -100, HARNESS_IDENTITY))
+    if cfg.persona:
+        sections.append(Section("deployment:persona", 0, cfg.persona))
+    if cfg.tool_guidance:
+        for name in agent.tools.tools:
+            guide = TOOL_GUIDANCE.get(name)
+            if guide is not None:
+                sections.append(Section(f"tool:{name}", guide[0], guide[1]))
+    for s in cfg.system_sections:
+        sections.append(Section(s["name"], int(s.get("order", 0)), s["text"], bool(s.get("complete"))))
+    if cfg.runtime_context:
+        if cfg.context_sections is None:
+            bash = agent.tools.tools.get("bash")
+            contexts = default_context_sections(Path(cfg.resolved_cwd()), agent.clock(), cfg.preset,
+                                                           sandboxed=bool(getattr(bash, "sandboxed", False)))
+        else:
+            contexts = [Section(c["name"], i, c["text"]) for i, c in enumerate(cfg.context_sections)]
+    else:
+        contexts = []
+    variables = {"provider": cfg.provider, "model": cfg.model, "cwd": str(cfg.cwd)}
+    return Assembly(sections=sections, tools=agent.tools.schemas(), variables=variables,
+                               contexts=contexts)

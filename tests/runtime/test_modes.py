@@ -211,9 +211,9 @@ async def test_leaving_plan_mode_is_narrated_once_the_model_saw_it(tmp_path):
 
 
 async def test_a_goal_runs_rounds_until_the_model_marks_it_complete(tmp_path, monkeypatch):
-    from dsh_tui.extensions import goals
+    from dsh_tui.extensions.goals import service as goal_service
 
-    monkeypatch.setattr(goals, "new_goal_id", lambda: "goal-1")
+    monkeypatch.setattr(goal_service, "new_goal_id", lambda: "goal-1")
     with ScriptServer() as srv:
         srv.push(_call("create_goal", {"objective": "make the tests pass", "max_goal_rounds": 5}),
                  _text("goal set"),

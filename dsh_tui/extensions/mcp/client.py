@@ -24,32 +24,33 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from dsh_tui.extensions.mcp.config import ServerConfig
 from dsh_tui.extensions.mcp.convert import McpToolError, admit_images, canonical, model_content
-from dsh_tui.extensions.mcp.naming import public_tool_name
+from dsh_tui.extensions.mcp.naming import CLIENT_INFO, public_tool_name
+from dsh_tui.extensions.mcp.status import ServerStatus
+from dsh_tui.extensions.mcp.status import describe as _describe
+from dsh_tui.extensions.mcp.status import needs_login as _needs_login
 from dsh_tui.extensions.mcp.stdio import TransportStats, stdio_transport
+from dsh_tui.extensions.mcp.tool_list import (
+    MAX_DESCRIPTION,
+    MAX_TOOLS,
+    RawResult,
+    checked_schema,
+    list_tools,
+    shown,
+)
 from dsh_tui.tools.base import ToolDefinition, ToolError
 from dsh_tui.tools.bash import credential_free_environ
 
 log = logging.getLogger("dsh_tui.plugins.mcp")
 
-CLIENT_INFO = {"name": "dsh-mcp-client", "version": "0.0.1"}
 # the stdio transport's own shutdown (close stdin, 2 s, SIGTERM, 2 s, SIGKILL) is bounded; so is ours
 CLOSE_TIMEOUT_S = 8.0
-# what one server may bring (issue: a hostile server listing 20,000 tools, megabyte descriptions, deep schemas)
-MAX_TOOLS = 128
-MAX_DESCRIPTION = 4096
-MAX_SCHEMA_DEPTH = 32
-MAX_SCHEMA_BYTES = 64 * 1024
 
 
 def scrubbed_environment(extra: dict[str, str] | None = None, parent: dict[str, str] | None = None) -> dict[str, str]:
@@ -58,41 +59,6 @@ def scrubbed_environment(extra: dict[str, str] | None = None, parent: dict[str, 
     env = credential_free_environ(parent)
     env.update(extra or {})
     return env
-
-
-@dataclass
-class ServerStatus:
-    """One row of the ``/mcp`` listing."""
-
-    name: str
-    transport: str
-    target: str
-    state: str  # connecting | ready | reconnecting | needs-login | failed | disabled | closed
-    tools: list[str]
-    error: str = ""
-    attempt: int = 0
-    max_attempts: int = 0
-    source: str = "settings"
-    notes: list[str] | None = None  # what was left out of the server's tool list, one line each
-    prompts: list[str] | None = None  # its prompts' slash commands (without the /)
-
-    @property
-    def text(self) -> str:
-        """``name  ready · 3 tools`` and friends (one line)."""
-        n = len(self.tools)
-        if self.state == "ready":
-            detail = f"ready · {n} tool{'' if n == 1 else 's'}"
-        elif self.state == "reconnecting":
-            detail = f"reconnecting (attempt {self.attempt}/{self.max_attempts})"
-            if self.error:
-                detail += f" · {self.error}"
-        elif self.state == "failed":
-            detail = f"failed: {self.error}" if self.error else "failed"
-        elif self.state == "needs-login":
-            detail = f"needs login: run dsh-tui mcp login {self.name}"
-        else:
-            detail = self.state
-        return f"{self.name}  {detail}"
 
 
 class Server:
@@ -348,46 +314,10 @@ class Server:
             if not self._resync_again or self.session is not session:
                 return
 
-    async def _list(self, session: Any) -> tuple[list[Any], list[str]]:
-        """Every page of ``tools/list`` (stopping past ``MAX_TOOLS``), each entry validated on its own:
-        one that is not a tool is left out with a note instead of failing the whole list."""
-        import mcp.types as types
-        from pydantic import ValidationError
-
-        tools: list[Any] = []
-        notes: list[str] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        while True:
-            params = types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-            request = types.ListToolsRequest(params=params)
-            try:
-                raw = (await session.send_request(request, _RawResult)).model_dump(by_alias=True)
-            except ValidationError:  # the SDK checks the whole list: ask again, take it as sent, check each
-                raw = await _unchecked_request(session, request)
-            entries = raw.get("tools")
-            if not isinstance(entries, list):
-                raise ValueError("the tools/list result has no list of tools")
-            for index, entry in enumerate(entries):
-                try:
-                    tool = types.Tool.model_validate(entry, by_name=False)
-                except ValidationError as err:
-                    name = entry.get("name") if isinstance(entry, dict) else None
-                    what = f'tool "{_shown(name)}"' if isinstance(name, str) else f"tools/list entry {index + 1}"
-                    notes.append(f"{what} left out: not a valid tool ({err.errors()[0].get('msg', 'invalid')})")
-                    continue
-                if tool.name in seen:
-                    raise ValueError(f'server listed tool "{tool.name}" more than once — invalid tool list')
-                seen.add(tool.name)
-                tools.append(tool)
-            cursor = raw.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor or len(tools) > MAX_TOOLS:
-                return tools, notes[:20]
-
     async def _sync(self, session: Any, *, initial: bool) -> None:
         assert self._sync_lock is not None
         async with self._sync_lock:
-            listed, notes = await self._list(session)
+            listed, notes = await list_tools(session)
             if self.session is not session or self._stop:
                 return
             definitions: dict[str, ToolDefinition] = {}
@@ -398,13 +328,13 @@ class Server:
                 public = public_tool_name(self.name, tool.name)
                 if public in definitions:
                     raise ValueError(f'server listed tool "{tool.name}" more than once — invalid tool list')
-                schema, problem = _checked_schema(tool)
+                schema, problem = checked_schema(tool)
                 if problem:
-                    notes.append(f'tool "{_shown(tool.name)}" left out: {problem}')
+                    notes.append(f'tool "{shown(tool.name)}" left out: {problem}')
                     continue
                 description = tool.description or ""
                 if len(description) > MAX_DESCRIPTION:
-                    notes.append(f'tool "{_shown(tool.name)}": description cut to {MAX_DESCRIPTION} characters')
+                    notes.append(f'tool "{shown(tool.name)}": description cut to {MAX_DESCRIPTION} characters')
                     description = description[:MAX_DESCRIPTION]
                 execution = getattr(tool, "execution", None)
                 task_required = getattr(execution, "task_support", None) == "required"
@@ -492,7 +422,7 @@ class Server:
         if session is None:
             raise ToolError("Not connected")
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=raw, arguments=arguments))
-        coro = session.send_request(request, _RawResult,
+        coro = session.send_request(request, RawResult,
                                     request_read_timeout_seconds=self.config.tool_call_timeout_ms / 1000)
         if cancelled is None:
             result = await coro
@@ -520,93 +450,8 @@ class Server:
                             sorted(self.prompts))
 
 
-def _schema(tool: Any) -> dict:
-    schema = tool.input_schema
-    if hasattr(schema, "model_dump"):
-        schema = schema.model_dump(by_alias=True, mode="json", exclude_none=True)
-    return dict(schema) if isinstance(schema, dict) else {"type": "object"}
-
-
-async def _unchecked_request(session: Any, request: Any) -> dict:
-    """``request``'s result as the server sent it: ``ClientSession.send_request`` without its check of
-    the whole result (which would refuse a tool list for one bad entry)."""
-    data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
-    opts: dict[str, Any] = {}
-    session._stamp(data, opts)
-    raw = await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)
-    return raw if isinstance(raw, dict) else {}
-
-
-def _shown(name: str) -> str:
-    """A tool's raw name for a one-line note: printable, at most 60 characters."""
-    text = "".join(c if c.isprintable() else "?" for c in name)
-    return text if len(text) <= 60 else text[:59] + "…"
-
-
-def _checked_schema(tool: Any) -> tuple[dict, str]:
-    """The tool's input schema and, if it cannot go into a provider request, why (the tool is left out):
-    not an object schema, nested deeper than ``MAX_SCHEMA_DEPTH`` or larger than ``MAX_SCHEMA_BYTES``."""
-    from dsh_tui.extensions.mcp.stdio import _depth_exceeds
-
-    schema = _schema(tool)
-    if schema.get("type", "object") != "object":
-        return schema, f'its input schema is not an object schema (type {json.dumps(schema.get("type"))[:40]})'
-    if _depth_exceeds(schema, MAX_SCHEMA_DEPTH):
-        return schema, f"its input schema is nested more than {MAX_SCHEMA_DEPTH} levels deep"
-    try:
-        size = len(json.dumps(schema, ensure_ascii=False).encode("utf-8", "surrogatepass"))
-    except (TypeError, ValueError, RecursionError) as err:
-        return schema, f"its input schema cannot be sent ({type(err).__name__})"
-    if size > MAX_SCHEMA_BYTES:
-        return schema, f"its input schema is {size} bytes, over {MAX_SCHEMA_BYTES}"
-    return schema, ""
-
-
 def _seconds(s: float) -> str:
     return f"{s:g} s"
-
-
-def _needs_login(err: BaseException) -> bool:
-    """The attempt ended because the server asks for an OAuth login (``oauth.NeedsLogin``, perhaps in a group)."""
-    from dsh_tui.extensions.mcp.oauth import NeedsLogin
-
-    seen = 0
-    todo: list[BaseException | None] = [err]
-    while todo and seen < 50:
-        e = todo.pop()
-        seen += 1
-        if isinstance(e, NeedsLogin):
-            return True
-        if isinstance(e, BaseExceptionGroup):
-            todo.extend(e.exceptions)
-        elif e is not None:
-            todo.extend([e.__cause__, e.__context__])
-    return False
-
-
-def _describe(err: BaseException, errfile: Any) -> str:
-    """One line for a failed attempt: the SDK's or OS's message, plus the server's last stderr line."""
-    while isinstance(err, BaseExceptionGroup) and len(err.exceptions) == 1:
-        err = err.exceptions[0]
-    if isinstance(err, BaseExceptionGroup):
-        err = err.exceptions[0]
-    if isinstance(err, FileNotFoundError):
-        text = f"cannot start {err.filename or 'the server'}: no such file or directory"
-    elif isinstance(err, OSError) and err.strerror:
-        text = f"{err.strerror}" + (f": {err.filename}" if err.filename else "")
-    else:
-        text = str(err) or type(err).__name__
-    text = " ".join(text.split())
-    last = errfile.stderr_last_line() if isinstance(errfile, TransportStats) else ""
-    if last:
-        text += f" (stderr: {last})"
-    return text
-
-
-class _RawResult(BaseModel):
-    """Any ``tools/call`` result, kept as sent (dsh converts the blocks itself)."""
-
-    model_config = ConfigDict(extra="allow")
 
 
 class _ClosingStream:

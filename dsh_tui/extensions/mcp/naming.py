@@ -16,6 +16,8 @@ MAX_NAME = 64
 HASH_LEN = 12
 _INVALID = re.compile(r"[^A-Za-z0-9_-]")
 SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,32}$")
+#: how the client names itself to a server (``initialize``; the OAuth login too)
+CLIENT_INFO = {"name": "dsh-mcp-client", "version": "0.0.1"}
 
 
 def public_tool_name(server: str, raw: str) -> str:

@@ -297,7 +297,7 @@ async def login(config: Any, *, show_url: Callable[[str], None], open_browser: b
     from mcp.shared._httpx_utils import create_mcp_http_client
     from mcp.shared.auth import AuthorizationCodeResult
 
-    from dsh_tui.extensions.mcp.client import CLIENT_INFO
+    from dsh_tui.extensions.mcp.naming import CLIENT_INFO
 
     url = config.url or ""
     asked = False

@@ -20,21 +20,30 @@ from Python the objects), each with a ``type`` and ``async spawn(spec)`` giving 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
-import os
 from typing import TYPE_CHECKING, Any
 
+from dsh_tui.extensions.terminals.render import (
+    TRUNCATED,
+    bound_terminal_text,
+    render_list,
+    render_read,
+    render_send,
+    render_spawn,
+)
+from dsh_tui.extensions.terminals.service import ShellBackend, TerminalService
 from dsh_tui.session.errors import DshError
 from dsh_tui.tools.base import ToolDefinition, ToolError, ToolSchema
 
 if TYPE_CHECKING:
     from dsh_tui.runtime.plugin_context import BuiltinContext
 
+__all__ = ["SCHEMAS", "TOOL_NAMES", "TRUNCATED", "ShellBackend", "TerminalService", "apply", "bound_terminal_text",
+           "render_list", "render_read", "render_send", "render_spawn"]
+
 name = "terminals"
 DEFAULT_MAX_RESULT_BYTES = 256 * 1024
 MIN_MAX_RESULT_BYTES = 64
-TRUNCATED = "\n[output truncated]"
 SECTION = ("Use a terminal session only when work needs persistent terminal state or interactive stdin; prefer "
            "shell/read/write/edit for bounded one-shot operations. Track every terminal session id and close "
            "sessions that no longer matter. An inferred_idle or timeout result does not prove the foreground "
@@ -98,270 +107,6 @@ TERMINAL_LIST: ToolSchema = {
 }
 SCHEMAS = (TERMINAL_OPEN, TERMINAL_SEND, TERMINAL_READ, TERMINAL_SIGNAL, TERMINAL_CLOSE, TERMINAL_LIST)
 TOOL_NAMES = tuple(s["name"] for s in SCHEMAS)
-
-
-# ---- rendering (dsh's tool-terminal/render.ts) --------------------------------------------------------------
-
-def _nbytes(text: str) -> int:
-    return len(text.encode())
-
-
-def _retain(text: str, max_bytes: int, kind: str) -> str:
-    data = text.encode()
-    if len(data) <= max_bytes:
-        return text
-    cut = data[:max_bytes] if kind == "head" else data[len(data) - max_bytes:]
-    return cut.decode("utf-8", "ignore")
-
-
-def bound_terminal_text(text: str, max_bytes: int) -> str:
-    if _nbytes(text) <= max_bytes:
-        return text
-    if _nbytes(TRUNCATED) >= max_bytes:
-        return _retain(TRUNCATED, max_bytes, "tail")
-    return _retain(text, max_bytes - _nbytes(TRUNCATED), "head") + TRUNCATED
-
-
-def _fit_with_suffix(content: str, suffix: str, max_bytes: int) -> str:
-    if _nbytes(suffix) >= max_bytes:
-        return _retain(suffix, max_bytes, "tail")
-    return _retain(content, max_bytes - _nbytes(suffix), "tail") + suffix
-
-
-def _fit_with_prefix(prefix: str, content: str, max_bytes: int) -> str:
-    fixed = prefix + TRUNCATED
-    if _nbytes(fixed) >= max_bytes:
-        return _retain(fixed, max_bytes, "head")
-    return prefix + _retain(content, max_bytes - _nbytes(fixed), "tail") + TRUNCATED
-
-
-def _bound_body(content: str, metadata: str, upstream_truncated: bool, max_bytes: int) -> str:
-    complete = content + metadata + (TRUNCATED if upstream_truncated else "")
-    if _nbytes(complete) <= max_bytes:
-        return complete
-    return _fit_with_suffix(content, metadata + TRUNCATED, max_bytes)
-
-
-def _status(status: dict) -> str:
-    if status.get("kind") == "running":
-        return "running"
-    code = status.get("exitCode")
-    sig = status.get("signal")
-    return f"exited code={'null' if code is None else code} signal={'null' if sig is None else sig}"
-
-
-def render_spawn(value: dict, max_bytes: int) -> str:
-    label = value["sessionId"] if value.get("name") is None else f"{value['sessionId']} ({value['name']})"
-    prefix = f"started terminal session {label} [type: {value['type']}]\n"
-    motd = value.get("motd") or "(no startup output)"
-    complete = prefix + motd
-    return complete if _nbytes(complete) <= max_bytes else _fit_with_prefix(prefix, motd, max_bytes)
-
-
-def render_send(value: dict, max_bytes: int) -> str:
-    output = value.get("viewport") or "(no new output)"
-    return _bound_body(output, f"\n[wait: {value['waitReason']}]\n[session: {_status(value['sessionStatus'])}]",
-                       bool(value.get("truncated")), max_bytes)
-
-
-def render_read(value: dict, max_bytes: int) -> str:
-    output = value.get("text") or "(no retained output)"
-    return _bound_body(output, f"\n[lines: {value['lineBegin']}-{value['lineEnd']} of {value['totalLines']}]",
-                       bool(value.get("truncated")), max_bytes)
-
-
-def render_list(sessions: list[dict], max_bytes: int) -> str:
-    if not sessions:
-        return "(no terminal sessions)"
-    rows = []
-    for s in sessions:
-        nm = "" if s.get("name") is None else f" ({s['name']})"
-        pid = "" if s.get("pid") is None else f" pid={s['pid']}"
-        rows.append(f"{s['sessionId']}{nm} [{s['type']}] {_status(s['status'])}{pid}")
-    return _bound_body("\n".join(rows), "", False, max_bytes)
-
-
-# ---- the registry (dsh's TerminalSessionService, for one agent) ---------------------------------------------
-
-class _Record:
-    def __init__(self, sid: str, name: str | None, type_: str, session: Any) -> None:
-        self.id = sid
-        self.name = name
-        self.type = type_
-        self.session = session
-        self.active: Any = None
-        self.closing: Any = None
-
-
-class ShellBackend:
-    """The ``shell`` type: ``local.spawn_local`` in the sandbox of the call's mode."""
-
-    def __init__(self, config: dict[str, Any], sandbox: Any) -> None:
-        self.type = config["backend_type"]
-        self.config = config
-        self.sandbox = sandbox
-
-    async def spawn(self, spec: dict) -> Any:
-        from dsh_tui.extensions.terminals import local
-        from dsh_tui.tools.bash import bash_env
-        from dsh_tui.tools.sandbox import CONFINED
-
-        tctx = spec["tool_context"]
-        cwd = spec.get("cwd") or str(tctx.workspace if tctx is not None else os.getcwd())
-        if tctx is not None and spec.get("cwd"):
-            cwd = str((tctx.cwd / spec["cwd"]).resolve()) if not os.path.isabs(spec["cwd"]) else spec["cwd"]
-        if not os.path.isdir(cwd):
-            raise ToolError(f'cwd "{cwd}" is not a directory')
-        argv = [self.config["shell_path"], *self.config["shell_args"]]
-        env = local.child_env(spec["owner"], spec["sessionId"], bash_env(None, tctx))
-        confined = None
-        mode = getattr(tctx, "sandbox_mode", None)
-        if self.sandbox is not None and mode in CONFINED:
-            confined = await asyncio.to_thread(self.sandbox.confine, argv, mode=mode,
-                                               workspace=str(tctx.workspace), cwd=cwd)
-            argv = confined.argv
-            env.update(confined.env)
-        try:
-            session = await local.spawn_local(argv, cwd=cwd, env=env, config=self.config)
-        except BaseException:
-            if confined is not None:
-                await asyncio.to_thread(confined.cleanup)
-            raise
-        session.confined = confined
-        return session
-
-
-class TerminalService:
-    def __init__(self, owner: str) -> None:
-        self.owner = owner
-        self.backends: dict[str, Any] = {}
-        self.sessions: dict[str, _Record] = {}
-        self.reserved: set[str] = set()
-        self.next_id = 0
-        self.disposing = False
-        self.on_change: list[Any] = []  # called after a session opened or closed (the app)
-
-    def register_backend(self, backend: Any) -> None:
-        if not backend.type:
-            raise DshError("pty backend type must be non-empty")
-        if backend.type in self.backends:
-            raise DshError(f'a PTY backend named "{backend.type}" is already registered')
-        self.backends[backend.type] = backend
-
-    def _changed(self) -> None:
-        for cb in list(self.on_change):
-            with contextlib.suppress(Exception):
-                cb()
-
-    def expect(self, sid: str) -> _Record:
-        if not isinstance(sid, str) or not sid:
-            raise ToolError("sessionId must be a non-empty string")
-        record = self.sessions.get(sid)
-        if record is None:
-            raise ToolError(f"unknown PTY session {sid}")
-        return record
-
-    def session(self, sid: str) -> Any:
-        record = self.sessions.get(sid)
-        return None if record is None else record.session
-
-    def snapshot(self, record: _Record, motd: str | None = None) -> dict:
-        out: dict[str, Any] = {"sessionId": record.id}
-        if record.name is not None:
-            out["name"] = record.name
-        out["type"] = record.type
-        pid = getattr(record.session, "pid", None)
-        if pid is not None:
-            out["pid"] = pid
-        out["status"] = record.session.status()
-        if motd is not None:
-            out["motd"] = motd
-        return out
-
-    async def spawn(self, type_: str, name: str | None, cwd: str | None, tctx: Any) -> dict:
-        if self.disposing:
-            raise ToolError("PTY service is disposing")
-        backend = self.backends.get(type_)
-        if backend is None:
-            raise ToolError(f'no PTY backend registered for "{type_}"')
-        if name is not None and not name:
-            raise ToolError("PTY session name must be non-empty")
-        if name is not None:
-            if any(r.name == name for r in self.sessions.values()):
-                raise ToolError(f'PTY session name "{name}" already exists for this owner')
-            if name in self.reserved:
-                raise ToolError(f'PTY session name "{name}" is already being created')
-            self.reserved.add(name)
-        self.next_id += 1
-        sid = f"pty-{self.next_id}"
-        try:
-            session = await backend.spawn({"sessionId": sid, "owner": self.owner, "type": type_, "name": name,
-                                           "cwd": cwd, "tool_context": tctx})
-            if self.disposing:
-                await session.close("PTY service is disposing")
-                raise ToolError("PTY service is disposing")
-            record = _Record(sid, name, type_, session)
-            self.sessions[sid] = record
-        finally:
-            if name is not None:
-                self.reserved.discard(name)
-        self._changed()
-        return self.snapshot(record, session.motd)
-
-    async def start_send(self, sid: str, text: str, submit: bool, cancelled: asyncio.Event | None = None) -> Any:
-        record = self.expect(sid)
-        if record.closing is not None:
-            raise ToolError(f"PTY session {sid} is closing")
-        if record.active is not None and not record.active.settled:
-            raise ToolError(f"PTY session {sid} already has an active send")
-        try:
-            op = await record.session.start_send(text, submit, cancelled)
-        except (RuntimeError, OSError) as err:
-            raise ToolError(str(err)) from None
-        record.active = op
-        return op
-
-    async def kill(self, sid: str, reason: str = "model request") -> bool:
-        record = self.expect(sid)
-        if record.closing is not None:
-            await record.closing
-            return False
-        record.closing = record.session.close(reason)
-        try:
-            await record.closing
-        except BaseException:
-            record.closing = None
-            raise
-        finally:
-            await self._cleanup(record)
-        self.sessions.pop(sid, None)
-        self._changed()
-        return True
-
-    async def _cleanup(self, record: _Record) -> None:
-        confined = getattr(record.session, "confined", None)
-        if confined is not None and record.session.status().get("kind") == "exited":
-            await asyncio.to_thread(confined.cleanup)
-
-    def list(self) -> list[dict]:
-        return [self.snapshot(r) for r in self.sessions.values()]
-
-    async def dispose(self) -> None:
-        self.disposing = True
-        records = list(self.sessions.values())
-        results = await asyncio.gather(*(self._close_quiet(r) for r in records), return_exceptions=True)
-        self.sessions.clear()
-        self.backends.clear()
-        self._changed()
-        failures = [r for r in results if isinstance(r, BaseException)]
-        if failures:
-            raise failures[0]
-
-    async def _close_quiet(self, record: _Record) -> None:
-        try:
-            await (record.closing or record.session.close("PTY service disposed"))
-        finally:
-            await self._cleanup(record)
 
 
 # ---- the plugin -------------------------------------------------------------------------------------------

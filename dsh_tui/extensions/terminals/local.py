@@ -25,21 +25,22 @@ import codecs
 import contextlib
 import fcntl
 import os
-import platform
 import signal as signal_mod
 import struct
 import subprocess
 import termios
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dsh_tui.extensions.terminals.procfs import alive as _alive
+from dsh_tui.extensions.terminals.procfs import session_members, stdin_waiting
+from dsh_tui.extensions.terminals.text import BoundedText, Sanitizer
+from dsh_tui.extensions.terminals.text import utf8_tail as _utf8_tail
 from dsh_tui.tools import procs
 
 if TYPE_CHECKING:
     from dsh_tui.tools.sandbox import Confined
 
-PROMPT_MARKER_PREFIX = "133;D;"
 CONTROLLED_PROMPT = "dsh> "
 SIGNALS = ("SIGINT", "SIGTERM", "SIGKILL", "SIGTSTP", "SIGHUP")
 
@@ -49,270 +50,6 @@ DEFAULTS: dict[str, Any] = {
     "max_read_bytes": 256 * 1024, "poll_interval_ms": 50, "exact_probe_after_ms": 150, "idle_silence_ms": 3_000,
     "handoff_grace_ms": 500, "timeout_ms": 30_000, "dispose_grace_ms": 3_000,
 }
-
-
-def _utf8_tail(text: str, max_bytes: int) -> tuple[str, bool]:
-    data = text.encode()
-    if len(data) <= max_bytes:
-        return text, False
-    return data[len(data) - max_bytes:].decode("utf-8", "ignore"), True
-
-
-class BoundedText:
-    """dsh's ``BoundedTextBuffer``: the newest ``max_bytes`` (and ``max_lines``) of appended text."""
-
-    def __init__(self, max_bytes: int, max_lines: int | None = None) -> None:
-        self.value = ""
-        self.dropped = False
-        self.max_bytes = max_bytes
-        self.max_lines = max_lines
-
-    def append(self, text: str) -> None:
-        if not text:
-            return
-        self.value += text
-        if self.max_lines is not None:
-            lines = self.value.split("\n")
-            if len(lines) > self.max_lines:
-                self.value = "\n".join(lines[len(lines) - self.max_lines:])
-                self.dropped = True
-        self.value, cut = _utf8_tail(self.value, self.max_bytes)
-        self.dropped = self.dropped or cut
-
-    def consume(self) -> dict:
-        out = {"delta": self.value, "truncated": self.dropped}
-        self.value, self.dropped = "", False
-        return out
-
-
-def normalize_terminal_text(text: str) -> str:
-    return text.replace("\r\n", "\n").replace("\r", "\n").replace("\x07", "")
-
-
-class Sanitizer:
-    """dsh's ``TerminalSanitizer``: CSI/OSC/two-byte escapes removed (a sequence split across chunks carried
-    over), the prompt marker reported, CRLF and lone CR made newlines."""
-
-    def __init__(self, max_pending_bytes: int) -> None:
-        self.max_pending = max_pending_bytes
-        self.pending = ""
-        self.discard: str | None = None
-        self.discard_osc_escape = False
-        self.trailing_cr = False
-        self.tracking_tail = False
-
-    def push(self, chunk: str) -> tuple[str, bool, str | None]:
-        """(printable text, whether the prompt marker completed, printable text after the latest marker)."""
-        self.pending += self._discard_prefix(chunk)
-        text: list[str] = []
-        tail: list[str] = []
-        prompt = False
-        include_tail = self.tracking_tail
-        p = self.pending
-        i = 0
-
-        def add(value: str) -> None:
-            text.append(value)
-            if self.tracking_tail:
-                tail.append(value)
-
-        while i < len(p):
-            esc = p.find("\x1b", i)
-            if esc < 0:
-                add(p[i:])
-                i = len(p)
-                break
-            add(p[i:esc])
-            if esc + 1 >= len(p):
-                i = esc
-                break
-            kind = p[esc + 1]
-            if kind == "]":
-                bel = p.find("\x07", esc + 2)
-                st = p.find("\x1b\\", esc + 2)
-                if bel >= 0 and st >= 0:
-                    end = min(bel + 1, st + 2)
-                elif bel >= 0:
-                    end = bel + 1
-                elif st >= 0:
-                    end = st + 2
-                else:
-                    i = esc
-                    break
-                term = 1 if p[end - 1] == "\x07" else 2
-                if p[esc + 2:end - term].startswith(PROMPT_MARKER_PREFIX):
-                    prompt = True
-                    self.tracking_tail = True
-                    include_tail = True
-                    tail = []
-                i = end
-                continue
-            if kind == "[":
-                end = esc + 2
-                while end < len(p) and not (0x40 <= ord(p[end]) <= 0x7E):
-                    end += 1
-                if end >= len(p):
-                    i = esc
-                    break
-                i = end + 1
-                continue
-            i = esc + 2
-        self.pending = p[i:]
-        if len(self.pending.encode()) > self.max_pending:
-            self.discard = "osc" if self.pending[1:2] == "]" else "csi"
-            self.pending = ""
-        return self._normalize("".join(text)), prompt, ("".join(tail) if include_tail else None)
-
-    def flush(self) -> str:
-        text = "" if self.pending.startswith("\x1b") else self.pending
-        self.pending = ""
-        self.discard = None
-        self.discard_osc_escape = False
-        self.tracking_tail = False
-        out = self._normalize(text)
-        if not self.trailing_cr:
-            return out
-        self.trailing_cr = False
-        return out + "\n"
-
-    def _normalize(self, text: str) -> str:
-        complete = "\r" + text if self.trailing_cr else text
-        self.trailing_cr = False
-        if complete.endswith("\r"):
-            complete = complete[:-1]
-            self.trailing_cr = True
-        return normalize_terminal_text(complete)
-
-    def _discard_prefix(self, chunk: str) -> str:
-        if self.discard is None:
-            return chunk
-        if self.discard == "csi":
-            for i, ch in enumerate(chunk):
-                if 0x40 <= ord(ch) <= 0x7E:
-                    self.discard = None
-                    return chunk[i + 1:]
-            return ""
-        i = 0
-        if self.discard_osc_escape:
-            self.discard_osc_escape = False
-            if chunk.startswith("\\"):
-                self.discard = None
-                return chunk[1:]
-        while i < len(chunk):
-            if chunk[i] == "\x07":
-                self.discard = None
-                return chunk[i + 1:]
-            if chunk[i] == "\x1b":
-                if chunk[i + 1:i + 2] == "\\":
-                    self.discard = None
-                    return chunk[i + 2:]
-                if i + 1 == len(chunk):
-                    self.discard_osc_escape = True
-            i += 1
-        return ""
-
-
-# ---- the process table (Linux /proc) ----------------------------------------------------------------------
-
-_SYSCALLS = {"x86_64": {"read": 0, "select": 23, "pselect": 270, "poll": 7, "ppoll": 271, "epoll_wait": 232,
-                        "epoll_pwait": 281},
-             "aarch64": {"read": 63, "pselect": 72, "ppoll": 73, "epoll_pwait": 22}}
-
-
-def _stat(pid: int) -> list[str] | None:
-    return procs._stat(pid)
-
-
-def _mem(pid: int, address: int, length: int) -> bytes | None:
-    try:
-        with open(f"/proc/{pid}/mem", "rb", buffering=0) as f:
-            f.seek(address)
-            return f.read(length)
-    except (OSError, ValueError, OverflowError):
-        return None
-
-
-def _waits_on_stdin(pid: int, number: int, args: list[int], table: dict[str, int]) -> bool:
-    a0, a1, a2 = (args + [0, 0, 0])[:3]
-    if number == table["read"]:
-        return a0 == 0
-    if number in (table.get("select"), table["pselect"]):
-        mem = _mem(pid, a1, 8) if a1 else None
-        return a0 >= 1 and mem is not None and len(mem) > 0 and mem[0] % 2 == 1
-    if number in (table.get("poll"), table["ppoll"]):
-        if not a0 or a1 < 1:
-            return False
-        mem = _mem(pid, a0, min(a1, 1024) * 8) or b""
-        for off in range(0, len(mem) - 7, 8):
-            fd, events = struct.unpack_from("<ih", mem, off)
-            if fd == 0 and events & 1:
-                return True
-        return False
-    if number in (table.get("epoll_wait"), table["epoll_pwait"]):
-        try:
-            info = Path(f"/proc/{pid}/fdinfo/{a0}").read_text()
-        except OSError:
-            return False
-        return a2 >= 1 and any(line.strip().startswith("tfd:") and line.split()[1] == "0"
-                               for line in info.splitlines() if len(line.split()) > 1)
-    return False
-
-
-def stdin_waiting(pgid: int) -> bool:
-    """Some thread of process group ``pgid`` is blocked reading its terminal (dsh ``isStdinWaiting``)."""
-    table = _SYSCALLS.get(platform.machine())
-    if table is None:
-        return False
-    try:
-        pids = [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
-    except OSError:
-        return False
-    for pid in pids:
-        fields = _stat(pid)
-        if fields is None or len(fields) < 3 or int(fields[2]) != pgid:
-            continue
-        try:
-            tids = [e.name for e in os.scandir(f"/proc/{pid}/task") if e.name.isdigit()]
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                text = Path(f"/proc/{pid}/task/{tid}/syscall").read_text().strip()
-            except OSError:
-                continue
-            if text == "running" or text.startswith("-1 "):
-                continue
-            parts = text.split()
-            try:
-                number, args = int(parts[0]), [int(x, 16) for x in parts[1:7]]
-            except (ValueError, IndexError):
-                continue
-            if _waits_on_stdin(pid, number, args, table):
-                return True
-    return False
-
-
-def session_members(sid: int) -> dict[int, str]:
-    """Every process of POSIX session ``sid`` with its start time."""
-    out: dict[int, str] = {}
-    try:
-        pids = [int(e.name) for e in os.scandir("/proc") if e.name.isdigit()]
-    except OSError:
-        return out
-    for pid in pids:
-        fields = _stat(pid)
-        if fields is not None and len(fields) > 19 and int(fields[3]) == sid and fields[0] not in ("Z", "X"):
-            out[pid] = fields[19]
-    return out
-
-
-def _alive(tree: dict[int, str]) -> dict[int, str]:
-    out = {}
-    for pid, started in tree.items():
-        fields = _stat(pid)
-        if fields is not None and len(fields) > 19 and fields[19] == started and fields[0] not in ("Z", "X"):
-            out[pid] = started
-    return out
 
 
 # ---- one session ------------------------------------------------------------------------------------------
