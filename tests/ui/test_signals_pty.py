@@ -32,3 +32,49 @@ def test_the_app_quits_cleanly_on_a_signal_mid_turn(tmp_path, sig):
     events = session_events(root)
     ends = [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
     assert len(ends) == 1 and ends[0]["kind"] == "aborted", ends
+
+
+def test_the_app_ends_when_its_terminal_is_closed(tmp_path):
+    """A closed terminal (``tmux kill-session``, a closed window): the kernel hangs the terminal up and sends its
+    session SIGHUP and SIGCONT together. Textual's SIGCONT handler took that for a resume from Ctrl+Z and
+    restarted its output on the dead terminal, whose writer died at once; the quit then waited forever for that
+    writer, so the app outlived its terminal (holding its session). Now it quits as on SIGHUP: the turn is closed
+    as aborted and the process ends."""
+    import fcntl
+    import subprocess
+    import termios
+
+    from tests.ui.pty_support import DSH_TUI
+
+    ws, root = tmp_path / "ws", tmp_path / "sessions"
+    ws.mkdir()
+
+    def take_terminal() -> None:  # the app leads a session whose controlling terminal is the pty, as in a shell
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    with ModelServer() as server:
+        master, slave = os.openpty()
+        proc = subprocess.Popen([str(DSH_TUI), "run", "--root", str(root)], cwd=ws,
+                                env=app_env(tmp_path, server.base_url), stdin=slave, stdout=slave, stderr=slave,
+                                preexec_fn=take_terminal, close_fds=True)
+        os.close(slave)
+        buf = bytearray()
+        try:
+            from tests.ui.pty_support import read_until
+
+            assert read_until(master, buf, lambda b: "Enter send" in plain(b), 30), plain(buf)[-2000:]
+            os.write(master, b"keep streaming\r")
+            assert read_until(master, buf, lambda b: "still streaming" in plain(b), 30), plain(buf)[-2000:]
+        finally:
+            os.close(master)  # the terminal goes away
+        try:
+            code = proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+            raise AssertionError("the app outlived its closed terminal") from None
+        assert code in (0, 1, 128 + signal.SIGHUP), code  # 1: its last writes met the closed terminal
+    events = session_events(root)
+    ends = [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
+    assert len(ends) == 1 and ends[0]["kind"] == "aborted", ends
