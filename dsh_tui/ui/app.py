@@ -9,10 +9,8 @@ session is ``opening.py`` (``app.opener``) and the palette's entries ``palette.p
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import importlib
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -43,8 +41,6 @@ BackendFactory = Callable[[Bridge], Awaitable[SessionBackend]]
 RouteResolver = Callable[[], tuple[BackendFactory | None, str] | tuple[BackendFactory | None, str, str]]
 
 # name -> "module:attribute" of a ``factory(app) -> Screen``; other engineers add theirs here.
-SIGNAL_EXIT_GRACE_S = 5.0  # after a signal's quit has flushed the sessions, the process ends within this
-
 SCREEN_FACTORIES: dict[str, str] = {
     "browser": "dsh_tui.ui.screens.browser:BrowserScreen",
     "timeline": "dsh_tui.ui.screens.timeline:TimelineScreen",
@@ -393,59 +389,12 @@ class DshApp(App):
         self.exit()
 
     def _handle_exit_signals(self) -> None:
-        """SIGTERM and SIGHUP (a closed terminal, a served tab's server gone) quit as Ctrl+Q does: the running
-        turn is closed as aborted and every session flushed; what the sessions started ends with the
-        process (``dsh_tui.tools.procs``). A second signal ends the process at once. Not under a test's
-        headless driver (the handlers are the process's).
+        """SIGTERM and SIGHUP quit as Ctrl+Q does (``dsh_tui.ui.exit_signals``). Not under a test's headless
+        driver (the handlers are the process's)."""
+        if not self.is_headless:
+            from dsh_tui.ui.exit_signals import handle_exit_signals
 
-        A closed terminal sends SIGHUP and SIGCONT together: Textual's SIGCONT handler (a resume after Ctrl+Z)
-        would restart its output on the dead terminal and its quit would then wait forever for that output's
-        writer, so SIGCONT resumes only while the terminal is there. And once the sessions are flushed, a quit
-        that a signal started ends the process within ``SIGNAL_EXIT_GRACE_S`` whatever is left of Textual's."""
-        if self.is_headless:
-            return
-        import signal
-        import sys
-
-        from dsh_tui.tools import procs
-
-        loop = asyncio.get_running_loop()
-        got: list[int] = []
-
-        async def quit_on_signal() -> None:
-            await self.action_quit()  # the sessions are flushed when this returns
-
-            def end() -> None:
-                procs.sweep()
-                os._exit(0)
-
-            import threading
-
-            timer = threading.Timer(SIGNAL_EXIT_GRACE_S, end)
-            timer.daemon = True
-            timer.start()
-
-        def on_signal(signum: int) -> None:
-            if got:
-                procs.sweep()
-                os._exit(128 + got[0])
-            got.append(signum)
-            self.call_later(quit_on_signal)
-
-        for sig in (signal.SIGTERM, signal.SIGHUP):
-            if signal.getsignal(sig) != signal.SIG_IGN:
-                with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-                    loop.add_signal_handler(sig, on_signal, sig)
-        resume = signal.getsignal(signal.SIGCONT)
-        if callable(resume):
-            def on_continue(signum: int, frame: Any) -> None:
-                with contextlib.suppress(ValueError, OSError):
-                    out = sys.__stderr__  # the terminal Textual draws on
-                    if not got and out is not None and os.isatty(out.fileno()):  # not a hung-up terminal
-                        resume(signum, frame)
-
-            with contextlib.suppress(ValueError):
-                signal.signal(signal.SIGCONT, on_continue)
+            handle_exit_signals(self)
 
     def on_unmount(self) -> None:
         self._note_resumable()

@@ -184,7 +184,8 @@ def paint_now(screen: Any, only: Any = None) -> None:
 
 
 def skip_first_resume_restyle(screen: Any, event: Any) -> None:
-    """Call from a screen's ``_on_screen_resume``: its first resume does not restyle every node again.
+    """Call from a screen's ``on_screen_resume`` (dispatched before ``Screen``'s own handler): its first resume
+    does not restyle every node again.
 
     Textual styles each widget as it mounts, then restyles the whole screen when the pushed screen resumes
     (``ScreenResume.refresh_styles``), the same rules over the same nodes: ~10 M instructions of the chat's
@@ -193,13 +194,6 @@ def skip_first_resume_restyle(screen: Any, event: Any) -> None:
     if not getattr(screen, "_dsh_resumed", False):
         screen._dsh_resumed = True
         event.refresh_styles = False
-
-
-class FirstResumeStyled:
-    """A screen mixin: its first resume does not restyle every node (``skip_first_resume_restyle``)."""
-
-    def _on_screen_resume(self, event: Any) -> None:  # (Screen's own handler runs next)
-        skip_first_resume_restyle(self, event)
 
 
 async def run_own_binding(widget: Any, key: str) -> bool:

@@ -32,7 +32,7 @@ from dsh_tui.ui.screens.chat_keys import KeyRouter
 from dsh_tui.ui.screens.chat_modes import ModeStatus, QuestionFlow
 from dsh_tui.ui.screens.chat_stream import StreamPump
 from dsh_tui.ui.screens.chat_view import TranscriptNav
-from dsh_tui.ui.textual_compat import FirstResumeStyled, paint_now
+from dsh_tui.ui.textual_compat import paint_now, skip_first_resume_restyle
 from dsh_tui.ui.widgets.composer import Composer
 from dsh_tui.ui.widgets.item import ViewState
 from dsh_tui.ui.widgets.question import QuestionPanel  # its @on handlers below need the class
@@ -54,7 +54,7 @@ if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the
     from dsh_tui.ui.widgets.searchbar import SearchBar
 
 
-class ChatScreen(FirstResumeStyled, Screen):
+class ChatScreen(Screen):
     """One live (or replayed) session, composed of the controllers named in the module docstring."""
 
     HELP = chat_help.HELP
@@ -212,6 +212,9 @@ class ChatScreen(FirstResumeStyled, Screen):
         self.status = StatusBar(clock=self.clock, id="status")
         self.status.model_hint = self.model_hint
         yield self.status
+
+    def on_screen_resume(self, event: events.ScreenResume) -> None:
+        skip_first_resume_restyle(self, event)  # (dispatched before Screen's own handler, which restyles)
 
     def on_mount(self) -> None:
         self.composer.cursor_blink = self.app.settings.ui.cursor_blink if hasattr(self.app, "settings") else True
