@@ -51,7 +51,7 @@ class SdkServer:
         self.replay = replay
         self._children: set[str] = set()
         self._finished: set[str] = set()
-        self._watching = False
+        self._unwatch: list[Any] = []  # removers of the watchers on each session tree's subagent state
         self._running: set[str] = set()
         self._write = threading.Lock()
         self.config: dict[str, Any] | None = None
@@ -194,11 +194,7 @@ class SdkServer:
 
             host.session.subscribe(lambda _s, event: self._forward(sid, event))
             self.hosts[sid] = host
-            if not self._watching:
-                from dsh_tui.extensions.subagents.children import WATCHERS
-
-                WATCHERS.append(self._on_child)
-                self._watching = True
+            self._unwatch.append(host.subagents.watch(self._on_child))  # its session tree's children
             return host
 
     def _forward(self, sid: str, event: dict[str, Any]) -> None:
@@ -273,12 +269,9 @@ class SdkServer:
             self.notify("session.status", {"sessionId": sid, "status": "idle"})
 
     async def close(self) -> None:
-        if self._watching:
-            from dsh_tui.extensions.subagents.children import WATCHERS
-
-            if self._on_child in WATCHERS:
-                WATCHERS.remove(self._on_child)
-            self._watching = False
+        for off in self._unwatch:
+            off()
+        self._unwatch.clear()
         for task in list(self._turns.values()):
             if not task.done():
                 task.cancel()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dsh_tui.runtime.prompt import DEFAULT_PERSONA
+from dsh_tui.runtime.subagent_state import SubagentState
 
 MCP_LISTING_WAIT_S = 30.0  # a headless ``/mcp`` waits this long at most for the servers' first attempts
 
@@ -66,6 +67,9 @@ class HostSpec:
     # an escalation out of the sandbox is allowed without asking (headless ``--allow-escalation``); None = the
     # process's option
     allow_escalation: bool | None = None
+    # the session tree's subagent state (``dsh_tui.runtime.subagent_state``): a child host gets its root's;
+    # None: a root host, which creates its own
+    subagents: SubagentState | None = None
 
 
 @dataclass
@@ -89,6 +93,8 @@ class AgentHost:
         self._closed = False
         self.sandbox: Any = None  # the ``dsh_tui.tools.sandbox.Sandbox`` commands run in, or None
         self.sandbox_note: str | None = None  # why there is none where one was asked for (one line)
+        # the subagent state of this host's session tree: a root host's own, a child host's its root's
+        self.subagents: SubagentState = spec.subagents if spec.subagents is not None else SubagentState()
 
     @classmethod
     async def open(cls, spec: HostSpec) -> AgentHost:

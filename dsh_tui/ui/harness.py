@@ -66,13 +66,9 @@ class AgentHarness(BackendDefaults):
 
         for tool, arguments in logged_allowances(self.session.events):  # a resumed session's allowances
             self.allowances.add(tool, arguments)
-        # subagents below this agent: their live state for the cards and the status bar
-        from dsh_tui.extensions.subagents import children as subagents
-
-        self._subagents = subagents
-        subagents.WATCHERS.append(self._on_child)
-        self._offs.append(lambda: subagents.WATCHERS.remove(self._on_child)
-                          if self._on_child in subagents.WATCHERS else None)
+        # subagents below this agent (its host's subagent state): their live state for the cards and the status bar
+        self.subagents = host.subagents
+        self._offs.append(self.subagents.watch(self._on_child))
         self.announce_model()
         self.announce_preset()
         if host.sandbox_note:  # one clear line: no sandbox here, and what happens instead
@@ -86,7 +82,7 @@ class AgentHarness(BackendDefaults):
         """A subagent below this agent changed: post its snapshot (at most one per child per loop turn)."""
         pid, seen = child.parent_id, set()
         while pid != self.agent.id:
-            parent = self._subagents.CHILDREN.get(pid)
+            parent = self.subagents.children.get(pid)
             if parent is None or pid in seen:
                 return
             seen.add(pid)
@@ -98,7 +94,9 @@ class AgentHarness(BackendDefaults):
 
         def post() -> None:
             pending.discard(child.id)
-            self.bridge.announce(SubagentSnapshot(self._subagents.snapshot(child)))
+            from dsh_tui.extensions.subagents.children import snapshot
+
+            self.bridge.announce(SubagentSnapshot(snapshot(child)))
 
         asyncio.get_running_loop().call_soon(post)
 
@@ -106,7 +104,7 @@ class AgentHarness(BackendDefaults):
         """The direct children of this agent for the timeline: id, spawning call id, label, their first
         turn's start and last turn's end (epoch ms; end None while running) and the last turn-end kind."""
         out = []
-        for child in list(self._subagents.CHILDREN.values()):
+        for child in list(self.subagents.children.values()):
             if child.parent_id != self.agent.id or child.session is None:
                 continue
             start = end = state = None
@@ -124,7 +122,7 @@ class AgentHarness(BackendDefaults):
 
     def child_session(self, child_id: str) -> Any:
         """The session of a subagent below this agent (live or settled), or None."""
-        child = self._subagents.CHILDREN.get(child_id)
+        child = self.subagents.children.get(child_id)
         return child.session if child is not None else None
 
     # -- thread-safe reads for the UI thread (``dsh_tui.ui.bridge.SessionBackend``): copies and plain values ----------

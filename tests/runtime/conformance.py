@@ -643,11 +643,9 @@ CHILD_ROWS = {"subagent/descriptor", "session/end-seed", "approval/policy", "san
 
 async def _settle_tree(agent) -> None:
     """Wait until the root and every live child are idle and no settlement is pending."""
-    from dsh_tui.extensions.subagents import children as ch
-
     for _ in range(2000):
         await asyncio.wait_for(agent.wait_idle(), 60)
-        busy = [c for c in ch.CHILDREN.values() if c.host is not None or c.closing is not None and not c.closing.done()]
+        busy = [c for c in agent.host.subagents.children.values() if c.host is not None or c.closing is not None and not c.closing.done()]
         if not busy and agent.status == "idle" and not agent.inbox.pending():
             await asyncio.sleep(0)
             if agent.status == "idle":

@@ -15,7 +15,6 @@ import sys
 if __package__ in (None, ""):
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
-from dsh_tui.extensions.subagents import children as ch  # noqa: E402
 from dsh_tui.llm import scripted  # noqa: E402
 from dsh_tui.llm.scripted import ScriptedProvider  # noqa: E402
 from dsh_tui.runtime.host import AgentHost, HostSpec  # noqa: E402
@@ -56,7 +55,7 @@ async def main(root: str, cwd: str, mode: str) -> None:
                                          model="m", preset="full-access", persona=None, plugins=()))
     host.agent.followup("delegate")
     await started.wait()
-    (child,) = ch.CHILDREN.values()
+    (child,) = host.subagents.children.values()
     if mode == "background":
         await host.agent.wait_idle()
         # the parent queues a second turn for the busy child (send_message's effect)

@@ -250,7 +250,7 @@ async def test_a_one_shot_background_subagent_is_a_job(tmp_path):
         (notice,) = _notices(host)
         assert notice["content"][0]["text"] == ("background job subagent-1 (subagent: Count files) finished "
                                                 "[status: completed]. Read its output with job_output.")
-        (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+        (child,) = [c for c in host.subagents.children.values() if c.parent_id == host.agent.id]
         descs = [e["data"] for e in child.session.events if e["type"] == "subagent/descriptor"]
         assert descs == [{"version": 2, "mode": "one-shot", "provider": "spawn", "label": "Count files"}]
     finally:
@@ -273,7 +273,7 @@ async def test_job_kill_cancels_a_background_subagent(tmp_path):
         host.agent.followup("stop")
         await host.agent.wait_idle()
         assert _results(host)[1:] == ["requested cancellation of job subagent-1", "(no new output)\n[status: killed]"]
-        (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+        (child,) = [c for c in host.subagents.children.values() if c.parent_id == host.agent.id]
         assert child.host is None  # closed
         assert _notices(host) == []
     finally:

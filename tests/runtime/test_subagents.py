@@ -69,15 +69,15 @@ async def test_report_is_only_in_continuable_children_and_matches_dsh(tmp_path):
             if child.agent is not None:
                 seen.setdefault(child.id, {t["name"]: t for t in child.agent.tools.schemas()})
 
-        ch.WATCHERS.append(watch)
+        off = host.subagents.watch(watch)
         host.agent.followup("go")
         await host.agent.wait_idle()
-        for c in list(ch.CHILDREN.values()):
+        for c in list(host.subagents.children.values()):
             if c.closing is not None:
                 await c.closing
         await host.agent.wait_idle()
+        off()
     finally:
-        ch.WATCHERS.remove(watch)
         await host.close()
     (tools,) = seen.values()
     assert tools["report"] == recorded
@@ -123,7 +123,7 @@ async def test_a_continuable_child_is_a_subagent_of_its_parent_in_the_transcript
         await ch.settle(host.agent)
     finally:
         await host.close()
-    (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+    (child,) = [c for c in host.subagents.children.values() if c.parent_id == host.agent.id]
     fold = TranscriptFold(child.session.header)
     for e in child.session.events:
         fold.apply(e)
@@ -169,7 +169,7 @@ async def test_parent_cancel_cancels_a_foreground_child_but_not_a_continuable_on
     try:
         host.agent.followup("go")
         await started.wait()
-        (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+        (child,) = [c for c in host.subagents.children.values() if c.parent_id == host.agent.id]
         host.agent.cancel({"kind": "user"})
         await host.agent.wait_idle()
         await ch.settle(host.agent)
@@ -185,7 +185,7 @@ async def test_parent_cancel_cancels_a_foreground_child_but_not_a_continuable_on
         host.agent.followup("go")
         await started.wait()
         await host.agent.wait_idle()
-        (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+        (child,) = [c for c in host.subagents.children.values() if c.parent_id == host.agent.id]
         host.agent.cancel({"kind": "user"})  # the parent is idle: nothing reaches the background child
         await asyncio.sleep(0.05)
         assert child.agent is not None and child.agent.status == "running"
@@ -204,7 +204,7 @@ async def test_interrupt_agent_stops_the_turn_parks_the_queue_and_the_parent_get
         host.agent.followup("go")
         await started.wait()
         await host.agent.wait_idle()
-        (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+        (child,) = [c for c in host.subagents.children.values() if c.parent_id == host.agent.id]
         child.agent.send({"role": "user", "content": [{"type": "text", "text": "later"}],
                           "source": {"kind": "coordinator", "form": "relay", "senderSessionId": host.agent.id}})
         tools = host.agent.tools.tools
@@ -232,10 +232,10 @@ async def test_list_agents_after_a_restart_lists_stored_children_as_ready(tmp_pa
         host.agent.followup("go")
         await ch.settle(host.agent)
         parent_id = host.agent.id
-        (child_id,) = [c.id for c in ch.CHILDREN.values() if c.parent_id == parent_id]
+        (child_id,) = [c.id for c in host.subagents.children.values() if c.parent_id == parent_id]
     finally:
         await host.close()
-    ch.CHILDREN.clear()  # a new process knows nothing but the store
+    # the reopened host's subagent state is a new one: it knows nothing but the store, as a new process
     host = await AgentHost.open(HostSpec(root=None, store=host.store, cwd=None, provider=ScriptedProvider([]),
                                          model="m", preset="full-access", persona=None, plugins=(),
                                          resume_id=parent_id))
@@ -272,7 +272,7 @@ async def test_recorded_headless_settlement_scenario(tmp_path):
     finally:
         await host.close()
     assert result.answer == "PARENT_RECEIVED_CHILD_RESULT"
-    (child,) = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id]
+    (child,) = [c for c in host.subagents.children.values() if c.parent_id == host.agent.id]
     expected = read_log_events(d / "child.expected.jsonl")[1]
     loop_rows = {"subagent/descriptor", "session/end-seed", "agent/inbox/spliced", "turn/start", "step/start",
                  "assistant/message", "step/end", "turn/end"}
@@ -307,7 +307,6 @@ async def test_list_agents_reports_a_descriptorless_stored_child_as_corrupt(tmp_
     session, writer = lifecycle.start(store, header)
     session.append("approval/policy", {"policy": "never", "source": "delegation"})
     writer.close()
-    ch.CHILDREN.clear()
     host = await AgentHost.open(HostSpec(root=None, store=store, cwd=None, provider=ScriptedProvider([]), model="m",
                                          preset="full-access", persona=None, plugins=(), resume_id=parent_id))
     try:
@@ -375,7 +374,7 @@ async def test_an_agent_runs_at_most_max_children_subagents_at_once(tmp_path):
 
     host, errors = await _fan_out(tmp_path, 12, lambda: _Slow(asyncio.Event()))
     try:
-        live = [c for c in ch.CHILDREN.values() if c.parent_id == host.agent.id and c.host is not None]
+        live = [c for c in host.subagents.children.values() if c.parent_id == host.agent.id and c.host is not None]
         assert len(live) == 8  # the default max_children
         assert len(errors) == 4
         assert all(e.startswith("Error: subagent refused: this agent already has 8 running subagents "
@@ -389,7 +388,7 @@ async def test_a_tree_runs_at_most_max_tree_live_subagents(tmp_path):
 
     host, errors = await _fan_out(tmp_path, 5, lambda: _Slow(asyncio.Event()), max_tree_live=3)
     try:
-        assert len([c for c, _ in ch.descendants(host.agent.id) if c.host is not None]) == 3
+        assert len([c for c, _ in ch.descendants(host.subagents, host.agent.id) if c.host is not None]) == 3
         assert len(errors) == 2 and all("(max_tree_live = 3)" in e for e in errors), errors
     finally:
         await host.close()
@@ -402,7 +401,7 @@ async def test_a_tree_starts_at_most_max_tree_total_subagents(tmp_path):
                                   max_tree_total=2)
     try:
         await asyncio.wait_for(ch.settle(host.agent), 60)
-        assert len(ch.descendants(host.agent.id)) == 2
+        assert len(ch.descendants(host.subagents, host.agent.id)) == 2
         assert len(errors) == 2 and all("(max_tree_total = 2)" in e for e in errors), errors
     finally:
         await host.close()
@@ -418,3 +417,65 @@ async def test_fan_out_caps_must_be_positive_integers(tmp_path, bad):
         assert any("max_children must be a positive integer" in str(f.error) for f in failures), failures
     finally:
         await host.close()
+
+
+def _one_foreground_child(answer: str) -> _TreeProvider:
+    return _TreeProvider([scripted.call("c1", "subagent", {"description": answer, "prompt": "p",
+                                                           "run_in_background": False}), scripted.text("done")],
+                         [[scripted.text(answer)]])
+
+
+async def test_two_sessions_in_one_process_keep_their_own_subagent_state(tmp_path):
+    """The subagent state belongs to the root agent host (issue #28): two sessions open in one process each
+    see only their own children, a watcher of one hears nothing of the other's, and a child host shares its
+    root's state."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = await _host(tmp_path / "a", _one_foreground_child("A CHILD"))
+    b = await _host(tmp_path / "b", _one_foreground_child("B CHILD"))
+    heard: dict[str, list[str]] = {"a": [], "b": []}
+    offs = [a.subagents.watch(lambda c: heard["a"].append(c.parent_id)),
+            b.subagents.watch(lambda c: heard["b"].append(c.parent_id))]
+    hosts_of_children = []
+    offs.append(a.subagents.watch(lambda c: hosts_of_children.append(c.host) if c.host is not None else None))
+    try:
+        assert a.subagents is not b.subagents
+        assert (await a.run_turn("go", settle=True)).answer == "done"
+        assert (await b.run_turn("go", settle=True)).answer == "done"
+        assert [c.parent_id for c in a.subagents.children.values()] == [a.agent.id]
+        assert [c.parent_id for c in b.subagents.children.values()] == [b.agent.id]
+        assert set(a.subagents.agents) == {a.agent.id} and set(b.subagents.agents) == {b.agent.id}
+        assert set(heard["a"]) == {a.agent.id} and set(heard["b"]) == {b.agent.id}
+        assert hosts_of_children and all(h.subagents is a.subagents for h in hosts_of_children)
+        (child,) = a.subagents.children.values()
+        assert child.state is a.subagents
+    finally:
+        for off in offs:
+            off()
+        await a.close()
+        await b.close()
+
+
+async def test_a_closed_sessions_children_are_released_with_its_host(tmp_path):
+    """No per-process registry keeps a closed session's children (and their transcripts) alive: once its
+    host is closed and dropped, no ``Child`` of it is left, while another open session keeps its own."""
+    import gc
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    # no LLM title (its failure's logged traceback, which pytest keeps, would hold the agent)
+    untitled = {"plugin_config": {"session-title-llm": {"enabled": False}}}
+    a = await _host(tmp_path / "a", _one_foreground_child("A CHILD"), **untitled)
+    b = await _host(tmp_path / "b", _one_foreground_child("B CHILD"), **untitled)
+    try:
+        await a.run_turn("go", settle=True)
+        await b.run_turn("go", settle=True)
+        a_id, b_id = a.agent.id, b.agent.id
+        await a.close()
+        del a
+        gc.collect()
+        left = {o.parent_id for o in gc.get_objects() if isinstance(o, ch.Child)}
+        assert a_id not in left
+        assert b_id in left
+    finally:
+        await b.close()

@@ -91,7 +91,6 @@ def test_cd_moves_later_tools_and_the_session_resumes_there(tmp_path):
 
 async def test_a_child_starts_in_the_parents_directory_but_keeps_its_workspace(tmp_path):
     """A cd never widens what writes are confined to: not for the agent, not for a subagent it starts there."""
-    from dsh_tui.extensions.subagents import children as ch
     from dsh_tui.llm import scripted
     from dsh_tui.runtime.host import AgentHost, HostSpec
     from dsh_tui.store.open import open_store
@@ -114,14 +113,14 @@ async def test_a_child_starts_in_the_parents_directory_but_keeps_its_workspace(t
         if child.agent is not None:
             seen.setdefault(child.id, (child.agent.config.cwd, child.agent.config.workspace))
 
-    ch.WATCHERS.append(watch)
+    off = host.subagents.watch(watch)
     try:
         host.agent.followup("go")
         await host.agent.wait_idle()
         assert str(host.agent.config.cwd) == str(outside.resolve())
         assert str(host.agent.config.workspace) == str(ws)
     finally:
-        ch.WATCHERS.remove(watch)
+        off()
         await host.close()
     [(cwd, workspace)] = seen.values()
     assert str(cwd) == str(outside.resolve()) and workspace == str(ws)

@@ -387,9 +387,10 @@ def _bridge(dialect: str):
                 text = merged.reason or "continue: blocked by Stop hook"
                 ctx.agent.steer({"role": "user", "content": [{"type": "text", "text": text}], "source": dict(source)})
 
-        if dialect == "claude-code" and ("SubagentStart" in parsed or "SubagentStop" in parsed):
-            from dsh_tui.extensions.subagents import children as ch
-
+        # the children of this agent's session tree (its host's subagent state; a bare agent opens none)
+        subagents = getattr(getattr(ctx, "host", None), "subagents", None)
+        if dialect == "claude-code" and ("SubagentStart" in parsed or "SubagentStop" in parsed) \
+                and subagents is not None:
             started: set[str] = set()
             stopped: set[str] = set()
 
@@ -420,8 +421,7 @@ def _bridge(dialect: str):
                     stopped.add(child.id)
                     track(run_point("SubagentStop", SUBAGENT_TYPE, subagent_payload("SubagentStop", child), None))
 
-            ch.WATCHERS.append(on_child)
-            ctx.effect(lambda: lambda: ch.WATCHERS.remove(on_child) if on_child in ch.WATCHERS else None)
+            ctx.effect(lambda: subagents.watch(on_child))
 
         ctx.on("agent/session-start", on_session_start)
         ctx.on("agent/pre-step", on_pre_step)

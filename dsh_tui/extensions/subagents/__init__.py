@@ -81,13 +81,14 @@ def apply(ctx: Any, config: Any = None) -> None:
     if getattr(agent, "host", None) is None:
         return  # children are opened through the agent host: an agent built without one has no subagents
     agent_id: str = agent.id
-    ch.AGENTS[agent_id] = agent
-    ch.CAPS[agent_id] = {key: getattr(cfg, key) for key in CAPS}
-    ctx.effect(lambda: lambda: ch.AGENTS.pop(agent_id, None) if ch.AGENTS.get(agent_id) is agent else None)
-    ctx.effect(lambda: lambda: ch.CAPS.pop(agent_id, None) if ch.AGENTS.get(agent_id) in (None, agent) else None)
+    state = ctx.host.subagents  # the session tree's, owned by its root agent host
+    state.agents[agent_id] = agent
+    state.caps[agent_id] = {key: getattr(cfg, key) for key in CAPS}
+    ctx.effect(lambda: lambda: state.agents.pop(agent_id, None) if state.agents.get(agent_id) is agent else None)
+    ctx.effect(lambda: lambda: state.caps.pop(agent_id, None) if state.agents.get(agent_id) in (None, agent) else None)
     # for the core, which imports no extension: its host's run_turn(settle=True); its user-questions seam
     ctx.provide("settle_children", lambda timeout=600.0: ch.settle(agent, timeout))
-    ctx.provide("delegated", lambda: getattr(ch.CHILDREN.get(agent_id), "host", None) is not None)
+    ctx.provide("delegated", lambda: getattr(state.children.get(agent_id), "host", None) is not None)
 
     def spawn_tool(tool_name: str, provider: str, mode: str, background_enabled: bool) -> ToolDefinition:
         base, prompt_desc = (texts.SPAWN_BASE, texts.SPAWN_PROMPT) if provider == "spawn" else (
@@ -185,12 +186,13 @@ def apply(ctx: Any, config: Any = None) -> None:
 
     if _is_resumed(agent.session):  # continuable children with queued input run again (and settle to us)
         task = asyncio.get_running_loop().create_task(resume_pending_children(agent))
-        ch.RESUMING[agent.id] = task
-        task.add_done_callback(lambda t: ch.RESUMING.pop(agent.id, None) if ch.RESUMING.get(agent.id) is t else None)
+        state.resuming[agent.id] = task
+        task.add_done_callback(lambda t: state.resuming.pop(agent.id, None)
+                               if state.resuming.get(agent.id) is t else None)
         ctx.effect(lambda: lambda: task.cancel() if not task.done() else None)
 
     async def close_children() -> None:  # host teardown disposes descendants child-first
-        for child in ch.live_children(agent.id):
+        for child in ch.live_children(state, agent.id):
             await ch.close_child(child)
 
     ctx.effect(lambda: close_children)
@@ -220,7 +222,7 @@ async def resume_pending_children(parent: Any) -> list[str]:
         sid = header.get("id")
         if header.get("parentSession") != parent.id or header.get("origin") != "subagent":
             continue
-        known = ch.CHILDREN.get(sid)
+        known = parent.host.subagents.children.get(sid)
         if known is not None and known.host is not None:
             continue
         try:
@@ -279,7 +281,7 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
         preset=parent.config.preset, resume_id=resume_id, clock=spec.clock, persona=spec.persona,
         agent_options=options, plugins=spec.plugins, plugin_objects=spec.plugin_objects,
         strict_plugins=spec.strict_plugins, on_plugin_failure=spec.on_plugin_failure, close_provider=False,
-        trust=spec.trust,
+        trust=spec.trust, subagents=host.subagents,
         header_fields=fields if resume_id is None else {}, seed=seed, tool_options=dict(spec.tool_options),
         plugin_config=copy.deepcopy(spec.plugin_config))
     ch.check_fanout(parent, new=resume_id is None)
@@ -293,10 +295,11 @@ async def open_child(parent: Any, host: Any, *, provider: str, mode: str, label:
             # dsh seeds the delegated approval policy only under a host with an approval service (the app,
             # ACP); a headless or SDK parent has none, and its child logs none (the child never asks either way)
             child_host.session.append("approval/policy", {"policy": "never", "source": "delegation"})
-    child = ch.CHILDREN.get(child_id)
+    state = host.subagents
+    child = state.children.get(child_id)
     if child is None:
-        child = ch.Child(child_id, parent.id, depth, mode, provider, label, tool_name, call_id)
-        ch.CHILDREN[child_id] = child
+        child = ch.Child(child_id, parent.id, depth, mode, provider, label, tool_name, call_id, state=state)
+        state.children[child_id] = child
     child.host = child_host
     child.session = child_host.session
     child.closing = None
@@ -349,7 +352,7 @@ def _register_control_tools(ctx: Any, agent: Any) -> None:
 
     async def send_message(args: dict, tctx: Any) -> str:
         sid, text = args["subagent_id"], args["message"]
-        child = ch.CHILDREN.get(sid)
+        child = agent.host.subagents.children.get(sid)
         if child is not None and child.closing is not None:
             await asyncio.shield(child.closing)
         if child is not None and child.parent_id != agent.id:
@@ -367,7 +370,7 @@ def _register_control_tools(ctx: Any, agent: Any) -> None:
 
     async def interrupt_agent(args: dict, tctx: Any) -> str:
         aid = args["agent_id"]
-        below = {c.id: c for c, _d in ch.descendants(agent.id)}
+        below = {c.id: c for c, _d in ch.descendants(agent.host.subagents, agent.id)}
         target = below.get(aid)
         if target is not None and target.agent is not None and target.agent.status == "running":
             target.agent._wake_requested = False  # queued messages stay parked until a later send_message
@@ -377,7 +380,7 @@ def _register_control_tools(ctx: Any, agent: Any) -> None:
     async def list_agents(args: dict, tctx: Any) -> str:
         scope = args.get("scope") or "children"
         await _adopt_stored_children(agent)
-        rows = [(c, d) for c, d in ch.descendants(agent.id) if c.mode in ("continuable", "diagnostic")]
+        rows = [(c, d) for c, d in ch.descendants(agent.host.subagents, agent.id) if c.mode in ("continuable", "diagnostic")]
         if scope == "children":
             rows = [(c, d) for c, d in rows if d == 1]
         lines = []
@@ -404,27 +407,25 @@ async def _adopt_stored_children(parent: Any) -> None:
         headers = await asyncio.to_thread(store.list)
     except Exception:  # noqa: BLE001 - listing is best effort
         return
+    state = parent.host.subagents
     for header in headers:
         sid = header.get("id")
-        if header.get("parentSession") != parent.id or header.get("origin") != "subagent" or sid in ch.CHILDREN:
+        if header.get("parentSession") != parent.id or header.get("origin") != "subagent" or sid in state.children:
             continue
         depth = int(header.get("delegationDepth") or 1)
+        created = float(header.get("createdAt") or 0) / 1000 - 1e12
         try:
             info = await asyncio.to_thread(store.inspect, sid)
             desc = next((e["data"] for e in info.events if e["type"] == "subagent/descriptor"), None)
         except Exception:  # noqa: BLE001 - a child that cannot be read is reported, not dropped
-            ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, "diagnostic", "spawn", "corrupt", "subagent", "",
-                                        created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
-            continue
-        if not isinstance(desc, dict):  # a subagent child without its descriptor: dsh reports it as corrupt
-            ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, "diagnostic", "spawn", "corrupt", "subagent", "",
-                                        created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
+            desc = None
+        if not isinstance(desc, dict):  # unreadable, or a subagent child without its descriptor: dsh reports it
+            state.children[sid] = ch.Child(sid, parent.id, depth, "diagnostic", "spawn", "corrupt", "subagent", "",
+                                           created_at=created, state=state)  # as corrupt
             continue
         mode = "continuable" if desc.get("mode") == "continuable" else "one-shot"
-        ch.CHILDREN[sid] = ch.Child(sid, parent.id, depth, mode, desc.get("provider", "spawn"),
-                                    str(desc.get("label", "")), "subagent", "",
-                                    created_at=float(header.get("createdAt") or 0) / 1000 - 1e12)
-
+        state.children[sid] = ch.Child(sid, parent.id, depth, mode, desc.get("provider", "spawn"),
+                                       str(desc.get("label", "")), "subagent", "", created_at=created, state=state)
 
 async def _cold_resume(parent: Any, sid: str) -> ch.Child:
     """Open a stored continuable child of ``parent`` from its descriptor."""
@@ -450,7 +451,6 @@ async def _cold_resume(parent: Any, sid: str) -> ch.Child:
     if not isinstance(desc, dict) or desc.get("mode") != "continuable":
         raise SubagentError(f'subagent "{sid}" has no supported continuation state and cannot be resumed; '
                             f"do not retry send_message with this id", "NOT_RESUMABLE")
-    child = ch.CHILDREN.get(sid)
     label = desc.get("label", "")
     depth = int(header.get("delegationDepth") or 1)
     child = await open_child(parent, host, provider=desc.get("provider", "spawn"), mode="continuable",
@@ -482,7 +482,7 @@ def _approval_service(parent: Any) -> bool:
 def _register_report(ctx: Any, agent: Any) -> None:
     async def report(args: dict, tctx: Any) -> str:
         parent_id = agent.session.header.get("parentSession")
-        parent = ch.AGENTS.get(parent_id)
+        parent = agent.host.subagents.agents.get(parent_id)
         if parent is None or getattr(parent, "_disposed", False):
             raise ToolError("direct parent is not live; report was not delivered")
         msg = {"id": str(uuid.uuid4()), "role": "user",

@@ -1,5 +1,6 @@
-"""Child sessions of the subagent tools: opened through the agent host in the parent's store, tracked in a
-per-process registry (what the control tools, the settlement notices and the UI read).
+"""Child sessions of the subagent tools: opened through the agent host in the parent's store, tracked in the
+session tree's ``SubagentState`` (``dsh_tui.runtime.subagent_state``, owned by the root agent host: what the
+control tools, the settlement notices and the UI read).
 
 A child is a real session: header ``parentSession``/``seedLength``/``origin: "subagent"``/``delegationDepth``,
 ``subagent/descriptor``, the delegated ``sandbox/mode``/``approval/policy`` (docs/extensions.md, "Subagents").
@@ -18,21 +19,14 @@ from typing import Any
 
 from dsh_tui.extensions.subagents import texts
 from dsh_tui.runtime.inbox import NEXT_STEP, NEXT_TURN
+from dsh_tui.runtime.subagent_state import SubagentState
 
 log = logging.getLogger("dsh_tui.extensions.subagents")
 
-#: Live agents by session id (every agent the plugin was applied to): reports and notices go to them.
-AGENTS: dict[str, Any] = {}
-#: Children opened in this process by session id (live or closed); see ``Child``.
-CHILDREN: dict[str, Child] = {}
-#: A resumed parent's task that cold-resumes its children with queued input (``settle`` waits for it).
-RESUMING: dict[str, asyncio.Task] = {}
-#: Listeners ``fn(child)`` called when a child starts, changes phase or settles (the UI's card).
-WATCHERS: list[Callable[[Child], Any]] = []
-#: Fan-out caps by agent id (``max_children``, ``max_tree_live``, ``max_tree_total``; see ``check_fanout``).
-CAPS: dict[str, dict[str, int]] = {}
-#: Children being opened (``AgentHost.open`` in flight) by parent id: they count as live for the caps.
-OPENING: dict[str, int] = {}
+
+def state_of(agent: Any) -> SubagentState:
+    """The subagent state of ``agent``'s session tree: its agent host's (``AgentHost.subagents``)."""
+    return agent.host.subagents
 
 
 @dataclass
@@ -52,6 +46,7 @@ class Child:
     outcome: dict | None = None  # {"kind", "text", "error"} once settled
     ended_at: float | None = None
     closing: asyncio.Task | None = None
+    state: SubagentState = field(default_factory=SubagentState)  # the tree's (its root host's)
     _offs: list[Callable[[], Any]] = field(default_factory=list)
 
     @property
@@ -68,11 +63,7 @@ class Child:
 
 
 def notify_watchers(child: Child) -> None:
-    for fn in list(WATCHERS):
-        try:
-            fn(child)
-        except Exception:  # noqa: BLE001 - a UI watcher must not break the runtime
-            log.exception("subagent watcher failed")
+    child.state.notify(child)
 
 
 def epoch_outcome(events: list[dict], start: int) -> dict:
@@ -154,7 +145,7 @@ def watch(child: Child) -> None:
             if trailing[0] is not None:
                 trailing[0].cancel()
             tell()
-        elif etype == "assistant/chunk" and WATCHERS:
+        elif etype == "assistant/chunk" and child.state.watchers:
             wait = CHUNK_NOTIFY_S - (time.monotonic() - last[0])
             if wait <= 0:
                 tell()
@@ -238,7 +229,7 @@ def _settle(child: Child) -> None:
     outcome = epoch_outcome(agent.session.events, child.epoch_start)
     child.outcome = outcome
     child.epoch_start = len(agent.session.events)
-    deliver(AGENTS.get(child.parent_id), settlement_notice(child, outcome), notice=True)
+    deliver(child.state.agents.get(child.parent_id), settlement_notice(child, outcome), notice=True)
     child.closing = asyncio.get_running_loop().create_task(close_child(child))
 
 
@@ -262,12 +253,12 @@ async def close_child(child: Child, *, strict: bool = False) -> None:
         raise failure
 
 
-def descendants(parent_id: str) -> list[tuple[Child, int]]:
+def descendants(state: SubagentState, parent_id: str) -> list[tuple[Child, int]]:
     """The children opened under ``parent_id``, tree pre-order, each with its depth below the parent."""
     out: list[tuple[Child, int]] = []
 
     def walk(pid: str, depth: int) -> None:
-        kids = sorted((c for c in CHILDREN.values() if c.parent_id == pid), key=lambda c: (c.created_at, c.id))
+        kids = sorted((c for c in state.children.values() if c.parent_id == pid), key=lambda c: (c.created_at, c.id))
         for c in kids:
             out.append((c, depth))
             walk(c.id, depth + 1)
@@ -276,25 +267,26 @@ def descendants(parent_id: str) -> list[tuple[Child, int]]:
     return out
 
 
-def live_children(parent_id: str) -> list[Child]:
-    return [c for c in CHILDREN.values() if c.parent_id == parent_id and c.host is not None]
+def live_children(state: SubagentState, parent_id: str) -> list[Child]:
+    return [c for c in state.children.values() if c.parent_id == parent_id and c.host is not None]
 
 
 async def settle(agent: Any, timeout: float = 600.0) -> None:
     """Wait until ``agent`` and every child below it are idle, their settlements delivered and handled."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
-    resuming = RESUMING.pop(agent.id, None)
+    state = state_of(agent)
+    resuming = state.resuming.pop(agent.id, None)
     if resuming is not None:
         await asyncio.shield(resuming)
     while True:
         await agent.wait_idle()
-        busy = [c for c, _d in descendants(agent.id)
+        busy = [c for c, _d in descendants(state, agent.id)
                 if c.host is not None or (c.closing is not None and not c.closing.done())]
         if not busy:
             await asyncio.sleep(0)  # a settlement scheduled with call_soon
             if agent.status == "idle" and not agent.inbox.pending() and not any(
-                    c.host is not None for c, _d in descendants(agent.id)):
+                    c.host is not None for c, _d in descendants(state, agent.id)):
                 return
         if loop.time() > deadline:
             raise TimeoutError("subagents did not settle")
@@ -306,12 +298,12 @@ async def settle(agent: Any, timeout: float = 600.0) -> None:
         await asyncio.sleep(0.001)
 
 
-def tree_root(agent_id: str) -> str:
-    """The id of the root agent of ``agent_id``'s tree (itself when it is no child of this process)."""
+def tree_root(state: SubagentState, agent_id: str) -> str:
+    """The id of the root agent of ``agent_id``'s tree (itself when it is no child in ``state``)."""
     seen = set()
-    while agent_id in CHILDREN and agent_id not in seen:
+    while agent_id in state.children and agent_id not in seen:
         seen.add(agent_id)
-        agent_id = CHILDREN[agent_id].parent_id
+        agent_id = state.children[agent_id].parent_id
     return agent_id
 
 
@@ -325,13 +317,14 @@ def check_fanout(parent: Any, *, new: bool = True) -> None:
     has opened ``max_tree_total`` in all. Children being opened count as live."""
     from dsh_tui.tools.base import ToolError
 
-    caps = CAPS.get(parent.id)
+    state = state_of(parent)
+    caps = state.caps.get(parent.id)
     if not caps:
         return
-    root = tree_root(parent.id)
-    tree = [c for c, _d in descendants(root)]
-    mine = sum(1 for c in tree if c.parent_id == parent.id and _live(c)) + OPENING.get(parent.id, 0)
-    opening_now = sum(OPENING.get(a, 0) for a in {root, *(c.id for c in tree)})
+    root = tree_root(state, parent.id)
+    tree = [c for c, _d in descendants(state, root)]
+    mine = sum(1 for c in tree if c.parent_id == parent.id and _live(c)) + state.opening.get(parent.id, 0)
+    opening_now = sum(state.opening.get(a, 0) for a in {root, *(c.id for c in tree)})
     live = sum(1 for c in tree if _live(c)) + opening_now
     if mine >= caps["max_children"]:
         raise ToolError(f"subagent refused: this agent already has {mine} running subagents (max_children = "
@@ -347,10 +340,11 @@ def check_fanout(parent: Any, *, new: bool = True) -> None:
 @contextlib.contextmanager
 def opening(parent: Any) -> Iterator[None]:
     """While a child of ``parent`` is being opened it counts against the caps (parallel spawns)."""
-    OPENING[parent.id] = OPENING.get(parent.id, 0) + 1
+    opening = state_of(parent).opening
+    opening[parent.id] = opening.get(parent.id, 0) + 1
     try:
         yield
     finally:
-        OPENING[parent.id] -= 1
-        if not OPENING[parent.id]:
-            del OPENING[parent.id]
+        opening[parent.id] -= 1
+        if not opening[parent.id]:
+            del opening[parent.id]
