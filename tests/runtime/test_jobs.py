@@ -258,7 +258,6 @@ async def test_a_one_shot_background_subagent_is_a_job(tmp_path):
 
 
 async def test_job_kill_cancels_a_background_subagent(tmp_path):
-    from dsh_tui.extensions.subagents import children as ch
 
     root = [scripted.call("c1", "subagent", {"description": "Slow task", "prompt": "p", "run_in_background": True}),
             scripted.text("delegated")]

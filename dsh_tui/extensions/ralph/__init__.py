@@ -158,7 +158,6 @@ def _config(raw: Any) -> dict[str, int]:
 
 async def _run_round(parent: Any, tctx: Any, prompt: str, round_no: int, depth: int) -> dict | None:
     """One fresh ``spawn`` child: its structured report, or None when it ended without one."""
-    from dsh_tui.extensions.subagents import children as ch
     from dsh_tui.extensions.subagents import open_child
     from dsh_tui.runtime import prompt as prompt_mod
 
@@ -191,7 +190,7 @@ async def _run_round(parent: Any, tctx: Any, prompt: str, round_no: int, depth: 
     agent.followup({"role": "user", "content": [{"type": "text", "text": prompt}], "source": {"kind": "user"}})
     agent.session.append("subagent/descriptor", {"version": 2, "mode": "one-shot", "provider": "spawn",
                                                  "label": label})
-    ch.notify_watchers(child)
+    child.state.notify(child)  # the session tree's watchers (the app's card)
     idle = asyncio.ensure_future(agent.wait_idle())
     cancelled = asyncio.ensure_future(tctx.cancelled.wait())
     try:
@@ -201,8 +200,8 @@ async def _run_round(parent: Any, tctx: Any, prompt: str, round_no: int, depth: 
             await asyncio.shield(idle)
     finally:
         cancelled.cancel()
-    child.outcome = ch.epoch_outcome(agent.session.events, child.epoch_start)
-    await ch.close_child(child)
+    child.outcome = child.activation_outcome()
+    await child.close()
     if tctx.cancelled.is_set():
         raise ToolError("Ralph workflow was cancelled (parent step aborted)")
     return captured[0] if captured else None

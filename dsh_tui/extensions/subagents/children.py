@@ -61,6 +61,14 @@ class Child:
             return "ready"
         return "running" if agent.status == "running" else "idle"
 
+    def activation_outcome(self) -> dict:
+        """What the current activation produced (``epoch_outcome`` of the child's log from ``epoch_start``)."""
+        return epoch_outcome(self.session.events if self.session is not None else [], self.epoch_start)
+
+    async def close(self) -> None:
+        """Close the child's host (``close_child``); it stays in its tree's state, its session kept."""
+        await close_child(self)
+
 
 def notify_watchers(child: Child) -> None:
     child.state.notify(child)
