@@ -30,6 +30,7 @@ def inventory(modules: tuple[str, ...] = ()) -> list[dict]:
     from dsh_tui.runtime.agent import Agent, AgentConfig
     from dsh_tui.runtime.host import HostSpec, plugin_specs
     from dsh_tui.runtime.plugins import Plugins
+    from dsh_tui.runtime.subagent_state import SubagentState
     from dsh_tui.session.headers import make_header
     from dsh_tui.session.log import Session
 
@@ -37,7 +38,8 @@ def inventory(modules: tuple[str, ...] = ()) -> list[dict]:
     plugins = Plugins(plugin_specs(tuple(modules), workspace=os.getcwd()), on_failure=lambda _r: None)
     # a stand-in host (no store, no provider): built-ins that only work under an agent host (subagents)
     # register their tools as they do in ``run``; nothing runs a turn here
-    host = types.SimpleNamespace(spec=HostSpec(root=None, cwd=None), store=None, session=session)
+    host = types.SimpleNamespace(spec=HostSpec(root=None, cwd=None), store=None, session=session,
+                                 subagents=SubagentState())
     from dsh_tui.tools import builtin_tools
 
     # the built-in tools as run has them, so a plugin tool named like one of them fails here as it does there
