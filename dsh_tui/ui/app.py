@@ -298,6 +298,9 @@ class DshApp(App):
         self.model_hint = hint
         chat = self.chat
         if chat is not None:
+            if factory is None:  # no session is coming: what waited for one is back in the composer
+                chat.steering.back_to_composer()
+                chat.send_on_attach = False
             chat.set_model_hint(hint)
             if factory is not None and self.bridge.harness is None and self.bridge.loop is None:
                 self.bridge.start(factory)

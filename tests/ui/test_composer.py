@@ -331,11 +331,12 @@ async def test_prompt_typed_while_the_session_starts_is_sent_when_it_is_ready(tm
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.press(*"early", "enter")
         await pilot.pause()
-        assert app.bridge.harness is None and app.chat.composer.value == "early"  # kept, not thrown away
+        # kept, not thrown away: queued for the session, the composer free for the next message
+        assert app.bridge.harness is None and app.chat.steering.queue == ["early"] and app.chat.composer.value == ""
         assert "sent when it is ready" in screen_text(app)
         gate.set()
         await wait_for(pilot, lambda: app.bridge.harness is not None and _footers(app) == 1)
-        assert _user_texts(app) == ["early"] and app.chat.composer.value == ""
+        assert _user_texts(app) == ["early"] and app.chat.composer.value == "" and not app.chat.steering.queue
 
 
 async def test_prompt_sent_while_the_model_route_resolves_is_sent_once_the_session_starts(tmp_path):
@@ -353,11 +354,11 @@ async def test_prompt_sent_while_the_model_route_resolves_is_sent_once_the_sessi
         await pilot.pause()
         await pilot.press(*"early", "enter")
         await pilot.pause()
-        assert app.resolve is not None and app.chat.composer.value == "early"
+        assert app.resolve is not None and app.chat.steering.queue == ["early"]
         assert "sent when it is ready" in screen_text(app) and "No session is open" not in screen_text(app)
         gate.set()
         await wait_for(pilot, lambda: app.bridge.harness is not None and _footers(app) == 1)
-        assert _user_texts(app) == ["early"] and app.chat.composer.value == ""
+        assert _user_texts(app) == ["early"] and app.chat.composer.value == "" and not app.chat.steering.queue
 
 
 async def test_prompt_sent_while_the_route_resolves_to_no_model_is_kept_with_the_hint(tmp_path):
@@ -375,7 +376,9 @@ async def test_prompt_sent_while_the_route_resolves_to_no_model_is_kept_with_the
         gate.set()
         await wait_for(pilot, lambda: app.resolve is None)
         await pilot.pause()
-        assert app.chat.composer.value == "early" and "set DEEPSEEK_API_KEY" in screen_text(app)
+        # no session is coming: the queued text is back in the composer, with the hint
+        assert app.chat.composer.value == "early" and not app.chat.steering.queue
+        assert "set DEEPSEEK_API_KEY" in screen_text(app)
 
 
 async def test_read_only_view_says_so_and_enter_resumes_it_and_sends(tmp_path, monkeypatch):

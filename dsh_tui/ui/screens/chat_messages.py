@@ -57,7 +57,9 @@ class MessageInbox:
             case BackendFailed(text=text) | PluginFailed(text=text):
                 status.info.notice = text
                 if isinstance(message, BackendFailed) and chat.bridge.harness is None:
-                    chat.say(text)  # the session could not start: nothing typed is sent
+                    chat.steering.back_to_composer()  # the session could not start: what waited is kept
+                    chat.send_on_attach = False
+                    chat.say(text)  # nothing typed is sent
                 chat.app.notify(text, title="Error", severity="error", timeout=8, markup=False)
             case Notice(text=text):
                 chat.app.notify(text, timeout=5, markup=False)
