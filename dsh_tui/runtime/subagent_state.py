@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,6 +35,9 @@ class SubagentState:
     caps: dict[str, dict[str, int]] = field(default_factory=dict)
     #: Children being opened (``AgentHost.open`` in flight) by parent id: they count as live for the caps.
     opening: dict[str, int] = field(default_factory=dict)
+    #: How a child is opened (the subagents built-in's ``open_child``, set when it is applied): other built-ins
+    #: (ralph's rounds) open children through it, never by importing the subagents built-in.
+    opener: Callable[..., Awaitable[Any]] | None = None
 
     def watch(self, fn: Callable[[Any], Any]) -> Callable[[], None]:
         """Call ``fn(child)`` whenever a child of this tree starts, changes phase or settles; returns the

@@ -158,9 +158,9 @@ def _config(raw: Any) -> dict[str, int]:
 
 async def _run_round(parent: Any, tctx: Any, prompt: str, round_no: int, depth: int) -> dict | None:
     """One fresh ``spawn`` child: its structured report, or None when it ended without one."""
-    from dsh_tui.extensions.subagents import open_child
     from dsh_tui.runtime import prompt as prompt_mod
 
+    open_child = parent.host.subagents.opener  # the subagents built-in's (checked when the tool runs)
     label = f"Ralph round {round_no}"
     child = await open_child(parent, parent.host, provider="spawn", mode="one-shot", label=label, tool_name="ralph",
                              call_id=tctx.call_id, depth=depth)
@@ -227,9 +227,10 @@ def apply(ctx: BuiltinContext, config: Any = None) -> None:
         max_rounds = int(requested)
         if max_rounds > cfg["max_rounds"]:
             raise ToolError(f"Ralph maxRounds {max_rounds} exceeds the deployment ceiling {cfg['max_rounds']}")
-        from dsh_tui.extensions.subagents import _delegation_depth
-
-        depth = max(_delegation_depth(parent), 0) + 1
+        if getattr(getattr(parent, "host", None), "subagents", None) is None or \
+                parent.host.subagents.opener is None:
+            raise ToolError("Ralph needs the subagents plugin (its rounds are subagents), which is not loaded")
+        depth = max(int(parent.session.header.get("delegationDepth") or 0), 0) + 1
         previous: dict | None = None
         result: dict | None = None
         for round_no in range(1, max_rounds + 1):

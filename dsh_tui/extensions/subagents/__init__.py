@@ -82,6 +82,7 @@ def apply(ctx: Any, config: Any = None) -> None:
         return  # children are opened through the agent host: an agent built without one has no subagents
     agent_id: str = agent.id
     state = ctx.host.subagents  # the session tree's, owned by its root agent host
+    state.opener = open_child  # ralph's rounds open their children through it
     state.agents[agent_id] = agent
     state.caps[agent_id] = {key: getattr(cfg, key) for key in CAPS}
     ctx.effect(lambda: lambda: state.agents.pop(agent_id, None) if state.agents.get(agent_id) is agent else None)
