@@ -227,8 +227,8 @@ def apply(ctx: BuiltinContext, config: Any = None) -> None:
         max_rounds = int(requested)
         if max_rounds > cfg["max_rounds"]:
             raise ToolError(f"Ralph maxRounds {max_rounds} exceeds the deployment ceiling {cfg['max_rounds']}")
-        if getattr(getattr(parent, "host", None), "subagents", None) is None or \
-                parent.host.subagents.opener is None:
+        subagents = getattr(getattr(parent, "host", None), "subagents", None)
+        if subagents is None or subagents.opener is None:
             raise ToolError("Ralph needs the subagents plugin (its rounds are subagents), which is not loaded")
         depth = max(int(parent.session.header.get("delegationDepth") or 0), 0) + 1
         previous: dict | None = None

@@ -57,25 +57,26 @@ def parse_networks(values: Iterable[str]) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def is_public(address: str) -> bool:
-    """Globally reachable unicast (IPv4-mapped IPv6 judged by its IPv4 address)."""
+def _ip(address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address (a zone id dropped; an IPv4-mapped IPv6 address as its IPv4 address), or None."""
     try:
         ip = ipaddress.ip_address(address.split("%", 1)[0])
     except ValueError:
-        return False
+        return None
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return ip.is_global and not ip.is_multicast
+        return ip.ipv4_mapped
+    return ip
+
+
+def is_public(address: str) -> bool:
+    """Globally reachable unicast (IPv4-mapped IPv6 judged by its IPv4 address)."""
+    ip = _ip(address)
+    return ip is not None and ip.is_global and not ip.is_multicast
 
 
 def _allowed(address: str, allow: tuple[Any, ...]) -> bool:
-    try:
-        ip = ipaddress.ip_address(address.split("%", 1)[0])
-    except ValueError:
-        return False
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    return any(ip.version == net.version and ip in net for net in allow)
+    ip = _ip(address)
+    return ip is not None and any(ip.version == net.version and ip in net for net in allow)
 
 
 def validate_url(raw: str) -> Any:

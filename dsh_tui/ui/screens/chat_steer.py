@@ -39,14 +39,17 @@ class SteerQueue:
             self.chat.sending.send(self.queue.pop(0), "followup")
             self.show_queue()
 
+    def into_composer(self, texts: list[str]) -> None:
+        """``texts`` back in the composer, before what is typed there, a blank line between each."""
+        composer = self.chat.composer
+        composer.value = "\n\n".join(t for t in (*texts, composer.text.strip()) if t)
+
     def back_to_composer(self) -> None:
         """Every queued message back in the composer, before what is typed there (nothing is sent)."""
         if not self.queue:
             return
-        chat = self.chat
         queued, self.queue = self.queue, []
-        current = chat.composer.text.strip()
-        chat.composer.value = "\n\n".join([*queued, *([current] if current else [])])
+        self.into_composer(queued)
         self.show_queue()
 
     def on_action(self, message: QueueList.Action) -> None:
@@ -97,8 +100,7 @@ class SteerQueue:
         chat = self.chat
         lost, self.steers = self.steers, []
         self.show_steers()
-        current = chat.composer.text.strip()
-        chat.composer.value = "\n\n".join([*lost, *([current] if current else [])])
+        self.into_composer(lost)
         chat.say("The turn ended before your steer reached the model: it is back in the composer.")
 
     def show_steers(self) -> None:
@@ -127,8 +129,7 @@ class SteerQueue:
         if not queued and not draft:
             return
         chat = self.chat
-        current = chat.composer.text.strip()
-        chat.composer.value = "\n\n".join([*queued, *(t for t in (draft.strip(), current) if t)])
+        self.into_composer([*queued, draft.strip()])
         n = len(queued)
         chat.say(f"{n} prompt{'s' if n != 1 else ''} queued when you quit {'are' if n != 1 else 'is'} back in the "
                  "composer: Enter sends.")
