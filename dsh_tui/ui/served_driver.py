@@ -3,12 +3,12 @@ which talks to the server over the app's stdin and stdout, plus what it lacks wh
 
 Textual's own driver takes the server's end of the pipes closing badly: stdin at EOF is ignored (the app
 runs on, holding its session), and a write to the closed stdout raises in the middle of a refresh, whose
-error handling writes again (a bell) and raises again, leaving the app half stopped; when that cut its
-message loop short before a quit had begun, the unmount that flushes the sessions never ran. Here either
-end closing is a hang-up: nothing more is written, and the app is sent SIGTERM, which quits it as Ctrl+Q
-does (``dsh_tui.ui.exit_signals``: the running turn is closed as aborted, every session flushed). On Linux
-the kernel's parent-death signal usually says the same first (``dsh_tui.tools.procs.bind_to_parent``); a
-served app takes a repeated SIGTERM as the same quit.
+error handling writes again (a bell) and raises again, leaving the app half stopped, with no quit begun;
+its shutdown then raised before the unmount that flushes the sessions (only a quit already under way, on
+the kernel's signal, had flushed them). Here either end closing is a hang-up: nothing more is written,
+and the app is sent SIGTERM, which quits it as Ctrl+Q does (``dsh_tui.ui.exit_signals``: the running turn
+is closed as aborted, every session flushed). On Linux the kernel's parent-death signal usually says the
+same first (``dsh_tui.tools.procs.bind_to_parent``); a served app takes a repeated SIGTERM as the same quit.
 """
 
 from __future__ import annotations
