@@ -211,13 +211,26 @@ class ExitSignals:
         self._installed.clear()
 
 
+_BOUND: list[bool] = []  # ``bind_to_parent`` was called: SIGTERM may come again and again (see there)
+
+
 def bind_to_parent(parent_pid: int | None = None) -> None:
     """Have the kernel send this process SIGTERM when its parent dies (``PR_SET_PDEATHSIG``, Linux): a
-    served tab's app ends with a SIGKILLed server. If the parent is already gone, SIGTERM ourselves."""
+    served tab's app ends with a SIGKILLed server. If the parent is already gone, SIGTERM ourselves.
+
+    The kernel sends it again each time the orphan is handed on: from one exiting thread of the dying parent
+    to the next, then to init. A parent with several threads (the server has some) so sends several SIGTERMs
+    for one death: a bound process takes a repeated SIGTERM as the same news (``bound_to_parent``)."""
     import ctypes
 
+    _BOUND.append(True)
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     if parent_pid is not None and os.getppid() != parent_pid:
         os.kill(os.getpid(), signal.SIGTERM)
+
+
+def bound_to_parent() -> bool:
+    """``bind_to_parent`` was called in this process: its SIGTERMs may be the kernel's, repeated."""
+    return bool(_BOUND)

@@ -18,7 +18,9 @@ a websocket) with what an agent that runs shell commands needs around it:
   as Ctrl+Q does), then SIGTERM, then SIGKILL if it will not go; whatever it left running is ended too:
   its process group, and every process it had started (taken from ``/proc`` before the quit, so the bash
   tool's and background jobs' own sessions too). Stopping the server (Ctrl+C, SIGTERM) does the same for
-  every open tab first.
+  every open tab first. A server that dies outright takes its tabs with it: the kernel sends each app
+  SIGTERM (``tools.procs.bind_to_parent``), and its pipes closing is a hang-up too
+  (``dsh_tui.ui.served_driver``); either quits it as Ctrl+Q does.
 """
 
 from __future__ import annotations
@@ -76,6 +78,7 @@ def check_serve_version(found: str | None = None) -> None:
 
 
 TEMPLATES = Path(__file__).parent / "serve_templates"
+SERVED_DRIVER = "dsh_tui.ui.served_driver:ServedDriver"  # each app's Textual driver (TEXTUAL_DRIVER)
 QUIT_GRACE_S = 10.0  # after the quit packet: the app flushes and closes its sessions
 TERM_GRACE_S = 5.0  # after SIGTERM, before SIGKILL
 
@@ -112,10 +115,18 @@ class ServedApp(AppService):
         self.pid: int | None = None
         self._stopping: asyncio.Task[None] | None = None
 
-    async def _open_app_process(self, width: int = 80, height: int = 24):  # type: ignore[override]
+    def app_environment(self, width: int = 80, height: int = 24) -> dict[str, str]:
+        """The app process's environment: textual-serve's, with ``DSH_TUI_SERVED``, this server's pid (the app
+        ends with it: ``tools.procs.bind_to_parent``) and the driver that takes the server's pipes closing as
+        a hang-up (``dsh_tui.ui.served_driver``)."""
         env = self._build_environment(width=width, height=height)
         env[SERVED_ENV] = "1"
-        env[SERVER_PID_ENV] = str(os.getpid())  # the app ends with this server (tools.procs.bind_to_parent)
+        env[SERVER_PID_ENV] = str(os.getpid())
+        env["TEXTUAL_DRIVER"] = SERVED_DRIVER
+        return env
+
+    async def _open_app_process(self, width: int = 80, height: int = 24):  # type: ignore[override]
+        env = self.app_environment(width, height)
         process = await asyncio.create_subprocess_exec(
             *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True,
