@@ -10,6 +10,7 @@ one long loop over local aliases (the cold-load hot path), not a concept of the 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import SessionValidationError
@@ -68,10 +69,12 @@ def _seqs_ok(src: Any, seq: int, empty_ok: bool) -> bool:
             and len(set(src)) == len(src))
 
 
-def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, int] | None, keep: bool) -> None:
+def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, int] | None, keep: bool,
+              floats_checked: Sequence[int] | None = None) -> None:
     """Validate and take the seed; when compact packed rows were kept, ``events`` becomes an EventList (with
     the seed's plain-event cache when every slot was taken as it was). ``keep=False``: the seed's own list
-    already is ``_items`` (a check-only load), so nothing is pushed."""
+    already is ``_items`` (a check-only load), so nothing is pushed. ``floats_checked``: the indexes whose
+    data need no float walk (the decoder walked it, ``sharing.py``)."""
     events = self._items
     compact = False
     verbatim = True
@@ -94,6 +97,10 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
     if type(seed) is EventList:
         seed = seed._items  # compact rows stay compact: a PackedRun member slot is checked as a row
     n_seed = len(seed)
+    checked = bytearray(n_seed)  # 1: the decoder found no bad float in this event's data
+    for k in floats_checked or ():
+        if k < n_seed:
+            checked[k] = 1
     nxt = 0  # the next slot to look at (a row taken whole moves it past all its members at once)
     while nxt < n_seed:
         i = nxt
@@ -141,7 +148,7 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                         if (nk == 5 and ev["surfaceOp"] == "append" and type(v := d["id"]) is str and v
                                 and d["role"] == "user" and type(src := d["source"]) is dict
                                 and type(v := src["kind"]) is str and v and type(d["content"]) is list
-                                and floats_ok(d)):
+                                and (checked[i] or floats_ok(d))):
                             push(ev)
                             surface_pos[i] = len(surface_nodes)
                             surface_nodes.append(i)
@@ -156,7 +163,7 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                                 and type(v := src["provider"]) is str and v and type(v := src["model"]) is str and v
                                 and type(m["content"]) is list and ("interrupted" not in d or d["interrupted"] is True)
                                 and (nk == 5 or _seqs_ok(ev["sourceEventSeqs"], i, True))
-                                and floats_ok(d)):
+                                and (checked[i] or floats_ok(d))):
                             push(ev)
                             surface_pos[i] = len(surface_nodes)
                             surface_nodes.append(i)
@@ -173,7 +180,7 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                           and type(c := m["content"]) is list and len(c) == 1 and type(b := c[0]) is dict
                           and b["type"] == "tool-result" and b["toolCallId"] == cid
                           and (nk == 5 or _seqs_ok(ev["sourceEventSeqs"], i, False))
-                          and floats_ok(d)):
+                          and (checked[i] or floats_ok(d))):
                         push(ev)
                         surface_pos[i] = len(surface_nodes)
                         surface_nodes.append(i)
@@ -197,12 +204,12 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                         c = d["chunk"]
                         f = delta_field.get(c["type"])
                         if (f is not None and len(c) == 3 and type(c["index"]) is int
-                                and type(c[f]) is str) or floats_ok(c):
+                                and type(c[f]) is str) or checked[i] or floats_ok(c):
                             push(ev)
                             continue
                 elif t not in _ACTIVE_TYPES:
                     # no payload, relation, surface or tracking rule: only the lossless-JSON rule
-                    if floats_ok(d):
+                    if checked[i] or floats_ok(d):
                         push(ev)
                         continue
                 elif not check_relations:
@@ -246,7 +253,7 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                 pass  # not the common shape: the generic path below reports it precisely
         if not env_ok:
             check_envelope(ev, i)
-        if not floats_ok(ev["data"]):
+        if not (checked[i] or floats_ok(ev["data"])):
             raise SessionValidationError(f"seq {i}: {find_bad_float(ev['data'])}")
         t = ev["type"]
         if v4 and t not in V4_KNOWN_EVENT_TYPES and ev.get("ignorable") is not True:
