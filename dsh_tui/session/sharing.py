@@ -143,7 +143,7 @@ def _tool_call(ev: dict[str, Any], pool: Pool) -> None:
             d[k] = sd(v, v)
 
 
-SHARERS: dict[str, Callable[[dict[str, Any], Pool], None]] = {
+SHARERS: dict[str, Callable[[dict[str, Any], Pool], bool | None]] = {
     "assistant/chunk": _chunk,
     "assistant/message": _assistant_message,
     "user/message": _user_message,
