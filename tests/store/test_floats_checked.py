@@ -118,3 +118,50 @@ def test_a_store_inspect_refuses_negative_zero_in_a_message(tmp_path, session_fo
     with pytest.raises(DshError) as err:
         store.inspect(HDR["id"])
     assert f"seq {msg['seq']}: data.message.content[0].x: -0 is not lossless JSON" in str(err.value)
+
+
+def _v4_edited(tmp_path: Any, kind: str, edit: Any) -> tuple[Any, Any, str, list[dict]]:
+    """A format-v4 log (dsh 0.2's, compact blocks on load) with one event of ``kind`` edited; returns the store,
+    the edited event and the parsed events."""
+    import zstandard
+
+    from dsh_tui.store import zstdframes
+    from tests.bench.bench_load_v4 import generate
+
+    sessions = tmp_path / "sessions"
+    path, sid, _ = generate(sessions, 400)
+    with zstandard.ZstdDecompressor().stream_reader(path.open("rb")) as r:
+        lines = r.read().splitlines()
+    parsed = [orjson.loads(x) for x in lines[1:]]
+    k = next(i for i, e in enumerate(parsed) if e["type"] == kind and i > 40)
+    edit(parsed[k])
+    lines[k + 1] = orjson.dumps(parsed[k])
+    path.write_bytes(zstdframes.compress_frame(lines[0] + b"\n") + zstdframes.compress_frame(b"\n".join(lines[1:]) + b"\n"))
+    return jsonl.JsonlStore(str(sessions)), parsed[k], sid, [orjson.loads(lines[0]), *parsed]
+
+
+def _deep_set(value: Any) -> Any:
+    def edit(ev: dict) -> None:
+        m = ev["data"] if ev["type"] == "user/message" else ev["data"]["message"]
+        m["content"][0]["x"] = {"y": [value]}
+    return edit
+
+
+@pytest.mark.parametrize("kind", ["user/message", "assistant/message", "tool/result"])
+@pytest.mark.parametrize("edit", [
+    _deep_set(-0.0), _deep_set(1.5), lambda ev: ev["data"].update(x=-0.0),
+    lambda ev: (ev["data"] if ev["type"] == "user/message" else ev["data"]["message"]).update(content="text"),
+])
+def test_a_v4_log_is_judged_as_its_parsed_events_are(tmp_path, kind, edit):
+    from dsh_tui.session.errors import SessionCorruptionError
+
+    store, ev, sid, parsed = _v4_edited(tmp_path, kind, edit)
+    expected = _verdict(lambda: check_seed(parsed[0], parsed[1:]))
+    try:
+        store.inspect(sid)
+        got: tuple = ("ok",)
+    except SessionCorruptionError as err:
+        got = ("error", str(err))
+    assert got[0] == expected[0]
+    if expected[0] == "error":
+        assert expected[2] in got[1] and f"seq {ev['seq']}" in got[1]
