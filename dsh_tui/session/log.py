@@ -29,7 +29,7 @@ write shapes in ``v4shapes.py`` (re-exported here).
 from __future__ import annotations
 
 import time as _time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .errors import SessionValidationError
@@ -63,12 +63,13 @@ _NONE = object()
 
 
 def check_seed(header: dict[str, Any], seed: Any, *, lenient: bool = False,
-               packed_runs: Iterable[tuple[int, int]] | None = None) -> None:
+               packed_runs: Iterable[tuple[int, int]] | None = None,
+               floats_checked: Sequence[int] | None = None) -> None:
     """Validate ``header`` and ``seed`` exactly as ``Session(header, seed, ...)`` does (same errors), without
     keeping a session: a read-only open needs the verdict, not a second million-slot list of the same events."""
     if type(seed) is not EventList and type(seed) is not list:
         seed = list(seed)
-    Session(header, seed, lenient=lenient, packed_runs=packed_runs, _check_only=True)
+    Session(header, seed, lenient=lenient, packed_runs=packed_runs, floats_checked=floats_checked, _check_only=True)
 
 
 _time_ns = _time.time_ns
@@ -90,6 +91,7 @@ class Session:
         lenient: bool = False,
         check_relations: bool = True,
         packed_runs: Iterable[tuple[int, int]] | None = None,
+        floats_checked: Sequence[int] | None = None,
         _check_only: bool = False,
     ) -> None:
         """``lenient`` accepts fixture placeholders in the header (see ``validate_header``);
@@ -98,7 +100,9 @@ class Session:
         ``rows.expand_lines_with_runs``): their members are trusted as decoded and only the span's first
         event (turn/step relation, floats) and its boundary seqs are checked. Only pass spans you got from
         the row decoder for exactly this list. A seed that is a ``rows.EventList`` (the JSONL scanner's) has
-        its compact rows checked the same way, as rows, and kept compact in ``events``.
+        its compact rows checked the same way, as rows, and kept compact in ``events``. ``floats_checked``:
+        indexes of seed events whose data the decoder already found free of NaN, ±Infinity and -0 (the JSONL
+        scanner's ``floats_checked``; only for exactly the scanner's own events).
 
         ``_check_only`` (see :func:`check_seed`): the seed's own slot list serves as the log while the seed is
         checked (no second list is built) and no ``session/end-seed`` is appended; the object is for nothing
@@ -134,7 +138,8 @@ class Session:
         if seed is None:
             self.first_live_seq = 0
             return
-        self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None, not _check_only)
+        self._load_seed(seed, check_relations, dict(packed_runs) if packed_runs else None, not _check_only,
+                        floats_checked)
         self.first_live_seq = len(self._items)
         if _check_only:
             return

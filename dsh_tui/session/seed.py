@@ -10,6 +10,7 @@ one long loop over local aliases (the cold-load hot path), not a concept of the 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .errors import SessionValidationError
@@ -28,6 +29,7 @@ from .events import (
     TOOL_RESULT,
     TURN_END,
     TURN_START,
+    USER_MESSAGE,
     V4_KNOWN_EVENT_TYPES,
 )
 from .invariants import PAYLOAD_CHECKED_TYPES, check_envelope
@@ -47,12 +49,32 @@ _TRACKED_TYPES = frozenset((REQUEST_HEADER, REQUEST_CONTEXT, SESSION_TITLE, TODO
 _ACTIVE_TYPES = SURFACE_TYPES | _RELATION_TYPES | _TRACKED_TYPES | PAYLOAD_CHECKED_TYPES
 # the seed loader's fast paths for common shapes (tests turn them off to compare with the generic path)
 _SEED_FAST_PATHS = True
+_INT_ONLY = {int}
 
 
-def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, int] | None, keep: bool) -> None:
+def _seqs_ok(src: Any, seq: int, empty_ok: bool) -> bool:
+    """True when ``src`` is a valid format-v0 ``sourceEventSeqs`` of the event at ``seq`` (``surface.check_markers``'
+    rule: exact ints in ``0..seq-1``, no duplicates; empty only where ``empty_ok``); False lets the generic path
+    judge it (and name the problem)."""
+    if type(src) is not list:
+        return False
+    if not src:
+        return empty_ok
+    first = src[0]
+    last = src[-1]
+    if (first.__class__ is int and last.__class__ is int and first >= 0 and last < seq
+            and last - first == len(src) - 1 and src == [*range(first, last + 1)]):
+        return set(map(type, src)) == _INT_ONLY  # (a run of a step's chunks: equal ints, no duplicates)
+    return (set(map(type, src)) == _INT_ONLY and min(src) >= 0 and max(src) < seq
+            and len(set(src)) == len(src))
+
+
+def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, int] | None, keep: bool,
+              floats_checked: Sequence[int] | None = None) -> None:
     """Validate and take the seed; when compact packed rows were kept, ``events`` becomes an EventList (with
     the seed's plain-event cache when every slot was taken as it was). ``keep=False``: the seed's own list
-    already is ``_items`` (a check-only load), so nothing is pushed."""
+    already is ``_items`` (a check-only load), so nothing is pushed. ``floats_checked``: the indexes whose
+    data need no float walk (the decoder walked it, ``sharing.py``)."""
     events = self._items
     compact = False
     verbatim = True
@@ -70,9 +92,15 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
     v4 = self.format == 4
     open_turn = rel.open_turn
     open_step = rel.open_step
+    surface_nodes = fold.nodes  # (a surface append inline: what SurfaceFold.apply does for ("append", seq))
+    surface_pos = fold._pos
     if type(seed) is EventList:
         seed = seed._items  # compact rows stay compact: a PackedRun member slot is checked as a row
     n_seed = len(seed)
+    checked = bytearray(n_seed)  # 1: the decoder found no bad float in this event's data
+    for k in floats_checked or ():
+        if k < n_seed:
+            checked[k] = 1
     nxt = 0  # the next slot to look at (a row taken whole moves it past all its members at once)
     while nxt < n_seed:
         i = nxt
@@ -111,8 +139,53 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                 env_ok = (type(seq) is int and seq == i and type(tm) is int and lo <= tm <= hi
                           and type(t) is str and t != ""
                           and (nk == 4 or ("surfaceOp" in ev and (nk == 5 or "sourceEventSeqs" in ev))))
-                if not env_ok or nk != 4 or type(d) is not dict:
-                    pass  # (e.g. a surface event's 5 or 6 keys) the generic path below, without a raise to get there
+                if not env_ok or type(d) is not dict:
+                    pass  # the generic path below, without a raise to get there
+                elif nk != 4:
+                    # a surface event (its surfaceOp, and sourceEventSeqs with 6 keys): the common v0 appends
+                    if t == USER_MESSAGE:
+                        # a prompt appended to the surface (no relation rule): markers and payload shape inline
+                        if (nk == 5 and ev["surfaceOp"] == "append" and type(v := d["id"]) is str and v
+                                and d["role"] == "user" and type(src := d["source"]) is dict
+                                and type(v := src["kind"]) is str and v and type(d["content"]) is list
+                                and (checked[i] or floats_ok(d))):
+                            push(ev)
+                            surface_pos[i] = len(surface_nodes)
+                            surface_nodes.append(i)
+                            continue
+                    elif t == ASSISTANT_MESSAGE and check_relations:
+                        # the open step's message appended to the surface: markers, payload shape, relation inline
+                        if (open_step is not None and open_turn is not None and ev["surfaceOp"] == "append"
+                                and d["turn"] == open_turn and d["step"] == open_step
+                                and type(m := d["message"]) is dict and type(v := m["id"]) is str and v
+                                and m["role"] == "assistant" and type(src := m["source"]) is dict
+                                and type(v := src["kind"]) is str and v == "model"
+                                and type(v := src["provider"]) is str and v and type(v := src["model"]) is str and v
+                                and type(m["content"]) is list and ("interrupted" not in d or d["interrupted"] is True)
+                                and (nk == 5 or _seqs_ok(ev["sourceEventSeqs"], i, True))
+                                and (checked[i] or floats_ok(d))):
+                            push(ev)
+                            surface_pos[i] = len(surface_nodes)
+                            surface_nodes.append(i)
+                            continue
+                    elif (t == TOOL_RESULT and check_relations
+                          # the answer to one of the open step's calls, appended to the surface (no error): inline
+                          and open_step is not None and open_turn is not None and ev["surfaceOp"] == "append"
+                          and "error" not in d and d["turn"] == open_turn and d["step"] == open_step
+                          and type(m := d["message"]) is dict and type(v := m["id"]) is str and v
+                          and m["role"] == "user" and type(src := m["source"]) is dict
+                          and type(v := src["kind"]) is str and v == "tool"
+                          and type(cid := src["callId"]) is str
+                          and cid in rel.step_calls and cid not in rel.answered
+                          and type(c := m["content"]) is list and len(c) == 1 and type(b := c[0]) is dict
+                          and b["type"] == "tool-result" and b["toolCallId"] == cid
+                          and (nk == 5 or _seqs_ok(ev["sourceEventSeqs"], i, False))
+                          and (checked[i] or floats_ok(d))):
+                        push(ev)
+                        surface_pos[i] = len(surface_nodes)
+                        surface_nodes.append(i)
+                        rel.answered.add(cid)
+                        continue
                 elif t == chunk_type:
                     # the vast majority: an assistant/chunk inside the open step
                     if open_step is None or d["step"] != open_step or d["turn"] != open_turn:
@@ -131,12 +204,12 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                         c = d["chunk"]
                         f = delta_field.get(c["type"])
                         if (f is not None and len(c) == 3 and type(c["index"]) is int
-                                and type(c[f]) is str) or floats_ok(c):
+                                and type(c[f]) is str) or checked[i] or floats_ok(c):
                             push(ev)
                             continue
                 elif t not in _ACTIVE_TYPES:
                     # no payload, relation, surface or tracking rule: only the lossless-JSON rule
-                    if floats_ok(d):
+                    if checked[i] or floats_ok(d):
                         push(ev)
                         continue
                 elif not check_relations:
@@ -180,7 +253,7 @@ def load_seed(self: Session, seed: Any, check_relations: bool, runs: dict[int, i
                 pass  # not the common shape: the generic path below reports it precisely
         if not env_ok:
             check_envelope(ev, i)
-        if not floats_ok(ev["data"]):
+        if not (checked[i] or floats_ok(ev["data"])):
             raise SessionValidationError(f"seq {i}: {find_bad_float(ev['data'])}")
         t = ev["type"]
         if v4 and t not in V4_KNOWN_EVENT_TYPES and ev.get("ignorable") is not True:

@@ -136,7 +136,7 @@ def test_the_mutation_set_reaches_every_fast_path_and_both_outcomes():
     base = fixture_events("tool-call-turn")
     types = {ev["type"] for ev in base}
     assert {"assistant/chunk", "step/start", "step/end", "turn/start", "turn/end", "tool/call",
-            "agent/inbox/spliced"} <= types
+            "agent/inbox/spliced", "user/message", "assistant/message", "tool/result"} <= types
     outcomes = [_outcome(copy.deepcopy(seed), True)[0] for _, seed in _mutated_seeds()[::7]]
     assert "ok" in outcomes and "error" in outcomes and "crash" not in outcomes
     assert len(_mutated_seeds()) > 1000
@@ -207,3 +207,25 @@ def test_check_seed_judges_every_recorded_log_as_the_session_does_compact_plain_
         assert _checked(expanded, packed_runs=runs, **kw) == expected, path
         verdicts.add(expected[0])
     assert verdicts == {"ok", "error"}  # the recordings include replay-only logs the validator refuses
+
+
+def test_the_surface_appends_of_a_well_formed_log_take_the_fast_path(monkeypatch):
+    """user/message, assistant/message and tool/result appends (5 or 6 envelope keys) are checked inline: the
+    generic path's surface plan and payload check never run for them (they did before, once per message)."""
+    from dsh_tui.session import surface
+
+    base = fixture_events("tool-call-turn")
+    assert {"user/message", "assistant/message", "tool/result"} <= {ev["type"] for ev in base}
+    planned: list[str] = []
+    real_plan = surface.SurfaceFold.plan
+
+    def plan(self: Any, event: dict) -> Any:
+        planned.append(event["type"])
+        return real_plan(self, event)
+
+    monkeypatch.setattr(surface.SurfaceFold, "plan", plan)
+    surface_types = {"user/message", "assistant/message", "tool/result"}
+    fast = _outcome(copy.deepcopy(base), True)
+    assert fast[0] == "ok" and not surface_types & set(planned)  # (the appended session/end-seed is planned)
+    assert _outcome(copy.deepcopy(base), False) == fast
+    assert surface_types <= set(planned)

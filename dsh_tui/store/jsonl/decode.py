@@ -47,6 +47,7 @@ class StoredPrefix:
     path: Path | None = None
     runs: list[tuple[int, int]] | None = None  # packed-row spans of ``events`` (see LineScanner.runs)
     looks: tuple[Sequence[int], Sequence[int]] | None = None  # see LineScanner.looks
+    floats_checked: Sequence[int] | None = None  # see LineScanner.floats_checked
 
 
 def detect_compression(buf: bytes) -> str:
@@ -136,7 +137,8 @@ def _scan_raw_stream(f: BinaryIO, *, lenient: bool, projected: bool | None) -> S
     torn = TornMarker(scanner.committed_bytes) if scanner.committed_bytes < total else None
     events: Any = scanner.event_list()
     return StoredPrefix(scanner.header, events, "none", torn, total, record,
-                        bool(scanner.projected), runs=scanner.runs, looks=scanner.looks)
+                        bool(scanner.projected), runs=scanner.runs, looks=scanner.looks,
+                        floats_checked=scanner.floats_checked)
 
 
 def _scan_zstd(f: BinaryIO, *, lenient: bool, projected: bool | None) -> StoredPrefix:
@@ -183,7 +185,8 @@ def _scan_zstd(f: BinaryIO, *, lenient: bool, projected: bool | None) -> StoredP
         torn = TornMarker(base + fs.torn_start, EventList(scanner.events)[complete:])
     events: Any = scanner.event_list()
     return StoredPrefix(scanner.header, events, "zstd", torn, total, record,
-                        bool(scanner.projected), runs=scanner.runs, looks=scanner.looks)
+                        bool(scanner.projected), runs=scanner.runs, looks=scanner.looks,
+                        floats_checked=scanner.floats_checked)
 
 
 def decode_raw_text(buf: bytes, compression: str | None = None) -> bytes:

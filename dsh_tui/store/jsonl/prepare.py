@@ -77,8 +77,10 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, cloc
         if validate:
             # legacy import keeps every index (it rewrites turn/message events in place, never chunks), so
             # the scanner's packed-row spans still point at the same decoded members
+            # (the scanner's float verdicts hold for its own event objects: not after an import replaced some)
+            checked = prefix.floats_checked if events is prefix.events else None
             prepared.session = _construct(prefix.header, prepared.events, lenient=lenient, packed_runs=prefix.runs,
-                                          clock=clock, keep=keep_session)
+                                          clock=clock, keep=keep_session, floats_checked=checked)
         return prepared
     except (SessionFormatUnsupportedError, SessionCorruptionError):
         raise
@@ -87,13 +89,15 @@ def _prepare(prefix: StoredPrefix, sid: str, lenient: bool, validate: bool, cloc
 
 
 def _construct(header: dict[str, Any], events: list[dict[str, Any]], *, lenient: bool,
-               packed_runs: list[tuple[int, int]] | None = None, clock: Any = None, keep: bool = True) -> Any:
+               packed_runs: list[tuple[int, int]] | None = None, clock: Any = None, keep: bool = True,
+               floats_checked: Sequence[int] | None = None) -> Any:
     """The validated Session of ``events``; with ``keep=False`` only the validation (None)."""
     from dsh_tui.session.log import Session, check_seed
 
     if not keep:
-        return check_seed(header, events, lenient=lenient, packed_runs=packed_runs)
-    return Session(header, events, lenient=lenient, packed_runs=packed_runs, clock=clock)
+        return check_seed(header, events, lenient=lenient, packed_runs=packed_runs, floats_checked=floats_checked)
+    return Session(header, events, lenient=lenient, packed_runs=packed_runs, clock=clock,
+                   floats_checked=floats_checked)
 
 
 def repair_file(path: Path, *, lenient: bool = False) -> tuple[StoredPrefix, Prepared]:

@@ -126,7 +126,8 @@ class LineScanner:
     """
 
     __slots__ = ("header", "events", "input_bytes", "committed_bytes", "line_no", "issue",
-                 "_split", "_edge", "_armed", "projected", "runs", "_pidx", "_pev", "_pn", "looks", "_pool", "_v4", "_block")
+                 "_split", "_edge", "_armed", "projected", "runs", "_pidx", "_pev", "_pn", "looks", "_pool", "_v4", "_block",
+                 "floats_checked")
 
     def __init__(self, header_record: bytes, *, lenient: bool = False, projected: bool | None = False) -> None:
         self.header = parse_header_record(header_record, lenient=lenient)
@@ -152,6 +153,9 @@ class LineScanner:
         # positions among those plain events that the legacy import / the refusals look at (legacy.type_role)
         self.looks: tuple[array[int], array[int]] = (array("q"), array("q"))
         self._pool: dict[str, str] = {}  # sharing.SHARERS' pool: one object per repeated string
+        # the events whose whole data the sharers walked and found free of bad floats (NaN, ±Infinity, -0): the
+        # seed check need not walk them again (``Session(..., floats_checked=...)``); ascending indexes
+        self.floats_checked: array[int] = array("q")
         # format v4: the events of known types stay their lines, compressed in blocks (rows.RawBlock), parsed
         # again only when read; ``_block`` is the one being filled
         self._v4 = self.header.get("version") == 4
@@ -263,6 +267,7 @@ class LineScanner:
         share_block = _share_block
         add_import = self.looks[0].append
         add_refuse = self.looks[1].append
+        add_checked = self.floats_checked.append
         loads = orjson.loads
         row_tags = ROW_TAGS
         lazy = _lazy_row
@@ -327,11 +332,16 @@ class LineScanner:
                         if share is not None:
                             try:
                                 if share is chunk_share:  # the sharer inline: most chunks are no block-end
-                                    c = obj["data"]["chunk"]
-                                    if c["type"] == "block-end":
-                                        share_block(c["block"], pool_sd)
-                                else:
-                                    share(obj, pool)
+                                    d = obj["data"]
+                                    c = d["chunk"]
+                                    # (a block-end's data holds exactly turn, step, chunk: type, index, block)
+                                    if (c["type"] == "block-end" and share_block(c["block"], pool_sd)
+                                            and len(c) == 3 and c["index"].__class__ is int and len(d) == 3
+                                            and d["turn"].__class__ is int and d["step"].__class__ is int
+                                            and d.__class__ is dict and c.__class__ is dict):
+                                        add_checked(n)
+                                elif share(obj, pool):
+                                    add_checked(n)
                             except (KeyError, TypeError, AttributeError):
                                 pass  # not the expected shape: validation reports it
                     else:
