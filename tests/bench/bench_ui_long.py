@@ -201,14 +201,42 @@ def child_long(t0: float, root: str, mode: str = "tail") -> None:
     out: dict[str, float] = {"imports": time.perf_counter() - t0}
     path = next(p for p in Path(root).rglob("*") if p.name.startswith("session.jsonl"))
     row = SessionRow(path=str(path), root=root, revision="", id=SESSION_ID)
+    count_only = bool(os.environ.get("DSH_BENCH_FIRST_FRAME_EXIT"))  # --instructions: up to the first paint
+    if count_only:  # the full load waits (it runs after the paint; under valgrind its 2 s wait could run out)
+        from dsh_tui.store import catalog
+
+        class Held:
+            def inspect(self, _id: str) -> None:
+                time.sleep(3600)
+
+        catalog._store_for = lambda _row: Held()
+        import dsh_tui.ui.app as app_module
+
+        if hasattr(app_module, "_prewarm_markdown"):  # due a second after the first frame: ~50 s under valgrind
+            app_module._prewarm_markdown = lambda: None
     paints: list[float] = []
+    first_paint: list[float] = []  # the time of the first frame showing the latest turn
+
+    def shows_latest(text: str) -> bool:
+        """This frame shows the latest turn: the session is attached and folded to its last turn's footer,
+        and the frame has that turn's question (the first paint after the attach can still show an empty
+        transcript: its item views are laid out in the next one)."""
+        chat = app.chat
+        return bool(chat is not None and chat.attached and chat.fold.items and chat.fold.items[-1].kind == "footer"
+                    and chat.transcript.views and f"Question {chat.fold.items[-1].turn}:" in text)
 
     class Bench(DshApp):
         def _display(self, screen, renderable) -> None:  # noqa: ANN001
             super()._display(screen, renderable)
             if renderable is not None:
-                renderable.render_segments(self.console)  # the work a terminal write needs
+                text = renderable.render_segments(self.console)  # the work a terminal write needs
                 paints.append(time.perf_counter())
+                if not first_paint and shows_latest(text):
+                    first_paint.append(paints[-1])
+                    if count_only:  # exit here: a polling loop would be counted too
+                        if os.environ.get("DSH_BENCH_FRAME_OUT"):  # the frame counted to (a test reads it)
+                            Path(os.environ["DSH_BENCH_FRAME_OUT"]).write_text(text)
+                        os._exit(0)
 
         def on_mount(self) -> None:  # DshApp.on_mount runs too (Textual calls it for the base class)
             if mode == "tail":
@@ -225,7 +253,6 @@ def child_long(t0: float, root: str, mode: str = "tail") -> None:
     app = Bench(None, start="none")
 
     async def run() -> None:
-        t_ui = time.perf_counter()
         def stuck(stage: str) -> RuntimeError:  # a stage that never ends says where it stopped
             chat = app.chat
             state = None if chat is None else {"attached": chat.attached, "items": len(chat.fold.items),
@@ -233,21 +260,14 @@ def child_long(t0: float, root: str, mode: str = "tail") -> None:
             return RuntimeError(f"long-session child stuck at {stage}: chat {state}, {len(paints)} paints")
 
         async with app.run_test(size=(120, 40)) as pilot:
+            if count_only:  # _display exits at the paint
+                await asyncio.sleep(3600)
             deadline = time.perf_counter() + 120
-            while True:
-                chat = app.chat
-                if chat is not None and chat.attached and chat.fold.items and chat.fold.items[-1].kind == "footer" \
-                        and chat.transcript.views and paints and paints[-1] > t_ui:
-                    break
+            while not first_paint:
                 if time.perf_counter() > deadline:
                     raise stuck("the tail's first paint")
                 await asyncio.sleep(0.001)
-            # the paint of that state: the next one, unless the screen had nothing left to paint (then the
-            # last one already showed it; waiting for another hung the child when the head was folded first)
-            n, give_up = len(paints), time.perf_counter() + 2
-            while len(paints) == n and time.perf_counter() < give_up:
-                await asyncio.sleep(0.001)
-            out["first_paint"] = paints[-1] - t0
+            out["first_paint"] = first_paint[0] - t0
             out["last_turn"] = app.chat.fold.items[-1].turn
             while app.chat.loading_head:
                 if time.perf_counter() > deadline:
@@ -317,12 +337,12 @@ def child_env() -> dict[str, str]:
 
 
 def spawn(kind: str, *extra: str, tree: Path | None = None) -> dict:
-    """One child of ``kind``; ``tree``: run that checkout's bench child and package instead (``--against``)."""
+    """One child of ``kind``; ``tree``: this bench's child on that checkout's package (``--against``: both
+    measured the same way)."""
     env = child_env()
     script = __file__
     if tree is not None:
-        env["PYTHONPATH"] = str(tree)
-        script = str(tree / "tests" / "bench" / "bench_ui_long.py")
+        env["PYTHONPATH"], env["DSH_BENCH_NO_REPO"] = str(tree), "1"
     t0 = time.perf_counter()
     proc = subprocess.run([CHILD["python"], script, "--child", kind, repr(t0), *extra], capture_output=True,
                           text=True, env=env, timeout=300)
@@ -348,16 +368,20 @@ def make_session(root: Path, steps: int, chunks: int) -> int:
     return len(events)
 
 
-def instructions() -> None:
+def instructions(kinds: dict[str, tuple[tuple[str, ...], Path | None]] | None = None) -> None:
     """Instructions executed from process start to the first frame (valgrind callgrind, one run each:
     nearly deterministic, unlike times on a shared machine), with the trivial app as the baseline.
     The run is ~50x slower, so a timer or worker due shortly after the first frame may run before it
-    and be counted: an upper bound for the app, exact for the trivial one."""
-    kinds = {"trivial Textual app": ("trivial",), "DshApp(None) chat screen": ("startup",),
-             "dsh-tui (browser)": ("cli", "app"), "dsh-tui run (chat)": ("cli", "run")}
-    env = {**child_env(), "DSH_BENCH_FIRST_FRAME_EXIT": "1", "PYTHONHASHSEED": "0"}
+    and be counted: an upper bound for the app, exact for the trivial one. ``kinds``: name -> (child
+    argv, the tree to run it from or None for this one); the trivial app is always counted first."""
+    kinds = {"trivial Textual app": (("trivial",), None), **(kinds or {
+        "DshApp(None) chat screen": (("startup",), None), "dsh-tui (browser)": (("cli", "app"), None),
+        "dsh-tui run (chat)": (("cli", "run"), None)})}
     counts: dict[str, float] = {}
-    for name, argv in kinds.items():
+    for name, (argv, tree) in kinds.items():
+        env = {**child_env(), "DSH_BENCH_FIRST_FRAME_EXIT": "1", "PYTHONHASHSEED": "0"}
+        if tree is not None:  # this bench's child (it stops at the first paint) on that tree's package
+            env["PYTHONPATH"], env["DSH_BENCH_NO_REPO"] = str(tree), "1"
         proc = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", CHILD["python"],
                                __file__, "--child", argv[0], repr(time.perf_counter()), *argv[1:]],
                               capture_output=True, text=True, env=env, timeout=900)
@@ -368,7 +392,7 @@ def instructions() -> None:
     base = counts["trivial Textual app"]
     print("instructions from process start to the first frame (callgrind, millions; one run each):")
     for name, n in counts.items():
-        print(f"  {name:26s} {n:7.0f} M  ({n - base:+5.0f} M, {100 * (n - base) / base:+5.1f}% over the trivial app)")
+        print(f"  {name:26s} {n:7.0f} M  ({n - base:+5.0f} M, {n / base:.2f}x the trivial app)")
 
 
 def startup(runs: int, trivial: list[dict]) -> None:
@@ -402,8 +426,9 @@ def main() -> None:
     parser.add_argument("--chunks", type=int, default=91, help="text chunks per step (91 -> ~200k events)")
     parser.add_argument("--only", choices=("startup", "long"), help="run one half of the bench")
     parser.add_argument("--instructions", action="store_true",
-                        help="with --only startup: also count the instructions to the first frame under valgrind "
-                             "(deterministic; ~20 s per start-up)")
+                        help="also count the instructions to the first frame under valgrind (deterministic; ~20 s "
+                             "per start-up; with --only long: to the latest turn's first paint, and the "
+                             "--against tree's)")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="children inherit the environment as is (PYTHONDONTWRITEBYTECODE=1 here: dsh_tui "
                              "compiled from source in every process)")
@@ -446,6 +471,11 @@ def main() -> None:
                 both[mode].append(spawn("long", str(tmp), mode))
             if args.against is not None:
                 against.append(spawn("long", str(tmp), "tail", tree=args.against))
+        if args.instructions:  # the latest turn's first paint (the child exits there; the full load held)
+            counted = {"long: this tree": (("long", str(tmp), "tail"), None)}
+            if args.against is not None:
+                counted[f"long: {args.against}"] = (("long", str(tmp), "tail"), args.against)
+            instructions(counted)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     runs = both["tail"]
