@@ -178,6 +178,82 @@ async def test_plan_mode_review_keep_planning_then_approve(tmp_path):
     assert [o["label"] for o in reviews[0]["options"]] == ["Approve", "Keep planning"]
 
 
+async def test_a_plan_approved_just_before_quitting_is_not_lost(tmp_path):
+    """The user approves the plan, is asked to approve the reply's next call (``bash``) and quits instead: the
+    app closes after the approval but before the next step, where dsh logs it (its pending transition, kept in
+    memory and lost at exit). Here the approval is logged at close (the last ``plan/mode`` is inactive, after
+    the aborted ``turn/end``), so the resumed session is out of plan mode."""
+    asked = asyncio.Event()
+
+    async def approve(payload: dict, _next: Any) -> dict:
+        return {"answers": [{"id": "plan-review", "selected": ["Approve"]}]}
+
+    async def never_answered(payload: dict, _next: Any) -> str:
+        asked.set()
+        await asyncio.Event().wait()  # the user quits instead
+        return "rejected"
+
+    calls = [tool_call(0, id="p1", name="exit_plan_mode", args=json.dumps({"plan": PLAN})),
+             tool_call(1, id="b1", name="bash", args=json.dumps({"command": "echo started"}))]
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk(tool_calls=calls), chunk(finish="tool_calls", usage=USAGE)))
+        host = await _open(tmp_path, srv, **{"ask-user": {"interactive": True}})
+        host.agent.on("user-questions/request", approve)
+        host.agent.on("approval/request", never_answered)
+        try:
+            await host.agent.commands.run(host.agent, "/plan")
+            host.agent.followup("plan it, then start")
+            await asyncio.wait_for(asked.wait(), 30)
+            assert _result_text(_results(host)[0]).startswith("Plan approved")
+        finally:
+            await host.close()  # the user quits
+        ends = [(e["type"], e["data"]) for e in host.session.events if e["type"] in ("plan/mode", "turn/end")]
+        assert [t for t, _ in ends] == ["plan/mode", "turn/end", "plan/mode"]
+        assert ends[1][1]["reason"]["kind"] == "aborted" and ends[2][1] == {"active": False}
+        srv.push(_text("resumed"))
+        spec = HostSpec(root=tmp_path / "root", cwd=None, provider=_provider(srv), model="m",
+                        resume_id=host.session.id, plugin_config={"session-title-llm": {"enabled": False}})
+        host2 = await AgentHost.open(spec)
+        try:
+            await _turn(host2, "go on")
+        finally:
+            await host2.close()
+    assert "You are in plan mode." in srv.requests[0]["body"]["messages"][0]["content"]
+    assert "You are in plan mode." not in srv.requests[-1]["body"]["messages"][0]["content"]
+
+
+async def test_plan_off_during_a_turn_then_quitting_is_not_lost(tmp_path):
+    """``/plan off`` during a turn waits for the next step; the app quits first: it is logged at close with its
+    notice queued for the model, as a ``/plan off`` between turns is."""
+    with ScriptServer() as srv:
+        srv.push(sse_reply(chunk("planning"), done=False, end="stall"))
+        host = await _open(tmp_path, srv)
+        try:
+            await host.agent.commands.run(host.agent, "/plan")
+            host.agent.followup("think")
+            for _ in range(1500):
+                await asyncio.sleep(0.02)
+                if srv.requests:
+                    break
+            done = await host.agent.commands.run(host.agent, "/plan off")
+            assert done.text == "Leaving plan mode (applies from the next step)."
+        finally:
+            await host.close()
+        modes = [e["data"] for e in host.session.events if e["type"] == "plan/mode"]
+        assert modes == [{"active": True}, {"active": False}]
+        srv.push(_text("resumed"))
+        spec = HostSpec(root=tmp_path / "root", cwd=None, provider=_provider(srv), model="m",
+                        resume_id=host.session.id, plugin_config={"session-title-llm": {"enabled": False}})
+        host2 = await AgentHost.open(spec)
+        try:
+            await _turn(host2, "now do it")
+        finally:
+            await host2.close()
+    last = srv.requests[-1]["body"]["messages"]
+    assert "You are in plan mode." not in last[0]["content"]
+    assert "The user switched this session back to the default mode." in [m.get("content") for m in last]
+
+
 async def test_exit_plan_mode_outside_plan_mode_is_refused(tmp_path):
     with ScriptServer() as srv:
         srv.push(_call("exit_plan_mode", {"plan": PLAN}), _text("ok"))

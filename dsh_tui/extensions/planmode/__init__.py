@@ -13,6 +13,8 @@ starts in plan mode too.
 - ``exit_plan_mode`` (always registered, so the tool list does not change with the mode) presents the plan
   for review through the user-questions seam (``dsh_tui/runtime/questions.py``): **Approve** leaves plan mode
   from the next step, **Keep planning** returns the feedback to the model as the tool's error.
+- Beyond dsh (which keeps a pending change in memory only): a change still pending when the session closes
+  (the app quit before the next step) is logged at close, after the turn's end (``PlanMode.on_close``).
 
 Config (``[plugins.plan-mode]``): ``section`` (the guidance text; dsh's default).
 """
@@ -155,6 +157,18 @@ class PlanMode:
             self.agent.session.append("plan/mode", {"active": pending["active"]})
         self.pending = None
 
+    def on_close(self) -> None:
+        """The session closes with a selection still pending (the app quit between an approved plan review, or
+        a ``/plan`` during a turn, and the next step): log it now, as a selection between turns is (``set``), so
+        a resume (here or in dsh) is in the mode the user chose. dsh keeps it in memory only, and loses it."""
+        pending = self.pending
+        if pending is None or _open_turn(self.agent.session.events):
+            return
+        narration = self.narration(pending["active"]) if pending["narrate"] else None
+        self.on_boundary()
+        if narration is not None:
+            self.agent.inject(narration)
+
 
 CONTROLLERS: dict[str, PlanMode] = {}  # agent id -> its controller (the UI's key and the tests reach it)
 
@@ -187,7 +201,16 @@ def apply(ctx: BuiltinContext, config: Any = None) -> None:
 
     def register() -> Any:
         CONTROLLERS[agent.id] = controller
-        return lambda: CONTROLLERS.pop(agent.id, None) if CONTROLLERS.get(agent.id) is controller else None
+
+        def unregister() -> None:
+            if CONTROLLERS.get(agent.id) is controller:
+                CONTROLLERS.pop(agent.id, None)
+            try:
+                controller.on_close()
+            except Exception as err:  # noqa: BLE001 - closing goes on; the selection is lost as dsh loses it
+                ctx.log.warning("failed to append the pending plan mode at close: %r", err)
+
+        return unregister
 
     ctx.effect(register, "plan-mode controller")
     header = agent.session.header
