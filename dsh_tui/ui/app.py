@@ -107,7 +107,9 @@ class DshApp(App):
         session_roots: list[Any] | None = None,
         resolve: RouteResolver | None = None,
     ) -> None:
+        self._css_variables_unused = True
         super().__init__()
+        self._css_variables_unused = False
         self.resolve = resolve
         self.opener = SessionOpener(self)  # opening stored sessions (``opening.py``)
         self.palette = PaletteCommands(self, SCREEN_FACTORIES)  # the app's command-palette entries (``palette.py``)
@@ -129,6 +131,16 @@ class DshApp(App):
         # nothing is parsed yet: the stylesheet that keeps its parsed rules between runs, with the
         # start theme's variables
         self.stylesheet = CachedStylesheet(variables=self.get_css_variables(), path=css_cache)
+
+    _css_variables_unused = False
+
+    def get_css_variables(self) -> dict[str, str]:
+        """Textual's, but none while ``App.__init__`` runs: the stylesheet it makes with them is replaced in
+        ``__init__`` (by the start theme's, below), so the default theme's ~150 colours are not worked out
+        for nothing before the first frame (#29)."""
+        if self._css_variables_unused:
+            return {}
+        return super().get_css_variables()
 
     # (session id, root) of the live session the app had open when it quit (``resume_hint``)
     resumable: tuple[str, Any] | None = None
