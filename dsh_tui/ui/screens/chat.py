@@ -49,8 +49,8 @@ if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the
     from dsh_tui.ui.widgets.approval import ApprovalPanel
     from dsh_tui.ui.widgets.completion import CompletionList
     from dsh_tui.ui.widgets.plan import PlanStrip
-    from dsh_tui.ui.widgets.queue import QueueList
     from dsh_tui.ui.widgets.question import QuestionPanel
+    from dsh_tui.ui.widgets.queue import QueueList
     from dsh_tui.ui.widgets.searchbar import SearchBar
 
 
