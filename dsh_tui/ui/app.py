@@ -51,6 +51,8 @@ def _prewarm_markdown() -> None:
     from rich.console import Console
     from rich.markdown import Markdown
 
+    from dsh_tui.session import jsonutil  # noqa: F401 - (and orjson, json): a tool card's arguments, not on the first frame
+
     console = Console(file=None, width=80, color_system=None, record=False, force_terminal=False)
     with console.capture():
         console.print(Markdown("# warm\n\n**up** `code`\n\n```python\ndef f(x):\n    return x\n```\n"))
