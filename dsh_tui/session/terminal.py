@@ -20,48 +20,60 @@ can hold.
 from __future__ import annotations
 
 import re
+from functools import cache
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# compiled on first use, not at import: this module is on the way to the app's first frame (its line filter),
+# and the surrogate ranges make these the slowest patterns to compile there (~8 M instructions, #29)
+_SURROGATE = "[\ud800-\udfff]"
 # ESC-introduced sequences (ECMA-48): CSI ``ESC [ params final``, OSC / DCS / SOS / PM / APC strings
 # ended by BEL or ST (``ESC \\``) or unterminated to the end of the text, and two-character escapes.
 # The 8-bit C1 forms (``\x9b`` CSI, ``\x9d`` OSC, ...) likewise.
-_SEQUENCE = re.compile(
+_SEQUENCE = (
     r"(?:\x1b\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"  # CSI (final byte may be missing at the end)
     r"|(?:\x1b[\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"  # OSC, DCS, SOS, PM, APC
     r"|\x1b[\x20-\x2f]*[\x30-\x7e]?"  # other escapes (charset selection, RIS ``ESC c``, ...) or a lone ESC
 )
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]"
+
+
+@cache
+def _re(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern)
+
+
 _CRLF = "\r\n"
 
 
 def js_join(text: str) -> str:
     """Surrogate pairs (two code points in Python) joined into one character; lone surrogates kept."""
-    if not _SURROGATE.search(text):
+    if not _re(_SURROGATE).search(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def well_formed(text: str) -> str:
     """:func:`js_join`, then each lone surrogate as U+FFFD: text any UTF-8 stream can carry."""
-    if not _SURROGATE.search(text):
+    if not _re(_SURROGATE).search(text):
         return text
     return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
 
 
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+_UNSAFE = "[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]"
 
 
 def needs_cleaning(text: str) -> bool:
     """True when :func:`for_terminal` would change ``text`` (a control character or a surrogate)."""
-    return _UNSAFE.search(text) is not None
+    # every such character is a control (Cc) or a surrogate (Cs), which ``isprintable`` is false for: printable
+    # text (nearly every line drawn) needs no pattern
+    return not text.isprintable() and _re(_UNSAFE).search(text) is not None
 
 
 def for_terminal(text: str) -> str:
     """Model text to write to a terminal: well-formed, with no control sequence but newlines and tabs."""
     text = well_formed(text)
-    if not _CONTROL.search(text):
+    if not _re(_CONTROL).search(text):
         return text
     if _CRLF in text:
         text = text.replace(_CRLF, "\n")
-    text = _SEQUENCE.sub("", text)
-    return _CONTROL.sub("", text)
+    text = _re(_SEQUENCE).sub("", text)
+    return _re(_CONTROL).sub("", text)

@@ -51,6 +51,8 @@ def _prewarm_markdown() -> None:
     from rich.console import Console
     from rich.markdown import Markdown
 
+    from dsh_tui.session import jsonutil  # noqa: F401 - (and orjson, json): a tool card's arguments, not on the first frame
+
     console = Console(file=None, width=80, color_system=None, record=False, force_terminal=False)
     with console.capture():
         console.print(Markdown("# warm\n\n**up** `code`\n\n```python\ndef f(x):\n    return x\n```\n"))
@@ -107,7 +109,9 @@ class DshApp(App):
         session_roots: list[Any] | None = None,
         resolve: RouteResolver | None = None,
     ) -> None:
+        self._css_variables_unused = True
         super().__init__()
+        self._css_variables_unused = False
         self.resolve = resolve
         self.opener = SessionOpener(self)  # opening stored sessions (``opening.py``)
         self.palette = PaletteCommands(self, SCREEN_FACTORIES)  # the app's command-palette entries (``palette.py``)
@@ -129,6 +133,16 @@ class DshApp(App):
         # nothing is parsed yet: the stylesheet that keeps its parsed rules between runs, with the
         # start theme's variables
         self.stylesheet = CachedStylesheet(variables=self.get_css_variables(), path=css_cache)
+
+    _css_variables_unused = False
+
+    def get_css_variables(self) -> dict[str, str]:
+        """Textual's, but none while ``App.__init__`` runs: the stylesheet it makes with them is replaced in
+        ``__init__`` (by the start theme's, below), so the default theme's ~150 colours are not worked out
+        for nothing before the first frame (#29)."""
+        if self._css_variables_unused:
+            return {}
+        return super().get_css_variables()
 
     # (session id, root) of the live session the app had open when it quit (``resume_hint``)
     resumable: tuple[str, Any] | None = None

@@ -35,7 +35,6 @@ from dsh_tui.ui.screens.chat_view import TranscriptNav
 from dsh_tui.ui.textual_compat import paint_now, skip_first_resume_restyle
 from dsh_tui.ui.widgets.composer import Composer
 from dsh_tui.ui.widgets.item import ViewState
-from dsh_tui.ui.widgets.question import QuestionPanel  # its @on handlers below need the class
 from dsh_tui.ui.widgets.status import StatusBar
 from dsh_tui.ui.widgets.transcript import TranscriptView
 
@@ -50,6 +49,7 @@ if TYPE_CHECKING:  # built (and their modules imported) on first use: not on the
     from dsh_tui.ui.widgets.approval import ApprovalPanel
     from dsh_tui.ui.widgets.completion import CompletionList
     from dsh_tui.ui.widgets.plan import PlanStrip
+    from dsh_tui.ui.widgets.question import QuestionPanel
     from dsh_tui.ui.widgets.queue import QueueList
     from dsh_tui.ui.widgets.searchbar import SearchBar
 
@@ -202,7 +202,6 @@ class ChatScreen(Screen):
         # list are built and mounted on first use, between the transcript and the composer in the order of
         # _LAZY_ORDER (ensure_mounted): most sessions never show them, and neither they nor their modules
         # are on the way to the first paint (the properties below)
-        self.question = QuestionPanel(id="question")  # mounted on first use too (chat_modes)
         self.composer = Composer(placeholder=chat_help.PLACEHOLDER, id="composer")
         self.composer.border_subtitle = chat_help.HINT_IDLE
         self.composer.on_top_edge = self.action_focus_queue
@@ -241,6 +240,12 @@ class ChatScreen(Screen):
         from dsh_tui.ui.widgets.searchbar import SearchBar
 
         return SearchBar(self.transcript, id="search")
+
+    @cached_property
+    def question(self) -> QuestionPanel:  # (chat_modes)
+        from dsh_tui.ui.widgets.question import QuestionPanel
+
+        return QuestionPanel(id="question")
 
     @cached_property
     def plan_strip(self) -> PlanStrip:
@@ -288,8 +293,6 @@ class ChatScreen(Screen):
         """The lazily built widget ``name`` if it was built, else None (without building it)."""
         if name == "terminal_card":
             return self.terminal_card
-        if name == "question":
-            return self.question
         return self.__dict__.get(name)
 
     def offer_panel(self, panel: Any, request: Any, phase: str) -> None:
@@ -387,12 +390,10 @@ class ChatScreen(Screen):
     def on_approval_panel_decided(self, message: ApprovalPanel.Decided) -> None:
         self.approvals.decided(message)
 
-    @on(QuestionPanel.Yielded)
-    def _question_yielded(self, message: QuestionPanel.Yielded) -> None:
+    def on_question_panel_yielded(self, message: QuestionPanel.Yielded) -> None:
         self.keys.yield_to_composer(message.key, message.character)
 
-    @on(QuestionPanel.Answered)
-    def _question_answered(self, message: QuestionPanel.Answered) -> None:
+    def on_question_panel_answered(self, message: QuestionPanel.Answered) -> None:
         self.questions.answered(message)
 
     def on_resize(self, event: events.Resize) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
 from typing import Any
 
 from textual import events
@@ -56,10 +55,11 @@ class Composer(TextArea, inherit_bindings=False):
                 Binding("ctrl+g", "edit_in_editor", "Edit in $EDITOR", id="composer.editor", show=False),
                 Binding("f2", "expand_pastes", "Expand pasted text", id="composer.expand_pastes", show=False)]
 
-    @dataclass
     class Submitted(Message):
-        composer: Composer
-        value: str
+        def __init__(self, composer: Composer, value: str) -> None:  # (not a dataclass: cheaper to import)
+            super().__init__()
+            self.composer = composer
+            self.value = value
 
         @property
         def control(self) -> Composer:

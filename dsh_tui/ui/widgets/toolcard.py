@@ -10,13 +10,11 @@ other by living together; ``render.render_item`` picks ``render_tool`` for a ``T
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from dsh_tui.session.jsonutil import loads_bounded
 from dsh_tui.session.transcript import ToolItem
 from dsh_tui.ui.widgets.textfit import clip, one_line
 
@@ -91,6 +89,8 @@ def _inline_args(item: ToolItem) -> str:
     args = item.args()
     if not args:
         return "" if item.arguments.strip() in ("", "{}") else item.arguments
+    import json  # (json, orjson and jsonutil: imported by the first card that needs them, not on the first frame)
+
     shown = []
     for key, value in args.items():
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -312,6 +312,10 @@ def render_tool(item: ToolItem, expanded: bool) -> RenderableType:
             parts.append(_lsp_text(lsp_lines, lsp_total, 20))
         return Group(*parts)
     if item.tool not in ("bash", "read", "search", "todo"):
+        import json
+
+        from dsh_tui.session.jsonutil import loads_bounded
+
         try:
             pretty = json.dumps(loads_bounded(item.arguments), indent=1, ensure_ascii=False) if item.arguments else ""
         except ValueError:
@@ -388,6 +392,8 @@ def _read_lines(item: ToolItem) -> str | None:
 def describe_call(tool: str, arguments: str) -> RenderableType:
     """The approval panel's view of a call: a write's new file with numbered lines, an edit's diff (as
     the card shows them), the command for bash, pretty JSON otherwise."""
+    import json
+
     try:
         args: Any = json.loads(arguments) if arguments else {}
     except ValueError:
@@ -426,6 +432,10 @@ def rejection_reason(item: ToolItem) -> str:
 
 def describe_args(arguments: str) -> str:
     """Approval panel text for a call's arguments: the command for bash, pretty JSON otherwise."""
+    import json
+
+    from dsh_tui.session.jsonutil import loads_bounded
+
     try:
         value: Any = loads_bounded(arguments) if arguments else {}
     except ValueError:
