@@ -500,3 +500,15 @@ def test_the_first_frame_imports_neither_pydantic_nor_the_runtime(tmp_path, argv
     result = tmp_path / "imported.txt"
     assert result.exists(), out.stderr[-2000:]
     assert result.read_text() == "IMPORTED []"
+
+
+async def test_the_terminal_poll_builds_nothing_before_the_agent_has_a_terminal(tmp_path, monkeypatch):
+    """The chat polls for agent terminals every 0.25 s; before there is one, the poll must not build the
+    terminal slot (importing its module): on a slow first frame that import landed before the paint and
+    put ``chat_terminal`` beyond the start-up budget of a stored session's open."""
+    monkeypatch.delenv("DEEPSEEK_API_KEY", raising=False)
+    app = chat_app(_chat_args(tmp_path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.chat._poll_terminals()
+        assert app.chat.built("terminal") is None

@@ -438,6 +438,11 @@ class ChatScreen(Screen):
         self.view.search_closed()
 
     def _poll_terminals(self) -> None:
+        if "terminal" not in self.__dict__:  # no terminal yet: the slot (and its module) come with the first
+            harness = self.bridge.harness
+            service = harness.terminals() if harness is not None else None
+            if service is None or not service.sessions:
+                return
         self.terminal.poll()
 
     # -- actions ---------------------------------------------------------------------------------------
