@@ -488,6 +488,8 @@ def main() -> None:
 
     full = both["full"]
     print(f"machine load average now: {os.getloadavg()[0]:.1f} (figures scale with it; compare the ratios)")
+    if not runs:  # --runs 0: the instruction counts alone
+        return
     print(f"long session ({int(runs[0]['events']):,} events), median of {args.runs} fresh processes:")
     print(f"  first paint of the latest turn (tail read first): {med('first_paint'):.2f} s p50, "
           f"{p95('first_paint'):.2f} s p95 [target <= 0.8 / <= 1.2 s] (imports {med('imports'):.2f} s); "
