@@ -41,6 +41,13 @@ async def _open(tmp_path: Path, srv: ScriptServer, **config: Any) -> AgentHost:
                                          model="m", plugin_config=plugin_config))
 
 
+async def _reopen(tmp_path: Path, srv: ScriptServer, session_id: str) -> AgentHost:
+    """Resume the session ``_open`` made (as ``dsh-tui resume ID`` does)."""
+    return await AgentHost.open(HostSpec(root=tmp_path / "root", cwd=None, provider=_provider(srv), model="m",
+                                         resume_id=session_id,
+                                         plugin_config={"session-title-llm": {"enabled": False}}))
+
+
 def _tool_names(body: dict) -> list[str]:
     return [t.get("function", t).get("name") for t in body.get("tools") or []]
 
@@ -211,9 +218,7 @@ async def test_a_plan_approved_just_before_quitting_is_not_lost(tmp_path):
         assert [t for t, _ in ends] == ["plan/mode", "turn/end", "plan/mode"]
         assert ends[1][1]["reason"]["kind"] == "aborted" and ends[2][1] == {"active": False}
         srv.push(_text("resumed"))
-        spec = HostSpec(root=tmp_path / "root", cwd=None, provider=_provider(srv), model="m",
-                        resume_id=host.session.id, plugin_config={"session-title-llm": {"enabled": False}})
-        host2 = await AgentHost.open(spec)
+        host2 = await _reopen(tmp_path, srv, host.session.id)
         try:
             await _turn(host2, "go on")
         finally:
@@ -242,9 +247,7 @@ async def test_plan_off_during_a_turn_then_quitting_is_not_lost(tmp_path):
         modes = [e["data"] for e in host.session.events if e["type"] == "plan/mode"]
         assert modes == [{"active": True}, {"active": False}]
         srv.push(_text("resumed"))
-        spec = HostSpec(root=tmp_path / "root", cwd=None, provider=_provider(srv), model="m",
-                        resume_id=host.session.id, plugin_config={"session-title-llm": {"enabled": False}})
-        host2 = await AgentHost.open(spec)
+        host2 = await _reopen(tmp_path, srv, host.session.id)
         try:
             await _turn(host2, "now do it")
         finally:
@@ -510,9 +513,7 @@ async def test_a_resumed_session_keeps_plan_mode_and_its_goal_disarmed(tmp_path)
             await host.close()  # closing mid-round: the goal stays active in the log
         sid = host.session.id
         srv.push(_text("resumed"))
-        spec = HostSpec(root=tmp_path / "root", cwd=None, provider=_provider(srv), model="m", resume_id=sid,
-                        plugin_config={"session-title-llm": {"enabled": False}})
-        host2 = await AgentHost.open(spec)
+        host2 = await _reopen(tmp_path, srv, sid)
         try:
             from dsh_tui.extensions.goals import GOALS
 
